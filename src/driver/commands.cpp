@@ -1,0 +1,137 @@
+#include "driver/commands.hpp"
+
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "driver/verify.hpp"
+#include "schedule/knobs.hpp"
+#include "sema/print_checked.hpp"
+#include "sema/sema.hpp"
+#include "syntax/format.hpp"
+#include "syntax/parse.hpp"
+
+namespace emmy {
+namespace {
+
+bool read_file(const std::string& path, std::string& text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+// Validates a knob list (EMMY_KNOBS or --knobs) as a source of its own, so its
+// errors point at a column of the string.
+void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::string& origin, const std::string& text,
+                     const std::string& target_name) {
+  if (text.empty()) return;
+  uint32_t id = sources.add(origin, text);
+  KnobListResult r = parse_knob_list(text);
+  auto at = [&](const KnobError& e) {
+    uint32_t b = static_cast<uint32_t>(std::min(e.offset, text.size()));
+    return SourceRange{id, b, static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)))};
+  };
+  for (const KnobError& e : r.errors) diags.error(e.code, at(e), e.message).hint(e.help);
+  const TargetInfo* target = find_target(target_name);
+  if (!target) return;
+  for (const KnobSetting& s : r.settings)
+    for (const KnobError& e : check_knob_legal(s, *target)) {
+      // Legality errors carry offsets into the value; find the setting's text to place them.
+      std::string printed = print_knob(s);
+      size_t pos = text.find(printed.substr(0, printed.find('=') + 1));
+      size_t value_at = pos == std::string::npos ? 0 : pos + printed.find('=') + 1;
+      KnobError placed = e;
+      placed.offset += value_at;
+      diags.error(e.code, at(placed), e.message).hint(e.help);
+    }
+}
+
+struct Checked {
+  SourceManager sources;
+  std::unique_ptr<Diagnostics> diags;
+  std::unique_ptr<CheckedProgram> program;
+  uint32_t file = 0;
+};
+
+// Loads and checks one file; returns false (after printing) when it cannot be read.
+bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err) {
+  c.diags = std::make_unique<Diagnostics>(c.sources);
+  std::string text;
+  if (!read_file(path, text)) {
+    err << fmt::format("emmyc: error: cannot read '{}'\n", path);
+    return false;
+  }
+  c.file = c.sources.add(path, std::move(text));
+  c.program = check_program(c.sources, c.file, SemaOptions{opt.stdlib_dirs}, *c.diags);
+  check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, opt.target);
+  check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, opt.target);
+  return true;
+}
+
+}  // namespace
+
+int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
+              std::ostream& err) {
+  int status = kOk;
+  for (const std::string& path : files) {
+    Checked c;
+    if (!check_one(path, opt, c, err)) return kUsageError;
+    if (verify) {
+      if (!verify_diagnostics(*c.diags, c.file, out)) status = kUserError;
+      continue;
+    }
+    c.diags->render(err, opt.color);
+    if (c.diags->has_errors()) status = kUserError;
+  }
+  return status;
+}
+
+int run_compile(const std::string& file, const std::string& ir, const DriverOptions& opt, std::ostream& out,
+                std::ostream& err) {
+  Checked c;
+  if (!check_one(file, opt, c, err)) return kUsageError;
+  c.diags->render(err, opt.color);
+  if (c.diags->has_errors()) return kUserError;
+  if (ir == "ast") {
+    out << print_checked(*c.program);
+    return kOk;
+  }
+  err << fmt::format("emmyc: error: --ir {} is not available yet; this build prints: ast\n", ir);
+  return kUsageError;
+}
+
+int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err) {
+  int status = kOk;
+  for (const std::string& path : files) {
+    SourceManager sources;
+    Diagnostics diags(sources);
+    std::string text;
+    if (!read_file(path, text)) {
+      err << fmt::format("emmyc: error: cannot read '{}'\n", path);
+      return kUsageError;
+    }
+    uint32_t id = sources.add(path, text);
+    parse_module(sources, id, diags);
+    std::optional<std::string> formatted = diags.has_errors() ? std::nullopt : format_source(text);
+    if (!formatted) {
+      diags.render(err);
+      status = kUserError;
+      continue;
+    }
+    if (check_only) {
+      if (*formatted != text) {
+        out << fmt::format("{}: not formatted (run emmyc fmt -i {})\n", path, path);
+        status = kUserError;
+      }
+    } else if (in_place) {
+      if (*formatted != text) std::ofstream(path, std::ios::binary) << *formatted;
+    } else {
+      out << *formatted;
+    }
+  }
+  return status;
+}
+
+}  // namespace emmy

@@ -1,0 +1,27 @@
+// The emmyc subcommands as functions, so the CLI, the REPL and tests share them.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace emmy {
+
+// Process exit codes.
+enum ExitCode { kOk = 0, kUserError = 1, kUsageError = 2 };
+
+struct DriverOptions {
+  std::vector<std::string> stdlib_dirs;
+  bool color = false;
+  std::string knobs;          // --knobs (same codec as EMMY_KNOBS)
+  std::string env_knobs;      // the EMMY_KNOBS environment variable
+  std::string target = "sm_90";
+};
+
+int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
+              std::ostream& err);
+int run_compile(const std::string& file, const std::string& ir, const DriverOptions& opt, std::ostream& out,
+                std::ostream& err);
+int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err);
+
+}  // namespace emmy

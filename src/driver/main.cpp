@@ -1,0 +1,86 @@
+// emmyc: the Emmy compiler's command line.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "driver/commands.hpp"
+
+namespace {
+
+// EMMY_STDLIB (colon-separated), the installed share/emmy/stdlib, then the source tree.
+std::vector<std::string> stdlib_dirs(const char* argv0) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("EMMY_STDLIB")) {
+    std::string s = env;
+    for (size_t b = 0, e; b <= s.size(); b = e + 1) {
+      e = s.find(':', b);
+      if (e == std::string::npos) e = s.size();
+      if (e > b) dirs.push_back(s.substr(b, e - b));
+    }
+  }
+  std::error_code ec;
+  auto exe = std::filesystem::canonical("/proc/self/exe", ec);
+  if (ec) exe = std::filesystem::absolute(argv0, ec);
+  dirs.push_back((exe.parent_path().parent_path() / "share" / "emmy" / "stdlib").string());
+  dirs.push_back(EMMY_STDLIB_DIR);
+  return dirs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"emmyc — the Emmy tensor compiler", "emmyc"};
+  app.set_version_flag("--version", std::string("emmyc ") + EMMY_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  emmyc check examples/sdpa.emmy            parse and check; prints only diagnostics\n"
+      "  emmyc compile stdlib/nn.emmy --ir ast     print the checked AST\n"
+      "  emmyc fmt -i examples/*.emmy              format files in place\n"
+      "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
+      "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
+
+  emmy::DriverOptions opt;
+  opt.stdlib_dirs = stdlib_dirs(argv[0]);
+  std::string color = "auto";
+  app.add_option("--color", color, "color diagnostics: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+
+  std::vector<std::string> files;
+  bool verify = false;
+  CLI::App* check = app.add_subcommand("check", "parse and check files; prints nothing but diagnostics");
+  check->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
+  check->add_flag("--verify", verify, "compare diagnostics with the file's expected-error comments");
+  check->add_option("--knobs", opt.knobs, "knob list to validate, as in EMMY_KNOBS");
+  check->add_option("--target", opt.target, "target for knob legality (sm_80, sm_90, sm_90a, sm_120)");
+
+  std::string file, ir = "ast";
+  CLI::App* compile = app.add_subcommand("compile", "compile a file and print an IR level");
+  compile->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
+  compile->add_option("--ir", ir, "IR level to print")->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
+  compile->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
+  compile->add_option("--target", opt.target, "target: sm_80, sm_90, sm_90a, sm_120");
+
+  bool fmt_check = false, in_place = false;
+  CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");
+  fmt->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
+  fmt->add_flag("--check", fmt_check, "exit 1 and name each file that is not formatted");
+  fmt->add_flag("-i,--in-place", in_place, "rewrite the files");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : emmy::kUsageError;
+  }
+  opt.color = color == "always" || (color == "auto" && isatty(2));
+  if (const char* env = std::getenv("EMMY_KNOBS")) opt.env_knobs = env;
+
+  if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
+  if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
+  return emmy::run_fmt(files, fmt_check, in_place, std::cout, std::cerr);
+}

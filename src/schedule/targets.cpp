@@ -1,0 +1,63 @@
+// The target table (sm_80, sm_90, sm_90a, sm_120) and the feature table that knob legality reads.
+#include "schedule/targets.hpp"
+
+#include <algorithm>
+
+namespace emmy {
+namespace {
+
+constexpr int kKiB = 1024;
+
+constexpr TargetInfo kTargets[] = {
+    // name     sm   arch   cp.async tma   wgmma  setmaxnreg smem/block  regs threads
+    {"sm_80", 80, false, true, false, false, false, 163 * kKiB, 255, 1024},   // A100
+    {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024},    // H100, H200
+    {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024},      // H100, H200
+    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024},   // RTX 5090
+};
+
+struct FeatureRow {
+  Feature feature;
+  std::string_view name;
+  std::string_view requirement;
+  bool (*has)(const TargetInfo&);
+};
+
+constexpr FeatureRow kFeatures[] = {
+    {Feature::None, "", "", [](const TargetInfo&) { return true; }},
+    {Feature::MmaSync, "mma.sync", "sm_80 or newer (mma.sync)",
+     [](const TargetInfo& t) { return t.sm >= 80; }},
+    {Feature::CpAsync, "cp.async", "sm_80 or newer (cp.async)",
+     [](const TargetInfo& t) { return t.cp_async; }},
+    {Feature::Tma, "TMA", "sm_90 or newer (TMA)", [](const TargetInfo& t) { return t.tma; }},
+    {Feature::Wgmma, "wgmma", "sm_90a (wgmma)", [](const TargetInfo& t) { return t.wgmma; }},
+    {Feature::Setmaxnreg, "setmaxnreg", "sm_90a (setmaxnreg)",
+     [](const TargetInfo& t) { return t.setmaxnreg; }},
+};
+
+const FeatureRow& feature_row(Feature feature) {
+  return *std::find_if(std::begin(kFeatures), std::end(kFeatures),
+                       [&](const FeatureRow& r) { return r.feature == feature; });
+}
+
+}  // namespace
+
+const TargetInfo* find_target(std::string_view name) {
+  auto it = std::find_if(std::begin(kTargets), std::end(kTargets),
+                         [&](const TargetInfo& t) { return t.name == name; });
+  return it == std::end(kTargets) ? nullptr : &*it;
+}
+
+std::vector<std::string_view> target_names() {
+  std::vector<std::string_view> names;
+  for (const TargetInfo& t : kTargets) names.push_back(t.name);
+  return names;
+}
+
+bool target_has(const TargetInfo& target, Feature feature) { return feature_row(feature).has(target); }
+
+std::string_view feature_name(Feature feature) { return feature_row(feature).name; }
+
+std::string_view feature_requirement(Feature feature) { return feature_row(feature).requirement; }
+
+}  // namespace emmy

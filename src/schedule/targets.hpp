@@ -1,0 +1,32 @@
+// The GPU targets Emmy compiles for, with the hardware facts that decide which schedules are legal.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace emmy {
+
+struct TargetInfo {
+  std::string_view name;  // "sm_90a"
+  int sm;                 // compute capability * 10: 80, 90, 120
+  bool arch_specific;     // the 'a' of sm_90a: architecture-specific features enabled
+  bool cp_async;          // cp.async (sm_80+)
+  bool tma;               // bulk tensor copies + mbarrier (sm_90+)
+  bool wgmma;             // warpgroup MMA (sm_90a only)
+  bool setmaxnreg;        // per-warpgroup register rebalancing (sm_90a only)
+  int smem_per_block_bytes;  // opt-in dynamic shared memory per block
+  int max_regs_per_thread;
+  int max_threads_per_block;
+};
+
+// Hardware features a knob value may need; target_has says whether a target has one.
+enum class Feature { None, MmaSync, CpAsync, Tma, Wgmma, Setmaxnreg };
+
+const TargetInfo* find_target(std::string_view name);  // nullptr if unknown
+std::vector<std::string_view> target_names();           // "sm_80", "sm_90", "sm_90a", "sm_120"
+
+bool target_has(const TargetInfo& target, Feature feature);
+std::string_view feature_name(Feature feature);         // "TMA"; "" for None
+std::string_view feature_requirement(Feature feature);  // "sm_90 or newer (TMA)"; "" for None
+
+}  // namespace emmy

@@ -1,0 +1,104 @@
+// Sema's pipeline: load modules, collect global names, check monoids, ops (then their
+// call graph), and schedules.
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "sema/passes.hpp"
+
+namespace emmy {
+
+const TensorInfo* CheckedOp::find(std::string_view name) const {
+  for (const TensorInfo& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+namespace sema {
+namespace {
+
+template <typename Decl>
+void collect(std::map<std::string, const Decl*>& table, const Decl& d, const char* what, Diagnostics& diags) {
+  auto [it, fresh] = table.emplace(d.name.name, &d);
+  if (!fresh)
+    diags.error("E011", d.name.range, fmt::format("{} '{}' is defined twice", what, d.name.name))
+        .note(it->second->name.range, "first defined here")
+        .hint("rename one of them");
+}
+
+Globals collect_globals(const CheckedProgram& program, Diagnostics& diags) {
+  Globals g;
+  for (const LoadedModule& m : program.modules)
+    for (const ast::Item& item : m.ast.items) {
+      if (const auto* op = std::get_if<ast::OpDecl>(&item)) collect(g.ops, *op, "op", diags);
+      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item)) collect(g.monoids, *mo, "monoid", diags);
+    }
+  for (const auto& [name, op] : g.ops)
+    if (g.monoids.count(name))
+      diags.error("E011", op->name.range, fmt::format("'{}' names both an op and a monoid", name))
+          .note(g.monoids.at(name)->name.range, "the monoid is defined here")
+          .hint("rename one of them");
+  return g;
+}
+
+// Ops are inlined into their callers, so a cycle in the call graph has no meaning.
+void check_call_graph(const CheckedProgram& program, Diagnostics& diags) {
+  std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
+  std::function<void(const std::string&)> visit = [&](const std::string& name) {
+    state[name] = 1;
+    const CheckedOp& op = program.ops.at(name);
+    for (const auto& [callee, at] : op.calls) {
+      if (!program.ops.count(callee)) continue;
+      if (state[callee] == 1) {
+        diags.error("E039", at, fmt::format("op {} calls {}, which calls back into it", name, callee))
+            .hint("ops are inlined: break the cycle");
+      } else if (state[callee] == 0) {
+        visit(callee);
+      }
+    }
+    state[name] = 2;
+  };
+  for (const auto& [name, _] : program.ops)
+    if (state[name] == 0) visit(name);
+}
+
+}  // namespace
+}  // namespace sema
+
+std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t file, const SemaOptions& options,
+                                              Diagnostics& diags) {
+  auto program = std::make_unique<CheckedProgram>();
+  sema::load_modules(sources, file, options, *program, diags);
+  sema::Globals globals = sema::collect_globals(*program, diags);
+  for (const LoadedModule& m : program->modules)
+    for (const ast::Item& item : m.ast.items)
+      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item); mo && globals.monoids.at(mo->name.name) == mo)
+        program->monoids.emplace(mo->name.name, sema::check_monoid(*mo, m.name == "std.monoids", diags));
+  for (const LoadedModule& m : program->modules)
+    for (const ast::Item& item : m.ast.items)
+      if (const auto* op = std::get_if<ast::OpDecl>(&item); op && globals.ops.at(op->name.name) == op)
+        program->ops.emplace(op->name.name, sema::check_op(*op, globals, program->monoids, diags));
+  sema::check_call_graph(*program, diags);
+
+  // Schedules: unique (op, target, name), each checked against the codec.
+  std::map<std::tuple<std::string, std::string, std::string>, SourceRange> labels;
+  for (const LoadedModule& m : program->modules)
+    for (const ast::Item& item : m.ast.items) {
+      const auto* s = std::get_if<ast::ScheduleDecl>(&item);
+      if (!s) continue;
+      std::string label = s->label ? s->label->name : "";
+      auto [it, fresh] = labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->range);
+      if (!fresh) {
+        diags.error("E061", s->label ? s->label->range : s->op.range,
+                    label.empty() ? fmt::format("op {} already has an unnamed schedule for {}", s->op.name, s->target.name)
+                                  : fmt::format("op {} already has a schedule \"{}\" for {}", s->op.name, label, s->target.name))
+            .note(it->second, "the other one is here")
+            .hint("name the schedule: schedule OP for TARGET as \"NAME\" { ... }");
+        continue;
+      }
+      if (auto checked = sema::check_schedule(*s, *program, diags)) program->schedules.push_back(std::move(*checked));
+    }
+  return program;
+}
+
+}  // namespace emmy

@@ -1,0 +1,63 @@
+// Loads the main file and every module it imports (std.X from the stdlib directories,
+// a.b from a/b.emmy beside the importing file), each once.
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sema/passes.hpp"
+#include "syntax/parse.hpp"
+
+namespace emmy::sema {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> candidates(const ast::ImportDecl& imp, const std::string& importer, const SemaOptions& opt) {
+  std::vector<std::string> out;
+  const std::vector<ast::Ident>& p = imp.path;
+  if (p.size() >= 2 && p[0].name == "std") {
+    std::string rel;
+    for (size_t i = 1; i < p.size(); ++i) rel += (i > 1 ? "/" : "") + p[i].name;
+    for (const std::string& dir : opt.stdlib_dirs) out.push_back((fs::path(dir) / (rel + ".emmy")).string());
+    return out;
+  }
+  fs::path rel;
+  for (const ast::Ident& part : p) rel /= part.name;
+  out.push_back((fs::path(importer).parent_path() / rel).string() + ".emmy");
+  return out;
+}
+
+}  // namespace
+
+void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions& options, CheckedProgram& program,
+                  Diagnostics& diags) {
+  program.modules.push_back({sources.file(main_file).path(), parse_module(sources, main_file, diags)});
+  std::set<std::string> loaded;
+  for (size_t m = 0; m < program.modules.size(); ++m) {
+    // Copy what we need: push_back on the deque keeps references, but be explicit.
+    const ast::Module& mod = program.modules[m].ast;
+    std::string importer = sources.file(mod.file).path();
+    for (const ast::Item& item : mod.items) {
+      const auto* imp = std::get_if<ast::ImportDecl>(&item);
+      if (!imp) continue;
+      std::string name = imp->dotted();
+      if (loaded.count(name)) continue;
+      loaded.insert(name);
+      std::vector<std::string> paths = candidates(*imp, importer, options);
+      uint32_t id = 0;
+      for (const std::string& path : paths)
+        if (fs::is_regular_file(path) && (id = sources.load(path))) break;
+      if (!id) {
+        diags.error("E010", imp->range, fmt::format("cannot find module '{}'", name))
+            .hint(paths.empty() ? std::string("check the module name")
+                                : fmt::format("looked for {}; the standard modules are std.monoids, std.nn, std.linalg",
+                                              fmt::join(paths, ", ")));
+        continue;
+      }
+      program.modules.push_back({name, parse_module(sources, id, diags)});
+    }
+  }
+}
+
+}  // namespace emmy::sema

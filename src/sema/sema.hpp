@@ -1,0 +1,84 @@
+// The semantic layer's entry: loads imports, resolves names, infers dtypes and shapes,
+// validates schedules, and returns the checked program.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "schedule/knobs.hpp"
+#include "schedule/targets.hpp"
+#include "sema/types.hpp"
+#include "support/diagnostics.hpp"
+#include "syntax/ast.hpp"
+
+namespace emmy {
+
+// A tensor of an op: parameter, output, intermediate, or a scalar `let`.
+struct TensorInfo {
+  enum class Role { Input, Output, Intermediate, Let };
+  std::string name;
+  Role role = Role::Input;
+  Type elem;                             // Scalar, or Record for a monoid carrier
+  std::vector<Size> shape;
+  std::vector<std::string> index_vars;   // intermediates/outputs: the left-hand index names
+  SourceRange def;
+};
+
+struct ReductionInfo {
+  uint32_t expr_id = 0;
+  std::string monoid;
+  bool builtin = false;
+  std::vector<std::string> axes;
+  std::vector<Size> axis_sizes;
+  bool has_where = false;
+};
+
+struct CheckedOp {
+  const ast::OpDecl* decl = nullptr;
+  std::vector<TensorInfo> tensors;                 // params, outputs, then definitions in order
+  std::vector<ReductionInfo> reductions;
+  std::unordered_map<uint32_t, Type> expr_types;   // by ast::Expr::id
+  std::vector<std::pair<std::string, SourceRange>> calls;  // ops this op calls (inlined later)
+  const TensorInfo* find(std::string_view name) const;
+};
+
+struct CheckedMonoid {
+  const ast::MonoidDecl* decl = nullptr;
+  std::vector<std::string> dims;                   // symbolic vector lengths (E of o: f32[E])
+  bool commutative_assumed = false;
+  bool associative_assumed = false;
+  bool reference_of_builtin = false;               // std.monoids' definitions of sum, max...
+};
+
+struct CheckedSchedule {
+  const ast::ScheduleDecl* decl = nullptr;
+  const TargetInfo* target = nullptr;
+  std::vector<KnobSetting> knobs;
+};
+
+struct LoadedModule {
+  std::string name;   // "std.nn", or the path for a file given on the command line
+  ast::Module ast;
+};
+
+struct CheckedProgram {
+  std::deque<LoadedModule> modules;                // [0] = the main file, then imports
+  std::map<std::string, CheckedOp> ops;
+  std::map<std::string, CheckedMonoid> monoids;
+  std::vector<CheckedSchedule> schedules;
+};
+
+struct SemaOptions {
+  std::vector<std::string> stdlib_dirs;   // where `import std.X` looks for X.emmy
+};
+
+// Parses and checks `file` and everything it imports. Errors go to `diags`; the
+// result is meaningful only when diags has no errors.
+std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t file, const SemaOptions& options,
+                                              Diagnostics& diags);
+
+}  // namespace emmy

@@ -1,0 +1,99 @@
+#include "support/diagnostics.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace emmy {
+
+Diagnostic& Diagnostics::error(std::string code, SourceRange range, std::string message) {
+  diags_.push_back({Severity::Error, std::move(code), range, std::move(message), {}, {}});
+  return diags_.back();
+}
+
+Diagnostic& Diagnostics::warning(std::string code, SourceRange range, std::string message) {
+  diags_.push_back({Severity::Warning, std::move(code), range, std::move(message), {}, {}});
+  return diags_.back();
+}
+
+int Diagnostics::error_count() const {
+  return static_cast<int>(std::count_if(diags_.begin(), diags_.end(), [](const Diagnostic& d) {
+    return d.severity == Severity::Error;
+  }));
+}
+
+namespace {
+
+struct Style {
+  const char* bold = "";
+  const char* red = "";
+  const char* yellow = "";
+  const char* cyan = "";
+  const char* reset = "";
+};
+
+Style style_for(bool color) {
+  if (!color) return {};
+  return {"\033[1m", "\033[1;31m", "\033[1;35m", "\033[1;36m", "\033[0m"};
+}
+
+// `path:line:col: ` or empty when the range has no location.
+std::string location(const SourceManager& sm, SourceRange r) {
+  if (!r.valid()) return "";
+  const SourceFile& f = sm.file(r.file);
+  LineCol lc = f.line_col(r.begin);
+  return fmt::format("{}:{}:{}: ", f.path(), lc.line, lc.column);
+}
+
+// The source line with a caret under the range (clipped to the first line).
+void snippet(std::ostringstream& out, const SourceManager& sm, SourceRange r, const Style& st) {
+  if (!r.valid()) return;
+  const SourceFile& f = sm.file(r.file);
+  LineCol lc = f.line_col(r.begin);
+  std::string_view line = f.line_text(lc.line);
+  std::string gutter = std::to_string(lc.line);
+  out << fmt::format(" {} | {}\n", gutter, line);
+  size_t col = static_cast<size_t>(lc.column - 1);
+  size_t width = std::max<size_t>(1, r.end > r.begin ? r.end - r.begin : 1);
+  if (col > line.size()) col = line.size();
+  width = std::min(width, std::max<size_t>(1, line.size() - std::min(col, line.size())));
+  std::string pad;
+  for (size_t i = 0; i < col; ++i) pad += line[i] == '\t' ? '\t' : ' ';
+  out << fmt::format(" {} | {}{}^{}{}\n", std::string(gutter.size(), ' '), pad, st.red,
+                     std::string(width - 1, '~'), st.reset);
+}
+
+}  // namespace
+
+std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
+  Style st = style_for(color);
+  std::ostringstream out;
+  const char* kind = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "note";
+  const char* kc = d.severity == Severity::Error ? st.red : st.yellow;
+  std::string code = d.code.empty() ? "" : "[" + d.code + "]";
+  out << st.bold << location(sources_, d.range) << kc << kind << code << st.reset << st.bold << ": "
+      << d.message << st.reset << "\n";
+  snippet(out, sources_, d.range, st);
+  for (const DiagnosticNote& n : d.notes) {
+    out << location(sources_, n.range) << st.cyan << "note" << st.reset << ": " << n.message << "\n";
+    snippet(out, sources_, n.range, st);
+  }
+  if (!d.help.empty()) out << "  " << st.cyan << "help" << st.reset << ": " << d.help << "\n";
+  return out.str();
+}
+
+void Diagnostics::render(std::ostream& out, bool color) const {
+  for (const Diagnostic& d : diags_) out << render_one(d, color);
+}
+
+void internal_error(const char* file, int line, const std::string& what) {
+  std::cerr << fmt::format("emmyc: internal compiler error at {}:{}: {}\n"
+                           "This is a bug in Emmy, not in your program; please report it.\n",
+                           file, line, what);
+  std::abort();
+}
+
+}  // namespace emmy

@@ -1,0 +1,22 @@
+# lit configuration for Emmy: RUN lines use %emmyc and FileCheck.
+import os
+import lit.formats
+
+config.name = "emmy"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".emmy"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs"]
+
+emmyc = lit_config.params.get("emmyc")
+filecheck = lit_config.params.get("filecheck", "FileCheck")
+source_root = lit_config.params.get("source_root", os.path.join(os.path.dirname(__file__), "..", ".."))
+if not emmyc:
+    lit_config.fatal("run lit with --param emmyc=PATH (ctest does this)")
+
+config.substitutions.append(("%emmyc", emmyc))
+config.substitutions.append(("%stdlib", os.path.join(source_root, "stdlib")))
+config.substitutions.append(("%examples", os.path.join(source_root, "examples")))
+config.substitutions.append(("FileCheck", filecheck))
+config.environment["EMMY_STDLIB"] = os.path.join(source_root, "stdlib")
+config.environment.pop("EMMY_KNOBS", None)

@@ -1,0 +1,38 @@
+// Helpers for unit tests: check a source string and collect its diagnostics.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sema/sema.hpp"
+#include "support/diagnostics.hpp"
+
+namespace emmy::test {
+
+struct Run {
+  SourceManager sources;
+  std::unique_ptr<Diagnostics> diags;
+  std::unique_ptr<CheckedProgram> program;
+
+  // Codes of the errors, in order, joined by spaces: "E023 E021".
+  std::string codes() const {
+    std::string s;
+    for (const Diagnostic& d : diags->all()) s += (s.empty() ? "" : " ") + d.code;
+    return s;
+  }
+  std::string rendered() const {
+    std::string s;
+    for (const Diagnostic& d : diags->all()) s += diags->render_one(d);
+    return s;
+  }
+};
+
+inline std::unique_ptr<Run> check_source(const std::string& text) {
+  auto r = std::make_unique<Run>();
+  r->diags = std::make_unique<Diagnostics>(r->sources);
+  uint32_t id = r->sources.add("test.emmy", text);
+  r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *r->diags);
+  return r;
+}
+
+}  // namespace emmy::test
