@@ -80,5 +80,6 @@ LINE_COMMENT: '//' ~[\r\n]* -> channel(HIDDEN) ;
 BLOCK_COMMENT: '/*' .*? '*/' -> channel(HIDDEN) ;
 WS          : [ \t\r\n]+ -> channel(HIDDEN) ;
 // Lexical errors go to channel 3: the parser carries on, build_ast reports them.
-UNTERMINATED_COMMENT : '/*' .*? EOF -> channel(3) ;
+// (Its body can never contain '*/', so it cannot outmatch a closed comment.)
+UNTERMINATED_COMMENT : '/*' ( ~[*] | '*'+ ~[*/] )* '*'* EOF -> channel(3) ;
 ERRCHAR     : . -> channel(3) ;

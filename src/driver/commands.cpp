@@ -28,24 +28,11 @@ void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::stri
                      const std::string& target_name) {
   if (text.empty()) return;
   uint32_t id = sources.add(origin, text);
-  KnobListResult r = parse_knob_list(text);
-  auto at = [&](const KnobError& e) {
+  for (const KnobError& e : parse_knob_list(text, find_target(target_name)).errors) {
     uint32_t b = static_cast<uint32_t>(std::min(e.offset, text.size()));
-    return SourceRange{id, b, static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)))};
-  };
-  for (const KnobError& e : r.errors) diags.error(e.code, at(e), e.message).hint(e.help);
-  const TargetInfo* target = find_target(target_name);
-  if (!target) return;
-  for (const KnobSetting& s : r.settings)
-    for (const KnobError& e : check_knob_legal(s, *target)) {
-      // Legality errors carry offsets into the value; find the setting's text to place them.
-      std::string printed = print_knob(s);
-      size_t pos = text.find(printed.substr(0, printed.find('=') + 1));
-      size_t value_at = pos == std::string::npos ? 0 : pos + printed.find('=') + 1;
-      KnobError placed = e;
-      placed.offset += value_at;
-      diags.error(e.code, at(placed), e.message).hint(e.help);
-    }
+    uint32_t end = static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)));
+    diags.error(e.code, {id, b, end}, e.message).hint(e.help);
+  }
 }
 
 struct Checked {

@@ -39,6 +39,11 @@ public:
     declare_params(op_.params, TensorInfo::Role::Input);
     declare_params(op_.outputs, TensorInfo::Role::Output);
     for (const ast::Stmt& s : op_.body) {
+      const ast::Ident& n = std::holds_alternative<ast::LetStmt>(s) ? std::get<ast::LetStmt>(s).name
+                                                                     : std::get<ast::AssignStmt>(s).target;
+      later_.try_emplace(n.name, n.range);
+    }
+    for (const ast::Stmt& s : op_.body) {
       if (const auto* let = std::get_if<ast::LetStmt>(&s)) check_let(*let);
       else check_assign(std::get<ast::AssignStmt>(s));
     }
@@ -107,6 +112,7 @@ private:
   // ---- statements -----------------------------------------------------------------------
   void begin_statement() {
     lhs_vars_.clear();
+    lhs_ranges_.clear();
     scopes_.clear();
     bindings_.clear();
   }
@@ -154,13 +160,16 @@ private:
     }
     declare_lhs(a, is_output ? existing : nullptr);
 
+    int errors_before = diags_.error_count();
     Type value = check(a.value);
     std::vector<Size> shape;
     bool sized = true;
     for (size_t i = 0; i < lhs_vars_.size(); ++i) {
       auto it = bindings_.find(lhs_vars_[i]);
-      if (it == bindings_.end()) {
-        diags_.error("E024", a.indices[i].range,
+      if (it == bindings_.end() && diags_.error_count() > errors_before) {
+        sized = false;  // the right side's own error explains it
+      } else if (it == bindings_.end()) {
+        diags_.error("E024", lhs_ranges_[i],
                      fmt::format("cannot infer the size of '{}': it does not index any tensor on the right", lhs_vars_[i]))
             .hint("use it as an index of an input tensor, or write the tensor as an output with a declared shape");
         sized = false;
@@ -208,6 +217,7 @@ private:
       if (ix.kind != ast::ExprKind::Name) {
         diags_.error("E029", ix.range, "an index on the left must be a plain index variable")
             .hint("move the arithmetic to the right side, e.g. y[i] = x[i + 1]");
+        adopt_names(ix);  // so the right side does not also report them as free
         continue;
       }
       if (dims_.count(ix.text) || tensor(ix.text)) {
@@ -222,10 +232,21 @@ private:
         continue;
       }
       lhs_vars_.push_back(ix.text);
+      lhs_ranges_.push_back(ix.range);
       types_[ix.id] = Type::scalar(DType::I64);
       if (output && i < output->shape.size())
         bindings_[ix.text] = {output->shape[i], ix.range, fmt::format("dim {} of output {}", i, output->name)};
     }
+  }
+
+  void adopt_names(const ast::Expr& e) {
+    if (e.kind == ast::ExprKind::Name && !dims_.count(e.text) && !tensor(e.text) &&
+        std::find(lhs_vars_.begin(), lhs_vars_.end(), e.text) == lhs_vars_.end())
+    {
+      lhs_vars_.push_back(e.text);
+      lhs_ranges_.push_back(e.range);
+    }
+    for (const ast::Expr& a : e.args) adopt_names(a);
   }
 
   // ---- index variables -------------------------------------------------------------------
@@ -252,6 +273,12 @@ private:
     if (is_index_var(n)) return Type::scalar(DType::I64);
     if (const TensorInfo* t = tensor(n)) return bare_tensor(e, *t);
     if (dims_.count(n)) return Type::scalar(DType::I64);
+    if (auto it = later_.find(n); it != later_.end()) {
+      diags_.error("E018", e.range, fmt::format("'{}' is used before it is defined", n))
+          .note(it->second, "defined here")
+          .hint("move its definition above this statement");
+      return Type::error();
+    }
     if (index_depth_ > 0) {
       diags_.error("E021", e.range,
                    fmt::format("index variable '{}' is neither on the left side nor reduced", n))
@@ -301,6 +328,7 @@ private:
   std::optional<TensorView> tensor_view(const ast::Expr& base) {
     if (base.kind == ast::ExprKind::Name) {
       const TensorInfo* t = tensor(base.text);
+      if (!t && !is_index_var(base.text) && later_.count(base.text)) return TensorView{base.text, name(base), {}};
       if (!t) return std::nullopt;
       types_[base.id] = t->elem;
       if (!usable(base, *t)) return TensorView{t->name, Type::error(), t->shape};
@@ -317,6 +345,11 @@ private:
     const ast::Expr& base = e.args[0];
     size_t n = e.args.size() - 1;
     if (std::optional<TensorView> view = tensor_view(base)) {
+      if (view->elem.is_error() && view->shape.empty()) {  // already reported
+        for (size_t i = 1; i < e.args.size(); ++i)
+          if (e.args[i].kind != ast::ExprKind::Slice) check_index_expr(e.args[i]);
+        return view->elem;
+      }
       if (view->shape.size() != n) {
         diags_.error("E020", e.range,
                      fmt::format("'{}' has {} dim{} {} but {} ind{} given", view->name, view->shape.size(),
@@ -685,7 +718,9 @@ private:
   std::map<std::string, SourceRange> dims_;
   std::map<std::string, size_t> tensor_index_;
   std::set<std::string> defined_;
+  std::map<std::string, SourceRange> later_;  // every statement's name, for "used before defined"
   std::vector<std::string> lhs_vars_;
+  std::vector<SourceRange> lhs_ranges_;
   std::vector<std::set<std::string>> scopes_;
   std::map<std::string, Binding> bindings_;
   int index_depth_ = 0;

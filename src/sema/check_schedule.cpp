@@ -76,15 +76,12 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
   std::vector<std::string> sites = op_it == program.ops.end() ? std::vector<std::string>{} : sites_of(*op_it->second.decl);
   std::map<std::pair<std::string, std::string>, SourceRange> seen;
   for (const ast::KnobEntry& k : s.entries) {
-    std::optional<Knob> knob = find_knob(k.knob.name);
-    if (!knob) {
-      std::vector<std::string> names;
-      for (auto n : knob_names()) names.push_back(std::string(n));
-      std::string guess = closest_name(k.knob.name, names);
-      diags.error("E050", k.knob.range, fmt::format("unknown knob '{}'", k.knob.name))
-          .hint(guess.empty() ? fmt::format("knobs are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
+    std::variant<Knob, KnobError> looked_up = lookup_knob(k.knob.name);
+    if (const auto* err = std::get_if<KnobError>(&looked_up)) {
+      report(diags, *err, k.knob.range);
       continue;
     }
+    Knob knob = std::get<Knob>(looked_up);
     std::string site = k.site ? k.site->name : "";
     if (auto [it, fresh] = seen.emplace(std::make_pair(k.knob.name, site), k.range); !fresh) {
       diags.error("E057", k.range, fmt::format("{}{} is set twice in this schedule", k.knob.name, site.empty() ? "" : "@" + site))
@@ -99,7 +96,7 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
                               : fmt::format("did you mean '{}'?", guess));
       continue;
     }
-    auto parsed = parse_knob_value(*knob, site, k.value);
+    auto parsed = parse_knob_value(knob, site, k.value);
     if (const auto* err = std::get_if<KnobError>(&parsed)) {
       report(diags, *err, k.value_range);
       continue;

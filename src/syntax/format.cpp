@@ -55,17 +55,17 @@ private:
 
   int indent_now() const { return kIndent * (braces_ + brackets_); }
 
-  bool space_before(const Token* p, const Token& c, const Token* next) const {
+  bool space_before(const Token* p, const Token& c) const {
     if (!p) return false;
     if (in_knob_value_ && !is(p, "=")) return false;
     if (c.text == "@" || is(p, "@")) return false;
     if (c.text == "," || c.text == ";" || c.text == "." || is(p, ".")) return c.text == ";" && is(p, "=");
     if (kCloseBrackets.count(c.text)) return false;
     if (is(p, "(") || is(p, "[")) return false;
+    if (unary_operand_) return false;
     if (c.text == "(" || c.text == "[") return p->kind == TokenKind::Word ? keyword_before_paren(*p) : !kCloseBrackets.count(p->text) && p->kind != TokenKind::Number;
     if (c.text == ":") return is(p, ",");
-    if (is(p, ":")) return !(next && (next->text == "]" || next->text == ",")) && c.text != "]" && c.text != ",";
-    if (unary_operand_) return false;
+    if (is(p, ":")) return c.text != "]" && c.text != ",";
     return true;
   }
 
@@ -78,7 +78,6 @@ private:
   void emit(const std::vector<Token>& toks, size_t i) {
     const Token& c = toks[i];
     const Token* p = i > 0 ? &toks[i - 1] : nullptr;
-    const Token* next = i + 1 < toks.size() ? &toks[i + 1] : nullptr;
     int nl = newlines_between(p, c);
 
     if (c.text == "}" && c.kind == TokenKind::Punct) braces_ = std::max(0, braces_ - 1);
@@ -100,7 +99,7 @@ private:
       lines_.back().code = c.text;
     } else {
       unary_operand_ = prev_unary_;
-      if (space_before(p, c, next)) lines_.back().code += ' ';
+      if (space_before(p, c)) lines_.back().code += ' ';
       lines_.back().code += c.text;
     }
 

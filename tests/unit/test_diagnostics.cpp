@@ -1,1 +1,70 @@
+// Rendering: file:line:col, the source line, a caret under the range, notes, help.
 #include <doctest/doctest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "support/diagnostics.hpp"
+#include "support/error_codes.hpp"
+
+using namespace emmy;
+
+TEST_CASE("an error renders with location, line, caret, note and help") {
+  SourceManager sm;
+  uint32_t f = sm.add("a.emmy", "line one\n  y[i] = x[j];\n");
+  Diagnostics d(sm);
+  d.error("E021", {f, 18, 19}, "index variable 'j' is neither on the left side nor reduced")
+      .note({f, 2, 5}, "see here")
+      .hint("reduce it");
+  CHECK(d.error_count() == 1);
+  CHECK(d.render_one(d.all()[0]) ==
+        "a.emmy:2:10: error[E021]: index variable 'j' is neither on the left side nor reduced\n"
+        " 2 |   y[i] = x[j];\n"
+        "   |          ^\n"
+        "a.emmy:1:3: note: see here\n"
+        " 1 | line one\n"
+        "   |   ^~~\n"
+        "  help: reduce it\n");
+}
+
+TEST_CASE("ranges past the end of a line and empty ranges still render one caret") {
+  SourceManager sm;
+  uint32_t f = sm.add("b.emmy", "abc");
+  Diagnostics d(sm);
+  d.error("E002", {f, 3, 3}, "unexpected end of file");
+  d.warning("E043", {f, 0, 100}, "w");
+  CHECK(d.error_count() == 1);
+  std::ostringstream out;
+  d.render(out);
+  CHECK(out.str() ==
+        "b.emmy:1:4: error[E002]: unexpected end of file\n 1 | abc\n   |    ^\n"
+        "b.emmy:1:1: warning[E043]: w\n 1 | abc\n   | ^~~\n");
+}
+
+TEST_CASE("line and column of offsets") {
+  SourceFile f("x", "a\nbc\r\n\nd");
+  CHECK(f.line_count() == 4);
+  CHECK(f.line_col(0).line == 1);
+  CHECK(f.line_col(3).line == 2);
+  CHECK(f.line_col(3).column == 2);
+  CHECK(f.line_text(2) == "bc");
+  CHECK(f.line_col(7).line == 4);
+  CHECK(f.line_text(5) == "");
+}
+
+TEST_CASE("every error code is unique and documented in docs/errors.md") {
+  std::ifstream in(std::string(EMMY_SOURCE_DIR) + "/docs/errors.md");
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  std::set<std::string_view> seen;
+  for (const ErrorCodeInfo& e : error_codes()) {
+    CAPTURE(e.code);
+    CHECK(seen.insert(e.code).second);
+    CHECK(doc.find(std::string(e.code)) != std::string::npos);
+    CHECK(find_error_code(e.code) == &e);
+  }
+  CHECK(find_error_code("E999") == nullptr);
+}

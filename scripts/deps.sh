@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Emmy builds and tests with (shared/notes/toolchain.md),
+# only those that are missing. Sourced by bootstrap.sh and test.sh.
+set -euo pipefail
+
+EMMY_APT_PACKAGES=(
+  cmake ninja-build g++ clang libclang-rt-14-dev python3 default-jre-headless
+  antlr4 libantlr4-runtime-dev libfmt-dev doctest-dev libedit-dev libcli11-dev
+  nlohmann-json3-dev libsqlite3-dev llvm-14-tools
+)
+
+emmy_install_deps() {
+  local missing=()
+  for p in "${EMMY_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "emmy: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Configures (once) and builds the tree into build/.
+emmy_build() {
+  local root; root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  [ -f "$root/build/build.ninja" ] || cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build"
+}

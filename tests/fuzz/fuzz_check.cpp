@@ -1,0 +1,46 @@
+// libFuzzer target over the front end: parse + sema must never crash or hang, and on
+// input that parses, the formatter must be idempotent and keep the program's meaning.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "sema/print_checked.hpp"
+#include "sema/sema.hpp"
+#include "syntax/format.hpp"
+#include "syntax/parse.hpp"
+
+namespace {
+
+// The checked AST of `text`, or "" when it has errors.
+std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
+  emmy::SourceManager sources;
+  emmy::Diagnostics diags(sources);
+  uint32_t id = sources.add("fuzz.emmy", text);
+  emmy::parse_module(sources, id, diags);
+  had_syntax_errors = diags.has_errors();
+  if (had_syntax_errors) return "";
+  emmy::Diagnostics sema_diags(sources);
+  auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}}, sema_diags);
+  for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);
+  return sema_diags.has_errors() ? "" : emmy::print_checked(*program);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  bool syntax_errors = false;
+  std::string ast = checked_ast(text, syntax_errors);
+  if (syntax_errors) return 0;
+  std::optional<std::string> once = emmy::format_source(text);
+  if (!once) return 0;
+  std::optional<std::string> twice = emmy::format_source(*once);
+  if (!twice || *twice != *once) __builtin_trap();  // fmt must be idempotent
+  bool reformatted_errors = false;
+  std::string ast_after = checked_ast(*once, reformatted_errors);
+  if (reformatted_errors) __builtin_trap();          // fmt must not break the syntax
+  // The module name line carries the file name: compare what follows it.
+  if (!ast.empty() && ast != ast_after) __builtin_trap();  // fmt must keep the meaning
+  return 0;
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target with clang (ASan + UBSan) in build-fuzz/ and runs it for
+# SECONDS (default 60) over a seed corpus of every .emmy file in the repository.
+# Usage: tests/fuzz/run_fuzz.sh [SECONDS]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+seconds="${1:-60}"
+build="$root/build-fuzz"
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMMY_FUZZ=ON >/dev/null
+fi
+cmake --build "$build" --target emmy_fuzz >/dev/null
+corpus="$build/corpus"
+mkdir -p "$corpus"
+find "$root/stdlib" "$root/examples" "$root/tests/lit" -name '*.emmy' -exec cp {} "$corpus/" \;
+cd "$build"
+"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  -print_final_stats=1 "$corpus" 2>&1 | tail -n 25
