@@ -7,6 +7,7 @@
 Prints one line per failure and a closing 'N passed, N failed' line.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,8 +17,9 @@ env = dict(os.environ, EMMY_STDLIB=os.path.join(root, "stdlib"))
 env.pop("EMMY_KNOBS", None)
 
 
-def run(*args, stdin=None):
-    return subprocess.run([emmyc, *args], capture_output=True, text=True, env=env, input=stdin)
+def run(*args, stdlib=None):
+    e = dict(env, EMMY_STDLIB=stdlib) if stdlib else env
+    return subprocess.run([emmyc, *args], capture_output=True, text=True, env=e)
 
 
 def emmy_files():
@@ -66,17 +68,43 @@ for path in files:
         result(twice.returncode == 0 and twice.stdout == once.stdout, f"{rel}: fmt is not idempotent")
         before = run("compile", path, "--ir", "ast")
         if before.returncode == 0:
-            # Imports relative to the file must still resolve: format next to the original.
-            side = path + ".fmt-check.emmy"
-            with open(side, "w") as f:
-                f.write(once.stdout)
-            try:
-                after = run("compile", side, "--ir", "ast")
-            finally:
-                os.remove(side)
+            # Imports must still resolve: a stdlib module is swapped into a copy of the
+            # stdlib; any other file is formatted next to the original.
+            if rel.startswith("stdlib/"):
+                lib = os.path.join(tmp, "stdlib")
+                shutil.copytree(os.path.join(root, "stdlib"), lib)
+                side = os.path.join(lib, os.path.basename(path))
+                with open(side, "w") as f:
+                    f.write(once.stdout)
+                after = run("compile", side, "--ir", "ast", stdlib=lib)
+            else:
+                side = path + ".fmt-check.emmy"
+                with open(side, "w") as f:
+                    f.write(once.stdout)
+                try:
+                    after = run("compile", side, "--ir", "ast")
+                finally:
+                    os.remove(side)
             same = after.returncode == 0 and ast_without_header(after.stdout) == ast_without_header(before.stdout)
             result(same, f"{rel}: fmt changed the checked AST")
 
-print(f"checked {len(files)} files")
+# Every ```emmy block in docs/ is a complete file that checks clean.
+docs = os.path.join(root, "docs")
+blocks = 0
+for name in sorted(os.listdir(docs)) if os.path.isdir(docs) else []:
+    if not name.endswith(".md"):
+        continue
+    text = open(os.path.join(docs, name)).read()
+    for n, block in enumerate(text.split("```emmy\n")[1:]):
+        code = block.split("```", 1)[0]
+        blocks += 1
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, f"{name}.{n}.emmy")
+            with open(path, "w") as f:
+                f.write(code)
+            r = run("check", path)
+            result(r.returncode == 0 and r.stderr == "", f"docs/{name} example {n + 1}\n{r.stderr}")
+
+print(f"checked {len(files)} files and {blocks} doc examples")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed or passed == 0 else 0)

@@ -28,12 +28,24 @@ std::vector<std::string> candidates(const ast::ImportDecl& imp, const std::strin
   return out;
 }
 
+// A file given by path is still `std.X` when it is the stdlib's X.emmy.
+std::string module_name(const std::string& path, const SemaOptions& opt) {
+  std::error_code ec;
+  for (const std::string& dir : opt.stdlib_dirs) {
+    fs::path p(path);
+    if (fs::equivalent(p.parent_path().empty() ? "." : p.parent_path(), dir, ec) && p.extension() == ".emmy")
+      return "std." + p.stem().string();
+  }
+  return path;
+}
+
 }  // namespace
 
 void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions& options, CheckedProgram& program,
                   Diagnostics& diags) {
-  program.modules.push_back({sources.file(main_file).path(), parse_module(sources, main_file, diags)});
-  std::set<std::string> loaded;
+  program.modules.push_back(
+      {module_name(sources.file(main_file).path(), options), parse_module(sources, main_file, diags)});
+  std::set<std::string> loaded = {program.modules.front().name};
   for (size_t m = 0; m < program.modules.size(); ++m) {
     // Copy what we need: push_back on the deque keeps references, but be explicit.
     const ast::Module& mod = program.modules[m].ast;
