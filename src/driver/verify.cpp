@@ -17,11 +17,22 @@ struct Expectation {
   bool met = false;
 };
 
-std::vector<Expectation> read_expectations(const SourceFile& f) {
+// Occurrences of `expected-error` / `expected-warning` in a line, well-formed or not.
+size_t mentions(const std::string& text) {
+  size_t n = 0;
+  for (const char* word : {"expected-error", "expected-warning"})
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+// `malformed` gets the lines that mention an expectation the pattern does not read, which
+// would otherwise be ignored silently.
+std::vector<Expectation> read_expectations(const SourceFile& f, std::vector<int>& malformed) {
   static const std::regex re(R"(expected-(error|warning)(@([+-]?[0-9]+))?(:([0-9]+))?\s*\{\{(.*?)\}\})");
   std::vector<Expectation> out;
   for (int line = 1; line <= f.line_count(); ++line) {
     std::string text(f.line_text(line));
+    size_t before = out.size();
     for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
       const std::smatch& m = *it;
       Expectation e;
@@ -34,6 +45,7 @@ std::vector<Expectation> read_expectations(const SourceFile& f) {
       e.written_at = line;
       out.push_back(std::move(e));
     }
+    if (out.size() - before < mentions(text)) malformed.push_back(line);
   }
   return out;
 }
@@ -42,8 +54,12 @@ std::vector<Expectation> read_expectations(const SourceFile& f) {
 
 bool verify_diagnostics(const Diagnostics& diags, uint32_t file, std::ostream& out) {
   const SourceFile& f = diags.sources().file(file);
-  std::vector<Expectation> expected = read_expectations(f);
-  bool ok = true;
+  std::vector<int> malformed;
+  std::vector<Expectation> expected = read_expectations(f, malformed);
+  bool ok = malformed.empty();
+  for (int line : malformed)
+    out << fmt::format("{}:{}: malformed expectation; write // expected-error@+1:12 {{{{E023: message text}}}}\n",
+                       f.path(), line);
   for (const Diagnostic& d : diags.all()) {
     if (d.severity == Severity::Note) continue;
     LineCol lc = d.range.valid() ? diags.sources().file(d.range.file).line_col(d.range.begin) : LineCol{};

@@ -1,5 +1,6 @@
 // Sema's pipeline: load modules, collect global names, check monoids, ops (then their
 // call graph), and schedules.
+#include <algorithm>
 #include <functional>
 
 #include <fmt/format.h>
@@ -49,9 +50,17 @@ void check_call_graph(const CheckedProgram& program, Diagnostics& diags) {
     const CheckedOp& op = program.ops.at(name);
     for (const auto& [callee, at] : op.calls) {
       if (!program.ops.count(callee)) continue;
-      if (state[callee] == 1) {
+      if (state[callee] == 1 && callee == name) {
+        diags.error("E039", at, fmt::format("op {} calls itself", name))
+            .hint("ops are inlined into their callers, so an op cannot be recursive; write the computation out");
+      } else if (state[callee] == 1) {
+        const CheckedOp& other = program.ops.at(callee);
+        auto back = std::find_if(other.calls.begin(), other.calls.end(), [&](const auto& c) { return c.first == name; });
         diags.error("E039", at, fmt::format("op {} calls {}, which calls back into it", name, callee))
-            .hint("ops are inlined: break the cycle");
+            .note(back != other.calls.end() ? back->second : other.decl->name.range,
+                  back != other.calls.end() ? fmt::format("{} calls {} here", callee, name)
+                                            : fmt::format("op {} is defined here", callee))
+            .hint("ops are inlined into their callers, so calls cannot form a cycle; break it");
       } else if (state[callee] == 0) {
         visit(callee);
       }
@@ -74,10 +83,11 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
     for (const ast::Item& item : m.ast.items)
       if (const auto* mo = std::get_if<ast::MonoidDecl>(&item); mo && globals.monoids.at(mo->name.name) == mo)
         program->monoids.emplace(mo->name.name, sema::check_monoid(*mo, m.name == "std.monoids", diags));
-  for (const LoadedModule& m : program->modules)
-    for (const ast::Item& item : m.ast.items)
+  for (size_t mi = 0; mi < program->modules.size(); ++mi)
+    for (const ast::Item& item : program->modules[mi].ast.items)
       if (const auto* op = std::get_if<ast::OpDecl>(&item); op && globals.ops.at(op->name.name) == op)
-        program->ops.emplace(op->name.name, sema::check_op(*op, globals, program->monoids, diags));
+        program->ops.emplace(op->name.name, sema::check_op(*op, globals, program->monoids, diags))
+            .first->second.decl_module = mi;
   sema::check_call_graph(*program, diags);
 
   // Schedules: unique (op, target, name), each checked against the codec.
@@ -87,13 +97,16 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
       const auto* s = std::get_if<ast::ScheduleDecl>(&item);
       if (!s) continue;
       std::string label = s->label ? s->label->name : "";
-      auto [it, fresh] = labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->range);
+      auto [it, fresh] =
+          labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->label ? s->label->range : s->op.range);
       if (!fresh) {
         diags.error("E061", s->label ? s->label->range : s->op.range,
                     label.empty() ? fmt::format("op {} already has an unnamed schedule for {}", s->op.name, s->target.name)
                                   : fmt::format("op {} already has a schedule \"{}\" for {}", s->op.name, label, s->target.name))
             .note(it->second, "the other one is here")
-            .hint("name the schedule: schedule OP for TARGET as \"NAME\" { ... }");
+            .hint(label.empty() ? fmt::format("name one of them: schedule {} for {} as \"NAME\" {{ ... }}", s->op.name,
+                                              s->target.name)
+                                : std::string("rename one of them"));
         continue;
       }
       if (auto checked = sema::check_schedule(*s, *program, diags)) program->schedules.push_back(std::move(*checked));

@@ -27,8 +27,10 @@ public:
     check_combine();
     for (const ast::Ident& a : m_.assumes) {
       if (!kAssumptions.count(a.name)) {
+        std::string guess = closest_name(a.name, {kAssumptions.begin(), kAssumptions.end()});
         diags_.error("E043", a.range, fmt::format("unknown assumption '{}'", a.name))
-            .hint("write 'assume associative;' or 'assume commutative;'");
+            .hint(guess.empty() ? std::string("the assumptions are 'assume associative;' and 'assume commutative;'")
+                                : fmt::format("did you mean 'assume {};'?", guess));
         continue;
       }
       (a.name == "associative" ? out_.associative_assumed : out_.commutative_assumed) = true;
@@ -43,13 +45,8 @@ private:
         diags_.error("E013", f.name.range, fmt::format("{} '{}' is declared twice", what, f.name.name))
             .note(it->second, "first declared here")
             .hint("give each a distinct name");
-      if (!parse_dtype(f.dtype.name)) {
-        std::vector<std::string> names;
-        for (auto n : dtype_names()) names.push_back(std::string(n));
-        std::string guess = closest_name(f.dtype.name, names);
-        diags_.error("E014", f.dtype.range, fmt::format("unknown dtype '{}'", f.dtype.name))
-            .hint(guess.empty() ? fmt::format("dtypes are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
-      }
+      if (!parse_dtype(f.dtype.name))
+        diags_.error("E014", f.dtype.range, fmt::format("unknown dtype '{}'", f.dtype.name)).hint(dtype_hint(f.dtype.name));
       if (f.vector_dim) {
         if (f.vector_dim->is_literal() && f.vector_dim->value <= 0)
           diags_.error("E037", f.vector_dim->range, fmt::format("vector length {} must be positive", f.vector_dim->value))
@@ -114,8 +111,10 @@ private:
 
   void check_identity() {
     if (!m_.identity) {
+      std::vector<std::string> zeros(m_.fields.size(), "0");
+      std::string example = zeros.size() == 1 ? "0" : fmt::format("({})", fmt::join(zeros, ", "));
       diags_.error("E040", m_.name.range, fmt::format("monoid {} has no identity", m_.name.name))
-          .hint("add e.g. 'identity = (0, 0);' — the value x with combine(identity, x) = x");
+          .hint(fmt::format("add e.g. 'identity = {};': the value e with combine(e, x) = x for every x", example));
       return;
     }
     scope_ = Scope::Identity;
@@ -143,7 +142,10 @@ private:
       Type t = check(let.value);
       if (!t.is_error() && !require_value(let.value, t, "in a let")) t = Type::error();
       if (let.name.name == m_.combine_lhs.name || let.name.name == m_.combine_rhs.name || lets_.count(let.name.name)) {
-        diags_.error("E015", let.name.range, fmt::format("'{}' is already defined in combine", let.name.name))
+        bool param = let.name.name == m_.combine_lhs.name || let.name.name == m_.combine_rhs.name;
+        diags_.error("E015", let.name.range,
+                     param ? fmt::format("'{}' is already a parameter of combine", let.name.name)
+                           : fmt::format("'{}' is already defined in combine", let.name.name))
             .hint("use a new name");
         continue;
       }
@@ -194,7 +196,8 @@ private:
     }
     Type ix = check(e.args[1]);
     if (!ix.is_error() && !(ix.is_scalar() && is_int(ix.dtype)))
-      diags_.error("E034", e.args[1].range, "an index must be an integer").hint("use an integer constant");
+      diags_.error("E034", e.args[1].range, fmt::format("an index must be an integer, not {}", ix.str()))
+          .hint("use an integer constant, e.g. a.v[0]");
     return Type::scalar(base.dtype);
   }
 

@@ -15,6 +15,31 @@ std::string sizes_str(const std::vector<Size>& s) {
   return "[" + out + "]";
 }
 
+// The size of an index variable whose size an earlier error left unknown: it matches
+// every size, so one mistake is reported once and not again at every use.
+const Size kUnknownSize{"<unknown>", -1};
+
+// A parameter's declared type as written: "f16[S, D]", or "f32" for a scalar.
+std::string declared_type(const ast::Param& p) {
+  std::vector<std::string> dims;
+  for (const ast::Dim& d : p.dims) dims.push_back(d.is_literal() ? std::to_string(d.value) : d.name);
+  return dims.empty() ? p.dtype.name : fmt::format("{}[{}]", p.dtype.name, fmt::join(dims, ", "));
+}
+
+std::string param_names(const std::vector<ast::Param>& params) {
+  std::vector<std::string> names;
+  for (const ast::Param& p : params) names.push_back(p.name.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// "y" for a scalar, "y[i, j]" for two dims: how a statement defining `name` starts.
+std::string lhs_example(const std::string& name, size_t dims) {
+  static const char* kVars[] = {"i", "j", "k", "l", "m", "n"};
+  std::vector<std::string> vars;
+  for (size_t i = 0; i < dims; ++i) vars.push_back(i < 6 ? kVars[i] : fmt::format("i{}", i));
+  return dims == 0 ? name : fmt::format("{}[{}]", name, fmt::join(vars, ", "));
+}
+
 // Where an index variable got its size, for the note of a mismatch.
 struct Binding {
   Size size;
@@ -48,9 +73,10 @@ public:
       else check_assign(std::get<ast::AssignStmt>(s));
     }
     for (const ast::Param& p : op_.outputs)
-      if (!defined_.count(p.name.name))
+      if (const TensorInfo* t = tensor(p.name.name);
+          t && t->role == TensorInfo::Role::Output && t->def.begin == p.name.range.begin && !defined_.count(p.name.name))
         diags_.error("E017", p.name.range, fmt::format("output '{}' is never defined", p.name.name))
-            .hint(fmt::format("add a statement such as {}[...] = ...;", p.name.name));
+            .hint(fmt::format("add a statement such as {} = ...;", lhs_example(p.name.name, p.dims.size())));
   }
 
 private:
@@ -72,20 +98,14 @@ private:
       t.role = role;
       t.def = p.name.range;
       std::optional<DType> dt = parse_dtype(p.dtype.name);
-      if (!dt) {
-        std::vector<std::string> names;
-        for (auto n : dtype_names()) names.push_back(std::string(n));
-        std::string guess = closest_name(p.dtype.name, names);
-        diags_.error("E014", p.dtype.range, fmt::format("unknown dtype '{}'", p.dtype.name))
-            .hint(guess.empty() ? fmt::format("dtypes are: {}", fmt::join(names, ", "))
-                                : fmt::format("did you mean '{}'?", guess));
-      }
+      if (!dt)
+        diags_.error("E014", p.dtype.range, fmt::format("unknown dtype '{}'", p.dtype.name)).hint(dtype_hint(p.dtype.name));
       t.elem = Type::scalar(dt.value_or(DType::F32));
       for (const ast::Dim& d : p.dims) t.shape.push_back(d.is_literal() ? Size{"", d.value} : Size{d.name, 0});
       if (dims_.count(t.name))
         diags_.error("E019", p.name.range, fmt::format("'{}' is both a tensor and a dim", t.name))
             .hint("rename the tensor (tensors are usually lower-case, dims upper-case)");
-      add_tensor(std::move(t), p.name);
+      if (!add_tensor(std::move(t), p.name)) duplicate_params_.insert(p.name.name);
     }
   }
 
@@ -94,9 +114,14 @@ private:
       const TensorInfo& prev = out_.tensors[it->second];
       bool is_param = prev.role == TensorInfo::Role::Input || prev.role == TensorInfo::Role::Output;
       bool both_params = is_param && (t.role == TensorInfo::Role::Input || t.role == TensorInfo::Role::Output);
-      diags_.error(both_params ? "E013" : "E015", at.range, fmt::format("'{}' is already defined", t.name))
-          .note(prev.def, "first defined here")
-          .hint("give it another name");
+      if (both_params)
+        diags_.error("E013", at.range, fmt::format("'{}' is declared twice", t.name))
+            .note(prev.def, "first declared here")
+            .hint("give each parameter and output its own name");
+      else
+        diags_.error("E015", at.range, fmt::format("'{}' is already defined", t.name))
+            .note(prev.def, "first defined here")
+            .hint("give it another name");
       return false;
     }
     tensor_index_[t.name] = out_.tensors.size();
@@ -113,6 +138,8 @@ private:
   void begin_statement() {
     lhs_vars_.clear();
     lhs_ranges_.clear();
+    lhs_rejected_ = false;
+    free_reported_.clear();
     scopes_.clear();
     bindings_.clear();
   }
@@ -142,6 +169,7 @@ private:
     const std::string& name = a.target.name;
     const TensorInfo* existing = tensor(name);
     bool is_output = existing && existing->role == TensorInfo::Role::Output;
+    if (existing && existing->role == TensorInfo::Role::Input && duplicate_params_.count(name)) return;  // E013 said it
     if (existing && existing->role == TensorInfo::Role::Input) {
       diags_.error("E016", a.target.range, fmt::format("'{}' is an input of {} and cannot be assigned", name, op_.name.name))
           .note(existing->def, "declared here")
@@ -154,8 +182,10 @@ private:
           .hint("each tensor has exactly one defining statement; use a new name");
       return;
     }
-    if (dims_.count(name)) {
-      diags_.error("E019", a.target.range, fmt::format("'{}' is a dim of this op", name)).hint("choose another name");
+    if (dims_.count(name) && !is_output) {  // an output named like a dim was reported at its declaration
+      diags_.error("E019", a.target.range, fmt::format("'{}' is a dim of this op", name))
+          .note(dims_.at(name), "the dim is declared here")
+          .hint("choose another name for the tensor");
       return;
     }
     declare_lhs(a, is_output ? existing : nullptr);
@@ -166,13 +196,15 @@ private:
     bool sized = true;
     for (size_t i = 0; i < lhs_vars_.size(); ++i) {
       auto it = bindings_.find(lhs_vars_[i]);
-      if (it == bindings_.end() && diags_.error_count() > errors_before) {
-        sized = false;  // the right side's own error explains it
+      if (it == bindings_.end() && (lhs_rejected_ || diags_.error_count() > errors_before)) {
+        sized = false;  // the left or right side's own error explains it
+        shape.push_back(kUnknownSize);
       } else if (it == bindings_.end()) {
         diags_.error("E024", lhs_ranges_[i],
                      fmt::format("cannot infer the size of '{}': it does not index any tensor on the right", lhs_vars_[i]))
             .hint("use it as an index of an input tensor, or write the tensor as an output with a declared shape");
         sized = false;
+        shape.push_back(kUnknownSize);
       } else {
         shape.push_back(it->second.size);
       }
@@ -190,7 +222,7 @@ private:
       if (!value.is_error() && !storable(value, existing->elem.dtype)) {
         diags_.error("E033", a.value.range,
                      fmt::format("cannot store a {} into '{}' of dtype {}", value.str(), name, existing->elem.str()))
-            .hint(value.kind == Type::Kind::Record ? std::string("select a field of the carrier, e.g. r.d")
+            .hint(value.kind == Type::Kind::Record ? fields_hint(value)
                                                    : fmt::format("convert explicitly, e.g. {}(...)", existing->elem.str()));
       }
       auto& out = out_.tensors[tensor_index_.at(name)];
@@ -198,6 +230,7 @@ private:
       return;
     }
     if (!sized) value = Type::error();
+    if (lhs_rejected_) shape.assign(a.indices.size(), kUnknownSize);  // later uses index it as written
     TensorInfo t{name, TensorInfo::Role::Intermediate, value, shape, lhs_vars_, a.target.range};
     if (!value.is_error() && value.kind == Type::Kind::Scalar) t.elem = Type::scalar(materialize(value));
     if (add_tensor(std::move(t), a.target)) defined_.insert(name);
@@ -205,12 +238,15 @@ private:
 
   void declare_lhs(const ast::AssignStmt& a, const TensorInfo* output) {
     if (output && output->shape.size() != a.indices.size()) {
+      std::string declared = output->shape.empty()
+                                 ? std::string("a scalar")
+                                 : fmt::format("declared with {} dim{} {}", output->shape.size(),
+                                               output->shape.size() == 1 ? "" : "s", sizes_str(output->shape));
       diags_.error("E026", a.target.range,
-                   fmt::format("output '{}' is declared with {} dim{} {} but defined with {} ind{}", a.target.name,
-                               output->shape.size(), output->shape.size() == 1 ? "" : "s", sizes_str(output->shape),
-                               a.indices.size(), a.indices.size() == 1 ? "ex" : "ices"))
+                   fmt::format("output '{}' is {} but defined with {} ind{}", a.target.name, declared, a.indices.size(),
+                               a.indices.size() == 1 ? "ex" : "ices"))
           .note(output->def, "declared here")
-          .hint("write one index variable per declared dim");
+          .hint(fmt::format("write one index variable per declared dim: {} = ...", lhs_example(a.target.name, output->shape.size())));
     }
     for (size_t i = 0; i < a.indices.size(); ++i) {
       const ast::Expr& ix = a.indices[i];
@@ -218,6 +254,7 @@ private:
         diags_.error("E029", ix.range, "an index on the left must be a plain index variable")
             .hint("move the arithmetic to the right side, e.g. y[i] = x[i + 1]");
         adopt_names(ix);  // so the right side does not also report them as free
+        lhs_rejected_ = true;
         continue;
       }
       if (dims_.count(ix.text) || tensor(ix.text)) {
@@ -226,6 +263,10 @@ private:
             .hint("use a lower-case index name, e.g. i");
         continue;
       }
+      if (ix.text == a.target.name)  // reported, then used as the index variable it was meant to be
+        diags_.error("E019", ix.range,
+                     fmt::format("'{}' names both the tensor being defined and one of its index variables", ix.text))
+            .hint(fmt::format("rename the tensor or the index, e.g. {}[k] = ...", a.target.name));
       if (std::find(lhs_vars_.begin(), lhs_vars_.end(), ix.text) != lhs_vars_.end()) {
         diags_.error("E025", ix.range, fmt::format("index variable '{}' appears twice on the left", ix.text))
             .hint("a diagonal is written on the right: d[i] = x[i, i]");
@@ -259,7 +300,11 @@ private:
 
   void bind(const std::string& var, const Size& size, SourceRange at, std::string origin) {
     auto [it, fresh] = bindings_.try_emplace(var, Binding{size, at, origin});
-    if (fresh || it->second.size == size) return;
+    if (fresh || it->second.size == size || size == kUnknownSize) return;
+    if (it->second.size == kUnknownSize) {
+      it->second = Binding{size, at, std::move(origin)};
+      return;
+    }
     diags_.error("E023", at,
                  fmt::format("index '{}' has size {} here ({}) but {} elsewhere", var, size.str(), origin,
                              it->second.size.str()))
@@ -280,6 +325,7 @@ private:
       return Type::error();
     }
     if (index_depth_ > 0) {
+      if (!free_reported_.insert(n).second) return Type::error();  // once per statement
       diags_.error("E021", e.range,
                    fmt::format("index variable '{}' is neither on the left side nor reduced", n))
           .hint(fmt::format("add '{}' to the left side, or reduce over it: sum({}: ...)", n, n));
@@ -296,8 +342,10 @@ private:
 
   bool usable(const ast::Expr& e, const TensorInfo& t) {
     if (t.role == TensorInfo::Role::Input || defined_.count(t.name)) return true;
+    auto later = later_.find(t.name);  // an output: point at its defining statement, if it has one
+    bool has_def = later != later_.end() && later->second.begin > e.range.begin;
     diags_.error("E018", e.range, fmt::format("'{}' is used before it is defined", t.name))
-        .note(t.def, "defined here")
+        .note(has_def ? later->second : t.def, has_def ? "defined here" : "declared here, and never defined")
         .hint("move its definition above this statement");
     return false;
   }
@@ -352,9 +400,13 @@ private:
       }
       if (view->shape.size() != n) {
         diags_.error("E020", e.range,
-                     fmt::format("'{}' has {} dim{} {} but {} ind{} given", view->name, view->shape.size(),
-                                 view->shape.size() == 1 ? "" : "s", sizes_str(view->shape), n, n == 1 ? "ex is" : "ices are"))
-            .hint("give one index per dim");
+                     view->shape.empty()
+                         ? fmt::format("'{}' is a scalar and takes no indices", view->name)
+                         : fmt::format("'{}' has {} dim{} {} but {} ind{} given", view->name, view->shape.size(),
+                                       view->shape.size() == 1 ? "" : "s", sizes_str(view->shape), n,
+                                       n == 1 ? "ex is" : "ices are"))
+            .hint(view->shape.empty() ? fmt::format("write {} without brackets", view->name)
+                                      : std::string("give one index per dim"));
         for (size_t i = 1; i < e.args.size(); ++i) check_index_expr(e.args[i]);
         return Type::error();
       }
@@ -433,7 +485,7 @@ private:
       diags_.error("E032", call.range,
                    fmt::format("op {} takes {} argument{}, got {}", callee.name.name, callee.params.size(),
                                callee.params.size() == 1 ? "" : "s", call.args.size()))
-          .hint("pass one tensor per parameter");
+          .hint(fmt::format("pass one tensor per parameter: {}({})", callee.name.name, param_names(callee.params)));
       return TensorView{callee.name.name, Type::error(), {}};
     }
     std::map<std::string, Size> dim_map;
@@ -456,9 +508,14 @@ private:
       std::optional<DType> want = parse_dtype(p.dtype.name);
       if (t->elem.kind != Type::Kind::Scalar || (want && t->elem.dtype != *want) || t->shape.size() != p.dims.size()) {
         diags_.error("E030", arg.range,
-                     fmt::format("op {} expects {}: {}[{}] but '{}' is {}{}", callee.name.name, p.name.name,
-                                 p.dtype.name, p.dims.size(), t->name, t->elem.str(), sizes_str(t->shape)))
-            .hint("convert or reshape the argument first");
+                     fmt::format("op {} expects {}: {} but '{}' is {}{}", callee.name.name, p.name.name,
+                                 declared_type(p), t->name, t->elem.str(), t->shape.empty() ? "" : sizes_str(t->shape)))
+            .note(p.name.range, fmt::format("parameter {} of {} is declared here", p.name.name, callee.name.name))
+            .hint(t->shape.size() == p.dims.size()
+                      ? fmt::format("convert it in a statement of its own, e.g. {} = {}({}), and pass {}_{}",
+                                    lhs_example(t->name + "_" + p.dtype.name, p.dims.size()), p.dtype.name,
+                                    lhs_example(t->name, p.dims.size()), t->name, p.dtype.name)
+                      : fmt::format("pass a tensor with {} dim{}", p.dims.size(), p.dims.size() == 1 ? "" : "s"));
         ok = false;
         continue;
       }
@@ -485,7 +542,7 @@ private:
         if (o.name.name == field->text) out = &o;
       if (!out) {
         diags_.error("E036", field->callee_range, fmt::format("op {} has no output '{}'", callee.name.name, field->text))
-            .hint("name one of its outputs");
+            .hint(fmt::format("its outputs are {}", param_names(callee.outputs)));
         return TensorView{callee.name.name, Type::error(), {}};
       }
     } else if (callee.outputs.size() != 1) {
@@ -503,9 +560,12 @@ private:
       } else if (auto it = dim_map.find(d.name); it != dim_map.end()) {
         view.shape.push_back(it->second);
       } else {
-        diags_.error("E024", call.range,
-                     fmt::format("output dim {} of op {} is not fixed by its arguments", d.name, callee.name.name))
-            .hint("outputs of a called op must take their dims from its inputs");
+        if (ok)  // else a bad argument left the dim unknown, and was reported
+          diags_.error("E024", call.range,
+                       fmt::format("output dim {} of op {} is not fixed by its arguments", d.name, callee.name.name))
+              .note(d.range, fmt::format("{} appears in no input of {}", d.name, callee.name.name))
+              .hint("outputs of a called op must take their dims from its inputs");
+        view.shape.push_back(kUnknownSize);
         ok = false;
       }
     }
@@ -581,6 +641,7 @@ private:
     }
     scopes_.push_back(scope);
     for (const ast::Ident& ax : e.axes) bindings_.erase(ax.name);
+    int errors_before = diags_.error_count();
     if (!e.where_.empty()) {
       Type w = check(e.where_[0]);
       if (!w.is_error() && !w.is_bool())
@@ -593,11 +654,13 @@ private:
       info.axes.push_back(ax.name);
       auto it = bindings_.find(ax.name);
       if (it == bindings_.end()) {
-        diags_.error(uses(e, ax.name) ? "E024" : "E028", ax.range,
-                     uses(e, ax.name)
-                         ? fmt::format("cannot infer the size of reduction axis '{}': it indexes no tensor", ax.name)
-                         : fmt::format("reduction axis '{}' is not used in the reduced expression", ax.name))
-            .hint(fmt::format("index a tensor with '{}' inside the reduction", ax.name));
+        bool used = uses(e, ax.name);
+        if (diags_.error_count() == errors_before)  // otherwise the body's own error explains it
+          diags_.error(used ? "E024" : "E028", ax.range,
+                       used ? fmt::format("cannot infer the size of reduction axis '{}': it indexes no tensor", ax.name)
+                            : fmt::format("reduction axis '{}' is not used in the reduced expression", ax.name))
+              .hint(used ? fmt::format("index a tensor with '{}' inside the reduction", ax.name)
+                         : fmt::format("remove '{}' from the axes, or index a tensor with it", ax.name));
         result = Type::error();
         info.axis_sizes.push_back({});
       } else {
@@ -721,6 +784,9 @@ private:
   std::map<std::string, SourceRange> later_;  // every statement's name, for "used before defined"
   std::vector<std::string> lhs_vars_;
   std::vector<SourceRange> lhs_ranges_;
+  bool lhs_rejected_ = false;                 // an index on the left was reported (E029)
+  std::set<std::string> free_reported_;       // E021 names of this statement
+  std::set<std::string> duplicate_params_;    // parameters declared twice (E013)
   std::vector<std::set<std::string>> scopes_;
   std::map<std::string, Binding> bindings_;
   int index_depth_ = 0;

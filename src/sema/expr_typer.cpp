@@ -35,9 +35,16 @@ bool ExprTyper::require_value(const ast::Expr& e, const Type& t, const char* whe
     diags_.error("E038", e.range, fmt::format("a tuple cannot be used {}", where))
         .hint("tuples only build monoid carriers: identity, lift and yield");
   else
-    diags_.error("E036", e.range, fmt::format("a {} cannot be used {}", t.str(), where))
-        .hint(fmt::format("select one of its fields with '.', e.g. r.{}", "field"));
+    diags_.error("E036", e.range, fmt::format("a {} cannot be used {}", t.str(), where)).hint(fields_hint(t));
   return false;
+}
+
+std::string ExprTyper::fields_hint(const Type& record) const {
+  const CheckedMonoid* m = monoid_of(record);
+  if (!m) return "select one of its fields with '.'";
+  std::vector<std::string> fields;
+  for (const ast::Field& f : m->decl->fields) fields.push_back(f.name.name);
+  return fmt::format("select one of its fields with '.': {}", fmt::join(fields, ", "));
 }
 
 Type ExprTyper::tuple(const ast::Expr& e) {
@@ -59,7 +66,7 @@ Type ExprTyper::field(const ast::Expr& e) {
   if (base.is_error()) return base;
   const CheckedMonoid* m = monoid_of(base);
   if (!m) {
-    diags_.error("E036", e.callee_range, fmt::format("'{}' has no fields: it is a {}", e.text, base.str()))
+    diags_.error("E036", e.callee_range, fmt::format("no field '{}': the value is a {}, which has no fields", e.text, base.str()))
         .hint("fields exist on monoid carriers, e.g. r.o where r = softmax_pv(j: ...)");
     return Type::error();
   }
@@ -142,7 +149,7 @@ Type ExprTyper::binary(const ast::Expr& e) {
   }
   if (op == "%" && !is_int(r.dtype)) {
     diags_.error("E030", e.range, fmt::format("'%' needs integer operands, not {}", r.str()))
-        .hint("'%' is for index arithmetic; use x - y * floor(x / y) on floats");
+        .hint("'%' is for integer index arithmetic, e.g. x[(j + 1) % N]");
     return Type::error();
   }
   return r;
@@ -154,7 +161,7 @@ Type ExprTyper::call_other(const ast::Expr& e) {
   for (const BuiltinFn& f : builtin_fns()) names.push_back(std::string(f.name));
   std::string guess = closest_name(e.text, names);
   diags_.error("E027", e.callee_range, fmt::format("unknown function '{}'", e.text))
-      .hint(guess.empty() ? "see docs/language.md for the built-in functions" : fmt::format("did you mean '{}'?", guess));
+      .hint(guess.empty() ? fmt::format("the functions are {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
   return Type::error();
 }
 
@@ -172,8 +179,8 @@ Type ExprTyper::call(const ast::Expr& e) {
                  fmt::format("{} takes {} argument{}, got {}", e.text, fn->arity, fn->arity == 1 ? "" : "s",
                              e.args.size()))
         .hint(e.text == "max" || e.text == "min"
-                  ? fmt::format("to reduce over an axis write {}(j: x[j])", e.text)
-                  : std::string("remove or add arguments"));
+                  ? fmt::format("write {}(a, b), or {}(j: x[j]) to reduce over an axis", e.text, e.text)
+                  : fmt::format("write {}({})", e.text, fn->arity == 1 ? "x" : fn->arity == 2 ? "a, b" : "cond, a, b"));
     return Type::error();
   }
   if (!ok) return Type::error();

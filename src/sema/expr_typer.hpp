@@ -27,6 +27,8 @@ protected:
   Type unary(const ast::Expr& e);
   Type binary(const ast::Expr& e);
   Type call(const ast::Expr& e);
+  // "select one of its fields with '.': m, d, o" for a monoid carrier.
+  std::string fields_hint(const Type& record) const;
   // A scalar (not a tuple, record or vector) is needed here.
   bool require_value(const ast::Expr& e, const Type& t, const char* where);
 

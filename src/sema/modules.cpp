@@ -39,6 +39,36 @@ std::string module_name(const std::string& path, const SemaOptions& opt) {
   return path;
 }
 
+// The modules `import std.X` can load: every X.emmy in the stdlib directories.
+std::vector<std::string> std_modules(const SemaOptions& opt) {
+  std::set<std::string> names;
+  for (const std::string& dir : opt.stdlib_dirs) {
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".emmy") names.insert("std." + e.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+void report_missing(const ast::ImportDecl& imp, const std::vector<std::string>& paths, const SemaOptions& opt,
+                    Diagnostics& diags) {
+  std::string name = imp.dotted();
+  SourceRange at{imp.range.file, imp.path.front().range.begin, imp.path.back().range.end};
+  std::string hint;
+  if (imp.path.size() >= 2 && imp.path[0].name == "std") {
+    std::vector<std::string> mods = std_modules(opt);
+    std::string guess = closest_name(name, mods);
+    if (mods.empty())
+      hint = "no standard library was found; set EMMY_STDLIB to the stdlib directory";
+    else
+      hint = fmt::format("{}the standard modules are {}", guess.empty() ? "" : fmt::format("did you mean '{}'? ", guess),
+                         fmt::join(mods, ", "));
+  } else {
+    hint = fmt::format("looked for {}: a module other than std.X is a file beside the importing one", paths.at(0));
+  }
+  diags.error("E010", at, fmt::format("cannot find module '{}'", name)).hint(hint);
+}
+
 }  // namespace
 
 void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions& options, CheckedProgram& program,
@@ -61,10 +91,7 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
       for (const std::string& path : paths)
         if (fs::is_regular_file(path) && (id = sources.load(path))) break;
       if (!id) {
-        diags.error("E010", imp->range, fmt::format("cannot find module '{}'", name))
-            .hint(paths.empty() ? std::string("check the module name")
-                                : fmt::format("looked for {}; the standard modules are std.monoids, std.nn, std.linalg",
-                                              fmt::join(paths, ", ")));
+        report_missing(*imp, paths, options, diags);
         continue;
       }
       program.modules.push_back({name, parse_module(sources, id, diags)});

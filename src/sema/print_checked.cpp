@@ -15,22 +15,24 @@ std::string shape_str(const std::vector<Size>& shape) {
 
 class CheckedAnnotator : public AstAnnotator {
 public:
-  explicit CheckedAnnotator(const CheckedProgram& p) : p_(p) {}
+  // Expression ids are unique within a module: index the main module's reductions.
+  explicit CheckedAnnotator(const CheckedProgram& p) : p_(p) {
+    for (const auto& [_, op] : p.ops)
+      for (const ReductionInfo& r : op.reductions)
+        if (op.decl_module == 0 && op.expr_types.count(r.expr_id)) reductions_[r.expr_id] = {&r, &op.expr_types.at(r.expr_id)};
+  }
 
   std::string on_assign(const ast::OpDecl& op, const ast::AssignStmt& a) const override {
     return tensor_note(op, a.target.name);
   }
   std::string on_let(const ast::OpDecl& op, const ast::LetStmt& l) const override { return tensor_note(op, l.name.name); }
   std::string on_reduce(const ast::Expr& e) const override {
-    for (const auto& [_, op] : p_.ops)
-      for (const ReductionInfo& r : op.reductions)
-        if (r.expr_id == e.id && op.expr_types.count(e.id)) {
-          std::string sizes;
-          for (size_t i = 0; i < r.axes.size(); ++i)
-            sizes += fmt::format("{}{}={}", i ? ", " : "", r.axes[i], r.axis_sizes[i].str());
-          return fmt::format(" {{{}}} -> {}", sizes, op.expr_types.at(e.id).str());
-        }
-    return "";
+    auto it = reductions_.find(e.id);
+    if (it == reductions_.end()) return "";
+    const ReductionInfo& r = *it->second.first;
+    std::string sizes;
+    for (size_t i = 0; i < r.axes.size(); ++i) sizes += fmt::format("{}{}={}", i ? ", " : "", r.axes[i], r.axis_sizes[i].str());
+    return fmt::format(" {{{}}} -> {}", sizes, it->second.second->str());
   }
 
 private:
@@ -41,6 +43,7 @@ private:
     return t ? fmt::format(" : {}{}", t->elem.str(), shape_str(t->shape)) : "";
   }
   const CheckedProgram& p_;
+  std::map<uint32_t, std::pair<const ReductionInfo*, const Type*>> reductions_;
 };
 
 }  // namespace

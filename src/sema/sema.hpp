@@ -39,6 +39,7 @@ struct ReductionInfo {
 
 struct CheckedOp {
   const ast::OpDecl* decl = nullptr;
+  size_t decl_module = 0;                          // index into CheckedProgram::modules
   std::vector<TensorInfo> tensors;                 // params, outputs, then definitions in order
   std::vector<ReductionInfo> reductions;
   std::unordered_map<uint32_t, Type> expr_types;   // by ast::Expr::id

@@ -83,6 +83,9 @@ struct BuiltinReduction {
 const BuiltinReduction* find_builtin_reduction(std::string_view name);
 const std::vector<BuiltinReduction>& builtin_reductions();
 
+// The help for an unknown dtype: the likely one (f23 -> f32, float -> f32, int -> i32), or the list.
+std::string dtype_hint(std::string_view name);
+
 // Edit-distance suggestion: the closest candidate within distance 2, or "".
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
 

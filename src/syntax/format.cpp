@@ -53,25 +53,35 @@ private:
     lines_.push_back({indent_now(), "", ""});
   }
 
-  int indent_now() const { return kIndent * (braces_ + brackets_); }
+  // Inside brackets each level indents once; a statement continued on the next line
+  // outside brackets indents twice.
+  int indent_now() const {
+    return kIndent * (braces_ + brackets_) + (open_statement_ && brackets_ == 0 ? 2 * kIndent : 0);
+  }
 
   bool space_before(const Token* p, const Token& c) const {
     if (!p) return false;
     if (in_knob_value_ && !is(p, "=")) return false;
     if (c.text == "@" || is(p, "@")) return false;
+    if (c.text == "-" && is(p, "-")) return true;  // `- -x`, never `--x`
     if (c.text == "," || c.text == ";" || c.text == "." || is(p, ".")) return c.text == ";" && is(p, "=");
     if (kCloseBrackets.count(c.text)) return false;
     if (is(p, "(") || is(p, "[")) return false;
     if (unary_operand_) return false;
-    if (c.text == "(" || c.text == "[") return p->kind == TokenKind::Word ? keyword_before_paren(*p) : !kCloseBrackets.count(p->text) && p->kind != TokenKind::Number;
+    if (c.text == "(" || c.text == "[") {
+      if (p->kind == TokenKind::Word) return keyword_before_paren(*p);  // f(x), t[i] vs yield (a, b)
+      return !kCloseBrackets.count(p->text) && p->kind != TokenKind::Number;
+    }
     if (c.text == ":") return is(p, ",");
     if (is(p, ":")) return c.text != "]" && c.text != ",";
     return true;
   }
 
-  // `op f(`, `combine(`, `lift(`: the keywords that take a parenthesised list.
+  // Keywords followed by an expression keep a space before '(': `yield (n, d)`.
+  // (`combine(a, b)` and `lift(x)` read as calls and take none.)
   static bool keyword_before_paren(const Token& t) {
-    static const std::set<std::string, std::less<>> spaced = {"where", "yield", "identity", "op", "monoid", "schedule", "as", "for"};
+    static const std::set<std::string, std::less<>> spaced = {"where", "yield", "identity", "op",
+                                                              "monoid", "schedule", "as", "for"};
     return spaced.count(t.text) > 0;
   }
 
@@ -86,7 +96,12 @@ private:
     bool force_break = p && ((p->kind == TokenKind::Punct && (p->text == "{" || p->text == ";" || p->text == "}")) ||
                              p->kind == TokenKind::LineComment || p->kind == TokenKind::DocComment ||
                              (c.kind == TokenKind::Punct && c.text == "}") || c.kind == TokenKind::DocComment);
-    bool trailing = c.kind == TokenKind::LineComment && nl == 0 && p && !lines_.empty();
+    // A comment after code that ends its line trails it; a block comment followed by
+    // more code on the same line stays inline.
+    const Token* next = i + 1 < toks.size() ? &toks[i + 1] : nullptr;
+    bool ends_line = !next || newlines_between(&c, *next) > 0 || c.kind == TokenKind::LineComment;
+    bool is_comment = c.kind == TokenKind::LineComment || c.kind == TokenKind::BlockComment;
+    bool trailing = is_comment && ends_line && nl == 0 && p && !lines_.empty() && !lines_.back().code.empty();
     if (trailing) {
       lines_.back().trailing_comment = c.text;
     } else if (lines_.empty()) {
@@ -107,6 +122,9 @@ private:
   }
 
   void track_context(const Token* p, const Token& c) {
+    bool comment = c.kind == TokenKind::LineComment || c.kind == TokenKind::BlockComment ||
+                   c.kind == TokenKind::DocComment;
+    if (!comment) open_statement_ = !(c.kind == TokenKind::Punct && (c.text == ";" || c.text == "{" || c.text == "}"));
     if (c.kind != TokenKind::Punct && c.kind != TokenKind::Word) {
       prev_unary_ = false;
       return;
@@ -159,6 +177,7 @@ private:
   int braces_ = 0;
   int brackets_ = 0;
   bool in_schedule_ = false;
+  bool open_statement_ = false;  // the last code token did not end a statement
   bool in_knob_value_ = false;
   bool prev_unary_ = false;
   bool unary_operand_ = false;

@@ -1,0 +1,2 @@
+" Emmy tensor programs
+autocmd BufRead,BufNewFile *.emmy setfiletype emmy

@@ -1,0 +1,42 @@
+" Vim syntax for the Emmy language (.emmy).
+" The keyword lists are checked against the grammar's keywords, the dtypes, the
+" built-in functions and reductions, and the knob names by tests/unit/test_editors.cpp.
+if exists("b:current_syntax")
+  finish
+endif
+
+syn keyword emmyDecl      op monoid schedule import
+syn keyword emmyKeyword   let identity lift combine yield assume for as where
+syn keyword emmyConstant  inf true false
+syn keyword emmyType      bool i32 i64 f16 bf16 f32 f64
+syn keyword emmyReduction sum prod max min any all argmax argmin
+syn keyword emmyFunction  exp exp2 log log2 sqrt rsqrt tanh erf sigmoid abs select
+syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP contained
+syn keyword emmyTarget    sm_80 sm_90 sm_90a sm_120
+
+syn match   emmyNumber    "\<\d\+\(\.\d*\)\=\([eE][+-]\=\d\+\)\=\>"
+syn match   emmyNumber    "\.\d\+\([eE][+-]\=\d\+\)\=\>"
+syn region  emmyString    start=+"+ skip=+\\"+ end=+"+ oneline
+syn match   emmyDoc       "///.*$" contains=@Spell
+syn match   emmyComment   "//\([^/].*\)\=$" contains=@Spell
+syn region  emmyComment   start="/\*" end="\*/" contains=@Spell
+syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained
+syn match   emmySite      "@\w\+" contained
+syn region  emmySchedule  start="\<schedule\>" end="}" contains=emmyDecl,emmyKeyword,emmyTarget,emmyString,emmyKnob,emmySite,emmyKnobValue,emmyComment,emmyDoc
+
+hi def link emmyDecl      Structure
+hi def link emmyKeyword   Keyword
+hi def link emmyConstant  Constant
+hi def link emmyType      Type
+hi def link emmyReduction Function
+hi def link emmyFunction  Function
+hi def link emmyKnob      PreProc
+hi def link emmyTarget    Constant
+hi def link emmyNumber    Number
+hi def link emmyString    String
+hi def link emmyDoc       SpecialComment
+hi def link emmyComment   Comment
+hi def link emmyKnobValue Special
+hi def link emmySite      Identifier
+
+let b:current_syntax = "emmy"
