@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
+#include "schedule/targets.hpp"
 
 namespace {
 
@@ -50,20 +51,22 @@ int main(int argc, char** argv) {
   app.add_option("--color", color, "color diagnostics: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
 
+  std::vector<std::string> targets;
+  for (auto t : emmy::target_names()) targets.emplace_back(t);
   std::vector<std::string> files;
   bool verify = false;
   CLI::App* check = app.add_subcommand("check", "parse and check files; prints nothing but diagnostics");
   check->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
   check->add_flag("--verify", verify, "compare diagnostics with the file's expected-error comments");
   check->add_option("--knobs", opt.knobs, "knob list to validate, as in EMMY_KNOBS");
-  check->add_option("--target", opt.target, "target for knob legality (sm_80, sm_90, sm_90a, sm_120)");
+  check->add_option("--target", opt.target, "target for knob legality")->check(CLI::IsMember(targets));
 
   std::string file, ir = "ast";
   CLI::App* compile = app.add_subcommand("compile", "compile a file and print an IR level");
   compile->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
   compile->add_option("--ir", ir, "IR level to print")->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
   compile->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
-  compile->add_option("--target", opt.target, "target: sm_80, sm_90, sm_90a, sm_120");
+  compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
 
   bool fmt_check = false, in_place = false;
   CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");

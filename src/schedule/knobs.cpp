@@ -1,5 +1,6 @@
 // The schedule-knob codec: knob, field, atom and legality tables, and the code that reads them.
 #include "schedule/knobs.hpp"
+#include "support/suggest.hpp"
 
 #include <fmt/format.h>
 
@@ -23,7 +24,6 @@ struct Piece {
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 Piece sub(Piece p, size_t from, size_t count = std::string_view::npos) {
   return {p.text.substr(from, count), p.offset + from};
@@ -60,36 +60,11 @@ bool is_identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return is_ident_start(c) || is_digit(c); });
 }
 
-// Levenshtein distance, ignoring case.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      size_t cost = to_lower(a[i - 1]) == to_lower(b[j - 1]) ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The candidate nearest to `word`, if it is near enough to be a likely typo.
-std::optional<std::string_view> closest(std::string_view word,
-                                        const std::vector<std::string_view>& candidates) {
-  std::optional<std::string_view> best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (std::string_view c : candidates) {
-    size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
+std::optional<std::string> closest(std::string_view word, const std::vector<std::string_view>& candidates) {
+  std::string guess = closest_name(word, candidates);
+  if (guess.empty()) return std::nullopt;
+  return guess;
 }
 
 std::string join(const std::vector<std::string_view>& items, std::string_view sep) {
@@ -670,7 +645,9 @@ std::optional<KnobError> check_order(const KnobSpec& k, const std::vector<Token>
       return make_error("E053", t.piece,
                         fmt::format("{} field '{}' repeats '{}': each field appears at most once",
                                     k.name, t.piece.text, first->piece.text),
-                        fmt::format("keep one of '{}' and '{}'", first->piece.text, t.piece.text));
+                        first->piece.text == t.piece.text
+                            ? fmt::format("remove the second '{}'", t.piece.text)
+                            : fmt::format("keep one of '{}' and '{}'", first->piece.text, t.piece.text));
     if (t.spec->slot < max_slot) {
       std::vector<Token> sorted = tokens;
       std::stable_sort(sorted.begin(), sorted.end(),
@@ -977,7 +954,7 @@ std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
                                          knob_grammar(*find_knob(e.text)), e.text)
                            : std::string("write KNOB=value, e.g. STAGE=d2/tma/ring; an empty value "
                                          "(STAGE=) turns a knob off");
-    return make_error("E056", e, fmt::format("EMMY_KNOBS entry '{}' has no '='", e.text), help);
+    return make_error("E056", e, fmt::format("knob entry '{}' has no '='", e.text), help);
   }
   Piece lhs = trim(sub(e, 0, eq));
   size_t at = lhs.text.find('@');
@@ -985,11 +962,11 @@ std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
   Piece site = at == std::string_view::npos ? Piece{{}, lhs.offset + lhs.text.size()} : sub(lhs, at + 1);
   if (name.text.empty())
     return make_error("E056", lhs.text.empty() ? sub(e, eq, 1) : lhs,
-                      fmt::format("EMMY_KNOBS entry '{}' has no knob name", e.text),
+                      fmt::format("knob entry '{}' has no knob name", e.text),
                       fmt::format("write KNOB=value with KNOB one of {}", join(knob_names(), ", ")));
   if (at != std::string_view::npos && site.text.empty())
     return make_error("E056", sub(lhs, at, 1),
-                      fmt::format("EMMY_KNOBS entry '{}' has no site after '@'", e.text),
+                      fmt::format("knob entry '{}' has no site after '@'", e.text),
                       fmt::format("name a statement or axis, e.g. {}@m=..., or drop the '@'", name.text));
   if (at != std::string_view::npos && !is_identifier(site.text))
     return make_error("E056", site,
@@ -1005,9 +982,9 @@ std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
 // An empty entry: point at the ',' before it (after it, for a leading ',').
 KnobError empty_entry(Piece raw) {
   if (!raw.text.empty())
-    return make_error("E056", raw, "empty EMMY_KNOBS entry", "remove the extra ','");
+    return make_error("E056", raw, "empty knob entry", "remove the extra ','");
   size_t at = raw.offset > 0 ? raw.offset - 1 : raw.offset;
-  return KnobError{"E056", at, 1, "empty EMMY_KNOBS entry", "remove the extra ','"};
+  return KnobError{"E056", at, 1, "empty knob entry", "remove the extra ','"};
 }
 
 }  // namespace

@@ -34,11 +34,6 @@ Globals collect_globals(const CheckedProgram& program, Diagnostics& diags) {
       if (const auto* op = std::get_if<ast::OpDecl>(&item)) collect(g.ops, *op, "op", diags);
       if (const auto* mo = std::get_if<ast::MonoidDecl>(&item)) collect(g.monoids, *mo, "monoid", diags);
     }
-  for (const auto& [name, op] : g.ops)
-    if (g.monoids.count(name))
-      diags.error("E011", op->name.range, fmt::format("'{}' names both an op and a monoid", name))
-          .note(g.monoids.at(name)->name.range, "the monoid is defined here")
-          .hint("rename one of them");
   return g;
 }
 

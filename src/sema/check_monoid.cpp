@@ -27,7 +27,7 @@ public:
     check_combine();
     for (const ast::Ident& a : m_.assumes) {
       if (!kAssumptions.count(a.name)) {
-        std::string guess = closest_name(a.name, {kAssumptions.begin(), kAssumptions.end()});
+        std::string guess = closest_name(a.name, std::vector<std::string>(kAssumptions.begin(), kAssumptions.end()));
         diags_.error("E043", a.range, fmt::format("unknown assumption '{}'", a.name))
             .hint(guess.empty() ? std::string("the assumptions are 'assume associative;' and 'assume commutative;'")
                                 : fmt::format("did you mean 'assume {};'?", guess));

@@ -1,4 +1,5 @@
 // Checks one op: names, dtypes, index variables bound to sizes, reductions and outputs.
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -324,6 +325,12 @@ private:
           .hint("move its definition above this statement");
       return Type::error();
     }
+    // An upper-case name in index arithmetic (k[b, h / G, j, d]) reads as a size.
+    if (index_depth_ > 0 && !n.empty() && std::isupper(static_cast<unsigned char>(n[0]))) {
+      diags_.error("E012", e.range, fmt::format("unknown size '{}'", n))
+          .hint(fmt::format("sizes come from parameter shapes; define this one with a let, e.g. let {} = H / KH;", n));
+      return Type::error();
+    }
     if (index_depth_ > 0) {
       if (!free_reported_.insert(n).second) return Type::error();  // once per statement
       diags_.error("E021", e.range,
@@ -430,6 +437,7 @@ private:
           continue;
         }
         check_index_expr(ix);
+        check_constant_index(ix, view->shape[i - 1], view->name);
       }
       if (view->elem.is_error()) return view->elem;
       if (slices > 1) {
@@ -462,6 +470,21 @@ private:
       check_index_expr(ix);
     }
     return Type::scalar(bt.dtype);
+  }
+
+  // A literal index (x[n, 3], x[-1]) must lie inside a dim whose size is known.
+  void check_constant_index(const ast::Expr& ix, const Size& dim, const std::string& tensor_name) {
+    bool negated = ix.kind == ast::ExprKind::Unary && ix.text == "-" && ix.args[0].kind == ast::ExprKind::Int;
+    if (ix.kind != ast::ExprKind::Int && !negated) return;
+    int64_t v = negated ? -ix.args[0].int_value : ix.int_value;
+    if (v < 0) {
+      diags_.error("E046", ix.range, fmt::format("index {} is negative", v))
+          .hint(dim.symbol.empty() ? fmt::format("indices of this dim run from 0 to {}", dim.literal - 1)
+                                   : fmt::format("indices run from 0 to {} - 1; write {} - 1 for the last", dim.str(), dim.str()));
+    } else if (dim.symbol.empty() && dim.literal > 0 && v >= dim.literal) {
+      diags_.error("E046", ix.range, fmt::format("index {} is out of range: {} has size {} here", v, tensor_name, dim.literal))
+          .hint(fmt::format("indices of this dim run from 0 to {}", dim.literal - 1));
+    }
   }
 
   void check_index_expr(const ast::Expr& ix) {
@@ -506,7 +529,7 @@ private:
         continue;
       }
       std::optional<DType> want = parse_dtype(p.dtype.name);
-      if (t->elem.kind != Type::Kind::Scalar || (want && t->elem.dtype != *want) || t->shape.size() != p.dims.size()) {
+      if (t->elem.kind != Type::Kind::Scalar || (want && !storable(t->elem, *want)) || t->shape.size() != p.dims.size()) {
         diags_.error("E030", arg.range,
                      fmt::format("op {} expects {}: {} but '{}' is {}{}", callee.name.name, p.name.name,
                                  declared_type(p), t->name, t->elem.str(), t->shape.empty() ? "" : sizes_str(t->shape)))

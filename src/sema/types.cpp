@@ -141,30 +141,4 @@ std::string dtype_hint(std::string_view name) {
   return guess.empty() ? fmt::format("dtypes are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess);
 }
 
-std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
-  // Edit distance where swapping two neighbours counts once (f23 -> f32, inptu -> input).
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (size_t i = 1; i <= a.size(); ++i)
-      for (size_t j = 1; j <= b.size(); ++j) {
-        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    return d[a.size()][b.size()];
-  };
-  // A guess must be close for its length: 'x' for 'z' or 'c' for 'zz' is noise, not help.
-  std::string best;
-  size_t best_d = 3;
-  for (const std::string& c : candidates) {
-    size_t d = distance(name, c);
-    if (d < best_d && d <= std::max(name.size(), c.size()) / 2 && c != name) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 }  // namespace emmy

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/suggest.hpp"
+
 namespace emmy {
 
 enum class DType { Bool, I32, I64, F16, BF16, F32, F64 };
@@ -86,7 +88,5 @@ const std::vector<BuiltinReduction>& builtin_reductions();
 // The help for an unknown dtype: the likely one (f23 -> f32, float -> f32, int -> i32), or the list.
 std::string dtype_hint(std::string_view name);
 
-// Edit-distance suggestion: the closest candidate within distance 2, or "".
-std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
 
 }  // namespace emmy

@@ -48,22 +48,59 @@ std::string location(const SourceManager& sm, SourceRange r) {
   return fmt::format("{}:{}:{}: ", f.path(), lc.line, lc.column);
 }
 
-// The source line with a caret under the range (clipped to the first line).
+// Length of the UTF-8 sequence starting at s[i], or 0 when it is not valid there.
+size_t utf8_length(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// The line as shown (invalid bytes as '?'), and the display column of each byte offset.
+struct ShownLine {
+  std::string text;
+  std::vector<size_t> column_of;  // byte offset -> display column; size = bytes + 1
+};
+
+ShownLine show(std::string_view line) {
+  ShownLine out;
+  size_t col = 0;
+  for (size_t i = 0; i < line.size();) {
+    size_t n = utf8_length(line, i);
+    for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) out.column_of.push_back(col);
+    if (n == 0) out.text += '?';
+    else out.text.append(line.substr(i, n));
+    i += std::max<size_t>(n, 1);
+    ++col;
+  }
+  out.column_of.push_back(col);
+  return out;
+}
+
+// The source line with a caret under the range (clipped to the first line), aligned by
+// characters, not bytes.
 void snippet(std::ostringstream& out, const SourceManager& sm, SourceRange r, const Style& st) {
   if (!r.valid()) return;
   const SourceFile& f = sm.file(r.file);
   LineCol lc = f.line_col(r.begin);
   std::string_view line = f.line_text(lc.line);
+  ShownLine shown = show(line);
   std::string gutter = std::to_string(lc.line);
-  out << fmt::format(" {} | {}\n", gutter, line);
-  size_t col = static_cast<size_t>(lc.column - 1);
-  size_t width = std::max<size_t>(1, r.end > r.begin ? r.end - r.begin : 1);
-  if (col > line.size()) col = line.size();
-  width = std::min(width, std::max<size_t>(1, line.size() - std::min(col, line.size())));
+  out << fmt::format(" {} | {}\n", gutter, shown.text);
+  size_t begin = std::min(static_cast<size_t>(lc.column - 1), line.size());
+  size_t end = std::min(line.size(), begin + (r.end > r.begin ? r.end - r.begin : 1));
+  size_t first = shown.column_of[begin];
+  size_t width = std::max<size_t>(1, shown.column_of[end] - first);
   std::string pad;
-  for (size_t i = 0; i < col; ++i) pad += line[i] == '\t' ? '\t' : ' ';
-  out << fmt::format(" {} | {}{}^{}{}\n", std::string(gutter.size(), ' '), pad, st.red,
-                     std::string(width - 1, '~'), st.reset);
+  for (size_t i = 0; i < begin;) {  // keep tabs so the caret lines up under them
+    size_t n = std::max<size_t>(utf8_length(line, i), 1);
+    pad += line[i] == '\t' ? '\t' : ' ';
+    i += n;
+  }
+  out << fmt::format(" {} | {}{}^{}{}\n", std::string(gutter.size(), ' '), pad, st.red, std::string(width - 1, '~'),
+                     st.reset);
 }
 
 }  // namespace

@@ -46,19 +46,19 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E043", "sema", "unknown assumption in a monoid"},
       {"E044", "sema", "monoid reduction given the wrong number of arguments"},
       {"E045", "sema", "value has no shape in this context (bare name of a tensor whose indices are not in scope)"},
+      {"E046", "sema", "constant index out of range"},
       {"E050", "schedule", "unknown knob"},
       {"E051", "schedule", "malformed knob value or unknown field"},
       {"E052", "schedule", "knob fields out of order"},
       {"E053", "schedule", "knob field repeated"},
       {"E054", "schedule", "number in a knob out of range"},
       {"E055", "schedule", "knob value illegal on the target"},
-      {"E056", "schedule", "malformed EMMY_KNOBS entry or knob given twice"},
+      {"E056", "schedule", "malformed knob entry or knob given twice"},
       {"E057", "schedule", "knob set twice in one schedule block"},
       {"E058", "schedule", "unknown knob site (not a statement or an index variable of the op)"},
       {"E059", "schedule", "unknown target"},
       {"E060", "schedule", "schedule for an unknown op"},
       {"E061", "schedule", "two schedules of one op and target with the same name"},
-      {"E070", "driver", "file cannot be read"},
   };
   return table;
 }

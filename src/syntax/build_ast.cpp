@@ -1,4 +1,5 @@
 // Builds the AST from ANTLR's parse tree; no ANTLR type escapes this file.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -391,12 +392,20 @@ private:
   }
   ast::Ident ident(antlr4::tree::TerminalNode* t) const { return {t->getText(), range(t)}; }
 
+  // The `///` lines directly above an item: a blank line or another comment ends the
+  // block, so a file's header comment does not become its first item's doc.
   std::vector<std::string> doc_before(antlr4::ParserRuleContext* c) const {
     std::vector<std::string> lines;
-    for (antlr4::Token* t : tokens_.getHiddenTokensToLeft(c->getStart()->getTokenIndex(), kDocChannel)) {
-      std::string s = t->getText().substr(3);
-      if (!s.empty() && s[0] == ' ') s.erase(0, 1);
-      lines.push_back(s);
+    for (size_t i = c->getStart()->getTokenIndex(); i-- > 0;) {
+      antlr4::Token* t = tokens_.get(i);
+      if (t->getChannel() == kDocChannel) {
+        std::string s = t->getText().substr(3);
+        if (!s.empty() && s[0] == ' ') s.erase(0, 1);
+        lines.insert(lines.begin(), s);
+      } else {
+        std::string text = t->getText();
+        if (t->getType() != EmmyLexer::WS || std::count(text.begin(), text.end(), '\n') > 1) break;
+      }
     }
     return lines;
   }

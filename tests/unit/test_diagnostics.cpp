@@ -68,3 +68,18 @@ TEST_CASE("every error code is unique and documented in docs/errors.md") {
   }
   CHECK(find_error_code("E999") == nullptr);
 }
+
+TEST_CASE("carets align by characters; invalid bytes show as '?'") {
+  SourceManager sm;
+  uint32_t f = sm.add("u.emmy", "// é\nx = \xc3\xa9\xc3\xa9 + \xff y;\n");
+  Diagnostics d(sm);
+  d.error("E001", {f, 10, 14}, "two letters");  // "éé": 4 bytes, 2 characters
+  d.error("E001", {f, 17, 18}, "bad byte");
+  d.error("E001", {f, 19, 20}, "after it");
+  std::ostringstream out;
+  d.render(out);
+  CHECK(out.str() ==
+        "u.emmy:2:5: error[E001]: two letters\n 2 | x = \xc3\xa9\xc3\xa9 + ? y;\n   |     ^~\n"
+        "u.emmy:2:12: error[E001]: bad byte\n 2 | x = \xc3\xa9\xc3\xa9 + ? y;\n   |          ^\n"
+        "u.emmy:2:14: error[E001]: after it\n 2 | x = \xc3\xa9\xc3\xa9 + ? y;\n   |            ^\n");
+}

@@ -111,6 +111,29 @@ op g(a: f32[N, 8]) -> (b: f32[N, 8]) { b[n, c] = scale2(a)[n, c] + 1.0; }
   CHECK(r->program->ops.at("g").calls[0].first == "scale2");
 }
 
+TEST_CASE("op arguments convert like stores; an op and a monoid may share a name") {
+  auto r = check_source(R"(
+import std.monoids;
+op twice(x: f16[N]) -> (y: f16[N]) { y[i] = x[i] * 2.0; }
+op logsumexp(x: f32[N, C]) -> (y: f32[N]) { r[n] = logsumexp(c: x[n, c]); y[n] = r.m + log(r.s); }
+op g(a: f32[N], b: i32[N], m: f32[N, C]) -> (c: f32[N], d: f32[N], e: f32[N]) {
+  c[n] = twice(a)[n];
+  d[n] = twice(b)[n];
+  e[n] = logsumexp(m)[n];
+}
+)");
+  CHECK(r->rendered() == "");
+  CHECK(r->program->ops.count("logsumexp") == 1);
+  CHECK(r->program->monoids.count("logsumexp") == 1);
+}
+
+TEST_CASE("doc comments attach only to the item right below them") {
+  auto r = check_source("/// File header.\n\n/// Doc of f.\nop f(x: f32) -> (y: f32) { y = x; }\n/// Doc of g.\n// a plain comment\nop g(x: f32) -> (y: f32) { y = x; }\n");
+  CHECK(r->rendered() == "");
+  CHECK(r->program->ops.at("f").decl->doc == std::vector<std::string>{"Doc of f."});
+  CHECK(r->program->ops.at("g").decl->doc.empty());
+}
+
 TEST_CASE("grouped-query index arithmetic and where predicates") {
   auto r = check_source(R"(
 op gqa(q: f16[H, S, D], k: f16[KH, T, D]) -> (s: f32[H, S, T]) {
