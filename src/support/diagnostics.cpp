@@ -1,4 +1,5 @@
 #include "support/diagnostics.hpp"
+#include "support/utf8.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -48,15 +49,6 @@ std::string location(const SourceManager& sm, SourceRange r) {
   return fmt::format("{}:{}:{}: ", f.path(), lc.line, lc.column);
 }
 
-// Length of the UTF-8 sequence starting at s[i], or 0 when it is not valid there.
-size_t utf8_length(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  return n;
-}
 
 // The line as shown (invalid bytes as '?'), and the display column of each byte offset.
 struct ShownLine {
@@ -68,7 +60,7 @@ ShownLine show(std::string_view line) {
   ShownLine out;
   size_t col = 0;
   for (size_t i = 0; i < line.size();) {
-    size_t n = utf8_length(line, i);
+    size_t n = utf8_sequence_length(line, i);
     for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) out.column_of.push_back(col);
     if (n == 0) out.text += '?';
     else out.text.append(line.substr(i, n));
@@ -95,7 +87,7 @@ void snippet(std::ostringstream& out, const SourceManager& sm, SourceRange r, co
   size_t width = std::max<size_t>(1, shown.column_of[end] - first);
   std::string pad;
   for (size_t i = 0; i < begin;) {  // keep tabs so the caret lines up under them
-    size_t n = std::max<size_t>(utf8_length(line, i), 1);
+    size_t n = std::max<size_t>(utf8_sequence_length(line, i), 1);
     pad += line[i] == '\t' ? '\t' : ' ';
     i += n;
   }

@@ -10,6 +10,7 @@
 #include "EmmyLexer.h"
 #include "EmmyParser.h"
 #include "antlr4-runtime.h"
+#include "support/utf8.hpp"
 #include "syntax/parse.hpp"
 
 namespace emmy {
@@ -40,20 +41,6 @@ private:
   std::vector<uint32_t> starts_;
 };
 
-// Index of the first byte that breaks UTF-8, or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return i;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
-    if (n > 1 && c < 0xC2 && n == 2) return i;  // overlong
-    i += n;
-  }
-  return std::string_view::npos;
-}
 
 std::string describe_token(const antlr4::Token* t) {
   if (t->getType() == antlr4::Token::EOF) return "end of file";
@@ -773,7 +760,7 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
   const std::string& text = sources.file(file).text();
   ast::Module empty;
   empty.file = file;
-  if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+  if (size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
     diags.error("E001", {file, static_cast<uint32_t>(bad), static_cast<uint32_t>(bad + 1)},
                 "source is not valid UTF-8")
         .hint("save the file as UTF-8");

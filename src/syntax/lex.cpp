@@ -3,6 +3,7 @@
 
 #include "EmmyLexer.h"
 #include "antlr4-runtime.h"
+#include "support/utf8.hpp"
 #include "syntax/parse.hpp"
 
 namespace emmy {
@@ -36,6 +37,7 @@ const std::vector<std::string>& keywords() {
 }
 
 bool lex_all(std::string_view text, std::vector<Token>& out) {
+  if (first_invalid_utf8(text) != std::string_view::npos) return false;  // ANTLR's decoder would throw
   // ANTLR positions are code points; map them back to bytes.
   std::vector<uint32_t> starts;
   for (uint32_t i = 0; i < text.size(); ++i)
