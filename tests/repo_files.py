@@ -105,6 +105,42 @@ for name in sorted(os.listdir(docs)) if os.path.isdir(docs) else []:
             r = run("check", path)
             result(r.returncode == 0 and r.stderr == "", f"docs/{name} example {n + 1}\n{r.stderr}")
 
+# The command line: exit status 0 clean, 1 program errors, 2 usage errors.
+with tempfile.TemporaryDirectory() as tmp:
+    good = os.path.join(tmp, "good.emmy")
+    bad = os.path.join(tmp, "bad.emmy")
+    ugly = os.path.join(tmp, "ugly.emmy")
+    with open(good, "w") as f:
+        f.write("op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n")
+    with open(bad, "w") as f:
+        f.write("op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n")
+    with open(ugly, "w") as f:
+        f.write("op f(x:f32[N])->(y:f32[N]){y[i]=x[i];}\n")
+    cli_cases = [
+        (("check", good), 0, ""),
+        (("check", bad), 1, "error[E021]"),
+        (("check", "--color", "never", bad), 1, "error[E021]"),
+        (("check", good, "--target", "sm_77"), 2, "sm_77"),
+        (("check", os.path.join(tmp, "missing.emmy")), 2, "does not exist"),
+        (("check",), 2, "files is required"),
+        (("frobnicate",), 2, ""),
+        (("compile", good, "--ir", "ast"), 0, "op f"),
+        (("compile", bad, "--ir", "ast"), 1, "E021"),
+        (("fmt", "--check", ugly), 1, "not formatted"),
+        (("fmt", "--check", good), 0, ""),
+        (("--version",), 0, "emmyc 0."),
+        (("--help",), 0, "Examples:"),
+    ]
+    for args, code, text in cli_cases:
+        r = run(*args)
+        result(r.returncode == code and text in (r.stdout + r.stderr),
+               f"emmyc {' '.join(args)}: exit {r.returncode} (want {code}), output lacks {text!r}:\n{r.stdout}{r.stderr}")
+    r = subprocess.run([emmyc, "check", good], capture_output=True, text=True,
+                       env=dict(env, EMMY_KNOBS="STAGE=d2/tma"))
+    result(r.returncode == 0, "EMMY_KNOBS legal on the default target sm_90")
+    r = run("fmt", "-i", ugly)
+    result(r.returncode == 0 and run("fmt", "--check", ugly).returncode == 0, "fmt -i rewrites the file canonically")
+
 print(f"checked {len(files)} files and {blocks} doc examples")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed or passed == 0 else 0)

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
+#include "emmy/version.hpp"
 #include "schedule/targets.hpp"
 
 namespace {
@@ -35,8 +36,9 @@ std::vector<std::string> stdlib_dirs(const char* argv0) {
 
 int main(int argc, char** argv) {
   CLI::App app{"emmyc — the Emmy tensor compiler", "emmyc"};
-  app.set_version_flag("--version", std::string("emmyc ") + EMMY_VERSION);
+  app.set_version_flag("--version", std::string("emmyc ") + EMMY_VERSION_STRING);
   app.require_subcommand(1);
+  app.fallthrough();  // --color after the subcommand too
   app.footer(
       "Examples:\n"
       "  emmyc check examples/sdpa.emmy            parse and check; prints only diagnostics\n"
