@@ -1,0 +1,284 @@
+#include "algebra/cases.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace emmy::algebra {
+namespace {
+
+// A linear constraint for Fourier–Motzkin: form > 0 (strict) or form >= 0.
+struct Ineq {
+  LinearForm form;
+  bool strict;
+};
+
+LinearForm scaled(const LinearForm& f, Rational s) {
+  LinearForm out;
+  for (const auto& [v, c] : f.coef) out.coef[v] = c * s;
+  out.constant = f.constant * s;
+  return out;
+}
+
+LinearForm plus(const LinearForm& a, const LinearForm& b) {
+  LinearForm out = a;
+  for (const auto& [v, c] : b.coef) {
+    Rational r = out.coef[v] + c;
+    if (r.is_zero()) out.coef.erase(v);
+    else out.coef[v] = r;
+  }
+  out.constant = out.constant + b.constant;
+  return out;
+}
+
+// Substitutes var := by in a linear form.
+LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by) {
+  auto it = f.coef.find(var);
+  if (it == f.coef.end()) return f;
+  LinearForm rest = f;
+  Rational c = it->second;
+  rest.coef.erase(var);
+  return plus(rest, scaled(by, c));
+}
+
+// An equality solved for its largest variable (the infinities are never solved for).
+std::optional<std::pair<std::string, LinearForm>> solve(const LinearForm& f) {
+  for (auto it = f.coef.rbegin(); it != f.coef.rend(); ++it) {
+    if (it->first == kNegInf || it->first == kPosInf) continue;
+    LinearForm rest = f;
+    rest.coef.erase(it->first);
+    return std::make_pair(it->first, scaled(rest, Rational::of(-1) / it->second));
+  }
+  return std::nullopt;
+}
+
+// Is the conjunction satisfiable over the reals? (Fourier–Motzkin elimination.)
+bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
+  for (size_t i = 0; i < eqs.size(); ++i) {
+    auto s = solve(eqs[i]);
+    if (!s) {
+      if (!eqs[i].constant.is_zero()) return false;
+      continue;
+    }
+    for (size_t j = i + 1; j < eqs.size(); ++j) eqs[j] = replace(eqs[j], s->first, s->second);
+    for (Ineq& q : ineqs) q.form = replace(q.form, s->first, s->second);
+  }
+  for (int guard = 0; guard < 64; ++guard) {
+    std::string var;
+    for (const Ineq& q : ineqs)
+      if (!q.form.coef.empty()) var = q.form.coef.begin()->first;
+    if (var.empty()) break;
+    std::vector<Ineq> pos, neg, rest;
+    for (const Ineq& q : ineqs) {
+      auto it = q.form.coef.find(var);
+      if (it == q.form.coef.end()) rest.push_back(q);
+      else (it->second.sign() > 0 ? pos : neg).push_back(q);
+    }
+    for (const Ineq& p : pos)
+      for (const Ineq& n : neg) {
+        Rational cp = p.form.coef.at(var), cn = -n.form.coef.at(var);
+        rest.push_back({plus(scaled(p.form, cn), scaled(n.form, cp)), p.strict || n.strict});
+      }
+    ineqs = std::move(rest);
+    if (ineqs.size() > 4000) return true;  // too large to refute: assume satisfiable
+  }
+  for (const Ineq& q : ineqs) {
+    int s = q.form.constant.sign();
+    if (s < 0 || (s == 0 && q.strict)) return false;
+  }
+  return true;
+}
+
+bool consistent(const Case& c, const LinearForm& f, int sign) {
+  std::vector<Ineq> ineqs;
+  std::vector<LinearForm> eqs;
+  for (const Premise& p : c.premises) {
+    if (p.rel == Rel::Eq) eqs.push_back(p.form);
+    else ineqs.push_back({p.form, p.rel == Rel::Gt});
+  }
+  if (sign == 0) eqs.push_back(f);
+  else ineqs.push_back({scaled(f, Rational::of(sign)), true});
+  return feasible(ineqs, eqs);
+}
+
+Case with(const Case& c, const LinearForm& f, Rel rel) {
+  Case out = c;
+  out.premises.push_back({f, rel});
+  return out;
+}
+
+void spend(int& budget) {
+  if (--budget < 0) throw Undecided{"the case analysis needs more cases than its budget"};
+}
+
+// The sign of a form that mentions an infinity is that of the infinity's coefficient.
+std::optional<int> infinite_sign(const LinearForm& f) {
+  if (auto it = f.coef.find(kNegInf); it != f.coef.end()) return -it->second.sign();
+  if (auto it = f.coef.find(kPosInf); it != f.coef.end()) return it->second.sign();
+  return std::nullopt;
+}
+
+struct Truth {
+  Case where;
+  bool value;
+};
+
+std::vector<Truth> decide(const Term& t, const Case& within, int& budget);
+
+// x OP y over each case of x and y: split on the sign of x - y where it is open.
+std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
+  std::vector<Truth> out;
+  for (const Normalized& x : normalize(t.args[0], within, budget))
+    for (const Normalized& y : normalize(t.args[1], x.where, budget)) {
+      Fraction d = apply_equalities(y.where, sub(x.value, y.value));
+      std::optional<LinearForm> form = d.as_linear();
+      if (!form) throw Undecided{fmt::format("cannot decide the sign of {}", d.str())};
+      auto holds = [&](int sign) {
+        switch (t.op) {
+          case TermOp::Lt: return sign < 0;
+          case TermOp::Le: return sign <= 0;
+          case TermOp::Gt: return sign > 0;
+          case TermOp::Ge: return sign >= 0;
+          case TermOp::Eq: return sign == 0;
+          default: return sign != 0;
+        }
+      };
+      int known = implied_sign(y.where, *form);
+      if (known != 2) {
+        out.push_back({y.where, holds(known)});
+        continue;
+      }
+      const std::pair<int, Rel> splits[] = {{1, Rel::Gt}, {0, Rel::Eq}, {-1, Rel::Gt}};
+      for (const auto& [sign, rel] : splits) {
+        if (!consistent(y.where, *form, sign)) continue;
+        spend(budget);
+        out.push_back({with(y.where, sign < 0 ? scaled(*form, Rational::of(-1)) : *form, rel), holds(sign)});
+      }
+    }
+  return out;
+}
+
+std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
+  switch (t.op) {
+    case TermOp::Lt:
+    case TermOp::Le:
+    case TermOp::Gt:
+    case TermOp::Ge:
+    case TermOp::Eq:
+    case TermOp::Ne: return compare(t, within, budget);
+    case TermOp::Not: {
+      std::vector<Truth> out = decide(t.args[0], within, budget);
+      for (Truth& x : out) x.value = !x.value;
+      return out;
+    }
+    case TermOp::And:
+    case TermOp::Or: {
+      std::vector<Truth> out;
+      bool short_value = t.op == TermOp::Or;
+      for (const Truth& x : decide(t.args[0], within, budget)) {
+        if (x.value == short_value) {
+          out.push_back(x);
+          continue;
+        }
+        for (const Truth& y : decide(t.args[1], x.where, budget)) out.push_back(y);
+      }
+      return out;
+    }
+    case TermOp::Const: return {{within, !t.value.is_zero()}};
+    default: throw Undecided{fmt::format("'{}' is not a condition", t.str())};
+  }
+}
+
+}  // namespace
+
+std::string Premise::str() const {
+  const char* r = rel == Rel::Gt ? " > 0" : rel == Rel::Ge ? " >= 0" : " == 0";
+  return form.str() + r;
+}
+
+std::string Case::str() const {
+  if (premises.empty()) return "always";
+  std::vector<std::string> parts;
+  for (const Premise& p : premises) parts.push_back(p.str());
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+int implied_sign(const Case& c, const LinearForm& f) {
+  if (auto s = infinite_sign(f)) return *s;
+  if (f.coef.empty()) return f.constant.sign();
+  bool pos = consistent(c, f, 1), zero = consistent(c, f, 0), neg = consistent(c, f, -1);
+  if (pos + zero + neg != 1) return 2;
+  return pos ? 1 : zero ? 0 : -1;
+}
+
+Fraction apply_equalities(const Case& c, const Fraction& f) {
+  Fraction out = f;
+  std::vector<LinearForm> eqs;
+  for (const Premise& p : c.premises)
+    if (p.rel == Rel::Eq) eqs.push_back(p.form);
+  for (size_t i = 0; i < eqs.size(); ++i) {
+    auto s = solve(eqs[i]);
+    if (!s) continue;
+    for (size_t j = i + 1; j < eqs.size(); ++j) eqs[j] = replace(eqs[j], s->first, s->second);
+    out.num = substitute(out.num, s->first, s->second);
+    out.den = substitute(out.den, s->first, s->second);
+  }
+  return out;
+}
+
+std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget) {
+  auto binary = [&](auto&& op) {
+    std::vector<Normalized> out;
+    for (const Normalized& x : normalize(t.args[0], within, budget))
+      for (const Normalized& y : normalize(t.args[1], x.where, budget)) out.push_back({y.where, op(x.value, y.value)});
+    return out;
+  };
+  auto unary = [&](auto&& op) {
+    std::vector<Normalized> out = normalize(t.args[0], within, budget);
+    for (Normalized& x : out) x.value = op(x.value);
+    return out;
+  };
+  switch (t.op) {
+    case TermOp::Const: return {{within, Fraction::of(Poly::constant(t.value))}};
+    case TermOp::Var: return {{within, Fraction::of(Poly::var(t.name))}};
+    case TermOp::NegInf: return {{within, Fraction::of(Poly::var(kNegInf))}};
+    case TermOp::PosInf: return {{within, Fraction::of(Poly::var(kPosInf))}};
+    case TermOp::Add: return binary(add);
+    case TermOp::Sub: return binary(sub);
+    case TermOp::Mul: return binary(mul);
+    case TermOp::Div: return binary(div);
+    case TermOp::Neg: return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
+    case TermOp::Exp: return unary(exp_of);
+    case TermOp::Log: return unary([](const Fraction& x) {
+      // log(exp(L)) = L: the one closed form this fragment needs.
+      bool plain_exp = x.den == Poly::constant(Rational::of(1)) && x.num.terms.size() == 1 &&
+                       x.num.terms.begin()->first.powers.empty() && x.num.terms.begin()->second == Rational::of(1);
+      if (!plain_exp) return opaque("log", {x});
+      const LinearForm& l = x.num.terms.begin()->first.exp_arg;
+      Poly p = Poly::constant(l.constant);
+      for (const auto& [v, c] : l.coef) p = p + Poly::var(v) * Poly::constant(c);
+      return Fraction::of(p);
+    });
+    case TermOp::Sqrt: return unary([](const Fraction& x) { return opaque("sqrt", {x}); });
+    case TermOp::Max:
+    case TermOp::Min: {
+      // max(x, y) = select(x >= y, x, y); min(x, y) = select(x <= y, x, y).
+      Term cond = Term::make(t.op == TermOp::Max ? TermOp::Ge : TermOp::Le, {t.args[0], t.args[1]});
+      return normalize(Term::make(TermOp::Select, {cond, t.args[0], t.args[1]}), within, budget);
+    }
+    case TermOp::Select: {
+      std::vector<Normalized> out;
+      for (const Truth& c : decide(t.args[0], within, budget))
+        for (Normalized& n : normalize(t.args[c.value ? 1 : 2], c.where, budget)) out.push_back(std::move(n));
+      return out;
+    }
+    default: break;
+  }
+  // A condition used as a number: 1 where it holds, 0 elsewhere.
+  std::vector<Normalized> out;
+  for (const Truth& c : decide(t, within, budget))
+    out.push_back({c.where, Fraction::of(Poly::constant(Rational::of(c.value ? 1 : 0)))});
+  return out;
+}
+
+}  // namespace emmy::algebra

@@ -1,0 +1,45 @@
+// Case analysis: max, min and select split on the sign of a linear form; each case
+// carries its premises, and premises that contradict each other prune the case.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "algebra/normal_form.hpp"
+
+namespace emmy::algebra {
+
+enum class Rel { Gt, Ge, Eq };  // form > 0, form >= 0, form == 0
+
+struct Premise {
+  LinearForm form;
+  Rel rel;
+  std::string str() const;
+};
+
+struct Case {
+  std::vector<Premise> premises;
+  std::string str() const;  // "a.m - b.m >= 0, b.m - c.m > 0" or "always"
+};
+
+// Thrown when a proof needs more cases than the budget, or a comparison of
+// non-linear values the procedure cannot decide.
+struct Undecided {
+  std::string why;
+};
+
+// The sign a linear form must have under the premises: -1, 0, 1, or 2 when open.
+int implied_sign(const Case& c, const LinearForm& f);
+
+// Normalizes a term in every case it splits into; `budget` caps the number of cases.
+struct Normalized {
+  Case where;
+  Fraction value;
+};
+std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget);
+
+// Equality premises solved for one variable each, applied to a normal form.
+Fraction apply_equalities(const Case& c, const Fraction& f);
+
+}  // namespace emmy::algebra

@@ -1,0 +1,281 @@
+#include "algebra/laws.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "algebra/cases.hpp"
+
+namespace emmy::algebra {
+namespace {
+
+constexpr int kCaseBudget = 20000;
+
+using Carrier = std::vector<Term>;
+using Env = std::vector<std::pair<std::string, double>>;
+
+Carrier vars(const MonoidTerms& m, const std::string& prefix) {
+  Carrier c;
+  for (const std::string& f : m.fields) c.push_back(Term::var(prefix + "." + f));
+  return c;
+}
+
+// combine(x, y): the combine terms with a.f := x[f] and b.f := y[f].
+Carrier apply(const MonoidTerms& m, const Carrier& x, const Carrier& y) {
+  std::vector<std::pair<std::string, Term>> by;
+  for (size_t i = 0; i < m.fields.size(); ++i) {
+    by.emplace_back("a." + m.fields[i], x[i]);
+    by.emplace_back("b." + m.fields[i], y[i]);
+  }
+  Carrier out;
+  for (const Term& t : m.combine) out.push_back(substitute(t, by));
+  return out;
+}
+
+std::string tuple_str(const std::vector<std::string>& fields, const std::vector<Fraction>& values) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < fields.size(); ++i) parts.push_back(fmt::format("{} = {}", fields[i], values[i].str()));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Normal forms of every field, in every case, threading the cases through the fields.
+std::vector<std::pair<Case, std::vector<Fraction>>> normalize_all(const Carrier& c, const Case& within, int& budget) {
+  std::vector<std::pair<Case, std::vector<Fraction>>> acc = {{within, {}}};
+  for (const Term& t : c) {
+    std::vector<std::pair<Case, std::vector<Fraction>>> next;
+    for (auto& [where, vals] : acc)
+      for (Normalized& n : normalize(t, where, budget)) {
+        next.push_back({n.where, vals});
+        next.back().second.push_back(n.value);
+      }
+    acc = std::move(next);
+  }
+  return acc;
+}
+
+std::string fmt_double(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
+  return fmt::format("{:.6g}", v);
+}
+
+struct Sides {
+  std::string lhs_name, rhs_name;
+  Carrier lhs, rhs;
+  std::vector<std::string> carriers;  // "a", "b", "c": the variables' owners, for printing
+};
+
+bool differs(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return false;  // undefined points prove nothing
+  if (std::isinf(x) || std::isinf(y)) return x != y;
+  return std::fabs(x - y) > 1e-9 * std::max({1.0, std::fabs(x), std::fabs(y)});
+}
+
+std::optional<size_t> mismatch(const Sides& s, const Env& env) {
+  for (size_t i = 0; i < s.lhs.size(); ++i)
+    if (differs(evaluate(s.lhs[i], env), evaluate(s.rhs[i], env))) return i;
+  return std::nullopt;
+}
+
+bool positive(const Case& domain, const std::string& var) {
+  for (const Premise& p : domain.premises)
+    if (p.rel == Rel::Gt && p.form.coef.size() == 1 && p.form.coef.begin()->first == var) return true;
+  return false;
+}
+
+// Random points, small integers first, then reals; the first failing point is shrunk
+// toward small integers so the printed counterexample is easy to check by hand.
+std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Case& domain) {
+  std::vector<std::string> names;
+  for (const std::string& c : s.carriers)
+    for (const std::string& f : m.fields) names.push_back(c + "." + f);
+  std::mt19937_64 rng(12345);
+  std::optional<Env> found;
+  for (int trial = 0; trial < 4000 && !found; ++trial) {
+    Env env;
+    for (const std::string& n : names) {
+      double v = trial < 2000 ? static_cast<double>(static_cast<int>(rng() % 9) - 4)
+                              : std::uniform_real_distribution<double>(-4, 4)(rng);
+      if (positive(domain, n)) v = std::fabs(v) + 1;
+      env.emplace_back(n, v);
+    }
+    if (mismatch(s, env)) found = env;
+  }
+  if (!found) return std::nullopt;
+  Env env = *found;
+  for (auto& [n, v] : env)
+    for (double candidate : {0.0, 1.0, -1.0, 2.0, -2.0, 3.0, 4.0}) {
+      if (positive(domain, n) && candidate <= 0) continue;
+      double saved = v;
+      v = candidate;
+      if (mismatch(s, env)) break;
+      v = saved;
+    }
+  size_t field = *mismatch(s, env);
+  std::vector<std::string> at;
+  for (const std::string& c : s.carriers) {
+    std::vector<std::string> parts;
+    for (const std::string& f : m.fields)
+      for (const auto& [n, val] : env)
+        if (n == c + "." + f) parts.push_back(m.fields.size() == 1 ? fmt_double(val) : fmt::format("{}={}", f, fmt_double(val)));
+    std::string value = fmt::format("{}", fmt::join(parts, ", "));
+    at.push_back(fmt::format("{} = {}", c, m.fields.size() == 1 ? value : fmt::format("({})", value)));
+  }
+  std::string which = m.fields.size() == 1 ? "" : fmt::format(" (field {})", m.fields[field]);
+  return fmt::format("{}{} = {} but {} = {} at {}", s.lhs_name, which, fmt_double(evaluate(s.lhs[field], env)),
+                     s.rhs_name, fmt_double(evaluate(s.rhs[field], env)), fmt::join(at, ", "));
+}
+
+LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, const Case& domain) {
+  LawReport r;
+  r.law = law;
+  try {
+    int budget = kCaseBudget;
+    bool all = true;
+    std::string failed;
+    for (auto& [where, lv] : normalize_all(s.lhs, domain, budget)) {
+      for (auto& [leaf, rv] : normalize_all(s.rhs, where, budget)) {
+        bool same = true;
+        std::vector<Fraction> shown;
+        for (size_t i = 0; i < lv.size(); ++i) {
+          Fraction l = drop_vanishing(apply_equalities(leaf, lv[i]));
+          Fraction rr = drop_vanishing(apply_equalities(leaf, rv[i]));
+          same = same && equal(l, rr);
+          shown.push_back(l);
+          if (!equal(l, rr) && failed.empty())
+            failed = fmt::format("when {}: field {} is {} on the left but {} on the right", leaf.str(), m.fields[i],
+                                 l.str(), rr.str());
+        }
+        all = all && same;
+        if (same) r.proof.push_back(fmt::format("when {}: {}", leaf.str(), tuple_str(m.fields, shown)));
+      }
+    }
+    if (all) {
+      // Belt and braces: a proof must survive evaluation at random points.
+      if (auto cex = refute(m, s, domain)) {
+        r.outcome = Outcome::Refuted;
+        r.counterexample = *cex;
+        r.why = "the normal forms agreed but evaluation does not (a division by zero in some case?)";
+        return r;
+      }
+      r.outcome = Outcome::Proved;
+      return r;
+    }
+    r.why = failed;
+  } catch (const Undecided& u) {
+    r.why = u.why;
+  } catch (const Overflow&) {
+    r.why = "a coefficient outgrew 64 bits, or a case divides by zero";
+  }
+  if (auto cex = refute(m, s, domain)) {
+    r.outcome = Outcome::Refuted;
+    r.counterexample = *cex;
+  }
+  return r;
+}
+
+// Fields that stay positive on every carrier built from lifts: each lift sets the field
+// to a positive constant and combine keeps it positive (Welford's count n > 0). The
+// laws are then proved on that domain, where a count never divides by zero.
+std::vector<size_t> positive_fields(const MonoidTerms& m) {
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < m.lift.size() && i < m.fields.size(); ++i)
+    if (m.lift[i].op == TermOp::Const && m.lift[i].value.sign() > 0) candidates.push_back(i);
+  Case both;
+  for (size_t i : candidates)
+    for (const char* who : {"a.", "b."}) {
+      LinearForm f;
+      f.coef[who + m.fields[i]] = Rational::of(1);
+      both.premises.push_back({f, Rel::Gt});
+    }
+  std::vector<size_t> kept;
+  for (size_t i : candidates) {
+    try {
+      int budget = kCaseBudget;
+      bool positive = true;
+      for (const Normalized& n : normalize(m.combine[i], both, budget)) {
+        std::optional<LinearForm> l = apply_equalities(n.where, n.value).as_linear();
+        positive = positive && l && implied_sign(n.where, *l) == 1;
+      }
+      if (positive) kept.push_back(i);
+    } catch (const Undecided&) {
+    } catch (const Overflow&) {
+    }
+  }
+  return kept;
+}
+
+Case domain_of(const MonoidTerms& m, const std::vector<size_t>& positive, const std::vector<std::string>& carriers) {
+  Case c;
+  for (size_t i : positive)
+    for (const std::string& who : carriers) {
+      LinearForm f;
+      f.coef[who + "." + m.fields[i]] = Rational::of(1);
+      c.premises.push_back({f, Rel::Gt});
+    }
+  return c;
+}
+
+// combine(identity, identity) in IEEE arithmetic: online softmax's -inf - -inf.
+std::optional<std::string> identity_hazard(const MonoidTerms& m) {
+  Carrier both = apply(m, m.identity, m.identity);
+  for (size_t i = 0; i < both.size(); ++i)
+    if (std::isnan(evaluate(both[i], {})))
+      return fmt::format(
+          "combine(identity, identity) is NaN in IEEE arithmetic (field {}): an infinite identity meets itself, "
+          "as in exp(-inf - -inf); generated code must guard this case (FA-2 tests the running max against -inf "
+          "before rescaling)",
+          m.fields[i]);
+  return std::nullopt;
+}
+
+}  // namespace
+
+MonoidReport check_laws(const MonoidTerms& m) {
+  MonoidReport r;
+  r.name = m.name;
+  Carrier a = vars(m, "a"), b = vars(m, "b"), c = vars(m, "c");
+  std::vector<size_t> pos = positive_fields(m);
+  for (size_t i : pos) r.domain.push_back(fmt::format("{} > 0", m.fields[i]));
+  r.associative = prove(m, "associative",
+                        {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, a, b), c),
+                         apply(m, a, apply(m, b, c)), {"a", "b", "c"}},
+                        domain_of(m, pos, {"a", "b", "c"}));
+  // Two-sided identity: combine(e, a) = a and combine(a, e) = a.
+  Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
+  LawReport l = prove(m, "identity", {"combine(e,a)", "a", left, a, {"a"}}, domain_of(m, pos, {"a"}));
+  LawReport rr = prove(m, "identity", {"combine(a,e)", "a", right, a, {"a"}}, domain_of(m, pos, {"a"}));
+  r.identity = l.outcome != Outcome::Proved ? l : rr;
+  if (l.outcome == Outcome::Proved && rr.outcome == Outcome::Proved)
+    r.identity.proof.insert(r.identity.proof.begin(), l.proof.begin(), l.proof.end());
+  r.commutative = prove(m, "commutative", {"combine(a,b)", "combine(b,a)", apply(m, a, b), apply(m, b, a), {"a", "b"}},
+                        domain_of(m, pos, {"a", "b"}));
+  if (auto hazard = identity_hazard(m)) r.notes.push_back(*hazard);
+  return r;
+}
+
+std::string explain(const MonoidReport& r) {
+  auto verdict = [](const LawReport& l) {
+    switch (l.outcome) {
+      case Outcome::Proved: return std::string("proved");
+      case Outcome::Refuted: return std::string("refuted");
+      case Outcome::Unproved: return std::string("unproved");
+    }
+    return std::string();
+  };
+  std::string out = fmt::format("monoid {}: associative {}, identity {}, commutative {}\n", r.name,
+                                verdict(r.associative), verdict(r.identity), verdict(r.commutative));
+  for (const LawReport* l : {&r.associative, &r.identity, &r.commutative}) {
+    out += fmt::format("  {}: {}\n", l->law, verdict(*l));
+    for (const std::string& p : l->proof) out += fmt::format("    {}\n", p);
+    if (!l->counterexample.empty()) out += fmt::format("    counterexample: {}\n", l->counterexample);
+    if (l->outcome != Outcome::Proved && !l->why.empty()) out += fmt::format("    {}\n", l->why);
+  }
+  if (!r.domain.empty())
+    out += fmt::format("  domain: {} (every lift starts it positive and combine keeps it so)\n", fmt::join(r.domain, ", "));
+  for (const std::string& n : r.notes) out += fmt::format("  note: {}\n", n);
+  return out;
+}
+
+}  // namespace emmy::algebra

@@ -1,0 +1,43 @@
+// The algebra layer's entry: proves or refutes the laws of a monoid (associativity,
+// two-sided identity, commutativity) and explains the verdict.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algebra/term.hpp"
+
+namespace emmy::algebra {
+
+// A monoid as terms: combine's result per field over the variables "a.f" and "b.f".
+struct MonoidTerms {
+  std::string name;
+  std::vector<std::string> fields;
+  std::vector<Term> identity;  // per field
+  std::vector<Term> combine;   // per field
+  std::vector<Term> lift;      // per field, over the lift's parameters (empty: no lift)
+};
+
+enum class Outcome { Proved, Refuted, Unproved };
+
+struct LawReport {
+  std::string law;                 // "associative", "identity", "commutative"
+  Outcome outcome = Outcome::Unproved;
+  std::vector<std::string> proof;  // one line per case: premises and the common normal form
+  std::string counterexample;      // for Refuted: the values and both sides, as evaluated
+  std::string why;                 // for Unproved: what stopped the procedure
+};
+
+struct MonoidReport {
+  std::string name;
+  LawReport associative, identity, commutative;
+  std::vector<std::string> domain;  // invariants of carriers built by lift and combine: "n > 0"
+  std::vector<std::string> notes;   // e.g. the -inf - -inf hazard of an online-softmax identity
+};
+
+MonoidReport check_laws(const MonoidTerms& m);
+
+// The report as `emmyc check --explain` prints it.
+std::string explain(const MonoidReport& r);
+
+}  // namespace emmy::algebra
