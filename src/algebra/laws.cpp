@@ -246,6 +246,8 @@ MonoidReport check_laws(const MonoidTerms& m) {
   Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
   LawReport l = prove(m, "identity", {"combine(e,a)", "a", left, a, {"a"}}, domain_of(m, pos, {"a"}));
   LawReport rr = prove(m, "identity", {"combine(a,e)", "a", right, a, {"a"}}, domain_of(m, pos, {"a"}));
+  for (std::string& line : l.proof) line = "combine(e,a) " + line;
+  for (std::string& line : rr.proof) line = "combine(a,e) " + line;
   r.identity = l.outcome != Outcome::Proved ? l : rr;
   if (l.outcome == Outcome::Proved && rr.outcome == Outcome::Proved)
     r.identity.proof.insert(r.identity.proof.begin(), l.proof.begin(), l.proof.end());

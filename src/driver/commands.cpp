@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "algebra/classify.hpp"
 #include "driver/verify.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
@@ -39,6 +40,7 @@ struct Checked {
   SourceManager sources;
   std::unique_ptr<Diagnostics> diags;
   std::unique_ptr<CheckedProgram> program;
+  algebra::ProgramLaws laws;
   uint32_t file = 0;
 };
 
@@ -52,6 +54,7 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   }
   c.file = c.sources.add(path, std::move(text));
   c.program = check_program(c.sources, c.file, SemaOptions{opt.stdlib_dirs}, *c.diags);
+  if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, opt.target);
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, opt.target);
   return true;
@@ -71,6 +74,7 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
     }
     c.diags->render(err, opt.color);
     if (c.diags->has_errors()) status = kUserError;
+    else if (opt.explain) out << algebra::explain_program(*c.program, c.laws);
   }
   return status;
 }

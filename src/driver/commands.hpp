@@ -16,6 +16,7 @@ struct DriverOptions {
   std::string knobs;          // --knobs (same codec as EMMY_KNOBS)
   std::string env_knobs;      // the EMMY_KNOBS environment variable
   std::string target = "sm_90";
+  bool explain = false;       // check --explain: print every reduction's laws and proofs
 };
 
 int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "parse and check files; prints nothing but diagnostics");
   check->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
   check->add_flag("--verify", verify, "compare diagnostics with the file's expected-error comments");
+  check->add_flag("--explain", opt.explain, "print each reduction's laws: proof outline or counterexample");
   check->add_option("--knobs", opt.knobs, "knob list to validate, as in EMMY_KNOBS");
   check->add_option("--target", opt.target, "target for knob legality")->check(CLI::IsMember(targets));
 

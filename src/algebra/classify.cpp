@@ -1,0 +1,82 @@
+#include "algebra/classify.hpp"
+
+#include <fmt/format.h>
+
+#include "algebra/from_ast.hpp"
+
+namespace emmy::algebra {
+
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
+  ProgramLaws out;
+  for (const auto& [name, m] : program.monoids) {
+    std::string why;
+    std::optional<MonoidTerms> terms = monoid_terms(*m.decl, why);
+    if (!terms) {
+      out.untranslatable[name] = why;
+      if (!m.associative_assumed)
+        diags.warning("W001", m.decl->name.range, fmt::format("cannot prove monoid {} associative: {}", name, why))
+            .hint("reductions with it stay serial; write 'assume associative;' to vouch for it");
+      continue;
+    }
+    MonoidReport r = check_laws(*terms);
+    const LawReport& a = r.associative;
+    if (a.outcome == Outcome::Refuted)
+      diags.error("E047", m.decl->name.range, fmt::format("monoid {} is not associative: {}", name, a.counterexample))
+          .hint("a reduction may combine partial results in any grouping; fix combine so both groupings agree");
+    else if (a.outcome == Outcome::Unproved)
+      diags.warning("W001", m.decl->name.range,
+                    m.associative_assumed ? fmt::format("monoid {} is assumed associative, not proved: {}", name, a.why)
+                                          : fmt::format("cannot prove monoid {} associative: {}", name, a.why))
+          .hint(m.associative_assumed ? "the assumption licenses reordering; check it by testing"
+                                      : "reductions with it stay serial; write 'assume associative;' to vouch for it");
+    if (r.identity.outcome == Outcome::Refuted)
+      diags.error("E048", m.decl->identity_range.valid() ? m.decl->identity_range : m.decl->name.range,
+                  fmt::format("the identity of monoid {} is not neutral: {}", name, r.identity.counterexample))
+          .hint("identity must satisfy combine(identity, x) = x = combine(x, identity)");
+    out.monoids.emplace(name, std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+std::string verdict(const LawReport& l) {
+  return l.outcome == Outcome::Proved ? "proved" : l.outcome == Outcome::Refuted ? "refuted" : "unproved";
+}
+
+}  // namespace
+
+std::string explain_program(const CheckedProgram& program, const ProgramLaws& laws) {
+  std::string out;
+  std::vector<std::string> shown;
+  for (const auto& [op_name, op] : program.ops) {
+    if (op.decl_module != 0) continue;
+    for (const ReductionInfo& red : op.reductions) {
+      std::string axes = fmt::format("{}", fmt::join(red.axes, ", "));
+      auto it = laws.monoids.find(red.monoid);
+      std::string kind = red.builtin ? "built-in" : "user";
+      if (it == laws.monoids.end()) {
+        out += fmt::format("op {}: {}({}: ...) — {} reduction; {}\n", op_name, red.monoid, axes, kind,
+                           red.builtin ? "its reference definition is in std.monoids (import it to see the proof)"
+                                       : "its laws could not be read by the prover");
+        continue;
+      }
+      const MonoidReport& r = it->second;
+      out += fmt::format("op {}: {}({}: ...) — {} monoid {}: associative {}, identity {}, commutative {}\n", op_name,
+                         red.monoid, axes, kind, red.monoid, verdict(r.associative), verdict(r.identity),
+                         verdict(r.commutative));
+      if (std::find(shown.begin(), shown.end(), red.monoid) == shown.end()) shown.push_back(red.monoid);
+    }
+  }
+  for (const ast::Item& item : program.modules.front().ast.items)
+    if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
+      if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);
+  for (const std::string& name : shown) {
+    if (auto it = laws.monoids.find(name); it != laws.monoids.end()) out += fmt::format("\n{}", explain(it->second));
+    else if (auto u = laws.untranslatable.find(name); u != laws.untranslatable.end())
+      out += fmt::format("\nmonoid {}: unproved ({})\n", name, u->second);
+  }
+  return out;
+}
+
+}  // namespace emmy::algebra

@@ -1,0 +1,24 @@
+// The algebra pass: proves the laws of every monoid of a checked program, reports
+// refuted laws as errors (with the counterexample) and unproved ones as warnings.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "algebra/laws.hpp"
+#include "sema/sema.hpp"
+
+namespace emmy::algebra {
+
+struct ProgramLaws {
+  std::map<std::string, MonoidReport> monoids;  // by monoid name
+  std::map<std::string, std::string> untranslatable;  // monoid -> why the prover cannot read it
+};
+
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags);
+
+// `emmyc check --explain`: every reduction of the main module's ops, then every monoid
+// defined there, with the verdict and the proof outline or counterexample.
+std::string explain_program(const CheckedProgram& program, const ProgramLaws& laws);
+
+}  // namespace emmy::algebra
