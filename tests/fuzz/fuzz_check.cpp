@@ -1,10 +1,12 @@
-// libFuzzer target over the front end: parse + sema must never crash or hang, and on
-// input that parses, the formatter must be idempotent and keep the program's meaning.
+// libFuzzer target over the front end: parse + sema + the law prover must never crash or
+// hang, and on input that parses, the formatter must be idempotent and keep the
+// program's meaning.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "algebra/classify.hpp"
 #include "sema/print_checked.hpp"
 #include "sema/sema.hpp"
 #include "syntax/format.hpp"
@@ -22,6 +24,7 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
   if (had_syntax_errors) return "";
   emmy::Diagnostics sema_diags(sources);
   auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}}, sema_diags);
+  if (!sema_diags.has_errors()) emmy::algebra::classify(*program, sema_diags);  // the prover too
   for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);
   return sema_diags.has_errors() ? "" : emmy::print_checked(*program);
 }

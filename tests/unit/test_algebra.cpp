@@ -2,6 +2,10 @@
 // counterexample that evaluates as printed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "algebra/from_ast.hpp"
 #include "algebra/laws.hpp"
 #include "test_helpers.hpp"
@@ -62,4 +66,88 @@ TEST_CASE("a non-associative mean is refuted with a checkable counterexample") {
   CHECK(r.associative.counterexample.find("combine(combine(a,b),c) = ") == 0);
   CHECK(r.identity.outcome == Outcome::Refuted);
   CHECK(r.commutative.outcome == Outcome::Proved);
+}
+
+namespace {
+
+// Random combiners over one or two fields from a small grammar.
+struct Generator {
+  std::mt19937_64 rng;
+  std::vector<std::string> fields;
+
+  Term leaf() {
+    switch (rng() % 4) {
+      case 0: return Term::constant(Rational::of(static_cast<int64_t>(rng() % 5) - 2));
+      case 1: return Term::var("b." + fields[rng() % fields.size()]);
+      default: return Term::var("a." + fields[rng() % fields.size()]);
+    }
+  }
+  Term expr(int depth) {
+    if (depth == 0) return leaf();
+    static const TermOp binary[] = {TermOp::Add, TermOp::Sub, TermOp::Mul, TermOp::Max, TermOp::Min};
+    switch (rng() % 8) {
+      case 0: return Term::make(TermOp::Exp, {expr(depth - 1)});
+      case 1:
+        return Term::make(TermOp::Select, {Term::make(TermOp::Gt, {expr(depth - 1), expr(depth - 1)}), expr(depth - 1),
+                                           expr(depth - 1)});
+      case 2: return leaf();
+      default: return Term::make(binary[rng() % 5], {expr(depth - 1), expr(depth - 1)});
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("prover fuzz: no 'proved' verdict is contradicted at fresh random points") {
+  std::mt19937_64 points(987654321);
+  Generator gen{std::mt19937_64(2026), {}};
+  int proved = 0, refuted = 0, unproved = 0;
+  for (int n = 0; n < 250; ++n) {
+    MonoidTerms m;
+    m.name = "random" + std::to_string(n);
+    m.fields = n % 2 ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+    gen.fields = m.fields;
+    for (size_t f = 0; f < m.fields.size(); ++f) {
+      m.combine.push_back(gen.expr(2 + static_cast<int>(gen.rng() % 2)));
+      m.identity.push_back(Term::constant(Rational::of(0)));
+    }
+    MonoidReport r = check_laws(m);
+    if (r.associative.outcome == Outcome::Refuted) ++refuted;
+    if (r.associative.outcome == Outcome::Unproved) ++unproved;
+    if (r.associative.outcome != Outcome::Proved) continue;
+    ++proved;
+    // Check the law at points the prover never saw (wider, real-valued).
+    std::vector<Term> a, b, c;
+    for (const std::string& f : m.fields) {
+      a.push_back(Term::var("p." + f));
+      b.push_back(Term::var("q." + f));
+      c.push_back(Term::var("r." + f));
+    }
+    auto apply = [&](const std::vector<Term>& x, const std::vector<Term>& y) {
+      std::vector<std::pair<std::string, Term>> by;
+      for (size_t i = 0; i < m.fields.size(); ++i) {
+        by.emplace_back("a." + m.fields[i], x[i]);
+        by.emplace_back("b." + m.fields[i], y[i]);
+      }
+      std::vector<Term> out;
+      for (const Term& t : m.combine) out.push_back(substitute(t, by));
+      return out;
+    };
+    std::vector<Term> lhs = apply(apply(a, b), c), rhs = apply(a, apply(b, c));
+    for (int k = 0; k < 100; ++k) {
+      std::vector<std::pair<std::string, double>> env;
+      for (const char* who : {"p.", "q.", "r."})
+        for (const std::string& f : m.fields)
+          env.emplace_back(who + f, std::uniform_real_distribution<double>(-6, 6)(points));
+      for (size_t i = 0; i < lhs.size(); ++i) {
+        double x = evaluate(lhs[i], env), y = evaluate(rhs[i], env);
+        if (std::isnan(x) || std::isnan(y) || std::isinf(x) || std::isinf(y)) continue;
+        INFO(m.combine[i].str());
+        CHECK(std::fabs(x - y) <= 1e-6 * std::max({1.0, std::fabs(x), std::fabs(y)}));
+      }
+    }
+  }
+  MESSAGE("random combiners: " << proved << " proved, " << refuted << " refuted, " << unproved << " unproved");
+  CHECK(proved >= 10);   // the fuzz exercises both verdicts
+  CHECK(refuted >= 100);
 }
