@@ -35,6 +35,9 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
           .hint("identity must satisfy combine(identity, x) = x = combine(x, identity)");
     out.monoids.emplace(name, std::move(r));
   }
+  for (const auto& [name, op] : program.ops)
+    if (op.decl_module == 0)
+      for (DiscoveredChain& c : discover_chains(op)) out.chains.push_back(std::move(c));
   return out;
 }
 
@@ -68,9 +71,16 @@ std::string explain_program(const CheckedProgram& program, const ProgramLaws& la
       if (std::find(shown.begin(), shown.end(), red.monoid) == shown.end()) shown.push_back(red.monoid);
     }
   }
+  for (const DiscoveredChain& c : laws.chains)
+    out += fmt::format(
+        "op {}: discovered: {} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} "
+        "with carrier ({}, {}) — associative {}, identity {}\n",
+        c.op, c.max_stmt, c.axis, fmt::join(c.sum_stmts, ", "), c.max_stmt, c.axis, c.max_stmt,
+        fmt::join(c.sum_stmts, ", "), verdict(c.laws.associative), verdict(c.laws.identity));
   for (const ast::Item& item : program.modules.front().ast.items)
     if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
       if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);
+  for (const DiscoveredChain& c : laws.chains) out += fmt::format("\nin op {}: {}", c.op, explain(c.laws));
   for (const std::string& name : shown) {
     if (auto it = laws.monoids.find(name); it != laws.monoids.end()) out += fmt::format("\n{}", explain(it->second));
     else if (auto u = laws.untranslatable.find(name); u != laws.untranslatable.end())

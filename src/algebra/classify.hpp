@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "algebra/discover.hpp"
 #include "algebra/laws.hpp"
 #include "sema/sema.hpp"
 
@@ -13,6 +14,7 @@ namespace emmy::algebra {
 struct ProgramLaws {
   std::map<std::string, MonoidReport> monoids;  // by monoid name
   std::map<std::string, std::string> untranslatable;  // monoid -> why the prover cannot read it
+  std::vector<DiscoveredChain> chains;                // secretly associative chains, main module's ops
 };
 
 ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags);

@@ -1,0 +1,210 @@
+#include "algebra/discover.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "syntax/print_ast.hpp"
+
+namespace emmy::algebra {
+namespace {
+
+using ast::Expr;
+using ast::ExprKind;
+
+// The defining statement of every intermediate, for inlining elementwise ones.
+using Defs = std::map<std::string, const ast::AssignStmt*>;
+
+bool has_reduce(const Expr& e) {
+  if (e.kind == ExprKind::Reduce) return true;
+  for (const Expr& a : e.args)
+    if (has_reduce(a)) return true;
+  return false;
+}
+
+std::vector<std::string> lhs_names(const ast::AssignStmt& s) {
+  std::vector<std::string> v;
+  for (const Expr& i : s.indices) v.push_back(i.text);
+  return v;
+}
+
+// Replaces index-variable names by expressions.
+Expr rename(const Expr& e, const std::map<std::string, Expr>& by) {
+  if (e.kind == ExprKind::Name)
+    if (auto it = by.find(e.text); it != by.end()) return it->second;
+  Expr out = e;
+  for (Expr& a : out.args) a = rename(a, by);
+  for (Expr& w : out.where_) w = rename(w, by);
+  return out;
+}
+
+// Inlines references to elementwise intermediates (no reduction in their definition).
+Expr inline_elementwise(const Expr& e, const Defs& defs) {
+  const Expr* base = e.kind == ExprKind::Index ? &e.args[0] : &e;
+  if (base->kind == ExprKind::Name)
+    if (auto it = defs.find(base->text); it != defs.end() && !has_reduce(it->second->value)) {
+      std::vector<std::string> vars = lhs_names(*it->second);
+      std::map<std::string, Expr> by;
+      for (size_t k = 0; k < vars.size(); ++k) {
+        if (e.kind == ExprKind::Index && k + 1 < e.args.size()) by[vars[k]] = e.args[k + 1];
+        else if (e.kind == ExprKind::Name) {
+          Expr n;
+          n.kind = ExprKind::Name;
+          n.text = vars[k];
+          by[vars[k]] = n;
+        }
+      }
+      return inline_elementwise(rename(it->second->value, by), defs);
+    }
+  Expr out = e;
+  for (Expr& a : out.args) a = inline_elementwise(a, defs);
+  return out;
+}
+
+// Casts change the dtype, not the real value the laws speak of: drop them to compare.
+Expr strip_casts(const Expr& e) {
+  static const char* kCasts[] = {"f16", "bf16", "f32", "f64", "i32", "i64"};
+  if (e.kind == ExprKind::Call && e.args.size() == 1)
+    for (const char* c : kCasts)
+      if (e.text == c) return strip_casts(e.args[0]);
+  Expr out = e;
+  for (Expr& a : out.args) a = strip_casts(a);
+  for (Expr& w : out.where_) w = strip_casts(w);
+  return out;
+}
+
+void factors(const Expr& e, std::vector<Expr>& out) {
+  if (e.kind == ExprKind::Binary && e.text == "*") {
+    factors(e.args[0], out);
+    factors(e.args[1], out);
+  } else {
+    out.push_back(e);
+  }
+}
+
+bool mentions(const Expr& e, const std::string& name) {
+  if ((e.kind == ExprKind::Name) && e.text == name) return true;
+  for (const Expr& a : e.args)
+    if (mentions(a, name)) return true;
+  return false;
+}
+
+struct MaxStmt {
+  const ast::AssignStmt* stmt;
+  std::string axis;
+  Expr body;  // X of m[I] = max(j: X)
+  const Expr* where;  // its predicate, or null
+};
+
+// Is `f` exp(Y - m[...]) with Y the max's body under the renaming the m reference gives?
+bool is_shifted_exp(const Expr& f, const MaxStmt& m, const std::string& sum_axis) {
+  if (f.kind != ExprKind::Call || f.text != "exp" || f.args.size() != 1) return false;
+  const Expr& diff = f.args[0];
+  if (diff.kind != ExprKind::Binary || diff.text != "-") return false;
+  const Expr& ref = diff.args[1];
+  std::vector<std::string> vars = lhs_names(*m.stmt);
+  std::map<std::string, Expr> by;
+  if (ref.kind == ExprKind::Index && ref.args[0].kind == ExprKind::Name && ref.args[0].text == m.stmt->target.name &&
+      ref.args.size() == vars.size() + 1) {
+    for (size_t k = 0; k < vars.size(); ++k) by[vars[k]] = ref.args[k + 1];
+  } else if (!(ref.kind == ExprKind::Name && ref.text == m.stmt->target.name)) {
+    return false;  // a bare m keeps its own index names
+  }
+  Expr axis;
+  axis.kind = ExprKind::Name;
+  axis.text = sum_axis;
+  by[m.axis] = axis;
+  return print_expr(strip_casts(rename(m.body, by))) == print_expr(strip_casts(diff.args[0]));
+}
+
+// The sum ranges over the same indices as the max: the same predicate, or none.
+bool same_range(const Expr& sum, const MaxStmt& m) {
+  if (sum.where_.empty() || !m.where) return sum.where_.empty() && !m.where;
+  Expr axis;
+  axis.kind = ExprKind::Name;
+  axis.text = sum.axes[0].name;
+  return print_expr(rename(*m.where, {{m.axis, axis}})) == print_expr(sum.where_[0]);
+}
+
+// The chain's monoid: n = max(a.m, b.m); each d rescaled by exp(old max - n).
+MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& ds) {
+  MonoidTerms t;
+  t.name = fmt::format("online({})", m);
+  t.fields.push_back(m);
+  for (const std::string& d : ds) t.fields.push_back(d);
+  Term am = Term::var("a." + m), bm = Term::var("b." + m);
+  Term n = Term::make(TermOp::Max, {am, bm});
+  t.identity.push_back(Term::make(TermOp::NegInf, {}));
+  t.combine.push_back(n);
+  Term x = Term::make(TermOp::Exp, {Term::make(TermOp::Sub, {am, n})});
+  Term y = Term::make(TermOp::Exp, {Term::make(TermOp::Sub, {bm, n})});
+  for (const std::string& d : ds) {
+    t.identity.push_back(Term::constant(Rational::of(0)));
+    t.combine.push_back(Term::make(TermOp::Add, {Term::make(TermOp::Mul, {Term::var("a." + d), x}),
+                                                 Term::make(TermOp::Mul, {Term::var("b." + d), y})}));
+  }
+  return t;
+}
+
+void sums_in(const Expr& e, std::vector<const Expr*>& out) {
+  if (e.kind == ExprKind::Reduce && e.text == "sum" && e.axes.size() == 1) out.push_back(&e);
+  for (const Expr& a : e.args) sums_in(a, out);
+}
+
+}  // namespace
+
+std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
+  Defs defs;
+  std::vector<MaxStmt> maxes;
+  for (const ast::Stmt& s : op.decl->body) {
+    const auto* a = std::get_if<ast::AssignStmt>(&s);
+    if (!a) continue;
+    const TensorInfo* t = op.find(a->target.name);
+    if (t && t->role == TensorInfo::Role::Intermediate) defs[a->target.name] = a;
+    const Expr& v = a->value;
+    if (v.kind == ExprKind::Reduce && v.text == "max" && v.axes.size() == 1)
+      maxes.push_back({a, v.axes[0].name, v.args[0], v.where_.empty() ? nullptr : &v.where_[0]});
+  }
+  std::vector<DiscoveredChain> chains;
+  for (const MaxStmt& m : maxes) {
+    DiscoveredChain c;
+    c.op = op.decl->name.name;
+    c.axis = m.axis;
+    c.max_stmt = m.stmt->target.name;
+    bool after = false;
+    for (const ast::Stmt& s : op.decl->body) {
+      const auto* a = std::get_if<ast::AssignStmt>(&s);
+      if (!a) continue;
+      if (a == m.stmt) {
+        after = true;
+        continue;
+      }
+      if (!after) continue;
+      std::vector<const Expr*> sums;
+      sums_in(a->value, sums);
+      for (const Expr* sum : sums) {
+        if (!same_range(*sum, m)) continue;
+        std::vector<Expr> fs;
+        factors(inline_elementwise(sum->args[0], defs), fs);
+        int shifted = 0, others_mention_m = 0;
+        for (const Expr& f : fs) {
+          if (is_shifted_exp(f, m, sum->axes[0].name)) ++shifted;
+          else if (mentions(f, m.stmt->target.name)) ++others_mention_m;
+        }
+        if (shifted != 1 || others_mention_m != 0) continue;
+        std::string field = a->target.name;  // two sums in one statement: l, l_2
+        for (int k = 2; std::find(c.sum_stmts.begin(), c.sum_stmts.end(), field) != c.sum_stmts.end(); ++k)
+          field = fmt::format("{}_{}", a->target.name, k);
+        c.sum_stmts.push_back(field);
+      }
+    }
+    if (c.sum_stmts.empty()) continue;
+    c.monoid = chain_monoid(c.max_stmt, c.sum_stmts);
+    c.laws = check_laws(c.monoid);
+    chains.push_back(std::move(c));
+  }
+  return chains;
+}
+
+}  // namespace emmy::algebra

@@ -1,0 +1,25 @@
+// Finds secretly associative chains: a max over an axis followed by sums whose bodies
+// weigh by exp(x - max) are one reduction with carrier (m, d1, ..., dk) — the online
+// softmax of FlashAttention — and proves that monoid.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algebra/laws.hpp"
+#include "sema/sema.hpp"
+
+namespace emmy::algebra {
+
+struct DiscoveredChain {
+  std::string op;
+  std::string axis;                     // the reduced axis, as the max names it
+  std::string max_stmt;                 // m
+  std::vector<std::string> sum_stmts;   // the statements holding the sums (l, o)
+  MonoidTerms monoid;                   // carrier (m, d1..dk), built from the chain
+  MonoidReport laws;                    // its proof
+};
+
+std::vector<DiscoveredChain> discover_chains(const CheckedOp& op);
+
+}  // namespace emmy::algebra
