@@ -72,11 +72,8 @@ std::string explain_program(const CheckedProgram& program, const ProgramLaws& la
     }
   }
   for (const DiscoveredChain& c : laws.chains)
-    out += fmt::format(
-        "op {}: discovered: {} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} "
-        "with carrier ({}, {}) — associative {}, identity {}\n",
-        c.op, c.max_stmt, c.axis, fmt::join(c.sum_stmts, ", "), c.max_stmt, c.axis, c.max_stmt,
-        fmt::join(c.sum_stmts, ", "), verdict(c.laws.associative), verdict(c.laws.identity));
+    out += fmt::format("op {}: discovered: {} — associative {}, identity {}\n", c.op, c.summary,
+                       verdict(c.laws.associative), verdict(c.laws.identity));
   for (const ast::Item& item : program.modules.front().ast.items)
     if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
       if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);

@@ -147,9 +147,95 @@ MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& d
   return t;
 }
 
+// Welford's merge (Chan et al.): count n, mean u, sum of squared deviations q.
+MonoidTerms welford_monoid(const std::string& mean, const std::string& m2) {
+  MonoidTerms t;
+  t.name = fmt::format("welford({}, {})", mean, m2);
+  t.fields = {"n", mean, m2};
+  auto a = [&](const std::string& f) { return Term::var("a." + f); };
+  auto b = [&](const std::string& f) { return Term::var("b." + f); };
+  auto op = [](TermOp o, Term x, Term y) { return Term::make(o, {std::move(x), std::move(y)}); };
+  Term n = op(TermOp::Add, a("n"), b("n"));
+  Term delta = op(TermOp::Sub, b(mean), a(mean));
+  Term w = Term::make(TermOp::Select, {op(TermOp::Gt, n, Term::constant(Rational::of(0))), op(TermOp::Div, b("n"), n),
+                                       Term::constant(Rational::of(0))});
+  t.identity = {Term::constant(Rational::of(0)), Term::constant(Rational::of(0)), Term::constant(Rational::of(0))};
+  t.combine = {n, op(TermOp::Add, a(mean), op(TermOp::Mul, delta, w)),
+               op(TermOp::Add, op(TermOp::Add, a(m2), b(m2)), op(TermOp::Mul, op(TermOp::Mul, delta, delta),
+                                                                    op(TermOp::Mul, a("n"), w)))};
+  t.lift = {Term::constant(Rational::of(1)), Term::var("x"), Term::constant(Rational::of(0))};
+  return t;
+}
+
 void sums_in(const Expr& e, std::vector<const Expr*>& out) {
   if (e.kind == ExprKind::Reduce && e.text == "sum" && e.axes.size() == 1) out.push_back(&e);
   for (const Expr& a : e.args) sums_in(a, out);
+}
+
+// Is `divisor` the number of terms the sum adds (the size of its axis)?
+bool divides_by_count(const CheckedOp& op, const Expr& sum, const Expr& divisor) {
+  for (const ReductionInfo& r : op.reductions) {
+    if (r.expr_id != sum.id || r.axis_sizes.size() != 1) continue;
+    const Size& n = r.axis_sizes[0];
+    return (divisor.kind == ExprKind::Name && !n.symbol.empty() && divisor.text == n.symbol) ||
+           (divisor.kind == ExprKind::Int && n.symbol.empty() && divisor.int_value == n.literal);
+  }
+  return false;
+}
+
+// mean[I] = sum(j: X) / N, then later sum(j: (X - mean) * (X - mean)): one pass with
+// Welford's carrier instead of two.
+std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs& defs) {
+  std::vector<DiscoveredChain> out;
+  std::vector<MaxStmt> means;  // same shape as a max: the statement, axis, body, predicate
+  for (const ast::Stmt& s : op.decl->body) {
+    const auto* a = std::get_if<ast::AssignStmt>(&s);
+    if (!a) continue;
+    const Expr& v = a->value;
+    if (v.kind == ExprKind::Binary && v.text == "/" && v.args[0].kind == ExprKind::Reduce && v.args[0].text == "sum" &&
+        v.args[0].axes.size() == 1 && v.args[0].args.size() == 1 && v.args[0].where_.empty() &&
+        divides_by_count(op, v.args[0], v.args[1]))
+      means.push_back({a, v.args[0].axes[0].name, v.args[0].args[0], v.args[0].where_.empty() ? nullptr : &v.args[0].where_[0]});
+  }
+  for (const MaxStmt& mean : means) {
+    bool after = false;
+    for (const ast::Stmt& s : op.decl->body) {
+      const auto* a = std::get_if<ast::AssignStmt>(&s);
+      if (!a) continue;
+      if (a == mean.stmt) {
+        after = true;
+        continue;
+      }
+      if (!after) continue;
+      std::vector<const Expr*> sums;
+      sums_in(a->value, sums);
+      for (const Expr* sum : sums) {
+        if (!same_range(*sum, mean)) continue;
+        std::vector<Expr> fs;
+        factors(inline_elementwise(sum->args[0], defs), fs);
+        if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
+        // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
+        Expr as_exp;
+        as_exp.kind = ExprKind::Call;
+        as_exp.text = "exp";
+        as_exp.args = {fs[0]};
+        if (!is_shifted_exp(as_exp, mean, sum->axes[0].name)) continue;
+        DiscoveredChain c;
+        c.op = op.decl->name.name;
+        c.axis = mean.axis;
+        c.max_stmt = mean.stmt->target.name;
+        c.sum_stmts = {a->target.name};
+        c.summary = fmt::format(
+            "{} = sum({}: ...) / n and {} = sum of squared deviations from it are one reduction over {} with "
+            "Welford's carrier (n, {}, {})",
+            c.max_stmt, c.axis, a->target.name, c.axis, c.max_stmt, a->target.name);
+        c.monoid = welford_monoid(c.max_stmt, a->target.name);
+        c.laws = check_laws(c.monoid);
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -166,7 +252,7 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
     if (v.kind == ExprKind::Reduce && v.text == "max" && v.axes.size() == 1)
       maxes.push_back({a, v.axes[0].name, v.args[0], v.where_.empty() ? nullptr : &v.where_[0]});
   }
-  std::vector<DiscoveredChain> chains;
+  std::vector<DiscoveredChain> chains = discover_variances(op, defs);
   for (const MaxStmt& m : maxes) {
     DiscoveredChain c;
     c.op = op.decl->name.name;
@@ -200,6 +286,9 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       }
     }
     if (c.sum_stmts.empty()) continue;
+    c.summary = fmt::format(
+        "{} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} with carrier ({}, {})",
+        c.max_stmt, c.axis, fmt::join(c.sum_stmts, ", "), c.max_stmt, c.axis, c.max_stmt, fmt::join(c.sum_stmts, ", "));
     c.monoid = chain_monoid(c.max_stmt, c.sum_stmts);
     c.laws = check_laws(c.monoid);
     chains.push_back(std::move(c));

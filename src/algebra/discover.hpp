@@ -1,6 +1,8 @@
-// Finds secretly associative chains: a max over an axis followed by sums whose bodies
-// weigh by exp(x - max) are one reduction with carrier (m, d1, ..., dk) — the online
-// softmax of FlashAttention — and proves that monoid.
+// Finds secretly associative chains and proves the monoid each one becomes:
+// - a max over an axis followed by sums weighted by exp(x - max): one reduction with
+//   carrier (m, d1, ..., dk), the online softmax of FlashAttention;
+// - a mean over an axis followed by the sum of squared deviations from it: one
+//   reduction with Welford's carrier (n, mean, M2).
 #pragma once
 
 #include <string>
@@ -13,6 +15,7 @@ namespace emmy::algebra {
 
 struct DiscoveredChain {
   std::string op;
+  std::string summary;                  // one line for --explain
   std::string axis;                     // the reduced axis, as the max names it
   std::string max_stmt;                 // m
   std::vector<std::string> sum_stmts;   // the statements holding the sums (l, o)
