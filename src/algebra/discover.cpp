@@ -172,6 +172,72 @@ void sums_in(const Expr& e, std::vector<const Expr*>& out) {
   for (const Expr& a : e.args) sums_in(a, out);
 }
 
+// argmax with ties to the smaller index: carrier (value, index).
+MonoidTerms argmax_monoid(const std::string& m, const std::string& idx) {
+  MonoidTerms t;
+  t.name = fmt::format("argmax({}, {})", m, idx);
+  t.fields = {m, idx};
+  auto a = [&](const std::string& f) { return Term::var("a." + f); };
+  auto b = [&](const std::string& f) { return Term::var("b." + f); };
+  Term take_b = Term::make(TermOp::Or, {Term::make(TermOp::Gt, {b(m), a(m)}),
+                                        Term::make(TermOp::And, {Term::make(TermOp::Eq, {b(m), a(m)}),
+                                                                 Term::make(TermOp::Lt, {b(idx), a(idx)})})});
+  t.identity = {Term::make(TermOp::NegInf, {}), Term::constant(Rational::of(0))};
+  t.combine = {Term::make(TermOp::Select, {take_b, b(m), a(m)}), Term::make(TermOp::Select, {take_b, b(idx), a(idx)})};
+  return t;
+}
+
+// m[I] = max(j: X), then idx[I] = min(j where X == m: j): the first index of the
+// maximum, which is argmax — one reduction with carrier (m, idx).
+std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vector<MaxStmt>& maxes) {
+  std::vector<DiscoveredChain> out;
+  for (const MaxStmt& m : maxes) {
+    if (m.where) continue;
+    bool after = false;
+    for (const ast::Stmt& s : op.decl->body) {
+      const auto* a = std::get_if<ast::AssignStmt>(&s);
+      if (!a) continue;
+      if (a == m.stmt) {
+        after = true;
+        continue;
+      }
+      const Expr& v = a->value;
+      if (!after || v.kind != ExprKind::Reduce || v.text != "min" || v.axes.size() != 1 || v.where_.size() != 1 ||
+          v.args.size() != 1 || v.args[0].kind != ExprKind::Name || v.args[0].text != v.axes[0].name)
+        continue;
+      const Expr& w = v.where_[0];
+      if (w.kind != ExprKind::Binary || w.text != "==") continue;
+      // x == m or m == x: written as exp(x - m) the shared matcher applies.
+      bool found = false;
+      for (int side = 0; side < 2 && !found; ++side) {
+        Expr diff;
+        diff.kind = ExprKind::Binary;
+        diff.text = "-";
+        diff.args = {w.args[side], w.args[1 - side]};
+        Expr as_exp;
+        as_exp.kind = ExprKind::Call;
+        as_exp.text = "exp";
+        as_exp.args = {diff};
+        found = is_shifted_exp(as_exp, m, v.axes[0].name);
+      }
+      if (!found) continue;
+      DiscoveredChain c;
+      c.op = op.decl->name.name;
+      c.axis = m.axis;
+      c.max_stmt = m.stmt->target.name;
+      c.sum_stmts = {a->target.name};
+      c.summary = fmt::format(
+          "{} = max({}: ...) and {} = the first {} where it is reached are one reduction over {}: argmax with "
+          "carrier ({}, {}), ties to the smaller index",
+          c.max_stmt, c.axis, a->target.name, c.axis, c.axis, c.max_stmt, a->target.name);
+      c.monoid = argmax_monoid(c.max_stmt, a->target.name);
+      c.laws = check_laws(c.monoid);
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 // Is `divisor` the number of terms the sum adds (the size of its axis)?
 bool divides_by_count(const CheckedOp& op, const Expr& sum, const Expr& divisor) {
   for (const ReductionInfo& r : op.reductions) {
@@ -253,6 +319,7 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       maxes.push_back({a, v.axes[0].name, v.args[0], v.where_.empty() ? nullptr : &v.where_[0]});
   }
   std::vector<DiscoveredChain> chains = discover_variances(op, defs);
+  for (DiscoveredChain& c : discover_argmax(op, maxes)) chains.push_back(std::move(c));
   for (const MaxStmt& m : maxes) {
     DiscoveredChain c;
     c.op = op.decl->name.name;

@@ -2,7 +2,8 @@
 // - a max over an axis followed by sums weighted by exp(x - max): one reduction with
 //   carrier (m, d1, ..., dk), the online softmax of FlashAttention;
 // - a mean over an axis followed by the sum of squared deviations from it: one
-//   reduction with Welford's carrier (n, mean, M2).
+//   reduction with Welford's carrier (n, mean, M2);
+// - a max followed by the first index where it is reached: argmax, carrier (m, index).
 #pragma once
 
 #include <string>
