@@ -16,6 +16,27 @@ using ast::ExprKind;
 // The defining statement of every intermediate, for inlining elementwise ones.
 using Defs = std::map<std::string, const ast::AssignStmt*>;
 
+Expr make_expr(ExprKind kind, std::string text, std::vector<Expr> args = {}) {
+  Expr e;
+  e.kind = kind;
+  e.text = std::move(text);
+  e.args = std::move(args);
+  return e;
+}
+
+// The assignments that follow `stmt` in the op's body.
+std::vector<const ast::AssignStmt*> assignments_after(const ast::OpDecl& op, const ast::AssignStmt* stmt) {
+  std::vector<const ast::AssignStmt*> out;
+  bool after = false;
+  for (const ast::Stmt& s : op.body) {
+    const auto* a = std::get_if<ast::AssignStmt>(&s);
+    if (!a) continue;
+    if (after) out.push_back(a);
+    after = after || a == stmt;
+  }
+  return out;
+}
+
 bool has_reduce(const Expr& e) {
   if (e.kind == ExprKind::Reduce) return true;
   for (const Expr& a : e.args)
@@ -48,12 +69,7 @@ Expr inline_elementwise(const Expr& e, const Defs& defs) {
       std::map<std::string, Expr> by;
       for (size_t k = 0; k < vars.size(); ++k) {
         if (e.kind == ExprKind::Index && k + 1 < e.args.size()) by[vars[k]] = e.args[k + 1];
-        else if (e.kind == ExprKind::Name) {
-          Expr n;
-          n.kind = ExprKind::Name;
-          n.text = vars[k];
-          by[vars[k]] = n;
-        }
+        else if (e.kind == ExprKind::Name) by[vars[k]] = make_expr(ExprKind::Name, vars[k]);
       }
       return inline_elementwise(rename(it->second->value, by), defs);
     }
@@ -111,19 +127,14 @@ bool is_shifted_exp(const Expr& f, const MaxStmt& m, const std::string& sum_axis
   } else if (!(ref.kind == ExprKind::Name && ref.text == m.stmt->target.name)) {
     return false;  // a bare m keeps its own index names
   }
-  Expr axis;
-  axis.kind = ExprKind::Name;
-  axis.text = sum_axis;
-  by[m.axis] = axis;
+  by[m.axis] = make_expr(ExprKind::Name, sum_axis);
   return print_expr(strip_casts(rename(m.body, by))) == print_expr(strip_casts(diff.args[0]));
 }
 
 // The sum ranges over the same indices as the max: the same predicate, or none.
 bool same_range(const Expr& sum, const MaxStmt& m) {
   if (sum.where_.empty() || !m.where) return sum.where_.empty() && !m.where;
-  Expr axis;
-  axis.kind = ExprKind::Name;
-  axis.text = sum.axes[0].name;
+  Expr axis = make_expr(ExprKind::Name, sum.axes[0].name);
   return print_expr(rename(*m.where, {{m.axis, axis}})) == print_expr(sum.where_[0]);
 }
 
@@ -193,16 +204,9 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
   std::vector<DiscoveredChain> out;
   for (const MaxStmt& m : maxes) {
     if (m.where) continue;
-    bool after = false;
-    for (const ast::Stmt& s : op.decl->body) {
-      const auto* a = std::get_if<ast::AssignStmt>(&s);
-      if (!a) continue;
-      if (a == m.stmt) {
-        after = true;
-        continue;
-      }
+    for (const ast::AssignStmt* a : assignments_after(*op.decl, m.stmt)) {
       const Expr& v = a->value;
-      if (!after || v.kind != ExprKind::Reduce || v.text != "min" || v.axes.size() != 1 || v.where_.size() != 1 ||
+      if (v.kind != ExprKind::Reduce || v.text != "min" || v.axes.size() != 1 || v.where_.size() != 1 ||
           v.args.size() != 1 || v.args[0].kind != ExprKind::Name || v.args[0].text != v.axes[0].name)
         continue;
       const Expr& w = v.where_[0];
@@ -210,15 +214,8 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
       // x == m or m == x: written as exp(x - m) the shared matcher applies.
       bool found = false;
       for (int side = 0; side < 2 && !found; ++side) {
-        Expr diff;
-        diff.kind = ExprKind::Binary;
-        diff.text = "-";
-        diff.args = {w.args[side], w.args[1 - side]};
-        Expr as_exp;
-        as_exp.kind = ExprKind::Call;
-        as_exp.text = "exp";
-        as_exp.args = {diff};
-        found = is_shifted_exp(as_exp, m, v.axes[0].name);
+        Expr diff = make_expr(ExprKind::Binary, "-", {w.args[side], w.args[1 - side]});
+        found = is_shifted_exp(make_expr(ExprKind::Call, "exp", {diff}), m, v.axes[0].name);
       }
       if (!found) continue;
       DiscoveredChain c;
@@ -264,15 +261,7 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
       means.push_back({a, v.args[0].axes[0].name, v.args[0].args[0], v.args[0].where_.empty() ? nullptr : &v.args[0].where_[0]});
   }
   for (const MaxStmt& mean : means) {
-    bool after = false;
-    for (const ast::Stmt& s : op.decl->body) {
-      const auto* a = std::get_if<ast::AssignStmt>(&s);
-      if (!a) continue;
-      if (a == mean.stmt) {
-        after = true;
-        continue;
-      }
-      if (!after) continue;
+    for (const ast::AssignStmt* a : assignments_after(*op.decl, mean.stmt)) {
       std::vector<const Expr*> sums;
       sums_in(a->value, sums);
       for (const Expr* sum : sums) {
@@ -281,11 +270,7 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
         factors(inline_elementwise(sum->args[0], defs), fs);
         if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
         // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
-        Expr as_exp;
-        as_exp.kind = ExprKind::Call;
-        as_exp.text = "exp";
-        as_exp.args = {fs[0]};
-        if (!is_shifted_exp(as_exp, mean, sum->axes[0].name)) continue;
+        if (!is_shifted_exp(make_expr(ExprKind::Call, "exp", {fs[0]}), mean, sum->axes[0].name)) continue;
         DiscoveredChain c;
         c.op = op.decl->name.name;
         c.axis = mean.axis;
@@ -325,15 +310,7 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
     c.op = op.decl->name.name;
     c.axis = m.axis;
     c.max_stmt = m.stmt->target.name;
-    bool after = false;
-    for (const ast::Stmt& s : op.decl->body) {
-      const auto* a = std::get_if<ast::AssignStmt>(&s);
-      if (!a) continue;
-      if (a == m.stmt) {
-        after = true;
-        continue;
-      }
-      if (!after) continue;
+    for (const ast::AssignStmt* a : assignments_after(*op.decl, m.stmt)) {
       std::vector<const Expr*> sums;
       sums_in(a->value, sums);
       for (const Expr* sum : sums) {
