@@ -183,6 +183,13 @@ void sums_in(const Expr& e, std::vector<const Expr*>& out) {
   for (const Expr& a : e.args) sums_in(a, out);
 }
 
+DiscoveredChain make_chain(const CheckedOp& op, const std::string& axis, const std::string& first,
+                           std::vector<std::string> rest, std::string summary, MonoidTerms monoid) {
+  DiscoveredChain c{op.decl->name.name, std::move(summary), axis, first, std::move(rest), std::move(monoid), {}};
+  c.laws = check_laws(c.monoid);
+  return c;
+}
+
 // argmax with ties to the smaller index: carrier (value, index).
 MonoidTerms argmax_monoid(const std::string& m, const std::string& idx) {
   MonoidTerms t;
@@ -218,18 +225,13 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
         found = is_shifted_exp(make_expr(ExprKind::Call, "exp", {diff}), m, v.axes[0].name);
       }
       if (!found) continue;
-      DiscoveredChain c;
-      c.op = op.decl->name.name;
-      c.axis = m.axis;
-      c.max_stmt = m.stmt->target.name;
-      c.sum_stmts = {a->target.name};
-      c.summary = fmt::format(
-          "{} = max({}: ...) and {} = the first {} where it is reached are one reduction over {}: argmax with "
-          "carrier ({}, {}), ties to the smaller index",
-          c.max_stmt, c.axis, a->target.name, c.axis, c.axis, c.max_stmt, a->target.name);
-      c.monoid = argmax_monoid(c.max_stmt, a->target.name);
-      c.laws = check_laws(c.monoid);
-      out.push_back(std::move(c));
+      const std::string& mx = m.stmt->target.name;
+      const std::string& idx = a->target.name;
+      out.push_back(make_chain(op, m.axis, mx, {idx},
+                               fmt::format("{} = max({}: ...) and {} = the first {} where it is reached are one "
+                                           "reduction over {}: argmax with carrier ({}, {}), ties to the smaller index",
+                                           mx, m.axis, idx, m.axis, m.axis, mx, idx),
+                               argmax_monoid(mx, idx)));
     }
   }
   return out;
@@ -271,18 +273,13 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
         if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
         // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
         if (!is_shifted_exp(make_expr(ExprKind::Call, "exp", {fs[0]}), mean, sum->axes[0].name)) continue;
-        DiscoveredChain c;
-        c.op = op.decl->name.name;
-        c.axis = mean.axis;
-        c.max_stmt = mean.stmt->target.name;
-        c.sum_stmts = {a->target.name};
-        c.summary = fmt::format(
-            "{} = sum({}: ...) / n and {} = sum of squared deviations from it are one reduction over {} with "
-            "Welford's carrier (n, {}, {})",
-            c.max_stmt, c.axis, a->target.name, c.axis, c.max_stmt, a->target.name);
-        c.monoid = welford_monoid(c.max_stmt, a->target.name);
-        c.laws = check_laws(c.monoid);
-        out.push_back(std::move(c));
+        const std::string& mu = mean.stmt->target.name;
+        const std::string& var = a->target.name;
+        out.push_back(make_chain(op, mean.axis, mu, {var},
+                                 fmt::format("{} = sum({}: ...) / n and {} = sum of squared deviations from it are "
+                                             "one reduction over {} with Welford's carrier (n, {}, {})",
+                                             mu, mean.axis, var, mean.axis, mu, var),
+                                 welford_monoid(mu, var)));
       }
     }
   }
