@@ -217,17 +217,35 @@ Case domain_of(const MonoidTerms& m, const std::vector<size_t>& positive, const 
   return c;
 }
 
-// combine(identity, identity) in IEEE arithmetic: online softmax's -inf - -inf.
-std::optional<std::string> identity_hazard(const MonoidTerms& m) {
+// The identity in IEEE arithmetic: exact proofs cancel 0 * exp(...) that floats do not.
+// combine(e, e) is online softmax's -inf - -inf; combine(e, a) NaN for finite a means
+// the identity cannot even start an accumulation without a guard.
+std::vector<std::string> identity_hazards(const MonoidTerms& m) {
+  std::vector<std::string> out;
   Carrier both = apply(m, m.identity, m.identity);
   for (size_t i = 0; i < both.size(); ++i)
-    if (std::isnan(evaluate(both[i], {})))
-      return fmt::format(
+    if (std::isnan(evaluate(both[i], {}))) {
+      out.push_back(fmt::format(
           "combine(identity, identity) is NaN in IEEE arithmetic (field {}): an infinite identity meets itself, "
           "as in exp(-inf - -inf); generated code must guard this case (FA-2 tests the running max against -inf "
           "before rescaling)",
-          m.fields[i]);
-  return std::nullopt;
+          m.fields[i]));
+      break;
+    }
+  Carrier a = vars(m, "a");
+  Env env;
+  for (size_t i = 0; i < m.fields.size(); ++i) env.emplace_back("a." + m.fields[i], 1.0 + static_cast<double>(i));
+  for (const auto& [name, side] : {std::pair{"combine(identity, a)", apply(m, m.identity, a)},
+                                   std::pair{"combine(a, identity)", apply(m, a, m.identity)}})
+    for (size_t i = 0; i < side.size(); ++i)
+      if (std::isnan(evaluate(side[i], env))) {
+        out.push_back(fmt::format(
+            "{} is NaN in IEEE arithmetic for finite a (field {}): the law holds in exact arithmetic only, as "
+            "0 * inf appears; rewrite combine so the identity's infinity meets exp of a negative argument",
+            name, m.fields[i]));
+        break;
+      }
+  return out;
 }
 
 }  // namespace
@@ -253,7 +271,7 @@ MonoidReport check_laws(const MonoidTerms& m) {
     r.identity.proof.insert(r.identity.proof.begin(), l.proof.begin(), l.proof.end());
   r.commutative = prove(m, "commutative", {"combine(a,b)", "combine(b,a)", apply(m, a, b), apply(m, b, a), {"a", "b"}},
                         domain_of(m, pos, {"a", "b"}));
-  if (auto hazard = identity_hazard(m)) r.notes.push_back(*hazard);
+  for (std::string& hazard : identity_hazards(m)) r.notes.push_back(std::move(hazard));
   return r;
 }
 
