@@ -5,6 +5,15 @@
 #include "algebra/from_ast.hpp"
 
 namespace emmy::algebra {
+namespace {
+
+// A diagnostic quotes at most a line of the prover's reason; --explain has the rest.
+std::string brief(const std::string& why) {
+  constexpr size_t kMax = 240;
+  return why.size() <= kMax ? why : why.substr(0, kMax) + " ... (emmyc check --explain shows it all)";
+}
+
+}  // namespace
 
 ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
   ProgramLaws out;
@@ -25,8 +34,9 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
           .hint("a reduction may combine partial results in any grouping; fix combine so both groupings agree");
     else if (a.outcome == Outcome::Unproved)
       diags.warning("W001", m.decl->name.range,
-                    m.associative_assumed ? fmt::format("monoid {} is assumed associative, not proved: {}", name, a.why)
-                                          : fmt::format("cannot prove monoid {} associative: {}", name, a.why))
+                    m.associative_assumed
+                        ? fmt::format("monoid {} is assumed associative, not proved: {}", name, brief(a.why))
+                        : fmt::format("cannot prove monoid {} associative: {}", name, brief(a.why)))
           .hint(m.associative_assumed ? "the assumption licenses reordering; check it by testing"
                                       : "reductions with it stay serial; write 'assume associative;' to vouch for it");
     if (r.identity.outcome == Outcome::Refuted)
