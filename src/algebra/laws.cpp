@@ -266,6 +266,73 @@ std::vector<std::string> identity_hazards(const MonoidTerms& m) {
   return out;
 }
 
+// Transport of structure: a bijection psi onto a known monoid (R, base). If
+// psi(combine(a, b)) = base(psi(a), psi(b)) then combine = psi^-1 . base . (psi x psi)
+// inherits associativity (and commutativity) from base. psi is applied syntactically,
+// cancelling its inverse: exp(log u) = u (u > 0 wherever log is defined), sqrt(u)^2 = u.
+struct TransportRule {
+  const char* psi;   // how --explain names it
+  const char* base;  // "+" or "*"
+  Term (*apply)(const Term&);
+  TermOp base_op;
+};
+
+Term psi_exp(const Term& t) { return t.op == TermOp::Log ? t.args[0] : Term::make(TermOp::Exp, {t}); }
+Term psi_square(const Term& t) { return t.op == TermOp::Sqrt ? t.args[0] : Term::make(TermOp::Mul, {t, t}); }
+
+const TransportRule kTransports[] = {
+    {"exp", "+", psi_exp, TermOp::Add},      // log-sum-exp: log(exp(a) + exp(b))
+    {"x^2", "+", psi_square, TermOp::Add},   // hypot: sqrt(a*a + b*b), on x >= 0
+    {"exp", "*", psi_exp, TermOp::Mul},
+};
+
+// psi(identity) is base's identity (0 for +, 1 for *), limits at the infinities taken.
+bool maps_identity(const TransportRule& t, const Term& identity) {
+  try {
+    int budget = kCaseBudget;
+    std::vector<Normalized> n = normalize(t.apply(identity), Case{}, budget);
+    Fraction want = Fraction::of(Poly::constant(Rational::of(t.base_op == TermOp::Add ? 0 : 1)));
+    return n.size() == 1 && equal(n[0].value, want);
+  } catch (...) {
+    return false;
+  }
+}
+
+struct Transported {
+  LawReport associative;
+  std::optional<LawReport> identity;
+};
+
+std::optional<Transported> transported(const MonoidTerms& m) {
+  if (m.fields.size() != 1) return std::nullopt;
+  Term a = Term::var("a." + m.fields[0]), b = Term::var("b." + m.fields[0]);
+  for (const TransportRule& t : kTransports) {
+    MonoidTerms image = m;
+    image.combine = {t.apply(m.combine[0])};
+    Sides s{"psi(combine(a,b))", fmt::format("psi(a) {} psi(b)", t.base), image.combine,
+            {Term::make(t.base_op, {t.apply(a), t.apply(b)})}, {"a", "b"}};
+    LawReport h = prove(image, "homomorphism", s, Case{});
+    if (h.outcome != Outcome::Proved) continue;
+    Transported out;
+    out.associative.law = "associative";
+    out.associative.outcome = Outcome::Proved;
+    out.associative.proof.push_back(
+        fmt::format("by transport of structure: psi(x) = {} maps combine onto (R, {}):", t.psi, t.base));
+    for (const std::string& line : h.proof)
+      out.associative.proof.push_back(fmt::format("  psi(combine(a,b)) = psi(a) {} psi(b) {}", t.base, line));
+    if (maps_identity(t, m.identity[0])) {
+      LawReport id;
+      id.law = "identity";
+      id.outcome = Outcome::Proved;
+      id.proof.push_back(fmt::format("by transport: psi(identity) = {}, the identity of (R, {})",
+                                     t.base_op == TermOp::Add ? 0 : 1, t.base));
+      out.identity = id;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 MonoidReport check_laws(const MonoidTerms& m) {
@@ -278,6 +345,8 @@ MonoidReport check_laws(const MonoidTerms& m) {
                         {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, a, b), c),
                          apply(m, a, apply(m, b, c)), {"a", "b", "c"}},
                         domain_of(m, pos, {"a", "b", "c"}));
+  std::optional<Transported> transport;
+  if (r.associative.outcome == Outcome::Unproved && (transport = transported(m))) r.associative = transport->associative;
   // Two-sided identity: combine(e, a) = a and combine(a, e) = a.
   Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
   LawReport l = prove(m, "identity", {"combine(e,a)", "a", left, a, {"a"}}, domain_of(m, pos, {"a"}));
@@ -287,6 +356,7 @@ MonoidReport check_laws(const MonoidTerms& m) {
   r.identity = l.outcome != Outcome::Proved ? l : rr;
   if (l.outcome == Outcome::Proved && rr.outcome == Outcome::Proved)
     r.identity.proof.insert(r.identity.proof.begin(), l.proof.begin(), l.proof.end());
+  if (r.identity.outcome == Outcome::Unproved && transport && transport->identity) r.identity = *transport->identity;
   r.commutative = prove(m, "commutative", {"combine(a,b)", "combine(b,a)", apply(m, a, b), apply(m, b, a), {"a", "b"}},
                         domain_of(m, pos, {"a", "b"}));
   for (std::string& hazard : identity_hazards(m)) r.notes.push_back(std::move(hazard));
