@@ -268,8 +268,10 @@ std::vector<std::string> identity_hazards(const MonoidTerms& m) {
 
 // Transport of structure: a bijection psi onto a known monoid (R, base). If
 // psi(combine(a, b)) = base(psi(a), psi(b)) then combine = psi^-1 . base . (psi x psi)
-// inherits associativity (and commutativity) from base. psi is applied syntactically,
-// cancelling its inverse: exp(log u) = u (u > 0 wherever log is defined), sqrt(u)^2 = u.
+// inherits associativity from base, provided psi is injective on combine's values: exp
+// is injective everywhere; x^2 only on x >= 0, so that rule applies only when combine is
+// a sqrt. psi is applied syntactically, cancelling its inverse: exp(log u) = u (u > 0
+// wherever log is defined), sqrt(u)^2 = u.
 struct TransportRule {
   const char* psi;   // how --explain names it
   const char* base;  // "+" or "*"
@@ -307,12 +309,18 @@ std::optional<Transported> transported(const MonoidTerms& m) {
   if (m.fields.size() != 1) return std::nullopt;
   Term a = Term::var("a." + m.fields[0]), b = Term::var("b." + m.fields[0]);
   for (const TransportRule& t : kTransports) {
+    if (t.apply == psi_square && m.combine[0].op != TermOp::Sqrt) continue;
     MonoidTerms image = m;
     image.combine = {t.apply(m.combine[0])};
     Sides s{"psi(combine(a,b))", fmt::format("psi(a) {} psi(b)", t.base), image.combine,
             {Term::make(t.base_op, {t.apply(a), t.apply(b)})}, {"a", "b"}};
     LawReport h = prove(image, "homomorphism", s, Case{});
     if (h.outcome != Outcome::Proved) continue;
+    Carrier x = vars(m, "a"), y = vars(m, "b"), z = vars(m, "c");
+    if (refute(m, {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, x, y), z),
+                   apply(m, x, apply(m, y, z)), {"a", "b", "c"}},
+               Case{}))
+      continue;  // belt and braces, as for direct proofs
     Transported out;
     out.associative.law = "associative";
     out.associative.outcome = Outcome::Proved;
