@@ -185,6 +185,20 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       return out;
     }
     case TermOp::Const: return {{within, !t.value.is_zero()}};
+    case TermOp::Var: {
+      // A bool variable (sema lets only bools stand as conditions) is 0 or 1.
+      LinearForm is_one, is_zero;
+      is_one.coef[t.name] = Rational::of(1);
+      is_one.constant = Rational::of(-1);
+      is_zero.coef[t.name] = Rational::of(1);
+      std::vector<Truth> out;
+      for (auto [form, value] : {std::pair{is_one, true}, std::pair{is_zero, false}}) {
+        if (!consistent(within, form, 0)) continue;
+        spend(budget);
+        out.push_back({with(within, form, Rel::Eq), value});
+      }
+      return out;
+    }
     default: throw Undecided{fmt::format("'{}' is not a condition", t.str())};
   }
 }
@@ -248,7 +262,23 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
     case TermOp::Mul: return binary(mul);
     case TermOp::Div: return binary(div);
     case TermOp::Neg: return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
-    case TermOp::Exp: return unary(exp_of);
+    case TermOp::Exp:
+      if (t.args[0].op == TermOp::Log) {
+        // exp(log u) = u where u > 0 is known (a positive linear form, or a sum of
+        // exponentials with positive weights); elsewhere it stays opaque.
+        std::vector<Normalized> out = normalize(t.args[0].args[0], within, budget);
+        for (Normalized& n : out) {
+          bool positive = false;
+          if (auto l = n.value.as_linear()) positive = implied_sign(n.where, *l) == 1;
+          else if (auto d = n.value.den.as_constant(); d && d->sign() > 0) {
+            positive = !n.value.num.terms.empty();
+            for (const auto& [mono, c] : n.value.num.terms) positive = positive && mono.powers.empty() && c.sign() > 0;
+          }
+          if (!positive) n.value = exp_of(opaque("log", {n.value}));
+        }
+        return out;
+      }
+      return unary(exp_of);
     case TermOp::Log: return unary([](const Fraction& x) {
       // log(exp(L)) = L: the one closed form this fragment needs.
       bool plain_exp = x.den == Poly::constant(Rational::of(1)) && x.num.terms.size() == 1 &&

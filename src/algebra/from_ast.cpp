@@ -84,7 +84,10 @@ public:
   MonoidTerms run() {
     MonoidTerms t;
     t.name = m_.name.name;
-    for (const ast::Field& f : m_.fields) t.fields.push_back(f.name.name);
+    for (const ast::Field& f : m_.fields) {
+      t.fields.push_back(f.name.name);
+      if (f.dtype.name == "bool") t.bool_fields.push_back(f.name.name);
+    }
     t.identity = carrier(*m_.identity);
     if (m_.lift_value) t.lift = carrier(*m_.lift_value);
     // combine's parameters may be named anything: rename them to a and b.

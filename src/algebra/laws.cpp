@@ -1,5 +1,6 @@
 #include "algebra/laws.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -84,6 +85,12 @@ bool positive(const Case& domain, const std::string& var) {
   return false;
 }
 
+// Is the carrier variable "a.f" a bool field (0 or 1)?
+bool is_bool(const MonoidTerms& m, const std::string& var) {
+  std::string field = var.substr(var.find('.') + 1);
+  return std::find(m.bool_fields.begin(), m.bool_fields.end(), field) != m.bool_fields.end();
+}
+
 // Random points, small integers first, then reals; the first failing point is shrunk
 // toward small integers so the printed counterexample is easy to check by hand.
 std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Case& domain) {
@@ -98,6 +105,7 @@ std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Ca
       double v = trial < 2000 ? static_cast<double>(static_cast<int>(rng() % 9) - 4)
                               : std::uniform_real_distribution<double>(-4, 4)(rng);
       if (positive(domain, n)) v = std::fabs(v) + 1;
+      if (is_bool(m, n)) v = static_cast<double>(rng() % 2);
       env.emplace_back(n, v);
     }
     if (mismatch(s, env)) found = env;
@@ -115,6 +123,7 @@ std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Ca
         double v = kGrid[code % 4];
         code /= 4;
         if (positive(domain, n) && v <= 0) v = 1 - v;
+        if (is_bool(m, n)) v = v > 0 ? 1 : 0;
         env.emplace_back(n, v);
       }
       if (mismatch(s, env)) found = env;
@@ -124,7 +133,7 @@ std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Ca
   Env env = *found;
   for (auto& [n, v] : env)
     for (double candidate : {0.0, 1.0, -1.0, 2.0, -2.0, 3.0, 4.0}) {
-      if (positive(domain, n) && candidate <= 0) continue;
+      if ((positive(domain, n) && candidate <= 0) || (is_bool(m, n) && candidate != 0 && candidate != 1)) continue;
       double saved = v;
       v = candidate;
       if (mismatch(s, env)) break;
@@ -353,8 +362,8 @@ MonoidReport check_laws(const MonoidTerms& m) {
                         {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, a, b), c),
                          apply(m, a, apply(m, b, c)), {"a", "b", "c"}},
                         domain_of(m, pos, {"a", "b", "c"}));
-  std::optional<Transported> transport;
-  if (r.associative.outcome == Outcome::Unproved && (transport = transported(m))) r.associative = transport->associative;
+  std::optional<Transported> transport = transported(m);  // tried where a direct proof stops
+  if (r.associative.outcome == Outcome::Unproved && transport) r.associative = transport->associative;
   // Two-sided identity: combine(e, a) = a and combine(a, e) = a.
   Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
   LawReport l = prove(m, "identity", {"combine(e,a)", "a", left, a, {"a"}}, domain_of(m, pos, {"a"}));

@@ -16,6 +16,7 @@ struct MonoidTerms {
   std::vector<Term> identity;  // per field
   std::vector<Term> combine;   // per field
   std::vector<Term> lift;      // per field, over the lift's parameters (empty: no lift)
+  std::vector<std::string> bool_fields;  // fields that hold 0 or 1 (dtype bool)
 };
 
 enum class Outcome { Proved, Refuted, Unproved };
