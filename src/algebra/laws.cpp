@@ -362,8 +362,6 @@ MonoidReport check_laws(const MonoidTerms& m) {
                         {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, a, b), c),
                          apply(m, a, apply(m, b, c)), {"a", "b", "c"}},
                         domain_of(m, pos, {"a", "b", "c"}));
-  std::optional<Transported> transport = transported(m);  // tried where a direct proof stops
-  if (r.associative.outcome == Outcome::Unproved && transport) r.associative = transport->associative;
   // Two-sided identity: combine(e, a) = a and combine(a, e) = a.
   Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
   LawReport l = prove(m, "identity", {"combine(e,a)", "a", left, a, {"a"}}, domain_of(m, pos, {"a"}));
@@ -373,7 +371,12 @@ MonoidReport check_laws(const MonoidTerms& m) {
   r.identity = l.outcome != Outcome::Proved ? l : rr;
   if (l.outcome == Outcome::Proved && rr.outcome == Outcome::Proved)
     r.identity.proof.insert(r.identity.proof.begin(), l.proof.begin(), l.proof.end());
-  if (r.identity.outcome == Outcome::Unproved && transport && transport->identity) r.identity = *transport->identity;
+  // Where a direct proof stops, try transport of structure.
+  if (r.associative.outcome == Outcome::Unproved || r.identity.outcome == Outcome::Unproved)
+    if (std::optional<Transported> t = transported(m)) {
+      if (r.associative.outcome == Outcome::Unproved) r.associative = t->associative;
+      if (r.identity.outcome == Outcome::Unproved && t->identity) r.identity = *t->identity;
+    }
   r.commutative = prove(m, "commutative", {"combine(a,b)", "combine(b,a)", apply(m, a, b), apply(m, b, a), {"a", "b"}},
                         domain_of(m, pos, {"a", "b"}));
   for (std::string& hazard : identity_hazards(m)) r.notes.push_back(std::move(hazard));
