@@ -1,6 +1,7 @@
 #include "algebra/cases.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -289,7 +290,20 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
       for (const auto& [v, c] : l.coef) p = p + Poly::var(v) * Poly::constant(c);
       return Fraction::of(p);
     });
-    case TermOp::Sqrt: return unary([](const Fraction& x) { return opaque("sqrt", {x}); });
+    case TermOp::Sqrt: return unary([](const Fraction& x) {
+      // sqrt of a constant that is an exact square (0, 1/4, 9) is a constant.
+      auto exact_root = [](int64_t v) -> std::optional<int64_t> {
+        if (v < 0) return std::nullopt;
+        auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(v))));
+        for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c)
+          if (c * c == v) return c;
+        return std::nullopt;
+      };
+      if (auto c = x.num.as_constant(); c && x.den == Poly::constant(Rational::of(1)))
+        if (auto n = exact_root(c->num), d = exact_root(c->den); n && d)
+          return Fraction::of(Poly::constant(Rational::of(*n, *d)));
+      return opaque("sqrt", {x});
+    });
     case TermOp::Max:
     case TermOp::Min: {
       // max(x, y) = select(x >= y, x, y); min(x, y) = select(x <= y, x, y).

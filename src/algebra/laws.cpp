@@ -289,11 +289,23 @@ struct TransportRule {
 };
 
 Term psi_exp(const Term& t) { return t.op == TermOp::Log ? t.args[0] : Term::make(TermOp::Exp, {t}); }
+Term psi_exp_neg(const Term& t) {
+  if (t.op == TermOp::Neg && t.args[0].op == TermOp::Log) return t.args[0].args[0];
+  return Term::make(TermOp::Exp, {Term::make(TermOp::Neg, {t})});
+}
 Term psi_square(const Term& t) { return t.op == TermOp::Sqrt ? t.args[0] : Term::make(TermOp::Mul, {t, t}); }
+Term psi_sqrt(const Term& t) {
+  bool square = t.op == TermOp::Mul && t.args[0].str() == t.args[1].str();
+  return square ? t.args[0] : Term::make(TermOp::Sqrt, {t});
+}
 
+// Each rule's psi must be injective on the values combine can take (the `applies`
+// condition of transported() guards the two that are not injective everywhere).
 const TransportRule kTransports[] = {
-    {"exp", "+", psi_exp, TermOp::Add},      // log-sum-exp: log(exp(a) + exp(b))
-    {"x^2", "+", psi_square, TermOp::Add},   // hypot: sqrt(a*a + b*b), on x >= 0
+    {"exp", "+", psi_exp, TermOp::Add},          // log-sum-exp: log(exp(a) + exp(b))
+    {"exp(-x)", "+", psi_exp_neg, TermOp::Add},  // soft-min: -log(exp(-a) + exp(-b))
+    {"x^2", "+", psi_square, TermOp::Add},       // hypot: sqrt(a*a + b*b), on x >= 0
+    {"sqrt", "+", psi_sqrt, TermOp::Add},        // (sqrt(a) + sqrt(b))^2, on x >= 0
     {"exp", "*", psi_exp, TermOp::Mul},
 };
 
@@ -318,7 +330,9 @@ std::optional<Transported> transported(const MonoidTerms& m) {
   if (m.fields.size() != 1) return std::nullopt;
   Term a = Term::var("a." + m.fields[0]), b = Term::var("b." + m.fields[0]);
   for (const TransportRule& t : kTransports) {
+    // x^2 is injective only on x >= 0: combine must be a sqrt; sqrt only on squares.
     if (t.apply == psi_square && m.combine[0].op != TermOp::Sqrt) continue;
+    if (t.apply == psi_sqrt && m.combine[0].op != TermOp::Mul) continue;
     MonoidTerms image = m;
     image.combine = {t.apply(m.combine[0])};
     Sides s{"psi(combine(a,b))", fmt::format("psi(a) {} psi(b)", t.base), image.combine,
