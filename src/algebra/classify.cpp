@@ -20,11 +20,17 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
   for (const auto& [name, m] : program.monoids) {
     std::string why;
     std::optional<MonoidTerms> terms = monoid_terms(*m.decl, why);
+    auto unproved = [&](const std::string& reason) {
+      diags.warning("W001", m.decl->name.range,
+                    m.associative_assumed
+                        ? fmt::format("monoid {} is assumed associative, not proved: {}", name, brief(reason))
+                        : fmt::format("cannot prove monoid {} associative: {}", name, brief(reason)))
+          .hint(m.associative_assumed ? "the assumption licenses reordering; check it by testing"
+                                      : "reductions with it stay serial; write 'assume associative;' to vouch for it");
+    };
     if (!terms) {
       out.untranslatable[name] = why;
-      if (!m.associative_assumed)
-        diags.warning("W001", m.decl->name.range, fmt::format("cannot prove monoid {} associative: {}", name, why))
-            .hint("reductions with it stay serial; write 'assume associative;' to vouch for it");
+      unproved(why);
       continue;
     }
     MonoidReport r = check_laws(*terms);
@@ -33,12 +39,7 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
       diags.error("E047", m.decl->name.range, fmt::format("monoid {} is not associative: {}", name, a.counterexample))
           .hint("a reduction may combine partial results in any grouping; fix combine so both groupings agree");
     else if (a.outcome == Outcome::Unproved)
-      diags.warning("W001", m.decl->name.range,
-                    m.associative_assumed
-                        ? fmt::format("monoid {} is assumed associative, not proved: {}", name, brief(a.why))
-                        : fmt::format("cannot prove monoid {} associative: {}", name, brief(a.why)))
-          .hint(m.associative_assumed ? "the assumption licenses reordering; check it by testing"
-                                      : "reductions with it stay serial; write 'assume associative;' to vouch for it");
+      unproved(a.why);
     if (r.identity.outcome == Outcome::Refuted)
       diags.error("E048", m.decl->identity_range.valid() ? m.decl->identity_range : m.decl->name.range,
                   fmt::format("the identity of monoid {} is not neutral: {}", name, r.identity.counterexample))
