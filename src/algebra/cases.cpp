@@ -90,16 +90,22 @@ bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
   return true;
 }
 
-bool consistent(const Case& c, const LinearForm& f, int sign) {
+// Can the case's premises and one more hold together?
+bool consistent_with(const Case& c, const Premise& extra) {
   std::vector<Ineq> ineqs;
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
     if (p.rel == Rel::Eq) eqs.push_back(p.form);
     else ineqs.push_back({p.form, p.rel == Rel::Gt});
   }
-  if (sign == 0) eqs.push_back(f);
-  else ineqs.push_back({scaled(f, Rational::of(sign)), true});
+  if (extra.rel == Rel::Eq) eqs.push_back(extra.form);
+  else ineqs.push_back({extra.form, extra.rel == Rel::Gt});
   return feasible(ineqs, eqs);
+}
+
+bool consistent(const Case& c, const LinearForm& f, int sign) {
+  if (sign == 0) return consistent_with(c, {f, Rel::Eq});
+  return consistent_with(c, {scaled(f, Rational::of(sign)), Rel::Gt});
 }
 
 Case with(const Case& c, const LinearForm& f, Rel rel) {
@@ -144,6 +150,30 @@ std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
           default: return sign != 0;
         }
       };
+      if (auto s = infinite_sign(*form)) {
+        out.push_back({y.where, holds(*s)});
+        continue;
+      }
+      // An order comparison splits in two, not three: where it holds and where it does
+      // not, each one premise (x >= y / y > x). Ties fall on one side; the leaf's
+      // equality inference recovers x = y where both x >= y and y >= x hold.
+      if (t.op != TermOp::Eq && t.op != TermOp::Ne) {
+        bool flip = t.op == TermOp::Le || t.op == TermOp::Lt;  // compare -form instead
+        LinearForm f = flip ? scaled(*form, Rational::of(-1)) : *form;
+        bool strict = t.op == TermOp::Gt || t.op == TermOp::Lt;
+        Premise yes{f, strict ? Rel::Gt : Rel::Ge};
+        Premise no{scaled(f, Rational::of(-1)), strict ? Rel::Ge : Rel::Gt};
+        bool can_yes = consistent_with(y.where, yes), can_no = consistent_with(y.where, no);
+        if (can_yes != can_no) {
+          out.push_back({y.where, can_yes});
+          continue;
+        }
+        for (const auto& [p, value] : {std::pair{yes, true}, std::pair{no, false}}) {
+          spend(budget);
+          out.push_back({with(y.where, p.form, p.rel), value});
+        }
+        continue;
+      }
       int known = implied_sign(y.where, *form);
       if (known != 2) {
         out.push_back({y.where, holds(known)});
@@ -226,11 +256,14 @@ int implied_sign(const Case& c, const LinearForm& f) {
   return pos ? 1 : zero ? 0 : -1;
 }
 
-Fraction apply_equalities(const Case& c, const Fraction& f) {
+Fraction apply_equalities(const Case& c, const Fraction& f, bool forced_too) {
   Fraction out = f;
   std::vector<LinearForm> eqs;
-  for (const Premise& p : c.premises)
-    if (p.rel == Rel::Eq) eqs.push_back(p.form);
+  for (const Premise& p : c.premises) {
+    // f >= 0 where f > 0 is impossible means f == 0 (x >= y and y >= x).
+    bool forced = forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt});
+    if (p.rel == Rel::Eq || forced) eqs.push_back(p.form);
+  }
   for (size_t i = 0; i < eqs.size(); ++i) {
     auto s = solve(eqs[i]);
     if (!s) continue;

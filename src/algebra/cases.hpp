@@ -39,7 +39,9 @@ struct Normalized {
 };
 std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget);
 
-// Equality premises solved for one variable each, applied to a normal form.
-Fraction apply_equalities(const Case& c, const Fraction& f);
+// Equality premises solved for one variable each, applied to a normal form. With
+// `forced`, also the equalities the inequalities force (x >= y and y >= x): a Fourier–
+// Motzkin run per premise, so only where a proof compares its two sides.
+Fraction apply_equalities(const Case& c, const Fraction& f, bool forced = false);
 
 }  // namespace emmy::algebra

@@ -166,8 +166,8 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
         bool same = true;
         std::vector<Fraction> shown;
         for (size_t i = 0; i < lv.size(); ++i) {
-          Fraction l = drop_vanishing(apply_equalities(leaf, lv[i]));
-          Fraction rr = drop_vanishing(apply_equalities(leaf, rv[i]));
+          Fraction l = drop_vanishing(apply_equalities(leaf, lv[i], /*forced=*/true));
+          Fraction rr = drop_vanishing(apply_equalities(leaf, rv[i], /*forced=*/true));
           same = same && equal(l, rr);
           shown.push_back(l);
           if (!equal(l, rr) && failed.empty())

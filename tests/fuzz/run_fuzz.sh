@@ -15,5 +15,5 @@ mkdir -p "$corpus"
 find "$root/stdlib" "$root/examples" "$root/tests/lit" -name '*.emmy' -exec cp {} "$corpus/" \;
 cp "$root"/tests/fuzz/regressions/* "$corpus/"  # inputs that once crashed
 cd "$build"
-"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len=8192 \
   -print_final_stats=1 "$corpus" 2>&1 | tail -n 25
