@@ -17,7 +17,9 @@ std::string brief(const std::string& why) {
 
 ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
   ProgramLaws out;
-  for (const auto& [name, m] : program.monoids) {
+  for (const auto& entry : program.monoids) {
+    const std::string& name = entry.first;  // named, not bound: clang 14 lambdas cannot capture bindings
+    const CheckedMonoid& m = entry.second;
     std::string why;
     std::optional<MonoidTerms> terms = monoid_terms(*m.decl, why);
     auto unproved = [&](const std::string& reason) {

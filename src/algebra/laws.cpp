@@ -11,7 +11,7 @@
 namespace emmy::algebra {
 namespace {
 
-constexpr int kCaseBudget = 20000;
+constexpr int kCaseBudget = 4000;
 
 using Carrier = std::vector<Term>;
 using Env = std::vector<std::pair<std::string, double>>;

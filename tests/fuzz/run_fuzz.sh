@@ -9,11 +9,11 @@ build="$root/build-fuzz"
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMMY_FUZZ=ON >/dev/null
 fi
-cmake --build "$build" --target emmy_fuzz >/dev/null
+cmake --build "$build" --target emmy_fuzz > "$build/build.log" 2>&1 || { cat "$build/build.log"; exit 1; }
 corpus="$build/corpus"
 mkdir -p "$corpus"
 find "$root/stdlib" "$root/examples" "$root/tests/lit" -name '*.emmy' -exec cp {} "$corpus/" \;
 cp "$root"/tests/fuzz/regressions/* "$corpus/"  # inputs that once crashed
 cd "$build"
-"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len=8192 \
+"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=2048 -max_len=8192 \
   -print_final_stats=1 "$corpus" 2>&1 | tail -n 25
