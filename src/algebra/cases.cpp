@@ -256,20 +256,28 @@ int implied_sign(const Case& c, const LinearForm& f) {
   return pos ? 1 : zero ? 0 : -1;
 }
 
-Fraction apply_equalities(const Case& c, const Fraction& f, bool forced_too) {
-  Fraction out = f;
+Equalities solve_equalities(const Case& c, bool forced_too) {
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
     // f >= 0 where f > 0 is impossible means f == 0 (x >= y and y >= x).
     bool forced = forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt});
     if (p.rel == Rel::Eq || forced) eqs.push_back(p.form);
   }
+  Equalities out;
   for (size_t i = 0; i < eqs.size(); ++i) {
     auto s = solve(eqs[i]);
     if (!s) continue;
     for (size_t j = i + 1; j < eqs.size(); ++j) eqs[j] = replace(eqs[j], s->first, s->second);
-    out.num = substitute(out.num, s->first, s->second);
-    out.den = substitute(out.den, s->first, s->second);
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+Fraction apply_equalities(const Equalities& eqs, const Fraction& f) {
+  Fraction out = f;
+  for (const auto& [var, by] : eqs) {
+    out.num = substitute(out.num, var, by);
+    out.den = substitute(out.den, var, by);
   }
   return out;
 }

@@ -39,9 +39,12 @@ struct Normalized {
 };
 std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget);
 
-// Equality premises solved for one variable each, applied to a normal form. With
-// `forced`, also the equalities the inequalities force (x >= y and y >= x): a Fourier–
-// Motzkin run per premise, so only where a proof compares its two sides.
-Fraction apply_equalities(const Case& c, const Fraction& f, bool forced = false);
+// A case's equalities, each solved for one variable, in the order to substitute them.
+// With `forced`, also the equalities its inequalities force (x >= y and y >= x): a
+// Fourier–Motzkin run per premise, so solve once per leaf where a proof compares sides.
+using Equalities = std::vector<std::pair<std::string, LinearForm>>;
+Equalities solve_equalities(const Case& c, bool forced = false);
+Fraction apply_equalities(const Equalities& eqs, const Fraction& f);
+inline Fraction apply_equalities(const Case& c, const Fraction& f) { return apply_equalities(solve_equalities(c), f); }
 
 }  // namespace emmy::algebra

@@ -163,11 +163,12 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
     std::string failed;
     for (auto& [where, lv] : normalize_all(s.lhs, domain, budget)) {
       for (auto& [leaf, rv] : normalize_all(s.rhs, where, budget)) {
+        Equalities eqs = solve_equalities(leaf, /*forced=*/true);  // once per leaf, for every field
         bool same = true;
         std::vector<Fraction> shown;
         for (size_t i = 0; i < lv.size(); ++i) {
-          Fraction l = drop_vanishing(apply_equalities(leaf, lv[i], /*forced=*/true));
-          Fraction rr = drop_vanishing(apply_equalities(leaf, rv[i], /*forced=*/true));
+          Fraction l = drop_vanishing(apply_equalities(eqs, lv[i]));
+          Fraction rr = drop_vanishing(apply_equalities(eqs, rv[i]));
           same = same && equal(l, rr);
           shown.push_back(l);
           if (!equal(l, rr) && failed.empty())
