@@ -237,6 +237,29 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
   return out;
 }
 
+// Each sum after `head` over the same range, with its statement and the factors of its
+// body once elementwise intermediates are inlined: what every chain rule inspects.
+struct LaterSum {
+  const ast::AssignStmt* stmt;
+  const Expr* sum;
+  std::vector<Expr> factors;
+};
+
+std::vector<LaterSum> later_sums(const CheckedOp& op, const Defs& defs, const MaxStmt& head) {
+  std::vector<LaterSum> out;
+  for (const ast::AssignStmt* a : assignments_after(*op.decl, head.stmt)) {
+    std::vector<const Expr*> sums;
+    sums_in(a->value, sums);
+    for (const Expr* sum : sums) {
+      if (!same_range(*sum, head)) continue;
+      LaterSum s{a, sum, {}};
+      factors(inline_elementwise(sum->args[0], defs), s.factors);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
 // Is `divisor` the number of terms the sum adds (the size of its axis)?
 bool divides_by_count(const CheckedOp& op, const Expr& sum, const Expr& divisor) {
   for (const ReductionInfo& r : op.reductions) {
@@ -260,29 +283,22 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
     if (v.kind == ExprKind::Binary && v.text == "/" && v.args[0].kind == ExprKind::Reduce && v.args[0].text == "sum" &&
         v.args[0].axes.size() == 1 && v.args[0].args.size() == 1 && v.args[0].where_.empty() &&
         divides_by_count(op, v.args[0], v.args[1]))
-      means.push_back({a, v.args[0].axes[0].name, v.args[0].args[0], v.args[0].where_.empty() ? nullptr : &v.args[0].where_[0]});
+      means.push_back({a, v.args[0].axes[0].name, v.args[0].args[0], nullptr});
   }
-  for (const MaxStmt& mean : means) {
-    for (const ast::AssignStmt* a : assignments_after(*op.decl, mean.stmt)) {
-      std::vector<const Expr*> sums;
-      sums_in(a->value, sums);
-      for (const Expr* sum : sums) {
-        if (!same_range(*sum, mean)) continue;
-        std::vector<Expr> fs;
-        factors(inline_elementwise(sum->args[0], defs), fs);
-        if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
-        // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
-        if (!is_shifted_exp(make_expr(ExprKind::Call, "exp", {fs[0]}), mean, sum->axes[0].name)) continue;
-        const std::string& mu = mean.stmt->target.name;
-        const std::string& var = a->target.name;
-        out.push_back(make_chain(op, mean.axis, mu, {var},
-                                 fmt::format("{} = sum({}: ...) / n and {} = sum of squared deviations from it are "
-                                             "one reduction over {} with Welford's carrier (n, {}, {})",
-                                             mu, mean.axis, var, mean.axis, mu, var),
-                                 welford_monoid(mu, var)));
-      }
+  for (const MaxStmt& mean : means)
+    for (const LaterSum& s : later_sums(op, defs, mean)) {
+      const std::vector<Expr>& fs = s.factors;
+      if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
+      // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
+      if (!is_shifted_exp(make_expr(ExprKind::Call, "exp", {fs[0]}), mean, s.sum->axes[0].name)) continue;
+      const std::string& mu = mean.stmt->target.name;
+      const std::string& var = s.stmt->target.name;
+      out.push_back(make_chain(op, mean.axis, mu, {var},
+                               fmt::format("{} = sum({}: ...) / n and {} = sum of squared deviations from it are "
+                                           "one reduction over {} with Welford's carrier (n, {}, {})",
+                                           mu, mean.axis, var, mean.axis, mu, var),
+                               welford_monoid(mu, var)));
     }
-  }
   return out;
 }
 
@@ -303,36 +319,26 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
   std::vector<DiscoveredChain> chains = discover_variances(op, defs);
   for (DiscoveredChain& c : discover_argmax(op, maxes)) chains.push_back(std::move(c));
   for (const MaxStmt& m : maxes) {
-    DiscoveredChain c;
-    c.op = op.decl->name.name;
-    c.axis = m.axis;
-    c.max_stmt = m.stmt->target.name;
-    for (const ast::AssignStmt* a : assignments_after(*op.decl, m.stmt)) {
-      std::vector<const Expr*> sums;
-      sums_in(a->value, sums);
-      for (const Expr* sum : sums) {
-        if (!same_range(*sum, m)) continue;
-        std::vector<Expr> fs;
-        factors(inline_elementwise(sum->args[0], defs), fs);
-        int shifted = 0, others_mention_m = 0;
-        for (const Expr& f : fs) {
-          if (is_shifted_exp(f, m, sum->axes[0].name)) ++shifted;
-          else if (mentions(f, m.stmt->target.name)) ++others_mention_m;
-        }
-        if (shifted != 1 || others_mention_m != 0) continue;
-        std::string field = a->target.name;  // two sums in one statement: l, l_2
-        for (int k = 2; std::find(c.sum_stmts.begin(), c.sum_stmts.end(), field) != c.sum_stmts.end(); ++k)
-          field = fmt::format("{}_{}", a->target.name, k);
-        c.sum_stmts.push_back(field);
+    const std::string& mx = m.stmt->target.name;
+    std::vector<std::string> ds;
+    for (const LaterSum& s : later_sums(op, defs, m)) {
+      int shifted = 0, others_mention_m = 0;
+      for (const Expr& f : s.factors) {
+        if (is_shifted_exp(f, m, s.sum->axes[0].name)) ++shifted;
+        else if (mentions(f, mx)) ++others_mention_m;
       }
+      if (shifted != 1 || others_mention_m != 0) continue;
+      std::string field = s.stmt->target.name;  // two sums in one statement: l, l_2
+      for (int k = 2; std::find(ds.begin(), ds.end(), field) != ds.end(); ++k)
+        field = fmt::format("{}_{}", s.stmt->target.name, k);
+      ds.push_back(field);
     }
-    if (c.sum_stmts.empty()) continue;
-    c.summary = fmt::format(
-        "{} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} with carrier ({}, {})",
-        c.max_stmt, c.axis, fmt::join(c.sum_stmts, ", "), c.max_stmt, c.axis, c.max_stmt, fmt::join(c.sum_stmts, ", "));
-    c.monoid = chain_monoid(c.max_stmt, c.sum_stmts);
-    c.laws = check_laws(c.monoid);
-    chains.push_back(std::move(c));
+    if (ds.empty()) continue;
+    std::string summary = fmt::format(
+        "{} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} with carrier ({}, {})", mx,
+        m.axis, fmt::join(ds, ", "), mx, m.axis, mx, fmt::join(ds, ", "));
+    MonoidTerms monoid = chain_monoid(mx, ds);
+    chains.push_back(make_chain(op, m.axis, mx, std::move(ds), std::move(summary), std::move(monoid)));
   }
   return chains;
 }
