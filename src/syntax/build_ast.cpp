@@ -690,7 +690,7 @@ private:
   uint32_t next_id_ = 1;
 
 public:
-  bool bad_literal_ = false;  // an E003 was reported: the values in the tree are placeholders
+  bool bad_literal_ = false;  // an E003 was reported: that literal is stored as 0
 };
 
 // The code point of one UTF-8 encoded character.
@@ -786,7 +786,7 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
 
   Builder builder(text, file, map, tokens, diags);
   ast::Module m = builder.module(tree);
-  if (builder.bad_literal_) return empty;  // checking placeholder values would only add noise
+  if (builder.bad_literal_) return empty;  // checking a literal stored as 0 would only add follow-on errors
   return m;
 }
 
