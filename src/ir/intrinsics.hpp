@@ -1,0 +1,104 @@
+// The intrinsic table: every GPU instruction the kernel IR may call, as ONE entry each —
+// operand counts and types, the scope it executes at, how the CUDA printer spells it, and
+// its CPU semantics, which the SIMT interpreter runs and the PTX vectors of
+// shared/data/ptx check bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/kernel.hpp"
+
+namespace emmy::kir {
+
+enum class IntrinsicId : uint8_t {
+  MmaF16F32,      // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32   d[4] <- a[4], b[2], c[4]
+  MmaBf16F32,     // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 d[4] <- a[4], b[2], c[4]
+  MmaF16F16,      // mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16   d[2] <- a[4], b[2], c[2]
+  LdmatrixX1,     // ldmatrix.sync.aligned.m8n8.x1.shared.b16   d[1] <- smem byte address
+  LdmatrixX2,     //                                 .x2          d[2]
+  LdmatrixX4,     //                                 .x4          d[4]
+  LdmatrixX1Trans,
+  LdmatrixX2Trans,
+  LdmatrixX4Trans,
+  CvtRnF16x2F32,  // cvt.rn.f16x2.f32 d, a, b: a in the UPPER half      d <- a, b (f32)
+  CvtRnBf16x2F32, // cvt.rn.bf16x2.f32 d, a, b
+  ShflBfly,       // shfl.sync.bfly.b32 d, v, lanemask, 0x1f, membermask   d <- v, imm[0] = lane mask
+  ShflIdx,        // shfl.sync.idx.b32  d, v, srclane, 0x1f, membermask    d <- v, srclane (per lane)
+  Ex2Approx,      // ex2.approx.f32 (flush-to-zero not set)
+  CpAsync16,      // cp.async.cg.shared.global 16 bytes: smem byte address, global buffer + byte offset
+  CpAsyncCommit,  // cp.async.commit_group
+  CpAsyncWait,    // cp.async.wait_group imm[0]
+  MbarrierInit,   // mbarrier.init.shared.b64 [addr], imm[0] = arrival count
+  MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
+  MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
+  TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  Count,
+};
+
+// The bytes an intrinsic may touch, provided by whoever executes it (the interpreter).
+// Addresses are byte offsets: shared from the block's shared base, global from a buffer's base.
+class MemoryPort {
+ public:
+  virtual ~MemoryPort() = default;
+  virtual void read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) = 0;
+  virtual void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) = 0;
+  virtual void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) = 0;
+};
+
+// A 2-D TMA tensor map (cuTensorMapEncodeTiled's arguments that matter to the semantics).
+enum class Swizzle : uint8_t { None, B32, B64, B128 };
+struct TensorMap2d {
+  int buffer = -1;                    // which global buffer (MemoryPort numbering)
+  uint64_t dim0 = 0, dim1 = 0;        // elements: innermost (columns) then rows
+  uint64_t row_stride_bytes = 0;
+  uint32_t box0 = 0, box1 = 0;        // box columns, box rows
+  uint32_t elem_bytes = 2;
+  Swizzle swizzle = Swizzle::None;
+};
+
+// Operands as raw 32-bit registers, lane-major within an operand: in[o * lanes + l] is
+// operand o of lane l. Warp-scope intrinsics are called with lanes = 32 (the whole warp,
+// all lanes active); thread-scope ones with any number of lanes, each independent.
+// 64-bit operands (a global element index) travel as two words: low, then high.
+struct IntrinsicCall {
+  std::span<const uint32_t> in;
+  std::span<uint32_t> out;
+  int lanes = 32;
+  std::span<const int64_t> imm;
+  MemoryPort* memory = nullptr;
+  int buffer = -1;                          // cp.async: the global buffer (MemoryPort numbering)
+  const TensorMap2d* tensor_map = nullptr;  // TMA
+};
+
+// How the CUDA printer calls an intrinsic (the convention every helper_source follows):
+//   helper(out_0, ..., out_{n-1}, in_0, ..., in_{m-1}, imm_0, ...);
+// outputs are lvalues taken by reference, inputs by value, immediates as integer literals;
+// cp.async adds the global pointer `&buffer[index]` in place of its index operand, TMA the
+// tensor map parameter's address as its first input.
+using IntrinsicSemantics = void (*)(const IntrinsicCall& call);
+
+struct IntrinsicInfo {
+  IntrinsicId id;
+  std::string_view name;          // "mma_m16n8k16_f16_f32": what --ir kernel prints
+  Scope scope;
+  std::vector<ScalarType> outs;   // register types of the results, in order
+  std::vector<ScalarType> ins;    // operand types, in order
+  int imms = 0;                   // immediates in Stmt::imm
+  int min_sm = 80;                // needs sm_<min_sm> or newer
+  std::string_view helper;        // the CUDA helper function the printer calls
+  std::string_view helper_source; // its definition, emitted in the preamble when used
+  IntrinsicSemantics semantics;
+};
+
+const IntrinsicInfo& intrinsic_info(IntrinsicId id);
+const std::vector<IntrinsicInfo>& intrinsic_table();
+
+// Pure functions behind the table, exposed for tests and for the interpreter.
+uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
+void tma_box_copy(const TensorMap2d& map, int64_t c0, int64_t c1, uint32_t smem_byte_addr, MemoryPort& memory);
+
+}  // namespace emmy::kir

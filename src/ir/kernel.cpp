@@ -1,0 +1,215 @@
+// Names, sizes and builders of the kernel IR.
+#include "ir/kernel.hpp"
+
+#include <array>
+#include <utility>
+
+namespace emmy::kir {
+namespace {
+
+struct TypeRow {
+  ScalarType type;
+  std::string_view name, cuda;
+  int bytes;
+  bool is_float;
+};
+constexpr std::array<TypeRow, 8> kTypes{{
+    {ScalarType::Pred, "pred", "bool", 1, false},
+    {ScalarType::I32, "i32", "int", 4, false},
+    {ScalarType::I64, "i64", "long long", 8, false},
+    {ScalarType::U32, "u32", "unsigned", 4, false},
+    {ScalarType::F16, "f16", "__half", 2, true},
+    {ScalarType::BF16, "bf16", "__nv_bfloat16", 2, true},
+    {ScalarType::F32, "f32", "float", 4, true},
+    {ScalarType::F64, "f64", "double", 8, true},
+}};
+const TypeRow& row(ScalarType type) { return kTypes[static_cast<size_t>(type)]; }
+
+constexpr std::array<std::string_view, 6> kSpecials{"threadIdx.x", "blockIdx.x", "blockDim.x",
+                                                    "gridDim.x",   "lane",       "warp"};
+constexpr std::array<std::string_view, 13> kUnOps{"-",    "!",     "abs",  "exp",     "exp2",  "log",  "sqrt",
+                                                  "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil"};
+constexpr std::array<std::string_view, 21> kBinOps{"+",  "-",  "*",  "/",  "%",  "min", "max",
+                                                   "pow", "<", "<=", ">", ">=", "==", "!=",
+                                                   "&&", "||", "<<", ">>", "&", "|",  "^"};
+
+}  // namespace
+
+std::string_view type_name(ScalarType type) { return row(type).name; }
+std::string_view cuda_type(ScalarType type) { return row(type).cuda; }
+bool is_float(ScalarType type) { return row(type).is_float; }
+int type_bytes(ScalarType type) { return row(type).bytes; }
+std::string_view special_name(Special special) { return kSpecials[static_cast<size_t>(special)]; }
+std::string_view unop_name(UnOp op) { return kUnOps[static_cast<size_t>(op)]; }
+std::string_view binop_name(BinOp op) { return kBinOps[static_cast<size_t>(op)]; }
+bool is_comparison(BinOp op) { return op >= BinOp::Lt && op <= BinOp::Or; }
+
+Expr cf(double value, ScalarType type) {
+  Expr e;
+  e.kind = Expr::Kind::Const;
+  e.type = type;
+  e.fval = value;
+  e.ival = static_cast<int64_t>(value);
+  return e;
+}
+
+Expr ci(int64_t value, ScalarType type) {
+  Expr e;
+  e.kind = Expr::Kind::Const;
+  e.type = type;
+  e.ival = value;
+  e.fval = static_cast<double>(value);
+  return e;
+}
+
+Expr var(Reg reg, ScalarType type) {
+  Expr e;
+  e.kind = Expr::Kind::Var;
+  e.type = type;
+  e.reg = std::move(reg);
+  return e;
+}
+
+Expr special(Special which) {
+  Expr e;
+  e.kind = Expr::Kind::Special;
+  e.type = ScalarType::I32;
+  e.special = which;
+  return e;
+}
+
+Expr param(std::string name, ScalarType type) {
+  Expr e;
+  e.kind = Expr::Kind::Param;
+  e.type = type;
+  e.name = std::move(name);
+  return e;
+}
+
+Expr unary(UnOp op, Expr a) {
+  Expr e;
+  e.kind = Expr::Kind::Unary;
+  e.type = op == UnOp::Not ? ScalarType::Pred : a.type;
+  e.un = op;
+  e.args.push_back(std::move(a));
+  return e;
+}
+
+Expr binary(BinOp op, Expr a, Expr b) {
+  Expr e;
+  e.kind = Expr::Kind::Binary;
+  e.type = is_comparison(op) ? ScalarType::Pred : a.type;
+  e.bin = op;
+  e.args.push_back(std::move(a));
+  e.args.push_back(std::move(b));
+  return e;
+}
+
+Expr select(Expr pred, Expr a, Expr b) {
+  Expr e;
+  e.kind = Expr::Kind::Select;
+  e.type = a.type;
+  e.args = {std::move(pred), std::move(a), std::move(b)};
+  return e;
+}
+
+Expr cast(Expr a, ScalarType type) {
+  if (a.type == type) return a;
+  Expr e;
+  e.kind = Expr::Kind::Cast;
+  e.type = type;
+  e.args.push_back(std::move(a));
+  return e;
+}
+
+Expr load(Space space, std::string buffer, Expr index, ScalarType type) {
+  Expr e;
+  e.kind = Expr::Kind::Load;
+  e.type = type;
+  e.space = space;
+  e.name = std::move(buffer);
+  e.args.push_back(std::move(index));
+  return e;
+}
+
+Expr shared_addr(std::string array, Expr index) {
+  Expr e;
+  e.kind = Expr::Kind::SharedAddr;
+  e.type = ScalarType::U32;
+  e.name = std::move(array);
+  e.args.push_back(std::move(index));
+  return e;
+}
+
+Stmt decl(std::string name, ScalarType type, int count) {
+  Stmt s;
+  s.kind = Stmt::Kind::Decl;
+  s.reg.name = std::move(name);
+  s.type = type;
+  s.count = count;
+  return s;
+}
+
+Stmt decl(std::string name, ScalarType type, Expr init, int count) {
+  Stmt s = decl(std::move(name), type, count);
+  s.args.push_back(cast(std::move(init), type));
+  return s;
+}
+
+Stmt assign(Reg reg, Expr value) {
+  Stmt s;
+  s.kind = Stmt::Kind::Assign;
+  s.reg = std::move(reg);
+  s.args.push_back(std::move(value));
+  return s;
+}
+
+Stmt store(Space space, std::string buffer, Expr index, Expr value) {
+  Stmt s;
+  s.kind = Stmt::Kind::Store;
+  s.space = space;
+  s.name = std::move(buffer);
+  s.args = {std::move(index), std::move(value)};
+  return s;
+}
+
+Stmt for_loop(std::string var_name, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body, bool unroll) {
+  Stmt s;
+  s.kind = Stmt::Kind::For;
+  s.reg.name = std::move(var_name);
+  s.type = type;
+  s.args = {std::move(lo), std::move(hi)};
+  s.body = std::move(body);
+  s.unroll = unroll;
+  return s;
+}
+
+Stmt if_then(Expr pred, std::vector<Stmt> then, std::vector<Stmt> orelse) {
+  Stmt s;
+  s.kind = Stmt::Kind::If;
+  s.args.push_back(std::move(pred));
+  s.body = std::move(then);
+  s.orelse = std::move(orelse);
+  return s;
+}
+
+Stmt barrier() {
+  Stmt s;
+  s.kind = Stmt::Kind::Barrier;
+  return s;
+}
+
+Stmt comment(std::string text) {
+  Stmt s;
+  s.kind = Stmt::Kind::Comment;
+  s.text = std::move(text);
+  return s;
+}
+
+const Param* Kernel::find_param(std::string_view param_name) const {
+  for (const Param& p : params)
+    if (p.name == param_name) return &p;
+  return nullptr;
+}
+
+}  // namespace emmy::kir

@@ -1,0 +1,175 @@
+// The kernel IR: one thread block's SIMT program, shared by the CUDA printer and the
+// CPU interpreter (shared/design/KERNEL_IR.md). Value-semantic nodes; no pointers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace emmy::kir {
+
+// Scalar types of registers, buffers and parameters. U32 doubles as the b32 register that
+// holds a packed pair of 16-bit values (f16x2, bf16x2) for intrinsics.
+enum class ScalarType : uint8_t { Pred, I32, I64, U32, F16, BF16, F32, F64 };
+std::string_view type_name(ScalarType type);   // "f32"
+std::string_view cuda_type(ScalarType type);   // "float", "__half", "long long"...
+bool is_float(ScalarType type);
+int type_bytes(ScalarType type);               // Pred: 1
+
+// Per-thread values of the launch.
+enum class Special : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim, LaneId, WarpId };
+std::string_view special_name(Special special);  // "threadIdx.x", "lane"
+
+enum class UnOp : uint8_t { Neg, Not, Abs, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil };
+enum class BinOp : uint8_t {
+  Add, Sub, Mul, Div, Rem, Min, Max, Pow,
+  Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+  Shl, Shr, BitAnd, BitOr, BitXor,
+};
+std::string_view unop_name(UnOp op);    // "exp"
+std::string_view binop_name(BinOp op);  // "+", "max"
+bool is_comparison(BinOp op);           // result type Pred
+
+// Memory a load or store addresses. Registers are not memory: they are named values.
+enum class Space : uint8_t { Global, Shared };
+
+// A register, or one element of a register array (a fragment). Arrays are indexed by
+// constants only: a run-time index would make the GPU spill the array to local memory.
+struct Reg {
+  std::string name;
+  int elem = -1;  // -1: a scalar register
+  bool operator==(const Reg&) const = default;
+};
+
+struct Expr {
+  enum class Kind : uint8_t {
+    Const,    // fval / ival of `type`
+    Var,      // reg
+    Special,  // special (i32)
+    Param,    // a scalar kernel parameter: name
+    Unary,    // un, args[0]
+    Binary,   // bin, args[0], args[1]
+    Select,   // args[0] (pred) ? args[1] : args[2]
+    Cast,     // args[0] converted to `type` (round to nearest even)
+    Load,     // space, name = buffer (global: a pointer parameter; shared: a shared array),
+              // args[0] = element index (I64 for global, I32 for shared)
+    SharedAddr,  // U32 byte address, in the shared window, of element args[0] of shared
+                 // array `name` (the operand of ldmatrix, cp.async, mbarrier, TMA)
+  };
+  Kind kind = Kind::Const;
+  ScalarType type = ScalarType::F32;
+  double fval = 0;
+  int64_t ival = 0;
+  Reg reg;
+  std::string name;
+  Special special = Special::ThreadIdx;
+  UnOp un = UnOp::Neg;
+  BinOp bin = BinOp::Add;
+  Space space = Space::Global;
+  std::vector<Expr> args;
+};
+
+// Builders: they fix the result type (Binary: the operands' type, Pred for comparisons).
+Expr cf(double value, ScalarType type = ScalarType::F32);
+Expr ci(int64_t value, ScalarType type = ScalarType::I32);
+Expr var(Reg reg, ScalarType type);
+Expr special(Special which);
+Expr param(std::string name, ScalarType type);
+Expr unary(UnOp op, Expr a);
+Expr binary(BinOp op, Expr a, Expr b);
+Expr select(Expr pred, Expr a, Expr b);
+Expr cast(Expr a, ScalarType type);
+Expr load(Space space, std::string buffer, Expr index, ScalarType type);
+Expr shared_addr(std::string array, Expr index);
+
+enum class Scope : uint8_t { Thread, Warp, Block };
+
+struct Stmt {
+  enum class Kind : uint8_t {
+    Decl,       // reg.name of `type`, `count` elements (1 = scalar); args[0] = initial value
+                // of every element (optional)
+    Assign,     // reg = args[0]
+    Store,      // space, name = buffer; args[0] = element index, args[1] = value
+    For,        // reg.name (an I32 or I64 register of `type`) from args[0] while < args[1],
+                // step `step`; `unroll`; body
+    If,         // args[0] (pred): body, else orelse
+    Barrier,    // __syncthreads(): every thread of the block, none inside divergent code
+    Intrinsic,  // intrinsic (an IntrinsicId), outs, args = inputs, imm; name = the global
+                // buffer (cp.async) or tensor-map parameter (TMA) it reads, if any
+    Comment,    // text: printed above the next statement
+  };
+  Kind kind = Kind::Comment;
+  ScalarType type = ScalarType::F32;
+  Reg reg;
+  int count = 1;
+  std::string name;
+  Space space = Space::Global;
+  int step = 1;
+  bool unroll = false;
+  int intrinsic = -1;
+  std::vector<Reg> outs;
+  std::vector<int64_t> imm;
+  std::vector<Expr> args;
+  std::vector<Stmt> body, orelse;
+  std::string text;
+};
+
+Stmt decl(std::string name, ScalarType type, int count = 1);
+Stmt decl(std::string name, ScalarType type, Expr init, int count = 1);
+Stmt assign(Reg reg, Expr value);
+Stmt store(Space space, std::string buffer, Expr index, Expr value);
+Stmt for_loop(std::string var, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body, bool unroll = false);
+Stmt if_then(Expr pred, std::vector<Stmt> then, std::vector<Stmt> orelse = {});
+Stmt barrier();
+Stmt comment(std::string text);
+
+// A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
+// new sequence length is a new argument, not a new kernel).
+struct Param {
+  enum class Kind : uint8_t { Buffer, Scalar, TensorMap };  // TensorMap: __grid_constant__ CUtensorMap
+  Kind kind = Kind::Buffer;
+  std::string name;
+  ScalarType type = ScalarType::F32;
+  bool is_const = true;  // buffers the kernel only reads
+};
+
+struct SharedArray {
+  std::string name;
+  ScalarType type = ScalarType::F32;
+  int64_t count = 0;
+  int align = 16;
+};
+
+struct Kernel {
+  std::string name;                  // k_<op>[_<part>]_<schedule hash>
+  std::vector<std::string> doc;      // what the kernel does, printed above it
+  std::vector<Param> params;
+  int block_threads = 128;
+  // Blocks in x: an I64 expression over the Scalar params only (evaluated at launch).
+  Expr grid_x;
+  std::vector<SharedArray> shared;
+  std::vector<Stmt> body;
+  const Param* find_param(std::string_view name) const;
+};
+
+// A buffer the program's launches read or write: an op input or output, or an
+// intermediate that a cut materializes in global memory.
+struct Buffer {
+  enum class Role : uint8_t { Input, Output, Temp };
+  std::string name;
+  Role role = Role::Input;
+  ScalarType type = ScalarType::F32;
+  std::vector<std::string> dims;  // size names or decimal literals, outermost first
+};
+
+// What runs, in order: each kernel once; its parameters bind by name to buffers and sizes.
+struct Program {
+  std::string op;
+  std::string knobs;                 // the knob list it was lowered with, canonical text
+  std::vector<std::string> sizes;    // the size names, bound at launch (B, H, S, ...)
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+};
+
+}  // namespace emmy::kir
