@@ -1,0 +1,54 @@
+// CUDA C++ to PTX and CUBIN through NVRTC, loaded at run time with dlopen, with the ptxas resource report.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/targets.hpp"
+
+namespace emmy::runtime {
+
+// What ptxas reports for one entry function (`--ptxas-options=-v`).
+struct KernelResources {
+  std::string kernel;    // the entry name: kernels are extern "C", so unmangled
+  int registers = 0;     // per thread
+  int spill_stores = 0;  // bytes
+  int spill_loads = 0;   // bytes
+  int smem_bytes = 0;    // static shared memory per block
+  int stack_bytes = 0;   // per-thread stack frame; the cumulative size over callees when ptxas gives it
+  int barriers = 0;      // named barriers used
+  int cmem_bytes = 0;    // constant bank 0 (kernel parameters); ptxas omits it for some targets
+};
+
+struct CompileOptions {
+  const TargetInfo* target = nullptr;    // required
+  bool cubin = true;                     // sm_XX: PTX + CUBIN + ptxas report; false: compute_XX, PTX only
+  std::vector<std::string> extra_flags;  // appended after Emmy's own flags
+};
+
+struct CompileResult {
+  bool ok = false;
+  std::string log;        // NVRTC's program log: front-end errors, ptxas report
+  std::string ptx;
+  std::vector<char> cubin;                  // empty unless options.cubin
+  std::vector<KernelResources> resources;   // one per entry function, in ptxas order
+};
+
+// Whether libnvrtc could be loaded and has every entry point Emmy uses; otherwise `why` says why.
+bool nvrtc_available(std::string* why = nullptr);
+
+// The loaded NVRTC's version, "13.0"; "" when NVRTC is not available.
+std::string nvrtc_version();
+
+// Compiles one CUDA C++ translation unit for options.target. Throws std::runtime_error (one line)
+// when NVRTC cannot be loaded and std::invalid_argument when options.target is null.
+CompileResult compile_cuda(std::string_view source, std::string_view program_name, const CompileOptions& options);
+
+// The entry functions of a ptxas -v report as NVRTC 13 writes it into the program log.
+std::vector<KernelResources> parse_ptxas_report(std::string_view log);
+
+// "k_sdpa: 58 registers, 0 spill stores, 0 spill loads, 4104 B smem, 0 B stack"
+std::string format_resources(const KernelResources& resources);
+
+}  // namespace emmy::runtime
