@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "algebra/classify.hpp"
+#include "driver/lowering.hpp"
 #include "driver/verify.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
@@ -60,6 +61,10 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   return true;
 }
 
+LowerOptions lower_options(const DriverOptions& opt) {
+  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs};
+}
+
 }  // namespace
 
 int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
@@ -89,8 +94,17 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     out << print_checked(*c.program);
     return kOk;
   }
-  err << fmt::format("emmyc: error: --ir {} is not available yet; this build prints: ast\n", ir);
-  return kUsageError;
+  return print_level(*c.program, ir, lower_options(opt), out, err) == 0 ? kOk : kUserError;
+}
+
+int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
+            std::ostream& err) {
+  Checked c;
+  if (!check_one(file, opt, c, err)) return kUsageError;
+  c.diags->render(err, opt.color);
+  if (c.diags->has_errors()) return kUserError;
+  int status = run_on_interpreter(*c.program, lower_options(opt), run, out, err);
+  return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
 }
 
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err) {

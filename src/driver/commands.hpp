@@ -17,12 +17,18 @@ struct DriverOptions {
   std::string env_knobs;      // the EMMY_KNOBS environment variable
   std::string target = "sm_90";
   bool explain = false;       // check --explain: print every reduction's laws and proofs
+  std::string op;             // compile/run --op
+  std::string schedule;       // compile/run --schedule: a named schedule block
 };
+
+struct RunOptions;
 
 int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
               std::ostream& err);
 int run_compile(const std::string& file, const std::string& ir, const DriverOptions& opt, std::ostream& out,
                 std::ostream& err);
+int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
+            std::ostream& err);
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err);
 
 }  // namespace emmy

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
+#include "driver/lowering.hpp"
 #include "emmy/version.hpp"
 #include "schedule/targets.hpp"
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  emmyc check examples/sdpa.emmy            parse and check; prints only diagnostics\n"
       "  emmyc compile stdlib/nn.emmy --ir ast     print the checked AST\n"
+      "  emmyc compile stdlib/nn.emmy --op sdpa --ir cuda --knobs 'PLACE=fuse,TILE=a:scalar,TILE@e=f64'\n"
+      "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
       "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
@@ -70,6 +73,20 @@ int main(int argc, char** argv) {
   compile->add_option("--ir", ir, "IR level to print")->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
   compile->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
   compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
+  compile->add_option("--op", opt.op, "the op to lower (default: the file's only op)");
+  compile->add_option("--schedule", opt.schedule, "a named schedule block of the op (schedule ... as \"NAME\")");
+
+  emmy::RunOptions run_opt;
+  CLI::App* run = app.add_subcommand("run", "run an op on random inputs and compare with the float64 reference");
+  run->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
+  run->add_option("--op", opt.op, "the op to run (default: the file's only op)");
+  run->add_option("--shape", run_opt.shape, "sizes, e.g. B=1,H=2,S=64,D=16")->required();
+  run->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
+  run->add_option("--schedule", opt.schedule, "a named schedule block of the op");
+  run->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
+  run->add_option("--seed", run_opt.seed, "seed of the random inputs");
+  run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");
+  run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "run thread blocks in a random order (exposes order bugs)");
 
   bool fmt_check = false, in_place = false;
   CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");
@@ -88,5 +105,6 @@ int main(int argc, char** argv) {
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
+  if (*run) return emmy::run_run(file, run_opt, opt, std::cout, std::cerr);
   return emmy::run_fmt(files, fmt_check, in_place, std::cout, std::cerr);
 }

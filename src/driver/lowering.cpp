@@ -1,0 +1,156 @@
+// emmyc compile --ir tensor|loop|kernel|cuda|ptx and emmyc run: lower one op of a checked
+// program with its knobs, print a level, or run it on the interpreter against the reference.
+#include "driver/lowering.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/print_cuda.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/print_kernel.hpp"
+#include "ir/verify_kernel.hpp"
+#include "runtime/nvrtc.hpp"
+
+namespace emmy {
+namespace {
+
+// The ops the main file defines, for --op's default and its error message.
+std::vector<std::string> main_ops(const CheckedProgram& program) {
+  std::vector<std::string> out;
+  for (const ast::Item& item : program.modules.front().ast.items)
+    if (const auto* op = std::get_if<ast::OpDecl>(&item)) out.push_back(op->name.name);
+  return out;
+}
+
+const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name, std::ostream& err) {
+  std::vector<std::string> ops = main_ops(program);
+  if (name.empty()) {
+    if (ops.size() == 1) return &program.ops.at(ops.front());
+    err << fmt::format("emmyc: error: --op is required: this file defines {}\n",
+                       ops.empty() ? std::string("no op") : fmt::format("{}", fmt::join(ops, ", ")));
+    return nullptr;
+  }
+  auto it = program.ops.find(name);
+  if (it != program.ops.end()) return &it->second;
+  std::string guess = closest_name(name, ops);
+  err << fmt::format("emmyc: error: no op '{}' in this file{}\n", name,
+                     guess.empty() ? fmt::format(" (ops: {})", fmt::join(ops, ", ")) : fmt::format("; did you mean '{}'?", guess));
+  return nullptr;
+}
+
+// The op's schedule block for the target: the one named by --schedule, else the unnamed one.
+bool pick_schedule(const CheckedProgram& program, const std::string& op, const LowerOptions& lo, std::ostream& err,
+                   const CheckedSchedule*& out) {
+  out = nullptr;
+  std::vector<std::string> named;
+  for (const CheckedSchedule& s : program.schedules) {
+    if (s.decl->op.name != op || !s.target || s.target->name != lo.target) continue;
+    std::string label = s.decl->label ? s.decl->label->name : "";
+    if (!label.empty()) named.push_back(label);
+    if (label == lo.schedule) out = &s;
+  }
+  if (!lo.schedule.empty() && !out) {
+    err << fmt::format("emmyc: error: op {} has no schedule named \"{}\" for {}{}\n", op, lo.schedule, lo.target,
+                       named.empty() ? "" : fmt::format(" (named schedules: {})", fmt::join(named, ", ")));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, const LowerOptions& lo, std::ostream& err,
+                                               const CheckedOp** op_out) {
+  const CheckedOp* op = pick_op(program, lo.op, err);
+  if (!op) return std::nullopt;
+  const CheckedSchedule* block = nullptr;
+  if (!pick_schedule(program, op->decl->name.name, lo, err, block)) return std::nullopt;
+  const TargetInfo* target = find_target(lo.target);
+  try {
+    lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target);
+    for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";
+    std::vector<std::string> problems = verify_program(l.kernels);
+    if (!problems.empty()) {
+      err << "emmyc: internal error: the kernel IR does not verify (a compiler bug; please report it):\n";
+      for (const std::string& p : problems) err << "  " << p << "\n";
+      return std::nullopt;
+    }
+    if (op_out) *op_out = op;
+    return l;
+  } catch (const lower::LowerError& e) {
+    std::string text = e.what();
+    err << (text.rfind("error", 0) == 0 ? "emmyc: " : "emmyc: error: ") << text << "\n";
+    return std::nullopt;
+  }
+}
+
+int print_level(const CheckedProgram& program, const std::string& level, const LowerOptions& lo, std::ostream& out,
+                std::ostream& err) {
+  std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, nullptr);
+  if (!l) return 1;
+  if (level == "tensor") out << tir::print_program(l->tensor);
+  else if (level == "loop") out << lir::print_program(l->loops);
+  else if (level == "kernel") out << print_program(l->kernels);
+  else if (level == "cuda") out << print_cuda(l->kernels);
+  else if (level == "ptx") {
+    runtime::CompileOptions co;
+    co.target = find_target(lo.target);
+    try {
+      runtime::CompileResult r = runtime::compile_cuda(print_cuda(l->kernels), l->kernels.op + ".cu", co);
+      if (!r.ok) {
+        err << "emmyc: internal error: NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" << r.log;
+        return 1;
+      }
+      out << r.ptx;
+      for (const runtime::KernelResources& k : r.resources) err << "// " << runtime::format_resources(k) << "\n";
+    } catch (const std::runtime_error& e) {
+      err << "emmyc: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int run_on_interpreter(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
+                       std::ostream& err) {
+  const CheckedOp* op = nullptr;
+  std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, &op);
+  if (!l) return 1;
+  auto bound = bind_sizes(*op, ro.shape);
+  if (const auto* why = std::get_if<std::string>(&bound)) {
+    err << "emmyc: error: --shape: " << *why << "\n";
+    return 2;
+  }
+  const SizeBindings& sizes = std::get<SizeBindings>(bound);
+  if (!ro.interp) err << "emmyc: note: no GPU runtime in this build yet: running on the SIMT interpreter\n";
+  TensorMap inputs = random_inputs(*op, sizes, ro.seed);
+  TensorMap buffers = inputs;
+  SimtReport report;
+  try {
+    SimtOptions so;
+    so.shuffle_blocks = ro.shuffle_blocks;
+    so.seed = ro.seed;
+    report = run_simt(l->kernels, sizes, buffers, so);
+  } catch (const SimtError& e) {
+    err << "emmyc: error: the interpreter stopped: " << e.what() << "\n";
+    return 1;
+  }
+  TensorMap ref = evaluate_reference(program, *op, sizes, inputs);
+  out << fmt::format("{} on the SIMT interpreter: {} kernel{}, {} blocks, knobs {}\n", op->decl->name.name,
+                     l->kernels.kernels.size(), l->kernels.kernels.size() == 1 ? "" : "s", report.blocks,
+                     l->kernels.knobs.empty() ? "(defaults)" : l->kernels.knobs);
+  out << fmt::format("{:<10} {:>12} {:>12} {:>10}  {}\n", "output", "rel L2", "max |err|", "tolerance", "result");
+  bool all_ok = true;
+  for (const auto& [name, want] : ref) {
+    auto got = buffers.find(name);
+    if (got == buffers.end()) continue;
+    double tol = tolerance_for(want.dtype);
+    Comparison c = compare(got->second, want, tol);
+    all_ok = all_ok && c.ok;
+    out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e}  {}\n", name, c.rel_l2, c.max_abs, tol,
+                       c.ok ? "ok" : c.non_finite ? fmt::format("FAIL ({} non-finite)", c.non_finite) : "FAIL");
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace emmy

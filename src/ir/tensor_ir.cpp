@@ -1,0 +1,107 @@
+// The tensor IR's printer and small queries.
+#include "ir/tensor_ir.hpp"
+
+#include <fmt/format.h>
+
+namespace emmy::tir {
+
+const Tensor* Program::find(const std::string& tensor_name) const {
+  for (const Tensor& t : tensors)
+    if (t.name == tensor_name) return &t;
+  return nullptr;
+}
+
+const Stmt* Program::def(const std::string& tensor_name) const {
+  for (const Stmt& s : stmts)
+    if (s.name == tensor_name) return &s;
+  return nullptr;
+}
+
+namespace {
+
+std::string join_args(const std::vector<Expr>& args) {
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) out += (i ? ", " : "") + print_expr(args[i]);
+  return out;
+}
+
+std::string axes_text(const std::vector<Axis>& axes) {
+  std::string out;
+  for (size_t i = 0; i < axes.size(); ++i) out += fmt::format("{}{}<{}", i ? ", " : "", axes[i].name, axes[i].size);
+  return out;
+}
+
+std::string role_name(Tensor::Role role) {
+  switch (role) {
+    case Tensor::Role::Input: return "in";
+    case Tensor::Role::Output: return "out";
+    case Tensor::Role::Intermediate: return "tmp";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string print_expr(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Const: return fmt::format("{}", e.value);
+    case Expr::Kind::Size:
+    case Expr::Kind::Index: return e.name;
+    case Expr::Kind::Reg: return "%" + e.name;
+    case Expr::Kind::Read: return fmt::format("{}[{}]", e.name, join_args(e.args));
+    case Expr::Kind::Slice: return ":";
+    case Expr::Kind::Unary: return fmt::format("({}{})", e.op, print_expr(e.args[0]));
+    case Expr::Kind::Binary:
+      if (e.op == "max" || e.op == "min") return fmt::format("{}({})", e.op, join_args(e.args));
+      return fmt::format("({} {} {})", print_expr(e.args[0]), e.op, print_expr(e.args[1]));
+    case Expr::Kind::Call: return fmt::format("{}({})", e.op, join_args(e.args));
+    case Expr::Kind::Reduce:
+      return fmt::format("{}({}{}: {})", e.op, axes_text(e.axes),
+                         e.where.empty() ? "" : " where " + print_expr(e.where[0]), join_args(e.args));
+    case Expr::Kind::Field:
+      return e.args.size() > 1 ? fmt::format("{}.{}[{}]", print_expr(e.args[0]), e.name, print_expr(e.args[1]))
+                               : fmt::format("{}.{}", print_expr(e.args[0]), e.name);
+  }
+  return "?";
+}
+
+std::string print_program(const Program& program) {
+  std::string out = fmt::format("tensor_program {}  sizes({})\n", program.op, fmt::join(program.sizes, ", "));
+  for (const Tensor& t : program.tensors)
+    out += fmt::format("  {} {}: {}[{}]\n", role_name(t.role), t.name, t.record.empty() ? std::string(dtype_name(t.dtype)) : t.record,
+                       fmt::join(t.dims, ", "));
+  for (const Stmt& s : program.stmts) {
+    std::string vars;
+    for (size_t i = 0; i < s.vars.size(); ++i) vars += fmt::format("{}{}<{}", i ? ", " : "", s.vars[i].name, s.vars[i].size);
+    out += fmt::format("  {}[{}] = {}\n", s.name, vars, print_expr(s.value));
+  }
+  return out;
+}
+
+bool has_reduce(const Expr& e) {
+  if (e.kind == Expr::Kind::Reduce) return true;
+  for (const Expr& a : e.args)
+    if (has_reduce(a)) return true;
+  return false;
+}
+
+bool reads(const Expr& e, const std::string& tensor) {
+  if (e.kind == Expr::Kind::Read && e.name == tensor) return true;
+  for (const Expr& a : e.args)
+    if (reads(a, tensor)) return true;
+  for (const Expr& w : e.where)
+    if (reads(w, tensor)) return true;
+  return false;
+}
+
+Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by) {
+  if (e.kind == Expr::Kind::Index)
+    for (const auto& [name, value] : by)
+      if (name == e.name) return value;
+  Expr out = e;
+  for (Expr& a : out.args) a = substitute(a, by);
+  for (Expr& w : out.where) w = substitute(w, by);
+  return out;
+}
+
+}  // namespace emmy::tir

@@ -1,0 +1,75 @@
+// The tensor IR: an op as statements over named axes, every name resolved — lets and
+// elementwise calls substituted, bare tensor names indexed, reduction axes sized.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sema/types.hpp"
+
+namespace emmy::tir {
+
+// An index variable or reduction axis and its size (a size symbol or a decimal literal).
+struct Axis {
+  std::string name;
+  std::string size;
+};
+
+struct Expr {
+  enum class Kind {
+    Const,   // value
+    Size,    // name: a size symbol used as a value (D in 1 / sqrt(D))
+    Index,   // name: an index variable
+    Read,    // name = tensor; args = one index per dim (Slice for a whole vector dim)
+    Slice,   // the ':' of v[b, h, j, :]
+    Unary,   // op ("-", "!"), args[0]
+    Binary,  // op ("+", "<", "&&", "max"...), args[0], args[1]
+    Call,    // op = builtin function (exp, select, f32...), args
+    Reduce,  // monoid, axes, where (0 or 1 predicate), args = the lifted values
+    Field,   // name = field; args[0] = a record-valued expression, args[1] = element (vector field)
+    Reg,     // name: a value the loop IR keeps in a register (a carrier field, a row statistic)
+  };
+  Kind kind = Kind::Const;
+  DType dtype = DType::F32;
+  std::string record;  // non-empty: the value is a carrier of this monoid
+  double value = 0;
+  std::string name, op;
+  std::vector<Expr> args;
+  std::vector<Axis> axes;
+  std::vector<Expr> where;
+};
+
+struct Tensor {
+  enum class Role { Input, Output, Intermediate };
+  std::string name;
+  Role role = Role::Input;
+  DType dtype = DType::F32;
+  std::string record;              // a monoid carrier
+  std::vector<std::string> dims;   // sizes, outermost first
+};
+
+// `name[vars] = value`. Reductions stay inside expressions; lowering decides where they run.
+struct Stmt {
+  std::string name;
+  std::vector<Axis> vars;
+  Expr value;
+};
+
+struct Program {
+  std::string op;
+  std::vector<std::string> sizes;  // every size symbol the op's parameters use
+  std::vector<Tensor> tensors;     // inputs, outputs, intermediates
+  std::vector<Stmt> stmts;         // in order
+  const Tensor* find(const std::string& name) const;
+  const Stmt* def(const std::string& name) const;
+};
+
+std::string print_expr(const Expr& e);
+std::string print_program(const Program& program);  // `emmyc compile --ir tensor`
+
+bool has_reduce(const Expr& e);
+bool reads(const Expr& e, const std::string& tensor);
+// Replaces index variables by expressions (for inlining a definition at a use).
+Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by);
+
+}  // namespace emmy::tir

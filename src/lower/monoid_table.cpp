@@ -1,0 +1,115 @@
+// The built-in reductions as monoid terms (their reference definitions are the monoids
+// of stdlib/monoids.emmy), and user monoids through the prover's term translation.
+#include "lower/monoid_table.hpp"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "algebra/from_ast.hpp"
+#include "lower/passes.hpp"
+#include "sema/types.hpp"
+
+namespace emmy::lower {
+namespace {
+
+using algebra::Rational;
+using algebra::Term;
+using algebra::TermOp;
+using kir::ScalarType;
+
+Term a(const char* f) { return Term::var(fmt::format("a.{}", f)); }
+Term b(const char* f) { return Term::var(fmt::format("b.{}", f)); }
+Term op(TermOp o, Term x, Term y) { return Term::make(o, {std::move(x), std::move(y)}); }
+Term num(int64_t v) { return Term::constant(Rational::of(v)); }
+
+// The extreme value of a type: -inf/+inf for floats, the integer limits otherwise.
+Term extreme(ScalarType t, bool low) {
+  if (kir::is_float(t)) return Term::make(low ? TermOp::NegInf : TermOp::PosInf, {});
+  int64_t lim = t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  return num(low ? -lim : lim);
+}
+
+MonoidLowering single(ScalarType t, Term identity, TermOp combine) {
+  MonoidLowering m;
+  m.fields = {"x"};
+  m.types = {t};
+  m.identity = {std::move(identity)};
+  m.combine = {op(combine, a("x"), b("x"))};
+  m.lift = {Term::var("x")};
+  m.lift_params = {"x"};
+  return m;
+}
+
+MonoidLowering index_of(ScalarType value, TermOp better) {
+  MonoidLowering m;
+  m.fields = {"v", "i"};
+  m.types = {value, ScalarType::I64};
+  m.identity = {extreme(value, better == TermOp::Gt), num(0)};
+  // Ties go to the smaller index (stdlib/monoids.emmy): associative and commutative.
+  Term take_b = op(TermOp::Or, op(better, b("v"), a("v")),
+                   op(TermOp::And, op(TermOp::Eq, b("v"), a("v")), op(TermOp::Lt, b("i"), a("i"))));
+  m.combine = {Term::make(TermOp::Select, {take_b, b("v"), a("v")}), Term::make(TermOp::Select, {take_b, b("i"), a("i")})};
+  m.lift = {Term::var("x"), Term::var("j")};
+  m.lift_params = {"x"};
+  m.axis_param = std::string(1, 'j');
+  return m;
+}
+
+ScalarType arg0(const std::vector<ScalarType>& args) { return args.empty() ? ScalarType::F32 : args[0]; }
+
+const BuiltinMonoid kBuiltins[] = {
+    {"sum", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(0), TermOp::Add); }},
+    {"prod", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(1), TermOp::Mul); }},
+    {"max", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, extreme(t, true), TermOp::Max); }},
+    {"min", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, extreme(t, false), TermOp::Min); }},
+    {"any", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(0), TermOp::Or); }},
+    {"all", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(1), TermOp::And); }},
+    {"argmax", "i", [](ScalarType, const std::vector<ScalarType>& args) { return index_of(arg0(args), TermOp::Gt); }},
+    {"argmin", "i", [](ScalarType, const std::vector<ScalarType>& args) { return index_of(arg0(args), TermOp::Lt); }},
+};
+
+ScalarType field_type(const std::string& dtype) {
+  switch (parse_dtype(dtype).value_or(DType::F32)) {
+    case DType::Bool: return ScalarType::Pred;
+    case DType::I32: return ScalarType::I32;
+    case DType::I64: return ScalarType::I64;
+    case DType::F16: return ScalarType::F16;
+    case DType::BF16: return ScalarType::BF16;
+    case DType::F32: return ScalarType::F32;
+    case DType::F64: return ScalarType::F64;
+  }
+  return ScalarType::F32;
+}
+
+}  // namespace
+
+const BuiltinMonoid* builtin_monoid(std::string_view name) {
+  for (const BuiltinMonoid& m : kBuiltins)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+MonoidLowering user_monoid(const ast::MonoidDecl& decl) {
+  std::string why;
+  std::optional<algebra::MonoidTerms> terms = algebra::monoid_terms(decl, why);
+  if (!terms)
+    throw LowerError(fmt::format("error: monoid {} cannot be lowered: {}", decl.name.name, why));
+  MonoidLowering m;
+  m.fields = terms->fields;
+  for (const ast::Field& f : decl.fields) m.types.push_back(field_type(f.dtype.name));
+  m.identity = terms->identity;
+  m.combine = terms->combine;
+  if (decl.lift_params) {
+    for (const ast::Field& p : *decl.lift_params) m.lift_params.push_back(p.name.name);
+    m.lift = terms->lift;
+  } else {
+    for (const std::string& f : m.fields) {
+      m.lift_params.push_back(fmt::format("in_{}", f));
+      m.lift.push_back(Term::var(fmt::format("in_{}", f)));
+    }
+  }
+  return m;
+}
+
+}  // namespace emmy::lower

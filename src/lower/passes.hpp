@@ -1,0 +1,67 @@
+// The lowering pipeline from a checked op to kernel IR, one pass per file:
+//   resolve_knobs    schedule block + EMMY_KNOBS + --knobs + defaults -> the knobs in force
+//   to_tensor        checked op -> tensor IR (lets, bare names, op calls inlined)
+//   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
+//   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
+//   to_kernel        loop IR + knobs -> kernel IR (scalar tier: threads, loops, carriers)
+// pipeline.cpp runs them in order and can keep the IR after each.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/kernel.hpp"
+#include "ir/loop_ir.hpp"
+#include "ir/tensor_ir.hpp"
+#include "schedule/knobs.hpp"
+#include "sema/sema.hpp"
+
+namespace emmy::lower {
+
+// A schedule the lowering cannot honour, or an op construct it does not lower yet: a
+// user-facing one-line message (the driver prints it as an error).
+struct LowerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The knobs in force for one op, every default filled in.
+struct Knobs {
+  bool place_fuse = true;                       // PLACE for the whole op
+  std::map<std::string, bool> place_at;         // PLACE@site: statement name -> fuse?
+  std::string atom = "scalar";                  // TILE a:<atom>
+  std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
+  std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
+  std::vector<std::string> warnings;            // knobs that have no effect here, and why
+  int block_threads = 128;
+  bool fuses(const std::string& site) const;
+};
+
+struct KnobSources {
+  const CheckedSchedule* block = nullptr;  // the op's schedule block for the target, if any
+  std::string env;                         // EMMY_KNOBS
+  std::string cli;                         // --knobs
+};
+
+// Merges the sources entry by entry (later wins: block, env, cli) and checks what the
+// scalar tier can lower. Knob text errors carry the knob codec's message.
+Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
+
+tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
+tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
+lir::Program to_loops(const tir::Program& program, const CheckedOp& op, const Knobs& knobs);
+kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
+
+// The whole pipeline; the IR of each level is kept for printing.
+struct Lowered {
+  Knobs knobs;
+  tir::Program tensor;
+  lir::Program loops;
+  kir::Program kernels;
+};
+Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
+                 const TargetInfo& target);
+
+}  // namespace emmy::lower

@@ -1,0 +1,441 @@
+// PLACE and the loop nests: decides per seam whether a producer is recomputed where it is
+// read (fuse) or written to global memory by a kernel of its own (cut), turns discovered
+// chains into folds (one loop carrying the proved monoid), and gives each kernel its
+// thread space and the ordered loop nest every thread runs.
+#include "lower/passes.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "algebra/discover.hpp"
+
+namespace emmy::lower {
+namespace {
+
+using tir::Expr;
+
+bool has_var(const std::vector<tir::Axis>& vars, const std::string& name) {
+  return std::any_of(vars.begin(), vars.end(), [&](const tir::Axis& a) { return a.name == name; });
+}
+
+// Every read of `tensor` in `e` indexes it by plain index variables of `vars`.
+bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars) {
+  if (e.kind == Expr::Kind::Read && e.name == tensor)
+    for (const Expr& a : e.args)
+      if (a.kind != Expr::Kind::Index || !has_var(vars, a.name)) return false;
+  for (const Expr& a : e.args)
+    if (!reads_row_local(a, tensor, vars)) return false;
+  for (const Expr& w : e.where)
+    if (!reads_row_local(w, tensor, vars)) return false;
+  return true;
+}
+
+// Replaces the reads of register statements (indexed by their own variables) by Reg nodes.
+Expr to_regs(const Expr& e, const std::map<std::string, const tir::Stmt*>& regs) {
+  Expr out = e;
+  for (Expr& a : out.args) a = to_regs(a, regs);
+  for (Expr& w : out.where) w = to_regs(w, regs);
+  if (out.kind != Expr::Kind::Read) return out;
+  auto it = regs.find(out.name);
+  if (it == regs.end()) return out;
+  const tir::Stmt& def = *it->second;
+  for (size_t k = 0; k < out.args.size(); ++k)
+    if (out.args[k].kind != Expr::Kind::Index || out.args[k].name != def.vars[k].name) return out;
+  Expr r;
+  r.kind = Expr::Kind::Reg;
+  r.name = out.name;
+  r.dtype = out.dtype;
+  return r;
+}
+
+Expr reg_expr(const std::string& name, DType dtype) {
+  Expr r;
+  r.kind = Expr::Kind::Reg;
+  r.name = name;
+  r.dtype = dtype;
+  return r;
+}
+
+void factors_of(const Expr& e, std::vector<Expr>& out) {
+  if (e.kind == Expr::Kind::Binary && e.op == "*") {
+    factors_of(e.args[0], out);
+    factors_of(e.args[1], out);
+    return;
+  }
+  out.push_back(e);
+}
+
+// The one single-axis sum (or min, for argmax) of `e` over an axis of `size`.
+Expr* find_reduce(Expr& e, const std::string& monoid, const std::string& size) {
+  if (e.kind == Expr::Kind::Reduce && e.op == monoid && e.axes.size() == 1 && e.axes[0].size == size) return &e;
+  for (Expr& a : e.args)
+    if (Expr* r = find_reduce(a, monoid, size)) return r;
+  return nullptr;
+}
+
+Expr rename_axis(const Expr& e, const std::string& from, const std::string& to) {
+  Expr i;
+  i.kind = Expr::Kind::Index;
+  i.dtype = DType::I64;
+  i.name = to;
+  return tir::substitute(e, {{from, i}});
+}
+
+// One member of a fold: its statement, its carrier field and what an element lifts to.
+struct Member {
+  const tir::Stmt* stmt;
+  lir::CarrierField field;
+  tir::Stmt result;  // the statement with its reduction replaced by the carrier
+};
+
+struct Fold {
+  std::vector<Member> members;
+  tir::Axis axis;
+  std::vector<Expr> where;
+  algebra::MonoidTerms terms;
+  std::string summary;
+};
+
+class LoopBuilder {
+ public:
+  LoopBuilder(const tir::Program& program, const CheckedOp& op, const Knobs& knobs)
+      : p_(program), op_(op), knobs_(knobs) {}
+
+  lir::Program run() {
+    lir::Program out;
+    out.tensors = p_;
+    decide_materialized(out);
+    for (const std::string& name : out.materialized) out.kernels.push_back(temp_kernel(name));
+    out.kernels.push_back(main_kernel(out));
+    out.decisions = decisions_;
+    return out;
+  }
+
+ private:
+  bool is_intermediate(const std::string& name) const {
+    const tir::Tensor* t = p_.find(name);
+    return t && t->role == tir::Tensor::Role::Intermediate;
+  }
+
+  void decide_materialized(lir::Program& out) {
+    for (const tir::Stmt& x : p_.stmts) {
+      if (!is_intermediate(x.name)) continue;
+      std::string seam_reader;
+      for (const tir::Stmt& y : p_.stmts)
+        if (tir::reads(y.value, x.name) && !reads_row_local(y.value, x.name, y.vars)) seam_reader = y.name;
+      bool pointwise_cut = !tir::has_reduce(x.value) && p_.find(x.name)->record.empty();
+      bool cut = pointwise_cut || (!seam_reader.empty() && !knobs_.fuses(x.name));
+      if (!cut) {
+        if (!seam_reader.empty())
+          decisions_.push_back(fmt::format("PLACE {}: fuse — recomputed where {} reads it", x.name, seam_reader));
+        continue;
+      }
+      if (!p_.find(x.name)->record.empty())
+        throw LowerError(fmt::format("error: PLACE@{}=cut: '{}' is a monoid carrier, which is not written to global "
+                                     "memory\n  help: cut a seam whose producer is a plain tensor",
+                                     x.name, x.name));
+      out.materialized.push_back(x.name);
+      decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
+                                       x.name, x.name, vars_text(x.vars)));
+    }
+  }
+
+  static std::string vars_text(const std::vector<tir::Axis>& vars) {
+    std::vector<std::string> names;
+    for (const tir::Axis& a : vars) names.push_back(a.name);
+    return fmt::format("{}", fmt::join(names, ", "));
+  }
+
+  lir::Kernel temp_kernel(const std::string& name) {
+    const tir::Stmt& s = *p_.def(name);
+    lir::Kernel k;
+    k.name = name;
+    k.threads = s.vars;
+    k.doc.push_back(fmt::format("{}[{}] for every point, written to global memory (PLACE cut).", name, vars_text(s.vars)));
+    k.doc.push_back(fmt::format("One thread computes one element of {}.", name));
+    lir::Stmt st;
+    st.kind = lir::Stmt::Kind::Store;
+    st.tensor = name;
+    st.vars = s.vars;
+    st.value = s.value;
+    k.body.push_back(std::move(st));
+    return k;
+  }
+
+  // The thread space: the index variables every output and every row statistic share.
+  std::vector<tir::Axis> thread_space(const std::vector<const tir::Stmt*>& stmts) {
+    std::vector<const tir::Stmt*> shapers;
+    std::vector<tir::Axis> output_vars;
+    for (const tir::Stmt* s : stmts)
+      if (!is_intermediate(s->name)) {
+        shapers.push_back(s);
+        for (const tir::Axis& a : s->vars)
+          if (!has_var(output_vars, a.name)) output_vars.push_back(a);
+      }
+    for (const tir::Stmt* s : stmts)
+      if (is_intermediate(s->name) && p_.find(s->name)->record.empty() &&
+          std::all_of(s->vars.begin(), s->vars.end(), [&](const tir::Axis& a) { return has_var(output_vars, a.name); }))
+        shapers.push_back(s);
+    std::vector<tir::Axis> t;
+    for (const tir::Axis& a : output_vars)
+      if (std::all_of(shapers.begin(), shapers.end(), [&](const tir::Stmt* s) { return has_var(s->vars, a.name); }))
+        t.push_back(a);
+    return t;
+  }
+
+  std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, const std::vector<std::string>& materialized) {
+    bool online = chain.monoid.name.rfind("online(", 0) == 0, argmax = chain.monoid.name.rfind("argmax(", 0) == 0;
+    if (!online && !argmax) return std::nullopt;  // Welford's mean is a quotient, not a carrier field: two passes
+    if (!knobs_.fuses(chain.max_stmt)) {
+      decisions_.push_back(fmt::format("PLACE {}: cut — {} and {} run as separate passes over {}", chain.max_stmt,
+                                       chain.max_stmt, fmt::join(chain.sum_stmts, ", "), chain.axis));
+      return std::nullopt;
+    }
+    const tir::Stmt* head = p_.def(chain.max_stmt);
+    if (!head || head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
+        head->value.args.size() != 1)
+      return std::nullopt;
+    Fold f;
+    f.axis = head->value.axes[0];
+    f.where = head->value.where;
+    f.terms = chain.monoid;
+    f.summary = chain.summary;
+    const Expr& x = head->value.args[0];
+    Member hm{head, {chain.max_stmt, head->value.dtype, x, false}, *head};
+    hm.result.value = reg_expr("run_" + chain.max_stmt, head->value.dtype);
+    f.members.push_back(hm);
+    for (const std::string& name : chain.sum_stmts) {
+      const tir::Stmt* s = p_.def(name);
+      if (!s || std::count(materialized.begin(), materialized.end(), name)) return std::nullopt;
+      tir::Stmt result = *s;
+      Expr* r = find_reduce(result.value, online ? "sum" : "min", f.axis.size);
+      if (!r) return std::nullopt;
+      std::string from = r->axes[0].name;
+      Expr lift;
+      if (online) {
+        if (r->args.size() != 1) return std::nullopt;
+        std::vector<Expr> where;
+        for (const Expr& w : r->where) where.push_back(rename_axis(w, from, f.axis.name));
+        if (where.size() != f.where.size() || (!where.empty() && tir::print_expr(where[0]) != tir::print_expr(f.where[0])))
+          return std::nullopt;
+        std::optional<Expr> weight;
+        if (!split_weight(rename_axis(r->args[0], from, f.axis.name), x, chain.max_stmt, weight)) return std::nullopt;
+        lift = *weight;
+      } else {
+        lift.kind = Expr::Kind::Index;
+        lift.dtype = DType::I64;
+        lift.name = f.axis.name;
+      }
+      DType dtype = r->dtype;
+      *r = reg_expr("run_" + name, dtype);
+      f.members.push_back({s, {name, dtype, lift, false}, std::move(result)});
+    }
+    return f;
+  }
+
+  // body == exp(x - m) * w1 * w2 ...: the weight w, or 1.
+  static bool split_weight(const Expr& body, const Expr& x, const std::string& m, std::optional<Expr>& weight) {
+    std::vector<Expr> fs;
+    factors_of(body, fs);
+    int shifted = 0;
+    for (const Expr& f : fs) {
+      const Expr* g = &f;
+      if (g->kind == Expr::Kind::Call && g->op != "exp" && g->args.size() == 1 && g->op[0] == 'f') g = &g->args[0];
+      bool is_shift = g->kind == Expr::Kind::Call && g->op == "exp" && g->args[0].kind == Expr::Kind::Binary &&
+                      g->args[0].op == "-" && g->args[0].args[1].kind == Expr::Kind::Read &&
+                      g->args[0].args[1].name == m && tir::print_expr(g->args[0].args[0]) == tir::print_expr(x);
+      if (is_shift) {
+        ++shifted;
+        continue;
+      }
+      if (tir::reads(f, m)) return false;
+      if (!weight) {
+        weight = f;
+      } else {
+        Expr mul;
+        mul.kind = Expr::Kind::Binary;
+        mul.op = "*";
+        mul.dtype = weight->dtype == DType::F64 || f.dtype == DType::F64 ? DType::F64 : DType::F32;
+        mul.args = {*weight, f};
+        weight = mul;
+      }
+    }
+    if (shifted != 1) return false;
+    if (!weight) {
+      Expr one;
+      one.kind = Expr::Kind::Const;
+      one.value = 1;
+      weight = one;
+    }
+    return true;
+  }
+
+  lir::Stmt store_of(const tir::Stmt& s, Expr value) {
+    lir::Stmt st;
+    st.kind = lir::Stmt::Kind::Store;
+    st.tensor = s.name;
+    st.vars = s.vars;
+    st.value = std::move(value);
+    return st;
+  }
+
+  static lir::Stmt compute(const std::string& reg, Expr value) {
+    lir::Stmt c;
+    c.kind = lir::Stmt::Kind::Compute;
+    c.reg = reg;
+    c.value = std::move(value);
+    return c;
+  }
+
+  // Loops over the variables of `s` that the threads do not own, innermost tiled.
+  lir::Stmt wrap_in_loops(const tir::Stmt& s, const std::vector<tir::Axis>& threads, std::vector<lir::Stmt> body) {
+    std::vector<tir::Axis> extra;
+    for (const tir::Axis& a : s.vars)
+      if (!has_var(threads, a.name)) extra.push_back(a);
+    for (size_t k = extra.size(); k-- > 0;) {
+      lir::Stmt loop;
+      loop.kind = lir::Stmt::Kind::Loop;
+      loop.axis = extra[k];
+      if (k + 1 == extra.size())
+        if (auto it = knobs_.scalar_tile.find(extra[k].name); it != knobs_.scalar_tile.end()) {
+          loop.tile = it->second;
+          decisions_.push_back(fmt::format("TILE@{}=f{}: each thread keeps {} elements of {} in registers",
+                                           extra[k].name, it->second, it->second, extra[k].name));
+        }
+      loop.body = std::move(body);
+      body = {std::move(loop)};
+    }
+    return std::move(body.front());
+  }
+
+  lir::Stmt fold_stmt(const Fold& f, bool per_tile_last) {
+    lir::Stmt st;
+    st.kind = lir::Stmt::Kind::Fold;
+    st.axis = f.axis;
+    st.where = f.where;
+    st.monoid = f.terms.name;
+    st.terms = f.terms;
+    for (size_t k = 0; k < f.members.size(); ++k) {
+      lir::CarrierField field = f.members[k].field;
+      field.per_tile = per_tile_last && k + 1 == f.members.size();
+      st.fields.push_back(field);
+    }
+    return st;
+  }
+
+  lir::Kernel main_kernel(const lir::Program& out) {
+    std::vector<const tir::Stmt*> stmts;
+    for (const tir::Stmt& s : p_.stmts)
+      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name)) stmts.push_back(&s);
+    lir::Kernel k;
+    k.name = "";
+    k.threads = thread_space(stmts);
+    decisions_.push_back(fmt::format("threads: one per ({}) of the outputs", vars_text(k.threads)));
+
+    std::map<std::string, const tir::Stmt*> regs;  // register statements, by name
+    auto is_reg = [&](const tir::Stmt& s) {
+      return is_intermediate(s.name) && p_.find(s.name)->record.empty() && s.vars.size() == k.threads.size() &&
+             std::all_of(s.vars.begin(), s.vars.end(), [&](const tir::Axis& a) { return has_var(k.threads, a.name); });
+    };
+    std::vector<Fold> folds;
+    std::set<std::string> folded;
+    for (const algebra::DiscoveredChain& c : algebra::discover_chains(op_))
+      if (std::optional<Fold> f = make_fold(c, out.materialized)) {
+        bool fits = true;
+        int wide = 0;
+        for (size_t i = 0; i < f->members.size(); ++i) {
+          const tir::Stmt& s = *f->members[i].stmt;
+          if (folded.count(s.name)) fits = false;
+          bool row = s.vars.size() == k.threads.size();
+          if (!row) ++wide;
+          if (!row && i + 1 != f->members.size()) fits = false;  // only the last member may be wider
+        }
+        if (wide) // the narrow members then live inside the wide one's loop: nobody else may read them
+          for (size_t i = 0; i + 1 < f->members.size(); ++i) {
+            const std::string& n = f->members[i].stmt->name;
+            if (!is_intermediate(n)) fits = false;
+            for (const tir::Stmt* s : stmts)
+              if (tir::reads(s->value, n) &&
+                  std::none_of(f->members.begin(), f->members.end(), [&](const Member& m) { return m.stmt == s; }))
+                fits = false;
+          }
+        if (!fits) continue;
+        for (const Member& m : f->members) folded.insert(m.stmt->name);
+        decisions_.push_back(fmt::format("fold over {}: {}", f->axis.name, f->summary));
+        folds.push_back(std::move(*f));
+      }
+
+    for (const tir::Stmt* s : stmts) {
+      if (is_reg(*s) || (!is_intermediate(s->name) && s->vars.size() == k.threads.size() && !s->vars.empty() &&
+                         p_.find(s->name)->record.empty()))
+        regs[s->name] = s;
+    }
+    for (const tir::Stmt* s : stmts) {
+      const Fold* fold = nullptr;
+      for (const Fold& f : folds)
+        for (const Member& m : f.members)
+          if (m.stmt == s) fold = &f;
+      if (fold) {
+        emit_fold_member(k, *fold, *s, regs);
+        continue;
+      }
+      bool output = !is_intermediate(s->name);
+      Expr value = to_regs(s->value, regs);
+      if (regs.count(s->name)) {
+        k.body.push_back(compute(s->name, value));
+        if (output) k.body.push_back(store_of(*s, reg_expr(s->name, p_.find(s->name)->dtype)));
+      } else if (output) {
+        if (s->vars.size() == k.threads.size() && p_.find(s->name)->record.empty()) k.body.push_back(store_of(*s, value));
+        else k.body.push_back(wrap_in_loops(*s, k.threads, {store_of(*s, value)}));
+      }
+    }
+    k.doc.push_back(fmt::format("One thread per ({}): {}.", vars_text(k.threads),
+                                folds.empty() ? "each reduction a serial loop" : "reductions folded into one pass"));
+    return k;
+  }
+
+  // A fold is emitted at its first row-wide member, or with its wide member inside that
+  // member's loops; the other members only read the carrier afterwards.
+  void emit_fold_member(lir::Kernel& k, const Fold& f, const tir::Stmt& s, const std::map<std::string, const tir::Stmt*>& regs) {
+    const Member& last = f.members.back();
+    bool wide = last.stmt->vars.size() != k.threads.size();
+    auto results = [&](size_t upto) {
+      std::vector<lir::Stmt> rs;
+      for (size_t i = 0; i < upto; ++i) rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
+      return rs;
+    };
+    if (!wide) {
+      if (&s != f.members.front().stmt) {
+        if (!is_intermediate(s.name)) k.body.push_back(store_of(s, reg_expr(s.name, p_.find(s.name)->dtype)));
+        return;
+      }
+      lir::Stmt fs = fold_stmt(f, false);
+      fs.results = results(f.members.size());
+      k.body.push_back(std::move(fs));
+      if (!is_intermediate(s.name)) k.body.push_back(store_of(s, reg_expr(s.name, p_.find(s.name)->dtype)));
+      return;
+    }
+    if (&s != last.stmt) return;
+    lir::Stmt fs = fold_stmt(f, true);
+    fs.results = results(f.members.size() - 1);
+    std::vector<lir::Stmt> body;
+    body.push_back(std::move(fs));
+    if (!is_intermediate(s.name)) body.push_back(store_of(s, to_regs(last.result.value, regs)));
+    k.body.push_back(wrap_in_loops(s, k.threads, std::move(body)));
+  }
+
+  const tir::Program& p_;
+  const CheckedOp& op_;
+  const Knobs& knobs_;
+  std::vector<std::string> decisions_;
+};
+
+}  // namespace
+
+lir::Program to_loops(const tir::Program& program, const CheckedOp& op, const Knobs& knobs) {
+  return LoopBuilder(program, op, knobs).run();
+}
+
+}  // namespace emmy::lower
