@@ -1,1 +1,234 @@
-// (being written)
+// The intrinsic table, one row per IntrinsicId in enum order: types, scope, the CUDA helper
+// (inline PTX, calling convention of intrinsics.hpp) and the CPU semantics.
+#include "ir/intrinsics.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace emmy::kir {
+namespace {
+
+constexpr ScalarType U = ScalarType::U32, I = ScalarType::I32, L = ScalarType::I64, F = ScalarType::F32;
+
+// ---- CUDA helpers: outputs by reference, inputs by value, then immediates ----------------------
+
+constexpr std::string_view kMmaF16F32 =
+    R"(__device__ __forceinline__ void emmy_mma_m16n8k16_f16_f32(
+    float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+    unsigned b0, unsigned b1, float c0, float c1, float c2, float c3) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(c2), "f"(c3));
+}
+)";
+
+constexpr std::string_view kMmaBf16F32 =
+    R"(__device__ __forceinline__ void emmy_mma_m16n8k16_bf16_f32(
+    float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+    unsigned b0, unsigned b1, float c0, float c1, float c2, float c3) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(c2), "f"(c3));
+}
+)";
+
+constexpr std::string_view kMmaF16F16 =
+    R"(__device__ __forceinline__ void emmy_mma_m16n8k16_f16_f16(
+    unsigned& d0, unsigned& d1, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+    unsigned b0, unsigned b1, unsigned c0, unsigned c1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
+               : "=r"(d0), "=r"(d1)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c0), "r"(c1));
+}
+)";
+
+constexpr std::string_view kLdmatrixX1 =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x1(unsigned& d0, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(d0) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kLdmatrixX2 =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x2(unsigned& d0, unsigned& d1, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(d0), "=r"(d1) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kLdmatrixX4 =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x4(
+    unsigned& d0, unsigned& d1, unsigned& d2, unsigned& d3, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kLdmatrixX1Trans =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x1_trans(unsigned& d0, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(d0) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kLdmatrixX2Trans =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x2_trans(unsigned& d0, unsigned& d1, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(d0), "=r"(d1) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kLdmatrixX4Trans =
+    R"(__device__ __forceinline__ void emmy_ldmatrix_x4_trans(
+    unsigned& d0, unsigned& d1, unsigned& d2, unsigned& d3, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3) : "r"(addr));
+}
+)";
+
+constexpr std::string_view kCvtF16x2 =
+    R"(__device__ __forceinline__ void emmy_cvt_rn_f16x2_f32(unsigned& d, float a, float b) {
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(a), "f"(b));  // a -> upper half
+}
+)";
+
+constexpr std::string_view kCvtBf16x2 =
+    R"(__device__ __forceinline__ void emmy_cvt_rn_bf16x2_f32(unsigned& d, float a, float b) {
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(a), "f"(b));  // a -> upper half
+}
+)";
+
+constexpr std::string_view kShflBfly =
+    R"(__device__ __forceinline__ void emmy_shfl_bfly(float& d, float v, int lane_mask) {
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(d) : "f"(v), "r"(lane_mask));
+}
+)";
+
+constexpr std::string_view kShflIdx =
+    R"(__device__ __forceinline__ void emmy_shfl_idx(float& d, float v, int src_lane) {
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(d) : "f"(v), "r"(src_lane));
+}
+)";
+
+constexpr std::string_view kEx2 =
+    R"(__device__ __forceinline__ void emmy_ex2_approx(float& d, float a) {
+  asm("ex2.approx.f32 %0, %1;\n" : "=f"(d) : "f"(a));
+}
+)";
+
+constexpr std::string_view kCpAsync16 =
+    R"(__device__ __forceinline__ void emmy_cp_async_16(unsigned smem_addr, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(smem_addr), "l"(src) : "memory");
+}
+)";
+
+constexpr std::string_view kCpAsyncCommit =
+    R"(__device__ __forceinline__ void emmy_cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+)";
+
+// wait_group takes an immediate: the literal argument selects its case once inlined; deeper
+// pipelines than 7 pending groups wait for all (correct, only less overlap).
+constexpr std::string_view kCpAsyncWait =
+    R"(__device__ __forceinline__ void emmy_cp_async_wait(int pending) {
+  switch (pending) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+    case 7: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_all;\n" ::: "memory"); break;
+  }
+}
+)";
+
+constexpr std::string_view kMbarrierInit =
+    R"(__device__ __forceinline__ void emmy_mbarrier_init(unsigned bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+)";
+
+constexpr std::string_view kMbarrierExpectTx =
+    R"(__device__ __forceinline__ void emmy_mbarrier_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+)";
+
+constexpr std::string_view kMbarrierTryWait =
+    R"(__device__ __forceinline__ void emmy_mbarrier_try_wait(unsigned bar, unsigned phase) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 " selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(phase) : "memory");
+  } while (!done);
+}
+)";
+
+constexpr std::string_view kTmaLoad2d =
+    R"(__device__ __forceinline__ void emmy_tma_load_2d(
+    const void* tensor_map, unsigned smem_addr, unsigned bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4}], [%2];\n"
+               :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar), "r"(c0), "r"(c1)
+               : "memory");
+}
+)";
+
+// name is the helper without its "emmy_" prefix.
+IntrinsicInfo row(IntrinsicId id, std::string_view helper, Scope scope, std::vector<ScalarType> outs,
+                  std::vector<ScalarType> ins, int imms, int min_sm, std::string_view source) {
+  return {id, helper.substr(5), scope, std::move(outs), std::move(ins), imms, min_sm, helper, source,
+          intrinsic_semantics(id)};
+}
+
+std::vector<IntrinsicInfo> build_table() {
+  using enum IntrinsicId;
+  constexpr Scope T = Scope::Thread, W = Scope::Warp;
+  const std::vector<ScalarType> mma_f32_in{U, U, U, U, U, U, F, F, F, F}, f32x4{F, F, F, F};
+  std::vector<IntrinsicInfo> t{
+      // Fragments: a[4] and b[2] are packed 16-bit pairs (low half = lower column/k index).
+      row(MmaF16F32, "emmy_mma_m16n8k16_f16_f32", W, f32x4, mma_f32_in, 0, 80, kMmaF16F32),
+      row(MmaBf16F32, "emmy_mma_m16n8k16_bf16_f32", W, f32x4, mma_f32_in, 0, 80, kMmaBf16F32),
+      row(MmaF16F16, "emmy_mma_m16n8k16_f16_f16", W, {U, U}, {U, U, U, U, U, U, U, U}, 0, 80, kMmaF16F16),
+      // The input is each lane's shared byte address (lanes 8m..8m+7: rows of matrix m).
+      row(LdmatrixX1, "emmy_ldmatrix_x1", W, {U}, {U}, 0, 80, kLdmatrixX1),
+      row(LdmatrixX2, "emmy_ldmatrix_x2", W, {U, U}, {U}, 0, 80, kLdmatrixX2),
+      row(LdmatrixX4, "emmy_ldmatrix_x4", W, {U, U, U, U}, {U}, 0, 80, kLdmatrixX4),
+      row(LdmatrixX1Trans, "emmy_ldmatrix_x1_trans", W, {U}, {U}, 0, 80, kLdmatrixX1Trans),
+      row(LdmatrixX2Trans, "emmy_ldmatrix_x2_trans", W, {U, U}, {U}, 0, 80, kLdmatrixX2Trans),
+      row(LdmatrixX4Trans, "emmy_ldmatrix_x4_trans", W, {U, U, U, U}, {U}, 0, 80, kLdmatrixX4Trans),
+      row(CvtRnF16x2F32, "emmy_cvt_rn_f16x2_f32", T, {U}, {F, F}, 0, 80, kCvtF16x2),
+      row(CvtRnBf16x2F32, "emmy_cvt_rn_bf16x2_f32", T, {U}, {F, F}, 0, 80, kCvtBf16x2),
+      row(ShflBfly, "emmy_shfl_bfly", W, {F}, {F}, 1, 80, kShflBfly),
+      row(ShflIdx, "emmy_shfl_idx", W, {F}, {F, I}, 0, 80, kShflIdx),
+      row(Ex2Approx, "emmy_ex2_approx", T, {F}, {F}, 0, 80, kEx2),
+      // Shared byte address, element index into the Stmt's global buffer (printed &buffer[index]).
+      row(CpAsync16, "emmy_cp_async_16", T, {}, {U, L}, 0, 80, kCpAsync16),
+      row(CpAsyncCommit, "emmy_cp_async_commit", T, {}, {}, 0, 80, kCpAsyncCommit),
+      row(CpAsyncWait, "emmy_cp_async_wait", T, {}, {}, 1, 80, kCpAsyncWait),
+      // Mbarrier operands are shared byte addresses of a 64-bit mbarrier.
+      row(MbarrierInit, "emmy_mbarrier_init", T, {}, {U}, 1, 90, kMbarrierInit),
+      row(MbarrierExpectTx, "emmy_mbarrier_expect_tx", T, {}, {U, U}, 0, 90, kMbarrierExpectTx),
+      row(MbarrierTryWait, "emmy_mbarrier_try_wait", T, {}, {U, U}, 0, 90, kMbarrierTryWait),
+      // Shared destination, mbarrier, coordinates (column, row); printed after &tensor_map.
+      row(TmaLoad2d, "emmy_tma_load_2d", T, {}, {U, U, I, I}, 0, 90, kTmaLoad2d),
+  };
+  for (size_t i = 0; i < t.size(); ++i)
+    if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
+  if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");
+  return t;
+}
+
+}  // namespace
+
+const std::vector<IntrinsicInfo>& intrinsic_table() {
+  static const std::vector<IntrinsicInfo> table = build_table();
+  return table;
+}
+
+const IntrinsicInfo& intrinsic_info(IntrinsicId id) { return intrinsic_table().at(static_cast<size_t>(id)); }
+
+}  // namespace emmy::kir

@@ -71,6 +71,8 @@ struct IntrinsicCall {
   std::span<const int64_t> imm;
   MemoryPort* memory = nullptr;
   int buffer = -1;                          // cp.async: the global buffer (MemoryPort numbering)
+  uint32_t elem_bytes = 0;                  // cp.async: bytes per element of `buffer` (its index
+                                            // operand counts elements, as `&buffer[index]` does)
   const TensorMap2d* tensor_map = nullptr;  // TMA
 };
 
@@ -98,6 +100,19 @@ const IntrinsicInfo& intrinsic_info(IntrinsicId id);
 const std::vector<IntrinsicInfo>& intrinsic_table();
 
 // Pure functions behind the table, exposed for tests and for the interpreter.
+IntrinsicSemantics intrinsic_semantics(IntrinsicId id);  // the table's `semantics` of `id`
+
+// The mma.m16n8k16 fragment maps (PTX ISA, checked by shared/data/ptx): which matrix element
+// element `elem` of lane `lane`'s fragment holds. Register r of a fragment holds elements
+// 2r (low half) and 2r + 1 (high half) of A and B; C/D element i is register i (f32) or the
+// half i % 2 of register i / 2 (packed f16).
+struct FragmentCoord {
+  int row = 0, col = 0;
+  bool operator==(const FragmentCoord&) const = default;
+};
+FragmentCoord mma_a_coord(int lane, int elem);  // A 16x16 (m, k), elem 0..7
+FragmentCoord mma_b_coord(int lane, int elem);  // B 16x8 (k, n), elem 0..3
+FragmentCoord mma_c_coord(int lane, int elem);  // C/D 16x8 (m, n), elem 0..3
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
 void tma_box_copy(const TensorMap2d& map, int64_t c0, int64_t c1, uint32_t smem_byte_addr, MemoryPort& memory);
 
