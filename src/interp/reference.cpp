@@ -1,1 +1,336 @@
-// (being written)
+// The reference evaluator's set-up and checking: size bindings, shapes, seeded random
+// inputs rounded to their dtypes, and the comparison of a result with the reference.
+#include "interp/reference.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "support/suggest.hpp"
+
+namespace emmy {
+namespace {
+
+// ---- sizes ----------------------------------------------------------------------------------
+
+// The op's size names in order of first appearance (parameters, then outputs).
+std::vector<std::string> size_names(const ast::OpDecl& decl) {
+  std::vector<std::string> names;
+  for (const auto* list : {&decl.params, &decl.outputs})
+    for (const ast::Param& p : *list)
+      for (const ast::Dim& d : p.dims)
+        if (!d.is_literal() && std::find(names.begin(), names.end(), d.name) == names.end()) names.push_back(d.name);
+  return names;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i)
+    if (i == text.size() || text[i] == sep) {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  return parts;
+}
+
+// "B=1,H=2" for the given names: an example binding.
+std::string example_binding(const std::vector<std::string>& names) {
+  std::vector<std::string> parts;
+  for (const std::string& n : names) parts.push_back(n + "=64");
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// ---- rounding to the 16-bit formats ---------------------------------------------------------
+
+// Rounds half to even (independent of the floating-point rounding mode).
+double round_half_even(double q) {
+  double lower = std::floor(q);
+  double frac = q - lower;
+  if (frac > 0.5) return lower + 1;
+  if (frac < 0.5) return lower;
+  return std::fmod(lower, 2.0) == 0 ? lower : lower + 1;
+}
+
+// Rounds `x` to the nearest value (ties to even) of a binary format with `fraction_bits`
+// stored significand bits and smallest normal exponent `min_exp`; beyond `max_finite` it is
+// infinite. Subnormals keep the quantum of the smallest normal binade.
+double round_to_format(double x, int fraction_bits, int min_exp, double max_finite) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int exp = 0;
+  std::frexp(std::fabs(x), &exp);  // |x| = m * 2^exp, m in [0.5, 1): the leading bit is 2^(exp - 1)
+  int lead = std::max(exp - 1, min_exp);
+  double quantum = std::ldexp(1.0, lead - fraction_bits);
+  double r = round_half_even(std::fabs(x) / quantum) * quantum;
+  if (r > max_finite) r = std::numeric_limits<double>::infinity();
+  return std::copysign(r, x);
+}
+
+double round_to_dtype(double x, DType dtype) {
+  switch (dtype) {
+    case DType::F16: return round_to_format(x, 10, -14, 65504.0);
+    case DType::BF16: return round_to_format(x, 7, -126, std::ldexp(255.0, 120));
+    case DType::F32: return static_cast<double>(static_cast<float>(x));
+    default: return x;
+  }
+}
+
+// ---- the range of integer inputs ---------------------------------------------------------------
+
+bool is_comparison(const std::string& op) {
+  return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+}
+
+// Finds the bound that the uses of integer input `name` put on its values: compared with an
+// index variable of size C (== gives [0, C), an order [0, C]), or used as the k-th index of a
+// tensor (that dim). An op-call argument whose fellow argument has the same shape plus one
+// trailing dim (target[N] beside logits[N, C]) is taken as a class index into that dim.
+class IndexUseFinder {
+public:
+  IndexUseFinder(const CheckedOp& op, std::string name, const SizeBindings& sizes)
+      : op_(op), name_(std::move(name)), sizes_(sizes) {}
+
+  std::optional<int64_t> run() {
+    for (const ast::Stmt& s : op_.decl->body) {
+      vars_.clear();
+      if (const auto* let = std::get_if<ast::LetStmt>(&s)) {
+        visit(let->value);
+        continue;
+      }
+      const auto& a = std::get<ast::AssignStmt>(s);
+      if (const TensorInfo* t = op_.find(a.target.name))
+        for (size_t k = 0; k < a.indices.size() && k < t->shape.size(); ++k) vars_.emplace_back(a.indices[k].text, t->shape[k]);
+      visit(a.value);
+    }
+    return bound_;
+  }
+
+private:
+  void visit(const ast::Expr& e) {
+    size_t scope = vars_.size();
+    if (e.kind == ast::ExprKind::Reduce)
+      for (const ReductionInfo& r : op_.reductions)
+        if (r.expr_id == e.id)
+          for (size_t k = 0; k < r.axes.size() && k < r.axis_sizes.size(); ++k) vars_.emplace_back(r.axes[k], r.axis_sizes[k]);
+    if (e.kind == ast::ExprKind::Binary && is_comparison(e.text)) {
+      for (int side = 0; side < 2; ++side)
+        if (reads_input(e.args[side]))
+          if (auto size = var_size(e.args[1 - side])) note(*size, e.text == "==" || e.text == "!=" ? 0 : 1);
+    }
+    if (e.kind == ast::ExprKind::Index && e.args[0].kind == ast::ExprKind::Name)
+      if (const TensorInfo* t = op_.find(e.args[0].text))
+        for (size_t k = 1; k < e.args.size() && k - 1 < t->shape.size(); ++k)
+          if (reads_input(e.args[k])) note(t->shape[k - 1], 0);
+    if (e.kind == ast::ExprKind::Call) call_argument(e);
+    for (const ast::Expr& a : e.args) visit(a);
+    for (const ast::Expr& w : e.where_) visit(w);
+    vars_.resize(scope);
+  }
+
+  void call_argument(const ast::Expr& call) {
+    const TensorInfo* self = op_.find(name_);
+    if (!self) return;
+    for (const ast::Expr& a : call.args) {
+      if (a.kind != ast::ExprKind::Name || a.text != name_) continue;
+      for (const ast::Expr& other : call.args) {
+        const TensorInfo* t = other.kind == ast::ExprKind::Name ? op_.find(other.text) : nullptr;
+        if (t && t->shape.size() == self->shape.size() + 1 &&
+            std::equal(self->shape.begin(), self->shape.end(), t->shape.begin()))
+          note(t->shape.back(), 0);
+      }
+    }
+  }
+
+  bool reads_input(const ast::Expr& e) const {
+    if (e.kind == ast::ExprKind::Call && (e.text == "i64" || e.text == "i32") && e.args.size() == 1) return reads_input(e.args[0]);
+    if (e.kind == ast::ExprKind::Name) return e.text == name_;
+    return e.kind == ast::ExprKind::Index && e.args[0].kind == ast::ExprKind::Name && e.args[0].text == name_;
+  }
+
+  std::optional<Size> var_size(const ast::Expr& e) const {
+    if (e.kind != ast::ExprKind::Name) return std::nullopt;
+    for (auto it = vars_.rbegin(); it != vars_.rend(); ++it)
+      if (it->first == e.text) return it->second;
+    return std::nullopt;
+  }
+
+  void note(const Size& size, int64_t extra) {
+    int64_t n = size.literal;
+    if (!size.symbol.empty()) {
+      auto it = sizes_.find(size.symbol);
+      if (it == sizes_.end()) return;
+      n = it->second;
+    }
+    if (n + extra <= 0) return;
+    bound_ = std::min(bound_.value_or(n + extra), n + extra);
+  }
+
+  const CheckedOp& op_;
+  std::string name_;
+  const SizeBindings& sizes_;
+  std::vector<std::pair<std::string, Size>> vars_;  // index variables in scope
+  std::optional<int64_t> bound_;
+};
+
+constexpr int64_t kDefaultIntBound = 8;
+
+std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+}  // namespace
+
+std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text) {
+  const std::string op_name = op.decl ? op.decl->name.name : "?";
+  std::vector<std::string> names = op.decl ? size_names(*op.decl) : std::vector<std::string>{};
+  SizeBindings out;
+  if (!trim(text).empty()) {
+    for (std::string_view raw : split(text, ',')) {
+      std::string_view entry = trim(raw);
+      size_t eq = entry.find('=');
+      std::string_view name = trim(entry.substr(0, eq));
+      if (eq == std::string_view::npos || !is_identifier(name))
+        return fmt::format("malformed size binding '{}': write NAME=VALUE, e.g. {}", entry,
+                           names.empty() ? std::string("S=64") : names[0] + "=64");
+      std::string_view value_text = trim(entry.substr(eq + 1));
+      std::optional<int64_t> value = parse_int(value_text);
+      if (!value)
+        return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name, name);
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string guess = closest_name(name, names);
+        std::string known = names.empty() ? std::string("it has no sizes") : fmt::format("its sizes are {}", fmt::join(names, ", "));
+        return guess.empty() ? fmt::format("unknown size '{}' for op {}: {}", name, op_name, known)
+                             : fmt::format("unknown size '{}' for op {}: did you mean '{}'? ({})", name, op_name, guess, known);
+      }
+      if (out.count(std::string(name))) return fmt::format("size {} is bound twice: give each size once", name);
+      if (*value <= 0) return fmt::format("size {} must be positive, got {}: write e.g. {}=64", name, *value, name);
+      out.emplace(std::string(name), *value);
+    }
+  }
+  std::vector<std::string> missing;
+  for (const std::string& n : names)
+    if (!out.count(n)) missing.push_back(n);
+  if (!missing.empty())
+    return fmt::format("missing size{} {} for op {}: bind every size, e.g. {}", missing.size() == 1 ? "" : "s",
+                       fmt::join(missing, ", "), op_name, example_binding(missing));
+  return out;
+}
+
+std::vector<int64_t> tensor_shape(const TensorInfo& tensor, const SizeBindings& sizes) {
+  std::vector<int64_t> shape;
+  for (const Size& s : tensor.shape) {
+    if (s.symbol.empty()) {
+      shape.push_back(s.literal);
+      continue;
+    }
+    auto it = sizes.find(s.symbol);
+    if (it == sizes.end()) throw std::runtime_error(fmt::format("size {} of '{}' is not bound", s.symbol, tensor.name));
+    shape.push_back(it->second);
+  }
+  return shape;
+}
+
+TensorMap random_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> magnitude(0.1, 1.0);
+  std::bernoulli_distribution coin(0.5);
+  TensorMap out;
+  for (const TensorInfo& t : op.tensors) {
+    if (t.role != TensorInfo::Role::Input) continue;
+    HostTensor h;
+    h.dtype = t.elem.dtype;
+    h.shape = tensor_shape(t, sizes);
+    size_t n = 1;
+    for (int64_t d : h.shape) n *= static_cast<size_t>(d);
+    h.data.resize(n);
+    if (is_int(h.dtype)) {
+      int64_t bound = op.decl ? IndexUseFinder(op, t.name, sizes).run().value_or(kDefaultIntBound) : kDefaultIntBound;
+      std::uniform_int_distribution<int64_t> pick(0, bound - 1);
+      for (double& v : h.data) v = static_cast<double>(pick(rng));
+    } else if (h.dtype == DType::Bool) {
+      for (double& v : h.data) v = coin(rng) ? 1.0 : 0.0;
+    } else {
+      for (double& v : h.data) {
+        double x = magnitude(rng);
+        v = round_to_dtype(coin(rng) ? -x : x, h.dtype);
+      }
+    }
+    out.emplace(t.name, std::move(h));
+  }
+  return out;
+}
+
+Comparison compare(const HostTensor& got, const HostTensor& ref, double tolerance) {
+  Comparison c;
+  if (got.shape != ref.shape || got.data.size() != ref.data.size()) {
+    c.shape_error = fmt::format("shape {} ({} values) differs from the reference's {} ({} values)", shape_str(got.shape),
+                                got.data.size(), shape_str(ref.shape), ref.data.size());
+    return c;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  double err2 = 0, ref2 = 0;
+  bool non_finite_mismatch = false;  // the reference is NaN or infinite and `got` differs
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    double g = got.data[i], r = ref.data[i];
+    double err = 0;
+    if (std::isfinite(r)) {
+      if (std::isfinite(g)) {
+        err = std::fabs(g - r);
+        err2 += err * err;
+        ref2 += r * r;
+      } else {
+        ++c.non_finite;
+        err = inf;
+      }
+    } else if (!(std::isnan(r) ? std::isnan(g) : g == r)) {
+      non_finite_mismatch = true;
+      err = inf;
+    }
+    if (err > c.max_abs) {
+      c.max_abs = err;
+      c.worst = i;
+    }
+  }
+  c.rel_l2 = non_finite_mismatch ? inf : std::sqrt(err2) / std::max(std::sqrt(ref2), 1e-300);
+  c.ok = c.non_finite == 0 && c.rel_l2 <= tolerance;
+  return c;
+}
+
+double tolerance_for(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return 5e-3;
+    case DType::BF16: return 3e-2;
+    case DType::F32: return 1e-5;
+    case DType::F64: return 1e-12;
+    case DType::Bool:
+    case DType::I32:
+    case DType::I64: return 0;
+  }
+  return 0;
+}
+
+}  // namespace emmy

@@ -1,1 +1,539 @@
-// (being written)
+// The reference evaluator against hand-written loops: std.nn, std.linalg, user monoids,
+// integer semantics, size bindings, random inputs and the comparison of results.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "interp/reference.hpp"
+#include "test_helpers.hpp"
+
+using namespace emmy;
+using emmy::test::check_source;
+
+namespace {
+
+std::unique_ptr<test::Run> load(const std::string& source) {
+  auto r = check_source(source);
+  INFO(r->rendered());
+  REQUIRE_FALSE(r->diags->has_errors());
+  return r;
+}
+
+SizeBindings bind(const CheckedOp& op, const std::string& text) {
+  auto b = bind_sizes(op, text);
+  if (const auto* err = std::get_if<std::string>(&b)) FAIL_CHECK(*err);
+  REQUIRE(std::holds_alternative<SizeBindings>(b));
+  return std::get<SizeBindings>(b);
+}
+
+std::string bind_error(const CheckedOp& op, const std::string& text) {
+  auto b = bind_sizes(op, text);
+  REQUIRE(std::holds_alternative<std::string>(b));
+  return std::get<std::string>(b);
+}
+
+// Inputs (random unless given) and the reference outputs of one op.
+struct Evaluated {
+  TensorMap in, out;
+};
+
+Evaluated evaluate(const test::Run& r, const std::string& op_name, const std::string& sizes, uint64_t seed = 7,
+                   const TensorMap& overrides = {}) {
+  const CheckedOp& op = r.program->ops.at(op_name);
+  SizeBindings s = bind(op, sizes);
+  Evaluated e;
+  e.in = random_inputs(op, s, seed);
+  for (const auto& [name, t] : overrides) e.in[name] = t;
+  e.out = evaluate_reference(*r.program, op, s, e.in);
+  return e;
+}
+
+// Row-major element of a tensor.
+double at(const HostTensor& t, std::initializer_list<int64_t> idx) {
+  REQUIRE(idx.size() == t.shape.size());
+  int64_t flat = 0;
+  size_t k = 0;
+  for (int64_t i : idx) flat = flat * t.shape[k++] + i;
+  return t.data.at(static_cast<size_t>(flat));
+}
+
+HostTensor tensor(DType dtype, std::vector<int64_t> shape, std::vector<double> data) {
+  return HostTensor{dtype, std::move(shape), std::move(data)};
+}
+
+// |a - b| small relative to the size of the values (both are exact float64 math).
+bool close(double a, double b, double tol = 1e-12) { return std::fabs(a - b) <= tol * std::max(1.0, std::fabs(b)); }
+
+// Attention over a [B, H, S, D] / [B, KH, T, D] / [B, KH, T, E] layout; head h reads
+// key/value head h / group; `causal` keeps j <= i.
+std::vector<double> hand_attention(const TensorMap& in, int64_t B, int64_t H, int64_t KH, int64_t S, int64_t T, int64_t D,
+                                   int64_t E, bool causal) {
+  const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
+  int64_t group = H / KH;
+  std::vector<double> o;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        std::vector<double> s(static_cast<size_t>(T));
+        double m = -INFINITY;
+        for (int64_t j = 0; j < T; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += at(q, {b, h, i, d}) * at(k, {b, h / group, j, d});
+          s[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(D));
+          if (!causal || j <= i) m = std::max(m, s[static_cast<size_t>(j)]);
+        }
+        double l = 0;
+        std::vector<double> acc(static_cast<size_t>(E), 0.0);
+        for (int64_t j = 0; j < T; ++j) {
+          if (causal && j > i) continue;
+          double p = std::exp(s[static_cast<size_t>(j)] - m);
+          l += p;
+          for (int64_t e = 0; e < E; ++e) acc[static_cast<size_t>(e)] += p * at(v, {b, h / group, j, e});
+        }
+        for (double a : acc) o.push_back(a / l);
+      }
+  return o;
+}
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    CHECK(close(got[i], want[i], tol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reference: softmax rows sum to 1 and match a hand loop") {
+  auto r = load("import std.nn;\n");
+  auto e = evaluate(*r, "softmax", "N=3,C=5");
+  const HostTensor& x = e.in.at("x");
+  const HostTensor& y = e.out.at("y");
+  CHECK(y.dtype == DType::F16);
+  CHECK(y.shape == std::vector<int64_t>{3, 5});
+  for (int64_t n = 0; n < 3; ++n) {
+    double m = -INFINITY, l = 0, row = 0;
+    for (int64_t c = 0; c < 5; ++c) m = std::max(m, at(x, {n, c}));
+    for (int64_t c = 0; c < 5; ++c) l += std::exp(at(x, {n, c}) - m);
+    for (int64_t c = 0; c < 5; ++c) {
+      CHECK(close(at(y, {n, c}), std::exp(at(x, {n, c}) - m) / l));
+      row += at(y, {n, c});
+    }
+    CHECK(close(row, 1.0));
+  }
+}
+
+TEST_CASE("reference: matmul and its epilogues match hand loops") {
+  auto r = load("import std.linalg;\n");
+  auto e = evaluate(*r, "matmul_bias_relu", "M=3,K=5,N=2");
+  auto p = evaluate(*r, "matmul", "M=3,K=5,N=2", 7);
+  CHECK(p.in.at("a").data == e.in.at("a").data);  // same seed, same first inputs
+  const HostTensor &a = e.in.at("a"), &b = e.in.at("b"), &bias = e.in.at("bias");
+  int negatives = 0;
+  for (int64_t m = 0; m < 3; ++m)
+    for (int64_t n = 0; n < 2; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < 5; ++k) acc += at(a, {m, k}) * at(b, {k, n});
+      CHECK(close(at(p.out.at("c"), {m, n}), acc));
+      negatives += acc + at(bias, {n}) < 0;
+      CHECK(close(at(e.out.at("c"), {m, n}), std::max(acc + at(bias, {n}), 0.0)));
+    }
+  CHECK(negatives > 0);  // the ReLU was exercised
+}
+
+TEST_CASE("reference: layernorm and rmsnorm match hand loops, statistics included") {
+  auto r = load("import std.nn;\n");
+  auto e = evaluate(*r, "layernorm", "N=2,C=5");
+  const HostTensor &x = e.in.at("x"), &g = e.in.at("gamma"), &b = e.in.at("beta");
+  for (int64_t n = 0; n < 2; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < 5; ++c) mean += at(x, {n, c}) / 5;
+    for (int64_t c = 0; c < 5; ++c) var += (at(x, {n, c}) - mean) * (at(x, {n, c}) - mean) / 5;
+    double rstd = 1 / std::sqrt(var + 1e-5);
+    CHECK(close(at(e.out.at("mean"), {n}), mean));
+    CHECK(close(at(e.out.at("rstd"), {n}), rstd));
+    for (int64_t c = 0; c < 5; ++c)
+      CHECK(close(at(e.out.at("y"), {n, c}), (at(x, {n, c}) - mean) * rstd * at(g, {c}) + at(b, {c})));
+  }
+  CHECK(e.out.at("mean").dtype == DType::F32);
+
+  auto rms = evaluate(*r, "rmsnorm", "N=3,C=4", 11);
+  const HostTensor &rx = rms.in.at("x"), &w = rms.in.at("weight");
+  for (int64_t n = 0; n < 3; ++n) {
+    double ms = 0;
+    for (int64_t c = 0; c < 4; ++c) ms += at(rx, {n, c}) * at(rx, {n, c}) / 4;
+    for (int64_t c = 0; c < 4; ++c)
+      CHECK(close(at(rms.out.at("y"), {n, c}), at(rx, {n, c}) / std::sqrt(ms + 1e-6) * at(w, {c})));
+  }
+}
+
+TEST_CASE("reference: sdpa, sdpa_explicit, sdpa_causal and sdpa_gqa match hand-written attention") {
+  auto r = load("import std.nn;\n");
+  auto e = evaluate(*r, "sdpa", "B=1,H=2,S=5,T=4,D=3,E=2");
+  CHECK(e.out.at("o").shape == std::vector<int64_t>{1, 2, 5, 2});
+  check_close(e.out.at("o").data, hand_attention(e.in, 1, 2, 2, 5, 4, 3, 2, false));
+
+  // The online-softmax monoid (vector field o[E], slices v[b, h, j, :]) gives the same.
+  const CheckedOp& explicit_op = r->program->ops.at("sdpa_explicit");
+  TensorMap out = evaluate_reference(*r->program, explicit_op, bind(explicit_op, "B=1,H=2,S=5,T=4,D=3,E=2"), e.in);
+  check_close(out.at("o").data, e.out.at("o").data, 1e-12);
+
+  auto c = evaluate(*r, "sdpa_causal", "B=2,H=1,S=5,D=3,E=2", 3);
+  check_close(c.out.at("o").data, hand_attention(c.in, 2, 1, 1, 5, 5, 3, 2, true));
+  // Row 0 attends to key 0 only: its output is v[b, h, 0, :].
+  CHECK(close(at(c.out.at("o"), {1, 0, 0, 1}), at(c.in.at("v"), {1, 0, 0, 1})));
+
+  auto g = evaluate(*r, "sdpa_gqa", "B=1,H=4,KH=2,S=3,T=4,D=3,E=2", 5);
+  check_close(g.out.at("o").data, hand_attention(g.in, 1, 4, 2, 3, 4, 3, 2, false));
+}
+
+TEST_CASE("reference: logsumexp (two passes) equals logsumexp_online (the monoid)") {
+  auto r = load("import std.nn;\n");
+  auto two = evaluate(*r, "logsumexp", "N=3,C=7", 21);
+  auto one = evaluate(*r, "logsumexp_online", "N=3,C=7", 21);
+  REQUIRE(two.in.at("x").data == one.in.at("x").data);
+  check_close(one.out.at("y").data, two.out.at("y").data);
+  for (int64_t n = 0; n < 3; ++n) {
+    double s = 0;
+    for (int64_t c = 0; c < 7; ++c) s += std::exp(at(two.in.at("x"), {n, c}));
+    CHECK(close(at(two.out.at("y"), {n}), std::log(s)));
+  }
+}
+
+TEST_CASE("reference: cross_entropy and cross_entropy_mean (an op call) match a hand loop") {
+  auto r = load("import std.nn;\n");
+  for (const char* op : {"cross_entropy", "cross_entropy_mean"}) {
+    CAPTURE(op);
+    auto e = evaluate(*r, op, "N=6,C=3", 9);
+    const HostTensor &logits = e.in.at("logits"), &target = e.in.at("target");
+    CHECK(target.dtype == DType::I64);
+    std::set<double> classes;
+    for (double t : target.data) {
+      CHECK(t >= 0);  // class indices in [0, C), found through the op call too
+      CHECK(t < 3);
+      CHECK(t == std::trunc(t));
+      classes.insert(t);
+    }
+    CHECK(classes.size() > 1);
+    std::vector<double> loss;
+    for (int64_t n = 0; n < 6; ++n) {
+      double m = -INFINITY, l = 0;
+      for (int64_t c = 0; c < 3; ++c) m = std::max(m, at(logits, {n, c}));
+      for (int64_t c = 0; c < 3; ++c) l += std::exp(at(logits, {n, c}) - m);
+      loss.push_back(m + std::log(l) - at(logits, {n, static_cast<int64_t>(at(target, {n}))}));
+    }
+    const HostTensor& got = e.out.at("loss");
+    if (std::string(op) == "cross_entropy") {
+      check_close(got.data, loss);
+    } else {
+      CHECK(got.shape.empty());
+      double mean = 0;
+      for (double x : loss) mean += x / 6;
+      check_close(got.data, {mean});
+    }
+  }
+}
+
+TEST_CASE("reference: argmax and argmin take the first of tied values; empty reductions give the identity") {
+  auto r = load(R"(
+op picks(x: f32[N, V], keep: bool[N, V]) -> (hi: i64[N], lo: i64[N], masked: i64[N], none: f32[N], count: f32[N], some: bool[N], every: bool[N]) {
+  hi[n] = argmax(v: x[n, v]);
+  lo[n] = argmin(v: x[n, v]);
+  masked[n] = argmax(v where keep[n, v]: x[n, v]);
+  none[n] = max(v where v >= V: x[n, v]);
+  count[n] = sum(v where keep[n, v]: x[n, v] * 0 + 1);
+  some[n] = any(v: keep[n, v]);
+  every[n] = all(v: keep[n, v]);
+}
+)");
+  TensorMap in;
+  in["x"] = tensor(DType::F32, {3, 4}, {1, 3, 3, 0, 2, 2, 2, 2, -1, 5, -1, 5});
+  in["keep"] = tensor(DType::Bool, {3, 4}, {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1});
+  auto e = evaluate(*r, "picks", "N=3,V=4", 1, in);
+  CHECK(e.out.at("hi").data == std::vector<double>{1, 0, 1});
+  CHECK(e.out.at("lo").data == std::vector<double>{3, 0, 0});
+  CHECK(e.out.at("masked").data == std::vector<double>{2, 0, 1});  // row 1 keeps nothing: index 0
+  CHECK(e.out.at("none").data == std::vector<double>(3, -INFINITY));
+  CHECK(e.out.at("count").data == std::vector<double>{3, 0, 4});
+  CHECK(e.out.at("some").data == std::vector<double>{1, 0, 1});
+  CHECK(e.out.at("every").data == std::vector<double>{0, 0, 1});
+  CHECK(e.out.at("hi").dtype == DType::I64);
+}
+
+TEST_CASE("reference: a user monoid with a vector field, lets, a where mask and record fields") {
+  auto r = load(R"(
+monoid moments(n: f32, s: f32[E], q: f32[E]) {
+  identity = (0, 0, 0);
+  lift(v: f32[E]) = (1, v, v * v);
+  combine(a, b) {
+    let n = a.n + b.n;
+    let s = a.s + b.s;
+    yield (n, s, a.q + b.q);
+  }
+}
+
+op col_moments(x: f32[B, T, E], len: i64[B]) -> (mean: f32[B, E], sq: f32[B, E], count: f32[B]) {
+  r[b] = moments(t where t < len[b]: x[b, t, :]);
+  mean[b, e] = r.s[e] / max(r.n, 1);
+  sq[b, e] = r[b].q[e];
+  count[b] = r.n;
+}
+)");
+  TensorMap len;
+  len["len"] = tensor(DType::I64, {3}, {2, 0, 4});
+  auto e = evaluate(*r, "col_moments", "B=3,T=4,E=3", 4, len);
+  const HostTensor& x = e.in.at("x");
+  CHECK(e.out.at("count").data == std::vector<double>{2, 0, 4});
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t c = 0; c < 3; ++c) {
+      double s = 0, q = 0;
+      int64_t n = static_cast<int64_t>(at(len.at("len"), {b}));
+      for (int64_t t = 0; t < n; ++t) {
+        s += at(x, {b, t, c});
+        q += at(x, {b, t, c}) * at(x, {b, t, c});
+      }
+      CHECK(close(at(e.out.at("mean"), {b, c}), s / std::max<double>(static_cast<double>(n), 1)));
+      CHECK(close(at(e.out.at("sq"), {b, c}), q));
+    }
+
+  // Random lengths come from their use: t < len[b] allows [0, T].
+  auto rnd = evaluate(*r, "col_moments", "B=40,T=2,E=1", 8);
+  std::set<double> lens(rnd.in.at("len").data.begin(), rnd.in.at("len").data.end());
+  CHECK(lens == std::set<double>{0, 1, 2});
+}
+
+TEST_CASE("reference: welford (std.monoids, lets and select) matches two-pass moments") {
+  auto r = load(R"(
+import std.monoids;
+op moments(x: f32[N, C]) -> (mean: f32[N], var: f32[N], count: f32[N]) {
+  w[n] = welford(c: x[n, c]);
+  mean[n] = w.u;
+  var[n] = w[n].q / w.n;
+  count[n] = welford(c: x[n, c] * 2.0).n + welford(c where c < 2: x[n, c]).n;
+}
+)");
+  auto e = evaluate(*r, "moments", "N=2,C=7", 13);
+  const HostTensor& x = e.in.at("x");
+  for (int64_t n = 0; n < 2; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < 7; ++c) mean += at(x, {n, c}) / 7;
+    for (int64_t c = 0; c < 7; ++c) var += (at(x, {n, c}) - mean) * (at(x, {n, c}) - mean) / 7;
+    CHECK(close(at(e.out.at("mean"), {n}), mean));
+    CHECK(close(at(e.out.at("var"), {n}), var));
+    CHECK(at(e.out.at("count"), {n}) == 7 + 2);  // a field of a reduction read directly
+  }
+}
+
+TEST_CASE("reference: integer division, remainder, casts, comparisons and dims as values") {
+  auto r = load(R"(
+op ints(a: i64[N], x: f32[N]) -> (q: i64[N], m: i64[N], t: i32[N], c: bool[N], h: f32[N], g: i64[N], k: f32[N]) {
+  let G = N / 2;
+  q[n] = (a[n] - 7) / 2;
+  m[n] = (a[n] - 7) % 3;
+  t[n] = i32(x[n] * 10.0);
+  c[n] = x[n] > 0.0;
+  h[n] = f16(x[n] / 3.0);
+  g[n] = n / G + N;
+  k[n] = a[n] / 4 + x[n];
+}
+)");
+  TensorMap in;
+  in["a"] = tensor(DType::I64, {5}, {0, 3, 4, 10, 12});
+  in["x"] = tensor(DType::F32, {5}, {-0.27, 0.31, -1.0, 2.55, 0.1});
+  auto e = evaluate(*r, "ints", "N=5", 1, in);
+  CHECK(e.out.at("q").data == std::vector<double>{-3, -2, -1, 1, 2});  // truncation toward zero, as in C
+  CHECK(e.out.at("m").data == std::vector<double>{-1, -1, 0, 0, 2});
+  CHECK(e.out.at("t").data == std::vector<double>{-2, 3, -10, 25, 1});
+  CHECK(e.out.at("c").data == std::vector<double>{0, 1, 0, 1, 1});
+  for (int64_t n = 0; n < 5; ++n) CHECK(at(e.out.at("h"), {n}) == at(in.at("x"), {n}) / 3.0);  // f16() does not round
+  CHECK(e.out.at("g").data == std::vector<double>{5, 5, 6, 6, 7});
+  CHECK(e.out.at("k").data == std::vector<double>{-0.27, 0.31, 0.0, 2 + 2.55, 3 + 0.1});
+}
+
+TEST_CASE("reference: bind_sizes parses bindings and explains every mistake in one line") {
+  auto r = load("import std.nn;\nop mqa(q: f16[B, 2, S, D], k: f16[B, 1, S, D]) -> (o: f16[B, 2, S]) {\n"
+                "  o[b, h, i] = sum(d: q[b, h, i, d] * k[b, 0, i, d]);\n}\n");
+  const CheckedOp& sdpa = r->program->ops.at("sdpa");
+  SizeBindings ok = bind(sdpa, " B = 1, H=2 ,S=64,T=32,D=16,E=8 ");
+  CHECK(ok == SizeBindings{{"B", 1}, {"H", 2}, {"S", 64}, {"T", 32}, {"D", 16}, {"E", 8}});
+
+  std::string unknown = bind_error(sdpa, "B=1,H=2,SS=64,T=32,D=16,E=8");
+  CHECK(unknown.find("unknown size 'SS'") != std::string::npos);
+  CHECK(unknown.find("did you mean 'S'?") != std::string::npos);
+  std::string missing = bind_error(sdpa, "B=1,H=2,S=4,D=16");
+  CHECK(missing.find("missing sizes T, E") != std::string::npos);
+  CHECK(bind_error(sdpa, "B=1,B=2,H=2,S=4,T=4,D=16,E=8").find("B is bound twice") != std::string::npos);
+  CHECK(bind_error(sdpa, "B=0,H=2,S=4,T=4,D=16,E=8").find("B must be positive") != std::string::npos);
+  CHECK(bind_error(sdpa, "B=-3,H=2,S=4,T=4,D=16,E=8").find("must be positive, got -3") != std::string::npos);
+  CHECK(bind_error(sdpa, "B1,H=2").find("malformed size binding 'B1'") != std::string::npos);
+  CHECK(bind_error(sdpa, "B=x,H=2").find("malformed value 'x' for size B") != std::string::npos);
+  CHECK(bind_error(sdpa, "B=1,,H=2").find("malformed") != std::string::npos);
+  for (const std::string& err : {unknown, missing}) CHECK(err.find('\n') == std::string::npos);
+
+  // Literal dims need no binding; shapes resolve through the bindings.
+  const CheckedOp& mqa = r->program->ops.at("mqa");
+  SizeBindings s = bind(mqa, "B=2,S=3,D=4");
+  CHECK(tensor_shape(*mqa.find("k"), s) == std::vector<int64_t>{2, 1, 3, 4});
+  auto e = evaluate(*r, "mqa", "B=2,S=3,D=4");
+  CHECK(e.out.at("o").shape == std::vector<int64_t>{2, 2, 3});
+  CHECK_THROWS_AS(tensor_shape(*mqa.find("k"), SizeBindings{{"B", 2}}), std::runtime_error);
+}
+
+TEST_CASE("reference: random inputs are never zero, rounded to their dtype and deterministic") {
+  auto r = load("import std.nn;\nop mix(a: bf16[N], b: f32[N], c: bool[N], s: f32) -> (y: f32[N]) {\n"
+                "  y[n] = select(c[n], a[n], b[n]) * s;\n}\n");
+  const CheckedOp& sdpa = r->program->ops.at("sdpa");
+  SizeBindings sizes = bind(sdpa, "B=2,H=3,S=16,T=16,D=8,E=8");
+  TensorMap one = random_inputs(sdpa, sizes, 42);
+  TensorMap two = random_inputs(sdpa, sizes, 42);
+  TensorMap other = random_inputs(sdpa, sizes, 43);
+  for (const char* name : {"q", "k", "v"}) {
+    CAPTURE(name);
+    const HostTensor& t = one.at(name);
+    CHECK(t.dtype == DType::F16);
+    CHECK(t.data == two.at(name).data);
+    CHECK(t.data != other.at(name).data);
+    int negative = 0;
+    for (double x : t.data) {
+      CHECK(x != 0);
+      CHECK(std::fabs(x) >= 0.0999);
+      CHECK(std::fabs(x) <= 1.0);
+      double scaled = std::ldexp(x, 14);  // f16 values in [2^-4, 1] are multiples of 2^-14
+      CHECK(scaled == std::trunc(scaled));
+      negative += x < 0;
+    }
+    CHECK(negative > static_cast<int>(t.size()) / 4);
+    CHECK(negative < 3 * static_cast<int>(t.size()) / 4);
+  }
+  CHECK(one.at("q").shape == std::vector<int64_t>{2, 3, 16, 8});
+
+  const CheckedOp& mix = r->program->ops.at("mix");
+  TensorMap m = random_inputs(mix, bind(mix, "N=64"), 5);
+  bool some_inexact_f32 = false;
+  for (double x : m.at("a").data) {
+    double scaled = std::ldexp(x, 11);  // bf16: 8 significant bits
+    CHECK(scaled == std::trunc(scaled));
+  }
+  for (double x : m.at("b").data) {
+    CHECK(x == static_cast<double>(static_cast<float>(x)));
+    some_inexact_f32 |= std::ldexp(x, 11) != std::trunc(std::ldexp(x, 11));
+  }
+  CHECK(some_inexact_f32);
+  std::set<double> bools(m.at("c").data.begin(), m.at("c").data.end());
+  CHECK(bools == std::set<double>{0, 1});
+  CHECK(m.at("s").shape.empty());
+  CHECK(m.at("s").data.size() == 1);
+}
+
+TEST_CASE("reference: compare measures the relative L2 error and flags NaN and shape mismatches") {
+  HostTensor ref = tensor(DType::F32, {2, 2}, {1, 2, 3, 4});
+  HostTensor near = tensor(DType::F32, {2, 2}, {1, 2, 3, 4.001});
+  Comparison c = compare(near, ref, 1e-3);
+  CHECK(c.ok);
+  CHECK(c.rel_l2 == doctest::Approx(0.001 / std::sqrt(30.0)));
+  CHECK(c.max_abs == doctest::Approx(0.001));
+  CHECK(c.worst == 3);
+  CHECK_FALSE(compare(near, ref, 1e-5).ok);
+
+  HostTensor nan = tensor(DType::F32, {2, 2}, {1, std::nan(""), 3, 4});
+  Comparison n = compare(nan, ref, 1.0);
+  CHECK_FALSE(n.ok);
+  CHECK(n.non_finite == 1);
+  CHECK(n.worst == 1);
+
+  HostTensor wide = tensor(DType::F32, {4}, {1, 2, 3, 4});
+  Comparison s = compare(wide, ref, 1.0);
+  CHECK_FALSE(s.ok);
+  CHECK(s.shape_error.find("[4]") != std::string::npos);
+
+  const double inf = std::numeric_limits<double>::infinity();
+  HostTensor ref_inf = tensor(DType::F32, {2}, {-inf, 1});
+  CHECK(compare(tensor(DType::F32, {2}, {-inf, 1}), ref_inf, 0).ok);
+  CHECK_FALSE(compare(tensor(DType::F32, {2}, {0, 1}), ref_inf, 1.0).ok);
+
+  HostTensor ints = tensor(DType::I64, {3}, {0, 1, 2});
+  CHECK(compare(ints, ints, tolerance_for(DType::I64)).ok);
+  CHECK_FALSE(compare(tensor(DType::I64, {3}, {0, 1, 3}), ints, tolerance_for(DType::I64)).ok);
+  CHECK(tolerance_for(DType::F16) == 5e-3);
+  CHECK(tolerance_for(DType::BF16) == 3e-2);
+  CHECK(tolerance_for(DType::F32) == 1e-5);
+  CHECK(tolerance_for(DType::F64) == 1e-12);
+  CHECK(tolerance_for(DType::Bool) == 0);
+}
+
+TEST_CASE("reference: bad inputs and out-of-range reads are errors, not crashes") {
+  auto r = load(R"(
+op shift(x: f32[N]) -> (y: f32[N]) {
+  y[i] = x[i + 1];
+}
+op div(a: i64[N]) -> (y: i64[N]) {
+  y[n] = a[n] / (a[n] - a[n]);
+}
+op guarded(x: f32[N]) -> (y: f32[N]) {
+  y[i] = select(i + 1 < N, x[i + 1], 0.0) + select(i > 0 && x[i - 1] > 0.0, 1.0, 0.0);
+}
+)");
+  const CheckedOp& shift = r->program->ops.at("shift");
+  SizeBindings n4 = bind(shift, "N=4");
+  TensorMap in = random_inputs(shift, n4, 1);
+  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, in), doctest::Contains("out of range for dim 0 of 'x'"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, TensorMap{}), doctest::Contains("no input 'x'"),
+                       std::runtime_error);
+  TensorMap wrong;
+  wrong["x"] = tensor(DType::F32, {3}, {1, 2, 3});
+  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, wrong), doctest::Contains("has shape [3]"),
+                       std::runtime_error);
+  CHECK_THROWS_AS(evaluate_reference(*r->program, shift, SizeBindings{}, in), std::runtime_error);
+  const CheckedOp& div = r->program->ops.at("div");
+  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, div, n4, random_inputs(div, n4, 1)),
+                       doctest::Contains("division by zero"), std::runtime_error);
+
+  // select evaluates only the branch it takes, and && stops early: guarded reads stay in range.
+  TensorMap g;
+  g["x"] = tensor(DType::F32, {4}, {0.5, -0.5, 0.25, 1});
+  auto e = evaluate(*r, "guarded", "N=4", 1, g);
+  CHECK(e.out.at("y").data == std::vector<double>{-0.5, 1.25, 1, 1});
+}
+
+TEST_CASE("reference: every op of the standard library and the examples evaluates to finite values") {
+  std::string sources = "import std.nn;\nimport std.linalg;\n";
+  auto r = load(sources);
+  std::vector<std::pair<std::string, std::unique_ptr<test::Run>>> programs;
+  programs.emplace_back("stdlib", std::move(r));
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(EMMY_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".emmy") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    programs.emplace_back(entry.path().filename().string(), load(text.str()));
+  }
+  int evaluated = 0;
+  for (const auto& [file, run] : programs) {
+    for (const auto& [name, op] : run->program->ops) {
+      CAPTURE(file);
+      CAPTURE(name);
+      SizeBindings sizes;
+      for (const TensorInfo& t : op.tensors)
+        for (const Size& s : t.shape)
+          if (!s.symbol.empty()) sizes[s.symbol] = 3;
+      TensorMap in = random_inputs(op, sizes, 17);
+      TensorMap out;
+      REQUIRE_NOTHROW(out = evaluate_reference(*run->program, op, sizes, in));
+      for (const TensorInfo& t : op.tensors) {
+        if (t.role != TensorInfo::Role::Output) continue;
+        REQUIRE(out.count(t.name));
+        CHECK(out.at(t.name).shape == tensor_shape(t, sizes));
+        for (double v : out.at(t.name).data) CHECK(std::isfinite(v));
+      }
+      ++evaluated;
+    }
+  }
+  CHECK(evaluated > 40);
+}
