@@ -143,8 +143,12 @@ int run_on_interpreter(const CheckedProgram& program, const LowerOptions& lo, co
   bool all_ok = true;
   for (const auto& [name, want] : ref) {
     auto got = buffers.find(name);
-    if (got == buffers.end()) continue;
-    double tol = tolerance_for(want.dtype);
+    if (got == buffers.end()) {
+      out << fmt::format("{:<10} FAIL (the kernels never wrote it)\n", name);
+      all_ok = false;
+      continue;
+    }
+    double tol = tolerance_for(*op, want.dtype);
     Comparison c = compare(got->second, want, tol);
     all_ok = all_ok && c.ok;
     out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e}  {}\n", name, c.rel_l2, c.max_abs, tol,

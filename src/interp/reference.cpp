@@ -333,4 +333,12 @@ double tolerance_for(DType dtype) {
   return 0;
 }
 
+double tolerance_for(const CheckedOp& op, DType output) {
+  double tol = tolerance_for(output);
+  if (tol == 0) return 0;  // integer and bool outputs are exact whatever they were computed from
+  for (const TensorInfo& t : op.tensors)
+    if (t.elem.kind == Type::Kind::Scalar && is_float(t.elem.dtype)) tol = std::max(tol, tolerance_for(t.elem.dtype));
+  return tol;
+}
+
 }  // namespace emmy

@@ -46,5 +46,9 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, double toleranc
 // The relative L2 tolerance for an output of `dtype` (f16 5e-3, bf16 3e-2, f32 1e-5,
 // f64 1e-12, integers and bool exact).
 double tolerance_for(DType dtype);
+// The tolerance for an output of `op`: that of the least precise float among the op's
+// tensors, since a value rounded to f16 on the way (x + r of two f16 tensors is an f16)
+// carries f16's error into an f32 output.
+double tolerance_for(const CheckedOp& op, DType output);
 
 }  // namespace emmy

@@ -147,6 +147,19 @@ class KernelBuilder {
   // ---- names and scopes -----------------------------------------------------------------
   std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
 
+  // A register named after a tensor or an index, unless a parameter already has the name
+  // (matmul's tensor b and an index b): then with a trailing underscore.
+  std::string unclashed(std::string name) const {
+    auto taken = [&](const std::string& n) {
+      if (std::count(p_.tensors.sizes.begin(), p_.tensors.sizes.end(), n)) return true;
+      const tir::Tensor* t = p_.tensors.find(n);
+      return t && (t->role != tir::Tensor::Role::Intermediate ||
+                   std::count(p_.materialized.begin(), p_.materialized.end(), n));
+    };
+    while (taken(name)) name += "_";
+    return name;
+  }
+
   struct Scope {
     std::map<std::string, K> index;     // index variable -> value
     std::map<std::string, K> regs;      // Reg name -> value
@@ -226,6 +239,9 @@ class KernelBuilder {
   // ---- expressions ------------------------------------------------------------------------
   K lower(const Expr& e) {
     ScalarType t = scalar_of(e.dtype);
+    // Inside an f32 sum of 16-bit values, products and sums of the terms stay in f32, as on
+    // a tensor core: f16 x f16 is exact in f32, so the schedule does not decide the rounding.
+    if (widen_half_ > 0 && (t == ScalarType::F16 || t == ScalarType::BF16) && e.kind != Expr::Kind::Read) t = ScalarType::F32;
     switch (e.kind) {
       case Expr::Kind::Const:
         if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);
@@ -370,7 +386,10 @@ class KernelBuilder {
     K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
     std::vector<kir::Stmt> loop = axis_loops(e.axes, [&] {
       auto body = [&] {
+        bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
+        widen_half_ += widen;
         std::map<std::string, K> lifted = lift(e, m, vector_elem);
+        widen_half_ -= widen;
         combine_into(carrier, m, lifted);
       };
       if (e.where.empty()) return body();
@@ -400,12 +419,13 @@ class KernelBuilder {
     std::vector<kir::Stmt> out;
     if (k == axes.size()) return out;
     const tir::Axis& a = axes[k];
+    std::string loop_var = unclashed(a.name);
     std::vector<kir::Stmt> inner = nested([&] {
-      scopes_.back().index[a.name] = kir::var({a.name}, ScalarType::I64);
+      scopes_.back().index[a.name] = kir::var({loop_var}, ScalarType::I64);
       if (k + 1 == axes.size()) body();
       else for (kir::Stmt& s : axis_loops(axes, body, k + 1)) emit(std::move(s));
     });
-    out.push_back(kir::for_loop(a.name, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
+    out.push_back(kir::for_loop(loop_var, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
     return out;
   }
 
@@ -499,9 +519,9 @@ class KernelBuilder {
   void stmt(const lir::Stmt& s) {
     switch (s.kind) {
       case lir::Stmt::Kind::Compute: {
-        emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
+        if (s.value.kind != Expr::Kind::Reg) emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
         K v = lower(s.value);
-        scopes_.back().regs[s.reg] = let(s.reg, v);
+        scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
         return;
       }
       case lir::Stmt::Kind::Store: {
@@ -518,7 +538,8 @@ class KernelBuilder {
   }
 
   void loop(const lir::Stmt& s) {
-    if (s.tile <= 1) {
+    bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
+    if (s.tile <= 1 && !carries) {
       emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
       for (kir::Stmt& st : axis_loops({s.axis}, [&] {
              for (const lir::Stmt& b : s.body) stmt(b);
@@ -528,9 +549,12 @@ class KernelBuilder {
     }
     // A register tile: tile elements per iteration, each statement unrolled per element,
     // indices clamped so loads stay in bounds and stores guarded for the tail.
-    std::string base = s.axis.name + "0";
+    std::string base = s.tile > 1 ? s.axis.name + "0" : s.axis.name;
     K size = size_value(s.axis.size);
-    emit(kir::comment(fmt::format("{} in register tiles of {} (TILE@{}=f{})", s.axis.name, s.tile, s.axis.name, s.tile)));
+    if (s.tile > 1)
+      emit(kir::comment(fmt::format("{} in register tiles of {} (TILE@{}=f{})", s.axis.name, s.tile, s.axis.name, s.tile)));
+    else
+      emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
     std::vector<kir::Stmt> body = nested([&] {
       K b = kir::var({base}, ScalarType::I64);
       tile_ = s.tile;
@@ -543,26 +567,30 @@ class KernelBuilder {
           continue;
         }
         for (int u = 0; u < s.tile; ++u) {
-          K e = kir::binary(kir::BinOp::Add, b, kir::ci(u, ScalarType::I64));
-          K in_range = kir::binary(kir::BinOp::Lt, e, size);
+          K e = s.tile > 1 ? kir::binary(kir::BinOp::Add, b, kir::ci(u, ScalarType::I64)) : b;
           std::vector<kir::Stmt> one = nested([&] {
             bind_tile_element(u);
             scopes_.back().index[s.axis.name] = e;
             stmt(st);
           });
-          emit(kir::if_then(in_range, std::move(one)));
+          if (s.tile == 1) {
+            for (kir::Stmt& x : one) emit(std::move(x));
+            continue;
+          }
+          emit(kir::if_then(kir::binary(kir::BinOp::Lt, e, size), std::move(one)));
         }
       }
       tile_ = 1;
     });
     kir::Stmt f = kir::for_loop(base, ScalarType::I64, kir::ci(0, ScalarType::I64), size, std::move(body));
-    f.step = s.tile;
+    f.step = std::max(1, s.tile);
     emit(std::move(f));
   }
 
   // Inside a tile: per-tile carrier registers read as element u.
   void bind_tile_element(int u) {
-    for (const auto& [name, reg] : tile_arrays_) scopes_.back().regs[name] = kir::var({reg.first, u}, reg.second);
+    for (const auto& [name, reg] : tile_arrays_)
+      scopes_.back().regs[name] = kir::var({reg.first, tile_ > 1 ? u : -1}, reg.second);
   }
 
   void fold(const lir::Stmt& s, int tile) {
@@ -586,7 +614,10 @@ class KernelBuilder {
         scalars[i] = let(reg, init);
       }
     }
-    auto elem_of = [&](size_t i, int u) { return s.fields[i].per_tile ? kir::var({array_names[i], u}, scalar_of(s.fields[i].dtype)) : scalars[i]; };
+    auto elem_of = [&](size_t i, int u) {
+      if (!s.fields[i].per_tile) return scalars[i];
+      return kir::var({array_names[i], tile > 1 ? u : -1}, scalar_of(s.fields[i].dtype));
+    };
     std::vector<kir::Stmt> loop = axis_loops({s.axis}, [&] {
       auto body = [&] {
         // Lift the element once for scalar fields, once per tile element for per-tile ones.
@@ -623,6 +654,10 @@ class KernelBuilder {
 
   // The tile element u's index, clamped into the axis so its loads stay in bounds.
   void bind_clamped(int u) {
+    if (tile_ == 1) {
+      scopes_.back().index[tile_axis_] = tile_base_;
+      return;
+    }
     K e = kir::binary(kir::BinOp::Add, tile_base_, kir::ci(u, ScalarType::I64));
     K last = kir::binary(kir::BinOp::Sub, tile_size_, kir::ci(1, ScalarType::I64));
     scopes_.back().index[tile_axis_] = kir::binary(kir::BinOp::Min, e, last);
@@ -658,7 +693,7 @@ class KernelBuilder {
       for (size_t i = k.threads.size(); i-- > 0;) {
         const tir::Axis& a = k.threads[i];
         K v = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, size_value(a.size));
-        scopes_.back().index[a.name] = let(a.name, v);
+        scopes_.back().index[a.name] = let(unclashed(a.name), v);
         if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
       }
       for (const lir::Stmt& s : k.body) stmt(s);
@@ -696,6 +731,7 @@ class KernelBuilder {
   const CheckedProgram& checked_;
   const Knobs& knobs_;
   int counter_ = 0;
+  int widen_half_ = 0;
   int tile_ = 1;
   K tile_base_, tile_size_;
   std::string tile_axis_;

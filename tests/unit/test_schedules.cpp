@@ -140,7 +140,7 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, i
           for (const auto& [name, want] : ref) {
             CAPTURE(name);
             REQUIRE(buffers.count(name));
-            Comparison c = compare(buffers.at(name), want, tolerance_for(want.dtype));
+            Comparison c = compare(buffers.at(name), want, tolerance_for(*op, want.dtype));
             CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e} max abs {:.3e} non-finite {} {}", c.rel_l2, c.max_abs,
                                             c.non_finite, c.shape_error));
           }
