@@ -146,6 +146,9 @@ struct Kernel {
   std::vector<std::string> doc;      // what the kernel does, printed above it
   std::vector<Param> params;
   int block_threads = 128;
+  // __launch_bounds__'s second argument (0: not given). 1 lets ptxas use every register a
+  // thread needs instead of spilling to reach an occupancy nobody asked for.
+  int min_blocks_per_sm = 0;
   // Blocks in x: an I64 expression over the Scalar params only (evaluated at launch).
   Expr grid_x;
   std::vector<SharedArray> shared;

@@ -2,6 +2,8 @@
 // --knobs, entry by entry, with defaults for the rest and checks of what this tier lowers.
 #include "lower/passes.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace emmy::lower {
@@ -45,12 +47,19 @@ void apply_place(Knobs& k, const KnobSetting& s) {
   else k.place_at[s.site] = fuse;
 }
 
-void apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target) {
-  if (s.off) return;
+// A tensor-core atom asked for on the command line is an error; one from the op's schedule
+// block falls back to the scalar tier with a warning, so the file still compiles and runs.
+bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool from_block) {
+  if (s.off) return false;
   const auto& tile = std::get<TileValue>(s.value);
-  if (!tile.atom.empty() && s.site.empty()) k.atom = tile.atom;
-  if (tile.atom == "none") k.atom = "scalar";
-  if (k.atom != "scalar")
+  bool tensor_core = !tile.atom.empty() && tile.atom != "scalar" && tile.atom != "none";
+  if (tensor_core && from_block) {
+    k.warnings.push_back(fmt::format("the schedule block's {} needs the tensor-core lowering, which this build does "
+                                     "not have yet: using TILE=a:scalar",
+                                     print_knob(s)));
+    return true;
+  }
+  if (tensor_core)
     throw LowerError(fmt::format("error: {} needs the tensor-core lowering, which this build does not have yet on {}\n"
                                  "  help: use TILE=a:scalar (the scalar tier: one thread per output row)",
                                  print_knob(s), target.name));
@@ -61,6 +70,7 @@ void apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target) {
     else
       k.scalar_tile[s.site] = *tile.scalar_f;
   }
+  return false;
 }
 
 }  // namespace
@@ -72,14 +82,22 @@ bool Knobs::fuses(const std::string& site) const {
 
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   Knobs k;
+  std::vector<KnobSetting> block;
   if (sources.block)
-    for (const KnobSetting& s : sources.block->knobs) merge(k.settings, s);
+    for (const KnobSetting& s : sources.block->knobs) merge(block, s);
+  k.settings = block;
   merge_text(k.settings, "EMMY_KNOBS", sources.env, target);
   merge_text(k.settings, "--knobs", sources.cli, target);
-  for (const KnobSetting& s : k.settings) {
+  auto from_block = [&](const KnobSetting& s) {
+    return std::any_of(block.begin(), block.end(),
+                       [&](const KnobSetting& b) { return print_knob(b) == print_knob(s); });
+  };
+  for (KnobSetting& s : k.settings) {
     switch (s.knob) {
       case Knob::Place: apply_place(k, s); break;
-      case Knob::Tile: apply_tile(k, s, target); break;
+      case Knob::Tile:
+        if (apply_tile(k, s, target, from_block(s))) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
+        break;
       case Knob::Reduce:
         if (!s.off)
           throw LowerError(fmt::format("error: {} (a reduction split across CTAs) is not implemented yet\n"

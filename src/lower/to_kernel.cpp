@@ -673,6 +673,7 @@ class KernelBuilder {
     out.name = fmt::format("k_{}{}_{:06x}", p_.tensors.op, part, h & 0xffffff);
     out.doc = k.doc;
     out.block_threads = knobs_.block_threads;
+    out.min_blocks_per_sm = 1;
     K total = kir::ci(1, ScalarType::I64);
     for (size_t i = 0; i < k.threads.size(); ++i)
       total = i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));

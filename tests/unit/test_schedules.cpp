@@ -4,6 +4,7 @@
 // every generated kernel compiled by NVRTC for sm_80, sm_90 and sm_120 without spills.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -153,6 +154,60 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, i
   }
   MESSAGE(fmt::format("{} ops, {} (schedule, shape) runs compared with the reference", ops, runs));
   CHECK(ops >= 40);
+}
+
+}  // namespace emmy
+
+namespace emmy {
+
+TEST_CASE("schedules: every generated kernel compiles with NVRTC for sm_80, sm_90 and sm_120 without spills") {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) {
+    bool required = std::getenv("EMMY_REQUIRE_NVRTC") && std::string(std::getenv("EMMY_REQUIRE_NVRTC")) == "1";
+    if (required) FAIL("NVRTC is required (EMMY_REQUIRE_NVRTC=1) but " << why);
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  int kernels = 0, max_regs = 0;
+  std::string report;
+  for (const std::string& file : program_files()) {
+    auto l = load(file);
+    REQUIRE(!l->diags->has_errors());
+    // Three schedules per op, each file's ops in one translation unit per schedule.
+    for (int variant = 0; variant < 3; ++variant) {
+      std::string source;
+      for (const CheckedOp* op : main_ops(*l->program)) {
+        std::vector<std::string> all = schedules(*l->program, *op);
+        std::string knobs = variant == 0 ? all[0] : variant == 1 ? all[1] : all.back();
+        lower::Lowered low = lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target("sm_90"));
+        source += print_cuda(low.kernels);
+      }
+      if (source.empty()) continue;
+      for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
+        CAPTURE(file);
+        CAPTURE(variant);
+        std::string target_name = target;
+        CAPTURE(target_name);
+        runtime::CompileOptions co;
+        co.target = find_target(target);
+        runtime::CompileResult r = runtime::compile_cuda(source, "schedules.cu", co);
+        REQUIRE_MESSAGE(r.ok, r.log);
+        CHECK(!r.resources.empty());
+        for (const runtime::KernelResources& k : r.resources) {
+          CAPTURE(k.kernel);
+          CHECK(k.spill_stores == 0);
+          CHECK(k.spill_loads == 0);
+          CHECK(k.registers > 0);
+          CHECK(k.registers <= 255);
+          max_regs = std::max(max_regs, k.registers);
+          ++kernels;
+          if (std::string(target) == "sm_90" && variant == 0) report += runtime::format_resources(k) + "\n";
+        }
+      }
+    }
+  }
+  MESSAGE(fmt::format("{} kernel compilations, at most {} registers; sm_90, fused schedules:\n{}", kernels, max_regs, report));
+  CHECK(kernels > 100);
 }
 
 }  // namespace emmy
