@@ -769,8 +769,10 @@ TEST_CASE("cuda printer: literals, conversions, math and parentheses mean the IR
 
 TEST_CASE("cuda printer: NVRTC compiles every sample program for sm_90") {
   if (!nvrtc_or_skip()) return;
-  for (const Program& p :
-       {elementwise_program(), carrier_program(), shared_program(), mma_program(), tma_program(), coverage_program()}) {
+  Program bounded = shared_program();
+  bounded.kernels[0].min_blocks_per_sm = 2;
+  for (const Program& p : {elementwise_program(), carrier_program(), shared_program(), bounded, mma_program(),
+                           tma_program(), coverage_program()}) {
     CAPTURE(p.op);
     const std::string cuda = print_cuda(p);
     const runtime::CompileResult r =
