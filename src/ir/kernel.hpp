@@ -51,7 +51,8 @@ struct Expr {
     Unary,    // un, args[0]
     Binary,   // bin, args[0], args[1]
     Select,   // args[0] (pred) ? args[1] : args[2]
-    Cast,     // args[0] converted to `type` (round to nearest even)
+    Cast,     // args[0] converted to `type`: to a float type rounding to nearest even; from a
+              // float to an integer toward zero, saturating, NaN to 0 (C casts, cvt.rzi)
     Load,     // space, name = buffer (global: a pointer parameter; shared: a shared array),
               // args[0] = element index (I64 for global, I32 for shared)
     SharedAddr,  // U32 byte address, in the shared window, of element args[0] of shared

@@ -54,6 +54,7 @@ struct Program {
   std::vector<std::string> materialized;  // intermediates a cut writes to global memory
   std::vector<Kernel> kernels;            // launch order
   std::vector<std::string> decisions;     // one line per PLACE/TILE decision, for --ir loop
+  std::vector<std::string> warnings;      // knobs that name something with nothing to decide
 };
 
 std::string print_program(const Program& program);  // `emmyc compile --ir loop`

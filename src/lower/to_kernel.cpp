@@ -375,13 +375,15 @@ class KernelBuilder {
     std::string key = tir::print_expr(e) + (elem ? "@" + render_key(*elem) : "");
     if (const Carrier* c = find_memo(key)) return *c;
     MonoidLowering m = monoid_of(e);
-    emit(kir::comment(fmt::format("{} over {}", e.op, axes_names(e.axes))));
+    if (!quiet_reduce_) emit(kir::comment(fmt::format("{} over {}", e.op, axes_names(e.axes))));
+    quiet_reduce_ = false;
     Carrier carrier;
     std::map<std::string, K> identity_env;
+    std::string base = fmt::format("{}_{}", e.op, fmt::join(axis_list(e.axes), "_"));
     for (size_t i = 0; i < m.fields.size(); ++i) {
       K init = as(term_value(m.identity[i], identity_env, m.types[i]), m.types[i]);
       carrier.fields.push_back(m.fields[i]);
-      carrier.values.push_back(let(fresh("acc_" + m.fields[i]), init));
+      carrier.values.push_back(let(fresh(m.fields.size() == 1 ? base : base + "_" + m.fields[i]), init));
     }
     K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
     std::vector<kir::Stmt> loop = axis_loops(e.axes, [&] {
@@ -398,6 +400,12 @@ class KernelBuilder {
     for (kir::Stmt& s : loop) emit(std::move(s));
     scopes_.back().memo[key] = carrier;
     return carrier;
+  }
+
+  static std::vector<std::string> axis_list(const std::vector<tir::Axis>& axes) {
+    std::vector<std::string> n;
+    for (const tir::Axis& a : axes) n.push_back(a.name);
+    return n;
   }
 
   static std::string axes_names(const std::vector<tir::Axis>& axes) {
@@ -433,7 +441,7 @@ class KernelBuilder {
   std::map<std::string, K> lift(const Expr& e, const MonoidLowering& m, const K& vector_elem) {
     std::map<std::string, K> params;
     for (size_t i = 0; i < e.args.size() && i < m.lift_params.size(); ++i)
-      params[m.lift_params[i]] = let(fresh("in_" + m.lift_params[i]), lower(with_elem(e.args[i], vector_elem)));
+      params[m.lift_params[i]] = let(fresh("term"), lower(with_elem(e.args[i], vector_elem)));
     if (m.axis_param && !e.axes.empty()) params[*m.axis_param] = *find_index(e.axes[0].name);
     std::map<std::string, K> b;
     for (size_t i = 0; i < m.fields.size(); ++i) b["b." + m.fields[i]] = as(term_value(m.lift[i], params, m.types[i]), m.types[i]);
@@ -460,6 +468,10 @@ class KernelBuilder {
   void combine_into(Carrier& c, const MonoidLowering& m, const std::map<std::string, K>& lifted) {
     std::map<std::string, K> env = lifted;
     for (size_t i = 0; i < m.fields.size(); ++i) env["a." + m.fields[i]] = c.values[i];
+    if (m.fields.size() == 1) {  // nothing to keep consistent: update in place
+      emit(kir::assign(c.values[0].reg, as(term_value(m.combine[0], env, m.types[0]), m.types[0])));
+      return;
+    }
     std::vector<K> next;
     for (size_t i = 0; i < m.fields.size(); ++i)
       next.push_back(let(fresh("new_" + m.fields[i]), as(term_value(m.combine[i], env, m.types[i]), m.types[i])));
@@ -520,6 +532,7 @@ class KernelBuilder {
     switch (s.kind) {
       case lir::Stmt::Kind::Compute: {
         if (s.value.kind != Expr::Kind::Reg) emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
+        quiet_reduce_ = s.value.kind == Expr::Kind::Reduce;
         K v = lower(s.value);
         scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
         return;
@@ -707,24 +720,28 @@ class KernelBuilder {
 
   // Parameters: the buffers the body touches, in program order, then every size.
   void collect_params(kir::Kernel& k, const kir::Program& program) {
-    std::set<std::string> loads, stores;
-    scan(k.body, loads, stores);
+    std::set<std::string> loads, stores, sizes;
+    scan(k.body, loads, stores, sizes);
     for (const kir::Buffer& b : program.buffers)
       if (loads.count(b.name) || stores.count(b.name))
         k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name)});
-    for (const std::string& s : program.sizes) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true});
+    scan(k.grid_x, loads, sizes);
+    for (const std::string& s : program.sizes)
+      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true});
   }
 
-  static void scan(const K& e, std::set<std::string>& loads) {
+  static void scan(const K& e, std::set<std::string>& loads, std::set<std::string>& sizes) {
     if (e.kind == K::Kind::Load) loads.insert(e.name);
-    for (const K& a : e.args) scan(a, loads);
+    if (e.kind == K::Kind::Param) sizes.insert(e.name);
+    for (const K& a : e.args) scan(a, loads, sizes);
   }
-  static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores) {
+  static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores,
+                   std::set<std::string>& sizes) {
     for (const kir::Stmt& s : body) {
       if (s.kind == kir::Stmt::Kind::Store) stores.insert(s.name);
-      for (const K& a : s.args) scan(a, loads);
-      scan(s.body, loads, stores);
-      scan(s.orelse, loads, stores);
+      for (const K& a : s.args) scan(a, loads, sizes);
+      scan(s.body, loads, stores, sizes);
+      scan(s.orelse, loads, stores, sizes);
     }
   }
 
@@ -733,6 +750,7 @@ class KernelBuilder {
   const Knobs& knobs_;
   int counter_ = 0;
   int widen_half_ = 0;
+  bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
   int tile_ = 1;
   K tile_base_, tile_size_;
   std::string tile_axis_;

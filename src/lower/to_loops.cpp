@@ -50,12 +50,31 @@ Expr to_regs(const Expr& e, const std::map<std::string, const tir::Stmt*>& regs)
   return r;
 }
 
+bool mentions_reg(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::Reg && e.name == name) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return mentions_reg(a, name); });
+}
+
 Expr reg_expr(const std::string& name, DType dtype) {
   Expr r;
   r.kind = Expr::Kind::Reg;
   r.name = name;
   r.dtype = dtype;
   return r;
+}
+
+// Float casts do not change which value a term is (the prover reasons over the reals too):
+// exp(f32(x) - m) is shifted by the max of x.
+Expr strip_float_casts(const Expr& e) {
+  if (e.kind == Expr::Kind::Call && e.args.size() == 1 && (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64"))
+    return strip_float_casts(e.args[0]);
+  Expr out = e;
+  for (Expr& a : out.args) a = strip_float_casts(a);
+  return out;
+}
+
+bool same_value(const Expr& a, const Expr& b) {
+  return tir::print_expr(strip_float_casts(a)) == tir::print_expr(strip_float_casts(b));
 }
 
 void factors_of(const Expr& e, std::vector<Expr>& out) {
@@ -110,7 +129,25 @@ class LoopBuilder {
     for (const std::string& name : out.materialized) out.kernels.push_back(temp_kernel(name));
     out.kernels.push_back(main_kernel(out));
     out.decisions = decisions_;
+    out.warnings = unused_cuts(out);
     return out;
+  }
+
+  // PLACE@x=cut where x has no seam to cut: say so rather than ignore it silently.
+  std::vector<std::string> unused_cuts(const lir::Program& out) const {
+    std::vector<std::string> w;
+    for (const auto& [site, fuse] : knobs_.place_at) {
+      if (fuse || std::count(out.materialized.begin(), out.materialized.end(), site) || chain_heads_.count(site)) continue;
+      const tir::Tensor* t = p_.find(site);
+      if (!t)
+        w.push_back(fmt::format("PLACE@{}=cut has no effect: {} names no intermediate statement of {}", site, site, p_.op));
+      else if (t->role != tir::Tensor::Role::Intermediate)
+        w.push_back(fmt::format("PLACE@{}=cut has no effect: {} is an output, always written to global memory", site, site));
+      else
+        w.push_back(fmt::format("PLACE@{}=cut has no effect: every reader of {} runs on {}'s own row, so nothing is "
+                                "recomputed and there is no seam to cut", site, site, site));
+    }
+    return w;
   }
 
  private:
@@ -188,6 +225,7 @@ class LoopBuilder {
   std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, const std::vector<std::string>& materialized) {
     bool online = chain.monoid.name.rfind("online(", 0) == 0, argmax = chain.monoid.name.rfind("argmax(", 0) == 0;
     if (!online && !argmax) return std::nullopt;  // Welford's mean is a quotient, not a carrier field: two passes
+    chain_heads_.insert(chain.max_stmt);
     if (!knobs_.fuses(chain.max_stmt)) {
       decisions_.push_back(fmt::format("PLACE {}: cut — {} and {} run as separate passes over {}", chain.max_stmt,
                                        chain.max_stmt, fmt::join(chain.sum_stmts, ", "), chain.axis));
@@ -245,7 +283,7 @@ class LoopBuilder {
       if (g->kind == Expr::Kind::Call && g->op != "exp" && g->args.size() == 1 && g->op[0] == 'f') g = &g->args[0];
       bool is_shift = g->kind == Expr::Kind::Call && g->op == "exp" && g->args[0].kind == Expr::Kind::Binary &&
                       g->args[0].op == "-" && g->args[0].args[1].kind == Expr::Kind::Read &&
-                      g->args[0].args[1].name == m && tir::print_expr(g->args[0].args[0]) == tir::print_expr(x);
+                      g->args[0].args[1].name == m && same_value(g->args[0].args[0], x);
       if (is_shift) {
         ++shifted;
         continue;
@@ -401,9 +439,23 @@ class LoopBuilder {
   void emit_fold_member(lir::Kernel& k, const Fold& f, const tir::Stmt& s, const std::map<std::string, const tir::Stmt*>& regs) {
     const Member& last = f.members.back();
     bool wide = last.stmt->vars.size() != k.threads.size();
+    // A member's register is kept only if something reads it: an output, another member's
+    // result, or a statement outside the fold.
+    auto needed = [&](size_t i) {
+      const std::string& n = f.members[i].stmt->name;
+      if (!is_intermediate(n)) return true;
+      for (const Member& m : f.members)
+        if (&m != &f.members[i] && mentions_reg(to_regs(m.result.value, regs), n)) return true;
+      for (const tir::Stmt& other : p_.stmts)
+        if (tir::reads(other.value, n) &&
+            std::none_of(f.members.begin(), f.members.end(), [&](const Member& m) { return m.stmt == &other; }))
+          return true;
+      return false;
+    };
     auto results = [&](size_t upto) {
       std::vector<lir::Stmt> rs;
-      for (size_t i = 0; i < upto; ++i) rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
+      for (size_t i = 0; i < upto; ++i)
+        if (needed(i)) rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
       return rs;
     };
     if (!wide) {
@@ -430,6 +482,7 @@ class LoopBuilder {
   const CheckedOp& op_;
   const Knobs& knobs_;
   std::vector<std::string> decisions_;
+  std::set<std::string> chain_heads_;
 };
 
 }  // namespace
