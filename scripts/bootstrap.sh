@@ -8,5 +8,9 @@ emmy_install_deps
 emmy_build
 echo "== emmyc check examples/sdpa.emmy"
 build/emmyc check examples/sdpa.emmy && echo "ok: no errors"
-echo "== emmyc compile examples/sdpa.emmy --ir ast"
-build/emmyc compile examples/sdpa.emmy --ir ast
+echo "== emmyc compile examples/sdpa.emmy --op attention --ir cuda (the FA-1 kernel: one fused pass, 64 channels in registers)"
+build/emmyc compile examples/sdpa.emmy --op attention --schedule fa1-scalar --ir cuda
+echo "== emmyc run examples/sdpa.emmy --op attention (checked against the float64 reference)"
+# No GPU runtime yet (Step 4): the kernels run on the SIMT interpreter.
+build/emmyc run examples/sdpa.emmy --op attention --schedule fa1-scalar \
+  --shape B=1,H=4,S=128,T=128,D=64,E=64 --interp

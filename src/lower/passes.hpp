@@ -51,7 +51,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
 
 tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
 tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
-lir::Program to_loops(const tir::Program& program, const CheckedOp& op, const Knobs& knobs);
+lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
+                      const Knobs& knobs);
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
 
 // The whole pipeline; the IR of each level is kept for printing.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "algebra/discover.hpp"
+#include "algebra/from_ast.hpp"
 
 namespace emmy::lower {
 namespace {
@@ -119,8 +120,8 @@ struct Fold {
 
 class LoopBuilder {
  public:
-  LoopBuilder(const tir::Program& program, const CheckedOp& op, const Knobs& knobs)
-      : p_(program), op_(op), knobs_(knobs) {}
+  LoopBuilder(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op, const Knobs& knobs)
+      : p_(program), checked_(checked), op_(op), knobs_(knobs) {}
 
   lir::Program run() {
     lir::Program out;
@@ -212,7 +213,7 @@ class LoopBuilder {
           if (!has_var(output_vars, a.name)) output_vars.push_back(a);
       }
     for (const tir::Stmt* s : stmts)
-      if (is_intermediate(s->name) && p_.find(s->name)->record.empty() &&
+      if (is_intermediate(s->name) && (p_.find(s->name)->record.empty() || s->value.kind == Expr::Kind::Reduce) &&
           std::all_of(s->vars.begin(), s->vars.end(), [&](const tir::Axis& a) { return has_var(output_vars, a.name); }))
         shapers.push_back(s);
     std::vector<tir::Axis> t;
@@ -271,6 +272,131 @@ class LoopBuilder {
       f.members.push_back({s, {name, dtype, lift, false}, std::move(result)});
     }
     return f;
+  }
+
+  // r[I] = monoid(j: args) read only by one statement y[I, e] through r.field[e]: one
+  // fold over j at y's place, the vector fields one register per element of y's tile.
+  std::optional<Fold> record_fold(const tir::Stmt& r, const std::vector<const tir::Stmt*>& stmts) {
+    const Expr& red = r.value;
+    auto monoid = checked_.monoids.find(red.op);
+    if (red.kind != Expr::Kind::Reduce || red.axes.size() != 1 || monoid == checked_.monoids.end()) return std::nullopt;
+    const tir::Stmt* reader = nullptr;
+    for (const tir::Stmt* s : stmts)
+      if (s != &r && tir::reads(s->value, r.name)) {
+        if (reader) return std::nullopt;
+        reader = s;
+      }
+    if (!reader || !reads_row_local(reader->value, r.name, reader->vars)) return std::nullopt;
+    std::string why;
+    std::optional<algebra::MonoidTerms> terms = algebra::monoid_terms(*monoid->second.decl, why);
+    if (!terms) return std::nullopt;
+    const ast::MonoidDecl& decl = *monoid->second.decl;
+    // The element index of the vector fields: the reader's one extra variable.
+    std::vector<tir::Axis> extra;
+    for (const tir::Axis& a : reader->vars)
+      if (!has_var(r.vars, a.name)) extra.push_back(a);
+    std::optional<Expr> elem;
+    if (extra.size() == 1) {
+      elem.emplace();
+      elem->kind = Expr::Kind::Index;
+      elem->dtype = DType::I64;
+      elem->name = extra[0].name;
+    }
+    std::vector<std::pair<std::string, Expr>> params;
+    for (size_t i = 0; i < red.args.size(); ++i) {
+      std::string name = decl.lift_params ? (*decl.lift_params)[i].name.name : terms->fields[i];
+      Expr arg = red.args[i];
+      if (!replace_slices(arg, elem)) return std::nullopt;
+      params.emplace_back(name, arg);
+    }
+    Fold f;
+    f.axis = red.axes[0];
+    f.where = red.where;
+    f.terms = *terms;
+    f.summary = fmt::format("{} = {}({}: ...) is folded where {} reads it", r.name, red.op, f.axis.name, reader->name);
+    tir::Stmt result = *reader;
+    for (size_t i = 0; i < terms->fields.size(); ++i) {
+      const ast::Field& field = decl.fields[i];
+      bool vector = field.vector_dim.has_value();
+      if (vector && !elem) return std::nullopt;
+      Expr lift = decl.lift_params ? term_to_expr(terms->lift[i], params) : params[i].second;
+      DType dtype = parse_dtype(field.dtype.name).value_or(DType::F32);
+      if (!replace_field_reads(result.value, r.name, field.name.name, vector, elem, "run_" + field.name.name, dtype))
+        return std::nullopt;
+      f.members.push_back({&r, {field.name.name, dtype, lift, vector}, tir::Stmt{}});
+    }
+    // The reader closes the fold: it is computed (or stored) from the carrier.
+    f.members.back().stmt = reader;
+    f.members.back().result = result;
+    return f;
+  }
+
+  // v[b, h, j, :] -> v[b, h, j, e]; false if there is a slice but no element index.
+  static bool replace_slices(Expr& e, const std::optional<Expr>& elem) {
+    if (e.kind == Expr::Kind::Slice) {
+      if (!elem) return false;
+      e = *elem;
+      return true;
+    }
+    for (Expr& a : e.args)
+      if (!replace_slices(a, elem)) return false;
+    return true;
+  }
+
+  // r.field (or r.field[e], e the tile's index) -> the carrier register.
+  static bool replace_field_reads(Expr& e, const std::string& record, const std::string& field, bool vector,
+                                  const std::optional<Expr>& elem, const std::string& reg, DType dtype) {
+    if (e.kind == Expr::Kind::Field && e.name == field && e.args[0].kind == Expr::Kind::Read && e.args[0].name == record) {
+      if (vector && (e.args.size() < 2 || tir::print_expr(e.args[1]) != tir::print_expr(*elem))) return false;
+      e = reg_expr(reg, dtype);
+      return true;
+    }
+    for (Expr& a : e.args)
+      if (!replace_field_reads(a, record, field, vector, elem, reg, dtype)) return false;
+    return true;
+  }
+
+  // A lift term of the monoid as a tensor-IR expression over the reduction's arguments.
+  static Expr term_to_expr(const algebra::Term& t, const std::vector<std::pair<std::string, Expr>>& params) {
+    using algebra::TermOp;
+    static const std::pair<TermOp, const char*> kBinary[] = {
+        {TermOp::Add, "+"}, {TermOp::Sub, "-"},  {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
+        {TermOp::Le, "<="}, {TermOp::Gt, ">"},   {TermOp::Ge, ">="},  {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
+        {TermOp::And, "&&"}, {TermOp::Or, "||"}};
+    static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
+                                                           {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
+                                                           {TermOp::Min, "min"}, {TermOp::Select, "select"}};
+    Expr e;
+    switch (t.op) {
+      case TermOp::Const: e.value = t.value.value(); return e;
+      case TermOp::NegInf:
+      case TermOp::PosInf: e.value = t.op == TermOp::PosInf ? INFINITY : -INFINITY; return e;
+      case TermOp::Var:
+        for (const auto& [name, value] : params)
+          if (name == t.name) return value;
+        throw LowerError(fmt::format("internal: lift parameter '{}' is unbound", t.name));
+      case TermOp::Neg:
+      case TermOp::Not:
+        e.kind = Expr::Kind::Unary;
+        e.op = t.op == TermOp::Neg ? "-" : "!";
+        e.args.push_back(term_to_expr(t.args[0], params));
+        e.dtype = t.op == TermOp::Not ? DType::Bool : e.args[0].dtype;
+        return e;
+      default: break;
+    }
+    for (const auto& [op, spelling] : kBinary)
+      if (op == t.op) {
+        e.kind = Expr::Kind::Binary;
+        e.op = spelling;
+      }
+    for (const auto& [op, spelling] : kCalls)
+      if (op == t.op) {
+        e.kind = Expr::Kind::Call;
+        e.op = spelling;
+      }
+    for (const algebra::Term& a : t.args) e.args.push_back(term_to_expr(a, params));
+    e.dtype = e.args.empty() ? DType::F32 : e.args.back().dtype;
+    return e;
   }
 
   // body == exp(x - m) * w1 * w2 ...: the weight w, or 1.
@@ -348,18 +474,14 @@ class LoopBuilder {
     return std::move(body.front());
   }
 
-  lir::Stmt fold_stmt(const Fold& f, bool per_tile_last) {
+  static lir::Stmt fold_stmt(const Fold& f) {
     lir::Stmt st;
     st.kind = lir::Stmt::Kind::Fold;
     st.axis = f.axis;
     st.where = f.where;
     st.monoid = f.terms.name;
     st.terms = f.terms;
-    for (size_t k = 0; k < f.members.size(); ++k) {
-      lir::CarrierField field = f.members[k].field;
-      field.per_tile = per_tile_last && k + 1 == f.members.size();
-      st.fields.push_back(field);
-    }
+    for (const Member& m : f.members) st.fields.push_back(m.field);
     return st;
   }
 
@@ -379,8 +501,18 @@ class LoopBuilder {
     };
     std::vector<Fold> folds;
     std::set<std::string> folded;
+    std::vector<Fold> candidates;
     for (const algebra::DiscoveredChain& c : algebra::discover_chains(op_))
       if (std::optional<Fold> f = make_fold(c, out.materialized)) {
+        // The chain's last sum, when wider than the row, keeps one register per tile element.
+        if (f->members.back().stmt->vars.size() != k.threads.size()) f->members.back().field.per_tile = true;
+        candidates.push_back(std::move(*f));
+      }
+    for (const tir::Stmt* s : stmts)
+      if (is_intermediate(s->name) && !p_.find(s->name)->record.empty() && s->vars.size() == k.threads.size())
+        if (std::optional<Fold> f = record_fold(*s, stmts)) candidates.push_back(std::move(*f));
+    for (std::optional<Fold> f : candidates) {
+      {
         bool fits = true;
         int wide = 0;
         for (size_t i = 0; i < f->members.size(); ++i) {
@@ -404,6 +536,7 @@ class LoopBuilder {
         decisions_.push_back(fmt::format("fold over {}: {}", f->axis.name, f->summary));
         folds.push_back(std::move(*f));
       }
+    }
 
     for (const tir::Stmt* s : stmts) {
       if (is_reg(*s) || (!is_intermediate(s->name) && s->vars.size() == k.threads.size() && !s->vars.empty() &&
@@ -463,14 +596,14 @@ class LoopBuilder {
         if (!is_intermediate(s.name)) k.body.push_back(store_of(s, reg_expr(s.name, p_.find(s.name)->dtype)));
         return;
       }
-      lir::Stmt fs = fold_stmt(f, false);
+      lir::Stmt fs = fold_stmt(f);
       fs.results = results(f.members.size());
       k.body.push_back(std::move(fs));
       if (!is_intermediate(s.name)) k.body.push_back(store_of(s, reg_expr(s.name, p_.find(s.name)->dtype)));
       return;
     }
     if (&s != last.stmt) return;
-    lir::Stmt fs = fold_stmt(f, true);
+    lir::Stmt fs = fold_stmt(f);
     fs.results = results(f.members.size() - 1);
     std::vector<lir::Stmt> body;
     body.push_back(std::move(fs));
@@ -479,6 +612,7 @@ class LoopBuilder {
   }
 
   const tir::Program& p_;
+  const CheckedProgram& checked_;
   const CheckedOp& op_;
   const Knobs& knobs_;
   std::vector<std::string> decisions_;
@@ -487,8 +621,9 @@ class LoopBuilder {
 
 }  // namespace
 
-lir::Program to_loops(const tir::Program& program, const CheckedOp& op, const Knobs& knobs) {
-  return LoopBuilder(program, op, knobs).run();
+lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
+                      const Knobs& knobs) {
+  return LoopBuilder(program, checked, op, knobs).run();
 }
 
 }  // namespace emmy::lower
