@@ -99,11 +99,17 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
         if (apply_tile(k, s, target, from_block(s))) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
         break;
       case Knob::Reduce:
-        if (!s.off)
-          throw LowerError(fmt::format("error: {} (a reduction split across CTAs) is not implemented yet\n"
-                                       "  help: leave REDUCE empty (REDUCE=) for a serial reduction per thread",
-                                       print_knob(s)));
-        break;
+        if (s.off) break;
+        if (from_block(s)) {  // like TILE: the file keeps compiling, with a serial reduction
+          k.warnings.push_back(fmt::format("the schedule block's {} needs split reductions, which this build does not "
+                                           "have yet: each reduction runs serially in its thread",
+                                           print_knob(s)));
+          s = std::get<KnobSetting>(parse_knob_value(Knob::Reduce, s.site, ""));
+          break;
+        }
+        throw LowerError(fmt::format("error: {} (a reduction split across CTAs) is not implemented yet\n"
+                                     "  help: leave REDUCE empty (REDUCE=) for a serial reduction per thread",
+                                     print_knob(s)));
       case Knob::Stage:
       case Knob::Wspec:
       case Knob::Raster:
