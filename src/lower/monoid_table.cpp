@@ -69,20 +69,13 @@ const BuiltinMonoid kBuiltins[] = {
     {"argmin", "i", [](ScalarType, const std::vector<ScalarType>& args) { return index_of(arg0(args), TermOp::Lt); }},
 };
 
-ScalarType field_type(const std::string& dtype) {
-  switch (parse_dtype(dtype).value_or(DType::F32)) {
-    case DType::Bool: return ScalarType::Pred;
-    case DType::I32: return ScalarType::I32;
-    case DType::I64: return ScalarType::I64;
-    case DType::F16: return ScalarType::F16;
-    case DType::BF16: return ScalarType::BF16;
-    case DType::F32: return ScalarType::F32;
-    case DType::F64: return ScalarType::F64;
-  }
-  return ScalarType::F32;
-}
-
 }  // namespace
+
+ScalarType scalar_of(DType d) {
+  constexpr ScalarType kByDType[] = {ScalarType::Pred, ScalarType::I32,  ScalarType::I64, ScalarType::F16,
+                                     ScalarType::BF16, ScalarType::F32, ScalarType::F64};
+  return kByDType[static_cast<size_t>(d)];  // DType's order: Bool, I32, I64, F16, BF16, F32, F64
+}
 
 const BuiltinMonoid* builtin_monoid(std::string_view name) {
   for (const BuiltinMonoid& m : kBuiltins)
@@ -97,7 +90,7 @@ MonoidLowering user_monoid(const ast::MonoidDecl& decl) {
     throw LowerError(fmt::format("error: monoid {} cannot be lowered: {}", decl.name.name, why));
   MonoidLowering m;
   m.fields = terms->fields;
-  for (const ast::Field& f : decl.fields) m.types.push_back(field_type(f.dtype.name));
+  for (const ast::Field& f : decl.fields) m.types.push_back(scalar_of(parse_dtype(f.dtype.name).value_or(DType::F32)));
   m.identity = terms->identity;
   m.combine = terms->combine;
   if (decl.lift_params) {

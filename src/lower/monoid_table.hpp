@@ -9,6 +9,7 @@
 
 #include "algebra/laws.hpp"
 #include "ir/kernel.hpp"
+#include "sema/types.hpp"
 #include "syntax/ast.hpp"
 
 namespace emmy::lower {
@@ -30,6 +31,7 @@ struct BuiltinMonoid {
 };
 
 const BuiltinMonoid* builtin_monoid(std::string_view name);  // nullptr: a user monoid
+kir::ScalarType scalar_of(DType dtype);                      // bool -> pred, the rest alike
 MonoidLowering user_monoid(const ast::MonoidDecl& decl);     // throws LowerError
 
 }  // namespace emmy::lower

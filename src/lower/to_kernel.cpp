@@ -21,19 +21,6 @@ using kir::ScalarType;
 using tir::Expr;
 using K = kir::Expr;
 
-ScalarType scalar_of(DType d) {
-  switch (d) {
-    case DType::Bool: return ScalarType::Pred;
-    case DType::I32: return ScalarType::I32;
-    case DType::I64: return ScalarType::I64;
-    case DType::F16: return ScalarType::F16;
-    case DType::BF16: return ScalarType::BF16;
-    case DType::F32: return ScalarType::F32;
-    case DType::F64: return ScalarType::F64;
-  }
-  return ScalarType::F32;
-}
-
 // Arithmetic on 16-bit floats runs in f32 and rounds once at the end, as the GPU does it.
 ScalarType compute_type(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::BF16 ? ScalarType::F32 : t;
@@ -594,6 +581,7 @@ class KernelBuilder {
         }
       }
       tile_ = 1;
+      tile_arrays_.clear();  // the tile's carrier arrays die with its loop
     });
     kir::Stmt f = kir::for_loop(base, ScalarType::I64, kir::ci(0, ScalarType::I64), size, std::move(body));
     f.step = std::max(1, s.tile);
