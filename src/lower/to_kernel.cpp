@@ -402,8 +402,11 @@ class KernelBuilder {
   }
 
   static std::string render_key(const K& e) {
-    std::string s = fmt::format("{}:{}:{}:{}:{}(", static_cast<int>(e.kind), e.ival, e.reg.name, e.name,
-                                static_cast<int>(e.bin));
+    // Every field that can tell two expressions apart: a key must never merge different values.
+    std::string s = fmt::format("{}:{}:{}:{}:{}:{}[{}]:{}:{}:{}:{}:{}(", static_cast<int>(e.kind),
+                                static_cast<int>(e.type), e.ival, e.fval, e.name, e.reg.name, e.reg.elem,
+                                static_cast<int>(e.special), static_cast<int>(e.un), static_cast<int>(e.bin),
+                                static_cast<int>(e.space), e.args.size());
     for (const K& a : e.args) s += render_key(a) + ",";
     return s + ")";
   }
