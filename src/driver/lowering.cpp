@@ -80,7 +80,10 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     return l;
   } catch (const lower::LowerError& e) {
     std::string text = e.what();
-    err << (text.rfind("error", 0) == 0 ? "emmyc: " : "emmyc: error: ") << text << "\n";
+    // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
+    bool located = text.substr(0, text.find('\n')).find(": error: ") != std::string::npos;
+    const char* prefix = located ? "" : text.rfind("error", 0) == 0 ? "emmyc: " : "emmyc: error: ";
+    err << prefix << text << "\n";
     return std::nullopt;
   }
 }

@@ -3,6 +3,7 @@
 #include "lower/passes.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,29 @@ void merge(std::vector<KnobSetting>& into, const KnobSetting& s) {
   into.push_back(s);
 }
 
-void merge_text(std::vector<KnobSetting>& into, const std::string& source, const std::string& text,
+// Where a command-line or environment setting was written: its source name and text.
+struct Origin {
+  std::string source, text;
+};
+using Origins = std::map<std::string, Origin>;  // by "KNOB@site"
+
+std::string origin_key(const KnobSetting& s) { return fmt::format("{}@{}", knob_name(s.knob), s.site); }
+
+// "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every
+// other diagnostic; a block's setting never gets here (it falls back with a warning).
+std::string located_error(const Origins& origins, const KnobSetting& s, const std::string& message,
+                          const std::string& help) {
+  auto it = origins.find(origin_key(s));
+  std::string entry = print_knob(s);
+  if (it == origins.end()) return fmt::format("error: {}\n  help: {}", message, help);
+  const Origin& o = it->second;
+  size_t at = o.text.find(entry);
+  if (at == std::string::npos) at = 0;
+  return fmt::format("{}:1:{}: error: {}\n 1 | {}\n   | {}^{}\n  help: {}", o.source, at + 1, message, o.text,
+                     std::string(at, ' '), std::string(entry.size() > 1 ? entry.size() - 1 : 0, '~'), help);
+}
+
+void merge_text(std::vector<KnobSetting>& into, Origins& origins, const std::string& source, const std::string& text,
                 const TargetInfo& target) {
   if (text.empty()) return;
   KnobListResult parsed = parse_knob_list(text, &target);
@@ -38,7 +61,10 @@ void merge_text(std::vector<KnobSetting>& into, const std::string& source, const
     for (const KnobError& e : parsed.errors) all.push_back(knob_error_text(source, text, e));
     throw LowerError(fmt::format("{}", fmt::join(all, "\n")));
   }
-  for (const KnobSetting& s : parsed.settings) merge(into, s);
+  for (const KnobSetting& s : parsed.settings) {
+    merge(into, s);
+    origins[origin_key(s)] = {source, text};
+  }
 }
 
 void apply_place(Knobs& k, const KnobSetting& s) {
@@ -49,7 +75,7 @@ void apply_place(Knobs& k, const KnobSetting& s) {
 
 // A tensor-core atom asked for on the command line is an error; one from the op's schedule
 // block falls back to the scalar tier with a warning, so the file still compiles and runs.
-bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool from_block) {
+bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool from_block, const Origins& origins) {
   if (s.off) return false;
   const auto& tile = std::get<TileValue>(s.value);
   bool tensor_core = !tile.atom.empty() && tile.atom != "scalar" && tile.atom != "none";
@@ -60,9 +86,11 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
     return true;
   }
   if (tensor_core)
-    throw LowerError(fmt::format("error: {} needs the tensor-core lowering, which this build does not have yet on {}\n"
-                                 "  help: use TILE=a:scalar (the scalar tier: one thread per output row)",
-                                 print_knob(s), target.name));
+    throw LowerError(located_error(
+        origins, s,
+        fmt::format("{} needs the tensor-core lowering, which this build does not have yet on {}", print_knob(s),
+                    target.name),
+        "use TILE=a:scalar (the scalar tier: one thread per output row)"));
   if (tile.scalar_f) {
     if (s.site.empty())
       k.warnings.push_back(fmt::format("{} has no effect: a register tile needs an axis, e.g. TILE@e=f{}", print_knob(s),
@@ -86,8 +114,9 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);
   k.settings = block;
-  merge_text(k.settings, "EMMY_KNOBS", sources.env, target);
-  merge_text(k.settings, "--knobs", sources.cli, target);
+  Origins origins;
+  merge_text(k.settings, origins, "EMMY_KNOBS", sources.env, target);
+  merge_text(k.settings, origins, "--knobs", sources.cli, target);
   auto from_block = [&](const KnobSetting& s) {
     return std::any_of(block.begin(), block.end(),
                        [&](const KnobSetting& b) { return print_knob(b) == print_knob(s); });
@@ -96,7 +125,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
     switch (s.knob) {
       case Knob::Place: apply_place(k, s); break;
       case Knob::Tile:
-        if (apply_tile(k, s, target, from_block(s))) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
+        if (apply_tile(k, s, target, from_block(s), origins)) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
         break;
       case Knob::Reduce:
         if (s.off) break;
@@ -107,9 +136,10 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           s = std::get<KnobSetting>(parse_knob_value(Knob::Reduce, s.site, ""));
           break;
         }
-        throw LowerError(fmt::format("error: {} (a reduction split across CTAs) is not implemented yet\n"
-                                     "  help: leave REDUCE empty (REDUCE=) for a serial reduction per thread",
-                                     print_knob(s)));
+        throw LowerError(located_error(origins, s,
+                                       fmt::format("{} (a reduction split across CTAs) is not implemented yet",
+                                                   print_knob(s)),
+                                       "leave REDUCE empty (REDUCE=) for a serial reduction per thread"));
       case Knob::Stage:
       case Knob::Wspec:
       case Knob::Raster:
