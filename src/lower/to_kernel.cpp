@@ -115,7 +115,8 @@ class KernelBuilder {
     out.knobs = print_knob_list(knobs_.settings);
     out.sizes = p_.tensors.sizes;
     for (const tir::Tensor& t : p_.tensors.tensors) {
-      bool temp = std::count(p_.materialized.begin(), p_.materialized.end(), t.name) > 0;
+      bool temp = t.role == tir::Tensor::Role::Intermediate &&
+                  std::count(p_.materialized.begin(), p_.materialized.end(), t.name) > 0;
       if (t.role == tir::Tensor::Role::Intermediate && !temp) continue;
       kir::Buffer b;
       b.name = t.name;

@@ -159,15 +159,26 @@ class LoopBuilder {
 
   void decide_materialized(lir::Program& out) {
     for (const tir::Stmt& x : p_.stmts) {
-      if (!is_intermediate(x.name)) continue;
-      std::string seam_reader;
+      std::vector<std::string> seam_readers;
       for (const tir::Stmt& y : p_.stmts)
-        if (tir::reads(y.value, x.name) && !reads_row_local(y.value, x.name, y.vars)) seam_reader = y.name;
+        if (tir::reads(y.value, x.name) && !reads_row_local(y.value, x.name, y.vars)) seam_readers.push_back(y.name);
+      std::string readers = fmt::format("{}", fmt::join(seam_readers, ", "));
+      if (!is_intermediate(x.name)) {
+        // An output that another statement reads across rows must be complete before that
+        // read: a kernel of its own, whatever PLACE says (the threads of one kernel do not wait
+        // for each other).
+        if (seam_readers.empty()) continue;
+        out.materialized.push_back(x.name);
+        decisions_.push_back(fmt::format("{}: an output that {} read{} across rows — kernel k_{}_{} writes it first",
+                                         x.name, readers, seam_readers.size() == 1 ? "s" : "", p_.op, x.name));
+        continue;
+      }
       bool pointwise_cut = !tir::has_reduce(x.value) && p_.find(x.name)->record.empty();
-      bool cut = pointwise_cut || (!seam_reader.empty() && !knobs_.fuses(x.name));
+      bool cut = pointwise_cut || (!seam_readers.empty() && !knobs_.fuses(x.name));
       if (!cut) {
-        if (!seam_reader.empty())
-          decisions_.push_back(fmt::format("PLACE {}: fuse — recomputed where {} reads it", x.name, seam_reader));
+        if (!seam_readers.empty())
+          decisions_.push_back(fmt::format("PLACE {}: fuse — recomputed where {} read{} it", x.name, readers,
+                                           seam_readers.size() == 1 ? "s" : ""));
         continue;
       }
       if (!p_.find(x.name)->record.empty())
@@ -191,7 +202,8 @@ class LoopBuilder {
     lir::Kernel k;
     k.name = name;
     k.threads = s.vars;
-    k.doc.push_back(fmt::format("{}[{}] for every point, written to global memory (PLACE cut).", name, vars_text(s.vars)));
+    k.doc.push_back(fmt::format("{}[{}] for every point, written to global memory{}.", name, vars_text(s.vars),
+                                is_intermediate(name) ? " (PLACE cut)" : " before the statements that read it across rows"));
     k.doc.push_back(fmt::format("One thread computes one element of {}.", name));
     lir::Stmt st;
     st.kind = lir::Stmt::Kind::Store;
@@ -233,7 +245,7 @@ class LoopBuilder {
       return std::nullopt;
     }
     const tir::Stmt* head = p_.def(chain.max_stmt);
-    if (!head || head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
+    if (!head || std::count(materialized.begin(), materialized.end(), chain.max_stmt) || head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
         head->value.args.size() != 1)
       return std::nullopt;
     Fold f;

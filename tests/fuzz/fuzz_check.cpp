@@ -7,12 +7,30 @@
 #include <string>
 
 #include "algebra/classify.hpp"
+#include "codegen/cuda/print_cuda.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
 #include "sema/print_checked.hpp"
 #include "sema/sema.hpp"
 #include "syntax/format.hpp"
 #include "syntax/parse.hpp"
 
 namespace {
+
+// Every op of a clean program lowers (or refuses with a LowerError) to kernel IR that
+// verifies and prints, fused and cut.
+void lower_every_op(const emmy::CheckedProgram& program) {
+  const emmy::TargetInfo& target = *emmy::find_target("sm_90");
+  for (const auto& [name, op] : program.ops)
+    for (const char* knobs : {"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"}) {
+      try {
+        emmy::lower::Lowered l = emmy::lower::lower_op(program, op, {nullptr, "", knobs}, target);
+        if (!emmy::verify_program(l.kernels).empty()) __builtin_trap();  // a lowering bug
+        (void)emmy::print_cuda(l.kernels);
+      } catch (const emmy::lower::LowerError&) {
+      }
+    }
+}
 
 // The checked AST of `text`, or "" when it has errors.
 std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
@@ -26,7 +44,9 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
   auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}}, sema_diags);
   if (!sema_diags.has_errors()) emmy::algebra::classify(*program, sema_diags);  // the prover too
   for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);
-  return sema_diags.has_errors() ? "" : emmy::print_checked(*program);
+  if (sema_diags.has_errors()) return "";
+  lower_every_op(*program);
+  return emmy::print_checked(*program);
 }
 
 }  // namespace

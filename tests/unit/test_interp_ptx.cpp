@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <fstream>
 #include <ios>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -186,14 +187,21 @@ std::vector<uint32_t> output_words(const HostTensor& t) {
   return out;
 }
 
+// "0x" and the word in hex.
+std::string hex(uint32_t word) {
+  std::ostringstream out;
+  out << "0x" << std::hex << word;
+  return out.str();
+}
+
 // Checks `got` against `want` word for word; a mismatch names the first differing word.
 void check_words(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want) {
   REQUIRE(got.size() == want.size());
   size_t wrong = 0, first = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i] && wrong++ == 0) first = i;
-  CHECK_MESSAGE(wrong == 0, wrong << " of " << got.size() << " words differ; first: word " << first << " got 0x" << std::hex
-                                  << got[first] << ", recorded 0x" << want[first]);
+  CHECK_MESSAGE(wrong == 0, wrong << " of " << got.size() << " words differ; first: word " << first << " got "
+                                  << hex(got[first]) << ", recorded " << hex(want[first]));
 }
 
 // ---- mma.sync.m16n8k16 --------------------------------------------------------------------------
