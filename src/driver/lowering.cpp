@@ -82,7 +82,10 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     std::string text = e.what();
     // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
     bool located = text.substr(0, text.find('\n')).find(": error: ") != std::string::npos;
-    const char* prefix = located ? "" : text.rfind("error", 0) == 0 ? "emmyc: " : "emmyc: error: ";
+    const char* prefix = located                              ? ""
+                         : text.rfind("internal:", 0) == 0   ? "emmyc: internal error (a compiler bug; please report it): "
+                         : text.rfind("error", 0) == 0        ? "emmyc: "
+                                                              : "emmyc: error: ";
     err << prefix << text << "\n";
     return std::nullopt;
   }
