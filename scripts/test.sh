@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 emmy_install_deps
 emmy_build
+# Where the CUDA toolkit is installed, the NVRTC tests must run, not skip.
+if [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvrtc.so" ]; then export EMMY_REQUIRE_NVRTC=1; fi
 ctest --test-dir build --output-on-failure "$@"
