@@ -418,7 +418,9 @@ class KernelBuilder {
     std::vector<kir::Stmt> out;
     if (k == axes.size()) return out;
     const tir::Axis& a = axes[k];
-    std::string loop_var = unclashed(a.name);
+    // A reduction axis named like an enclosing loop's variable (softmax's c, reduced inside
+    // the loop over c that stores y) gets a fresh name instead of shadowing it.
+    std::string loop_var = find_index(a.name) ? fresh(a.name) : unclashed(a.name);
     std::vector<kir::Stmt> inner = nested([&] {
       scopes_.back().index[a.name] = kir::var({loop_var}, ScalarType::I64);
       if (k + 1 == axes.size()) body();

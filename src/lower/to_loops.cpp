@@ -112,6 +112,10 @@ struct Member {
 
 struct Fold {
   std::vector<Member> members;
+  // A carrier with no vector field is folded once per row, before its reader: the reader
+  // then reads the carrier registers (its rewritten value) inside its own loops.
+  const tir::Stmt* rewritten_reader = nullptr;
+  Expr rewritten_value;
   tir::Axis axis;
   std::vector<Expr> where;
   algebra::MonoidTerms terms;
@@ -337,7 +341,14 @@ class LoopBuilder {
         return std::nullopt;
       f.members.push_back({&r, {field.name.name, dtype, lift, vector}, tir::Stmt{}});
     }
-    // The reader closes the fold: it is computed (or stored) from the carrier.
+    bool any_vector = std::any_of(f.members.begin(), f.members.end(), [](const Member& m) { return m.field.per_tile; });
+    if (!any_vector) {
+      f.rewritten_reader = reader;
+      f.rewritten_value = result.value;
+      return f;
+    }
+    // The reader closes the fold: it runs inside the reader's loops, one register per
+    // element of the tile for each vector field, and the reader is stored from the carrier.
     f.members.back().stmt = reader;
     f.members.back().result = result;
     return f;
@@ -550,6 +561,13 @@ class LoopBuilder {
       }
     }
 
+    std::map<std::string, Expr> rewritten;
+    for (const Fold& f : folds)
+      if (f.rewritten_reader) rewritten[f.rewritten_reader->name] = f.rewritten_value;
+    auto value_of = [&](const tir::Stmt& s) { return rewritten.count(s.name) ? rewritten.at(s.name) : s.value; };
+    auto read_by_anyone = [&](const std::string& name) {
+      return std::any_of(p_.stmts.begin(), p_.stmts.end(), [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
+    };
     for (const tir::Stmt* s : stmts) {
       if (is_reg(*s) || (!is_intermediate(s->name) && s->vars.size() == k.threads.size() && !s->vars.empty() &&
                          p_.find(s->name)->record.empty()))
@@ -565,7 +583,8 @@ class LoopBuilder {
         continue;
       }
       bool output = !is_intermediate(s->name);
-      Expr value = to_regs(s->value, regs);
+      if (!output && !read_by_anyone(s->name)) continue;  // dead: nothing reads it
+      Expr value = to_regs(value_of(*s), regs);
       if (regs.count(s->name)) {
         k.body.push_back(compute(s->name, value));
         if (output) k.body.push_back(store_of(*s, reg_expr(s->name, p_.find(s->name)->dtype)));
@@ -609,7 +628,7 @@ class LoopBuilder {
         return;
       }
       lir::Stmt fs = fold_stmt(f);
-      fs.results = results(f.members.size());
+      if (!f.rewritten_reader) fs.results = results(f.members.size());  // else the reader reads the carrier
       k.body.push_back(std::move(fs));
       if (!is_intermediate(s.name)) k.body.push_back(store_of(s, reg_expr(s.name, p_.find(s.name)->dtype)));
       return;

@@ -208,10 +208,28 @@ class TensorBuilder {
     return f;
   }
 
-  // f(x, y)[i] or f(x, y).out[i]: inlines the callee once per call site.
+  // f(x, y)[i] or f(x, y).out[i]: inlines the callee once per distinct call (the same op on
+  // the same tensors), however many of its outputs are read.
   Expr read_call_output(const ast::Expr& call, const ast::Expr* field, std::vector<Expr> indices, Scope& scope,
                         const std::vector<std::string>&) {
     const CheckedOp& callee = program_.ops.at(call.text);
+    std::vector<std::string> args{call.text};
+    for (const ast::Expr& a : call.args) args.push_back(tensor_name(scope, a.text));
+    std::string key = fmt::format("{}", fmt::join(args, ","));
+    auto done = inlined_.find(key);
+    if (done == inlined_.end()) done = inlined_.emplace(key, inline_call(call, callee, scope)).first;
+    std::string out_name = field ? field->text : callee.decl->outputs.at(0).name.name;
+    Expr r;
+    r.kind = Expr::Kind::Read;
+    r.name = done->second.at(out_name);
+    const tir::Tensor* t = out_.find(r.name);
+    r.dtype = t->dtype;
+    r.record = t->record;
+    r.args = std::move(indices);
+    return r;
+  }
+
+  std::map<std::string, std::string> inline_call(const ast::Expr& call, const CheckedOp& callee, Scope& scope) {
     Scope inner;
     inner.op = &callee;
     inner.prefix = fmt::format("{}{}_", call.text, ++calls_);
@@ -223,21 +241,13 @@ class TensorBuilder {
       for (size_t d = 0; d < p.dims.size() && at; ++d)
         if (!p.dims[d].is_literal()) inner.sizes[p.dims[d].name] = map_size(scope, at->shape[d]);
     }
-    std::map<std::string, std::string> outputs = build(inner);
-    std::string out_name = field ? field->text : callee.decl->outputs.at(0).name.name;
-    Expr r;
-    r.kind = Expr::Kind::Read;
-    r.name = outputs.at(out_name);
-    const tir::Tensor* t = out_.find(r.name);
-    r.dtype = t->dtype;
-    r.record = t->record;
-    r.args = std::move(indices);
-    return r;
+    return build(inner);
   }
 
   const CheckedProgram& program_;
   tir::Program& out_;
   int calls_ = 0;
+  std::map<std::string, std::map<std::string, std::string>> inlined_;  // call key -> output names
 };
 
 }  // namespace
