@@ -231,4 +231,16 @@ const std::vector<IntrinsicInfo>& intrinsic_table() {
 
 const IntrinsicInfo& intrinsic_info(IntrinsicId id) { return intrinsic_table().at(static_cast<size_t>(id)); }
 
+Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std::vector<int64_t> imm,
+               std::string name) {
+  Stmt s;
+  s.kind = Stmt::Kind::Intrinsic;
+  s.intrinsic = static_cast<int>(id);
+  s.outs = std::move(outs);
+  s.args = std::move(ins);
+  s.imm = std::move(imm);
+  s.name = std::move(name);
+  return s;
+}
+
 }  // namespace emmy::kir

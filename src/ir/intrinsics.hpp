@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -97,6 +98,11 @@ struct IntrinsicInfo {
 };
 
 const IntrinsicInfo& intrinsic_info(IntrinsicId id);
+
+// An Intrinsic statement: results into `outs`, operands `ins`, immediates `imm`; `name` is
+// the global buffer (cp.async) or tensor-map parameter (TMA) it reads, if any.
+Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std::vector<int64_t> imm = {},
+               std::string name = {});
 const std::vector<IntrinsicInfo>& intrinsic_table();
 
 // Pure functions behind the table, exposed for tests and for the interpreter.

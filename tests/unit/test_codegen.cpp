@@ -41,19 +41,6 @@ Stmt gstore(std::string buf, Expr index, Expr value) {
   return store(Space::Global, std::move(buf), std::move(index), std::move(value));
 }
 
-// kernel.hpp has no builder for intrinsic statements: this is the shape the lowering fills in.
-Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std::vector<int64_t> imm = {},
-               std::string name = "") {
-  Stmt s;
-  s.kind = Stmt::Kind::Intrinsic;
-  s.intrinsic = static_cast<int>(id);
-  s.outs = std::move(outs);
-  s.args = std::move(ins);
-  s.imm = std::move(imm);
-  s.name = std::move(name);
-  return s;
-}
-
 Expr ceil_div(const std::string& n, int64_t d) {
   return binary(BinOp::Div, add(param(n, I64), ci(d - 1, I64)), ci(d, I64));
 }

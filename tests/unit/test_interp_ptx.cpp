@@ -60,19 +60,6 @@ Stmt gstore(const std::string& buffer, Expr index, Expr value) {
   return kir::store(Space::Global, buffer, std::move(index), std::move(value));
 }
 
-// An Intrinsic statement of `id`.
-Stmt intrinsic(IntrinsicId id, std::vector<kir::Reg> outs, std::vector<Expr> args, std::vector<int64_t> imm = {},
-               std::string name = {}) {
-  Stmt s;
-  s.kind = Stmt::Kind::Intrinsic;
-  s.intrinsic = static_cast<int>(id);
-  s.outs = std::move(outs);
-  s.args = std::move(args);
-  s.imm = std::move(imm);
-  s.name = std::move(name);
-  return s;
-}
-
 // Registers name[0..count).
 std::vector<kir::Reg> regs(const std::string& name, int count) {
   std::vector<kir::Reg> out;

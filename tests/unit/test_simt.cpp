@@ -59,18 +59,6 @@ Expr blocks_over_n(int threads) {
   return bin(BinOp::Div, add(n_param(), kir::ci(threads - 1, I64)), kir::ci(threads, I64));
 }
 
-Stmt intrinsic(IntrinsicId id, std::vector<kir::Reg> outs, std::vector<Expr> args, std::vector<int64_t> imm = {},
-               std::string name = {}) {
-  Stmt s;
-  s.kind = Stmt::Kind::Intrinsic;
-  s.intrinsic = static_cast<int>(id);
-  s.outs = std::move(outs);
-  s.args = std::move(args);
-  s.imm = std::move(imm);
-  s.name = std::move(name);
-  return s;
-}
-
 kir::Param buffer_param(std::string name, ScalarType type, bool is_const) {
   kir::Param p;
   p.kind = kir::Param::Kind::Buffer;
