@@ -61,8 +61,8 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   return true;
 }
 
-LowerOptions lower_options(const DriverOptions& opt) {
-  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs};
+LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
+  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs, &c.laws.chains};
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     out << print_checked(*c.program);
     return kOk;
   }
-  return print_level(*c.program, ir, lower_options(opt), out, err) == 0 ? kOk : kUserError;
+  return print_level(*c.program, ir, lower_options(opt, c), out, err) == 0 ? kOk : kUserError;
 }
 
 int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
@@ -103,7 +103,7 @@ int run_run(const std::string& file, const RunOptions& run, const DriverOptions&
   if (!check_one(file, opt, c, err)) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
-  int status = run_on_interpreter(*c.program, lower_options(opt), run, out, err);
+  int status = run_on_interpreter(*c.program, lower_options(opt, c), run, out, err);
   return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
 }
 

@@ -67,7 +67,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   if (!pick_schedule(program, op->decl->name.name, lo, err, block)) return std::nullopt;
   const TargetInfo* target = find_target(lo.target);
   try {
-    lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target);
+    lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains);
     for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";
     for (const std::string& w : l.loops.warnings) err << "emmyc: warning: " << w << "\n";
     std::vector<std::string> problems = verify_program(l.kernels);

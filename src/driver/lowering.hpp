@@ -15,6 +15,7 @@ struct LowerOptions {
   std::string schedule;  // --schedule NAME
   std::string target = "sm_90";
   std::string env_knobs, cli_knobs;
+  const std::vector<algebra::DiscoveredChain>* chains = nullptr;  // proved by the checker already
 };
 
 struct RunOptions {

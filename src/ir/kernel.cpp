@@ -2,6 +2,7 @@
 #include "ir/kernel.hpp"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
 namespace emmy::kir {
@@ -49,7 +50,8 @@ Expr cf(double value, ScalarType type) {
   e.kind = Expr::Kind::Const;
   e.type = type;
   e.fval = value;
-  e.ival = static_cast<int64_t>(value);
+  // ival mirrors integral values only; converting an infinity or a huge value is undefined.
+  e.ival = std::isfinite(value) && std::fabs(value) < 9.2e18 ? static_cast<int64_t>(value) : 0;
   return e;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "algebra/discover.hpp"
 #include "ir/kernel.hpp"
 #include "ir/loop_ir.hpp"
 #include "ir/tensor_ir.hpp"
@@ -51,8 +52,9 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
 
 tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
 tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
+// `chains`: the discovered chains of `op` with their proofs; only proved ones are folded.
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
-                      const Knobs& knobs);
+                      const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains);
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
 
 // The whole pipeline; the IR of each level is kept for printing.
@@ -62,7 +64,9 @@ struct Lowered {
   lir::Program loops;
   kir::Program kernels;
 };
+// `chains`: the algebra layer's discovered chains (algebra::classify proves them once for
+// the program); when null they are discovered and proved here.
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
-                 const TargetInfo& target);
+                 const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains = nullptr);
 
 }  // namespace emmy::lower

@@ -35,11 +35,21 @@ ScalarType wider(ScalarType a, ScalarType b) {
   return ScalarType::I64;
 }
 
+// A literal converted to an integer as a C cast would on the GPU (cvt.rzi): toward zero,
+// saturated, NaN to 0 — never the undefined behaviour of an out-of-range conversion.
+int64_t saturated_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
 K as(K e, ScalarType t) {
   if (e.type == t) return e;
   if (t == ScalarType::Pred && e.type != ScalarType::Pred)
     return kir::binary(kir::BinOp::Ne, e, kir::is_float(e.type) ? kir::cf(0, e.type) : kir::ci(0, e.type));
-  if (e.kind == K::Kind::Const) return kir::is_float(t) ? kir::cf(e.fval, t) : kir::ci(e.ival, t);
+  if (e.kind == K::Kind::Const)
+    return kir::is_float(t) ? kir::cf(e.fval, t) : kir::ci(kir::is_float(e.type) ? saturated_int(e.fval) : e.ival, t);
   return kir::cast(std::move(e), t);
 }
 
@@ -233,7 +243,7 @@ class KernelBuilder {
     switch (e.kind) {
       case Expr::Kind::Const:
         if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);
-        return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(static_cast<int64_t>(e.value), t);
+        return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(saturated_int(e.value), t);
       case Expr::Kind::Size: return size_value(e.name);
       case Expr::Kind::Index: {
         if (const K* v = find_index(e.name)) return *v;
@@ -476,7 +486,7 @@ class KernelBuilder {
     ScalarType ft = kir::is_float(hint) ? compute_type(hint) : hint;
     switch (t.op) {
       case TermOp::Const:
-        if (!kir::is_float(ft)) return kir::ci(static_cast<int64_t>(t.value.value()), ft);
+        if (!kir::is_float(ft)) return kir::ci(t.value.num / t.value.den, ft);  // exact, no double round trip
         return kir::cf(t.value.value(), ft);
       case TermOp::Var: {
         auto it = env.find(t.name);

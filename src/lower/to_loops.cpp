@@ -124,8 +124,9 @@ struct Fold {
 
 class LoopBuilder {
  public:
-  LoopBuilder(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op, const Knobs& knobs)
-      : p_(program), checked_(checked), op_(op), knobs_(knobs) {}
+  LoopBuilder(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op, const Knobs& knobs,
+              const std::vector<algebra::DiscoveredChain>& chains)
+      : p_(program), checked_(checked), op_(op), knobs_(knobs), chains_(chains) {}
 
   lir::Program run() {
     lir::Program out;
@@ -242,6 +243,10 @@ class LoopBuilder {
   std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, const std::vector<std::string>& materialized) {
     bool online = chain.monoid.name.rfind("online(", 0) == 0, argmax = chain.monoid.name.rfind("argmax(", 0) == 0;
     if (!online && !argmax) return std::nullopt;  // Welford's mean is a quotient, not a carrier field: two passes
+    // Proofs, not tests, license the reordering: an unproved chain stays as separate passes.
+    if (chain.laws.associative.outcome != algebra::Outcome::Proved ||
+        chain.laws.identity.outcome != algebra::Outcome::Proved)
+      return std::nullopt;
     chain_heads_.insert(chain.max_stmt);
     if (!knobs_.fuses(chain.max_stmt)) {
       decisions_.push_back(fmt::format("PLACE {}: cut — {} and {} run as separate passes over {}", chain.max_stmt,
@@ -525,7 +530,7 @@ class LoopBuilder {
     std::vector<Fold> folds;
     std::set<std::string> folded;
     std::vector<Fold> candidates;
-    for (const algebra::DiscoveredChain& c : algebra::discover_chains(op_))
+    for (const algebra::DiscoveredChain& c : chains_)
       if (std::optional<Fold> f = make_fold(c, out.materialized)) {
         // The chain's last sum, when wider than the row, keeps one register per tile element.
         if (f->members.back().stmt->vars.size() != k.threads.size()) f->members.back().field.per_tile = true;
@@ -646,6 +651,7 @@ class LoopBuilder {
   const CheckedProgram& checked_;
   const CheckedOp& op_;
   const Knobs& knobs_;
+  const std::vector<algebra::DiscoveredChain>& chains_;
   std::vector<std::string> decisions_;
   std::set<std::string> chain_heads_;
 };
@@ -653,8 +659,8 @@ class LoopBuilder {
 }  // namespace
 
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
-                      const Knobs& knobs) {
-  return LoopBuilder(program, checked, op, knobs).run();
+                      const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains) {
+  return LoopBuilder(program, checked, op, knobs, chains).run();
 }
 
 }  // namespace emmy::lower

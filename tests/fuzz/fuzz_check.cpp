@@ -19,21 +19,25 @@ namespace {
 
 // Every op of a clean program lowers (or refuses with a LowerError) to kernel IR that
 // verifies and prints, fused and cut.
-void lower_every_op(const emmy::CheckedProgram& program) {
+void lower_every_op(const emmy::CheckedProgram& program, const emmy::algebra::ProgramLaws& laws) {
   const emmy::TargetInfo& target = *emmy::find_target("sm_90");
-  for (const auto& [name, op] : program.ops)
+  for (const emmy::ast::Item& item : program.modules.front().ast.items) {  // the input's ops, not the imports'
+    const auto* decl = std::get_if<emmy::ast::OpDecl>(&item);
+    if (!decl) continue;
     for (const char* knobs : {"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"}) {
       try {
-        emmy::lower::Lowered l = emmy::lower::lower_op(program, op, {nullptr, "", knobs}, target);
+        emmy::lower::Lowered l = emmy::lower::lower_op(program, program.ops.at(decl->name.name), {nullptr, "", knobs}, target,
+                                                     &laws.chains);
         if (!emmy::verify_program(l.kernels).empty()) __builtin_trap();  // a lowering bug
         (void)emmy::print_cuda(l.kernels);
       } catch (const emmy::lower::LowerError&) {
       }
     }
+  }
 }
 
 // The checked AST of `text`, or "" when it has errors.
-std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
+std::string checked_ast(const std::string& text, bool& had_syntax_errors, bool lower) {
   emmy::SourceManager sources;
   emmy::Diagnostics diags(sources);
   uint32_t id = sources.add("fuzz.emmy", text);
@@ -42,10 +46,11 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
   if (had_syntax_errors) return "";
   emmy::Diagnostics sema_diags(sources);
   auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}}, sema_diags);
-  if (!sema_diags.has_errors()) emmy::algebra::classify(*program, sema_diags);  // the prover too
+  emmy::algebra::ProgramLaws laws;
+  if (!sema_diags.has_errors()) laws = emmy::algebra::classify(*program, sema_diags);  // the prover too
   for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);
   if (sema_diags.has_errors()) return "";
-  lower_every_op(*program);
+  if (lower) lower_every_op(*program, laws);
   return emmy::print_checked(*program);
 }
 
@@ -54,14 +59,14 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   bool syntax_errors = false;
-  std::string ast = checked_ast(text, syntax_errors);
+  std::string ast = checked_ast(text, syntax_errors, true);
   if (syntax_errors) return 0;
   std::optional<std::string> once = emmy::format_source(text);
   if (!once) return 0;
   std::optional<std::string> twice = emmy::format_source(*once);
   if (!twice || *twice != *once) __builtin_trap();  // fmt must be idempotent
   bool reformatted_errors = false;
-  std::string ast_after = checked_ast(*once, reformatted_errors);
+  std::string ast_after = checked_ast(*once, reformatted_errors, false);
   if (reformatted_errors) __builtin_trap();          // fmt must not break the syntax
   // The module name line carries the file name: compare what follows it.
   if (!ast.empty() && ast != ast_after) __builtin_trap();  // fmt must keep the meaning
