@@ -1,0 +1,329 @@
+// The CUDA driver through dlopen("libcuda.so.1") and cuGetProcAddress_v2: Emmy starts without a driver.
+#include "runtime/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace emmy::runtime {
+namespace {
+
+// ---- the driver entry points, declared from cuda.h's documented signatures ---------------------
+using Result = int;       // CUresult; 0 is CUDA_SUCCESS
+using Device = int;       // CUdevice
+using Address = uint64_t; // CUdeviceptr
+using Context = ContextOpaque*;
+using ModuleH = ModuleOpaque*;
+using FunctionH = FunctionOpaque*;
+using StreamH = StreamOpaque*;
+using EventH = EventOpaque*;
+
+// The ABI version every entry point is resolved at: CUDA 12.0 (cuMemAlloc_v2, cuStreamDestroy_v2...).
+constexpr int kAbiVersion = 12000;
+constexpr int kAttrMultiprocessors = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kAttrCcMajor = 75;          // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrCcMinor = 76;          // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr Result kErrorStubLibrary = 34;   // CUDA_ERROR_STUB_LIBRARY
+
+using GetProcAddress = Result (*)(const char*, void**, int, uint64_t, int*);
+
+struct Api {
+  Result (*init)(unsigned) = nullptr;
+  Result (*driver_get_version)(int*) = nullptr;
+  Result (*get_error_name)(Result, const char**) = nullptr;
+  Result (*device_get_count)(int*) = nullptr;
+  Result (*device_get)(Device*, int) = nullptr;
+  Result (*device_get_name)(char*, int, Device) = nullptr;
+  Result (*device_get_attribute)(int*, int, Device) = nullptr;
+  Result (*primary_ctx_retain)(Context*, Device) = nullptr;
+  Result (*primary_ctx_release)(Device) = nullptr;
+  Result (*ctx_set_current)(Context) = nullptr;
+  Result (*module_load_data)(ModuleH*, const void*) = nullptr;
+  Result (*module_unload)(ModuleH) = nullptr;
+  Result (*module_get_function)(FunctionH*, ModuleH, const char*) = nullptr;
+  Result (*mem_alloc)(Address*, size_t) = nullptr;
+  Result (*mem_free)(Address) = nullptr;
+  Result (*memset_d8)(Address, unsigned char, size_t) = nullptr;
+  Result (*memcpy_htod)(Address, const void*, size_t) = nullptr;
+  Result (*memcpy_dtoh)(void*, Address, size_t) = nullptr;
+  Result (*stream_create)(StreamH*, unsigned) = nullptr;
+  Result (*stream_destroy)(StreamH) = nullptr;
+  Result (*stream_synchronize)(StreamH) = nullptr;
+  Result (*event_create)(EventH*, unsigned) = nullptr;
+  Result (*event_destroy)(EventH) = nullptr;
+  Result (*event_record)(EventH, StreamH) = nullptr;
+  Result (*event_synchronize)(EventH) = nullptr;
+  Result (*event_elapsed_time)(float*, EventH, EventH) = nullptr;
+  Result (*occupancy_max_active_blocks)(int*, FunctionH, int, size_t) = nullptr;
+  Result (*launch_kernel)(FunctionH, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, StreamH,
+                          void**, void**) = nullptr;
+};
+
+struct Library {
+  Api api;
+  std::string error;  // empty when the driver is loaded, initialised and has every entry point
+};
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+std::string error_name(const Api& api, Result result) {
+  const char* name = nullptr;
+  if (api.get_error_name && api.get_error_name(result, &name) == 0 && name) return fmt::format("{} ({})", name, result);
+  return fmt::format("CUresult {}", result);
+}
+
+template <class F>
+void resolve(GetProcAddress get, const char* name, F& slot, std::string& missing) {
+  void* symbol = nullptr;
+  int status = 0;
+  const Result r = get(name, &symbol, kAbiVersion, 0, &status);
+  if (r != 0) symbol = nullptr;
+  slot = reinterpret_cast<F>(symbol);
+  if (symbol || !missing.empty()) return;
+  missing = r == kErrorStubLibrary ? fmt::format("{} (CUDA_ERROR_STUB_LIBRARY: a stub, not a driver)", name)
+                                   : fmt::format("{} (CUresult {})", name, r);
+}
+
+std::string resolve_all(GetProcAddress get, Api& a) {
+  std::string missing;
+  resolve(get, "cuInit", a.init, missing);
+  resolve(get, "cuDriverGetVersion", a.driver_get_version, missing);
+  resolve(get, "cuGetErrorName", a.get_error_name, missing);
+  resolve(get, "cuDeviceGetCount", a.device_get_count, missing);
+  resolve(get, "cuDeviceGet", a.device_get, missing);
+  resolve(get, "cuDeviceGetName", a.device_get_name, missing);
+  resolve(get, "cuDeviceGetAttribute", a.device_get_attribute, missing);
+  resolve(get, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, missing);
+  resolve(get, "cuDevicePrimaryCtxRelease", a.primary_ctx_release, missing);
+  resolve(get, "cuCtxSetCurrent", a.ctx_set_current, missing);
+  resolve(get, "cuModuleLoadData", a.module_load_data, missing);
+  resolve(get, "cuModuleUnload", a.module_unload, missing);
+  resolve(get, "cuModuleGetFunction", a.module_get_function, missing);
+  resolve(get, "cuMemAlloc", a.mem_alloc, missing);
+  resolve(get, "cuMemFree", a.mem_free, missing);
+  resolve(get, "cuMemsetD8", a.memset_d8, missing);
+  resolve(get, "cuMemcpyHtoD", a.memcpy_htod, missing);
+  resolve(get, "cuMemcpyDtoH", a.memcpy_dtoh, missing);
+  resolve(get, "cuStreamCreate", a.stream_create, missing);
+  resolve(get, "cuStreamDestroy", a.stream_destroy, missing);
+  resolve(get, "cuStreamSynchronize", a.stream_synchronize, missing);
+  resolve(get, "cuEventCreate", a.event_create, missing);
+  resolve(get, "cuEventDestroy", a.event_destroy, missing);
+  resolve(get, "cuEventRecord", a.event_record, missing);
+  resolve(get, "cuEventSynchronize", a.event_synchronize, missing);
+  resolve(get, "cuEventElapsedTime", a.event_elapsed_time, missing);
+  resolve(get, "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks, missing);
+  resolve(get, "cuLaunchKernel", a.launch_kernel, missing);
+  return missing;
+}
+
+Library load_library() {
+  Library lib;
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    lib.error = "no CUDA driver: " + one_line(dlerror());
+    return lib;
+  }
+  auto get = reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
+  if (!get) {
+    lib.error = "libcuda.so.1 has no cuGetProcAddress_v2 (a driver older than CUDA 12)";
+    return lib;
+  }
+  if (std::string missing = resolve_all(get, lib.api); !missing.empty()) {
+    lib.error = "libcuda.so.1 has no " + missing + " at ABI version 12.0";
+    return lib;
+  }
+  if (Result r = lib.api.init(0); r != 0) lib.error = "cuInit failed: " + error_name(lib.api, r);
+  return lib;
+}
+
+// The one piece of global state: the driver library, loaded and initialised once on first use
+// (thread-safe static initialisation) and never unloaded.
+const Library& library() {
+  static const Library lib = load_library();
+  return lib;
+}
+
+// The entry points; only called once a Driver exists, so the library is loaded.
+const Api& api() { return library().api; }
+
+void check(Result result, std::string_view what) {
+  if (result != 0) throw std::runtime_error(fmt::format("{} failed: {}", what, error_name(api(), result)));
+}
+
+// Why the first device cannot be used, or "" when it can.
+std::string device_problem(const Api& a) {
+  int count = 0;
+  if (Result r = a.device_get_count(&count); r != 0) return "cuDeviceGetCount failed: " + error_name(a, r);
+  return count > 0 ? "" : "no CUDA device";
+}
+
+int attribute(int which, Device device) {
+  int value = 0;
+  check(api().device_get_attribute(&value, which, device), "cuDeviceGetAttribute");
+  return value;
+}
+
+// A kernel parameter's storage: the driver reads the width of the parameter from its address.
+union ArgHolder {
+  uint64_t address;
+  int64_t i64;
+  int32_t i32;
+};
+
+ArgHolder hold(const KernelArg& arg) {
+  ArgHolder h{};
+  if (const auto* p = std::get_if<DevicePtr>(&arg)) h.address = p->address;
+  else if (const auto* i = std::get_if<int64_t>(&arg)) h.i64 = *i;
+  else h.i32 = std::get<int32_t>(arg);
+  return h;
+}
+
+}  // namespace
+
+// ---- owned handles -------------------------------------------------------------------------------
+void ModuleUnload::operator()(ModuleOpaque* module) const { api().module_unload(module); }
+void StreamDestroy::operator()(StreamOpaque* stream) const { api().stream_destroy(stream); }
+void EventDestroy::operator()(EventOpaque* event) const { api().event_destroy(event); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : address_(std::exchange(other.address_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    address_ = std::exchange(other.address_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+void DeviceBuffer::release() {
+  if (address_ != 0) api().mem_free(address_);
+  address_ = 0;
+  bytes_ = 0;
+}
+
+// ---- the driver ----------------------------------------------------------------------------------
+std::optional<Driver> Driver::open(std::string* why) {
+  const Library& lib = library();
+  std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
+  if (why) *why = problem;
+  if (!problem.empty()) return std::nullopt;
+  Driver d;
+  check(lib.api.device_get(&d.device_, 0), "cuDeviceGet");
+  check(lib.api.primary_ctx_retain(&d.context_, d.device_), "cuDevicePrimaryCtxRetain");
+  d.make_current();
+  char name[256] = {};
+  check(lib.api.device_get_name(name, sizeof name - 1, d.device_), "cuDeviceGetName");
+  d.name_ = name;
+  d.cc_major_ = attribute(kAttrCcMajor, d.device_);
+  d.cc_minor_ = attribute(kAttrCcMinor, d.device_);
+  d.multiprocessors_ = attribute(kAttrMultiprocessors, d.device_);
+  check(lib.api.driver_get_version(&d.driver_version_), "cuDriverGetVersion");
+  return d;
+}
+
+Driver::Driver(Driver&& other) noexcept
+    : device_(other.device_),
+      context_(std::exchange(other.context_, nullptr)),
+      name_(std::move(other.name_)),
+      cc_major_(other.cc_major_),
+      cc_minor_(other.cc_minor_),
+      multiprocessors_(other.multiprocessors_),
+      driver_version_(other.driver_version_) {}
+
+Driver::~Driver() {
+  if (context_) api().primary_ctx_release(device_);
+}
+
+void Driver::make_current() const { check(api().ctx_set_current(context_), "cuCtxSetCurrent"); }
+
+Module Driver::load_module(const std::vector<char>& cubin) const {
+  if (cubin.empty()) throw std::runtime_error("cuModuleLoadData: the CUBIN is empty");
+  ModuleH module = nullptr;
+  check(api().module_load_data(&module, cubin.data()), "cuModuleLoadData");
+  return Module(module);
+}
+
+Function Driver::function(const Module& module, const std::string& name) const {
+  Function f{nullptr, name};
+  check(api().module_get_function(&f.handle, module.get(), name.c_str()), "cuModuleGetFunction " + name);
+  return f;
+}
+
+DeviceBuffer Driver::alloc(size_t bytes) const {
+  if (bytes == 0) return {};
+  Address address = 0;
+  check(api().mem_alloc(&address, bytes), fmt::format("cuMemAlloc of {} bytes", bytes));
+  return {address, bytes};
+}
+
+void Driver::fill(const DeviceBuffer& buffer, uint8_t byte) const {
+  if (buffer.bytes() > 0) check(api().memset_d8(buffer.ptr().address, byte, buffer.bytes()), "cuMemsetD8");
+}
+
+void Driver::copy_to_device(const DeviceBuffer& dst, const void* src, size_t bytes) const {
+  if (bytes > dst.bytes()) throw std::runtime_error("cuMemcpyHtoD: more bytes than the buffer holds");
+  if (bytes > 0) check(api().memcpy_htod(dst.ptr().address, src, bytes), "cuMemcpyHtoD");
+}
+
+void Driver::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) const {
+  if (bytes > src.bytes()) throw std::runtime_error("cuMemcpyDtoH: more bytes than the buffer holds");
+  if (bytes > 0) check(api().memcpy_dtoh(dst, src.ptr().address, bytes), "cuMemcpyDtoH");
+}
+
+Stream Driver::create_stream() const {
+  StreamH stream = nullptr;
+  check(api().stream_create(&stream, kStreamNonBlocking), "cuStreamCreate");
+  return Stream(stream);
+}
+
+void Driver::synchronize(const Stream& stream) const { check(api().stream_synchronize(stream.get()), "cuStreamSynchronize"); }
+
+Event Driver::create_event() const {
+  EventH event = nullptr;
+  check(api().event_create(&event, 0), "cuEventCreate");  // CU_EVENT_DEFAULT: timing enabled
+  return Event(event);
+}
+
+void Driver::record(const Event& event, const Stream& stream) const {
+  check(api().event_record(event.get(), stream.get()), "cuEventRecord");
+}
+
+float Driver::elapsed_ms(const Event& start, const Event& end) const {
+  check(api().event_synchronize(end.get()), "cuEventSynchronize");
+  float ms = 0;
+  check(api().event_elapsed_time(&ms, start.get(), end.get()), "cuEventElapsedTime");
+  return ms;
+}
+
+int Driver::max_active_blocks(const Function& function, int block_threads, size_t dynamic_smem) const {
+  int blocks = 0;
+  check(api().occupancy_max_active_blocks(&blocks, function.handle, block_threads, dynamic_smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor " + function.name);
+  return blocks;
+}
+
+void Driver::launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
+                    const Stream& stream, unsigned dynamic_smem) const {
+  std::vector<ArgHolder> holders;
+  for (const KernelArg& arg : args) holders.push_back(hold(arg));
+  std::vector<void*> params;
+  for (ArgHolder& h : holders) params.push_back(&h);
+  check(api().launch_kernel(function.handle, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem,
+                            stream.get(), params.data(), nullptr),
+        "cuLaunchKernel " + function.name);
+}
+
+}  // namespace emmy::runtime

@@ -1,0 +1,122 @@
+// The CUDA driver, loaded at run time with dlopen: device, modules, buffers, streams, events, launches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace emmy::runtime {
+
+// Opaque driver handles (CUcontext, CUmodule, ...), declared here so that no CUDA header is needed.
+struct ContextOpaque;
+struct ModuleOpaque;
+struct FunctionOpaque;
+struct StreamOpaque;
+struct EventOpaque;
+
+// Deleters of the owned handles; they ignore errors (a destructor cannot report them).
+struct ModuleUnload {
+  void operator()(ModuleOpaque* module) const;
+};
+struct StreamDestroy {
+  void operator()(StreamOpaque* stream) const;
+};
+struct EventDestroy {
+  void operator()(EventOpaque* event) const;
+};
+
+// Owned handles: none may outlive the Driver that made them. A null Stream is the default stream.
+using Module = std::unique_ptr<ModuleOpaque, ModuleUnload>;
+using Stream = std::unique_ptr<StreamOpaque, StreamDestroy>;
+using Event = std::unique_ptr<EventOpaque, EventDestroy>;
+
+// An entry function of a loaded module; valid while the module is loaded.
+struct Function {
+  FunctionOpaque* handle = nullptr;
+  std::string name;
+};
+
+// A device address (CUdeviceptr).
+struct DevicePtr {
+  uint64_t address = 0;
+};
+
+// One kernel argument: a buffer's device address or a scalar of the parameter's exact width.
+using KernelArg = std::variant<DevicePtr, int64_t, int32_t>;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// Device memory, freed on destruction; zero bytes allocate nothing (address 0).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(uint64_t address, size_t bytes) : address_(address), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  DevicePtr ptr() const { return {address_}; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void release();
+  uint64_t address_ = 0;
+  size_t bytes_ = 0;
+};
+
+// The primary context of one device, current on the thread that opened it. Every call throws
+// std::runtime_error naming the driver call and its CUresult when the driver reports an error.
+class Driver {
+ public:
+  // The first device, or nullopt with a one-line reason (no libcuda, a stub, no device).
+  static std::optional<Driver> open(std::string* why = nullptr);
+
+  Driver(Driver&& other) noexcept;
+  Driver& operator=(Driver&&) = delete;
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+  ~Driver();
+
+  const std::string& name() const { return name_; }
+  int cc_major() const { return cc_major_; }
+  int cc_minor() const { return cc_minor_; }
+  int multiprocessors() const { return multiprocessors_; }
+  int driver_version() const { return driver_version_; }  // 13000 for CUDA 13.0
+  void make_current() const;                               // for a thread other than the opener
+
+  Module load_module(const std::vector<char>& cubin) const;
+  Function function(const Module& module, const std::string& name) const;
+
+  DeviceBuffer alloc(size_t bytes) const;
+  void fill(const DeviceBuffer& buffer, uint8_t byte) const;
+  void copy_to_device(const DeviceBuffer& dst, const void* src, size_t bytes) const;
+  void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) const;
+
+  Stream create_stream() const;
+  void synchronize(const Stream& stream) const;
+  Event create_event() const;
+  void record(const Event& event, const Stream& stream) const;
+  float elapsed_ms(const Event& start, const Event& end) const;  // waits for `end`
+
+  // Blocks of `function` one multiprocessor holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+  int max_active_blocks(const Function& function, int block_threads, size_t dynamic_smem = 0) const;
+
+  void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
+              const Stream& stream, unsigned dynamic_smem = 0) const;
+
+ private:
+  Driver() = default;
+  int device_ = 0;
+  ContextOpaque* context_ = nullptr;  // retained; released on destruction
+  std::string name_;
+  int cc_major_ = 0, cc_minor_ = 0, multiprocessors_ = 0, driver_version_ = 0;
+};
+
+}  // namespace emmy::runtime
