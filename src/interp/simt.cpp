@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/launch_expr.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy {
@@ -1451,41 +1452,14 @@ HostTensor to_host(const Global& g) {
   return t;
 }
 
-// grid_x: integer arithmetic over constants and scalar parameters.
+// grid_x, with the scalar parameters bound for this launch.
 int64_t eval_launch_expr(const Expr& e, const Launch& launch) {
-  auto arg = [&](size_t i) { return eval_launch_expr(e.args[i], launch); };
-  auto bad = [&](std::string what) -> int64_t {
-    throw SimtError(fmt::format("kernel {}: grid_x {}", launch.kernel->name, what));
-  };
-  switch (e.kind) {
-    case Expr::Kind::Const: return is_f(e.type) ? float_to_int(ScalarType::I64, e.fval) : e.ival;
-    case Expr::Kind::Param: {
-      auto it = launch.scalars.find(e.name);
-      return it == launch.scalars.end() ? bad(fmt::format("uses {}, not a scalar parameter", e.name)) : it->second.value;
-    }
-    case Expr::Kind::Cast: return wrap_int(e.type, arg(0));
-    case Expr::Kind::Select: return arg(0) != 0 ? arg(1) : arg(2);
-    case Expr::Kind::Binary: {
-      int64_t a = arg(0), b = arg(1);
-      switch (e.bin) {
-        case BinOp::Add: return wrap_int(e.type, static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)));
-        case BinOp::Sub: return wrap_int(e.type, static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)));
-        case BinOp::Mul: return wrap_int(e.type, static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-        case BinOp::Div: return b == 0 ? bad("divides by zero") : wrap_int(e.type, a / b);
-        case BinOp::Rem: return b == 0 ? bad("divides by zero") : a % b;
-        case BinOp::Min: return std::min(a, b);
-        case BinOp::Max: return std::max(a, b);
-        case BinOp::Lt: return a < b;
-        case BinOp::Le: return a <= b;
-        case BinOp::Gt: return a > b;
-        case BinOp::Ge: return a >= b;
-        case BinOp::Eq: return a == b;
-        case BinOp::Ne: return a != b;
-        default: return bad(fmt::format("uses '{}'", kir::binop_name(e.bin)));
-      }
-    }
-    default: return bad("may use only constants, scalar parameters and integer arithmetic");
-  }
+  std::map<std::string, int64_t> scalars;
+  for (const auto& [name, p] : launch.scalars) scalars[name] = p.value;
+  auto v = kir::evaluate_launch_expr(e, scalars);
+  if (const auto* what = std::get_if<std::string>(&v))
+    throw SimtError(fmt::format("kernel {}: grid_x {}", launch.kernel->name, *what));
+  return std::get<int64_t>(v);
 }
 
 Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes, const SimtOptions& options) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/launch_expr.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy::runtime {
@@ -147,39 +148,11 @@ HostTensor to_host(const Driver& driver, const GpuBuffer& g) {
 
 using Scalars = std::map<std::string, int64_t>;
 
-// grid_x: integer arithmetic over constants and scalar parameters (as the interpreter evaluates it).
+// grid_x, evaluated as the interpreter evaluates it.
 int64_t eval_grid(const Expr& e, const Scalars& scalars, const std::string& kernel) {
-  auto arg = [&](size_t i) { return eval_grid(e.args[i], scalars, kernel); };
-  auto bad = [&](const std::string& what) -> int64_t { fail(fmt::format("kernel {}: grid_x {}", kernel, what)); };
-  switch (e.kind) {
-    case Expr::Kind::Const: return kir::is_float(e.type) ? static_cast<int64_t>(e.fval) : e.ival;
-    case Expr::Kind::Param: {
-      auto it = scalars.find(e.name);
-      return it == scalars.end() ? bad(fmt::format("uses {}, not a scalar parameter", e.name)) : it->second;
-    }
-    case Expr::Kind::Cast: return wrap(e.type, arg(0));
-    case Expr::Kind::Select: return arg(0) != 0 ? arg(1) : arg(2);
-    case Expr::Kind::Binary: break;
-    default: return bad("may use only constants, scalar parameters and integer arithmetic");
-  }
-  const int64_t a = arg(0), b = arg(1);
-  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  switch (e.bin) {
-    case BinOp::Add: return wrap(e.type, static_cast<int64_t>(ua + ub));
-    case BinOp::Sub: return wrap(e.type, static_cast<int64_t>(ua - ub));
-    case BinOp::Mul: return wrap(e.type, static_cast<int64_t>(ua * ub));
-    case BinOp::Div: return b == 0 ? bad("divides by zero") : wrap(e.type, a / b);
-    case BinOp::Rem: return b == 0 ? bad("divides by zero") : a % b;
-    case BinOp::Min: return std::min(a, b);
-    case BinOp::Max: return std::max(a, b);
-    case BinOp::Lt: return a < b;
-    case BinOp::Le: return a <= b;
-    case BinOp::Gt: return a > b;
-    case BinOp::Ge: return a >= b;
-    case BinOp::Eq: return a == b;
-    case BinOp::Ne: return a != b;
-    default: return bad(fmt::format("uses '{}'", kir::binop_name(e.bin)));
-  }
+  auto v = kir::evaluate_launch_expr(e, scalars);
+  if (const auto* what = std::get_if<std::string>(&v)) fail(fmt::format("kernel {}: grid_x {}", kernel, *what));
+  return std::get<int64_t>(v);
 }
 
 KernelArg scalar_arg(const kir::Kernel& k, const kir::Param& p, const SizeBindings& sizes, Scalars& scalars) {

@@ -1,0 +1,18 @@
+// Evaluates a kernel's launch expressions (grid_x) on the host: integer arithmetic over
+// constants and the kernel's scalar parameters, exactly as both launchers must agree on it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+
+#include "ir/kernel.hpp"
+
+namespace emmy::kir {
+
+// The value, or what is wrong with the expression ("divides by zero", "uses x, not a
+// scalar parameter"...), for the caller to prefix with the kernel's name.
+std::variant<int64_t, std::string> evaluate_launch_expr(const Expr& e, const std::map<std::string, int64_t>& scalars);
+
+}  // namespace emmy::kir
