@@ -12,6 +12,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/launch_program.hpp"
 #include "runtime/nvrtc.hpp"
+#include "test_helpers.hpp"
 
 namespace emmy {
 namespace {
@@ -24,21 +25,7 @@ std::optional<runtime::Driver> open_or_skip() {
   return driver;
 }
 
-struct Loaded {
-  SourceManager sources;
-  std::unique_ptr<Diagnostics> diags;
-  std::unique_ptr<CheckedProgram> program;
-};
-
-std::unique_ptr<Loaded> load(const std::string& path) {
-  auto l = std::make_unique<Loaded>();
-  l->diags = std::make_unique<Diagnostics>(l->sources);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  uint32_t id = l->sources.add(path, text);
-  l->program = check_program(l->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *l->diags);
-  return l;
-}
+std::unique_ptr<test::Run> load(const std::string& path) { return test::check_file(path); }
 
 }  // namespace
 

@@ -1,6 +1,8 @@
 // Helpers for unit tests: check a source string and collect its diagnostics.
 #pragma once
 
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -31,6 +33,17 @@ inline std::unique_ptr<Run> check_source(const std::string& text) {
   auto r = std::make_unique<Run>();
   r->diags = std::make_unique<Diagnostics>(r->sources);
   uint32_t id = r->sources.add("test.emmy", text);
+  r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *r->diags);
+  return r;
+}
+
+// Checks a file of the repository (stdlib/, examples/) as emmyc would: its path names it.
+inline std::unique_ptr<Run> check_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto r = std::make_unique<Run>();
+  r->diags = std::make_unique<Diagnostics>(r->sources);
+  uint32_t id = r->sources.add(path, text);
   r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *r->diags);
   return r;
 }

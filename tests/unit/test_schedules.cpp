@@ -17,25 +17,12 @@
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "test_helpers.hpp"
 
 namespace emmy {
 namespace {
 
-struct Loaded {
-  SourceManager sources;
-  std::unique_ptr<Diagnostics> diags;
-  std::unique_ptr<CheckedProgram> program;
-};
-
-std::unique_ptr<Loaded> load(const std::string& path) {
-  auto l = std::make_unique<Loaded>();
-  l->diags = std::make_unique<Diagnostics>(l->sources);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  uint32_t id = l->sources.add(path, text);
-  l->program = check_program(l->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *l->diags);
-  return l;
-}
+std::unique_ptr<test::Run> load(const std::string& path) { return test::check_file(path); }
 
 std::vector<std::string> program_files() {
   std::vector<std::string> files;
