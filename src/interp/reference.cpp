@@ -2,6 +2,9 @@
 // inputs rounded to their dtypes, and the comparison of a result with the reference.
 #include "interp/reference.hpp"
 
+#include "ir/dtypes.hpp"
+#include "ir/numeric.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -67,39 +70,9 @@ std::string example_binding(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-// ---- rounding to the 16-bit formats ---------------------------------------------------------
-
-// Rounds half to even (independent of the floating-point rounding mode).
-double round_half_even(double q) {
-  double lower = std::floor(q);
-  double frac = q - lower;
-  if (frac > 0.5) return lower + 1;
-  if (frac < 0.5) return lower;
-  return std::fmod(lower, 2.0) == 0 ? lower : lower + 1;
-}
-
-// Rounds `x` to the nearest value (ties to even) of a binary format with `fraction_bits`
-// stored significand bits and smallest normal exponent `min_exp`; beyond `max_finite` it is
-// infinite. Subnormals keep the quantum of the smallest normal binade.
-double round_to_format(double x, int fraction_bits, int min_exp, double max_finite) {
-  if (x == 0 || !std::isfinite(x)) return x;
-  int exp = 0;
-  std::frexp(std::fabs(x), &exp);  // |x| = m * 2^exp, m in [0.5, 1): the leading bit is 2^(exp - 1)
-  int lead = std::max(exp - 1, min_exp);
-  double quantum = std::ldexp(1.0, lead - fraction_bits);
-  double r = round_half_even(std::fabs(x) / quantum) * quantum;
-  if (r > max_finite) r = std::numeric_limits<double>::infinity();
-  return std::copysign(r, x);
-}
-
-double round_to_dtype(double x, DType dtype) {
-  switch (dtype) {
-    case DType::F16: return round_to_format(x, 10, -14, 65504.0);
-    case DType::BF16: return round_to_format(x, 7, -126, std::ldexp(255.0, 120));
-    case DType::F32: return static_cast<double>(static_cast<float>(x));
-    default: return x;
-  }
-}
+// The value an input of `dtype` holds: the kernel IR's rounding (one rounding from double,
+// to nearest even), so reference and kernels read the same numbers.
+double round_to_dtype(double x, DType dtype) { return kir::round_to(kir::scalar_of(dtype), x); }
 
 // ---- the range of integer inputs ---------------------------------------------------------------
 

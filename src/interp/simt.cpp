@@ -19,11 +19,14 @@
 
 #include <fmt/format.h>
 
+#include "ir/dtypes.hpp"
 #include "ir/launch_expr.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy {
 namespace {
+
+using kir::dtype_of;
 
 using kir::BinOp;
 using kir::Expr;
@@ -1385,20 +1388,6 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
 }
 
 // ---- the program -------------------------------------------------------------------------------
-
-DType dtype_of(ScalarType t) {
-  switch (t) {
-    case ScalarType::Pred: return DType::Bool;
-    case ScalarType::I32: return DType::I32;
-    case ScalarType::I64:
-    case ScalarType::U32: return DType::I64;
-    case ScalarType::F16: return DType::F16;
-    case ScalarType::BF16: return DType::BF16;
-    case ScalarType::F32: return DType::F32;
-    case ScalarType::F64: return DType::F64;
-  }
-  return DType::F32;
-}
 
 int64_t dim_value(const std::string& dim, const SizeBindings& sizes, const std::string& buffer) {
   bool literal = !dim.empty() && std::all_of(dim.begin(), dim.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -71,12 +71,6 @@ const BuiltinMonoid kBuiltins[] = {
 
 }  // namespace
 
-ScalarType scalar_of(DType d) {
-  constexpr ScalarType kByDType[] = {ScalarType::Pred, ScalarType::I32,  ScalarType::I64, ScalarType::F16,
-                                     ScalarType::BF16, ScalarType::F32, ScalarType::F64};
-  return kByDType[static_cast<size_t>(d)];  // DType's order: Bool, I32, I64, F16, BF16, F32, F64
-}
-
 const BuiltinMonoid* builtin_monoid(std::string_view name) {
   for (const BuiltinMonoid& m : kBuiltins)
     if (m.name == name) return &m;

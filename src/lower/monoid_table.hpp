@@ -8,11 +8,14 @@
 #include <vector>
 
 #include "algebra/laws.hpp"
+#include "ir/dtypes.hpp"
 #include "ir/kernel.hpp"
 #include "sema/types.hpp"
 #include "syntax/ast.hpp"
 
 namespace emmy::lower {
+
+using kir::scalar_of;
 
 struct MonoidLowering {
   std::vector<std::string> fields;
@@ -31,7 +34,6 @@ struct BuiltinMonoid {
 };
 
 const BuiltinMonoid* builtin_monoid(std::string_view name);  // nullptr: a user monoid
-kir::ScalarType scalar_of(DType dtype);                      // bool -> pred, the rest alike
 MonoidLowering user_monoid(const ast::MonoidDecl& decl);     // throws LowerError
 
 }  // namespace emmy::lower

@@ -10,11 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "ir/dtypes.hpp"
 #include "ir/launch_expr.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy::runtime {
 namespace {
+
+using kir::dtype_of;
 
 using kir::BinOp;
 using kir::Expr;
@@ -30,20 +33,6 @@ int64_t wrap(ScalarType type, int64_t v) {
     case ScalarType::U32: return static_cast<uint32_t>(static_cast<uint64_t>(v));
     default: return v;
   }
-}
-
-DType dtype_of(ScalarType type) {
-  switch (type) {
-    case ScalarType::Pred: return DType::Bool;
-    case ScalarType::I32: return DType::I32;
-    case ScalarType::I64:
-    case ScalarType::U32: return DType::I64;
-    case ScalarType::F16: return DType::F16;
-    case ScalarType::BF16: return DType::BF16;
-    case ScalarType::F32: return DType::F32;
-    case ScalarType::F64: return DType::F64;
-  }
-  return DType::F32;
 }
 
 template <class T>
