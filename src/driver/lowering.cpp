@@ -14,16 +14,8 @@
 namespace emmy {
 namespace {
 
-// The ops the main file defines, for --op's default and its error message.
-std::vector<std::string> main_ops(const CheckedProgram& program) {
-  std::vector<std::string> out;
-  for (const ast::Item& item : program.modules.front().ast.items)
-    if (const auto* op = std::get_if<ast::OpDecl>(&item)) out.push_back(op->name.name);
-  return out;
-}
-
 const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name, std::ostream& err) {
-  std::vector<std::string> ops = main_ops(program);
+  std::vector<std::string> ops = lower::main_ops(program);
   if (name.empty()) {
     if (ops.size() == 1) return &program.ops.at(ops.front());
     err << fmt::format("emmyc: error: --op is required: this file defines {}\n",
@@ -38,34 +30,19 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
   return nullptr;
 }
 
-// The op's schedule block for the target: the one named by --schedule, else the unnamed one.
-bool pick_schedule(const CheckedProgram& program, const std::string& op, const LowerOptions& lo, std::ostream& err,
-                   const CheckedSchedule*& out) {
-  out = nullptr;
-  std::vector<std::string> named;
-  for (const CheckedSchedule& s : program.schedules) {
-    if (s.decl->op.name != op || !s.target || s.target->name != lo.target) continue;
-    std::string label = s.decl->label ? s.decl->label->name : "";
-    if (!label.empty()) named.push_back(label);
-    if (label == lo.schedule) out = &s;
-  }
-  if (!lo.schedule.empty() && !out) {
-    err << fmt::format("emmyc: error: op {} has no schedule named \"{}\" for {}{}\n", op, lo.schedule, lo.target,
-                       named.empty() ? "" : fmt::format(" (named schedules: {})", fmt::join(named, ", ")));
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, const LowerOptions& lo, std::ostream& err,
                                                const CheckedOp** op_out) {
   const CheckedOp* op = pick_op(program, lo.op, err);
   if (!op) return std::nullopt;
-  const CheckedSchedule* block = nullptr;
-  if (!pick_schedule(program, op->decl->name.name, lo, err, block)) return std::nullopt;
   const TargetInfo* target = find_target(lo.target);
+  auto selected = lower::select_schedule(program, op->decl->name.name, *target, lo.schedule);
+  if (const auto* why = std::get_if<std::string>(&selected)) {
+    err << "emmyc: error: " << *why << "\n";
+    return std::nullopt;
+  }
+  const CheckedSchedule* block = std::get<const CheckedSchedule*>(selected);
   try {
     lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains);
     for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";

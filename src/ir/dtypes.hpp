@@ -1,6 +1,9 @@
 // The language's dtypes and the kernel IR's scalar types, one table each way.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "ir/kernel.hpp"
 #include "sema/types.hpp"
 
@@ -8,5 +11,10 @@ namespace emmy::kir {
 
 ScalarType scalar_of(DType dtype);  // bool -> pred, the rest alike
 DType dtype_of(ScalarType type);    // pred -> bool, u32 -> i64 (a host tensor holds it exactly)
+
+// Host values (as double, already rounded to the type) in the device's little-endian
+// representation of `type` (pred: one byte), and back.
+std::vector<uint8_t> encode_values(ScalarType type, const std::vector<double>& values);
+std::vector<double> decode_values(ScalarType type, const uint8_t* bytes, size_t count);
 
 }  // namespace emmy::kir

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "algebra/discover.hpp"
@@ -56,6 +57,13 @@ tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
                       const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains);
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
+
+// The ops the main file of `program` defines, in order.
+std::vector<std::string> main_ops(const CheckedProgram& program);
+// The op's schedule block for `target`: the one labelled `label`, else (label empty) the
+// unlabelled one or null; a one-line message when `label` names no block.
+std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
+                                                                 const TargetInfo& target, const std::string& label);
 
 // The whole pipeline; the IR of each level is kept for printing.
 struct Lowered {

@@ -49,6 +49,7 @@ struct Api {
   Result (*mem_alloc)(Address*, size_t) = nullptr;
   Result (*mem_free)(Address) = nullptr;
   Result (*memset_d8)(Address, unsigned char, size_t) = nullptr;
+  Result (*memset_d8_async)(Address, unsigned char, size_t, StreamH) = nullptr;
   Result (*memcpy_htod)(Address, const void*, size_t) = nullptr;
   Result (*memcpy_dtoh)(void*, Address, size_t) = nullptr;
   Result (*stream_create)(StreamH*, unsigned) = nullptr;
@@ -110,6 +111,7 @@ std::string resolve_all(GetProcAddress get, Api& a) {
   resolve(get, "cuMemAlloc", a.mem_alloc, missing);
   resolve(get, "cuMemFree", a.mem_free, missing);
   resolve(get, "cuMemsetD8", a.memset_d8, missing);
+  resolve(get, "cuMemsetD8Async", a.memset_d8_async, missing);
   resolve(get, "cuMemcpyHtoD", a.memcpy_htod, missing);
   resolve(get, "cuMemcpyDtoH", a.memcpy_dtoh, missing);
   resolve(get, "cuStreamCreate", a.stream_create, missing);
@@ -215,6 +217,16 @@ void DeviceBuffer::release() {
 }
 
 // ---- the driver ----------------------------------------------------------------------------------
+std::optional<int> device_compute_capability(std::string* why) {
+  const Library& lib = library();
+  std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
+  if (why) *why = problem;
+  if (!problem.empty()) return std::nullopt;
+  Device device = 0;
+  check(lib.api.device_get(&device, 0), "cuDeviceGet");
+  return attribute(kAttrCcMajor, device) * 10 + attribute(kAttrCcMinor, device);
+}
+
 std::optional<Driver> Driver::open(std::string* why) {
   const Library& lib = library();
   std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
@@ -273,6 +285,11 @@ void Driver::fill(const DeviceBuffer& buffer, uint8_t byte) const {
   if (buffer.bytes() > 0) check(api().memset_d8(buffer.ptr().address, byte, buffer.bytes()), "cuMemsetD8");
 }
 
+void Driver::fill_async(const DeviceBuffer& buffer, uint8_t byte, StreamRef stream) const {
+  if (buffer.bytes() > 0)
+    check(api().memset_d8_async(buffer.ptr().address, byte, buffer.bytes(), stream), "cuMemsetD8Async");
+}
+
 void Driver::copy_to_device(const DeviceBuffer& dst, const void* src, size_t bytes) const {
   if (bytes > dst.bytes()) throw std::runtime_error("cuMemcpyHtoD: more bytes than the buffer holds");
   if (bytes > 0) check(api().memcpy_htod(dst.ptr().address, src, bytes), "cuMemcpyHtoD");
@@ -289,7 +306,7 @@ Stream Driver::create_stream() const {
   return Stream(stream);
 }
 
-void Driver::synchronize(const Stream& stream) const { check(api().stream_synchronize(stream.get()), "cuStreamSynchronize"); }
+void Driver::synchronize(StreamRef stream) const { check(api().stream_synchronize(stream), "cuStreamSynchronize"); }
 
 Event Driver::create_event() const {
   EventH event = nullptr;
@@ -297,8 +314,8 @@ Event Driver::create_event() const {
   return Event(event);
 }
 
-void Driver::record(const Event& event, const Stream& stream) const {
-  check(api().event_record(event.get(), stream.get()), "cuEventRecord");
+void Driver::record(const Event& event, StreamRef stream) const {
+  check(api().event_record(event.get(), stream), "cuEventRecord");
 }
 
 float Driver::elapsed_ms(const Event& start, const Event& end) const {
@@ -316,13 +333,13 @@ int Driver::max_active_blocks(const Function& function, int block_threads, size_
 }
 
 void Driver::launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
-                    const Stream& stream, unsigned dynamic_smem) const {
+                    StreamRef stream, unsigned dynamic_smem) const {
   std::vector<ArgHolder> holders;
   for (const KernelArg& arg : args) holders.push_back(hold(arg));
   std::vector<void*> params;
   for (ArgHolder& h : holders) params.push_back(&h);
   check(api().launch_kernel(function.handle, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem,
-                            stream.get(), params.data(), nullptr),
+                            stream, params.data(), nullptr),
         "cuLaunchKernel " + function.name);
 }
 

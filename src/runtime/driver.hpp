@@ -34,6 +34,10 @@ using Module = std::unique_ptr<ModuleOpaque, ModuleUnload>;
 using Stream = std::unique_ptr<StreamOpaque, StreamDestroy>;
 using Event = std::unique_ptr<EventOpaque, EventDestroy>;
 
+// A stream that is not owned here (a CUstream from the caller, or a Stream's get()); null is the
+// default stream.
+using StreamRef = StreamOpaque*;
+
 // An entry function of a loaded module; valid while the module is loaded.
 struct Function {
   FunctionOpaque* handle = nullptr;
@@ -71,6 +75,10 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// The compute capability of the first device (major * 10 + minor: 90 on an H200) without
+// creating a context; nullopt with the one-line reason when there is no usable driver or device.
+std::optional<int> device_compute_capability(std::string* why = nullptr);
+
 // The primary context of one device, current on the thread that opened it. Every call throws
 // std::runtime_error naming the driver call and its CUresult when the driver reports an error.
 class Driver {
@@ -96,20 +104,21 @@ class Driver {
 
   DeviceBuffer alloc(size_t bytes) const;
   void fill(const DeviceBuffer& buffer, uint8_t byte) const;
+  void fill_async(const DeviceBuffer& buffer, uint8_t byte, StreamRef stream) const;
   void copy_to_device(const DeviceBuffer& dst, const void* src, size_t bytes) const;
   void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) const;
 
   Stream create_stream() const;
-  void synchronize(const Stream& stream) const;
+  void synchronize(StreamRef stream) const;
   Event create_event() const;
-  void record(const Event& event, const Stream& stream) const;
+  void record(const Event& event, StreamRef stream) const;
   float elapsed_ms(const Event& start, const Event& end) const;  // waits for `end`
 
   // Blocks of `function` one multiprocessor holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
   int max_active_blocks(const Function& function, int block_threads, size_t dynamic_smem = 0) const;
 
   void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
-              const Stream& stream, unsigned dynamic_smem = 0) const;
+              StreamRef stream, unsigned dynamic_smem = 0) const;
 
  private:
   Driver() = default;

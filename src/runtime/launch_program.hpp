@@ -1,6 +1,9 @@
-// Runs a lowered kernel program on the GPU through the driver: host tensors in, output tensors out.
+// Runs a lowered kernel program on the GPU through the driver: its module loaded once, launches
+// bound to device buffers and sizes, and a host-tensor round trip for checks.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "interp/tensor_data.hpp"
@@ -8,6 +11,40 @@
 #include "runtime/driver.hpp"
 
 namespace emmy::runtime {
+
+// The shape of a program buffer at these sizes; throws std::runtime_error on an unbound or negative dim.
+std::vector<int64_t> buffer_shape(const kir::Buffer& buffer, const SizeBindings& sizes);
+size_t buffer_bytes(const kir::Buffer& buffer, const SizeBindings& sizes);
+
+// One kernel's launch: its function, grid, block and arguments in parameter order.
+struct KernelLaunch {
+  const kir::Kernel* kernel = nullptr;
+  Function function;
+  Dim3 grid, block;
+  std::vector<KernelArg> args;
+};
+
+// A program's module on the device with one function per kernel. Holds a copy of the program;
+// must not outlive `driver`.
+class LoadedProgram {
+ public:
+  LoadedProgram(const Driver& driver, const kir::Program& program, const std::vector<char>& cubin);
+
+  const kir::Program& program() const { return program_; }
+  const Function& function(size_t kernel) const { return functions_.at(kernel); }
+
+  // Every kernel's launch with the program's buffers at the given device addresses (every buffer
+  // by name: inputs, outputs and temporaries) and grid_x evaluated on `sizes`. Kernels whose grid
+  // is empty are left out. Throws std::runtime_error on a missing buffer or size.
+  std::vector<KernelLaunch> bind(const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes) const;
+  void launch(const KernelLaunch& launch, StreamRef stream) const;
+
+ private:
+  const Driver* driver_;
+  kir::Program program_;
+  Module module_;
+  std::vector<Function> functions_;
+};
 
 // Device time of the launches (CUDA events), without the copies.
 struct RunTiming {
@@ -17,9 +54,21 @@ struct RunTiming {
 
 // Converts the Input buffers from `inputs` (values as double) to their device types, allocates
 // the Temp and Output buffers (filled with 0xff bytes: NaN, -1), launches every kernel in order
-// with grid_x evaluated on `sizes`, and returns the Output buffers. `cubin` holds every kernel of
-// `program` (print_cuda, then compile_cuda). Throws std::runtime_error on a binding or driver error.
+// and returns the Output buffers. `cubin` holds every kernel of `program` (print_cuda, then
+// compile_cuda). Throws std::runtime_error on a binding or driver error.
 TensorMap run_on_gpu(Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
                      const SizeBindings& sizes, const TensorMap& inputs, RunTiming* timing = nullptr);
+
+// The device buffers of one run of `program`: inputs uploaded from host tensors, temporaries and
+// outputs allocated and poisoned (0xff).
+struct DeviceTensors {
+  std::map<std::string, DeviceBuffer> buffers;
+  std::map<std::string, DevicePtr> addresses() const;
+};
+DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
+                     const TensorMap& inputs);
+// The Output buffers back as host tensors.
+TensorMap download_outputs(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
+                           const DeviceTensors& tensors);
 
 }  // namespace emmy::runtime

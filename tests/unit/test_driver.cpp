@@ -54,9 +54,9 @@ TEST_CASE("driver: device buffers round-trip and events time") {
   runtime::DeviceBuffer buffer = driver->alloc(host.size() * sizeof(int32_t));
   const runtime::Stream stream = driver->create_stream();
   const runtime::Event start = driver->create_event(), end = driver->create_event();
-  driver->record(start, stream);
+  driver->record(start, stream.get());
   driver->copy_to_device(buffer, host.data(), buffer.bytes());
-  driver->record(end, stream);
+  driver->record(end, stream.get());
   driver->copy_to_host(back.data(), buffer, buffer.bytes());
   CHECK(back == host);
   CHECK(driver->elapsed_ms(start, end) >= 0);

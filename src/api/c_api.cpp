@@ -1,0 +1,166 @@
+// The C ABI over the C++ API: handles own C++ objects, errors become a status and a per-thread message.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "emmy/emmy.h"
+#include "emmy/emmy.hpp"
+#include "emmy/version.hpp"
+
+struct emmy_program {
+  emmy::api::Program program;
+  std::vector<std::string> ops;
+};
+
+struct emmy_op {
+  emmy::api::Op op;
+};
+
+namespace {
+
+using emmy::api::DType;
+using emmy::api::Error;
+using emmy::api::ErrorKind;
+using emmy::api::Tensor;
+
+// The message of the last failed call on this thread, as C callers expect of errno-like APIs.
+thread_local std::string last_error;
+
+int set_error(int status, const std::string& message) {
+  last_error = message;
+  return status;
+}
+
+// Runs `body`, turning every exception into a status and last_error.
+template <class F>
+int guarded(F&& body) {
+  try {
+    body();
+    last_error.clear();
+    return EMMY_OK;
+  } catch (const Error& e) {
+    return set_error(static_cast<int>(e.kind()), e.what());
+  } catch (const std::exception& e) {
+    return set_error(EMMY_ERROR_INTERNAL, std::string("internal error (a bug; please report it): ") + e.what());
+  }
+}
+
+std::string text_or(const char* s) { return s ? s : ""; }
+
+emmy::api::Options options_of(const emmy_options* o) {
+  emmy::api::Options out;
+  if (!o) return out;
+  out.target = text_or(o->target);
+  out.knobs = text_or(o->knobs);
+  out.schedule = text_or(o->schedule);
+  out.cache_dir = text_or(o->cache_dir);
+  out.use_cache = o->no_cache == 0;
+  out.use_env_knobs = o->no_env_knobs == 0;
+  for (std::string list = text_or(o->stdlib_path); !list.empty();) {
+    size_t colon = list.find(':');
+    if (colon != 0) out.stdlib_dirs.push_back(list.substr(0, colon));
+    list = colon == std::string::npos ? "" : list.substr(colon + 1);
+  }
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count) {
+  if (count < 0 || (count > 0 && !tensors)) throw Error(ErrorKind::Argument, "a tensor list is null or its count negative");
+  std::vector<Tensor> out;
+  for (int32_t i = 0; i < count; ++i) {
+    const emmy_tensor& t = tensors[i];
+    if (t.dtype < EMMY_BOOL || t.dtype > EMMY_F64)
+      throw Error(ErrorKind::Argument, "tensor " + std::to_string(i) + " has an unknown dtype " + std::to_string(t.dtype));
+    if (t.rank < 0 || (t.rank > 0 && !t.shape))
+      throw Error(ErrorKind::Argument, "tensor " + std::to_string(i) + " has no shape");
+    out.push_back({t.data, static_cast<DType>(t.dtype), std::vector<int64_t>(t.shape, t.shape + t.rank)});
+  }
+  return out;
+}
+
+int null_argument(const char* what) { return set_error(EMMY_ERROR_ARGUMENT, std::string(what) + " is null"); }
+
+int make_program(emmy::api::Program program, emmy_program** out) {
+  *out = new emmy_program{program, program.ops()};
+  return EMMY_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* emmy_version(void) { return EMMY_VERSION_STRING; }
+const char* emmy_last_error(void) { return last_error.c_str(); }
+
+int emmy_program_from_source(const char* source, const char* name, const emmy_options* options, emmy_program** out) {
+  if (!source || !out) return null_argument(!source ? "source" : "out");
+  return guarded([&] { make_program(emmy::api::Program::from_source(source, name ? name : "<source>", options_of(options)), out); });
+}
+
+int emmy_program_from_file(const char* path, const emmy_options* options, emmy_program** out) {
+  if (!path || !out) return null_argument(!path ? "path" : "out");
+  return guarded([&] { make_program(emmy::api::Program::from_file(path, options_of(options)), out); });
+}
+
+void emmy_program_free(emmy_program* program) { delete program; }
+
+int32_t emmy_program_op_count(const emmy_program* program) {
+  return program ? static_cast<int32_t>(program->ops.size()) : 0;
+}
+
+const char* emmy_program_op_name(const emmy_program* program, int32_t index) {
+  if (!program || index < 0 || static_cast<size_t>(index) >= program->ops.size()) return nullptr;
+  return program->ops[static_cast<size_t>(index)].c_str();
+}
+
+int emmy_op_get(const emmy_program* program, const char* name, emmy_op** out) {
+  if (!program || !name || !out) return null_argument(!program ? "program" : !name ? "name" : "out");
+  return guarded([&] { *out = new emmy_op{program->program.op(name)}; });
+}
+
+void emmy_op_free(emmy_op* op) { delete op; }
+
+int32_t emmy_op_num_inputs(const emmy_op* op) { return op ? static_cast<int32_t>(op->op.inputs().size()) : 0; }
+int32_t emmy_op_num_outputs(const emmy_op* op) { return op ? static_cast<int32_t>(op->op.outputs().size()) : 0; }
+
+int emmy_op_tensor(const emmy_op* op, int32_t is_output, int32_t index, const char** name, int32_t* dtype,
+                   int32_t* rank) {
+  if (!op) return null_argument("op");
+  const auto& specs = is_output ? op->op.outputs() : op->op.inputs();
+  if (index < 0 || static_cast<size_t>(index) >= specs.size())
+    return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " has no " + (is_output ? "output " : "input ") +
+                                              std::to_string(index));
+  const auto& s = specs[static_cast<size_t>(index)];
+  if (name) *name = s.name.c_str();
+  if (dtype) *dtype = static_cast<int32_t>(s.dtype);
+  if (rank) *rank = static_cast<int32_t>(s.dims.size());
+  return EMMY_OK;
+}
+
+int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, int32_t index,
+                         int64_t* shape) {
+  if (!op || !shape) return null_argument(!op ? "op" : "shape");
+  if (index < 0) return set_error(EMMY_ERROR_ARGUMENT, "output index " + std::to_string(index) + " is negative");
+  return guarded([&] {
+    std::vector<int64_t> s = op->op.output_shape(static_cast<size_t>(index),
+                                                 op->op.bind_sizes(tensors_of(inputs, num_inputs)));
+    std::copy(s.begin(), s.end(), shape);
+  });
+}
+
+int emmy_op_launch(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
+                   int32_t num_outputs, void* stream) {
+  if (!op) return null_argument("op");
+  return guarded([&] { op->op.launch(tensors_of(inputs, num_inputs), tensors_of(outputs, num_outputs), stream); });
+}
+
+int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
+                     int32_t num_outputs) {
+  if (!op) return null_argument("op");
+  return guarded([&] { op->op.run_on_interpreter(tensors_of(inputs, num_inputs), tensors_of(outputs, num_outputs)); });
+}
+
+const char* emmy_op_cuda(const emmy_op* op) { return op ? op->op.cuda().c_str() : nullptr; }
+const char* emmy_op_knobs(const emmy_op* op) { return op ? op->op.knobs().c_str() : nullptr; }
+
+}  // extern "C"

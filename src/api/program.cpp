@@ -1,0 +1,371 @@
+// The embeddable API: a checked source (Program), its ops lowered (Op), compiled through the
+// kernel cache on first use, launched on caller-owned device memory or run on the interpreter.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "algebra/classify.hpp"
+#include "codegen/cuda/print_cuda.hpp"
+#include "emmy/emmy.hpp"
+#include "interp/simt.hpp"
+#include "ir/dtypes.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/launch_program.hpp"
+#include "support/suggest.hpp"
+
+namespace emmy::api {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+
+// $EMMY_STDLIB (colon-separated), the installed share/emmy/stdlib beside this library's lib/,
+// then the source tree's stdlib.
+std::vector<std::string> default_stdlib_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("EMMY_STDLIB")) {
+    std::stringstream list(env);
+    for (std::string dir; std::getline(list, dir, ':');)
+      if (!dir.empty()) dirs.push_back(dir);
+  }
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_stdlib_dirs), &info) && info.dli_fname) {
+    std::error_code ec;
+    fs::path lib = fs::canonical(info.dli_fname, ec);
+    if (!ec) dirs.push_back((lib.parent_path().parent_path() / "share" / "emmy" / "stdlib").string());
+  }
+  dirs.push_back(EMMY_STDLIB_DIR);
+  return dirs;
+}
+
+// The options' target, else the GPU's own (when Emmy knows it), else sm_90.
+const TargetInfo& resolve_target(const std::string& name) {
+  if (!name.empty()) {
+    if (const TargetInfo* t = find_target(name)) return *t;
+    std::vector<std::string> names;
+    for (auto n : target_names()) names.emplace_back(n);
+    fail(ErrorKind::Argument, fmt::format("unknown target '{}' (targets: {})", name, fmt::join(names, ", ")));
+  }
+  if (std::optional<int> cc = runtime::device_compute_capability())
+    if (const TargetInfo* t = find_target(fmt::format("sm_{}", *cc))) return *t;
+  return *find_target("sm_90");
+}
+
+TensorSpec spec_of(const TensorInfo& t) {
+  TensorSpec s{t.name, static_cast<DType>(t.elem.dtype), {}};
+  for (const Size& d : t.shape) s.dims.push_back(d.str());
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::string spec_text(const TensorSpec& s) {
+  return fmt::format("{}: {}[{}]", s.name, dtype_name(s.dtype), fmt::join(s.dims, ", "));
+}
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) { return emmy::dtype_name(static_cast<emmy::DType>(dtype)); }
+
+size_t dtype_bytes(DType dtype) {
+  return static_cast<size_t>(kir::type_bytes(kir::scalar_of(static_cast<emmy::DType>(dtype))));
+}
+
+// ---- Program ---------------------------------------------------------------------------------
+struct Program::Impl {
+  Options options;
+  SourceManager sources;
+  std::unique_ptr<Diagnostics> diags;
+  std::unique_ptr<CheckedProgram> checked;
+  algebra::ProgramLaws laws;
+  std::vector<std::string> ops;
+};
+
+Program Program::from_source(std::string_view source, std::string_view name, const Options& options) {
+  auto impl = std::make_shared<Impl>();
+  impl->options = options;
+  if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
+  impl->diags = std::make_unique<Diagnostics>(impl->sources);
+  const uint32_t file = impl->sources.add(std::string(name), std::string(source));
+  impl->checked = check_program(impl->sources, file, SemaOptions{impl->options.stdlib_dirs}, *impl->diags);
+  if (!impl->diags->has_errors()) impl->laws = algebra::classify(*impl->checked, *impl->diags);
+  if (impl->diags->has_errors()) {
+    std::ostringstream text;
+    impl->diags->render(text, false);
+    fail(ErrorKind::Source, text.str());
+  }
+  impl->ops = lower::main_ops(*impl->checked);
+  return Program(std::move(impl));
+}
+
+Program Program::from_file(const std::string& path, const Options& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::Argument, fmt::format("cannot read '{}'", path));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return from_source(text, path, options);
+}
+
+std::vector<std::string> Program::ops() const { return impl_->ops; }
+
+// ---- Op --------------------------------------------------------------------------------------
+struct Op::Impl {
+  std::shared_ptr<const Program::Impl> program;  // keeps the checked program alive
+  std::string name, knobs, cuda, target_name;
+  const TargetInfo* target = nullptr;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<std::string> warnings;
+  kir::Program kernels;
+
+  // Compiled and loaded on first use; launches of one Op are serialized by the mutex, which
+  // also guards the temporaries' workspace.
+  std::mutex mutex;
+  std::optional<runtime::CompileResult> compiled;
+  std::optional<runtime::Driver> driver;
+  std::optional<runtime::LoadedProgram> loaded;
+  std::map<std::string, runtime::DeviceBuffer> workspace;
+
+  const runtime::CompileResult& compile_locked();
+  const runtime::LoadedProgram& load_locked();
+};
+
+const runtime::CompileResult& Op::Impl::compile_locked() {
+  if (compiled) return *compiled;
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) fail(ErrorKind::Compile, "cannot compile for the GPU: " + why);
+  runtime::CompileOptions co;
+  co.target = target;
+  runtime::CacheOptions cache{program->options.use_cache, program->options.cache_dir};
+  runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, kernels.op + ".cu", co, cache);
+  if (!c.result.ok)
+    fail(ErrorKind::Internal, "NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + c.result.log);
+  if (!c.warning.empty()) warnings.push_back(c.warning);
+  compiled = std::move(c.result);
+  return *compiled;
+}
+
+const runtime::LoadedProgram& Op::Impl::load_locked() {
+  if (loaded) return *loaded;
+  const runtime::CompileResult& c = compile_locked();
+  std::string why;
+  std::optional<runtime::Driver> opened = runtime::Driver::open(&why);
+  if (!opened) fail(ErrorKind::Device, "cannot launch on the GPU: " + why);
+  driver.emplace(std::move(*opened));
+  try {
+    loaded.emplace(*driver, kernels, c.cubin);
+  } catch (const std::runtime_error& e) {
+    fail(ErrorKind::Device, e.what());
+  }
+  return *loaded;
+}
+
+Op Program::op(const std::string& name) const {
+  auto it = impl_->checked->ops.find(name);
+  if (it == impl_->checked->ops.end() || std::find(impl_->ops.begin(), impl_->ops.end(), name) == impl_->ops.end()) {
+    std::string guess = closest_name(name, impl_->ops);
+    fail(ErrorKind::Argument, fmt::format("no op '{}' in this program{}", name,
+                                          guess.empty() ? fmt::format(" (ops: {})", fmt::join(impl_->ops, ", "))
+                                                        : fmt::format("; did you mean '{}'?", guess)));
+  }
+  const CheckedOp& op = it->second;
+  auto impl = std::make_shared<Op::Impl>();
+  impl->program = impl_;
+  impl->name = name;
+  impl->target = &resolve_target(impl_->options.target);
+  impl->target_name = std::string(impl->target->name);
+  auto selected = lower::select_schedule(*impl_->checked, name, *impl->target, impl_->options.schedule);
+  if (const auto* why = std::get_if<std::string>(&selected)) fail(ErrorKind::Argument, *why);
+  const char* env = impl_->options.use_env_knobs ? std::getenv("EMMY_KNOBS") : nullptr;
+  try {
+    lower::Lowered l = lower::lower_op(*impl_->checked, op,
+                                       {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
+                                       *impl->target, &impl_->laws.chains);
+    impl->warnings = l.knobs.warnings;
+    impl->warnings.insert(impl->warnings.end(), l.loops.warnings.begin(), l.loops.warnings.end());
+    if (std::vector<std::string> problems = verify_program(l.kernels); !problems.empty())
+      fail(ErrorKind::Internal, fmt::format("the kernel IR does not verify (a compiler bug; please report it):\n  {}",
+                                            fmt::join(problems, "\n  ")));
+    impl->kernels = std::move(l.kernels);
+  } catch (const lower::LowerError& e) {
+    fail(ErrorKind::Compile, e.what());
+  }
+  impl->knobs = impl->kernels.knobs;
+  impl->cuda = print_cuda(impl->kernels);
+  for (const TensorInfo& t : op.tensors) {
+    if (t.role == TensorInfo::Role::Input) impl->inputs.push_back(spec_of(t));
+    if (t.role == TensorInfo::Role::Output) impl->outputs.push_back(spec_of(t));
+  }
+  return Op(std::move(impl));
+}
+
+const std::string& Op::name() const { return impl_->name; }
+const std::vector<TensorSpec>& Op::inputs() const { return impl_->inputs; }
+const std::vector<TensorSpec>& Op::outputs() const { return impl_->outputs; }
+const std::string& Op::knobs() const { return impl_->knobs; }
+const std::string& Op::cuda() const { return impl_->cuda; }
+const std::string& Op::target() const { return impl_->target_name; }
+const std::vector<std::string>& Op::warnings() const { return impl_->warnings; }
+
+namespace {
+
+// Binds every dim of `spec` against `shape`, or fails naming the tensor.
+void bind_tensor(const std::string& op, const char* role, const TensorSpec& spec, const Tensor& t, Sizes& sizes) {
+  if (t.dtype != spec.dtype)
+    fail(ErrorKind::Argument, fmt::format("{}: {} {} is {}, the tensor given is {}", op, role, spec_text(spec),
+                                          dtype_name(spec.dtype), dtype_name(t.dtype)));
+  if (t.shape.size() != spec.dims.size())
+    fail(ErrorKind::Argument, fmt::format("{}: {} {} has rank {}, the tensor given has shape {}", op, role,
+                                          spec_text(spec), spec.dims.size(), shape_text(t.shape)));
+  for (size_t i = 0; i < spec.dims.size(); ++i) {
+    const std::string& dim = spec.dims[i];
+    const int64_t got = t.shape[i];
+    if (got < 0) fail(ErrorKind::Argument, fmt::format("{}: {} {} has a negative extent", op, role, spec.name));
+    const bool literal = !dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0]));
+    auto [it, fresh] = sizes.emplace(dim, got);
+    if ((literal && std::stoll(dim) != got) || (!fresh && it->second != got))
+      fail(ErrorKind::Argument,
+           fmt::format("{}: {} {} given shape {}: {} is {} here but {} elsewhere", op, role, spec_text(spec),
+                       shape_text(t.shape), dim, got, literal ? std::stoll(dim) : it->second));
+  }
+}
+
+void check_count(const std::string& op, const char* what, size_t got, const std::vector<TensorSpec>& specs) {
+  if (got == specs.size()) return;
+  std::vector<std::string> names;
+  for (const TensorSpec& s : specs) names.push_back(spec_text(s));
+  fail(ErrorKind::Argument, fmt::format("{} takes {} {} ({}), {} given", op, specs.size(), what,
+                                        fmt::join(names, "; "), got));
+}
+
+}  // namespace
+
+Sizes Op::bind_sizes(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
+  Sizes sizes;
+  for (size_t i = 0; i < inputs.size() && i < impl_->inputs.size(); ++i)
+    bind_tensor(impl_->name, "input", impl_->inputs[i], inputs[i], sizes);
+  for (size_t i = 0; i < outputs.size() && i < impl_->outputs.size(); ++i)
+    bind_tensor(impl_->name, "output", impl_->outputs[i], outputs[i], sizes);
+  for (auto it = sizes.begin(); it != sizes.end();)  // literals are not sizes
+    it = std::isdigit(static_cast<unsigned char>(it->first[0])) ? sizes.erase(it) : std::next(it);
+  return sizes;
+}
+
+std::vector<int64_t> Op::output_shape(size_t index, const Sizes& sizes) const {
+  if (index >= impl_->outputs.size())
+    fail(ErrorKind::Argument, fmt::format("{} has {} outputs; there is no output {}", impl_->name,
+                                          impl_->outputs.size(), index));
+  std::vector<int64_t> shape;
+  for (const std::string& dim : impl_->outputs[index].dims) {
+    if (std::isdigit(static_cast<unsigned char>(dim[0]))) {
+      shape.push_back(std::stoll(dim));
+      continue;
+    }
+    auto it = sizes.find(dim);
+    if (it == sizes.end())
+      fail(ErrorKind::Argument, fmt::format("{}: the size {} of output {} is not bound by the inputs", impl_->name,
+                                            dim, spec_text(impl_->outputs[index])));
+    shape.push_back(it->second);
+  }
+  return shape;
+}
+
+namespace {
+
+// Every size the kernels need is bound (a size only a temporary uses cannot come from the tensors).
+void check_sizes_bound(const std::string& op, const kir::Program& kernels, const Sizes& sizes) {
+  for (const kir::Kernel& k : kernels.kernels)
+    for (const kir::Param& p : k.params)
+      if (p.kind == kir::Param::Kind::Scalar && !sizes.count(p.name))
+        fail(ErrorKind::Argument, fmt::format("{}: the size {} is not bound by the tensors given", op, p.name));
+}
+
+}  // namespace
+
+void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, void* stream) const {
+  check_count(impl_->name, "inputs", inputs.size(), impl_->inputs);
+  check_count(impl_->name, "outputs", outputs.size(), impl_->outputs);
+  const Sizes sizes = bind_sizes(inputs, outputs);
+  check_sizes_bound(impl_->name, impl_->kernels, sizes);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const runtime::LoadedProgram& loaded = impl_->load_locked();
+  try {
+    impl_->driver->make_current();
+    std::map<std::string, runtime::DevicePtr> buffers;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      buffers[impl_->inputs[i].name] = {reinterpret_cast<uint64_t>(inputs[i].data)};
+    for (size_t i = 0; i < outputs.size(); ++i)
+      buffers[impl_->outputs[i].name] = {reinterpret_cast<uint64_t>(outputs[i].data)};
+    for (const kir::Buffer& b : impl_->kernels.buffers) {
+      if (b.role != kir::Buffer::Role::Temp) continue;
+      runtime::DeviceBuffer& memory = impl_->workspace[b.name];
+      const size_t bytes = runtime::buffer_bytes(b, sizes);
+      if (memory.bytes() < bytes) {
+        impl_->driver->synchronize(static_cast<runtime::StreamRef>(stream));  // earlier launches may still read it
+        memory = impl_->driver->alloc(bytes);
+      }
+      buffers[b.name] = memory.ptr();
+    }
+    const auto s = static_cast<runtime::StreamRef>(stream);
+    for (const runtime::KernelLaunch& l : loaded.bind(buffers, sizes)) loaded.launch(l, s);
+  } catch (const std::runtime_error& e) {
+    fail(ErrorKind::Device, fmt::format("{}: {}", impl_->name, e.what()));
+  }
+}
+
+void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
+  check_count(impl_->name, "inputs", inputs.size(), impl_->inputs);
+  check_count(impl_->name, "outputs", outputs.size(), impl_->outputs);
+  const Sizes sizes = bind_sizes(inputs, outputs);
+  check_sizes_bound(impl_->name, impl_->kernels, sizes);
+  TensorMap buffers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor& h = buffers[impl_->inputs[i].name];
+    h.dtype = static_cast<emmy::DType>(inputs[i].dtype);
+    h.shape = inputs[i].shape;
+    size_t count = 1;
+    for (int64_t d : h.shape) count *= static_cast<size_t>(d);
+    h.data = kir::decode_values(kir::scalar_of(h.dtype), static_cast<const uint8_t*>(inputs[i].data), count);
+  }
+  try {
+    run_simt(impl_->kernels, sizes, buffers, SimtOptions{});
+  } catch (const SimtError& e) {
+    fail(ErrorKind::Internal, fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}",
+                                          impl_->name, e.what()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto found = buffers.find(impl_->outputs[i].name);
+    if (found == buffers.end())
+      fail(ErrorKind::Internal, fmt::format("{}: the kernels never wrote output {} (a compiler bug; please report it)",
+                                            impl_->name, impl_->outputs[i].name));
+    const HostTensor& h = found->second;
+    const std::vector<uint8_t> bytes = kir::encode_values(kir::scalar_of(h.dtype), h.data);
+    std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(outputs[i].data));
+  }
+}
+
+std::vector<KernelInfo> Op::compile() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const runtime::CompileResult& c = impl_->compile_locked();
+  std::vector<KernelInfo> out;
+  for (const kir::Kernel& k : impl_->kernels.kernels) {
+    KernelInfo info{k.name, k.block_threads, 0, 0, 0};
+    for (const runtime::KernelResources& r : c.resources)
+      if (r.kernel == k.name) info = {k.name, k.block_threads, r.registers, r.spill_stores + r.spill_loads, r.smem_bytes};
+    out.push_back(info);
+  }
+  return out;
+}
+
+}  // namespace emmy::api
