@@ -7,6 +7,7 @@
 
 #include "algebra/classify.hpp"
 #include "driver/lowering.hpp"
+#include "driver/run.hpp"
 #include "driver/verify.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
@@ -103,7 +104,7 @@ int run_run(const std::string& file, const RunOptions& run, const DriverOptions&
   if (!check_one(file, opt, c, err)) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
-  int status = run_on_interpreter(*c.program, lower_options(opt, c), run, out, err);
+  int status = run_op(*c.program, lower_options(opt, c), run, out, err);
   return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
 }
 

@@ -1,12 +1,10 @@
-// emmyc compile --ir tensor|loop|kernel|cuda|ptx and emmyc run: lower one op of a checked
-// program with its knobs, print a level, or run it on the interpreter against the reference.
+// emmyc compile --ir tensor|loop|kernel|cuda|ptx: lower one op of a checked program with its
+// knobs and print a level.
 #include "driver/lowering.hpp"
 
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
-#include "interp/reference.hpp"
-#include "interp/simt.hpp"
 #include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
 #include "runtime/nvrtc.hpp"
@@ -93,52 +91,6 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
     }
   }
   return 0;
-}
-
-int run_on_interpreter(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
-                       std::ostream& err) {
-  const CheckedOp* op = nullptr;
-  std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, &op);
-  if (!l) return 1;
-  auto bound = bind_sizes(*op, ro.shape);
-  if (const auto* why = std::get_if<std::string>(&bound)) {
-    err << "emmyc: error: --shape: " << *why << "\n";
-    return 2;
-  }
-  const SizeBindings& sizes = std::get<SizeBindings>(bound);
-  if (!ro.interp) err << "emmyc: note: no GPU runtime in this build yet: running on the SIMT interpreter\n";
-  TensorMap inputs = random_inputs(*op, sizes, ro.seed);
-  TensorMap buffers = inputs;
-  SimtReport report;
-  try {
-    SimtOptions so;
-    so.shuffle_blocks = ro.shuffle_blocks;
-    so.seed = ro.seed;
-    report = run_simt(l->kernels, sizes, buffers, so);
-  } catch (const SimtError& e) {
-    err << "emmyc: error: the interpreter stopped: " << e.what() << "\n";
-    return 1;
-  }
-  TensorMap ref = evaluate_reference(program, *op, sizes, inputs);
-  out << fmt::format("{} on the SIMT interpreter: {} kernel{}, {} blocks, knobs {}\n", op->decl->name.name,
-                     l->kernels.kernels.size(), l->kernels.kernels.size() == 1 ? "" : "s", report.blocks,
-                     l->kernels.knobs.empty() ? "(defaults)" : l->kernels.knobs);
-  out << fmt::format("{:<10} {:>12} {:>12} {:>10}  {}\n", "output", "rel L2", "max |err|", "tolerance", "result");
-  bool all_ok = true;
-  for (const auto& [name, want] : ref) {
-    auto got = buffers.find(name);
-    if (got == buffers.end()) {
-      out << fmt::format("{:<10} FAIL (the kernels never wrote it)\n", name);
-      all_ok = false;
-      continue;
-    }
-    double tol = tolerance_for(*op, want.dtype);
-    Comparison c = compare(got->second, want, tol);
-    all_ok = all_ok && c.ok;
-    out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e}  {}\n", name, c.rel_l2, c.max_abs, tol,
-                       c.ok ? "ok" : c.non_finite ? fmt::format("FAIL ({} non-finite)", c.non_finite) : "FAIL");
-  }
-  return all_ok ? 0 : 1;
 }
 
 }  // namespace emmy

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
-#include "driver/lowering.hpp"
+#include "driver/run.hpp"
 #include "emmy/version.hpp"
 #include "schedule/targets.hpp"
 
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
       "  emmyc compile stdlib/nn.emmy --ir ast     print the checked AST\n"
       "  emmyc compile stdlib/nn.emmy --op sdpa --ir cuda --knobs 'PLACE=fuse,TILE=a:scalar,TILE@e=f64'\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
+      "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
       "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
@@ -86,7 +87,16 @@ int main(int argc, char** argv) {
   run->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   run->add_option("--seed", run_opt.seed, "seed of the random inputs");
   run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");
-  run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "run thread blocks in a random order (exposes order bugs)");
+  run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "interpreter: run thread blocks in a random order");
+  run->add_flag("--bench", run_opt.bench, "time it on the GPU against the naive cut+scalar schedule; print both tables");
+  run->add_option("--check", run_opt.check,
+                  "reference: auto (float64 on the CPU when affordable, else float32 naive kernels on the GPU), "
+                  "f64, gpu, none")
+      ->check(CLI::IsMember({"auto", "f64", "gpu", "none"}));
+  run->add_flag("--json", run_opt.json, "print one JSON object instead of the tables");
+  run->add_option("--save", run_opt.save_dir, "write the inputs and outputs as NAME.npy files into this directory");
+  bool no_cache = false;
+  run->add_flag("--no-cache", no_cache, "neither read nor write the on-disk kernel cache ($EMMY_CACHE_DIR, ~/.cache/emmy)");
 
   bool fmt_check = false, in_place = false;
   CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");
@@ -101,6 +111,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : emmy::kUsageError;
   }
   opt.color = color == "always" || (color == "auto" && isatty(2));
+  run_opt.use_cache = !no_cache;
   if (const char* env = std::getenv("EMMY_KNOBS")) opt.env_knobs = env;
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);

@@ -177,7 +177,38 @@ std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[
 
 }  // namespace
 
-std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text) {
+namespace {
+
+// A size --shape left out takes the value of the size at the same position of an input of the
+// same rank (T of k[B, H, T, D] from S of q[B, H, S, D]); repeated until nothing changes.
+void default_by_position(const CheckedOp& op, SizeBindings& sizes, std::vector<std::string>* notes) {
+  std::vector<const TensorInfo*> inputs;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input) inputs.push_back(&t);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const TensorInfo* t : inputs)
+      for (size_t pos = 0; pos < t->shape.size(); ++pos) {
+        const std::string& name = t->shape[pos].symbol;
+        if (name.empty() || sizes.count(name)) continue;
+        for (const TensorInfo* other : inputs) {
+          if (other == t || other->shape.size() != t->shape.size()) continue;
+          const std::string& from = other->shape[pos].symbol;
+          auto it = from.empty() ? sizes.end() : sizes.find(from);
+          if (it == sizes.end()) continue;
+          sizes.emplace(name, it->second);
+          if (notes) notes->push_back(fmt::format("{}={} (as {} of {})", name, it->second, from, other->name));
+          changed = true;
+          break;
+        }
+      }
+  }
+}
+
+}  // namespace
+
+std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text,
+                                                   std::vector<std::string>* defaulted) {
   const std::string op_name = op.decl ? op.decl->name.name : "?";
   std::vector<std::string> names = op.decl ? size_names(*op.decl) : std::vector<std::string>{};
   SizeBindings out;
@@ -204,6 +235,7 @@ std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::str
       out.emplace(std::string(name), *value);
     }
   }
+  if (defaulted) default_by_position(op, out, defaulted);
   std::vector<std::string> missing;
   for (const std::string& n : names)
     if (!out.count(n)) missing.push_back(n);

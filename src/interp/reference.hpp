@@ -15,7 +15,11 @@ namespace emmy {
 // Binds every size symbol of the op's parameters from "B=1,H=2,S=64,D=16". Sizes of the
 // op that the text does not bind, unknown names, non-positive or malformed values are
 // errors (a one-line message naming the size and the legal form).
-std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text);
+// With `defaulted`, a size left out takes the value of the size at the same position of another
+// input of the same rank (T of k[B, H, T, D] from S of q[B, H, S, D]); each such default is
+// described in `defaulted`, e.g. "T=4096 (as S of q)".
+std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text,
+                                                   std::vector<std::string>* defaulted = nullptr);
 
 // The shape of a parameter or output under the bindings.
 std::vector<int64_t> tensor_shape(const TensorInfo& tensor, const SizeBindings& sizes);

@@ -27,6 +27,8 @@ constexpr int kAbiVersion = 12000;
 constexpr int kAttrMultiprocessors = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kAttrCcMajor = 75;          // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrCcMinor = 76;          // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kAttrL2Bytes = 38;          // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+constexpr int kAttrMaxThreadsPerSm = 39;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr Result kErrorStubLibrary = 34;   // CUDA_ERROR_STUB_LIBRARY
 
@@ -242,6 +244,8 @@ std::optional<Driver> Driver::open(std::string* why) {
   d.cc_major_ = attribute(kAttrCcMajor, d.device_);
   d.cc_minor_ = attribute(kAttrCcMinor, d.device_);
   d.multiprocessors_ = attribute(kAttrMultiprocessors, d.device_);
+  d.max_threads_per_sm_ = attribute(kAttrMaxThreadsPerSm, d.device_);
+  d.l2_bytes_ = attribute(kAttrL2Bytes, d.device_);
   check(lib.api.driver_get_version(&d.driver_version_), "cuDriverGetVersion");
   return d;
 }
@@ -253,7 +257,9 @@ Driver::Driver(Driver&& other) noexcept
       cc_major_(other.cc_major_),
       cc_minor_(other.cc_minor_),
       multiprocessors_(other.multiprocessors_),
-      driver_version_(other.driver_version_) {}
+      driver_version_(other.driver_version_),
+      max_threads_per_sm_(other.max_threads_per_sm_),
+      l2_bytes_(other.l2_bytes_) {}
 
 Driver::~Driver() {
   if (context_) api().primary_ctx_release(device_);

@@ -96,6 +96,8 @@ class Driver {
   int cc_major() const { return cc_major_; }
   int cc_minor() const { return cc_minor_; }
   int multiprocessors() const { return multiprocessors_; }
+  int max_threads_per_multiprocessor() const { return max_threads_per_sm_; }
+  int l2_bytes() const { return l2_bytes_; }
   int driver_version() const { return driver_version_; }  // 13000 for CUDA 13.0
   void make_current() const;                               // for a thread other than the opener
 
@@ -125,7 +127,7 @@ class Driver {
   int device_ = 0;
   ContextOpaque* context_ = nullptr;  // retained; released on destruction
   std::string name_;
-  int cc_major_ = 0, cc_minor_ = 0, multiprocessors_ = 0, driver_version_ = 0;
+  int cc_major_ = 0, cc_minor_ = 0, multiprocessors_ = 0, driver_version_ = 0, max_threads_per_sm_ = 0, l2_bytes_ = 0;
 };
 
 }  // namespace emmy::runtime

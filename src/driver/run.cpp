@@ -1,0 +1,431 @@
+// emmyc run: one op on seeded random inputs, on the GPU (or the SIMT interpreter), checked
+// against a reference, optionally timed (--bench) against the naive cut+scalar schedule.
+#include "driver/run.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/cuda/print_cuda.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/dtypes.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/launch_program.hpp"
+#include "runtime/time_program.hpp"
+
+namespace emmy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at
+// shapes too large for the CPU evaluator, the float32 reference (checked against the float64
+// evaluator at small shapes by the GPU tests).
+constexpr const char* kNaiveKnobs = "PLACE=cut,TILE=a:scalar";
+
+// Beyond these work estimates the CPU takes too long: the float64 evaluator, the interpreter.
+constexpr double kMaxReferenceWork = 3e8;
+constexpr double kMaxInterpreterWork = 2e7;
+
+// Points of the largest tensor times the largest reduction extent: an upper bound of the
+// evaluator's inner steps, good enough to pick a reference and a backend.
+double work_estimate(const CheckedOp& op, const SizeBindings& sizes) {
+  auto extent = [&](const Size& s) {
+    if (s.symbol.empty()) return static_cast<double>(s.literal);
+    auto it = sizes.find(s.symbol);
+    return it == sizes.end() ? 1.0 : static_cast<double>(it->second);
+  };
+  double points = 1, reduce = 1;
+  for (const TensorInfo& t : op.tensors) {
+    double p = 1;
+    for (const Size& s : t.shape) p *= extent(s);
+    points = std::max(points, p);
+  }
+  for (const ReductionInfo& r : op.reductions) {
+    double p = 1;
+    for (const Size& s : r.axis_sizes) p *= extent(s);
+    reduce = std::max(reduce, p);
+  }
+  return points * reduce;
+}
+
+struct OutputCheck {
+  std::string name;
+  Comparison comparison;
+  double tolerance = 0;
+  bool written = true;
+};
+
+std::vector<OutputCheck> check_outputs(const CheckedOp& op, const TensorMap& got, const TensorMap& want) {
+  std::vector<OutputCheck> out;
+  for (const auto& [name, ref] : want) {
+    OutputCheck c;
+    c.name = name;
+    c.tolerance = tolerance_for(op, ref.dtype);
+    auto it = got.find(name);
+    c.written = it != got.end();
+    if (c.written) c.comparison = compare(it->second, ref, c.tolerance);
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool all_ok(const std::vector<OutputCheck>& checks) {
+  return std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.written && c.comparison.ok; });
+}
+
+void print_checks(const std::vector<OutputCheck>& checks, std::ostream& out) {
+  out << fmt::format("{:<10} {:>12} {:>12} {:>10}  {}\n", "output", "rel L2", "max |err|", "tolerance", "result");
+  for (const OutputCheck& c : checks) {
+    if (!c.written) {
+      out << fmt::format("{:<10} FAIL (the kernels never wrote it)\n", c.name);
+      continue;
+    }
+    const Comparison& m = c.comparison;
+    out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e}  {}\n", c.name, m.rel_l2, m.max_abs, c.tolerance,
+                       m.ok ? "ok" : m.non_finite ? fmt::format("FAIL ({} non-finite)", m.non_finite) : "FAIL");
+  }
+}
+
+nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const OutputCheck& c : checks)
+    a.push_back({{"name", c.name}, {"written", c.written}, {"rel_l2", c.comparison.rel_l2},
+                 {"max_abs", c.comparison.max_abs}, {"non_finite", c.comparison.non_finite},
+                 {"tolerance", c.tolerance}, {"ok", c.written && c.comparison.ok}});
+  return a;
+}
+
+// ---- --save: inputs and outputs as .npy files --------------------------------------------------
+// bf16 has no numpy type: it is saved as float32, which holds every bf16 value exactly.
+void write_npy(const std::filesystem::path& path, const HostTensor& t) {
+  struct Format {
+    const char* descr;
+    kir::ScalarType type;
+  };
+  const Format f = t.dtype == DType::Bool  ? Format{"|b1", kir::ScalarType::Pred}
+                   : t.dtype == DType::I32 ? Format{"<i4", kir::ScalarType::I32}
+                   : t.dtype == DType::I64 ? Format{"<i8", kir::ScalarType::I64}
+                   : t.dtype == DType::F16 ? Format{"<f2", kir::ScalarType::F16}
+                   : t.dtype == DType::F64 ? Format{"<f8", kir::ScalarType::F64}
+                                           : Format{"<f4", kir::ScalarType::F32};
+  std::string shape = t.shape.size() == 1 ? fmt::format("({},)", t.shape[0]) : fmt::format("({})", fmt::join(t.shape, ", "));
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", f.descr, shape);
+  header.append(63 - (10 + header.size()) % 64, ' ');  // the data starts at a multiple of 64
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const auto len = static_cast<uint16_t>(header.size());
+  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(len_bytes, 2);
+  out << header;
+  const std::vector<uint8_t> bytes = kir::encode_values(f.type, t.data);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+void save_tensors(const std::string& dir, const TensorMap& inputs, const TensorMap& outputs) {
+  std::filesystem::create_directories(dir);
+  for (const TensorMap* map : {&inputs, &outputs})
+    for (const auto& [name, t] : *map) write_npy(std::filesystem::path(dir) / (name + ".npy"), t);
+}
+
+// ---- the GPU -------------------------------------------------------------------------------------
+struct Compiled {
+  runtime::CompileResult result;
+  double ms = 0;
+  bool cache_hit = false;
+  std::string cache_path, cache_warning;
+};
+
+Compiled compile_program(const kir::Program& program, const TargetInfo& target, const RunOptions& ro) {
+  runtime::CompileOptions co;
+  co.target = &target;
+  const auto t0 = Clock::now();
+  runtime::CachedCompile c = runtime::compile_cuda_cached(print_cuda(program), program.op + ".cu", co,
+                                                          {ro.use_cache, ""});
+  Compiled out{std::move(c.result), std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), c.hit,
+               c.path, c.warning};
+  if (!out.result.ok)
+    throw std::runtime_error("NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + out.result.log);
+  return out;
+}
+
+// One program on the device: its buffers, module and launches, run once, optionally timed.
+struct DeviceRun {
+  runtime::DeviceTensors tensors;
+  std::optional<runtime::LoadedProgram> loaded;
+  std::vector<runtime::KernelLaunch> launches;
+  TensorMap outputs;
+  std::optional<runtime::ProgramTiming> timing;
+};
+
+DeviceRun run_device(const runtime::Driver& driver, const kir::Program& program, const Compiled& compiled,
+                     const SizeBindings& sizes, const TensorMap& inputs, bool bench) {
+  DeviceRun r;
+  r.tensors = runtime::upload(driver, program, sizes, inputs);
+  r.loaded.emplace(driver, program, compiled.result.cubin);
+  r.launches = r.loaded->bind(r.tensors.addresses(), sizes);
+  for (const runtime::KernelLaunch& l : r.launches) r.loaded->launch(l, nullptr);
+  driver.synchronize(nullptr);
+  r.outputs = runtime::download_outputs(driver, program, sizes, r.tensors);
+  if (bench) r.timing = runtime::time_program(driver, *r.loaded, r.launches);
+  return r;
+}
+
+// "PLACE=fuse,TILE=a:scalar,TILE@e=f64" -> the values of one family: "a:scalar @e=f64".
+std::string family_values(const std::string& knobs, std::string_view family) {
+  std::vector<std::string> values;
+  for (size_t b = 0; b < knobs.size();) {
+    size_t e = std::min(knobs.find(',', b), knobs.size());
+    std::string entry = knobs.substr(b, e - b);
+    b = e + 1;
+    if (entry.rfind(family, 0) != 0 || entry.size() == family.size()) continue;
+    const char next = entry[family.size()];
+    if (next == '=') values.push_back(entry.substr(family.size() + 1));
+    else if (next == '@') values.push_back(entry.substr(family.size()));
+  }
+  return values.empty() ? "-" : fmt::format("{}", fmt::join(values, " "));
+}
+
+std::string bytes_text(int bytes) {
+  return bytes >= 1024 ? fmt::format("{:.1f}K", bytes / 1024.0) : fmt::format("{}", bytes);
+}
+
+struct KernelRow {
+  std::string name;
+  double us = 0, percent = 0;
+  unsigned grid = 0, block = 0;
+  int smem = 0, regs = 0;
+  double occupancy = 0;
+};
+
+std::vector<KernelRow> kernel_rows(const runtime::Driver& driver, const DeviceRun& run, const Compiled& compiled) {
+  std::vector<KernelRow> rows;
+  double sum = 0;
+  for (double ms : run.timing->kernel_ms) sum += ms;
+  for (size_t i = 0; i < run.launches.size(); ++i) {
+    const runtime::KernelLaunch& l = run.launches[i];
+    KernelRow row{l.kernel->name, run.timing->kernel_ms[i] * 1000, 0, l.grid.x, l.block.x, 0, 0, 0};
+    row.percent = sum > 0 ? 100 * run.timing->kernel_ms[i] / sum : 0;
+    for (const runtime::KernelResources& r : compiled.result.resources)
+      if (r.kernel == l.kernel->name) {
+        row.smem = r.smem_bytes;
+        row.regs = r.registers;
+      }
+    const int blocks = driver.max_active_blocks(l.function, static_cast<int>(l.block.x));
+    row.occupancy = 100.0 * blocks * l.block.x / std::max(driver.max_threads_per_multiprocessor(), 1);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void print_bench(double naive_us, double emmy_us, const std::vector<KernelRow>& rows, const std::string& knobs,
+                 std::ostream& out) {
+  out << fmt::format("\n{:<22} {:>13}  {}\n{}\n", "Backend", "Latency (us)", "vs baseline", std::string(48, '-'));
+  out << fmt::format("{:<22} {:>13.1f}  {:>10.2f}x\n", "naive (cut, scalar)", naive_us, 1.0);
+  out << fmt::format("{:<22} {:>13.1f}  {:>10.2f}x\n", "Emmy", emmy_us, naive_us / std::max(emmy_us, 1e-9));
+  size_t width = 6;
+  for (const KernelRow& r : rows) width = std::max(width, r.name.size());
+  out << fmt::format("\n{:<{}} {:>9} {:>7} {:>7} {:>6} {:>7} {:>5} {:>5}  {:<6} {:<24} {:<12} {}\n", "Kernel", width, "us",
+                     "%", "grid", "block", "smem", "regs", "occ", "PLACE", "TILE", "STAGE", "REDUCE");
+  double total = 0;
+  for (const KernelRow& r : rows) {
+    total += r.us;
+    out << fmt::format("{:<{}} {:>9.1f} {:>6.1f}% {:>7} {:>6} {:>7} {:>5} {:>4.0f}%  {:<6} {:<24} {:<12} {}\n", r.name,
+                       width, r.us, r.percent, r.grid, r.block, bytes_text(r.smem), r.regs, r.occupancy,
+                       family_values(knobs, "PLACE"), family_values(knobs, "TILE"), family_values(knobs, "STAGE"),
+                       family_values(knobs, "REDUCE"));
+  }
+  out << fmt::format("{:<{}} {:>9.1f}\n", "TOTAL", width, total);
+}
+
+nlohmann::json rows_json(const std::vector<KernelRow>& rows) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const KernelRow& r : rows)
+    a.push_back({{"kernel", r.name}, {"us", r.us}, {"percent", r.percent}, {"grid", r.grid}, {"block", r.block},
+                 {"smem_bytes", r.smem}, {"registers", r.regs}, {"occupancy_percent", r.occupancy}});
+  return a;
+}
+
+struct RunContext {
+  const CheckedProgram& program;
+  const CheckedOp& op;
+  const lower::Lowered& lowered;
+  const LowerOptions& lo;
+  const RunOptions& ro;
+  SizeBindings sizes;
+  TensorMap inputs;
+  double work = 0;
+};
+
+// The float64 reference, when --check asks for it or when it is cheap enough.
+bool use_cpu_reference(const RunContext& c) {
+  return c.ro.check == "f64" || (c.ro.check == "auto" && c.work <= kMaxReferenceWork);
+}
+
+int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std::ostream& err) {
+  const TargetInfo& target = *find_target(c.lo.target);
+  const int device_sm = driver.cc_major() * 10 + driver.cc_minor();
+  if (target.sm != device_sm) {
+    err << fmt::format("emmyc: error: --target {} does not run on this GPU ({}, sm_{}): pass --target sm_{}\n",
+                       target.name, driver.name(), device_sm, device_sm);
+    return 2;
+  }
+  const kir::Program& program = c.lowered.kernels;
+  const Compiled compiled = compile_program(program, target, c.ro);
+  DeviceRun run = run_device(driver, program, compiled, c.sizes, c.inputs, c.ro.bench);
+
+  // The naive schedule: the baseline of --bench and the large-shape reference.
+  const bool cpu_reference = use_cpu_reference(c);
+  const bool need_naive = c.ro.bench || (!cpu_reference && c.ro.check != "none");
+  std::optional<lower::Lowered> naive;
+  std::optional<Compiled> naive_compiled;
+  std::optional<DeviceRun> naive_run;
+  if (need_naive) {
+    naive = lower::lower_op(c.program, c.op, {nullptr, "", kNaiveKnobs}, target, c.lo.chains);
+    naive_compiled = compile_program(naive->kernels, target, c.ro);
+    naive_run = run_device(driver, naive->kernels, *naive_compiled, c.sizes, c.inputs, c.ro.bench);
+  }
+  std::vector<OutputCheck> checks;
+  std::string reference = "none (--check none)";
+  if (c.ro.check != "none") {
+    if (cpu_reference) {
+      reference = "the float64 evaluator on the CPU";
+      checks = check_outputs(c.op, run.outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
+    } else {
+      reference = "float32 kernels of the naive schedule (" + std::string(kNaiveKnobs) + ") on the GPU";
+      checks = check_outputs(c.op, run.outputs, naive_run->outputs);
+    }
+  }
+  if (!c.ro.save_dir.empty()) save_tensors(c.ro.save_dir, c.inputs, run.outputs);
+
+  std::vector<KernelRow> rows;
+  if (c.ro.bench) rows = kernel_rows(driver, run, compiled);
+  const double emmy_us = c.ro.bench ? run.timing->total_ms * 1000 : 0;
+  const double naive_us = c.ro.bench ? naive_run->timing->total_ms * 1000 : 0;
+  const bool ok = c.ro.check == "none" || all_ok(checks);
+  if (c.ro.json) {
+    nlohmann::json j = {{"op", program.op},
+                        {"backend", "gpu"},
+                        {"device", driver.name()},
+                        {"target", std::string(target.name)},
+                        {"knobs", program.knobs},
+                        {"sizes", c.sizes},
+                        {"seed", c.ro.seed},
+                        {"compile_ms", compiled.ms},
+                        {"cache_hit", compiled.cache_hit},
+                        {"reference", reference},
+                        {"outputs", checks_json(checks)},
+                        {"ok", ok}};
+    if (c.ro.bench)
+      j["bench"] = {{"naive_us", naive_us}, {"emmy_us", emmy_us}, {"speedup", naive_us / std::max(emmy_us, 1e-9)},
+                    {"reps", run.timing->reps}, {"l2_flushed", true}, {"kernels", rows_json(rows)}};
+    out << j.dump(2) << "\n";
+    return ok ? 0 : 1;
+  }
+  out << fmt::format("{} on {} ({}): {} kernel{}, knobs {}\n", program.op, driver.name(), target.name,
+                     program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
+                     program.knobs.empty() ? "(defaults)" : program.knobs);
+  out << fmt::format("compiled in {:.0f} ms{}\n", compiled.ms,
+                     compiled.cache_hit ? " (from the kernel cache)" : compiled.cache_path.empty() ? "" : " (now cached)");
+  if (!compiled.cache_warning.empty()) err << "emmyc: warning: " << compiled.cache_warning << "\n";
+  out << "reference: " << reference << "\n";
+  if (c.ro.check != "none") print_checks(checks, out);
+  if (c.ro.bench) {
+    print_bench(naive_us, emmy_us, rows, program.knobs, out);
+    out << fmt::format("(CUDA-event medians of {} runs, L2 flushed before each; seed {})\n", run.timing->reps, c.ro.seed);
+  }
+  return ok ? 0 : 1;
+}
+
+int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
+  TensorMap buffers = c.inputs;
+  SimtReport report;
+  try {
+    SimtOptions so;
+    so.shuffle_blocks = c.ro.shuffle_blocks;
+    so.seed = c.ro.seed;
+    report = run_simt(c.lowered.kernels, c.sizes, buffers, so);
+  } catch (const SimtError& e) {
+    err << "emmyc: error: the interpreter stopped: " << e.what() << "\n";
+    return 1;
+  }
+  TensorMap outputs;
+  for (const kir::Buffer& b : c.lowered.kernels.buffers)
+    if (b.role == kir::Buffer::Role::Output && buffers.count(b.name)) outputs[b.name] = buffers.at(b.name);
+  std::vector<OutputCheck> checks;
+  if (c.ro.check != "none") checks = check_outputs(c.op, outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
+  if (!c.ro.save_dir.empty()) save_tensors(c.ro.save_dir, c.inputs, outputs);
+  const bool ok = c.ro.check == "none" || all_ok(checks);
+  const kir::Program& program = c.lowered.kernels;
+  if (c.ro.json) {
+    out << nlohmann::json({{"op", program.op}, {"backend", "interpreter"}, {"knobs", program.knobs}, {"sizes", c.sizes},
+                           {"seed", c.ro.seed}, {"blocks", report.blocks}, {"reference", "float64 evaluator"},
+                           {"outputs", checks_json(checks)}, {"ok", ok}})
+               .dump(2)
+        << "\n";
+    return ok ? 0 : 1;
+  }
+  out << fmt::format("{} on the SIMT interpreter: {} kernel{}, {} blocks, knobs {}\n", program.op,
+                     program.kernels.size(), program.kernels.size() == 1 ? "" : "s", report.blocks,
+                     program.knobs.empty() ? "(defaults)" : program.knobs);
+  if (c.ro.check != "none") print_checks(checks, out);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
+           std::ostream& err) {
+  const CheckedOp* op = nullptr;
+  std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, &op);
+  if (!l) return 1;
+  std::vector<std::string> defaulted;
+  auto bound = bind_sizes(*op, ro.shape, &defaulted);
+  if (const auto* why = std::get_if<std::string>(&bound)) {
+    err << "emmyc: error: --shape: " << *why << "\n";
+    return 2;
+  }
+  if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
+  RunContext c{program, *op, *l, lo, ro, std::get<SizeBindings>(bound), {}, 0};
+  c.work = work_estimate(*op, c.sizes);
+  c.inputs = random_inputs(*op, c.sizes, ro.seed);
+  try {
+    if (ro.interp) {
+      if (ro.bench) {
+        err << "emmyc: error: --bench times the GPU; it cannot be combined with --interp\n";
+        return 2;
+      }
+      return run_interp(c, out, err);
+    }
+    std::string why;
+    std::optional<runtime::Driver> driver = runtime::Driver::open(&why);
+    if (driver) return run_gpu(c, *driver, out, err);
+    if (ro.bench) {
+      err << "emmyc: error: --bench needs a CUDA GPU: " << why << "\n";
+      return 1;
+    }
+    if (c.work > kMaxInterpreterWork) {
+      err << fmt::format(
+          "emmyc: error: no GPU ({}), and this shape is too large for the CPU interpreter (about {:.1e} steps); "
+          "pass --interp to run it there anyway, or a smaller --shape\n",
+          why, c.work);
+      return 1;
+    }
+    err << "emmyc: note: no GPU (" << why << "): running on the SIMT interpreter\n";
+    return run_interp(c, out, err);
+  } catch (const lower::LowerError& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::runtime_error& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace emmy

@@ -1,0 +1,28 @@
+// emmyc run: one op on seeded random inputs on the GPU or the SIMT interpreter, checked against
+// a reference; --bench times it against the naive cut+scalar schedule.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "driver/lowering.hpp"
+
+namespace emmy {
+
+struct RunOptions {
+  std::string shape;          // "B=1,H=2,S=64,D=16"
+  uint64_t seed = 1;
+  bool interp = false;        // the CPU SIMT interpreter even when there is a GPU
+  bool shuffle_blocks = false;
+  bool bench = false;         // time it (GPU only) and print the backend and kernel tables
+  std::string check = "auto"; // auto, f64, gpu, none: which reference the outputs are compared with
+  bool json = false;          // one JSON object instead of the tables
+  std::string save_dir;       // write inputs and outputs as .npy files here
+  bool use_cache = true;      // the on-disk kernel cache
+};
+
+// 0 ok, 1 a failed check or an error, 2 a usage error.
+int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
+           std::ostream& err);
+
+}  // namespace emmy
