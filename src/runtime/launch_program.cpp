@@ -157,7 +157,7 @@ TensorMap run_on_gpu(Driver& driver, const kir::Program& program, const std::vec
       if (!timing) continue;
       driver.record(end, nullptr);
       const float ms = driver.elapsed_ms(start, end);
-      timing->kernel_ms[static_cast<size_t>(l.kernel - program.kernels.data())] = ms;
+      timing->kernel_ms[static_cast<size_t>(l.kernel - loaded.program().kernels.data())] = ms;
       timing->total_ms += ms;
     }
     driver.synchronize(nullptr);
