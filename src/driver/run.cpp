@@ -394,33 +394,35 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
   RunContext c{program, *op, *l, lo, ro, std::get<SizeBindings>(bound), {}, 0};
   c.work = work_estimate(*op, c.sizes);
-  c.inputs = random_inputs(*op, c.sizes, ro.seed);
   try {
-    if (ro.interp) {
-      if (ro.bench) {
-        err << "emmyc: error: --bench times the GPU; it cannot be combined with --interp\n";
-        return 2;
-      }
-      return run_interp(c, out, err);
+    if (ro.interp && ro.bench) {
+      err << "emmyc: error: --bench times the GPU; it cannot be combined with --interp\n";
+      return 2;
     }
     std::string why;
-    std::optional<runtime::Driver> driver = runtime::Driver::open(&why);
-    if (driver) return run_gpu(c, *driver, out, err);
-    if (ro.bench) {
-      err << "emmyc: error: --bench needs a CUDA GPU: " << why << "\n";
-      return 1;
+    std::optional<runtime::Driver> driver = ro.interp ? std::nullopt : runtime::Driver::open(&why);
+    if (!ro.interp && !driver) {
+      if (ro.bench) {
+        err << "emmyc: error: --bench needs a CUDA GPU: " << why << "\n";
+        return 1;
+      }
+      if (c.work > kMaxInterpreterWork) {
+        err << fmt::format(
+            "emmyc: error: no GPU ({}), and this shape is too large for the CPU interpreter (about {:.1e} steps); "
+            "pass --interp to run it there anyway, or a smaller --shape\n",
+            why, c.work);
+        return 1;
+      }
+      err << "emmyc: note: no GPU (" << why << "): running on the SIMT interpreter\n";
     }
-    if (c.work > kMaxInterpreterWork) {
-      err << fmt::format(
-          "emmyc: error: no GPU ({}), and this shape is too large for the CPU interpreter (about {:.1e} steps); "
-          "pass --interp to run it there anyway, or a smaller --shape\n",
-          why, c.work);
-      return 1;
-    }
-    err << "emmyc: note: no GPU (" << why << "): running on the SIMT interpreter\n";
-    return run_interp(c, out, err);
+    c.inputs = random_inputs(*op, c.sizes, ro.seed);
+    return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);
   } catch (const lower::LowerError& e) {
     err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    err << "emmyc: error: out of host memory for this --shape (inputs, outputs and the reference live in host "
+           "memory as float64): pass a smaller --shape\n";
     return 1;
   } catch (const std::runtime_error& e) {
     err << "emmyc: error: " << e.what() << "\n";

@@ -20,3 +20,11 @@ config.substitutions.append(("%examples", os.path.join(source_root, "examples"))
 config.substitutions.append(("FileCheck", filecheck))
 config.environment["EMMY_STDLIB"] = os.path.join(source_root, "stdlib")
 config.environment.pop("EMMY_KNOBS", None)
+
+# 'cuda-driver' when libcuda loads: the no-GPU fallbacks of emmyc run are tested only without it.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass
