@@ -17,6 +17,7 @@
 #include "ir/verify_kernel.hpp"
 #include "runtime/nvrtc.hpp"
 #include "schedule/targets.hpp"
+#include "test_helpers.hpp"
 
 using namespace emmy;
 using namespace emmy::kir;
@@ -279,15 +280,6 @@ std::string only_error(std::vector<Stmt> body, int threads = 128) {
   INFO(all);
   REQUIRE(errors.size() == 1);
   return errors[0];
-}
-
-bool nvrtc_or_skip() {
-  std::string why;
-  if (runtime::nvrtc_available(&why)) return true;
-  const char* require = std::getenv("EMMY_REQUIRE_NVRTC");
-  if (require && std::string_view(require) == "1") FAIL("EMMY_REQUIRE_NVRTC=1 but " << why);
-  MESSAGE("skipped: " << why);
-  return false;
 }
 
 }  // namespace
@@ -755,7 +747,7 @@ TEST_CASE("cuda printer: literals, conversions, math and parentheses mean the IR
 }
 
 TEST_CASE("cuda printer: NVRTC compiles every sample program for sm_90") {
-  if (!nvrtc_or_skip()) return;
+  if (!test::nvrtc_or_skip()) return;
   Program bounded = shared_program();
   bounded.kernels[0].min_blocks_per_sm = 2;
   for (const Program& p : {elementwise_program(), carrier_program(), shared_program(), bounded, mma_program(),

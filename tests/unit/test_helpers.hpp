@@ -9,6 +9,11 @@
 #include "sema/sema.hpp"
 #include "support/diagnostics.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
+#include "runtime/nvrtc.hpp"
+
 namespace emmy::test {
 
 struct Run {
@@ -37,15 +42,27 @@ inline std::unique_ptr<Run> check_source(const std::string& text) {
   return r;
 }
 
-// Checks a file of the repository (stdlib/, examples/) as emmyc would: its path names it.
-inline std::unique_ptr<Run> check_file(const std::string& path) {
+// Checks a file of the repository (stdlib/, examples/) as emmyc would: its path names it;
+// `import std.X` reads `root`/stdlib/X.emmy.
+inline std::unique_ptr<Run> check_file(const std::string& path, const std::string& root = EMMY_SOURCE_DIR) {
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto r = std::make_unique<Run>();
   r->diags = std::make_unique<Diagnostics>(r->sources);
   uint32_t id = r->sources.add(path, text);
-  r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}}, *r->diags);
+  r->program = check_program(r->sources, id, SemaOptions{{root + "/stdlib"}}, *r->diags);
   return r;
+}
+
+// Whether NVRTC can be used; absent, the test is skipped with a message, or fails under
+// EMMY_REQUIRE_NVRTC=1 (scripts/test.sh sets it where the CUDA toolkit is installed).
+inline bool nvrtc_or_skip() {
+  std::string why;
+  if (runtime::nvrtc_available(&why)) return true;
+  const char* require = std::getenv("EMMY_REQUIRE_NVRTC");
+  if (require && std::string_view(require) == "1") FAIL("EMMY_REQUIRE_NVRTC=1 but " << why);
+  MESSAGE("skipped: " << why);
+  return false;
 }
 
 }  // namespace emmy::test

@@ -8,22 +8,12 @@
 
 #include "runtime/nvrtc.hpp"
 #include "schedule/targets.hpp"
+#include "test_helpers.hpp"
 
 using namespace emmy;
 using namespace emmy::runtime;
 
 namespace {
-
-// Whether NVRTC can be used; absent, the test is skipped with a message, or fails under
-// EMMY_REQUIRE_NVRTC=1.
-bool nvrtc_or_skip() {
-  std::string why;
-  if (nvrtc_available(&why)) return true;
-  const char* require = std::getenv("EMMY_REQUIRE_NVRTC");
-  if (require && std::string_view(require) == "1") FAIL("EMMY_REQUIRE_NVRTC=1 but " << why);
-  MESSAGE("skipped: " << why);
-  return false;
-}
 
 constexpr std::string_view kHalfKernel = R"(#include <cuda_fp16.h>
 extern "C" __global__ void k_scale(const __half* x, __half* y, int n) {
@@ -57,7 +47,7 @@ constexpr std::string_view kCapturedLog =
 }  // namespace
 
 TEST_CASE("nvrtc: a __half kernel compiles to PTX and CUBIN for every target") {
-  if (!nvrtc_or_skip()) return;
+  if (!test::nvrtc_or_skip()) return;
   CHECK(nvrtc_version().starts_with("1"));
   for (std::string_view name : {"sm_80", "sm_90", "sm_90a", "sm_120"}) {
     CAPTURE(name);
@@ -81,7 +71,7 @@ TEST_CASE("nvrtc: a __half kernel compiles to PTX and CUBIN for every target") {
 }
 
 TEST_CASE("nvrtc: without cubin the result is PTX only, with no ptxas report") {
-  if (!nvrtc_or_skip()) return;
+  if (!test::nvrtc_or_skip()) return;
   const CompileResult r = compile_cuda(kHalfKernel, "scale.cu", CompileOptions{find_target("sm_90a"), false, {}});
   REQUIRE(r.ok);
   CHECK(r.ptx.find(".entry k_scale") != std::string::npos);
@@ -90,7 +80,7 @@ TEST_CASE("nvrtc: without cubin the result is PTX only, with no ptxas report") {
 }
 
 TEST_CASE("nvrtc: a syntax error fails with a log naming the file and line") {
-  if (!nvrtc_or_skip()) return;
+  if (!test::nvrtc_or_skip()) return;
   const CompileResult r = compile_cuda("extern \"C\" __global__ void k(float* x) {\n  x[0] = 1.0f\n}\n", "broken.cu",
                                        CompileOptions{find_target("sm_90"), true, {}});
   CHECK_FALSE(r.ok);

@@ -5,9 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -17,6 +14,7 @@
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 
 namespace emmy {
@@ -24,48 +22,15 @@ namespace {
 
 std::unique_ptr<test::Run> load(const std::string& path) { return test::check_file(path); }
 
-std::vector<std::string> program_files() {
-  std::vector<std::string> files;
-  for (const char* dir : {"/stdlib", "/examples"})
-    for (const auto& e : std::filesystem::directory_iterator(std::string(EMMY_SOURCE_DIR) + dir))
-      if (e.path().extension() == ".emmy") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
+std::vector<std::string> program_files() { return test::program_files(EMMY_SOURCE_DIR); }
 
-std::vector<const CheckedOp*> main_ops(const CheckedProgram& p) {
-  std::vector<const CheckedOp*> out;
-  for (const ast::Item& item : p.modules.front().ast.items)
-    if (const auto* op = std::get_if<ast::OpDecl>(&item)) out.push_back(&p.ops.at(op->name.name));
-  return out;
-}
-
-// The scalar-tier schedules of an op: fused, all cut, each seam and chain cut alone, and
-// register tiles along each output's last axis (4 does not divide the ragged sizes).
-std::vector<std::string> schedules(const CheckedProgram& program, const CheckedOp& op) {
-  std::vector<std::string> out{"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"};
-  tir::Program t = lower::to_tensor(program, op);
-  for (const tir::Stmt& s : t.stmts) {
-    const tir::Tensor* info = t.find(s.name);
-    if (info->role == tir::Tensor::Role::Intermediate && info->record.empty() && tir::has_reduce(s.value))
-      out.push_back(fmt::format("TILE=a:scalar,PLACE@{}=cut", s.name));
-  }
-  std::set<std::string> tiled;
-  for (const tir::Stmt& s : t.stmts)
-    if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty() && tiled.insert(s.vars.back().name).second) {
-      out.push_back(fmt::format("TILE=a:scalar,TILE@{}=f4", s.vars.back().name));
-      out.push_back(fmt::format("TILE=a:scalar,PLACE=cut,TILE@{}=f3", s.vars.back().name));
-    }
-  return out;
-}
+using test::main_ops;
+using test::schedules;
+using test::shape_text;
 
 // Three shapes: every size 3; distinct sizes that no tile divides; sizes of 1 and 2.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
-  std::vector<std::string> names;
-  for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Input)
-      for (const Size& s : t.shape)
-        if (!s.symbol.empty() && std::find(names.begin(), names.end(), s.symbol) == names.end()) names.push_back(s.symbol);
+  std::vector<std::string> names = test::input_size_names(op);
   const int64_t ragged[] = {5, 7, 6, 9, 10, 11, 13, 3};
   std::vector<SizeBindings> out(3);
   for (size_t i = 0; i < names.size(); ++i) {
@@ -74,12 +39,6 @@ std::vector<SizeBindings> shapes(const CheckedOp& op) {
     out[2][names[i]] = 1 + static_cast<int64_t>(i % 2);
   }
   return out;
-}
-
-std::string shape_text(const SizeBindings& s) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : s) parts.push_back(fmt::format("{}={}", k, v));
-  return fmt::format("{}", fmt::join(parts, ","));
 }
 
 }  // namespace
@@ -148,13 +107,7 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, i
 namespace emmy {
 
 TEST_CASE("schedules: every generated kernel compiles with NVRTC for sm_80, sm_90 and sm_120 without spills") {
-  std::string why;
-  if (!runtime::nvrtc_available(&why)) {
-    bool required = std::getenv("EMMY_REQUIRE_NVRTC") && std::string(std::getenv("EMMY_REQUIRE_NVRTC")) == "1";
-    if (required) FAIL("NVRTC is required (EMMY_REQUIRE_NVRTC=1) but " << why);
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  if (!test::nvrtc_or_skip()) return;
   int kernels = 0, max_regs = 0;
   std::string report;
   for (const std::string& file : program_files()) {

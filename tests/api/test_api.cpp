@@ -1,0 +1,201 @@
+// Tests of the embeddable API through libemmy.so alone (include/emmy/emmy.hpp and the C ABI), on
+// the CPU: errors, sizes, the interpreter path against a float64 computation. Launches are tested
+// on the GPU machine (tests/python/test_emmy_gpu.py, examples/embed with EMMY_EMBED_GPU=1).
+// A program of its own: it links libemmy.so and none of Emmy's static layers, as users do.
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "emmy/emmy.h"
+#include "emmy/emmy.hpp"
+
+using namespace emmy;
+
+namespace {
+
+constexpr const char* kRowOps = R"(
+op rmsnorm(x: f16[N, C], w: f16[C]) -> (y: f16[N, C], r: f32[N]) {
+  ms[n] = sum(c: f32(x[n, c]) * x[n, c]) / C;
+  r[n] = rsqrt(ms + 1e-6);
+  y[n, c] = x[n, c] * r[n] * w[c];
+}
+
+op scale(x: f32[N]) -> (y: f32[N]) {
+  y[n] = 2.0 * x[n];
+}
+)";
+
+api::Options options() {
+  api::Options o;
+  o.stdlib_dirs = {std::string(EMMY_SOURCE_DIR) + "/stdlib"};
+  o.use_env_knobs = false;
+  return o;
+}
+
+// A random f16 bit pattern of magnitude in [1/16, 1), random sign: a normal, exact value.
+uint16_t random_f16(std::mt19937& rng) {
+  const uint16_t sign = (rng() & 1u) << 15, exponent = static_cast<uint16_t>(11 + rng() % 4), mantissa = rng() & 0x3ffu;
+  return static_cast<uint16_t>(sign | exponent << 10 | mantissa);
+}
+
+// The value of a finite f16 bit pattern.
+double f16_value(uint16_t bits) {
+  const int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  return bits & 0x8000 ? -magnitude : magnitude;
+}
+
+template <class F>
+api::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const api::Error& e) {
+    return e;
+  }
+  FAIL("no emmy::api::Error was thrown");
+  return api::Error(api::ErrorKind::Internal, "");
+}
+
+}  // namespace
+
+TEST_CASE("api: a source that does not check is an Error with the diagnostics and a caret") {
+  api::Error e = error_of([] { api::Program::from_source("op f(x: f32[N]) -> (y: f32[N]) {\n  y[n] = x[n] +;\n}\n", "bad.emmy", options()); });
+  CHECK(e.kind() == api::ErrorKind::Source);
+  const std::string text = e.what();
+  CHECK(text.find("bad.emmy:2:") != std::string::npos);
+  CHECK(text.find('^') != std::string::npos);
+}
+
+TEST_CASE("api: ops, specs, unknown names and targets") {
+  api::Program p = api::Program::from_source(kRowOps, "row.emmy", options());
+  CHECK(p.ops() == std::vector<std::string>{"rmsnorm", "scale"});
+  api::Op op = p.op("rmsnorm");
+  REQUIRE(op.inputs().size() == 2);
+  CHECK(op.inputs()[0].name == "x");
+  CHECK(op.inputs()[0].dtype == api::DType::F16);
+  CHECK(op.inputs()[0].dims == std::vector<std::string>{"N", "C"});
+  REQUIRE(op.outputs().size() == 2);
+  CHECK(op.outputs()[1].dtype == api::DType::F32);
+  CHECK(op.cuda().find("extern \"C\" __global__") != std::string::npos);
+  CHECK(!op.target().empty());
+
+  api::Error unknown = error_of([&] { p.op("rmsnrom"); });
+  CHECK(unknown.kind() == api::ErrorKind::Argument);
+  CHECK(std::string(unknown.what()).find("did you mean 'rmsnorm'") != std::string::npos);
+
+  api::Options o = options();
+  o.target = "sm_99";
+  api::Error target = error_of([&] { api::Program::from_source(kRowOps, "row.emmy", o).op("scale"); });
+  CHECK(std::string(target.what()).find("unknown target 'sm_99'") != std::string::npos);
+
+  o = options();
+  o.schedule = "nope";
+  api::Error sched = error_of([&] { api::Program::from_source(kRowOps, "row.emmy", o).op("scale"); });
+  CHECK(std::string(sched.what()).find("no schedule named \"nope\"") != std::string::npos);
+}
+
+TEST_CASE("api: sizes bind from the tensors' shapes; mismatches name the tensor and the size") {
+  api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("rmsnorm");
+  api::Sizes s = op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {5}}});
+  CHECK(s == api::Sizes{{"C", 5}, {"N", 3}});
+  CHECK(op.output_shape(0, s) == std::vector<int64_t>{3, 5});
+  CHECK(op.output_shape(1, s) == std::vector<int64_t>{3});
+  api::Error clash = error_of([&] { op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {6}}}); });
+  CHECK(std::string(clash.what()) == "rmsnorm: input w: f16[C] given shape [6]: C is 6 here but 5 elsewhere");
+  api::Error rank = error_of([&] { op.bind_sizes({{nullptr, api::DType::F16, {15}}}); });
+  CHECK(std::string(rank.what()).find("has rank 2, the tensor given has shape [15]") != std::string::npos);
+  api::Error dtype = error_of([&] { op.bind_sizes({{nullptr, api::DType::F32, {3, 5}}}); });
+  CHECK(std::string(dtype.what()).find("is f16, the tensor given is f32") != std::string::npos);
+  api::Error count = error_of([&] { op.run_on_interpreter({}, {}); });
+  CHECK(std::string(count.what()).find("rmsnorm takes 2 inputs") != std::string::npos);
+}
+
+TEST_CASE("api: run_on_interpreter matches a float64 computation on every element") {
+  api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("rmsnorm");
+  const int64_t N = 7, C = 33;
+  std::mt19937 rng(5);
+  std::vector<uint16_t> x(N * C), w(C), y(N * C);
+  std::vector<float> r(N);
+  for (auto& v : x) v = random_f16(rng);
+  for (auto& v : w) v = random_f16(rng);
+  op.run_on_interpreter({{x.data(), api::DType::F16, {N, C}}, {w.data(), api::DType::F16, {C}}},
+                        {{y.data(), api::DType::F16, {N, C}}, {r.data(), api::DType::F32, {N}}});
+  for (int64_t n = 0; n < N; ++n) {
+    double ms = 0;
+    for (int64_t c = 0; c < C; ++c) ms += std::pow(f16_value(x[n * C + c]), 2) / C;
+    const double rr = 1 / std::sqrt(ms + 1e-6);
+    CHECK(r[n] == doctest::Approx(rr).epsilon(1e-5));
+    for (int64_t c = 0; c < C; ++c) {
+      const double want = f16_value(x[n * C + c]) * rr * f16_value(w[c]);
+      CHECK(f16_value(y[n * C + c]) == doctest::Approx(want).epsilon(2e-3));
+    }
+  }
+}
+
+TEST_CASE("api: without a GPU, compile() still reports resources and launch is a Device error that says why") {
+  api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("scale");
+  std::vector<api::KernelInfo> kernels;
+  try {
+    kernels = op.compile();
+  } catch (const api::Error& e) {
+    CHECK(e.kind() == api::ErrorKind::Compile);  // no NVRTC here
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].registers > 0);
+  CHECK(kernels[0].spill_bytes == 0);
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(driver);
+    MESSAGE("launch not tested here: there is a CUDA driver (the GPU tests launch)");
+    return;
+  }
+  api::Error e = error_of([&] { op.launch({{nullptr, api::DType::F32, {4}}}, {{nullptr, api::DType::F32, {4}}}); });
+  CHECK(e.kind() == api::ErrorKind::Device);
+  CHECK(std::string(e.what()).find("cannot launch on the GPU: no CUDA driver") == 0);
+}
+
+TEST_CASE("api: the C ABI reports errors through emmy_last_error and runs on the interpreter") {
+  emmy_program* program = nullptr;
+  CHECK(emmy_program_from_source("op f(x: f32[N]) -> (y: f32[N]) { y[n] = ; }", "c.emmy", nullptr, &program) ==
+        EMMY_ERROR_SOURCE);
+  CHECK(std::string(emmy_last_error()).find("c.emmy:1:") != std::string::npos);
+  emmy_options o{};
+  std::string stdlib = std::string(EMMY_SOURCE_DIR) + "/stdlib";
+  o.stdlib_path = stdlib.c_str();
+  REQUIRE(emmy_program_from_source(kRowOps, "row.emmy", &o, &program) == EMMY_OK);
+  CHECK(emmy_program_op_count(program) == 2);
+  CHECK(std::string(emmy_program_op_name(program, 1)) == "scale");
+  CHECK(emmy_program_op_name(program, 2) == nullptr);
+  emmy_op* op = nullptr;
+  CHECK(emmy_op_get(program, "nope", &op) == EMMY_ERROR_ARGUMENT);
+  REQUIRE(emmy_op_get(program, "scale", &op) == EMMY_OK);
+  const char* name = nullptr;
+  int32_t dtype = -1, rank = -1;
+  CHECK(emmy_op_tensor(op, 1, 0, &name, &dtype, &rank) == EMMY_OK);
+  CHECK(std::string(name) == "y");
+  CHECK(dtype == EMMY_F32);
+  CHECK(rank == 1);
+  const int64_t shape[1] = {5};
+  std::vector<float> x = {1, -2, 3.5f, 0.25f, 7}, y(5, 0);
+  emmy_tensor in{x.data(), EMMY_F32, 1, shape}, out{y.data(), EMMY_F32, 1, shape};
+  int64_t out_shape[1] = {0};
+  CHECK(emmy_op_output_shape(op, &in, 1, 0, out_shape) == EMMY_OK);
+  CHECK(out_shape[0] == 5);
+  CHECK(emmy_op_output_shape(op, &in, 1, -1, out_shape) == EMMY_ERROR_ARGUMENT);
+  REQUIRE(emmy_op_run_host(op, &in, 1, &out, 1) == EMMY_OK);
+  CHECK(y == std::vector<float>{2, -4, 7, 0.5f, 14});
+  emmy_tensor bad{x.data(), 42, 1, shape};
+  CHECK(emmy_op_run_host(op, &bad, 1, &out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()).find("unknown dtype 42") != std::string::npos);
+  emmy_op_free(op);
+  emmy_program_free(program);
+}
+
