@@ -54,6 +54,7 @@ typedef struct emmy_options {
   const char* cache_dir;   /* NULL: $EMMY_CACHE_DIR, else $XDG_CACHE_HOME/emmy, else ~/.cache/emmy */
   int32_t no_cache;        /* nonzero: neither read nor write the on-disk kernel cache */
   int32_t no_env_knobs;    /* nonzero: ignore EMMY_KNOBS */
+  const char* dtype;       /* "f16", "bf16" or "f32": the 16-bit float tensors of op signatures read as this */
 } emmy_options;
 
 const char* emmy_version(void);

@@ -124,7 +124,7 @@ def _default_stdlib():
 
 
 def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=None, cache_dir=None,
-         env_knobs=True):
+         env_knobs=True, dtype=None):
     """Parses and checks the .emmy file at `path` (with its imports) and returns a Program.
 
     target: "sm_80", "sm_90", "sm_90a" or "sm_120" (None: the GPU's own, else sm_90).
@@ -136,15 +136,18 @@ def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=N
     stdlib_path: directories of std.* (a string with ':' or a list); None: $EMMY_STDLIB,
         else the stdlib beside this package, else the library's installed one.
     env_knobs: False ignores $EMMY_KNOBS.
+    dtype: "f16", "bf16" or "f32": the 16-bit float tensors of every op signature are read as
+        this dtype (None: as declared).
     """
-    return Program(_Source(path=os.fspath(path)), target, knobs, schedule, cache, stdlib_path, cache_dir, env_knobs)
+    return Program(_Source(path=os.fspath(path)), target, knobs, schedule, cache, stdlib_path, cache_dir, env_knobs,
+                   dtype)
 
 
 def compile(source, name="<source>", target=None, knobs=None, schedule=None, cache=True, stdlib_path=None,
-            cache_dir=None, env_knobs=True):
+            cache_dir=None, env_knobs=True, dtype=None):
     """Like load(), for .emmy source text; `name` is the file name diagnostics show."""
     return Program(_Source(text=source, name=name), target, knobs, schedule, cache, stdlib_path, cache_dir,
-                   env_knobs)
+                   env_knobs, dtype)
 
 
 class _Source:
@@ -157,7 +160,7 @@ class Program:
     lowers one (cached per name). Create with emmy.load() or emmy.compile()."""
 
     def __init__(self, source, target=None, knobs=None, schedule=None, cache=True, stdlib_path=None,
-                 cache_dir=None, env_knobs=True):
+                 cache_dir=None, env_knobs=True, dtype=None):
         lib = _lib()
         if stdlib_path is None:
             stdlib_path = _default_stdlib()
@@ -165,10 +168,10 @@ class Program:
             stdlib_path = ":".join(os.fspath(p) for p in stdlib_path)
         self.name = source.name
         self.options = {"target": target, "knobs": _knob_string(knobs), "schedule": schedule, "cache": bool(cache),
-                        "stdlib_path": stdlib_path, "cache_dir": cache_dir, "env_knobs": bool(env_knobs)}
+                        "stdlib_path": stdlib_path, "cache_dir": cache_dir, "env_knobs": bool(env_knobs), "dtype": dtype}
         enc = lambda s: None if s is None else os.fspath(s).encode()
         opts = _ffi.Options(enc(target), enc(self.options["knobs"]), enc(schedule), enc(stdlib_path), enc(cache_dir),
-                            0 if cache else 1, 0 if env_knobs else 1)
+                            0 if cache else 1, 0 if env_knobs else 1, enc(dtype))
         handle = ctypes.c_void_p()
         if source.path is not None:
             _check(lib.emmy_program_from_file(source.path.encode(), ctypes.byref(opts), ctypes.byref(handle)))

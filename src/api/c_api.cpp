@@ -56,6 +56,7 @@ emmy::api::Options options_of(const emmy_options* o) {
   out.cache_dir = text_or(o->cache_dir);
   out.use_cache = o->no_cache == 0;
   out.use_env_knobs = o->no_env_knobs == 0;
+  out.dtype = text_or(o->dtype);
   for (std::string list = text_or(o->stdlib_path); !list.empty();) {
     size_t colon = list.find(':');
     if (colon != 0) out.stdlib_dirs.push_back(list.substr(0, colon));

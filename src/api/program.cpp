@@ -99,8 +99,15 @@ Program Program::from_source(std::string_view source, std::string_view name, con
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
   impl->diags = std::make_unique<Diagnostics>(impl->sources);
+  SemaOptions sema{impl->options.stdlib_dirs, std::nullopt};
+  if (!options.dtype.empty()) {
+    std::optional<emmy::DType> half = parse_dtype(options.dtype);
+    if (!half || !is_float(*half) || *half == emmy::DType::F64)
+      fail(ErrorKind::Argument, fmt::format("dtype '{}': use f16, bf16 or f32", options.dtype));
+    sema.half_dtype = half;
+  }
   const uint32_t file = impl->sources.add(std::string(name), std::string(source));
-  impl->checked = check_program(impl->sources, file, SemaOptions{impl->options.stdlib_dirs}, *impl->diags);
+  impl->checked = check_program(impl->sources, file, sema, *impl->diags);
   if (!impl->diags->has_errors()) impl->laws = algebra::classify(*impl->checked, *impl->diags);
   if (impl->diags->has_errors()) {
     std::ostringstream text;

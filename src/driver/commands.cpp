@@ -55,7 +55,9 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
     return false;
   }
   c.file = c.sources.add(path, std::move(text));
-  c.program = check_program(c.sources, c.file, SemaOptions{opt.stdlib_dirs}, *c.diags);
+  SemaOptions sema{opt.stdlib_dirs, std::nullopt};
+  if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
+  c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, opt.target);
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, opt.target);

@@ -19,6 +19,7 @@ struct DriverOptions {
   bool explain = false;       // check --explain: print every reduction's laws and proofs
   std::string op;             // compile/run --op
   std::string schedule;       // compile/run --schedule: a named schedule block
+  std::string dtype;          // compile/run --dtype: f16/bf16 signature tensors read as this
 };
 
 struct RunOptions;

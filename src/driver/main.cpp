@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
   compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   compile->add_option("--op", opt.op, "the op to lower (default: the file's only op)");
   compile->add_option("--schedule", opt.schedule, "a named schedule block of the op (schedule ... as \"NAME\")");
+  const auto dtypes = CLI::IsMember({"f16", "bf16", "f32"});
+  const char* dtype_help = "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32";
+  compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
 
   emmy::RunOptions run_opt;
   CLI::App* run = app.add_subcommand("run", "run an op on random inputs and compare with the float64 reference");
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   run->add_option("--shape", run_opt.shape, "sizes, e.g. B=1,H=2,S=64,D=16")->required();
   run->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
   run->add_option("--schedule", opt.schedule, "a named schedule block of the op");
+  run->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   run->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   run->add_option("--seed", run_opt.seed, "seed of the random inputs");
   run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");

@@ -66,6 +66,16 @@ void check_call_graph(const CheckedProgram& program, Diagnostics& diags) {
     if (state[name] == 0) visit(name);
 }
 
+// --dtype: rewrites the signatures before anything is typed, so every pass sees one dtype.
+void retype_signatures(CheckedProgram& program, DType half) {
+  for (LoadedModule& m : program.modules)
+    for (ast::Item& item : m.ast.items)
+      if (auto* op = std::get_if<ast::OpDecl>(&item))
+        for (std::vector<ast::Param>* list : {&op->params, &op->outputs})
+          for (ast::Param& p : *list)
+            if (p.dtype.name == "f16" || p.dtype.name == "bf16") p.dtype.name = std::string(dtype_name(half));
+}
+
 }  // namespace
 }  // namespace sema
 
@@ -73,6 +83,7 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
                                               Diagnostics& diags) {
   auto program = std::make_unique<CheckedProgram>();
   sema::load_modules(sources, file, options, *program, diags);
+  if (options.half_dtype) sema::retype_signatures(*program, *options.half_dtype);
   sema::Globals globals = sema::collect_globals(*program, diags);
   for (const LoadedModule& m : program->modules)
     for (const ast::Item& item : m.ast.items)

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,6 +76,9 @@ struct CheckedProgram {
 
 struct SemaOptions {
   std::vector<std::string> stdlib_dirs;   // where `import std.X` looks for X.emmy
+  // emmyc --dtype: the 16-bit float tensors (f16, bf16) of every op's signature are read as
+  // this dtype, so one source runs in f16, bf16 or f32. Casts in op bodies are kept.
+  std::optional<DType> half_dtype;
 };
 
 // Parses and checks `file` and everything it imports. Errors go to `diags`; the

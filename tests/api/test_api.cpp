@@ -101,6 +101,18 @@ TEST_CASE("api: ops, specs, unknown names and targets") {
   CHECK(std::string(sched.what()).find("no schedule named \"nope\"") != std::string::npos);
 }
 
+TEST_CASE("api: Options::dtype reads the signatures' 16-bit float tensors as another dtype") {
+  api::Options o = options();
+  o.dtype = "bf16";
+  api::Op op = api::Program::from_source(kRowOps, "row.emmy", o).op("rmsnorm");
+  CHECK(op.inputs()[0].dtype == api::DType::BF16);
+  CHECK(op.outputs()[0].dtype == api::DType::BF16);
+  CHECK(op.outputs()[1].dtype == api::DType::F32);  // declared f32: kept
+  o.dtype = "f64";
+  api::Error e = error_of([&] { api::Program::from_source(kRowOps, "row.emmy", o); });
+  CHECK(std::string(e.what()) == "dtype 'f64': use f16, bf16 or f32");
+}
+
 TEST_CASE("api: sizes bind from the tensors' shapes; mismatches name the tensor and the size") {
   api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("rmsnorm");
   api::Sizes s = op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {5}}});
