@@ -239,7 +239,12 @@ class KernelBuilder {
     ScalarType t = scalar_of(e.dtype);
     // Inside an f32 sum of 16-bit values, products and sums of the terms stay in f32, as on
     // a tensor core: f16 x f16 is exact in f32, so the schedule does not decide the rounding.
-    if (widen_half_ > 0 && (t == ScalarType::F16 || t == ScalarType::BF16) && e.kind != Expr::Kind::Read) t = ScalarType::F32;
+    // An explicit cast to a 16-bit type is the user's rounding and is kept: the same value
+    // must come out whether the tensor is recomputed here (fuse) or stored and read (cut).
+    const bool explicit_cast = e.kind == Expr::Kind::Call && parse_dtype(e.op).has_value();
+    if (widen_half_ > 0 && (t == ScalarType::F16 || t == ScalarType::BF16) && e.kind != Expr::Kind::Read &&
+        !explicit_cast)
+      t = ScalarType::F32;
     switch (e.kind) {
       case Expr::Kind::Const:
         if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);

@@ -1,0 +1,74 @@
+// The schedule matrix shared by the unit tests (interpreter, NVRTC) and the GPU tests
+// (tests/gpu/): which .emmy files, which ops of each, and which scalar-tier schedules.
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "interp/tensor_data.hpp"
+#include "lower/passes.hpp"
+#include "sema/sema.hpp"
+
+namespace emmy::test {
+
+// Every .emmy file of `root`/stdlib and `root`/examples, sorted.
+inline std::vector<std::string> program_files(const std::string& root) {
+  std::vector<std::string> files;
+  for (const char* dir : {"/stdlib", "/examples"})
+    for (const auto& e : std::filesystem::directory_iterator(root + dir))
+      if (e.path().extension() == ".emmy") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The ops the main file defines (not those of its imports), in source order.
+inline std::vector<const CheckedOp*> main_ops(const CheckedProgram& p) {
+  std::vector<const CheckedOp*> out;
+  for (const ast::Item& item : p.modules.front().ast.items)
+    if (const auto* op = std::get_if<ast::OpDecl>(&item)) out.push_back(&p.ops.at(op->name.name));
+  return out;
+}
+
+// The scalar-tier schedules of an op, as --knobs text: fused, all cut, each seam and chain
+// cut alone, and register tiles along each output's last axis (4 and 3 divide none of the
+// ragged sizes the tests use).
+inline std::vector<std::string> schedules(const CheckedProgram& program, const CheckedOp& op) {
+  std::vector<std::string> out{"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"};
+  tir::Program t = lower::to_tensor(program, op);
+  for (const tir::Stmt& s : t.stmts) {
+    const tir::Tensor* info = t.find(s.name);
+    if (info->role == tir::Tensor::Role::Intermediate && info->record.empty() && tir::has_reduce(s.value))
+      out.push_back(fmt::format("TILE=a:scalar,PLACE@{}=cut", s.name));
+  }
+  std::set<std::string> tiled;
+  for (const tir::Stmt& s : t.stmts)
+    if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty() && tiled.insert(s.vars.back().name).second) {
+      out.push_back(fmt::format("TILE=a:scalar,TILE@{}=f4", s.vars.back().name));
+      out.push_back(fmt::format("TILE=a:scalar,PLACE=cut,TILE@{}=f3", s.vars.back().name));
+    }
+  return out;
+}
+
+// The size symbols of the op's inputs, in the order they first appear.
+inline std::vector<std::string> input_size_names(const CheckedOp& op) {
+  std::vector<std::string> names;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input)
+      for (const Size& s : t.shape)
+        if (!s.symbol.empty() && std::find(names.begin(), names.end(), s.symbol) == names.end()) names.push_back(s.symbol);
+  return names;
+}
+
+// "B=1,H=2,S=37".
+inline std::string shape_text(const SizeBindings& s) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : s) parts.push_back(fmt::format("{}={}", k, v));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+}  // namespace emmy::test
