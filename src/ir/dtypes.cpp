@@ -1,4 +1,4 @@
-// Conversions between dtypes and kernel-IR scalar types.
+// Conversions between dtypes and kernel-IR scalar types, and of host values to device bytes.
 #include "ir/dtypes.hpp"
 
 #include <cstddef>
@@ -20,9 +20,6 @@ DType dtype_of(ScalarType t) {
   return kByType[static_cast<size_t>(t)];  // ScalarType's order: Pred, I32, I64, U32, F16, BF16, F32, F64
 }
 
-}  // namespace emmy::kir
-
-namespace emmy::kir {
 namespace {
 
 // An integer truncated to the width of `type`, as the interpreter binds it.
