@@ -88,6 +88,10 @@ int emmy_op_launch(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, c
 /* Runs the op on the CPU SIMT interpreter: inputs and outputs in host memory. */
 int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
                      int32_t num_outputs);
+/* Knobs that had no effect, fallbacks taken, a kernel cache that could not be written: one
+ * line each (owned by the op; a compile or launch may add one). */
+int32_t emmy_op_warning_count(const emmy_op* op);
+const char* emmy_op_warning(const emmy_op* op, int32_t index);
 /* The generated CUDA C++ and the knobs the op was lowered with (owned by the op). */
 const char* emmy_op_cuda(const emmy_op* op);
 const char* emmy_op_knobs(const emmy_op* op);

@@ -28,11 +28,12 @@ import ctypes
 import enum
 import os
 import sys
+import warnings
 
 from . import _ffi, _half
 from ._ffi import LibraryNotFoundError
 
-__all__ = ["Error", "ErrorKind", "LibraryNotFoundError", "Program", "Op", "TensorSpec", "HostTensor", "Launch",
+__all__ = ["Error", "EmmyWarning", "ErrorKind", "LibraryNotFoundError", "Program", "Op", "TensorSpec", "HostTensor", "Launch",
            "load", "compile", "load_library", "library", "version", "DTYPES", "dtype_size", "f16_bits", "f16_value",
            "bf16_bits", "bf16_value", "round_to"]
 
@@ -52,6 +53,10 @@ class ErrorKind(enum.IntEnum):
     COMPILE = 3   # lowering or NVRTC failed
     DEVICE = 4    # no CUDA driver or device, or a driver call failed
     INTERNAL = 5  # a compiler bug
+
+
+class EmmyWarning(UserWarning):
+    """A warning of Emmy's lowering: a knob that has no effect, a fallback taken."""
 
 
 class Error(Exception):
@@ -186,11 +191,14 @@ class Program:
 
     def op(self, name):
         """The op `name`, lowered with this program's target, knobs and schedule (emmy.Error
-        ARGUMENT for an unknown name; COMPILE when lowering fails)."""
+        ARGUMENT for an unknown name; COMPILE when lowering fails). The lowering's warnings
+        (knobs without effect, fallbacks) go to Python's warnings module as EmmyWarning."""
         if name not in self._ops:
             handle = ctypes.c_void_p()
             _check(_lib().emmy_op_get(self._handle, name.encode(), ctypes.byref(handle)))
             self._ops[name] = Op(self, handle, name)
+            for text in self._ops[name].warnings:
+                warnings.warn(f"{name}: {text}", EmmyWarning, stacklevel=2)
         return self._ops[name]
 
     def __repr__(self):
@@ -236,6 +244,12 @@ class Op:
     def knobs(self):
         """The knobs the op was lowered with (after the schedule block, $EMMY_KNOBS, knobs=)."""
         return (_lib().emmy_op_knobs(self._handle) or b"").decode()
+
+    @property
+    def warnings(self):
+        """Knobs that had no effect, fallbacks taken, a kernel cache that could not be written."""
+        lib = _lib()
+        return [lib.emmy_op_warning(self._handle, i).decode() for i in range(lib.emmy_op_warning_count(self._handle))]
 
     @property
     def cuda(self):

@@ -142,6 +142,9 @@ int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t n
                          int64_t* shape) {
   if (!op || !shape) return null_argument(!op ? "op" : "shape");
   if (index < 0) return set_error(EMMY_ERROR_ARGUMENT, "output index " + std::to_string(index) + " is negative");
+  if (num_inputs != emmy_op_num_inputs(op))
+    return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " takes " + std::to_string(emmy_op_num_inputs(op)) +
+                                              " inputs, " + std::to_string(num_inputs) + " given");
   return guarded([&] {
     std::vector<int64_t> s = op->op.output_shape(static_cast<size_t>(index),
                                                  op->op.bind_sizes(tensors_of(inputs, num_inputs)));
@@ -159,6 +162,13 @@ int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_i
                      int32_t num_outputs) {
   if (!op) return null_argument("op");
   return guarded([&] { op->op.run_on_interpreter(tensors_of(inputs, num_inputs), tensors_of(outputs, num_outputs)); });
+}
+
+int32_t emmy_op_warning_count(const emmy_op* op) { return op ? static_cast<int32_t>(op->op.warnings().size()) : 0; }
+
+const char* emmy_op_warning(const emmy_op* op, int32_t index) {
+  if (!op || index < 0 || static_cast<size_t>(index) >= op->op.warnings().size()) return nullptr;
+  return op->op.warnings()[static_cast<size_t>(index)].c_str();
 }
 
 const char* emmy_op_cuda(const emmy_op* op) { return op ? op->op.cuda().c_str() : nullptr; }

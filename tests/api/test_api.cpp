@@ -113,6 +113,14 @@ TEST_CASE("api: Options::dtype reads the signatures' 16-bit float tensors as ano
   CHECK(std::string(e.what()) == "dtype 'f64': use f16, bf16 or f32");
 }
 
+TEST_CASE("api: knobs that have no effect are warnings of the op") {
+  api::Options o = options();
+  o.knobs = "STAGE=d2/tma/ring";
+  api::Op op = api::Program::from_source(kRowOps, "row.emmy", o).op("scale");
+  REQUIRE(op.warnings().size() == 1);
+  CHECK(op.warnings()[0] == "STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored");
+}
+
 TEST_CASE("api: sizes bind from the tensors' shapes; mismatches name the tensor and the size") {
   api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("rmsnorm");
   api::Sizes s = op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {5}}});
@@ -202,6 +210,10 @@ TEST_CASE("api: the C ABI reports errors through emmy_last_error and runs on the
   CHECK(emmy_op_output_shape(op, &in, 1, 0, out_shape) == EMMY_OK);
   CHECK(out_shape[0] == 5);
   CHECK(emmy_op_output_shape(op, &in, 1, -1, out_shape) == EMMY_ERROR_ARGUMENT);
+  CHECK(emmy_op_output_shape(op, &in, 0, 0, out_shape) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale takes 1 inputs, 0 given");
+  CHECK(emmy_op_warning_count(op) == 0);
+  CHECK(emmy_op_warning(op, 0) == nullptr);
   REQUIRE(emmy_op_run_host(op, &in, 1, &out, 1) == EMMY_OK);
   CHECK(y == std::vector<float>{2, -4, 7, 0.5f, 14});
   emmy_tensor bad{x.data(), 42, 1, shape};

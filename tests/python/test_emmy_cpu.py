@@ -170,6 +170,17 @@ class Program(EmmyTestCase):
         self.assertIn("PLACE=cut", cut.knobs)
         self.assertNotEqual(fa1.cuda, cut.cuda)
 
+    def test_warnings_and_dtype(self):
+        prog = emmy.load(NN, knobs="STAGE=d2/tma/ring", stdlib_path=STDLIB, cache=False)
+        with self.assertWarnsRegex(emmy.EmmyWarning, r"softmax: STAGE=d2/tma/ring has no effect on the scalar tier"):
+            op = prog.op("softmax")
+        self.assertEqual(op.warnings, ["STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored"])
+        bf16 = emmy.load(NN, dtype="bf16", stdlib_path=STDLIB, cache=False).op("layernorm")
+        self.assertEqual(bf16.outputs, [("y", "bf16", 2), ("mean", "f32", 1), ("rstd", "f32", 1)])
+        with self.assertRaises(emmy.Error) as ctx:
+            emmy.load(NN, dtype="f64", stdlib_path=STDLIB)
+        self.assertEqual(ctx.exception.message, "dtype 'f64': use f16, bf16 or f32")
+
     def test_output_shapes(self):
         sdpa = self.nn.op("sdpa")
         self.assertEqual(sdpa.output_shapes((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6)), [(2, 3, 5, 6)])
