@@ -217,7 +217,8 @@ std::vector<KernelRow> kernel_rows(const runtime::Driver& driver, const DeviceRu
         row.smem = r.smem_bytes;
         row.regs = r.registers;
       }
-    const int blocks = driver.max_active_blocks(l.function, static_cast<int>(l.block.x));
+    const auto kernel = static_cast<size_t>(l.kernel - run.loaded->program().kernels.data());
+    const int blocks = run.loaded->blocks_per_multiprocessor(kernel);
     row.occupancy = 100.0 * blocks * l.block.x / std::max(driver.max_threads_per_multiprocessor(), 1);
     rows.push_back(row);
   }

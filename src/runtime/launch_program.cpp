@@ -66,7 +66,14 @@ size_t buffer_bytes(const kir::Buffer& buffer, const SizeBindings& sizes) {
 
 LoadedProgram::LoadedProgram(const Driver& driver, const kir::Program& program, const std::vector<char>& cubin)
     : driver_(&driver), program_(program), module_(driver.load_module(cubin)) {
-  for (const kir::Kernel& k : program_.kernels) functions_.push_back(driver.function(module_, k.name));
+  for (const kir::Kernel& k : program_.kernels) {
+    functions_.push_back(driver.function(module_, k.name));
+    blocks_per_sm_.push_back(driver.max_active_blocks(functions_.back(), k.block_threads));
+    if (blocks_per_sm_.back() == 0)
+      fail(fmt::format("kernel {} cannot run on {}: not one block of {} threads fits on a multiprocessor "
+                       "(registers or shared memory; see emmyc compile --ir ptx)",
+                       k.name, driver.name(), k.block_threads));
+  }
 }
 
 std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, DevicePtr>& buffers,

@@ -24,14 +24,17 @@ struct KernelLaunch {
   std::vector<KernelArg> args;
 };
 
-// A program's module on the device with one function per kernel. Holds a copy of the program;
-// must not outlive `driver`.
+// A program's module on the device with one function per kernel and the blocks of each that one
+// multiprocessor holds (the driver's occupancy calculator). A kernel of which no block fits (too
+// many registers or too much shared memory for this device) is an error at load, not at launch.
+// Holds a copy of the program; must not outlive `driver`.
 class LoadedProgram {
  public:
   LoadedProgram(const Driver& driver, const kir::Program& program, const std::vector<char>& cubin);
 
   const kir::Program& program() const { return program_; }
   const Function& function(size_t kernel) const { return functions_.at(kernel); }
+  int blocks_per_multiprocessor(size_t kernel) const { return blocks_per_sm_.at(kernel); }
 
   // Every kernel's launch with the program's buffers at the given device addresses (every buffer
   // by name: inputs, outputs and temporaries) and grid_x evaluated on `sizes`. Kernels whose grid
@@ -44,6 +47,7 @@ class LoadedProgram {
   kir::Program program_;
   Module module_;
   std::vector<Function> functions_;
+  std::vector<int> blocks_per_sm_;
 };
 
 // Device time of the launches (CUDA events), without the copies.
