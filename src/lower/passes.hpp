@@ -38,6 +38,7 @@ struct Knobs {
   std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
   std::vector<std::string> warnings;            // knobs that have no effect here, and why
   int block_threads = 128;
+  int carrier_tile = 32;                        // TILE@axis default for per-element carriers (the target's)
   bool fuses(const std::string& site) const;
 };
 

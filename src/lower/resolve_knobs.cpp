@@ -110,6 +110,7 @@ bool Knobs::fuses(const std::string& site) const {
 
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   Knobs k;
+  k.carrier_tile = target.scalar_carrier_tile;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

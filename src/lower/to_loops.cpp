@@ -15,6 +15,7 @@
 namespace emmy::lower {
 namespace {
 
+
 using tir::Expr;
 
 bool has_var(const std::vector<tir::Axis>& vars, const std::string& name) {
@@ -490,16 +491,35 @@ class LoopBuilder {
       lir::Stmt loop;
       loop.kind = lir::Stmt::Kind::Loop;
       loop.axis = extra[k];
-      if (k + 1 == extra.size())
+      if (k + 1 == extra.size()) {
         if (auto it = knobs_.scalar_tile.find(extra[k].name); it != knobs_.scalar_tile.end()) {
           loop.tile = it->second;
           decisions_.push_back(fmt::format("TILE@{}=f{}: each thread keeps {} elements of {} in registers",
                                            extra[k].name, it->second, it->second, extra[k].name));
+        } else if (carries_per_element(body)) {
+          // Without a tile the fold would run once per element of the axis (the whole reduction
+          // again for each output channel).
+          // The target's default width (the target table says why).
+          loop.tile = knobs_.carrier_tile;
+          decisions_.push_back(fmt::format("TILE@{}=f{} (the target's default for a per-element carrier; set TILE@{} "
+                                           "to change): each thread keeps {} elements of {} in registers",
+                                           extra[k].name, knobs_.carrier_tile, extra[k].name, knobs_.carrier_tile,
+                                           extra[k].name));
         }
+      }
       loop.body = std::move(body);
       body = {std::move(loop)};
     }
     return std::move(body.front());
+  }
+
+  // Whether `body` folds a carrier with a register per element of the enclosing tile.
+  static bool carries_per_element(const std::vector<lir::Stmt>& body) {
+    return std::any_of(body.begin(), body.end(), [](const lir::Stmt& st) {
+      return (st.kind == lir::Stmt::Kind::Fold &&
+              std::any_of(st.fields.begin(), st.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; })) ||
+             carries_per_element(st.body);
+    });
   }
 
   static lir::Stmt fold_stmt(const Fold& f) {
