@@ -300,6 +300,8 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
       checks = check_outputs(c.op, run.outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
     } else {
       reference = "float32 kernels of the naive schedule (" + std::string(kNaiveKnobs) + ") on the GPU";
+      if (print_cuda(naive->kernels) == print_cuda(program))
+        reference += ", which is the schedule under test: pass --check f64 for an independent reference";
       checks = check_outputs(c.op, run.outputs, naive_run->outputs);
     }
   }
