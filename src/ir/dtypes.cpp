@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <limits>
 
 #include "ir/numeric.hpp"
 
@@ -59,7 +60,12 @@ void encode(ScalarType type, double v, uint8_t* at) {
 
 double decode(ScalarType type, const uint8_t* at) {
   switch (type) {
-    case ScalarType::Pred: return get<uint8_t>(at) != 0 ? 1 : 0;
+    // Kernels store bools as 0 or 1; any other byte (the 0xff poison of an output the kernels
+    // never wrote) decodes as NaN so that a comparison reports it.
+    case ScalarType::Pred: {
+      const uint8_t b = get<uint8_t>(at);
+      return b <= 1 ? b : std::numeric_limits<double>::quiet_NaN();
+    }
     case ScalarType::I32: return get<int32_t>(at);
     case ScalarType::U32: return get<uint32_t>(at);
     case ScalarType::I64: return static_cast<double>(get<int64_t>(at));
