@@ -6,6 +6,7 @@
 #include "emmy/emmy.h"
 #include "emmy/emmy.hpp"
 #include "emmy/version.hpp"
+#include "support/paths.hpp"
 
 struct emmy_program {
   emmy::api::Program program;
@@ -57,11 +58,7 @@ emmy::api::Options options_of(const emmy_options* o) {
   out.use_cache = o->no_cache == 0;
   out.use_env_knobs = o->no_env_knobs == 0;
   out.dtype = text_or(o->dtype);
-  for (std::string list = text_or(o->stdlib_path); !list.empty();) {
-    size_t colon = list.find(':');
-    if (colon != 0) out.stdlib_dirs.push_back(list.substr(0, colon));
-    list = colon == std::string::npos ? "" : list.substr(colon + 1);
-  }
+  out.stdlib_dirs = emmy::split_path_list(text_or(o->stdlib_path));
   return out;
 }
 

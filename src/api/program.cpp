@@ -4,8 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -22,6 +20,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
+#include "support/paths.hpp"
 #include "support/suggest.hpp"
 
 namespace emmy::api {
@@ -32,23 +31,14 @@ namespace fs = std::filesystem;
 
 [[noreturn]] void fail(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
 
-// $EMMY_STDLIB (colon-separated), the installed share/emmy/stdlib beside this library's lib/,
-// then the source tree's stdlib.
+// $EMMY_STDLIB, the installed share/emmy/stdlib beside this library's lib/, then the source tree.
 std::vector<std::string> default_stdlib_dirs() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("EMMY_STDLIB")) {
-    std::stringstream list(env);
-    for (std::string dir; std::getline(list, dir, ':');)
-      if (!dir.empty()) dirs.push_back(dir);
-  }
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&default_stdlib_dirs), &info) && info.dli_fname) {
-    std::error_code ec;
-    fs::path lib = fs::canonical(info.dli_fname, ec);
-    if (!ec) dirs.push_back((lib.parent_path().parent_path() / "share" / "emmy" / "stdlib").string());
-  }
-  dirs.push_back(EMMY_STDLIB_DIR);
-  return dirs;
+  std::error_code ec;
+  fs::path lib;
+  if (dladdr(reinterpret_cast<void*>(&default_stdlib_dirs), &info) && info.dli_fname)
+    lib = fs::canonical(info.dli_fname, ec);
+  return stdlib_search_path(ec ? fs::path() : lib, EMMY_STDLIB_DIR);
 }
 
 // The options' target, else the GPU's own (when Emmy knows it), else sm_90.
@@ -119,10 +109,9 @@ Program Program::from_source(std::string_view source, std::string_view name, con
 }
 
 Program Program::from_file(const std::string& path, const Options& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Argument, fmt::format("cannot read '{}'", path));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return from_source(text, path, options);
+  std::optional<std::string> text = read_file(path);
+  if (!text) fail(ErrorKind::Argument, fmt::format("cannot read '{}'", path));
+  return from_source(*text, path, options);
 }
 
 std::vector<std::string> Program::ops() const { return impl_->ops; }
@@ -290,21 +279,24 @@ std::vector<int64_t> Op::output_shape(size_t index, const Sizes& sizes) const {
 
 namespace {
 
-// Every size the kernels need is bound (a size only a temporary uses cannot come from the tensors).
-void check_sizes_bound(const std::string& op, const kir::Program& kernels, const Sizes& sizes) {
-  for (const kir::Kernel& k : kernels.kernels)
+// The sizes of one run: the tensor counts, their dtypes and shapes checked, and every size the
+// kernels need bound (a size only a temporary uses cannot come from the tensors).
+Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor>& outputs) {
+  check_count(impl.name, "inputs", inputs.size(), impl.inputs);
+  check_count(impl.name, "outputs", outputs.size(), impl.outputs);
+  Sizes sizes = op.bind_sizes(inputs, outputs);
+  for (const kir::Kernel& k : impl.kernels.kernels)
     for (const kir::Param& p : k.params)
       if (p.kind == kir::Param::Kind::Scalar && !sizes.count(p.name))
-        fail(ErrorKind::Argument, fmt::format("{}: the size {} is not bound by the tensors given", op, p.name));
+        fail(ErrorKind::Argument, fmt::format("{}: the size {} is not bound by the tensors given", impl.name, p.name));
+  return sizes;
 }
 
 }  // namespace
 
 void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, void* stream) const {
-  check_count(impl_->name, "inputs", inputs.size(), impl_->inputs);
-  check_count(impl_->name, "outputs", outputs.size(), impl_->outputs);
-  const Sizes sizes = bind_sizes(inputs, outputs);
-  check_sizes_bound(impl_->name, impl_->kernels, sizes);
+  const Sizes sizes = sizes_for_run(*this, *impl_, inputs, outputs);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const runtime::LoadedProgram& loaded = impl_->load_locked();
   try {
@@ -332,10 +324,7 @@ void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
 }
 
 void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
-  check_count(impl_->name, "inputs", inputs.size(), impl_->inputs);
-  check_count(impl_->name, "outputs", outputs.size(), impl_->outputs);
-  const Sizes sizes = bind_sizes(inputs, outputs);
-  check_sizes_bound(impl_->name, impl_->kernels, sizes);
+  const Sizes sizes = sizes_for_run(*this, *impl_, inputs, outputs);
   TensorMap buffers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     HostTensor& h = buffers[impl_->inputs[i].name];

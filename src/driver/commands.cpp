@@ -18,13 +18,6 @@
 namespace emmy {
 namespace {
 
-bool read_file(const std::string& path, std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
-}
-
 // Validates a knob list (EMMY_KNOBS or --knobs) as a source of its own, so its
 // errors point at a column of the string.
 void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::string& origin, const std::string& text,
@@ -49,12 +42,11 @@ struct Checked {
 // Loads and checks one file; returns false (after printing) when it cannot be read.
 bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err) {
   c.diags = std::make_unique<Diagnostics>(c.sources);
-  std::string text;
-  if (!read_file(path, text)) {
+  c.file = c.sources.load(path);
+  if (c.file == 0) {
     err << fmt::format("emmyc: error: cannot read '{}'\n", path);
     return false;
   }
-  c.file = c.sources.add(path, std::move(text));
   SemaOptions sema{opt.stdlib_dirs, std::nullopt};
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
@@ -115,12 +107,12 @@ int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_plac
   for (const std::string& path : files) {
     SourceManager sources;
     Diagnostics diags(sources);
-    std::string text;
-    if (!read_file(path, text)) {
+    uint32_t id = sources.load(path);
+    if (id == 0) {
       err << fmt::format("emmyc: error: cannot read '{}'\n", path);
       return kUsageError;
     }
-    uint32_t id = sources.add(path, text);
+    const std::string& text = sources.file(id).text();
     parse_module(sources, id, diags);
     std::optional<std::string> formatted = diags.has_errors() ? std::nullopt : format_source(text);
     if (!formatted) {

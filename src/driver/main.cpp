@@ -11,26 +11,16 @@
 #include "driver/run.hpp"
 #include "emmy/version.hpp"
 #include "schedule/targets.hpp"
+#include "support/paths.hpp"
 
 namespace {
 
-// EMMY_STDLIB (colon-separated), the installed share/emmy/stdlib, then the source tree.
+// EMMY_STDLIB, the installed share/emmy/stdlib beside this binary's bin/, then the source tree.
 std::vector<std::string> stdlib_dirs(const char* argv0) {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("EMMY_STDLIB")) {
-    std::string s = env;
-    for (size_t b = 0, e; b <= s.size(); b = e + 1) {
-      e = s.find(':', b);
-      if (e == std::string::npos) e = s.size();
-      if (e > b) dirs.push_back(s.substr(b, e - b));
-    }
-  }
   std::error_code ec;
   auto exe = std::filesystem::canonical("/proc/self/exe", ec);
   if (ec) exe = std::filesystem::absolute(argv0, ec);
-  dirs.push_back((exe.parent_path().parent_path() / "share" / "emmy" / "stdlib").string());
-  dirs.push_back(EMMY_STDLIB_DIR);
-  return dirs;
+  return emmy::stdlib_search_path(exe, EMMY_STDLIB_DIR);
 }
 
 }  // namespace

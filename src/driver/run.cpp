@@ -136,6 +136,7 @@ void save_tensors(const std::string& dir, const TensorMap& inputs, const TensorM
 
 // ---- the GPU -------------------------------------------------------------------------------------
 struct Compiled {
+  std::string cuda;
   runtime::CompileResult result;
   double ms = 0;
   bool cache_hit = false;
@@ -146,34 +147,29 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   runtime::CompileOptions co;
   co.target = &target;
   const auto t0 = Clock::now();
-  runtime::CachedCompile c = runtime::compile_cuda_cached(print_cuda(program), program.op + ".cu", co,
-                                                          {ro.use_cache, ""});
-  Compiled out{std::move(c.result), std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), c.hit,
-               c.path, c.warning};
+  std::string cuda = print_cuda(program);
+  runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, program.op + ".cu", co, {ro.use_cache, ""});
+  Compiled out{std::move(cuda), std::move(c.result),
+               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), c.hit, c.path, c.warning};
   if (!out.result.ok)
     throw std::runtime_error("NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + out.result.log);
   return out;
 }
 
-// One program on the device: its buffers, module and launches, run once, optionally timed.
+// One program on the device, run once (its outputs), optionally timed.
 struct DeviceRun {
-  runtime::DeviceTensors tensors;
-  std::optional<runtime::LoadedProgram> loaded;
-  std::vector<runtime::KernelLaunch> launches;
+  runtime::ProgramRun run;
   TensorMap outputs;
   std::optional<runtime::ProgramTiming> timing;
 };
 
 DeviceRun run_device(const runtime::Driver& driver, const kir::Program& program, const Compiled& compiled,
                      const SizeBindings& sizes, const TensorMap& inputs, bool bench) {
-  DeviceRun r;
-  r.tensors = runtime::upload(driver, program, sizes, inputs);
-  r.loaded.emplace(driver, program, compiled.result.cubin);
-  r.launches = r.loaded->bind(r.tensors.addresses(), sizes);
-  for (const runtime::KernelLaunch& l : r.launches) r.loaded->launch(l, nullptr);
+  DeviceRun r{runtime::prepare_run(driver, program, compiled.result.cubin, sizes, inputs), {}, {}};
+  for (const runtime::KernelLaunch& l : r.run.launches) r.run.loaded.launch(l, nullptr);
   driver.synchronize(nullptr);
-  r.outputs = runtime::download_outputs(driver, program, sizes, r.tensors);
-  if (bench) r.timing = runtime::time_program(driver, *r.loaded, r.launches);
+  r.outputs = runtime::download_outputs(driver, program, sizes, r.run.tensors);
+  if (bench) r.timing = runtime::time_program(driver, r.run.loaded, r.run.launches);
   return r;
 }
 
@@ -208,8 +204,8 @@ std::vector<KernelRow> kernel_rows(const runtime::Driver& driver, const DeviceRu
   std::vector<KernelRow> rows;
   double sum = 0;
   for (double ms : run.timing->kernel_ms) sum += ms;
-  for (size_t i = 0; i < run.launches.size(); ++i) {
-    const runtime::KernelLaunch& l = run.launches[i];
+  for (size_t i = 0; i < run.run.launches.size(); ++i) {
+    const runtime::KernelLaunch& l = run.run.launches[i];
     KernelRow row{l.kernel->name, run.timing->kernel_ms[i] * 1000, 0, l.grid.x, l.block.x, 0, 0, 0};
     row.percent = sum > 0 ? 100 * run.timing->kernel_ms[i] / sum : 0;
     for (const runtime::KernelResources& r : compiled.result.resources)
@@ -217,8 +213,7 @@ std::vector<KernelRow> kernel_rows(const runtime::Driver& driver, const DeviceRu
         row.smem = r.smem_bytes;
         row.regs = r.registers;
       }
-    const auto kernel = static_cast<size_t>(l.kernel - run.loaded->program().kernels.data());
-    const int blocks = run.loaded->blocks_per_multiprocessor(kernel);
+    const int blocks = run.run.loaded.blocks_per_multiprocessor(run.run.loaded.index_of(l));
     row.occupancy = 100.0 * blocks * l.block.x / std::max(driver.max_threads_per_multiprocessor(), 1);
     rows.push_back(row);
   }
@@ -300,7 +295,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
       checks = check_outputs(c.op, run.outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
     } else {
       reference = "float32 kernels of the naive schedule (" + std::string(kNaiveKnobs) + ") on the GPU";
-      if (print_cuda(naive->kernels) == print_cuda(program))
+      if (naive_compiled->cuda == compiled.cuda)
         reference += ", which is the schedule under test: pass --check f64 for an independent reference";
       checks = check_outputs(c.op, run.outputs, naive_run->outputs);
     }

@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "emmy/version.hpp"
+#include "support/paths.hpp"
 
 namespace emmy::runtime {
 namespace {
@@ -33,14 +33,6 @@ std::string cache_key(std::string_view source, const CompileOptions& options) {
   return fmt::format("{:016x}", fnv1a(source, fnv1a(salt)));
 }
 
-std::optional<std::string> read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
-}
-
 // Writes through a temporary file and a rename, so a reader never sees half an entry file.
 bool write_all(const fs::path& path, std::string_view data) {
   fs::path tmp = path;
@@ -56,11 +48,11 @@ bool write_all(const fs::path& path, std::string_view data) {
 }
 
 std::optional<CompileResult> load_entry(const fs::path& base, std::string_view source) {
-  auto stored = read_all(fs::path(base).replace_extension(".cu"));
+  auto stored = read_file(fs::path(base).replace_extension(".cu"));
   if (!stored || *stored != source) return std::nullopt;
-  auto ptx = read_all(fs::path(base).replace_extension(".ptx"));
-  auto cubin = read_all(fs::path(base).replace_extension(".cubin"));
-  auto log = read_all(fs::path(base).replace_extension(".log"));
+  auto ptx = read_file(fs::path(base).replace_extension(".ptx"));
+  auto cubin = read_file(fs::path(base).replace_extension(".cubin"));
+  auto log = read_file(fs::path(base).replace_extension(".log"));
   if (!ptx || !cubin || !log) return std::nullopt;
   CompileResult r;
   r.ok = true;

@@ -150,25 +150,30 @@ TensorMap download_outputs(const Driver& driver, const kir::Program& program, co
   return out;
 }
 
+ProgramRun prepare_run(const Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
+                       const SizeBindings& sizes, const TensorMap& inputs) {
+  ProgramRun run{upload(driver, program, sizes, inputs), LoadedProgram(driver, program, cubin), {}};
+  run.launches = run.loaded.bind(run.tensors.addresses(), sizes);
+  return run;
+}
+
 TensorMap run_on_gpu(Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
                      const SizeBindings& sizes, const TensorMap& inputs, RunTiming* timing) {
   try {
-    const DeviceTensors tensors = upload(driver, program, sizes, inputs);
-    const LoadedProgram loaded(driver, program, cubin);
-    const std::vector<KernelLaunch> launches = loaded.bind(tensors.addresses(), sizes);
+    const ProgramRun run = prepare_run(driver, program, cubin, sizes, inputs);
     const Event start = driver.create_event(), end = driver.create_event();
     if (timing) *timing = RunTiming{0.0f, std::vector<float>(program.kernels.size(), 0.0f)};
-    for (const KernelLaunch& l : launches) {
+    for (const KernelLaunch& l : run.launches) {
       if (timing) driver.record(start, nullptr);
-      loaded.launch(l, nullptr);
+      run.loaded.launch(l, nullptr);
       if (!timing) continue;
       driver.record(end, nullptr);
       const float ms = driver.elapsed_ms(start, end);
-      timing->kernel_ms[static_cast<size_t>(l.kernel - loaded.program().kernels.data())] = ms;
+      timing->kernel_ms[run.loaded.index_of(l)] = ms;
       timing->total_ms += ms;
     }
     driver.synchronize(nullptr);
-    return download_outputs(driver, program, sizes, tensors);
+    return download_outputs(driver, program, sizes, run.tensors);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("run_on_gpu: ") + e.what());
   }

@@ -35,6 +35,10 @@ class LoadedProgram {
   const kir::Program& program() const { return program_; }
   const Function& function(size_t kernel) const { return functions_.at(kernel); }
   int blocks_per_multiprocessor(size_t kernel) const { return blocks_per_sm_.at(kernel); }
+  // The index in program().kernels of a launch made by bind().
+  size_t index_of(const KernelLaunch& launch) const {
+    return static_cast<size_t>(launch.kernel - program_.kernels.data());
+  }
 
   // Every kernel's launch with the program's buffers at the given device addresses (every buffer
   // by name: inputs, outputs and temporaries) and grid_x evaluated on `sizes`. Kernels whose grid
@@ -50,6 +54,28 @@ class LoadedProgram {
   std::vector<int> blocks_per_sm_;
 };
 
+// The device buffers of one run of `program`: inputs uploaded from host tensors, temporaries and
+// outputs allocated and poisoned (0xff).
+struct DeviceTensors {
+  std::map<std::string, DeviceBuffer> buffers;
+  std::map<std::string, DevicePtr> addresses() const;
+};
+DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
+                     const TensorMap& inputs);
+// The Output buffers back as host tensors.
+TensorMap download_outputs(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
+                           const DeviceTensors& tensors);
+
+// The device side of one run of a program: its buffers (inputs uploaded, the rest poisoned),
+// its module and its launches, kept so that the same run can be launched again (and timed).
+struct ProgramRun {
+  DeviceTensors tensors;
+  LoadedProgram loaded;
+  std::vector<KernelLaunch> launches;
+};
+ProgramRun prepare_run(const Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
+                       const SizeBindings& sizes, const TensorMap& inputs);
+
 // Device time of the launches (CUDA events), without the copies.
 struct RunTiming {
   float total_ms = 0;
@@ -62,17 +88,5 @@ struct RunTiming {
 // compile_cuda). Throws std::runtime_error on a binding or driver error.
 TensorMap run_on_gpu(Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
                      const SizeBindings& sizes, const TensorMap& inputs, RunTiming* timing = nullptr);
-
-// The device buffers of one run of `program`: inputs uploaded from host tensors, temporaries and
-// outputs allocated and poisoned (0xff).
-struct DeviceTensors {
-  std::map<std::string, DeviceBuffer> buffers;
-  std::map<std::string, DevicePtr> addresses() const;
-};
-DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
-                     const TensorMap& inputs);
-// The Output buffers back as host tensors.
-TensorMap download_outputs(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
-                           const DeviceTensors& tensors);
 
 }  // namespace emmy::runtime

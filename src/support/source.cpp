@@ -1,8 +1,8 @@
 #include "support/source.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+
+#include "support/paths.hpp"
 
 namespace emmy {
 
@@ -34,11 +34,8 @@ uint32_t SourceManager::add(std::string path, std::string text) {
 }
 
 uint32_t SourceManager::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return 0;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return add(path, ss.str());
+  std::optional<std::string> text = read_file(path);
+  return text ? add(path, std::move(*text)) : 0;
 }
 
 std::string_view SourceManager::text(SourceRange r) const {

@@ -182,7 +182,6 @@ struct Variant {
   kir::Program program;
   std::vector<char> cubin;
   std::string error;  // lowering, verification or NVRTC failed: a test failure
-  std::string note;   // not run, and why (a schedule block whose REDUCE is not implemented)
 };
 
 // One shape: inputs and the reference outputs.
@@ -233,11 +232,6 @@ std::string code_key(const kir::Program& p) {
   return text;
 }
 
-bool has_reduce_knob(const CheckedSchedule& s) {
-  return std::any_of(s.knobs.begin(), s.knobs.end(),
-                     [](const KnobSetting& k) { return k.knob == Knob::Reduce && !k.off; });
-}
-
 void lower_variant(const CheckedProgram& program, const CheckedOp& op, const lower::KnobSources& sources,
                    const TargetInfo& target, Variant& v) {
   lower::Lowered low = lower::lower_op(program, op, sources, target);
@@ -274,9 +268,6 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
       v.label = s.decl->label ? fmt::format("schedule \"{}\"", s.decl->label->name) : "schedule (unnamed)";
       try {
         lower_variant(program, op, {&s, "", ""}, *ctx.target, v);
-      } catch (const lower::LowerError& e) {
-        if (has_reduce_knob(s)) v.note = fmt::format("not lowered on the scalar tier: {}", e.what());
-        else v.error = fmt::format("lowering failed: {}", e.what());
       } catch (const std::exception& e) {
         v.error = fmt::format("lowering failed: {}", e.what());
       }
@@ -287,7 +278,7 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
     std::map<std::string, std::string> seen;  // code key -> label
     std::vector<Variant> kept;
     for (Variant& v : w.variants) {
-      if (v.error.empty() && v.note.empty()) {
+      if (v.error.empty()) {
         std::string key = code_key(v.program);
         auto [it, fresh] = seen.emplace(key, v.label);
         if (!fresh) {
@@ -384,10 +375,6 @@ void run_op(const OpWork& w, const Context& ctx, Totals& totals) {
   int runnable = 0;
   for (const Variant& v : w.variants) {
     CAPTURE(v.label);
-    if (!v.note.empty()) {
-      fmt::print("  skip {:<24} {:<28} {}\n", w.op, v.label, compact(v.note));
-      continue;
-    }
     CHECK_MESSAGE(v.error.empty(), v.error);
     if (v.error.empty()) ++runnable;
   }

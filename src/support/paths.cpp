@@ -1,0 +1,37 @@
+// Whole-file reads, colon-separated path lists and the stdlib search path.
+#include "support/paths.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+namespace emmy {
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return text;
+}
+
+std::vector<std::string> split_path_list(std::string_view list) {
+  std::vector<std::string> out;
+  for (size_t b = 0; b <= list.size();) {
+    size_t e = std::min(list.find(':', b), list.size());
+    if (e > b) out.emplace_back(list.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> stdlib_search_path(const std::filesystem::path& installed_file, const std::string& source_stdlib) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("EMMY_STDLIB")) dirs = split_path_list(env);
+  if (!installed_file.empty())
+    dirs.push_back((installed_file.parent_path().parent_path() / "share" / "emmy" / "stdlib").string());
+  dirs.push_back(source_stdlib);
+  return dirs;
+}
+
+}  // namespace emmy
