@@ -1,0 +1,774 @@
+// The kernel builder shared by the scalar tier (to_kernel.cpp) and the tensor-core tier
+// (tile_mma.cpp): expression lowering, monoid terms, carriers and register scopes.
+// Internal to the lower layer.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "algebra/from_ast.hpp"
+#include "lower/monoid_table.hpp"
+#include "lower/passes.hpp"
+
+namespace emmy::lower::detail {
+
+
+using algebra::Term;
+using algebra::TermOp;
+using kir::ScalarType;
+using tir::Expr;
+using K = kir::Expr;
+
+// Arithmetic on 16-bit floats runs in f32 and rounds once at the end, as the GPU does it.
+inline ScalarType compute_type(ScalarType t) {
+  return t == ScalarType::F16 || t == ScalarType::BF16 ? ScalarType::F32 : t;
+}
+
+inline ScalarType wider(ScalarType a, ScalarType b) {
+  if (kir::is_float(a) || kir::is_float(b)) {
+    if (a == ScalarType::F64 || b == ScalarType::F64) return ScalarType::F64;
+    return ScalarType::F32;
+  }
+  if (a == ScalarType::Pred && b == ScalarType::Pred) return ScalarType::Pred;
+  return ScalarType::I64;
+}
+
+// A literal converted to an integer as a C cast would on the GPU (cvt.rzi): toward zero,
+// saturated, NaN to 0 — never the undefined behaviour of an out-of-range conversion.
+inline int64_t saturated_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+inline K as(K e, ScalarType t) {
+  if (e.type == t) return e;
+  if (t == ScalarType::Pred && e.type != ScalarType::Pred)
+    return kir::binary(kir::BinOp::Ne, e, kir::is_float(e.type) ? kir::cf(0, e.type) : kir::ci(0, e.type));
+  if (e.kind == K::Kind::Const)
+    return kir::is_float(t) ? kir::cf(e.fval, t) : kir::ci(kir::is_float(e.type) ? saturated_int(e.fval) : e.ival, t);
+  return kir::cast(std::move(e), t);
+}
+
+inline K arith(kir::BinOp op, K a, K b, ScalarType result) {
+  ScalarType ct = compute_type(result);
+  return as(kir::binary(op, as(std::move(a), ct), as(std::move(b), ct)), result);
+}
+
+struct UnaryRow {
+  std::string_view name;
+  kir::UnOp op;
+};
+inline constexpr UnaryRow kUnaryCalls[] = {{"exp", kir::UnOp::Exp},     {"exp2", kir::UnOp::Exp2}, {"log", kir::UnOp::Log},
+                                    {"sqrt", kir::UnOp::Sqrt},   {"rsqrt", kir::UnOp::Rsqrt}, {"tanh", kir::UnOp::Tanh},
+                                    {"erf", kir::UnOp::Erf},     {"sigmoid", kir::UnOp::Sigmoid},
+                                    {"abs", kir::UnOp::Abs}};
+struct BinaryRow {
+  std::string_view spelling;
+  kir::BinOp op;
+};
+inline constexpr BinaryRow kBinaryOps[] = {{"+", kir::BinOp::Add}, {"-", kir::BinOp::Sub}, {"*", kir::BinOp::Mul},
+                                    {"/", kir::BinOp::Div}, {"%", kir::BinOp::Rem}, {"max", kir::BinOp::Max},
+                                    {"min", kir::BinOp::Min}, {"<", kir::BinOp::Lt}, {"<=", kir::BinOp::Le},
+                                    {">", kir::BinOp::Gt},  {">=", kir::BinOp::Ge}, {"==", kir::BinOp::Eq},
+                                    {"!=", kir::BinOp::Ne}, {"&&", kir::BinOp::And}, {"||", kir::BinOp::Or}};
+struct TermRow {
+  TermOp term;
+  kir::BinOp op;
+};
+inline constexpr TermRow kTermBinary[] = {{TermOp::Add, kir::BinOp::Add}, {TermOp::Sub, kir::BinOp::Sub},
+                                   {TermOp::Mul, kir::BinOp::Mul}, {TermOp::Div, kir::BinOp::Div},
+                                   {TermOp::Max, kir::BinOp::Max}, {TermOp::Min, kir::BinOp::Min},
+                                   {TermOp::Lt, kir::BinOp::Lt},   {TermOp::Le, kir::BinOp::Le},
+                                   {TermOp::Gt, kir::BinOp::Gt},   {TermOp::Ge, kir::BinOp::Ge},
+                                   {TermOp::Eq, kir::BinOp::Eq},   {TermOp::Ne, kir::BinOp::Ne},
+                                   {TermOp::And, kir::BinOp::And}, {TermOp::Or, kir::BinOp::Or}};
+
+inline std::optional<kir::BinOp> binop_of(std::string_view spelling) {
+  for (const BinaryRow& r : kBinaryOps)
+    if (r.spelling == spelling) return r.op;
+  return std::nullopt;
+}
+
+inline K binop(kir::BinOp op, K a, K b, ScalarType result) {
+  if (kir::is_comparison(op) && op != kir::BinOp::And && op != kir::BinOp::Or) {
+    ScalarType ct = compute_type(wider(a.type, b.type));
+    return kir::binary(op, as(std::move(a), ct), as(std::move(b), ct));
+  }
+  if (op == kir::BinOp::And || op == kir::BinOp::Or)
+    return kir::binary(op, as(std::move(a), ScalarType::Pred), as(std::move(b), ScalarType::Pred));
+  return arith(op, std::move(a), std::move(b), result);
+}
+
+// A reduction's carrier: one register per field (a vector field: one element of it).
+struct Carrier {
+  std::vector<std::string> fields;
+  std::vector<K> values;
+  const K& at(const std::string& field) const {
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (fields[i] == field) return values[i];
+    throw LowerError(fmt::format("internal: no carrier field '{}'", field));
+  }
+};
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs)
+      : p_(program), checked_(checked), knobs_(knobs) {}
+
+  kir::Program run() {
+    kir::Program out;
+    out.op = p_.tensors.op;
+    out.knobs = print_knob_list(knobs_.settings);
+    out.sizes = p_.tensors.sizes;
+    for (const tir::Tensor& t : p_.tensors.tensors) {
+      bool temp = t.role == tir::Tensor::Role::Intermediate &&
+                  std::count(p_.materialized.begin(), p_.materialized.end(), t.name) > 0;
+      if (t.role == tir::Tensor::Role::Intermediate && !temp) continue;
+      kir::Buffer b;
+      b.name = t.name;
+      b.role = temp ? kir::Buffer::Role::Temp
+               : t.role == tir::Tensor::Role::Input ? kir::Buffer::Role::Input
+                                                     : kir::Buffer::Role::Output;
+      b.type = scalar_of(t.dtype);
+      b.dims = t.dims;
+      out.buffers.push_back(b);
+    }
+    for (const lir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k, out));
+    return out;
+  }
+
+ private:
+  // ---- names and scopes -----------------------------------------------------------------
+  std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
+
+  // A register named after a tensor or an index, unless a parameter already has the name
+  // (matmul's tensor b and an index b): then with a trailing underscore.
+  std::string unclashed(std::string name) const {
+    auto taken = [&](const std::string& n) {
+      if (std::count(p_.tensors.sizes.begin(), p_.tensors.sizes.end(), n)) return true;
+      const tir::Tensor* t = p_.tensors.find(n);
+      return t && (t->role != tir::Tensor::Role::Intermediate ||
+                   std::count(p_.materialized.begin(), p_.materialized.end(), n));
+    };
+    while (taken(name)) name += "_";
+    return name;
+  }
+
+  struct Scope {
+    std::map<std::string, K> index;     // index variable -> value
+    std::map<std::string, K> regs;      // Reg name -> value
+    std::map<std::string, Carrier> memo;  // reductions already computed in this block
+    std::map<std::string, K> cse;         // expensive subexpressions already in a register
+  };
+  std::vector<Scope> scopes_;
+  std::vector<std::vector<kir::Stmt>*> blocks_;
+
+  void emit(kir::Stmt s) { blocks_.back()->push_back(std::move(s)); }
+
+  template <class F>
+  std::vector<kir::Stmt> nested(F&& body) {
+    std::vector<kir::Stmt> out;
+    blocks_.push_back(&out);
+    scopes_.push_back({});
+    body();
+    scopes_.pop_back();
+    blocks_.pop_back();
+    return out;
+  }
+
+  const K* find_index(const std::string& name) const {
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (auto it = scopes_[i].index.find(name); it != scopes_[i].index.end()) return &it->second;
+    return nullptr;
+  }
+  const K* find_reg(const std::string& name) const {
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (auto it = scopes_[i].regs.find(name); it != scopes_[i].regs.end()) return &it->second;
+    return nullptr;
+  }
+  const Carrier* find_memo(const std::string& key) const {
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (auto it = scopes_[i].memo.find(key); it != scopes_[i].memo.end()) return &it->second;
+    return nullptr;
+  }
+
+  // An expensive value computed once per block: the combine of a carrier repeats
+  // max(a.m, b.m) and exp(a.m - n) in every field, and must not pay for them each time.
+  K shared(K value) {
+    std::string key = render_key(value);
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (auto it = scopes_[i].cse.find(key); it != scopes_[i].cse.end()) return it->second;
+    K reg = let(fresh("t"), std::move(value));
+    scopes_.back().cse[key] = reg;
+    return reg;
+  }
+
+  // A register initialized to `value`, in the current block; returns its value.
+  K let(const std::string& name, K value) {
+    ScalarType t = value.type;
+    emit(kir::decl(name, t, std::move(value)));
+    return kir::var({name}, t);
+  }
+
+  // ---- sizes and addresses ----------------------------------------------------------------
+  static K size_value(const std::string& size) {
+    if (!size.empty() && std::isdigit(static_cast<unsigned char>(size[0]))) return kir::ci(std::stoll(size), ScalarType::I64);
+    return kir::param(size, ScalarType::I64);
+  }
+
+  K linear_index(const tir::Tensor& t, const std::vector<K>& idx) const {
+    if (idx.empty()) return kir::ci(0, ScalarType::I64);
+    K acc = as(idx[0], ScalarType::I64);
+    for (size_t k = 1; k < idx.size(); ++k)
+      acc = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, acc, size_value(t.dims[k])), as(idx[k], ScalarType::I64));
+    return acc;
+  }
+
+  bool in_global(const std::string& name) const {
+    const tir::Tensor* t = p_.tensors.find(name);
+    return t && (t->role != tir::Tensor::Role::Intermediate ||
+                 std::count(p_.materialized.begin(), p_.materialized.end(), name));
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+  K lower(const Expr& e) {
+    ScalarType t = scalar_of(e.dtype);
+    // Inside an f32 sum of 16-bit values, products and sums of the terms stay in f32, as on
+    // a tensor core: f16 x f16 is exact in f32, so the schedule does not decide the rounding.
+    // An explicit cast to a 16-bit type is the user's rounding and is kept: the same value
+    // must come out whether the tensor is recomputed here (fuse) or stored and read (cut).
+    const bool explicit_cast = e.kind == Expr::Kind::Call && parse_dtype(e.op).has_value();
+    if (widen_half_ > 0 && (t == ScalarType::F16 || t == ScalarType::BF16) && e.kind != Expr::Kind::Read &&
+        !explicit_cast)
+      t = ScalarType::F32;
+    switch (e.kind) {
+      case Expr::Kind::Const:
+        if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);
+        return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(saturated_int(e.value), t);
+      case Expr::Kind::Size: return size_value(e.name);
+      case Expr::Kind::Index: {
+        if (const K* v = find_index(e.name)) return *v;
+        throw LowerError(fmt::format("internal: index '{}' is unbound", e.name));
+      }
+      case Expr::Kind::Reg: {
+        if (const K* v = find_reg(e.name)) return *v;
+        throw LowerError(fmt::format("internal: register '{}' is unbound", e.name));
+      }
+      case Expr::Kind::Read: return read(e);
+      case Expr::Kind::Unary: {
+        K a = lower(e.args[0]);
+        if (e.op == "!") return kir::unary(kir::UnOp::Not, as(a, ScalarType::Pred));
+        return as(kir::unary(kir::UnOp::Neg, as(a, compute_type(t))), t);
+      }
+      case Expr::Kind::Binary: {
+        std::optional<kir::BinOp> op = binop_of(e.op);
+        if (!op) throw LowerError(fmt::format("the operator '{}' has no scalar lowering yet", e.op));
+        return binop(*op, lower(e.args[0]), lower(e.args[1]), t);
+      }
+      case Expr::Kind::Call: return call(e, t);
+      case Expr::Kind::Reduce: {
+        Carrier c = reduce(e, std::nullopt);
+        std::string field = result_field(e);
+        if (field.empty()) throw LowerError(fmt::format("the carrier of {} is a record: read one of its fields", e.op));
+        return c.at(field);
+      }
+      case Expr::Kind::Field: {
+        std::optional<K> elem;
+        if (e.args.size() > 1) elem = lower(e.args[1]);
+        Carrier c = record(e.args[0], elem);
+        return c.at(e.name);
+      }
+      case Expr::Kind::Slice: break;
+    }
+    throw LowerError("a whole vector (':') is only a value as a monoid's lift argument");
+  }
+
+  K call(const Expr& e, ScalarType t) {
+    for (const UnaryRow& r : kUnaryCalls)
+      if (r.name == e.op) return as(kir::unary(r.op, as(lower(e.args[0]), compute_type(t))), t);
+    if (e.op == "log2")
+      return as(kir::binary(kir::BinOp::Mul, kir::unary(kir::UnOp::Log, as(lower(e.args[0]), compute_type(t))),
+                            kir::cf(1.0 / std::log(2.0), compute_type(t))),
+                t);
+    if (e.op == "max" || e.op == "min")
+      return binop(e.op == "max" ? kir::BinOp::Max : kir::BinOp::Min, lower(e.args[0]), lower(e.args[1]), t);
+    if (e.op == "select") return kir::select(as(lower(e.args[0]), ScalarType::Pred), as(lower(e.args[1]), t), as(lower(e.args[2]), t));
+    if (parse_dtype(e.op)) return as(lower(e.args[0]), t);
+    throw LowerError(fmt::format("the function '{}' has no scalar lowering yet", e.op));
+  }
+
+  K read(const Expr& e) {
+    if (in_global(e.name)) {
+      const tir::Tensor& t = *p_.tensors.find(e.name);
+      if (!t.record.empty()) throw LowerError(fmt::format("internal: carrier '{}' read as a value", e.name));
+      std::vector<K> idx;
+      for (const Expr& a : e.args) idx.push_back(lower(a));
+      return kir::load(kir::Space::Global, e.name, linear_index(t, idx), scalar_of(t.dtype));
+    }
+    if (const K* r = find_reg(e.name); r && is_own_row(e)) return *r;
+    return lower(inline_def(e));
+  }
+
+  // Reads of a register statement by its own index variables (the thread's row).
+  bool is_own_row(const Expr& e) const {
+    const tir::Stmt* def = p_.tensors.def(e.name);
+    if (!def) return false;
+    for (size_t k = 0; k < e.args.size(); ++k)
+      if (e.args[k].kind != Expr::Kind::Index || e.args[k].name != def->vars[k].name) return false;
+    return true;
+  }
+
+  // The definition of an intermediate at the read's indices, its own axes renamed fresh.
+  Expr inline_def(const Expr& e) {
+    const tir::Stmt* def = p_.tensors.def(e.name);
+    if (!def) throw LowerError(fmt::format("internal: '{}' has no definition", e.name));
+    std::vector<std::pair<std::string, Expr>> by;
+    for (size_t k = 0; k < def->vars.size(); ++k) by.emplace_back(def->vars[k].name, e.args[k]);
+    return fresh_axes(tir::substitute(def->value, by));
+  }
+
+  Expr fresh_axes(const Expr& e) {
+    Expr out = e;
+    if (out.kind == Expr::Kind::Reduce) {
+      std::vector<std::pair<std::string, Expr>> by;
+      for (tir::Axis& a : out.axes) {
+        Expr i;
+        i.kind = Expr::Kind::Index;
+        i.dtype = DType::I64;
+        i.name = fresh(a.name);
+        by.emplace_back(a.name, i);
+        a.name = i.name;
+      }
+      for (Expr& x : out.args) x = tir::substitute(x, by);
+      for (Expr& w : out.where) w = tir::substitute(w, by);
+    }
+    for (Expr& x : out.args) x = fresh_axes(x);
+    for (Expr& w : out.where) w = fresh_axes(w);
+    return out;
+  }
+
+  Carrier record(const Expr& e, const std::optional<K>& elem) {
+    if (e.kind == Expr::Kind::Reduce) return reduce(e, elem);
+    if (e.kind == Expr::Kind::Read && !in_global(e.name)) return record(inline_def(e), elem);
+    throw LowerError("a monoid carrier must come from a reduction");
+  }
+
+  // ---- reductions -------------------------------------------------------------------------
+  static std::string result_field(const Expr& e) {
+    const BuiltinMonoid* b = builtin_monoid(e.op);
+    return b ? std::string(b->result) : std::string();
+  }
+
+  MonoidLowering monoid_of(const Expr& e) {
+    if (const BuiltinMonoid* b = builtin_monoid(e.op)) {
+      std::vector<ScalarType> arg_types;
+      for (const Expr& a : e.args) arg_types.push_back(scalar_of(a.dtype));
+      return b->lowering(scalar_of(e.dtype), arg_types);
+    }
+    auto it = checked_.monoids.find(e.op);
+    if (it == checked_.monoids.end()) throw LowerError(fmt::format("unknown monoid '{}'", e.op));
+    return user_monoid(*it->second.decl);
+  }
+
+  Carrier reduce(const Expr& e, const std::optional<K>& elem) {
+    std::string key = tir::print_expr(e) + (elem ? "@" + render_key(*elem) : "");
+    if (const Carrier* c = find_memo(key)) return *c;
+    MonoidLowering m = monoid_of(e);
+    if (!quiet_reduce_) emit(kir::comment(fmt::format("{} over {}", e.op, axes_names(e.axes))));
+    quiet_reduce_ = false;
+    Carrier carrier;
+    std::map<std::string, K> identity_env;
+    std::string base = fmt::format("{}_{}", e.op, fmt::join(axis_list(e.axes), "_"));
+    for (size_t i = 0; i < m.fields.size(); ++i) {
+      K init = as(term_value(m.identity[i], identity_env, m.types[i]), m.types[i]);
+      carrier.fields.push_back(m.fields[i]);
+      carrier.values.push_back(let(fresh(m.fields.size() == 1 ? base : base + "_" + m.fields[i]), init));
+    }
+    K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
+    std::vector<kir::Stmt> loop = axis_loops(e.axes, [&] {
+      auto body = [&] {
+        bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
+        widen_half_ += widen;
+        std::map<std::string, K> lifted = lift(e, m, vector_elem);
+        widen_half_ -= widen;
+        combine_into(carrier, m, lifted);
+      };
+      if (e.where.empty()) return body();
+      emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
+    });
+    for (kir::Stmt& s : loop) emit(std::move(s));
+    scopes_.back().memo[key] = carrier;
+    return carrier;
+  }
+
+  static std::vector<std::string> axis_list(const std::vector<tir::Axis>& axes) {
+    std::vector<std::string> n;
+    for (const tir::Axis& a : axes) n.push_back(a.name);
+    return n;
+  }
+
+  static std::string axes_names(const std::vector<tir::Axis>& axes) {
+    std::vector<std::string> n;
+    for (const tir::Axis& a : axes) n.push_back(a.name);
+    return fmt::format("{}", fmt::join(n, ", "));
+  }
+
+  static std::string render_key(const K& e) {
+    // Every field that can tell two expressions apart: a key must never merge different values.
+    std::string s = fmt::format("{}:{}:{}:{}:{}:{}[{}]:{}:{}:{}:{}:{}(", static_cast<int>(e.kind),
+                                static_cast<int>(e.type), e.ival, e.fval, e.name, e.reg.name, e.reg.elem,
+                                static_cast<int>(e.special), static_cast<int>(e.un), static_cast<int>(e.bin),
+                                static_cast<int>(e.space), e.args.size());
+    for (const K& a : e.args) s += render_key(a) + ",";
+    return s + ")";
+  }
+
+  // Nested loops over `axes` (outermost first) around `body`, as statements.
+  template <class F>
+  std::vector<kir::Stmt> axis_loops(const std::vector<tir::Axis>& axes, F&& body, size_t k = 0) {
+    std::vector<kir::Stmt> out;
+    if (k == axes.size()) return out;
+    const tir::Axis& a = axes[k];
+    // A reduction axis named like an enclosing loop's variable (softmax's c, reduced inside
+    // the loop over c that stores y) gets a fresh name instead of shadowing it.
+    std::string loop_var = find_index(a.name) ? fresh(a.name) : unclashed(a.name);
+    std::vector<kir::Stmt> inner = nested([&] {
+      scopes_.back().index[a.name] = kir::var({loop_var}, ScalarType::I64);
+      if (k + 1 == axes.size()) body();
+      else for (kir::Stmt& s : axis_loops(axes, body, k + 1)) emit(std::move(s));
+    });
+    out.push_back(kir::for_loop(loop_var, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
+    return out;
+  }
+
+  // The lifted element: field -> value, for the current point of the reduction.
+  std::map<std::string, K> lift(const Expr& e, const MonoidLowering& m, const K& vector_elem) {
+    std::map<std::string, K> params;
+    for (size_t i = 0; i < e.args.size() && i < m.lift_params.size(); ++i)
+      params[m.lift_params[i]] = let(fresh("term"), lower(with_elem(e.args[i], vector_elem)));
+    if (m.axis_param && !e.axes.empty()) params[*m.axis_param] = *find_index(e.axes[0].name);
+    std::map<std::string, K> b;
+    for (size_t i = 0; i < m.fields.size(); ++i) b["b." + m.fields[i]] = as(term_value(m.lift[i], params, m.types[i]), m.types[i]);
+    return b;
+  }
+
+  // v[b, h, j, :] at element `elem`: the slice replaced by the element index.
+  Expr with_elem(const Expr& e, const K& elem) {
+    Expr out = e;
+    for (Expr& a : out.args) {
+      if (a.kind == Expr::Kind::Slice) {
+        a.kind = Expr::Kind::Reg;
+        a.name = "<elem>";
+        a.dtype = DType::I64;
+        scopes_.back().regs["<elem>"] = elem;
+      } else {
+        a = with_elem(a, elem);
+      }
+    }
+    return out;
+  }
+
+  // carrier <- combine(carrier, lifted), every field from the old values.
+  void combine_into(Carrier& c, const MonoidLowering& m, const std::map<std::string, K>& lifted) {
+    std::map<std::string, K> env = lifted;
+    for (size_t i = 0; i < m.fields.size(); ++i) env["a." + m.fields[i]] = c.values[i];
+    if (m.fields.size() == 1) {  // nothing to keep consistent: update in place
+      emit(kir::assign(c.values[0].reg, as(term_value(m.combine[0], env, m.types[0]), m.types[0])));
+      return;
+    }
+    std::vector<K> next;
+    for (size_t i = 0; i < m.fields.size(); ++i)
+      next.push_back(let(fresh("new_" + m.fields[i]), as(term_value(m.combine[i], env, m.types[i]), m.types[i])));
+    for (size_t i = 0; i < m.fields.size(); ++i) emit(kir::assign(c.values[i].reg, next[i]));
+  }
+
+  // A term of the monoid as a kernel expression; `hint` types constants and infinities.
+  K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint) {
+    ScalarType ft = kir::is_float(hint) ? compute_type(hint) : hint;
+    switch (t.op) {
+      case TermOp::Const:
+        if (!kir::is_float(ft)) return kir::ci(t.value.num / t.value.den, ft);  // exact, no double round trip
+        return kir::cf(t.value.value(), ft);
+      case TermOp::Var: {
+        auto it = env.find(t.name);
+        if (it == env.end()) throw LowerError(fmt::format("internal: monoid variable '{}' is unbound", t.name));
+        return it->second;
+      }
+      case TermOp::NegInf:
+      case TermOp::PosInf: {
+        double inf = std::numeric_limits<double>::infinity();
+        return kir::cf(t.op == TermOp::NegInf ? -inf : inf, kir::is_float(ft) ? ft : ScalarType::F32);
+      }
+      case TermOp::Neg: {
+        K a = term_value(t.args[0], env, hint);
+        return kir::unary(kir::UnOp::Neg, as(a, compute_type(a.type)));
+      }
+      case TermOp::Not: return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
+      case TermOp::Exp:
+      case TermOp::Log:
+      case TermOp::Sqrt: {
+        K a = term_value(t.args[0], env, hint);
+        ScalarType at = kir::is_float(a.type) ? compute_type(a.type) : ScalarType::F32;
+        kir::UnOp op = t.op == TermOp::Exp ? kir::UnOp::Exp : t.op == TermOp::Log ? kir::UnOp::Log : kir::UnOp::Sqrt;
+        return shared(kir::unary(op, as(a, at)));
+      }
+      case TermOp::Select: {
+        K c = as(term_value(t.args[0], env, hint), ScalarType::Pred);
+        K a = term_value(t.args[1], env, hint), b = term_value(t.args[2], env, hint);
+        ScalarType rt = wider(a.type, b.type);
+        if (!kir::is_float(a.type) && !kir::is_float(b.type) && a.type == b.type) rt = a.type;
+        return kir::select(c, as(a, rt), as(b, rt));
+      }
+      default: break;
+    }
+    for (const TermRow& r : kTermBinary)
+      if (r.term == t.op) {
+        K a = term_value(t.args[0], env, hint), b = term_value(t.args[1], env, hint);
+        ScalarType rt = wider(a.type, b.type);
+        K v = binop(r.op, a, b, rt);
+        return r.term == TermOp::Max || r.term == TermOp::Min ? shared(std::move(v)) : v;
+      }
+    throw LowerError(fmt::format("internal: monoid term '{}' has no lowering", t.str()));
+  }
+
+  // ---- loop IR statements -----------------------------------------------------------------
+  void stmt(const lir::Stmt& s) {
+    switch (s.kind) {
+      case lir::Stmt::Kind::Compute: {
+        if (s.value.kind != Expr::Kind::Reg) emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
+        quiet_reduce_ = s.value.kind == Expr::Kind::Reduce;
+        K v = lower(s.value);
+        scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
+        return;
+      }
+      case lir::Stmt::Kind::Store: {
+        const tir::Tensor& t = *p_.tensors.find(s.tensor);
+        std::vector<K> idx;
+        for (const tir::Axis& a : s.vars) idx.push_back(*find_index(a.name));
+        K v = as(lower(s.value), scalar_of(t.dtype));
+        emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
+        return;
+      }
+      case lir::Stmt::Kind::Loop: return loop(s);
+      case lir::Stmt::Kind::Fold: return fold(s, 1);
+    }
+  }
+
+  void loop(const lir::Stmt& s) {
+    bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
+    if (s.tile <= 1 && !carries) {
+      emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
+      for (kir::Stmt& st : axis_loops({s.axis}, [&] {
+             for (const lir::Stmt& b : s.body) stmt(b);
+           }))
+        emit(std::move(st));
+      return;
+    }
+    // A register tile: tile elements per iteration, each statement unrolled per element,
+    // indices clamped so loads stay in bounds and stores guarded for the tail.
+    std::string base = s.tile > 1 ? s.axis.name + "0" : s.axis.name;
+    K size = size_value(s.axis.size);
+    if (s.tile > 1)
+      emit(kir::comment(fmt::format("{} in register tiles of {} (TILE@{}=f{})", s.axis.name, s.tile, s.axis.name, s.tile)));
+    else
+      emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
+    std::vector<kir::Stmt> body = nested([&] {
+      K b = kir::var({base}, ScalarType::I64);
+      tile_ = s.tile;
+      tile_base_ = b;
+      tile_size_ = size;
+      tile_axis_ = s.axis.name;
+      for (const lir::Stmt& st : s.body) {
+        if (st.kind == lir::Stmt::Kind::Fold) {
+          fold(st, s.tile);
+          continue;
+        }
+        for (int u = 0; u < s.tile; ++u) {
+          K e = s.tile > 1 ? kir::binary(kir::BinOp::Add, b, kir::ci(u, ScalarType::I64)) : b;
+          std::vector<kir::Stmt> one = nested([&] {
+            bind_tile_element(u);
+            scopes_.back().index[s.axis.name] = e;
+            stmt(st);
+          });
+          if (s.tile == 1) {
+            for (kir::Stmt& x : one) emit(std::move(x));
+            continue;
+          }
+          emit(kir::if_then(kir::binary(kir::BinOp::Lt, e, size), std::move(one)));
+        }
+      }
+      tile_ = 1;
+      tile_arrays_.clear();  // the tile's carrier arrays die with its loop
+    });
+    kir::Stmt f = kir::for_loop(base, ScalarType::I64, kir::ci(0, ScalarType::I64), size, std::move(body));
+    f.step = std::max(1, s.tile);
+    emit(std::move(f));
+  }
+
+  // Inside a tile: per-tile carrier registers read as element u.
+  void bind_tile_element(int u) {
+    for (const auto& [name, reg] : tile_arrays_)
+      scopes_.back().regs[name] = kir::var({reg.first, tile_ > 1 ? u : -1}, reg.second);
+  }
+
+  void fold(const lir::Stmt& s, int tile) {
+    std::vector<std::string> names;
+    for (const lir::CarrierField& f : s.fields) names.push_back(f.name);
+    emit(kir::comment(fmt::format("one pass over {} carrying ({}) through the proved monoid {}", s.axis.name,
+                                  fmt::join(names, ", "), s.monoid)));
+    // Carrier registers: per-tile fields are arrays of `tile`.
+    std::vector<K> scalars(s.fields.size());
+    std::vector<std::string> array_names(s.fields.size());
+    for (size_t i = 0; i < s.fields.size(); ++i) {
+      const lir::CarrierField& f = s.fields[i];
+      ScalarType t = scalar_of(f.dtype);
+      K init = as(term_value(s.terms.identity[i], {}, t), t);
+      std::string reg = "run_" + f.name;
+      if (f.per_tile) {
+        emit(kir::decl(reg, t, init, tile));
+        array_names[i] = reg;
+        tile_arrays_[reg] = {reg, t};
+      } else {
+        scalars[i] = let(reg, init);
+      }
+    }
+    auto elem_of = [&](size_t i, int u) {
+      if (!s.fields[i].per_tile) return scalars[i];
+      return kir::var({array_names[i], tile > 1 ? u : -1}, scalar_of(s.fields[i].dtype));
+    };
+    std::vector<kir::Stmt> loop = axis_loops({s.axis}, [&] {
+      auto body = [&] {
+        // Lift the element once for scalar fields, once per tile element for per-tile ones.
+        std::vector<std::vector<K>> lifted(s.fields.size());
+        for (size_t i = 0; i < s.fields.size(); ++i)
+          for (int u = 0; u < (s.fields[i].per_tile ? tile : 1); ++u) {
+            if (s.fields[i].per_tile) bind_clamped(u);
+            lifted[i].push_back(let(fresh("lift_" + s.fields[i].name), as(lower(s.fields[i].lift), scalar_of(s.fields[i].dtype))));
+          }
+        // New values from the old ones, then assign: the combine reads a whole old carrier.
+        std::vector<std::vector<K>> next(s.fields.size());
+        for (size_t i = 0; i < s.fields.size(); ++i)
+          for (int u = 0; u < (s.fields[i].per_tile ? tile : 1); ++u) {
+            std::map<std::string, K> env;
+            for (size_t j = 0; j < s.fields.size(); ++j) {
+              int uj = s.fields[j].per_tile ? u : 0;
+              env["a." + s.fields[j].name] = elem_of(j, s.fields[j].per_tile ? u : 0);
+              env["b." + s.fields[j].name] = lifted[j][uj];
+            }
+            ScalarType t = scalar_of(s.fields[i].dtype);
+            next[i].push_back(let(fresh("next_" + s.fields[i].name), as(term_value(s.terms.combine[i], env, t), t)));
+          }
+        for (size_t i = 0; i < s.fields.size(); ++i)
+          for (size_t u = 0; u < next[i].size(); ++u) emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
+      };
+      if (s.where.empty()) return body();
+      emit(kir::if_then(as(lower(s.where[0]), ScalarType::Pred), nested(body)));
+    });
+    for (kir::Stmt& st : loop) emit(std::move(st));
+    for (size_t i = 0; i < s.fields.size(); ++i)
+      if (!s.fields[i].per_tile) scopes_.back().regs["run_" + s.fields[i].name] = scalars[i];
+    for (const lir::Stmt& r : s.results) stmt(r);
+  }
+
+  // The tile element u's index, clamped into the axis so its loads stay in bounds.
+  void bind_clamped(int u) {
+    if (tile_ == 1) {
+      scopes_.back().index[tile_axis_] = tile_base_;
+      return;
+    }
+    K e = kir::binary(kir::BinOp::Add, tile_base_, kir::ci(u, ScalarType::I64));
+    K last = kir::binary(kir::BinOp::Sub, tile_size_, kir::ci(1, ScalarType::I64));
+    scopes_.back().index[tile_axis_] = kir::binary(kir::BinOp::Min, e, last);
+    scopes_.back().memo.clear();
+  }
+
+  // ---- kernels ----------------------------------------------------------------------------
+  kir::Kernel kernel(const lir::Kernel& k, kir::Program& program) {
+    kir::Kernel out;
+    std::string part = k.name.empty() ? "" : "_" + k.name;
+    uint64_t h = 1469598103934665603ull;
+    for (char c : program.knobs + part) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    out.name = fmt::format("k_{}{}_{:06x}", p_.tensors.op, part, h & 0xffffff);
+    out.doc = k.doc;
+    out.block_threads = knobs_.block_threads;
+    out.min_blocks_per_sm = 1;
+    K total = kir::ci(1, ScalarType::I64);
+    for (size_t i = 0; i < k.threads.size(); ++i)
+      total = i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));
+    K threads = kir::ci(out.block_threads, ScalarType::I64);
+    out.grid_x = kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(out.block_threads - 1, ScalarType::I64)), threads);
+
+    std::vector<kir::Stmt> body;
+    blocks_ = {&body};
+    scopes_ = {{}};
+    counter_ = 0;
+    emit(kir::comment("the flat thread id and the point of the thread space it owns"));
+    K gid = let("gid", kir::binary(kir::BinOp::Add,
+                                   kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), ScalarType::I64),
+                                               as(kir::special(kir::Special::BlockDim), ScalarType::I64)),
+                                   as(kir::special(kir::Special::ThreadIdx), ScalarType::I64)));
+    std::vector<kir::Stmt> guarded = nested([&] {
+      K rest = gid;
+      for (size_t i = k.threads.size(); i-- > 0;) {
+        const tir::Axis& a = k.threads[i];
+        K v = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, size_value(a.size));
+        scopes_.back().index[a.name] = let(unclashed(a.name), v);
+        if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
+      }
+      for (const lir::Stmt& s : k.body) stmt(s);
+    });
+    emit(kir::if_then(kir::binary(kir::BinOp::Lt, gid, total), std::move(guarded)));
+    out.body = std::move(body);
+    collect_params(out, program);
+    return out;
+  }
+
+  // Parameters: the buffers the body touches, in program order, then every size.
+  void collect_params(kir::Kernel& k, const kir::Program& program) {
+    std::set<std::string> loads, stores, sizes;
+    scan(k.body, loads, stores, sizes);
+    for (const kir::Buffer& b : program.buffers)
+      if (loads.count(b.name) || stores.count(b.name))
+        k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name)});
+    scan(k.grid_x, loads, sizes);
+    for (const std::string& s : program.sizes)
+      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true});
+  }
+
+  static void scan(const K& e, std::set<std::string>& loads, std::set<std::string>& sizes) {
+    if (e.kind == K::Kind::Load) loads.insert(e.name);
+    if (e.kind == K::Kind::Param) sizes.insert(e.name);
+    for (const K& a : e.args) scan(a, loads, sizes);
+  }
+  static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores,
+                   std::set<std::string>& sizes) {
+    for (const kir::Stmt& s : body) {
+      if (s.kind == kir::Stmt::Kind::Store) stores.insert(s.name);
+      for (const K& a : s.args) scan(a, loads, sizes);
+      scan(s.body, loads, stores, sizes);
+      scan(s.orelse, loads, stores, sizes);
+    }
+  }
+
+  const lir::Program& p_;
+  const CheckedProgram& checked_;
+  const Knobs& knobs_;
+  int counter_ = 0;
+  int widen_half_ = 0;
+  bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
+  int tile_ = 1;
+  K tile_base_, tile_size_;
+  std::string tile_axis_;
+  std::map<std::string, std::pair<std::string, ScalarType>> tile_arrays_;
+};
+
+
+}  // namespace emmy::lower::detail
