@@ -190,6 +190,7 @@ Op Program::op(const std::string& name) const {
                                        *impl->target, &impl_->laws.chains);
     impl->warnings = l.knobs.warnings;
     impl->warnings.insert(impl->warnings.end(), l.loops.warnings.begin(), l.loops.warnings.end());
+    impl->warnings.insert(impl->warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
     if (std::vector<std::string> problems = verify_program(l.kernels); !problems.empty())
       fail(ErrorKind::Internal, fmt::format("the kernel IR does not verify (a compiler bug; please report it):\n  {}",
                                             fmt::join(problems, "\n  ")));

@@ -45,6 +45,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains);
     for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";
     for (const std::string& w : l.loops.warnings) err << "emmyc: warning: " << w << "\n";
+    for (const std::string& w : l.kernels.warnings) err << "emmyc: warning: " << w << "\n";
     std::vector<std::string> problems = verify_program(l.kernels);
     if (!problems.empty()) {
       err << "emmyc: internal error: the kernel IR does not verify (a compiler bug; please report it):\n";

@@ -1506,6 +1506,7 @@ std::vector<int64_t> block_order(int64_t grid, const SimtOptions& options, size_
 }  // namespace
 
 SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, TensorMap& buffers, const SimtOptions& options) {
+  if (auto broken = kir::check_limits(program, sizes)) throw std::runtime_error(*broken);
   std::vector<Global> globals;
   for (const kir::Buffer& b : program.buffers) globals.push_back(make_global(b, sizes, buffers));
   SimtReport report;

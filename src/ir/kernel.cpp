@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace emmy::kir {
 namespace {
 
@@ -212,6 +214,16 @@ const Param* Kernel::find_param(std::string_view param_name) const {
   for (const Param& p : params)
     if (p.name == param_name) return &p;
   return nullptr;
+}
+
+std::optional<std::string> check_limits(const Program& program, const std::map<std::string, int64_t>& sizes) {
+  for (const SizeLimit& l : program.limits) {
+    auto it = sizes.find(l.size);
+    if (it != sizes.end() && it->second > l.max)
+      return fmt::format("{} = {} is larger than this schedule handles ({} <= {}): {}", l.size, it->second, l.size,
+                         l.max, l.why);
+  }
+  return std::nullopt;
 }
 
 }  // namespace emmy::kir

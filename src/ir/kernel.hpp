@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -167,6 +169,14 @@ struct Buffer {
   std::vector<std::string> dims;  // size names or decimal literals, outermost first
 };
 
+// A size the program's kernels handle only up to `max` (a register tile sized at compile
+// time, e.g. the contraction length a tensor-core schedule keeps in registers).
+struct SizeLimit {
+  std::string size;
+  int64_t max = 0;
+  std::string why;  // the knob that sets it and how to lift it
+};
+
 // What runs, in order: each kernel once; its parameters bind by name to buffers and sizes.
 struct Program {
   std::string op;
@@ -174,6 +184,11 @@ struct Program {
   std::vector<std::string> sizes;    // the size names, bound at launch (B, H, S, ...)
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
+  std::vector<SizeLimit> limits;
+  std::vector<std::string> warnings;  // schedule parts the kernels could not honour, and why
 };
+
+// The first limit the sizes break, as a one-line message; nullopt when all hold.
+std::optional<std::string> check_limits(const Program& program, const std::map<std::string, int64_t>& sizes);
 
 }  // namespace emmy::kir

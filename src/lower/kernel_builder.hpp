@@ -119,6 +119,8 @@ struct Carrier {
 };
 
 class KernelBuilder {
+  friend class MmaTier;
+
  public:
   KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs)
       : p_(program), checked_(checked), knobs_(knobs) {}
@@ -146,6 +148,10 @@ class KernelBuilder {
   }
 
  private:
+  // The tensor-core tier (tile_mma.cpp): fills `out`'s launch shape and body when the kernel's
+  // contractions fit the knobs' mma atom; else false with `why`.
+  bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
+
   // ---- names and scopes -----------------------------------------------------------------
   std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
 
@@ -698,6 +704,15 @@ class KernelBuilder {
     for (char c : program.knobs + part) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     out.name = fmt::format("k_{}{}_{:06x}", p_.tensors.op, part, h & 0xffffff);
     out.doc = k.doc;
+    if (knobs_.mma) {
+      std::string why;
+      counter_ = 0;
+      if (mma_kernel(k, out, program, why)) {
+        collect_params(out, program);
+        return out;
+      }
+      program.warnings.push_back(fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why));
+    }
     out.block_threads = knobs_.block_threads;
     out.min_blocks_per_sm = 1;
     K total = kir::ci(1, ScalarType::I64);

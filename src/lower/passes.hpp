@@ -29,11 +29,21 @@ struct LowerError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// TILE with an mma atom: the warp grid, each warp's fragments and the K chunk, in atoms.
+struct MmaTile {
+  std::string atom;        // "mma_m16n8k16_f16", "mma_m16n8k16_bf16"
+  kir::ScalarType operand = kir::ScalarType::F16;
+  int warps_m = 4, warps_n = 1;
+  int frag_m = 1, frag_n = 8;
+  int k_chunk = 4;         // K steps of 16 per chunk; the contraction's register bound is 16 * k_chunk
+};
+
 // The knobs in force for one op, every default filled in.
 struct Knobs {
   bool place_fuse = true;                       // PLACE for the whole op
   std::map<std::string, bool> place_at;         // PLACE@site: statement name -> fuse?
   std::string atom = "scalar";                  // TILE a:<atom>
+  std::optional<MmaTile> mma;                   // the tensor-core tier, when TILE names an mma atom
   std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
   std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
   std::vector<std::string> warnings;            // knobs that have no effect here, and why

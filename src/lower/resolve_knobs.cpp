@@ -73,24 +73,37 @@ void apply_place(Knobs& k, const KnobSetting& s) {
   else k.place_at[s.site] = fuse;
 }
 
-// A tensor-core atom asked for on the command line is an error; one from the op's schedule
-// block falls back to the scalar tier with a warning, so the file still compiles and runs.
+// The tensor-core tier takes the mma.sync atoms (fields left out get FlashAttention-2's
+// geometry); a wgmma atom asked for on the command line is an error, one from the op's
+// schedule block falls back to the scalar tier with a warning, so the file still compiles.
 bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool from_block, const Origins& origins) {
   if (s.off) return false;
   const auto& tile = std::get<TileValue>(s.value);
-  bool tensor_core = !tile.atom.empty() && tile.atom != "scalar" && tile.atom != "none";
+  std::optional<AtomInfo> atom = find_atom(tile.atom);
+  if (atom && atom->tier == AtomTier::Mma && s.site.empty()) {
+    MmaTile m;
+    m.atom = tile.atom;
+    m.operand = atom->dtype == "bf16" ? kir::ScalarType::BF16 : kir::ScalarType::F16;
+    m.warps_m = tile.warps_m.value_or(m.warps_m);
+    m.warps_n = tile.warps_n.value_or(m.warps_n);
+    m.frag_m = tile.frag_m.value_or(m.frag_m);
+    m.frag_n = tile.frag_n.value_or(m.frag_n);
+    m.k_chunk = tile.k_chunk.value_or(m.k_chunk);
+    k.atom = tile.atom;
+    k.mma = m;
+    return false;
+  }
+  bool tensor_core = atom && atom->tier != AtomTier::Scalar;
   if (tensor_core && from_block) {
-    k.warnings.push_back(fmt::format("the schedule block's {} needs the tensor-core lowering, which this build does "
+    k.warnings.push_back(fmt::format("the schedule block's {} needs the wgmma lowering, which this build does "
                                      "not have yet: using TILE=a:scalar",
                                      print_knob(s)));
     return true;
   }
   if (tensor_core)
     throw LowerError(located_error(
-        origins, s,
-        fmt::format("{} needs the tensor-core lowering, which this build does not have yet on {}", print_knob(s),
-                    target.name),
-        "use TILE=a:scalar (the scalar tier: one thread per output row)"));
+        origins, s, fmt::format("{} needs the wgmma lowering, which this build does not have yet on {}", print_knob(s), target.name),
+        "use an mma.sync atom (TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4) or TILE=a:scalar"));
   if (tile.scalar_f) {
     if (s.site.empty())
       k.warnings.push_back(fmt::format("{} has no effect: a register tile needs an axis, e.g. TILE@e=f{}", print_knob(s),
@@ -142,6 +155,12 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
                                                    print_knob(s)),
                                        "leave REDUCE empty (REDUCE=) for a serial reduction per thread"));
       case Knob::Stage:
+        if (!s.off && k.mma) {
+          k.warnings.push_back(fmt::format("{}: the tensor-core tier loads its fragments from global memory in this "
+                                           "build (no shared-memory staging yet): ignored", print_knob(s)));
+          break;
+        }
+        [[fallthrough]];
       case Knob::Wspec:
       case Knob::Raster:
       case Knob::FastExp:

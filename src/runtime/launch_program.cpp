@@ -78,6 +78,7 @@ LoadedProgram::LoadedProgram(const Driver& driver, const kir::Program& program, 
 
 std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, DevicePtr>& buffers,
                                               const SizeBindings& sizes) const {
+  if (auto broken = kir::check_limits(program_, sizes)) fail(*broken);
   std::vector<KernelLaunch> launches;
   for (size_t i = 0; i < program_.kernels.size(); ++i) {
     const kir::Kernel& k = program_.kernels[i];

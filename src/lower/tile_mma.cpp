@@ -1,0 +1,744 @@
+// The tensor-core tier: a loop-IR kernel whose contraction fits the knobs' mma.sync atom
+// becomes a block of warps holding m16n8k16 fragments — a plain contraction with its
+// epilogue (matmul), or a fold of a max-rescaled sum whose key is a contraction and whose
+// vector field contracts again (the online softmax: scores on the tensor cores, P repacked
+// from the C to the A layout in registers, row statistics reduced across the lanes sharing
+// a row). Fragment layouts, the repack and the lane butterflies all come from the intrinsic
+// table's lane maps; nothing here knows which op it lowers.
+#include "algebra/rescaled_sum.hpp"
+#include "ir/intrinsics.hpp"
+#include "lower/kernel_builder.hpp"
+
+namespace emmy::lower::detail {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kAtomM = 16, kAtomN = 8, kAtomK = 16;
+constexpr ScalarType I64 = ScalarType::I64, F32 = ScalarType::F32, U32 = ScalarType::U32;
+constexpr std::string_view kContracted = "<mma>";  // the register a contraction's value is bound to
+using CoordFn = kir::FragmentCoord (*)(int, int);
+
+// A fragment element's matrix coordinate as an affine function of the lane's group
+// (lane >> 2) and thread in group (lane & 3), derived from — and checked against — the
+// intrinsic table's lane map at every lane.
+struct LaneAffine {
+  int row0 = 0, row_g = 0, row_t = 0, col0 = 0, col_g = 0, col_t = 0;
+};
+
+LaneAffine lane_affine(CoordFn fn, int elem) {
+  kir::FragmentCoord o = fn(0, elem), g = fn(4, elem), t = fn(1, elem);
+  LaneAffine a{o.row, g.row - o.row, t.row - o.row, o.col, g.col - o.col, t.col - o.col};
+  for (int lane = 0; lane < kWarp; ++lane) {
+    kir::FragmentCoord c = fn(lane, elem);
+    int gi = lane >> 2, ti = lane & 3;
+    if (c.row != a.row0 + a.row_g * gi + a.row_t * ti || c.col != a.col0 + a.col_g * gi + a.col_t * ti)
+      throw std::logic_error("an mma fragment lane map is not affine in (group, thread in group)");
+  }
+  return a;
+}
+
+// The lane-mask bits whose butterfly partners hold the same rows of C: the row reductions'
+// shuffles (for m16n8k16: 1 and 2, the four lanes of a quad).
+std::vector<int> row_sharing_masks() {
+  std::vector<int> masks;
+  for (int bit = 1; bit < kWarp; bit <<= 1) {
+    bool same = true;
+    for (int lane = 0; lane < kWarp && same; ++lane)
+      for (int e = 0; e < 4 && same; ++e) same = kir::mma_c_coord(lane, e).row == kir::mma_c_coord(lane ^ bit, e).row;
+    if (same) masks.push_back(bit);
+  }
+  return masks;
+}
+
+// The C -> A repack: A element x of k-step t is C element `elem` of n-atom 2t + `atom`, in the
+// same lane — for every lane, or the layouts do not match and there is no register repack.
+struct RepackSource {
+  int atom = 0, elem = 0;
+};
+std::vector<RepackSource> c_to_a_map() {
+  std::vector<RepackSource> map;
+  for (int x = 0; x < 8; ++x) {
+    std::optional<RepackSource> found;
+    for (int atom = 0; atom < 2 && !found; ++atom)
+      for (int y = 0; y < 4 && !found; ++y) {
+        bool all = true;
+        for (int lane = 0; lane < kWarp && all; ++lane) {
+          kir::FragmentCoord a = kir::mma_a_coord(lane, x), c = kir::mma_c_coord(lane, y);
+          all = a.row == c.row && a.col == c.col + kAtomN * atom;
+        }
+        if (all) found = RepackSource{atom, y};
+      }
+    if (!found) throw std::logic_error("the mma C and A fragment layouts do not match element for element");
+    map.push_back(*found);
+  }
+  return map;
+}
+
+bool uses_index(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::Index && e.name == name) return true;
+  for (const Expr& a : e.args)
+    if (uses_index(a, name)) return true;
+  for (const Expr& w : e.where)
+    if (uses_index(w, name)) return true;
+  return false;
+}
+
+// The contraction's operands: `row` reads the output's row axis and the reduced axis, `col`
+// the column axis and the reduced axis; `around` is the expression with the contraction
+// replaced by the register kContracted.
+struct Contraction {
+  Expr row, col;
+  tir::Axis axis;
+  Expr around;
+};
+
+// The row-major index math of an element: binds an axis to base + offset, clamped into the
+// axis (loads stay in bounds) or zero past its end (a contraction's padding).
+struct AxisAt {
+  std::string name;
+  K base;
+  K size;
+  bool zero_past_end = false;
+};
+
+}  // namespace
+
+class MmaTier {
+ public:
+  MmaTier(KernelBuilder& b, const MmaTile& tile) : b_(b), t_(tile) {}
+
+  bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
+    try {
+      if (!plan(k)) {
+        why = why_;
+        return false;
+      }
+      emit_kernel(k, out, program);
+      return true;
+    } catch (const Unsupported& u) {
+      why = u.why;
+      return false;
+    }
+  }
+
+ private:
+  struct Unsupported {
+    std::string why;
+  };
+  [[noreturn]] static void unsupported(std::string why) { throw Unsupported{std::move(why)}; }
+
+  // ---- matching --------------------------------------------------------------------------
+  bool reject(std::string why) {
+    why_ = std::move(why);
+    return false;
+  }
+
+  static const Expr& strip_casts(const Expr& e) {
+    if (e.kind == Expr::Kind::Call && parse_dtype(e.op) && e.args.size() == 1) return strip_casts(e.args[0]);
+    return e;
+  }
+
+  // A read of a global input whose elements the atom takes as they are.
+  bool is_operand(const Expr& e) const {
+    if (e.kind != Expr::Kind::Read || !b_.in_global(e.name)) return false;
+    const tir::Tensor* t = b_.p_.tensors.find(e.name);
+    return t && t->role == tir::Tensor::Role::Input && scalar_of(t->dtype) == t_.operand;
+  }
+
+  // Finds the one contraction sum(d: row * col) in `e` (inlining register intermediates on
+  // the way) and returns `e` with it replaced by kContracted.
+  std::optional<Expr> extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
+                              std::optional<Contraction>& found) {
+    if (e.kind == Expr::Kind::Read && !b_.in_global(e.name)) return extract(b_.inline_def(e), row_axis, col_axis, found);
+    if (e.kind == Expr::Kind::Reduce) {
+      if (found || e.op != "sum" || e.axes.size() != 1 || !e.where.empty() || e.args.size() != 1) return std::nullopt;
+      const Expr& prod = e.args[0];
+      if (prod.kind != Expr::Kind::Binary || prod.op != "*") return std::nullopt;
+      const Expr &x = strip_casts(prod.args[0]), &y = strip_casts(prod.args[1]);
+      if (!is_operand(x) || !is_operand(y)) return std::nullopt;
+      const std::string& d = e.axes[0].name;
+      auto side = [&](const Expr& r, const std::string& own, const std::string& other) {
+        return uses_index(r, own) && uses_index(r, d) && !uses_index(r, other);
+      };
+      Contraction c{x, y, e.axes[0], {}};
+      if (!side(x, row_axis, col_axis)) std::swap(c.row, c.col);
+      if (!side(c.row, row_axis, col_axis) || !side(c.col, col_axis, row_axis)) return std::nullopt;
+      found = c;
+      Expr reg;
+      reg.kind = Expr::Kind::Reg;
+      reg.name = std::string(kContracted);
+      reg.dtype = DType::F32;
+      return reg;
+    }
+    Expr out = e;
+    for (Expr& a : out.args) {
+      std::optional<Expr> sub = extract(a, row_axis, col_axis, found);
+      if (!sub) return std::nullopt;
+      a = *sub;
+    }
+    return out;
+  }
+
+  std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis) {
+    std::optional<Contraction> found;
+    std::optional<Expr> around = extract(e, row_axis, col_axis, found);
+    if (!around || !found) return std::nullopt;
+    found->around = *around;
+    return found;
+  }
+
+  // The kernel's shape: a fold over a max-rescaled sum (inside a register tile of its vector
+  // field, or alone), or a contraction followed by stores.
+  bool plan(const lir::Kernel& k) {
+    if (k.threads.empty()) return reject("the kernel has no thread space to tile");
+    if (t_.warps_m < 1 || t_.warps_n < 1 || t_.warps_m * t_.warps_n * kWarp > 1024)
+      return reject(fmt::format("the warp grid w{}x{} does not fit a block", t_.warps_m, t_.warps_n));
+    const std::vector<lir::Stmt>& body = k.body;
+    const lir::Stmt* fold = nullptr;
+    if (body.size() == 1 && body[0].kind == lir::Stmt::Kind::Loop && !body[0].body.empty() &&
+        body[0].body[0].kind == lir::Stmt::Kind::Fold) {
+      tile_loop_ = &body[0];
+      fold = &body[0].body[0];
+    } else if (!body.empty() && body[0].kind == lir::Stmt::Kind::Fold) {
+      fold = &body[0];
+    }
+    if (fold) return plan_fold(k, *fold);
+    return plan_contraction(k);
+  }
+
+  bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
+    if (t_.warps_n != 1)
+      return reject(fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
+                                "carriers would then need a cross-warp combine (use w<M>x1)",
+                                t_.warps_m, t_.warps_n));
+    if (t_.frag_n % 2 != 0)
+      return reject(fmt::format("f{}x{}: the fold's key block feeds the second contraction's K in steps of 16, "
+                                "so it needs an even number of n-atoms",
+                                t_.frag_m, t_.frag_n));
+    std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(fold.terms);
+    if (!rs) return reject(fmt::format("the fold's monoid {} is not a max-rescaled sum", fold.monoid));
+    fold_ = &fold;
+    rescaled_ = *rs;
+    row_axis_ = k.threads.back();
+    std::optional<Contraction> c = contraction_in(fold.fields[rs->key].lift, row_axis_.name, fold.axis.name);
+    if (!c)
+      return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis", tir::print_expr(fold.fields[rs->key].lift),
+                                kir::type_name(t_.operand)));
+    first_ = *c;
+    for (size_t f : rs->weighted) {
+      const lir::CarrierField& field = fold.fields[f];
+      if (!field.per_tile) continue;
+      const Expr& v = strip_casts(field.lift);
+      if (!tile_loop_ || !is_operand(v) || !uses_index(v, fold.axis.name) || !uses_index(v, tile_loop_->axis.name))
+        return reject(fmt::format("the vector field {} lifts {}, not a {} input read at the fold's and the tile's axes",
+                                  field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
+      if (value_read_)
+        return reject("the fold has two vector fields; the tensor-core tier contracts one");
+      value_read_ = v;
+      value_field_ = f;
+    }
+    if (tile_loop_ && (tile_loop_->tile % kAtomN != 0))
+      return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8", tile_loop_->axis.name,
+                                tile_loop_->tile));
+    for (size_t i = 1; tile_loop_ && i < tile_loop_->body.size(); ++i)
+      if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store)
+        return reject("the register tile holds statements other than the fold and its stores");
+    return true;
+  }
+
+  bool plan_contraction(const lir::Kernel& k) {
+    if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
+    row_axis_ = k.threads[k.threads.size() - 2];
+    col_axis_ = k.threads.back();
+    for (const lir::Stmt& s : k.body) {
+      if (s.kind == lir::Stmt::Kind::Store) continue;
+      if (s.kind != lir::Stmt::Kind::Compute || compute_) return reject("the kernel's body is not one contraction and its stores");
+      compute_ = &s;
+    }
+    const Expr& value = compute_ ? compute_->value : k.body.empty() ? Expr{} : k.body[0].value;
+    if (!compute_ && k.body.size() != 1) return reject("the kernel's body is not one contraction and its stores");
+    std::optional<Contraction> c = contraction_in(value, row_axis_.name, col_axis_.name);
+    if (!c)
+      return reject(fmt::format("no contraction of two {} inputs over one axis with rows on {} and columns on {}",
+                                kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
+    first_ = *c;
+    return true;
+  }
+
+  // ---- emission helpers -----------------------------------------------------------------
+  void emit(kir::Stmt s) { b_.emit(std::move(s)); }
+  K let(const std::string& name, K v) { return b_.let(name, std::move(v)); }
+  static K i64(int64_t v) { return kir::ci(v, I64); }
+  static K add(K a, K b) { return kir::binary(kir::BinOp::Add, std::move(a), std::move(b)); }
+  static K mul(K a, K b) { return kir::binary(kir::BinOp::Mul, std::move(a), std::move(b)); }
+  static K lt(K a, K b) { return kir::binary(kir::BinOp::Lt, std::move(a), std::move(b)); }
+  static K ceil_div(K a, int64_t b) {
+    return kir::binary(kir::BinOp::Div, add(std::move(a), i64(b - 1)), i64(b));
+  }
+  static K elem(const std::string& array, int i, ScalarType t) { return kir::var({array, i}, t); }
+
+  // base + row0 + row_g * group + row_t * thread (I64).
+  K lane_coord(K base, int off, int g, int t) const {
+    K v = add(std::move(base), i64(off));
+    if (g) v = add(v, mul(grp_, i64(g)));
+    if (t) v = add(v, mul(tig_, i64(t)));
+    return v;
+  }
+
+  // Binds `at` to its element index in the current scope: clamped into the axis.
+  void bind(const AxisAt& at, const K& index) {
+    K last = kir::binary(kir::BinOp::Sub, at.size, i64(1));
+    b_.scopes_.back().index[at.name] = kir::binary(kir::BinOp::Min, index, last);
+  }
+
+  // One 16-bit operand element as f32: `read` at the two bound axes; zero past the end of
+  // an axis that pads (the contraction's), clamped elsewhere.
+  K operand_value(const Expr& read, const AxisAt& r, const K& ri, const AxisAt& c, const K& ci) {
+    b_.scopes_.push_back({});
+    bind(r, ri);
+    bind(c, ci);
+    K v = as(b_.lower(read), F32);
+    b_.scopes_.pop_back();
+    std::optional<K> ok;
+    for (const auto& [at, idx] : {std::pair{&r, &ri}, std::pair{&c, &ci}})
+      if (at->zero_past_end) ok = ok ? kir::binary(kir::BinOp::And, *ok, lt(*idx, at->size)) : lt(*idx, at->size);
+    return ok ? kir::select(*ok, v, kir::cf(0, F32)) : v;
+  }
+
+  // Loads fragment registers array[off .. off + regs) of the lane map `fn` (rows and columns
+  // of the atom's operand) from global memory, packing element pairs with cvt.rn.
+  void load_fragment(const Expr& read, CoordFn fn, int regs, const std::string& array, int off, const AxisAt& r,
+                     const AxisAt& c) {
+    for (int reg = 0; reg < regs; ++reg) {
+      K half[2];
+      for (int h = 0; h < 2; ++h) {
+        LaneAffine a = lane_affine(fn, 2 * reg + h);
+        K ri = lane_coord(r.base, a.row0, a.row_g, a.row_t), ci = lane_coord(c.base, a.col0, a.col_g, a.col_t);
+        half[h] = operand_value(read, r, ri, c, ci);
+      }
+      // The element with the higher index goes to the upper half (cvt's first operand).
+      kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
+      emit(kir::intrinsic(cvt, {{array, off + reg}}, {half[1], half[0]}));
+    }
+  }
+
+  void mma(const std::string& acc, int acc_off, const std::string& a, int a_off, const std::string& b, int b_off) {
+    kir::IntrinsicId id = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::MmaBf16F32 : kir::IntrinsicId::MmaF16F32;
+    std::vector<kir::Reg> outs;
+    std::vector<K> ins;
+    for (int i = 0; i < 4; ++i) outs.push_back({acc, acc_off + i});
+    for (int i = 0; i < 4; ++i) ins.push_back(elem(a, a_off + i, U32));
+    for (int i = 0; i < 2; ++i) ins.push_back(elem(b, b_off + i, U32));
+    for (int i = 0; i < 4; ++i) ins.push_back(elem(acc, acc_off + i, F32));
+    emit(kir::intrinsic(id, std::move(outs), std::move(ins)));
+  }
+
+  // v <- op(v, partner's v) over the butterflies that stay within a row of C.
+  void row_allreduce(const K& v, kir::BinOp op) {
+    for (int mask : masks_) {
+      std::string other = b_.fresh("shfl");
+      emit(kir::decl(other, F32));
+      emit(kir::intrinsic(kir::IntrinsicId::ShflBfly, {{other}}, {v}, {mask}));
+      emit(kir::assign(v.reg, kir::binary(op, v, kir::var({other}, F32))));
+    }
+  }
+
+  // ---- the kernel -----------------------------------------------------------------------
+  void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
+    masks_ = row_sharing_masks();
+    for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);
+    const bool fold = fold_ != nullptr;
+    rows_per_warp_ = t_.frag_m * kAtomM;
+    cols_per_warp_ = fold ? 0 : t_.frag_n * kAtomN;
+    const int warps = t_.warps_m * t_.warps_n;
+    out.block_threads = warps * kWarp;
+    out.min_blocks_per_sm = 1;
+    const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+    const int64_t cols_per_block = int64_t{t_.warps_n} * cols_per_warp_;
+
+    std::vector<kir::Stmt> body;
+    b_.blocks_ = {&body};
+    b_.scopes_ = {{}};
+    const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
+    K row_tiles = ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block);
+    K col_tiles = fold ? i64(1) : ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block);
+    K grid = mul(row_tiles, col_tiles);
+    for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
+    out.grid_x = grid;
+
+    emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments", t_.atom, warps,
+                                  t_.warps_m, t_.warps_n, rows_per_warp_,
+                                  fold ? "" : fmt::format(" x {} columns", cols_per_warp_))));
+    K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
+    K col_tile = i64(0);
+    if (!fold) {
+      col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
+      rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
+    }
+    K row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
+    rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
+    for (size_t i = k.threads.size() - tiled; i-- > 0;) {
+      const tir::Axis& a = k.threads[i];
+      K v = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, KernelBuilder::size_value(a.size));
+      b_.scopes_.back().index[a.name] = let(b_.unclashed(a.name), v);
+      if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
+    }
+    K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
+    K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
+    grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
+    tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
+    K warp_m = t_.warps_n == 1 ? warp : kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n));
+    row0_ = let("row0", add(mul(row_tile, i64(rows_per_block)), mul(warp_m, i64(rows_per_warp_))));
+    if (!fold)
+      col0_ = let("col0", add(mul(col_tile, i64(cols_per_block)),
+                              mul(kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)), i64(cols_per_warp_))));
+    if (fold) emit_fold(program);
+    else emit_contraction();
+    out.body = std::move(body);
+  }
+
+  AxisAt axis_at(const tir::Axis& a, K base, bool zero) const {
+    return {a.name, std::move(base), KernelBuilder::size_value(a.size), zero};
+  }
+
+  // The accumulator element (atom a, n-atom n, element e) of a frag_m x n_atoms C tile.
+  static int c_index(int a, int n, int e, int n_atoms) { return (a * n_atoms + n) * 4 + e; }
+
+  // ---- a contraction and its epilogue (matmul) --------------------------------------------
+  void emit_contraction() {
+    const int fm = t_.frag_m, fn = t_.frag_n, steps = std::max(1, t_.k_chunk);
+    const std::string acc = "acc", af = "a_frag", bf = "b_frag";
+    emit(kir::comment(fmt::format("C tile in registers: {} x {} atoms per warp", fm, fn)));
+    emit(kir::decl(acc, F32, kir::cf(0, F32), fm * fn * 4));
+    emit(kir::decl(af, U32, fm * 4));
+    emit(kir::decl(bf, U32, fn * 2));
+    const std::string kv = b_.fresh("k0");
+    K k0 = kir::var({kv}, I64);
+    K ksize = KernelBuilder::size_value(first_.axis.size);
+    std::vector<kir::Stmt> loop = b_.nested([&] {
+      for (int s = 0; s < steps; ++s) {
+        K kb = add(k0, i64(s * kAtomK));
+        emit(kir::comment(fmt::format("K step {}: fragments from global memory, then {} mma", s, fm * fn)));
+        std::vector<kir::Stmt> step = b_.nested([&] {
+          for (int a = 0; a < fm; ++a)
+            load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                          axis_at(first_.axis, kb, true));
+          for (int n = 0; n < fn; ++n)
+            load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
+                          axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+          for (int a = 0; a < fm; ++a)
+            for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
+        });
+        if (s == 0) for (kir::Stmt& x : step) emit(std::move(x));
+        else emit(kir::if_then(lt(kb, ksize), std::move(step)));
+      }
+    });
+    kir::Stmt f = kir::for_loop(kv, I64, i64(0), ksize, std::move(loop));
+    f.step = steps * kAtomK;
+    emit(std::move(f));
+    emit(kir::comment("epilogue: each C element at its row and column"));
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < fn; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const LaneAffine& c = c_aff_[e];
+          K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+          K col = lane_coord(add(col0_, i64(n * kAtomN)), c.col0, c.col_g, c.col_t);
+          std::vector<kir::Stmt> one = b_.nested([&] {
+            b_.scopes_.back().index[row_axis_.name] = row;
+            b_.scopes_.back().index[col_axis_.name] = col;
+            b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
+            if (compute_) {
+              b_.scopes_.back().regs[compute_->reg] = b_.let(b_.unclashed(compute_->reg), b_.lower(first_.around));
+              for (const lir::Stmt& s : kernel_body_)
+                if (s.kind == lir::Stmt::Kind::Store) b_.stmt(s);
+            } else {
+              lir::Stmt store = kernel_body_[0];
+              store.value = first_.around;
+              b_.stmt(store);
+            }
+          });
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, KernelBuilder::size_value(row_axis_.size)),
+                                        lt(col, KernelBuilder::size_value(col_axis_.size))),
+                            std::move(one)));
+        }
+  }
+
+  // ---- a fold of a max-rescaled sum (the online softmax) -------------------------------------
+  void emit_fold(kir::Program& program) {
+    const lir::Stmt& fold = *fold_;
+    const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
+    const int bound = ks * kAtomK;
+    program.limits.push_back({first_.axis.size, bound,
+                              fmt::format("the contraction over {} is kept in registers as {} k-steps of 16 (k{} of "
+                                          "TILE); raise k to cover it",
+                                          first_.axis.name, ks, ks)});
+    const std::string qf = "row_frag", kf = "col_frag", vf = "val_frag", pf = "p_frag", sc = "score";
+    const K rows = KernelBuilder::size_value(row_axis_.size);
+    const K keys = KernelBuilder::size_value(fold.axis.size);
+    const K dsize = KernelBuilder::size_value(first_.axis.size);
+    emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
+                                  first_.row.name, fold.axis.name, ks)));
+    emit(kir::decl(qf, U32, fm * ks * 4));
+    for (int a = 0; a < fm; ++a)
+      for (int s = 0; s < ks; ++s)
+        load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                      axis_at(first_.axis, i64(s * kAtomK), true));
+    auto tile_body = [&](const K& tile0) {
+      const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;
+      // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
+      // field as C fragments over the tile.
+      emit(kir::comment(fmt::format("carrier ({}) through the proved monoid {}, per row of the warp's {} rows",
+                                    field_names(), fold.monoid, rows_per_warp_)));
+      std::vector<std::string> carrier(fold.fields.size());
+      for (size_t f = 0; f < fold.fields.size(); ++f) {
+        carrier[f] = "run_" + fold.fields[f].name;
+        ScalarType t = scalar_of(fold.fields[f].dtype);
+        if (f == value_field_ && value_read_) {
+          emit(kir::decl(carrier[f], F32, kir::cf(0, F32), fm * ne * 4));
+          continue;
+        }
+        double init = f == rescaled_.key ? -std::numeric_limits<double>::infinity() : 0.0;
+        if (t != F32) unsupported(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name, kir::type_name(t)));
+        emit(kir::decl(carrier[f], F32, kir::cf(init, F32), fm * 2));
+      }
+      emit(kir::decl(kf, U32, fn * 2));
+      emit(kir::decl(pf, U32, fm * 4));
+      if (value_read_) emit(kir::decl(vf, U32, 2));
+      const std::string jv = b_.fresh(fold.axis.name + "0");
+      K j0 = kir::var({jv}, I64);
+      std::vector<kir::Stmt> loop = b_.nested([&] {
+        emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", fn * kAtomN,
+                                      tir::print_expr(first_.around))));
+        emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
+        for (int s = 0; s < ks; ++s) {
+          std::vector<kir::Stmt> step = b_.nested([&] {
+            for (int n = 0; n < fn; ++n)
+              load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
+                            axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+            for (int a = 0; a < fm; ++a)
+              for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (a * ks + s) * 4, kf, n * 2);
+          });
+          if (s == 0) for (kir::Stmt& x : step) emit(std::move(x));
+          else emit(kir::if_then(lt(i64(s * kAtomK), dsize), std::move(step)));
+        }
+        // Each score element: the key field's lift around the contraction, -inf where the
+        // key is past the end or the fold's predicate excludes it.
+        emit(kir::comment(fmt::format("lift {}: {} (masked to -inf past {} and outside the fold's predicate)",
+                                      fold.fields[rescaled_.key].name, tir::print_expr(first_.around), fold.axis.size)));
+        for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
+          K slot = elem(sc, c_index(a, n, e, fn), F32);
+          b_.scopes_.push_back({});
+          bind(axis_at(row_axis_, {}, false), row);
+          bind(axis_at(fold.axis, {}, false), col);
+          b_.scopes_.back().regs[std::string(kContracted)] = slot;
+          K v = as(b_.lower(first_.around), F32);
+          K ok = lt(col, keys);
+          if (!fold.where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+          b_.scopes_.pop_back();
+          emit(kir::assign(slot.reg, kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32))));
+        }, j0);
+        emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0);
+      });
+      kir::Stmt f = kir::for_loop(jv, I64, i64(0), keys, std::move(loop));
+      f.step = fn * kAtomN;
+      emit(std::move(f));
+      emit_fold_results(carrier, fm, ne, tile0, rows);
+    };
+    if (!tile_loop_) return tile_body(i64(0));
+    const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
+    std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(kir::var({ev}, I64)); });
+    kir::Stmt f = kir::for_loop(ev, I64, i64(0), KernelBuilder::size_value(tile_loop_->axis.size), std::move(tiles));
+    f.step = tile_loop_->tile;
+    emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
+    emit(std::move(f));
+  }
+
+  std::string field_names() const {
+    std::vector<std::string> n;
+    for (const lir::CarrierField& f : fold_->fields) n.push_back(f.name);
+    return fmt::format("{}", fmt::join(n, ", "));
+  }
+
+  // Calls fn(a, n, e, row, col) for every C element of an fm x fn tile at row0_ / col_base.
+  template <class F>
+  void for_each_c(int fm, int fn, F&& fnc, const K& col_base) {
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < fn; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const LaneAffine& c = c_aff_[e];
+          K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+          K col = lane_coord(add(col_base, i64(n * kAtomN)), c.col0, c.col_g, c.col_t);
+          fnc(a, n, e, row, col);
+        }
+  }
+
+  // The row slot (0 or 1) of C element e: which distinct row offset of the lane map it has.
+  int slot_of(int e) const { return c_aff_[e].row0 == c_aff_[0].row0 ? 0 : 1; }
+
+  // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
+  // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
+  void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
+                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0) {
+    const lir::Stmt& fold = *fold_;
+    const std::string& mrun = carrier[rescaled_.key];
+    const double ninf = -std::numeric_limits<double>::infinity();
+    emit(kir::comment("row maxima of the block, across the lanes sharing a row; the carrier's new key"));
+    std::vector<K> alpha(fm * 2), use(fm * 2);
+    for (int a = 0; a < fm; ++a)
+      for (int r = 0; r < 2; ++r) {
+        K mx = let(b_.fresh("row_max"), kir::cf(ninf, F32));
+        for (int n = 0; n < fn; ++n)
+          for (int e = 0; e < 4; ++e)
+            if (slot_of(e) == r) emit(kir::assign(mx.reg, kir::binary(kir::BinOp::Max, mx, elem(sc, c_index(a, n, e, fn), F32))));
+        row_allreduce(mx, kir::BinOp::Max);
+        K old = elem(mrun, a * 2 + r, F32);
+        K mnew = let(b_.fresh("key_new"), kir::binary(kir::BinOp::Max, old, mx));
+        // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
+        use[a * 2 + r] = let(b_.fresh("key_use"), kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)),
+                                                              kir::cf(0, F32), mnew));
+        alpha[a * 2 + r] = let(b_.fresh("rescale"), kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, old, use[a * 2 + r])));
+        emit(kir::assign({mrun, a * 2 + r}, mnew));
+      }
+    emit(kir::comment("p = exp(score - key) in place"));
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < fn; ++n)
+        for (int e = 0; e < 4; ++e) {
+          K s = elem(sc, c_index(a, n, e, fn), F32);
+          emit(kir::assign(s.reg, kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, s, use[a * 2 + slot_of(e)]))));
+        }
+    for (size_t f : rescaled_.weighted) {
+      if (f == value_field_ && value_read_) continue;
+      const lir::CarrierField& field = fold.fields[f];
+      emit(kir::comment(fmt::format("{} <- {} * rescale + sum of p * {}", field.name, field.name, tir::print_expr(field.lift))));
+      std::vector<K> sums(fm * 2);
+      for (int a = 0; a < fm; ++a)
+        for (int r = 0; r < 2; ++r) sums[a * 2 + r] = let(b_.fresh("row_sum"), kir::cf(0, F32));
+      for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
+        b_.scopes_.push_back({});
+        bind(axis_at(row_axis_, {}, false), row);
+        bind(axis_at(fold.axis, {}, false), col);
+        K w = as(b_.lower(field.lift), F32);
+        b_.scopes_.pop_back();
+        K p = elem(sc, c_index(a, n, e, fn), F32);
+        K term = w.kind == K::Kind::Const && w.fval == 1.0 ? p : mul(p, w);
+        const K& sum = sums[a * 2 + slot_of(e)];
+        emit(kir::assign(sum.reg, add(sum, term)));
+      }, j0);
+      for (int a = 0; a < fm; ++a)
+        for (int r = 0; r < 2; ++r) {
+          row_allreduce(sums[a * 2 + r], kir::BinOp::Add);
+          K run = elem(carrier[f], a * 2 + r, F32);
+          emit(kir::assign(run.reg, add(mul(run, alpha[a * 2 + r]), sums[a * 2 + r])));
+        }
+    }
+    if (!value_read_) return;
+    const lir::CarrierField& field = fold.fields[value_field_];
+    const std::string& orun = carrier[value_field_];
+    emit(kir::comment(fmt::format("{} <- {} * rescale + P @ {}: P repacked from C to A fragments in registers",
+                                  field.name, field.name, value_read_->name)));
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < ne; ++n)
+        for (int e = 0; e < 4; ++e) {
+          K o = elem(orun, c_index(a, n, e, ne), F32);
+          emit(kir::assign(o.reg, mul(o, alpha[a * 2 + slot_of(e)])));
+        }
+    const std::vector<RepackSource> repack = c_to_a_map();
+    kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
+    const tir::Axis& tile_axis = tile_loop_->axis;
+    for (int step = 0; step < fn / 2; ++step) {
+      K kb = add(j0, i64(step * kAtomK));
+      std::vector<kir::Stmt> body = b_.nested([&] {
+        for (int a = 0; a < fm; ++a)
+          for (int r = 0; r < 4; ++r) {
+            const RepackSource &lo = repack[2 * r], &hi = repack[2 * r + 1];
+            emit(kir::intrinsic(cvt, {{pf, a * 4 + r}},
+                                {elem(sc, c_index(a, 2 * step + hi.atom, hi.elem, fn), F32),
+                                 elem(sc, c_index(a, 2 * step + lo.atom, lo.elem, fn), F32)}));
+          }
+        for (int n = 0; n < ne; ++n) {
+          load_fragment(*value_read_, kir::mma_b_coord, 2, vf, 0, axis_at(fold.axis, kb, true),
+                        axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
+          for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, 0);
+        }
+      });
+      if (step == 0) for (kir::Stmt& x : body) emit(std::move(x));
+      else emit(kir::if_then(lt(kb, KernelBuilder::size_value(fold.axis.size)), std::move(body)));
+    }
+  }
+
+  // After the keys: the fold's results and the tile's stores, per C element of the vector
+  // field (or per row when there is none), guarded to the rows and tile columns that exist.
+  void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows) {
+    const lir::Stmt& fold = *fold_;
+    emit(kir::comment("the fold's results and stores"));
+    auto bind_carrier = [&](int a, int r) {
+      for (size_t f = 0; f < fold.fields.size(); ++f)
+        if (!(f == value_field_ && value_read_))
+          b_.scopes_.back().regs[carrier[f]] = elem(carrier[f], a * 2 + r, F32);
+    };
+    std::vector<lir::Stmt> stores;
+    if (tile_loop_)
+      for (size_t i = 1; i < tile_loop_->body.size(); ++i) stores.push_back(tile_loop_->body[i]);
+    else
+      for (const lir::Stmt& s : kernel_body_)
+        if (&s != fold_) stores.push_back(s);
+    if (!value_read_) {
+      // Rows only: lane group g holds rows g and g + 8 of each atom; one thread of the quad stores.
+      for (int a = 0; a < fm; ++a)
+        for (int r = 0; r < 2; ++r) {
+          const LaneAffine& c = c_aff_[r == 0 ? 0 : 2];
+          K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+          std::vector<kir::Stmt> one = b_.nested([&] {
+            b_.scopes_.back().index[row_axis_.name] = row;
+            bind_carrier(a, r);
+            for (const lir::Stmt& s : fold.results) b_.stmt(s);
+            for (const lir::Stmt& s : stores) b_.stmt(s);
+          });
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), kir::binary(kir::BinOp::Eq, tig_, i64(0))),
+                            std::move(one)));
+        }
+      return;
+    }
+    const tir::Axis& tile_axis = tile_loop_->axis;
+    K tsize = KernelBuilder::size_value(tile_axis.size);
+    for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
+      std::vector<kir::Stmt> one = b_.nested([&] {
+        b_.scopes_.back().index[row_axis_.name] = row;
+        b_.scopes_.back().index[tile_axis.name] = col;
+        bind_carrier(a, slot_of(e));
+        b_.scopes_.back().regs[carrier[value_field_]] = elem(carrier[value_field_], c_index(a, n, e, ne), F32);
+        for (const lir::Stmt& s : fold.results) b_.stmt(s);
+        for (const lir::Stmt& s : stores) b_.stmt(s);
+      });
+      emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
+    }, tile0);
+  }
+
+ public:
+  std::vector<lir::Stmt> kernel_body_;
+
+ private:
+  KernelBuilder& b_;
+  MmaTile t_;
+  std::string why_;
+  const lir::Stmt* tile_loop_ = nullptr;
+  const lir::Stmt* fold_ = nullptr;
+  const lir::Stmt* compute_ = nullptr;
+  algebra::RescaledSum rescaled_;
+  tir::Axis row_axis_, col_axis_;
+  Contraction first_;
+  std::optional<Expr> value_read_;
+  size_t value_field_ = static_cast<size_t>(-1);
+  std::vector<int> masks_;
+  LaneAffine c_aff_[4];
+  K grp_, tig_, row0_, col0_;
+  int rows_per_warp_ = 0, cols_per_warp_ = 0;
+};
+
+bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
+  MmaTier tier(*this, *knobs_.mma);
+  tier.kernel_body_ = k.body;
+  return tier.build(k, out, program, why);
+}
+
+}  // namespace emmy::lower::detail
