@@ -38,12 +38,20 @@ struct MmaTile {
   int k_chunk = 4;         // K steps of 16 per chunk; the contraction's register bound is 16 * k_chunk
 };
 
+// STAGE for the tensor-core tier: the streamed operands' tiles in shared memory.
+struct MmaStage {
+  int depth = 1;           // buffers per operand
+  bool async = true;       // cp.async (false: through registers, the `reg` transport)
+  bool ring = false;       // prefetch tile i + depth - 1 under tile i's math
+};
+
 // The knobs in force for one op, every default filled in.
 struct Knobs {
   bool place_fuse = true;                       // PLACE for the whole op
   std::map<std::string, bool> place_at;         // PLACE@site: statement name -> fuse?
   std::string atom = "scalar";                  // TILE a:<atom>
   std::optional<MmaTile> mma;                   // the tensor-core tier, when TILE names an mma atom
+  std::optional<MmaStage> stage;                // STAGE on the tensor-core tier; none: fragments from global memory
   std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
   std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
   std::vector<std::string> warnings;            // knobs that have no effect here, and why

@@ -114,6 +114,23 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
   return false;
 }
 
+// The tensor-core tier stages through cp.async or registers; TMA falls back to cp.async
+// with a warning until the tier issues bulk tensor copies.
+void apply_stage(Knobs& k, const KnobSetting& s) {
+  const auto& v = std::get<StageValue>(s.value);
+  MmaStage st;
+  st.depth = std::max(1, v.depth);
+  st.async = v.transport != "reg";
+  st.ring = v.ring && st.depth > 1;
+  if (v.transport == "tma")
+    k.warnings.push_back(fmt::format("{}: the tensor-core tier does not issue TMA copies yet: staging with cp.async "
+                                     "instead",
+                                     print_knob(s)));
+  if (v.ring && st.depth == 1)
+    k.warnings.push_back(fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s)));
+  k.stage = st;
+}
+
 }  // namespace
 
 bool Knobs::fuses(const std::string& site) const {
@@ -135,7 +152,10 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
     return std::any_of(block.begin(), block.end(),
                        [&](const KnobSetting& b) { return print_knob(b) == print_knob(s); });
   };
+  // TILE first: it decides the tier the other knobs apply to.
+  for (int pass = 0; pass < 2; ++pass)
   for (KnobSetting& s : k.settings) {
+    if ((s.knob == Knob::Tile) != (pass == 0)) continue;
     switch (s.knob) {
       case Knob::Place: apply_place(k, s); break;
       case Knob::Tile:
@@ -156,8 +176,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
                                        "leave REDUCE empty (REDUCE=) for a serial reduction per thread"));
       case Knob::Stage:
         if (!s.off && k.mma) {
-          k.warnings.push_back(fmt::format("{}: the tensor-core tier loads its fragments from global memory in this "
-                                           "build (no shared-memory staging yet): ignored", print_knob(s)));
+          apply_stage(k, s);
           break;
         }
         [[fallthrough]];
@@ -165,7 +184,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
       case Knob::Raster:
       case Knob::FastExp:
         if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
-          k.warnings.push_back(fmt::format("{} has no effect on the scalar tier (TILE=a:scalar): ignored", print_knob(s)));
+          k.warnings.push_back(fmt::format("{} has no effect on {}: ignored", print_knob(s),
+                                           k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)"));
         break;
     }
   }

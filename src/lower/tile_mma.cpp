@@ -5,6 +5,8 @@
 // from the C to the A layout in registers, row statistics reduced across the lanes sharing
 // a row). Fragment layouts, the repack and the lane butterflies all come from the intrinsic
 // table's lane maps; nothing here knows which op it lowers.
+#include <functional>
+
 #include "algebra/rescaled_sum.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/kernel_builder.hpp"
@@ -105,7 +107,7 @@ struct AxisAt {
 
 class MmaTier {
  public:
-  MmaTier(KernelBuilder& b, const MmaTile& tile) : b_(b), t_(tile) {}
+  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage) : b_(b), t_(tile), stage_(stage) {}
 
   bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
     try {
@@ -343,6 +345,202 @@ class MmaTier {
     }
   }
 
+
+  // ---- shared-memory staging --------------------------------------------------------------
+  // A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
+  // `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
+  struct Slab {
+    std::string array;
+    Expr read;
+    AxisAt outer, inner;
+    int rows = 0, cols = 0, pitch = 0;
+    std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
+    int64_t elems() const { return int64_t{rows} * pitch; }
+  };
+
+  Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
+                 int y_extent) {
+    const Expr* last = read.args.empty() ? nullptr : &read.args.back();
+    bool y_inner = last && last->kind == Expr::Kind::Index && last->name == y.name;
+    bool x_inner = last && last->kind == Expr::Kind::Index && last->name == x.name;
+    if (!x_inner && !y_inner)
+      unsupported(fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
+                              "to copy",
+                              tir::print_expr(read), x.name, y.name));
+    Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}};
+    s.pitch = s.cols + 8;
+    out_->shared.push_back({name, t_.operand, s.elems() * stage_->depth, 16});
+    return s;
+  }
+
+  static K i32(K e) { return as(std::move(e), ScalarType::I32); }
+
+  // The block's threads copy one tile into buffer `buf`: 16-byte cp.async per chunk of 8
+  // elements where the chunk is inside the tensor and aligned, else element by element
+  // through registers with zeros past the ends (ragged sizes, odd strides).
+  void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base) {
+    const int per_row = s.cols / 8, chunks = s.rows * per_row, threads = out_->block_threads;
+    for (int it = 0; it * threads < chunks; ++it) {
+      K c = add(tid_, i64(int64_t{it} * threads));
+      std::vector<kir::Stmt> chunk = b_.nested([&] {
+        K r = let(b_.fresh("fill_row"), kir::binary(kir::BinOp::Div, c, i64(per_row)));
+        K q = let(b_.fresh("fill_col"), mul(kir::binary(kir::BinOp::Rem, c, i64(per_row)), i64(8)));
+        K orow = add(outer_base, r), icol = add(inner_base, q);
+        K dst = let(b_.fresh("fill_at"), add(add(mul(buf, i64(s.elems())), mul(r, i64(s.pitch))), q));
+        auto element = [&](int u) {
+          b_.scopes_.push_back({});
+          bind(s.outer, orow);
+          bind(s.inner, add(icol, i64(u)));
+          K v = b_.lower(s.read);
+          b_.scopes_.pop_back();
+          return v;
+        };
+        std::vector<kir::Stmt> by_elements = b_.nested([&] {
+          for (int u = 0; u < 8; ++u) {
+            K ok = kir::binary(kir::BinOp::And, lt(orow, s.outer.size), lt(add(icol, i64(u)), s.inner.size));
+            emit(kir::store(kir::Space::Shared, s.array, i32(add(dst, i64(u))),
+                            kir::select(ok, as(element(u), t_.operand), kir::cf(0, t_.operand))));
+          }
+        });
+        if (!stage_->async) {
+          for (kir::Stmt& x : by_elements) emit(std::move(x));
+          return;
+        }
+        K first = element(0);
+        K index = let(b_.fresh("fill_src"), first.args[0]);
+        K whole = kir::binary(kir::BinOp::And, lt(orow, s.outer.size),
+                              kir::binary(kir::BinOp::Le, add(icol, i64(8)), s.inner.size));
+        whole = kir::binary(kir::BinOp::And, whole,
+                            kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, index, i64(8)), i64(0)));
+        std::vector<kir::Stmt> copy;
+        copy.push_back(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, i32(dst)), index}, {},
+                                      s.read.name));
+        emit(kir::if_then(whole, std::move(copy), std::move(by_elements)));
+      });
+      if ((it + 1) * threads <= chunks) for (kir::Stmt& x : chunk) emit(std::move(x));
+      else emit(kir::if_then(lt(c, i64(chunks)), std::move(chunk)));
+    }
+  }
+
+  void commit() {
+    if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncCommit, {}, {}));
+  }
+  void wait(int pending) {
+    if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
+    emit(kir::barrier());
+  }
+
+  // Registers of fragments read from a slab with one ldmatrix: piece m is register `reg` of a
+  // fragment of lane map `fn` whose (row, col) origin in the slab's frame is (row_base,
+  // col_base); `row_is_outer` says whether the fragment's rows run along the slab's rows.
+  struct Piece {
+    kir::Reg dest;
+    CoordFn fn;
+    int reg;
+    K row_base, col_base;
+    bool row_is_outer;
+  };
+  void drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces) {
+    std::optional<bool> trans;
+    std::vector<K> addrs;
+    for (const Piece& p : pieces) {
+      int row = 1 << 20, col = 1 << 20;
+      for (int lane = 0; lane < kWarp; ++lane)
+        for (int h = 0; h < 2; ++h) {
+          kir::FragmentCoord c = p.fn(lane, 2 * p.reg + h);
+          row = std::min(row, c.row);
+          col = std::min(col, c.col);
+        }
+      kir::FragmentCoord lo = p.fn(0, 2 * p.reg), hi = p.fn(0, 2 * p.reg + 1);
+      bool pair_along_rows = hi.row == lo.row + 1;
+      bool t = pair_along_rows == p.row_is_outer;  // the register pairs run along the slab's rows
+      if (trans && *trans != t) throw std::logic_error("one ldmatrix cannot mix transposed and plain pieces");
+      trans = t;
+      K fr = add(p.row_base, i64(row)), fc = add(p.col_base, i64(col));
+      K outer = p.row_is_outer ? fr : fc, inner = p.row_is_outer ? fc : fr;
+      addrs.push_back(add(add(mul(buf, i64(s.elems())), mul(add(outer, kir::binary(kir::BinOp::Rem, lane_, i64(8))),
+                                                              i64(s.pitch))),
+                          inner));
+    }
+    // Lanes 8m..8m+7 address the rows of matrix m; lanes past the pieces repeat them.
+    K m = kir::binary(kir::BinOp::Div, lane_, i64(8));
+    K addr = addrs.back();
+    for (size_t i = addrs.size() - 1; i-- > 0;)
+      addr = kir::select(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, m, i64(static_cast<int64_t>(addrs.size()))),
+                                     i64(static_cast<int64_t>(i))),
+                         addrs[i], addr);
+    using enum kir::IntrinsicId;
+    static constexpr kir::IntrinsicId kPlain[] = {LdmatrixX1, LdmatrixX2, LdmatrixX4, LdmatrixX4};
+    static constexpr kir::IntrinsicId kTrans[] = {LdmatrixX1Trans, LdmatrixX2Trans, LdmatrixX4Trans, LdmatrixX4Trans};
+    if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4) throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
+    std::vector<kir::Reg> outs;
+    for (const Piece& p : pieces) outs.push_back(p.dest);
+    emit(kir::intrinsic((*trans ? kTrans : kPlain)[pieces.size() - 1], std::move(outs),
+                        {kir::shared_addr(s.array, i32(addr))}));
+  }
+
+  // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]
+  // from a slab, four matrices per ldmatrix where they pair up.
+  void drain_fragments(const Slab& s, const K& buf, CoordFn fn, int regs, int n_frags, const std::string& array, int off,
+                       const std::function<std::pair<K, K>(int)>& origin, bool row_is_outer) {
+    std::vector<Piece> all;
+    for (int f = 0; f < n_frags; ++f) {
+      auto [rb, cb] = origin(f);
+      for (int r = 0; r < regs; ++r) all.push_back({{array, off + f * regs + r}, fn, r, rb, cb, row_is_outer});
+    }
+    for (size_t i = 0; i < all.size();) {
+      size_t n = all.size() - i >= 4 ? 4 : all.size() - i >= 2 ? 2 : 1;
+      drain(s, buf, std::vector<Piece>(all.begin() + static_cast<std::ptrdiff_t>(i), all.begin() + static_cast<std::ptrdiff_t>(i + n)));
+      i += n;
+    }
+  }
+
+
+  void fill_tile(const Slab& s, const K& buf, const K& origin) {
+    fill(s, buf, s.outer.name == s.stream ? origin : s.outer.base, s.inner.name == s.stream ? origin : s.inner.base);
+  }
+
+  // for v in [0, size) step chunk: compute(v, buf) on the tiles at v. With STAGE the slabs
+  // are filled first (ring: depth - 1 tiles ahead, the copies of later tiles in flight under
+  // this tile's math) and the block waits for the tile's copies before computing.
+  void stream_loop(const std::string& var, const K& size, int chunk, const std::vector<const Slab*>& slabs,
+                   const std::function<void(const K&, const K&)>& compute) {
+    const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
+    auto fill_all = [&](const K& buf, const K& origin) {
+      for (const Slab* sl : slabs) fill_tile(*sl, buf, origin);
+    };
+    if (stage_ && dist > 0) {
+      emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
+      for (int p = 0; p < dist; ++p) {
+        K origin = i64(int64_t{p} * chunk);
+        emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_all(i64(p), origin); })));
+        commit();
+      }
+    }
+    K v = kir::var({var}, I64);
+    std::vector<kir::Stmt> body = b_.nested([&] {
+      if (!stage_) return compute(v, i64(0));
+      K t = let(b_.fresh("tile"), kir::binary(kir::BinOp::Div, v, i64(chunk)));
+      if (dist > 0) {
+        K ahead = add(v, i64(int64_t{dist} * chunk));
+        K nb = kir::binary(kir::BinOp::Rem, add(t, i64(dist)), i64(depth));
+        emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
+        emit(kir::if_then(lt(ahead, size), b_.nested([&] { fill_all(nb, ahead); })));
+        commit();
+        wait(dist);
+      } else {
+        fill_all(kir::binary(kir::BinOp::Rem, t, i64(depth)), v);
+        commit();
+        wait(0);
+      }
+      compute(v, let(b_.fresh("buf"), kir::binary(kir::BinOp::Rem, t, i64(depth))));
+      emit(kir::barrier());
+    });
+    kir::Stmt f = kir::for_loop(var, I64, i64(0), size, std::move(body));
+    f.step = chunk;
+    emit(std::move(f));
+  }
+
   // ---- the kernel -----------------------------------------------------------------------
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
     masks_ = row_sharing_masks();
@@ -383,15 +581,21 @@ class MmaTier {
       b_.scopes_.back().index[a.name] = let(b_.unclashed(a.name), v);
       if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
     }
+    out_ = &out;
+    tid_ = let("tid", as(kir::special(kir::Special::ThreadIdx), I64));
     K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
     K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
+    lane_ = lane;
     grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
     tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
-    K warp_m = t_.warps_n == 1 ? warp : kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n));
-    row0_ = let("row0", add(mul(row_tile, i64(rows_per_block)), mul(warp_m, i64(rows_per_warp_))));
-    if (!fold)
-      col0_ = let("col0", add(mul(col_tile, i64(cols_per_block)),
-                              mul(kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)), i64(cols_per_warp_))));
+    warp_m_ = t_.warps_n == 1 ? warp : let("warp_m", kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n)));
+    warp_n_ = t_.warps_n == 1 ? i64(0) : let("warp_n", kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)));
+    row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
+    row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
+    if (!fold) {
+      col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block)));
+      col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
+    }
     if (fold) emit_fold(program);
     else emit_contraction();
     out.body = std::move(body);
@@ -413,19 +617,39 @@ class MmaTier {
     emit(kir::decl(af, U32, fm * 4));
     emit(kir::decl(bf, U32, fn * 2));
     const std::string kv = b_.fresh("k0");
-    K k0 = kir::var({kv}, I64);
     K ksize = KernelBuilder::size_value(first_.axis.size);
-    std::vector<kir::Stmt> loop = b_.nested([&] {
+    const int chunk = steps * kAtomK;
+    std::optional<Slab> sa, sb;
+    if (stage_) {
+      sa = make_slab("a_tile", first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
+                     axis_at(first_.axis, i64(0), true), chunk);
+      sb = make_slab("b_tile", first_.col, axis_at(first_.axis, i64(0), true), chunk,
+                     axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_);
+      sa->stream = sb->stream = first_.axis.name;
+    }
+    std::vector<const Slab*> slabs;
+    if (stage_) slabs = {&*sa, &*sb};
+    stream_loop(kv, ksize, chunk, slabs, [&](const K& k0, const K& buf) {
       for (int s = 0; s < steps; ++s) {
         K kb = add(k0, i64(s * kAtomK));
-        emit(kir::comment(fmt::format("K step {}: fragments from global memory, then {} mma", s, fm * fn)));
+        emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
+                                      stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
         std::vector<kir::Stmt> step = b_.nested([&] {
-          for (int a = 0; a < fm; ++a)
-            load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
-                          axis_at(first_.axis, kb, true));
-          for (int n = 0; n < fn; ++n)
-            load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
-                          axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+          if (stage_) {
+            drain_fragments(*sa, buf, kir::mma_a_coord, 4, fm, af, 0, [&](int a) {
+              return std::pair{add(mul(warp_m_, i64(rows_per_warp_)), i64(a * kAtomM)), i64(s * kAtomK)};
+            }, sa->outer.name == row_axis_.name);
+            drain_fragments(*sb, buf, kir::mma_b_coord, 2, fn, bf, 0, [&](int n) {
+              return std::pair{i64(s * kAtomK), add(mul(warp_n_, i64(cols_per_warp_)), i64(n * kAtomN))};
+            }, sb->outer.name == first_.axis.name);
+          } else {
+            for (int a = 0; a < fm; ++a)
+              load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                            axis_at(first_.axis, kb, true));
+            for (int n = 0; n < fn; ++n)
+              load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
+                            axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+          }
           for (int a = 0; a < fm; ++a)
             for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
         });
@@ -433,9 +657,6 @@ class MmaTier {
         else emit(kir::if_then(lt(kb, ksize), std::move(step)));
       }
     });
-    kir::Stmt f = kir::for_loop(kv, I64, i64(0), ksize, std::move(loop));
-    f.step = steps * kAtomK;
-    emit(std::move(f));
     emit(kir::comment("epilogue: each C element at its row and column"));
     for (int a = 0; a < fm; ++a)
       for (int n = 0; n < fn; ++n)
@@ -503,18 +724,35 @@ class MmaTier {
       }
       emit(kir::decl(kf, U32, fn * 2));
       emit(kir::decl(pf, U32, fm * 4));
-      if (value_read_) emit(kir::decl(vf, U32, 2));
+      if (value_read_) emit(kir::decl(vf, U32, 2 * ne));
       const std::string jv = b_.fresh(fold.axis.name + "0");
-      K j0 = kir::var({jv}, I64);
-      std::vector<kir::Stmt> loop = b_.nested([&] {
-        emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", fn * kAtomN,
-                                      tir::print_expr(first_.around))));
+      const int chunk = fn * kAtomN;
+      std::vector<const Slab*> slabs;
+      if (stage_) {
+        kslab_ = make_slab("col_tile", first_.col, axis_at(fold.axis, i64(0), false), chunk,
+                           axis_at(first_.axis, i64(0), true), bound);
+        kslab_->stream = fold.axis.name;
+        slabs.push_back(&*kslab_);
+        if (value_read_) {
+          vslab_ = make_slab("val_tile", *value_read_, axis_at(fold.axis, i64(0), true), chunk,
+                             axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile);
+          vslab_->stream = fold.axis.name;
+          slabs.push_back(&*vslab_);
+        }
+      }
+      stream_loop(jv, keys, chunk, slabs, [&](const K& j0, const K& buf) {
+        emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
         emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
         for (int s = 0; s < ks; ++s) {
           std::vector<kir::Stmt> step = b_.nested([&] {
-            for (int n = 0; n < fn; ++n)
-              load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
-                            axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+            if (stage_)
+              drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, [&](int n) {
+                return std::pair{i64(s * kAtomK), i64(n * kAtomN)};
+              }, kslab_->outer.name == first_.axis.name);
+            else
+              for (int n = 0; n < fn; ++n)
+                load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
+                              axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
             for (int a = 0; a < fm; ++a)
               for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (a * ks + s) * 4, kf, n * 2);
           });
@@ -537,11 +775,8 @@ class MmaTier {
           b_.scopes_.pop_back();
           emit(kir::assign(slot.reg, kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32))));
         }, j0);
-        emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0);
+        emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
       });
-      kir::Stmt f = kir::for_loop(jv, I64, i64(0), keys, std::move(loop));
-      f.step = fn * kAtomN;
-      emit(std::move(f));
       emit_fold_results(carrier, fm, ne, tile0, rows);
     };
     if (!tile_loop_) return tile_body(i64(0));
@@ -578,7 +813,7 @@ class MmaTier {
   // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
   // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
   void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
-                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0) {
+                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf) {
     const lir::Stmt& fold = *fold_;
     const std::string& mrun = carrier[rescaled_.key];
     const double ninf = -std::numeric_limits<double>::infinity();
@@ -655,10 +890,15 @@ class MmaTier {
                                 {elem(sc, c_index(a, 2 * step + hi.atom, hi.elem, fn), F32),
                                  elem(sc, c_index(a, 2 * step + lo.atom, lo.elem, fn), F32)}));
           }
+        if (stage_)
+          drain_fragments(*vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, [&](int n) {
+            return std::pair{i64(step * kAtomK), i64(n * kAtomN)};
+          }, vslab_->outer.name == fold.axis.name);
         for (int n = 0; n < ne; ++n) {
-          load_fragment(*value_read_, kir::mma_b_coord, 2, vf, 0, axis_at(fold.axis, kb, true),
-                        axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
-          for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, 0);
+          if (!stage_)
+            load_fragment(*value_read_, kir::mma_b_coord, 2, vf, n * 2, axis_at(fold.axis, kb, true),
+                          axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
+          for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, n * 2);
         }
       });
       if (step == 0) for (kir::Stmt& x : body) emit(std::move(x));
@@ -731,12 +971,15 @@ class MmaTier {
   size_t value_field_ = static_cast<size_t>(-1);
   std::vector<int> masks_;
   LaneAffine c_aff_[4];
-  K grp_, tig_, row0_, col0_;
+  K grp_, tig_, row0_, col0_, lane_, tid_, warp_m_, warp_n_, row_block0_, col_block0_;
+  std::optional<MmaStage> stage_;
+  std::optional<Slab> kslab_, vslab_;
+  kir::Kernel* out_ = nullptr;
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
 };
 
 bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
-  MmaTier tier(*this, *knobs_.mma);
+  MmaTier tier(*this, *knobs_.mma, knobs_.stage);
   tier.kernel_body_ = k.body;
   return tier.build(k, out, program, why);
 }
