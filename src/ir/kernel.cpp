@@ -1,6 +1,7 @@
 // Names, sizes and builders of the kernel IR.
 #include "ir/kernel.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -214,6 +215,24 @@ const Param* Kernel::find_param(std::string_view param_name) const {
   for (const Param& p : params)
     if (p.name == param_name) return &p;
   return nullptr;
+}
+
+std::vector<int64_t> shared_offsets(const Kernel& kernel) {
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (const SharedArray& a : kernel.shared) {
+    int64_t align = std::max(a.align, 1);
+    at = (at + align - 1) / align * align;
+    offsets.push_back(at);
+    at += std::max<int64_t>(a.count, 0) * type_bytes(a.type);
+  }
+  return offsets;
+}
+
+int64_t shared_bytes(const Kernel& kernel) {
+  if (kernel.shared.empty()) return 0;
+  const SharedArray& last = kernel.shared.back();
+  return shared_offsets(kernel).back() + std::max<int64_t>(last.count, 0) * type_bytes(last.type);
 }
 
 std::optional<std::string> check_limits(const Program& program, const std::map<std::string, int64_t>& sizes) {

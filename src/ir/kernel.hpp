@@ -188,6 +188,14 @@ struct Program {
   std::vector<std::string> warnings;  // schedule parts the kernels could not honour, and why
 };
 
+// Shared memory: each array at its alignment, in order. Past the 48 KB a kernel may declare
+// statically, the arrays are carved out of the dynamic shared window (launched with that many
+// bytes and the function's opt-in raised to it).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+std::vector<int64_t> shared_offsets(const Kernel& kernel);  // byte offset of each array
+int64_t shared_bytes(const Kernel& kernel);
+inline bool uses_dynamic_shared(const Kernel& kernel) { return shared_bytes(kernel) > kStaticSharedBytes; }
+
 // The first limit the sizes break, as a one-line message; nullopt when all hold.
 std::optional<std::string> check_limits(const Program& program, const std::map<std::string, int64_t>& sizes);
 

@@ -63,6 +63,7 @@ struct Api {
   Result (*event_synchronize)(EventH) = nullptr;
   Result (*event_elapsed_time)(float*, EventH, EventH) = nullptr;
   Result (*occupancy_max_active_blocks)(int*, FunctionH, int, size_t) = nullptr;
+  Result (*func_set_attribute)(FunctionH, int, int) = nullptr;
   Result (*launch_kernel)(FunctionH, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, StreamH,
                           void**, void**) = nullptr;
 };
@@ -126,6 +127,7 @@ std::string resolve_all(GetProcAddress get, Api& a) {
   resolve(get, "cuEventElapsedTime", a.event_elapsed_time, missing);
   resolve(get, "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks, missing);
   resolve(get, "cuLaunchKernel", a.launch_kernel, missing);
+  resolve(get, "cuFuncSetAttribute", a.func_set_attribute, missing);
   return missing;
 }
 
@@ -336,6 +338,12 @@ int Driver::max_active_blocks(const Function& function, int block_threads, size_
   check(api().occupancy_max_active_blocks(&blocks, function.handle, block_threads, dynamic_smem),
         "cuOccupancyMaxActiveBlocksPerMultiprocessor " + function.name);
   return blocks;
+}
+
+void Driver::allow_dynamic_shared(const Function& function, int bytes) const {
+  constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  check(api().func_set_attribute(function.handle, kMaxDynamicSharedSizeBytes, bytes),
+        fmt::format("cuFuncSetAttribute {} (max dynamic shared memory {} bytes)", function.name, bytes));
 }
 
 void Driver::launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,

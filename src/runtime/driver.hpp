@@ -119,6 +119,9 @@ class Driver {
   // Blocks of `function` one multiprocessor holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
   int max_active_blocks(const Function& function, int block_threads, size_t dynamic_smem = 0) const;
 
+  // Raises the dynamic shared memory `function` may be launched with (cuFuncSetAttribute).
+  void allow_dynamic_shared(const Function& function, int bytes) const;
+
   void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
               StreamRef stream, unsigned dynamic_smem = 0) const;
 

@@ -68,7 +68,9 @@ LoadedProgram::LoadedProgram(const Driver& driver, const kir::Program& program, 
     : driver_(&driver), program_(program), module_(driver.load_module(cubin)) {
   for (const kir::Kernel& k : program_.kernels) {
     functions_.push_back(driver.function(module_, k.name));
-    blocks_per_sm_.push_back(driver.max_active_blocks(functions_.back(), k.block_threads));
+    const size_t dynamic = kir::uses_dynamic_shared(k) ? static_cast<size_t>(kir::shared_bytes(k)) : 0;
+    if (dynamic) driver.allow_dynamic_shared(functions_.back(), static_cast<int>(dynamic));
+    blocks_per_sm_.push_back(driver.max_active_blocks(functions_.back(), k.block_threads, dynamic));
     if (blocks_per_sm_.back() == 0)
       fail(fmt::format("kernel {} cannot run on {}: not one block of {} threads fits on a multiprocessor "
                        "(registers or shared memory; see emmyc compile --ir ptx)",
@@ -82,7 +84,8 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
   std::vector<KernelLaunch> launches;
   for (size_t i = 0; i < program_.kernels.size(); ++i) {
     const kir::Kernel& k = program_.kernels[i];
-    KernelLaunch l{&k, functions_[i], {}, {static_cast<unsigned>(k.block_threads)}, {}};
+    KernelLaunch l{&k, functions_[i], {}, {static_cast<unsigned>(k.block_threads)}, {},
+                   kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u};
     Scalars scalars;
     for (const kir::Param& p : k.params) {
       if (p.kind == kir::Param::Kind::Buffer) l.args.push_back(buffer_arg(k, p, buffers));
@@ -102,7 +105,7 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
 }
 
 void LoadedProgram::launch(const KernelLaunch& l, StreamRef stream) const {
-  driver_->launch(l.function, l.grid, l.block, l.args, stream);
+  driver_->launch(l.function, l.grid, l.block, l.args, stream, l.dynamic_smem);
 }
 
 std::map<std::string, DevicePtr> DeviceTensors::addresses() const {

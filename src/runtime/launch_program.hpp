@@ -22,6 +22,7 @@ struct KernelLaunch {
   Function function;
   Dim3 grid, block;
   std::vector<KernelArg> args;
+  unsigned dynamic_smem = 0;  // bytes of the dynamic shared window (kir::uses_dynamic_shared)
 };
 
 // A program's module on the device with one function per kernel and the blocks of each that one

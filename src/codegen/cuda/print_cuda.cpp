@@ -510,8 +510,18 @@ std::string print_one_kernel(const Kernel& k) {
   std::string out;
   for (const std::string& line : k.doc) out += "// " + line + "\n";
   out += signature(k) + "{\n";
-  for (const SharedArray& a : k.shared)
-    out += fmt::format("    __shared__ __align__({}) {} {}[{}];\n", a.align, cuda_type(a.type), a.name, a.count);
+  if (uses_dynamic_shared(k)) {
+    // Past the static 48 KB: the arrays are views into the dynamic window the launch sizes.
+    out += fmt::format("    extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // {} bytes\n",
+                       shared_bytes(k));
+    std::vector<int64_t> at = shared_offsets(k);
+    for (size_t i = 0; i < k.shared.size(); ++i)
+      out += fmt::format("    {0}* const {1} = reinterpret_cast<{0}*>(emmy_dynamic_smem + {2});  // [{3}]\n",
+                         cuda_type(k.shared[i].type), k.shared[i].name, at[i], k.shared[i].count);
+  } else {
+    for (const SharedArray& a : k.shared)
+      out += fmt::format("    __shared__ __align__({}) {} {}[{}];\n", a.align, cuda_type(a.type), a.name, a.count);
+  }
   if (!k.shared.empty() && !k.body.empty()) out += "\n";
   Printer p;
   p.block(k.body, 1);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
+# matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
+# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows]...
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=$PWD/gpu-carry
+OUT=${OUT:-/tmp/emmy-out}
+mkdir -p "$OUT"
+export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+bench() {  # file op shape knobs
+  echo "== $2 $3 $4"
+  "$B/emmyc" run "$1" --op "$2" --shape "$3" --knobs "$4" --bench 2>&1 | tee -a "$OUT/probe.log" |
+    grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
+}
+A=TILE=a:mma_m16n8k16_f16
+for what in "${@:-sdpa matmul}"; do
+  case $what in
+    sdpa) for t in w4x1/f1x8/k4 w4x1/f2x4/k4 w4x1/f2x8/k4 w8x1/f1x8/k4; do
+            for s in d1/cp d2/cp/ring; do bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/$t,STAGE=$s"; done
+          done ;;
+    sdpa128) for t in w4x1/f1x8/k8 w8x1/f1x8/k8 w4x1/f1x4/k8; do
+            for s in d1/cp d2/cp/ring; do bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$A/$t,TILE@e=f128,STAGE=$s"; done
+          done ;;
+    causal) for t in w4x1/f1x8/k4 w4x1/f2x8/k4; do
+            bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/$t,STAGE=d2/cp/ring"; done ;;
+    matmul) for t in w2x2/f4x4/k2 w2x2/f4x8/k2 w4x2/f4x4/k2 w2x4/f4x4/k2 w2x2/f4x4/k4; do
+            for s in d2/cp/ring d3/cp/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s,RASTER="; done
+          done ;;
+  esac
+done
