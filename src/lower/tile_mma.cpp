@@ -248,22 +248,26 @@ class MmaTier {
     return true;
   }
 
+  // The body: statements computed per output element (the epilogue chain) and stores, one of
+  // which holds the contraction; the others read it through registers.
   bool plan_contraction(const lir::Kernel& k) {
     if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
     row_axis_ = k.threads[k.threads.size() - 2];
     col_axis_ = k.threads.back();
-    for (const lir::Stmt& s : k.body) {
-      if (s.kind == lir::Stmt::Kind::Store) continue;
-      if (s.kind != lir::Stmt::Kind::Compute || compute_) return reject("the kernel's body is not one contraction and its stores");
-      compute_ = &s;
+    for (size_t i = 0; i < k.body.size(); ++i) {
+      const lir::Stmt& s = k.body[i];
+      if (s.kind != lir::Stmt::Kind::Compute && s.kind != lir::Stmt::Kind::Store)
+        return reject("the kernel's body holds loops or folds besides its contraction");
+      if (!tir::has_reduce(s.value)) continue;
+      if (contraction_stmt_ >= 0) return reject("the kernel computes two reductions; the tensor-core tier tiles one");
+      std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name);
+      if (!c)
+        return reject(fmt::format("{} is not a contraction of two {} inputs with rows on {} and columns on {}",
+                                  tir::print_expr(s.value), kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
+      first_ = *c;
+      contraction_stmt_ = static_cast<int>(i);
     }
-    const Expr& value = compute_ ? compute_->value : k.body.empty() ? Expr{} : k.body[0].value;
-    if (!compute_ && k.body.size() != 1) return reject("the kernel's body is not one contraction and its stores");
-    std::optional<Contraction> c = contraction_in(value, row_axis_.name, col_axis_.name);
-    if (!c)
-      return reject(fmt::format("no contraction of two {} inputs over one axis with rows on {} and columns on {}",
-                                kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
-    first_ = *c;
+    if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
     return true;
   }
 
@@ -582,7 +586,7 @@ class MmaTier {
       if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
     }
     out_ = &out;
-    tid_ = let("tid", as(kir::special(kir::Special::ThreadIdx), I64));
+    if (stage_) tid_ = let("tid", as(kir::special(kir::Special::ThreadIdx), I64));
     K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
     K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
     lane_ = lane;
@@ -611,7 +615,8 @@ class MmaTier {
   // ---- a contraction and its epilogue (matmul) --------------------------------------------
   void emit_contraction() {
     const int fm = t_.frag_m, fn = t_.frag_n, steps = std::max(1, t_.k_chunk);
-    const std::string acc = "acc", af = "a_frag", bf = "b_frag";
+    // Fresh names: the op's own registers (an epilogue's `acc`) must not shadow them.
+    const std::string acc = b_.fresh("acc"), af = b_.fresh("a_frag"), bf = b_.fresh("b_frag");
     emit(kir::comment(fmt::format("C tile in registers: {} x {} atoms per warp", fm, fn)));
     emit(kir::decl(acc, F32, kir::cf(0, F32), fm * fn * 4));
     emit(kir::decl(af, U32, fm * 4));
@@ -668,14 +673,10 @@ class MmaTier {
             b_.scopes_.back().index[row_axis_.name] = row;
             b_.scopes_.back().index[col_axis_.name] = col;
             b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
-            if (compute_) {
-              b_.scopes_.back().regs[compute_->reg] = b_.let(b_.unclashed(compute_->reg), b_.lower(first_.around));
-              for (const lir::Stmt& s : kernel_body_)
-                if (s.kind == lir::Stmt::Kind::Store) b_.stmt(s);
-            } else {
-              lir::Stmt store = kernel_body_[0];
-              store.value = first_.around;
-              b_.stmt(store);
+            for (size_t i = 0; i < kernel_body_.size(); ++i) {
+              lir::Stmt st = kernel_body_[i];
+              if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
+              b_.stmt(st);
             }
           });
           emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, KernelBuilder::size_value(row_axis_.size)),
@@ -693,7 +694,8 @@ class MmaTier {
                               fmt::format("the contraction over {} is kept in registers as {} k-steps of 16 (k{} of "
                                           "TILE); raise k to cover it",
                                           first_.axis.name, ks, ks)});
-    const std::string qf = "row_frag", kf = "col_frag", vf = "val_frag", pf = "p_frag", sc = "score";
+    const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
+                      pf = b_.fresh("p_frag"), sc = b_.fresh("score");
     const K rows = KernelBuilder::size_value(row_axis_.size);
     const K keys = KernelBuilder::size_value(fold.axis.size);
     const K dsize = KernelBuilder::size_value(first_.axis.size);
@@ -712,7 +714,7 @@ class MmaTier {
                                     field_names(), fold.monoid, rows_per_warp_)));
       std::vector<std::string> carrier(fold.fields.size());
       for (size_t f = 0; f < fold.fields.size(); ++f) {
-        carrier[f] = "run_" + fold.fields[f].name;
+        carrier[f] = b_.fresh("run_" + fold.fields[f].name);
         ScalarType t = scalar_of(fold.fields[f].dtype);
         if (f == value_field_ && value_read_) {
           emit(kir::decl(carrier[f], F32, kir::cf(0, F32), fm * ne * 4));
@@ -914,7 +916,7 @@ class MmaTier {
     auto bind_carrier = [&](int a, int r) {
       for (size_t f = 0; f < fold.fields.size(); ++f)
         if (!(f == value_field_ && value_read_))
-          b_.scopes_.back().regs[carrier[f]] = elem(carrier[f], a * 2 + r, F32);
+          b_.scopes_.back().regs["run_" + fold.fields[f].name] = elem(carrier[f], a * 2 + r, F32);
     };
     std::vector<lir::Stmt> stores;
     if (tile_loop_)
@@ -946,7 +948,8 @@ class MmaTier {
         b_.scopes_.back().index[row_axis_.name] = row;
         b_.scopes_.back().index[tile_axis.name] = col;
         bind_carrier(a, slot_of(e));
-        b_.scopes_.back().regs[carrier[value_field_]] = elem(carrier[value_field_], c_index(a, n, e, ne), F32);
+        b_.scopes_.back().regs["run_" + fold.fields[value_field_].name] =
+            elem(carrier[value_field_], c_index(a, n, e, ne), F32);
         for (const lir::Stmt& s : fold.results) b_.stmt(s);
         for (const lir::Stmt& s : stores) b_.stmt(s);
       });
@@ -963,7 +966,7 @@ class MmaTier {
   std::string why_;
   const lir::Stmt* tile_loop_ = nullptr;
   const lir::Stmt* fold_ = nullptr;
-  const lir::Stmt* compute_ = nullptr;
+  int contraction_stmt_ = -1;  // the body statement holding the contraction
   algebra::RescaledSum rescaled_;
   tir::Axis row_axis_, col_axis_;
   Contraction first_;

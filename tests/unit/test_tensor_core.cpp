@@ -1,0 +1,243 @@
+// The tensor-core tier: every stdlib op and example whose contraction fits an mma.sync atom,
+// under warp grids, fragment tiles, K chunks and STAGE variants, interpreted at ragged shapes
+// against the float64 reference (fragment lane maps, ldmatrix, cp.async at wait time); the
+// same schedules compiled by NVRTC for sm_80, sm_90 and sm_120 without spills; the monoid
+// class the fold lowering relies on; and what the tier refuses, with its reasons.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "algebra/discover.hpp"
+#include "algebra/from_ast.hpp"
+#include "algebra/rescaled_sum.hpp"
+#include "codegen/cuda/print_cuda.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
+#include "runtime/nvrtc.hpp"
+#include "schedule_matrix.hpp"
+#include "test_helpers.hpp"
+
+namespace emmy {
+namespace {
+
+// The tensor-core schedules every op is tried under: a fold takes w<M>x1 only, so each
+// geometry comes in a fold-friendly form too.
+const char* const kSchedules[] = {
+    "TILE=a:mma_m16n8k16_f16/w2x1/f1x2/k4,STAGE=",
+    "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
+    "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring",
+    "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring",
+    "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg",
+};
+
+// Ragged sizes (no tile divides them; the contraction axes stay within the k4 bound of 64),
+// then all ones.
+std::vector<SizeBindings> shapes(const CheckedOp& op) {
+  std::vector<std::string> names = test::input_size_names(op);
+  const int64_t ragged[] = {2, 3, 37, 45, 21, 19, 23, 30};
+  std::vector<SizeBindings> out(2);
+  for (size_t i = 0; i < names.size(); ++i) {
+    out[0][names[i]] = ragged[i % 8];
+    out[1][names[i]] = 1;
+  }
+  return out;
+}
+
+bool took_tensor_cores(const lower::Lowered& low) {
+  for (const std::string& w : low.kernels.warnings)
+    if (w.find("scalar tier") != std::string::npos) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedule, interpreted against the reference") {
+  const TargetInfo& target = *find_target("sm_90");
+  std::set<std::string> tiled;
+  int runs = 0;
+  for (const std::string& file : test::program_files(EMMY_SOURCE_DIR)) {
+    auto l = test::check_file(file);
+    REQUIRE(!l->diags->has_errors());
+    for (const CheckedOp* op : test::main_ops(*l->program)) {
+      const std::string name = op->decl->name.name;
+      for (const char* knobs : kSchedules) {
+        CAPTURE(file);
+        CAPTURE(name);
+        CAPTURE(knobs);
+        lower::Lowered low = lower::lower_op(*l->program, *op, {nullptr, "", knobs}, target);
+        if (!took_tensor_cores(low)) continue;
+        tiled.insert(name);
+        std::vector<std::string> problems = verify_program(low.kernels);
+        CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+        for (const SizeBindings& sizes : shapes(*op)) {
+          CAPTURE(test::shape_text(sizes));
+          TensorMap inputs = random_inputs(*op, sizes, 11);
+          TensorMap ref;
+          try {
+            ref = evaluate_reference(*l->program, *op, sizes, inputs);
+          } catch (const std::exception&) {
+            continue;  // sizes the op rejects (H not a multiple of KH)
+          }
+          TensorMap buffers = inputs;
+          SimtOptions so;
+          so.shuffle_blocks = true;
+          so.seed = 5;
+          try {
+            SimtReport r = run_simt(low.kernels, sizes, buffers, so);
+            CHECK(r.blocks > 0);
+          } catch (const std::exception& e) {
+            FAIL_CHECK("interpreter: " << e.what());
+            continue;
+          }
+          for (const auto& [out, want] : ref) {
+            CAPTURE(out);
+            Comparison c = compare(buffers.at(out), want, tolerance_for(*op, want.dtype));
+            CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e} max abs {:.3e} non-finite {}", c.rel_l2, c.max_abs, c.non_finite));
+          }
+          ++runs;
+        }
+      }
+    }
+  }
+  MESSAGE(fmt::format("{} runs; ops on the tensor cores: {}", runs, fmt::join(tiled, ", ")));
+  for (const char* op : {"sdpa", "sdpa_causal", "sdpa_gqa", "sdpa_explicit", "matmul", "matmul_nt", "bmm",
+                         "matmul_bias_relu", "matmul_bias_gelu", "bmm_nt_bias_relu"})
+    CHECK_MESSAGE(tiled.count(op), op << " did not take the tensor-core tier");
+}
+
+TEST_CASE("tensor cores: bf16 operands through the bf16 atom") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  // The op's f16 signature read as bf16, as `emmyc run --dtype bf16` does.
+  SourceManager sm;
+  Diagnostics diags(sm);
+  std::ifstream in(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t id = sm.add("nn.emmy", text);
+  auto program = check_program(sm, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, DType::BF16}, diags);
+  REQUIRE(!diags.has_errors());
+  const CheckedOp& op = program->ops.at("sdpa");
+  lower::Lowered low = lower::lower_op(*program, op, {nullptr, "", "TILE=a:mma_m16n8k16_bf16/w2x1/f1x2/k4,STAGE=d2/cp/ring"},
+                                       *find_target("sm_90"));
+  REQUIRE(took_tensor_cores(low));
+  std::string kernel = print_cuda(low.kernels);
+  CHECK(kernel.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+  SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 19}, {"T", 33}, {"D", 24}, {"E", 20}};
+  TensorMap inputs = random_inputs(op, sizes, 3);
+  TensorMap ref = evaluate_reference(*program, op, sizes, inputs);
+  TensorMap buffers = inputs;
+  run_simt(low.kernels, sizes, buffers, {});
+  Comparison c = compare(buffers.at("o"), ref.at("o"), tolerance_for(op, ref.at("o").dtype));
+  CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e}", c.rel_l2));
+}
+
+TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and sm_120 without spills") {
+  if (!test::nvrtc_or_skip()) return;
+  int kernels = 0;
+  for (const char* file : {"/stdlib/nn.emmy", "/stdlib/linalg.emmy"}) {
+    auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + file);
+    REQUIRE(!l->diags->has_errors());
+    for (const char* knobs : kSchedules)
+      for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
+        // One translation unit: the ops' kernels in one program, so each helper is defined once.
+        kir::Program all;
+        for (const CheckedOp* op : test::main_ops(*l->program)) {
+          lower::Lowered low = lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target(target));
+          if (took_tensor_cores(low))
+            all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+        }
+        std::string source = print_cuda(all);
+        CAPTURE(file);
+        CAPTURE(knobs);
+        CAPTURE(target);
+        runtime::CompileOptions co;
+        co.target = find_target(target);
+        runtime::CompileResult r = runtime::compile_cuda(source, "tensor_core.cu", co);
+        REQUIRE_MESSAGE(r.ok, r.log);
+        for (const runtime::KernelResources& k : r.resources) {
+          CAPTURE(k.kernel);
+          CHECK(k.spill_stores == 0);
+          CHECK(k.spill_loads == 0);
+          CHECK(k.registers <= 255);
+          ++kernels;
+        }
+      }
+  }
+  CHECK(kernels >= 100);
+}
+
+TEST_CASE("tensor cores: the max-rescaled sum class is decided on normal forms") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  // The chain discovered in sdpa (m, l, o) is one; so is the library's softmax_pv.
+  std::vector<algebra::DiscoveredChain> chains = algebra::discover_chains(l->program->ops.at("sdpa"));
+  REQUIRE(!chains.empty());
+  std::optional<algebra::RescaledSum> online = algebra::as_rescaled_sum(chains[0].monoid);
+  REQUIRE(online);
+  CHECK(chains[0].monoid.fields[online->key] == "m");
+  CHECK(online->weighted.size() == 2);
+  std::string why;
+  auto pv = algebra::monoid_terms(*l->program->monoids.at("softmax_pv").decl, why);
+  REQUIRE(pv);
+  REQUIRE(algebra::as_rescaled_sum(*pv));
+  CHECK(pv->fields[algebra::as_rescaled_sum(*pv)->key] == "m");
+  // Not in the class: a plain sum, Welford, a max paired with an unweighted sum.
+  for (const char* name : {"sum", "welford", "argmax"}) {
+    CAPTURE(name);
+    auto it = l->program->monoids.find(name);
+    REQUIRE(it != l->program->monoids.end());
+    auto terms = algebra::monoid_terms(*it->second.decl, why);
+    REQUIRE(terms);
+    CHECK(!algebra::as_rescaled_sum(*terms));
+  }
+  auto bad = test::check_source(R"(
+monoid maxsum(m: f32, s: f32) {
+  identity = (-inf, 0);
+  combine(a, b) { yield (max(a.m, b.m), a.s + b.s); }
+}
+)");
+  REQUIRE(!bad->diags->has_errors());
+  auto terms = algebra::monoid_terms(*bad->program->monoids.at("maxsum").decl, why);
+  REQUIRE(terms);
+  CHECK(!algebra::as_rescaled_sum(*terms));
+}
+
+TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still runs") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const TargetInfo& sm90 = *find_target("sm_90");
+  // Keys split over warps: the fold's carriers would need a cross-warp combine.
+  lower::Lowered split = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
+                                         {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f1x2/k4"}, sm90);
+  REQUIRE(split.kernels.warnings.size() == 1);
+  CHECK(split.kernels.warnings[0].find("w<M>x1") != std::string::npos);
+  CHECK(split.kernels.warnings[0].find("scalar tier") != std::string::npos);
+  // softmax has no contraction: the scalar tier, with the reason.
+  lower::Lowered soft = lower::lower_op(*l->program, l->program->ops.at("softmax"),
+                                        {nullptr, "", "TILE=a:mma_m16n8k16_f16/w4x1/f1x8/k4"}, sm90);
+  REQUIRE(soft.kernels.warnings.size() == 1);
+  CHECK(soft.kernels.warnings[0].find("not a contraction") != std::string::npos);
+  // The contraction kept in registers bounds its length: a larger size is refused at launch.
+  lower::Lowered sdpa = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
+                                        {nullptr, "", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k2"}, sm90);
+  REQUIRE(sdpa.kernels.limits.size() == 1);
+  CHECK(sdpa.kernels.limits[0].size == "D");
+  CHECK(sdpa.kernels.limits[0].max == 32);
+  SizeBindings sizes{{"B", 1}, {"H", 1}, {"S", 4}, {"T", 4}, {"D", 33}, {"E", 8}};
+  TensorMap buffers = random_inputs(l->program->ops.at("sdpa"), sizes, 1);
+  try {
+    run_simt(sdpa.kernels, sizes, buffers, {});
+    FAIL("a D past the schedule's bound must be refused");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("D = 33 is larger than this schedule handles (D <= 32)") != std::string::npos);
+    CHECK(std::string(e.what()).find("raise k") != std::string::npos);
+  }
+  // wgmma atoms are not lowered: an error on the command line, a warning from a block.
+  CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, l->program->ops.at("sdpa"),
+                                       {nullptr, "", "TILE=a:wgmma_m64n64k16_f16"}, *find_target("sm_90a")),
+                       doctest::Contains("wgmma lowering"), lower::LowerError);
+}
+
+}  // namespace emmy
