@@ -180,35 +180,48 @@ constexpr std::string_view kTmaLoad2d =
 }
 )";
 
-// Atomics: p is &buffer[index]. Floats order like their bits read as int when non-negative
-// and reversed as unsigned when the sign bit is set (-0 included), so max/min of floats are
-// one integer atomic each (NaN is not ordered: not supported).
+// Atomics (red: the atomic without its return value): p is &buffer[index], a generic address.
+// Floats order like their bits read as int when non-negative and reversed as unsigned when
+// the sign bit is set (-0 included), so max/min of floats are one integer atomic each (NaN is
+// not ordered: not supported).
 constexpr std::string_view kAtomicAddF32 =
-    R"(__device__ __forceinline__ void emmy_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+    R"(__device__ __forceinline__ void emmy_atomic_add_f32(float* p, float v) {
+  asm volatile("red.add.f32 [%0], %1;\n" :: "l"(p), "f"(v) : "memory");
+}
 )";
 constexpr std::string_view kAtomicAddF64 =
-    R"(__device__ __forceinline__ void emmy_atomic_add_f64(double* p, double v) { atomicAdd(p, v); }
+    R"(__device__ __forceinline__ void emmy_atomic_add_f64(double* p, double v) {
+  asm volatile("red.add.f64 [%0], %1;\n" :: "l"(p), "d"(v) : "memory");
+}
 )";
 constexpr std::string_view kAtomicAddI32 =
-    R"(__device__ __forceinline__ void emmy_atomic_add_i32(int* p, int v) { atomicAdd(p, v); }
+    R"(__device__ __forceinline__ void emmy_atomic_add_i32(int* p, int v) {
+  asm volatile("red.add.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
 )";
 constexpr std::string_view kAtomicMaxF32 =
     R"(__device__ __forceinline__ void emmy_atomic_max_f32(float* p, float v) {
-  if (__float_as_int(v) >= 0) atomicMax(reinterpret_cast<int*>(p), __float_as_int(v));
-  else atomicMin(reinterpret_cast<unsigned*>(p), __float_as_uint(v));
+  int b = __float_as_int(v);
+  if (b >= 0) asm volatile("red.max.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+  else asm volatile("red.min.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
 }
 )";
 constexpr std::string_view kAtomicMinF32 =
     R"(__device__ __forceinline__ void emmy_atomic_min_f32(float* p, float v) {
-  if (__float_as_int(v) >= 0) atomicMin(reinterpret_cast<int*>(p), __float_as_int(v));
-  else atomicMax(reinterpret_cast<unsigned*>(p), __float_as_uint(v));
+  int b = __float_as_int(v);
+  if (b >= 0) asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+  else asm volatile("red.max.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
 }
 )";
 constexpr std::string_view kAtomicMaxI32 =
-    R"(__device__ __forceinline__ void emmy_atomic_max_i32(int* p, int v) { atomicMax(p, v); }
+    R"(__device__ __forceinline__ void emmy_atomic_max_i32(int* p, int v) {
+  asm volatile("red.max.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
 )";
 constexpr std::string_view kAtomicMinI32 =
-    R"(__device__ __forceinline__ void emmy_atomic_min_i32(int* p, int v) { atomicMin(p, v); }
+    R"(__device__ __forceinline__ void emmy_atomic_min_i32(int* p, int v) {
+  asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
 )";
 
 struct AtomicRow {

@@ -98,19 +98,44 @@ Expr widened(const Expr& e) {
   return out;
 }
 
-// A built-in monoid's identity or lift term as an expression (they are constants, infinities
-// and parameters).
+// A monoid's identity or lift term as an expression over the reduction's arguments.
 Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params, DType dtype) {
+  using algebra::TermOp;
+  static const std::pair<TermOp, const char*> kBinary[] = {
+      {TermOp::Add, "+"}, {TermOp::Sub, "-"}, {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
+      {TermOp::Le, "<="}, {TermOp::Gt, ">"},  {TermOp::Ge, ">="}, {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
+      {TermOp::And, "&&"}, {TermOp::Or, "||"}};
+  static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
+                                                         {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
+                                                         {TermOp::Min, "min"}, {TermOp::Select, "select"}};
   switch (t.op) {
-    case algebra::TermOp::Const: return const_expr(t.value.value(), dtype);
-    case algebra::TermOp::NegInf: return const_expr(-INFINITY, dtype);
-    case algebra::TermOp::PosInf: return const_expr(INFINITY, dtype);
-    case algebra::TermOp::Var:
+    case TermOp::Const: return const_expr(t.value.value(), dtype);
+    case TermOp::NegInf: return const_expr(-INFINITY, dtype);
+    case TermOp::PosInf: return const_expr(INFINITY, dtype);
+    case TermOp::Var:
       if (auto it = params.find(t.name); it != params.end()) return it->second;
-      break;
+      throw LowerError(fmt::format("internal: split_reduce: the term variable '{}' is unbound", t.name));
+    case TermOp::Neg:
+    case TermOp::Not: {
+      Expr e;
+      e.kind = Expr::Kind::Unary;
+      e.op = t.op == TermOp::Neg ? "-" : "!";
+      e.args.push_back(term_expr(t.args[0], params, dtype));
+      e.dtype = t.op == TermOp::Not ? DType::Bool : e.args[0].dtype;
+      return e;
+    }
     default: break;
   }
-  throw LowerError(fmt::format("internal: split_reduce cannot turn the term '{}' into an expression", t.str()));
+  Expr e;
+  for (const auto& [op, spelling] : kBinary)
+    if (op == t.op) e.kind = Expr::Kind::Binary, e.op = spelling;
+  for (const auto& [op, spelling] : kCalls)
+    if (op == t.op) e.kind = Expr::Kind::Call, e.op = spelling;
+  if (e.op.empty()) throw LowerError(fmt::format("internal: split_reduce cannot lower the term '{}'", t.str()));
+  for (const algebra::Term& a : t.args) e.args.push_back(term_expr(a, params, dtype));
+  bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/";
+  e.dtype = predicate ? DType::Bool : e.args.back().dtype;
+  return e;
 }
 
 void collect_regs(const Expr& e, std::set<std::string>& out) {
@@ -119,21 +144,70 @@ void collect_regs(const Expr& e, std::set<std::string>& out) {
   for (const Expr& w : e.where) collect_regs(w, out);
 }
 
-// The first built-in reduction of `e` over `axis` (any axis when empty), not inside another
-// reduction (whose loop it would run in).
-const Expr* first_reduce(const Expr& e, const std::string& axis) {
-  if (e.kind == Expr::Kind::Reduce)
-    return builtin_monoid(e.op) && (axis.empty() || (!e.axes.empty() && e.axes[0].name == axis)) ? &e : nullptr;
+bool has_slice(const Expr& e) {
+  return e.kind == Expr::Kind::Slice || std::any_of(e.args.begin(), e.args.end(), has_slice);
+}
+
+// The first reduction of `e` over `axis` (any axis when empty), not inside another reduction
+// (whose loop it would run in): a built-in one, or a user monoid's read through its fields
+// (without vector fields, which to_loops folds where their reader runs).
+const Expr* first_reduce(const Expr& e, const std::string& axis, const CheckedProgram& checked) {
+  if (e.kind == Expr::Kind::Reduce) {
+    bool known = builtin_monoid(e.op) || (checked.monoids.count(e.op) && !has_slice(e));
+    return known && (axis.empty() || (!e.axes.empty() && e.axes[0].name == axis)) ? &e : nullptr;
+  }
   for (const Expr& a : e.args)
-    if (const Expr* r = first_reduce(a, axis)) return r;
+    if (const Expr* r = first_reduce(a, axis, checked)) return r;
   return nullptr;
 }
 
-Expr replace_reduce(const Expr& e, const std::string& key, const Expr& with) {
-  if (e.kind == Expr::Kind::Reduce && tir::print_expr(e) == key) return with;
+// The reduction `key` replaced by its carrier's registers: the reduction itself by its
+// result field (built-ins), `reduction.f` by field f.
+Expr replace_reduce(const Expr& e, const std::string& key, const std::map<std::string, Expr>& fields,
+                    const std::string& result) {
+  if (e.kind == Expr::Kind::Field && e.args.size() == 1 && e.args[0].kind == Expr::Kind::Reduce &&
+      tir::print_expr(e.args[0]) == key)
+    if (auto it = fields.find(e.name); it != fields.end()) return it->second;
+  if (e.kind == Expr::Kind::Reduce && tir::print_expr(e) == key) return fields.at(result);
   Expr out = e;
-  for (Expr& a : out.args) a = replace_reduce(a, key, with);
+  for (Expr& a : out.args) a = replace_reduce(a, key, fields, result);
   return out;
+}
+
+// The definition of `tensor` with its reductions' axes renamed <axis>_<tensor>, so that
+// inlining it where an axis of the same name is bound captures nothing (the same names each
+// time: the search and the rewrite must see the same reduction).
+Expr own_axes(const Expr& e, const std::string& tensor) {
+  Expr out = e;
+  if (out.kind == Expr::Kind::Reduce) {
+    std::vector<std::pair<std::string, Expr>> by;
+    for (tir::Axis& a : out.axes) {
+      by.emplace_back(a.name, index_expr(a.name + "_" + tensor));
+      a.name += "_" + tensor;
+    }
+    for (Expr& x : out.args) x = tir::substitute(x, by);
+    for (Expr& w : out.where) w = tir::substitute(w, by);
+  }
+  for (Expr& x : out.args) x = own_axes(x, tensor);
+  for (Expr& w : out.where) w = own_axes(w, tensor);
+  return out;
+}
+
+// Reads of intermediates that live in no buffer, replaced by their definitions (what the
+// kernel builder inlines), so that a reduction behind them (an op call's output, a record
+// read by several statements) can be split.
+Expr inline_reads(const Expr& e, const lir::Program& p) {
+  Expr out = e;
+  for (Expr& a : out.args) a = inline_reads(a, p);
+  if (out.kind != Expr::Kind::Read) return out;
+  const tir::Tensor* t = p.tensors.find(out.name);
+  const tir::Stmt* def = p.tensors.def(out.name);
+  if (!t || !def || t->role != tir::Tensor::Role::Intermediate ||
+      std::count(p.materialized.begin(), p.materialized.end(), out.name))
+    return out;
+  std::vector<std::pair<std::string, Expr>> by;
+  for (size_t k = 0; k < def->vars.size() && k < out.args.size(); ++k) by.emplace_back(def->vars[k].name, out.args[k]);
+  return inline_reads(tir::substitute(own_axes(def->value, out.name), by), p);
 }
 
 // ---- finding the reduction --------------------------------------------------------------------
@@ -153,21 +227,23 @@ bool fold_matches(const Stmt& s, const std::string& site) {
          std::any_of(s.results.begin(), s.results.end(), [&](const Stmt& r) { return r.reg == site; });
 }
 
-bool find_in(const std::vector<Stmt>& body, const std::string& site, Target& t) {
+bool find_in(const std::vector<Stmt>& body, const std::string& site, const lir::Program& p,
+             const CheckedProgram& checked, Target& t) {
   for (size_t i = 0; i < body.size(); ++i) {
     const Stmt& s = body[i];
     t.path.push_back(i);
     if (s.kind == Stmt::Kind::Fold && fold_matches(s, site)) return true;
     if (s.kind == Stmt::Kind::Compute || s.kind == Stmt::Kind::Store) {
       bool named = !site.empty() && stmt_name(s) == site;
-      if (const Expr* r = first_reduce(s.value, named ? "" : site)) {
-        t.reduce = *r;
-        return true;
-      }
+      for (const Expr& value : {s.value, inline_reads(s.value, p)})
+        if (const Expr* r = first_reduce(value, named ? "" : site, checked)) {
+          t.reduce = *r;
+          return true;
+        }
     }
     if (s.kind == Stmt::Kind::Loop) {
       t.loops.push_back(s.axis);
-      if (find_in(s.body, site, t)) return true;
+      if (find_in(s.body, site, p, checked, t)) return true;
       t.loops.pop_back();
     }
     t.path.pop_back();
@@ -176,13 +252,13 @@ bool find_in(const std::vector<Stmt>& body, const std::string& site, Target& t) 
 }
 
 // The kernel writing the outputs (the last) first, then the others in launch order.
-std::optional<Target> find_target(const lir::Program& p, const std::string& site) {
+std::optional<Target> find_target(const lir::Program& p, const std::string& site, const CheckedProgram& checked) {
   std::vector<size_t> order{p.kernels.size() - 1};
   for (size_t k = 0; k + 1 < p.kernels.size(); ++k) order.push_back(k);
   for (size_t k : order) {
     Target t;
     t.kernel = k;
-    if (find_in(p.kernels[k].body, site, t)) return t;
+    if (find_in(p.kernels[k].body, site, p, checked, t)) return t;
   }
   return std::nullopt;
 }
@@ -268,18 +344,25 @@ Stmt store(const std::string& tensor, std::vector<tir::Axis> at, Expr value, std
   return s;
 }
 
-// A built-in reduction as a fold over its axis, its fields named after the statement `base`
-// (so that its registers run_<base> do not meet another fold's).
+// A reduction as a fold over its axis, its fields named after the statement `base` (so that
+// its registers run_<base>... do not meet another fold's).
 struct ReduceFold {
   Stmt fold;
-  std::string result;  // the field the reduction's value is
+  std::string result;                  // the field the reduction's value is (built-ins)
+  std::map<std::string, Expr> fields;  // monoid field -> its carrier register
 };
 
-ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile) {
-  const BuiltinMonoid* b = builtin_monoid(r.op);
-  std::vector<kir::ScalarType> arg_types;
-  for (const Expr& a : r.args) arg_types.push_back(scalar_of(a.dtype));
-  MonoidLowering m = b->lowering(scalar_of(r.dtype), arg_types);
+ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile, const CheckedProgram& checked) {
+  MonoidLowering m;
+  std::string result;
+  if (const BuiltinMonoid* b = builtin_monoid(r.op)) {
+    std::vector<kir::ScalarType> arg_types;
+    for (const Expr& a : r.args) arg_types.push_back(scalar_of(a.dtype));
+    m = b->lowering(scalar_of(r.dtype), arg_types);
+    result = b->result;
+  } else {
+    m = user_monoid(*checked.monoids.at(r.op).decl);
+  }
   ReduceFold out;
   Stmt& f = out.fold;
   f.kind = Stmt::Kind::Fold;
@@ -302,8 +385,9 @@ ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile)
     f.terms.fields.push_back(name_of(m.fields[i]));
     f.terms.identity.push_back(m.identity[i]);
     f.terms.combine.push_back(algebra::substitute(m.combine[i], rename));
+    out.fields[m.fields[i]] = reg_expr("run_" + name_of(m.fields[i]), dtype);
   }
-  out.result = name_of(std::string(b->result));
+  out.result = result;
   return out;
 }
 
@@ -311,10 +395,11 @@ ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile)
 
 class Splitter {
  public:
-  Splitter(const lir::Program& p, const SplitKnob& split) : p_(p), split_(split), knob_(print_knob(split.setting)) {}
+  Splitter(const lir::Program& p, const CheckedProgram& checked, const SplitKnob& split)
+      : p_(p), checked_(checked), split_(split), knob_(print_knob(split.setting)) {}
 
   lir::Program run() {
-    std::optional<Target> t = find_target(p_, split_.site);
+    std::optional<Target> t = find_target(p_, split_.site, checked_);
     if (!t) fail_not_found();
     if (t->reduce && t->reduce->axes.size() != 1)
       fail(fmt::format("{} splits a reduction over one axis; the reduction of {} runs over ({})", knob_,
@@ -329,9 +414,10 @@ class Splitter {
     bool converted = t->reduce.has_value();
     std::string result;
     if (converted) {
-      ReduceFold rf = fold_of_reduce(*t->reduce, stmt_name(s), !t->loops.empty());
+      ReduceFold rf = fold_of_reduce(*t->reduce, stmt_name(s), !t->loops.empty(), checked_);
       fold = rf.fold;
       result = rf.result;
+      fields_ = rf.fields;
     } else {
       fold = s;
     }
@@ -478,17 +564,14 @@ class Splitter {
       else combine.fields[i].lift = read_expr(name, field_at(k, f, true), f.dtype);
     }
     std::vector<Stmt> with{combine};
-    if (converted) {  // the statement itself reads the combined carrier
-      Stmt rewritten = s;
-      rewritten.value = replace_reduce(s.value, tir::print_expr(*target_.reduce), reg_expr("run_" + result, target_.reduce->dtype));
-      with.push_back(rewritten);
-    }
+    if (converted) with.push_back(rewrite(s, fields_, result));  // the statement reads the combined carrier
     lir::Kernel a = partial_kernel(k, stores);
     a.doc = {fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and writes its partial carrier.",
                          knob_, g_, split_.groups, fold.axis.name, fold.axis.size),
              "An empty (or fully masked) range writes the identity."};
     lir::Kernel b = k;
     b.body = replaced(k.body, target_.path, with);
+    if (converted) rewrite_later(b.body, 0, with.size(), fields_, result);
     b.doc.insert(b.doc.begin(), fmt::format("{}: the {} partial carriers combined in order through {}.", knob_,
                                             split_.groups, fold.monoid));
     decision_ = fmt::format("{}: the fold over {} split into {} groups of ceil({} / {}) — kernel {} folds each group's "
@@ -504,7 +587,7 @@ class Splitter {
 
   std::vector<lir::Kernel> atomic_kernels(const lir::Kernel& k, const Stmt& s, const Stmt& fold,
                                           const std::string& result) {
-    if (!target_.reduce)
+    if (!target_.reduce || fold.fields.size() > 1)
       fail(fmt::format("{}: the reduction over {} carries ({}) through the monoid {}, which has no atomic form: an "
                        "atomic combines one field with a commutative sum, max or min",
                        knob_, fold.axis.name, field_names(fold), fold.monoid),
@@ -537,16 +620,41 @@ class Splitter {
     a.doc = {fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and combines it into {} with an "
                          "atomic {}.",
                          knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, fold.monoid)};
-    Stmt rewritten = s;
-    rewritten.value = replace_reduce(s.value, tir::print_expr(*target_.reduce), read_expr(acc, at, f.dtype));
+    std::map<std::string, Expr> from_acc{{result, read_expr(acc, at, f.dtype)}};
     lir::Kernel b = k;
-    b.body = replaced(k.body, target_.path, {rewritten});
+    b.body = replaced(k.body, target_.path, {rewrite(s, from_acc, result)});
+    rewrite_later(b.body, 0, 1, from_acc, result);
     b.doc.insert(b.doc.begin(), fmt::format("{}: reads the combined {} from {}.", knob_, result, acc));
     decision_ = fmt::format("{}: the {} over {} split into {} groups of ceil({} / {}) — kernel {} writes the identity to "
                             "{}, kernel {} folds each group's range and adds it with an atomic {}, kernel {} reads it",
                             knob_, fold.monoid, fold.axis.name, split_.groups, fold.axis.size, split_.groups,
                             kernel_label(init), acc, kernel_label(a), fold.monoid, kernel_label(b));
     return {init, a, b};
+  }
+
+  // The statement with the split reduction read from `fields` (looked for in its value as
+  // written, else behind the intermediates it inlines).
+  Stmt rewrite(Stmt s, const std::map<std::string, Expr>& fields, const std::string& result) const {
+    std::string key = tir::print_expr(*target_.reduce);
+    Expr v = replace_reduce(s.value, key, fields, result);
+    if (tir::print_expr(v) == tir::print_expr(s.value))
+      v = replace_reduce(inline_reads(s.value, p_), key, fields, result);
+    s.value = v;
+    return s;
+  }
+
+  // The statements after the split one (and its `count` replacements) in the same body that
+  // compute the same reduction read the combined carrier too (mean = w.u; var = w.q / w.n).
+  void rewrite_later(std::vector<Stmt>& body, size_t depth, size_t count, const std::map<std::string, Expr>& fields,
+                     const std::string& result) const {
+    if (depth + 1 < target_.path.size()) return rewrite_later(body[target_.path[depth]].body, depth + 1, count, fields, result);
+    std::string key = tir::print_expr(*target_.reduce);
+    for (size_t i = target_.path[depth] + count; i < body.size(); ++i) {
+      Stmt& s = body[i];
+      if ((s.kind == Stmt::Kind::Compute || s.kind == Stmt::Kind::Store) &&
+          tir::print_expr(inline_reads(s.value, p_)).find(key) != std::string::npos)
+        s = rewrite(s, fields, result);
+    }
   }
 
   static std::string field_names(const Stmt& fold) {
@@ -556,6 +664,7 @@ class Splitter {
   }
 
   const lir::Program& p_;
+  const CheckedProgram& checked_;
   const SplitKnob& split_;
   std::string knob_;
   Target target_;
@@ -563,13 +672,14 @@ class Splitter {
   std::string g_;
   std::vector<tir::Tensor> temps_;
   std::string decision_;
+  std::map<std::string, Expr> fields_;  // a converted reduction's monoid fields -> carrier registers
 };
 
 }  // namespace
 
-lir::Program split_reduce(const lir::Program& program, const CheckedProgram&, const Knobs& knobs) {
+lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs) {
   if (knobs.splits.empty() || program.kernels.empty()) return program;
-  return Splitter(program, knobs.splits.front()).run();
+  return Splitter(program, checked, knobs.splits.front()).run();
 }
 
 }  // namespace emmy::lower

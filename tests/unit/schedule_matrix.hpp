@@ -62,6 +62,11 @@ inline std::vector<std::string> split_schedules(const CheckedProgram& program, c
   tir::Program t = lower::to_tensor(program, op);
   if (std::none_of(t.stmts.begin(), t.stmts.end(), [](const tir::Stmt& s) { return tir::has_reduce(s.value); }))
     return {};
+  try {  // a reduction over several axes does not split (docs/knobs.md): none of these then
+    lower::lower_op(program, op, {nullptr, "", "TILE=a:scalar,REDUCE=g2k"}, target);
+  } catch (const lower::LowerError& e) {
+    if (std::string(e.what()).find("splits a reduction over one axis") != std::string::npos) return {};
+  }
   std::vector<std::string> out{"TILE=a:scalar,REDUCE=g2k", "TILE=a:scalar,REDUCE=g7k",
                                "TILE=a:scalar,PLACE=cut,REDUCE=g3k"};
   for (const tir::Stmt& s : t.stmts)

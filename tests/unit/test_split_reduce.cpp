@@ -228,15 +228,21 @@ TEST_CASE("split reductions: a split kernel compiles with NVRTC for sm_80, sm_90
     auto r = test::check_file(file);
     REQUIRE(!r->diags->has_errors());
     for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
-      std::string source;
+      // One translation unit per file and target: the kernels of every program in one
+      // kir::Program, so that each helper (the atomics) is defined once.
+      kir::Program all;
+      all.op = file;
       for (const CheckedOp* op : test::main_ops(*r->program))
         for (const std::string& knobs : test::split_schedules(*r->program, *op, *find_target(target))) {
           if (knobs.find("g2k") == std::string::npos && knobs.find("g3a") == std::string::npos &&
               knobs.find("f4") == std::string::npos)
             continue;
-          source += print_cuda(lower::lower_op(*r->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels);
+          kir::Program one = lower::lower_op(*r->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels;
+          all.kernels.insert(all.kernels.end(), one.kernels.begin(), one.kernels.end());
+          all.buffers.insert(all.buffers.end(), one.buffers.begin(), one.buffers.end());
         }
-      if (source.empty()) continue;
+      if (all.kernels.empty()) continue;
+      std::string source = print_cuda(all);
       CAPTURE(file);
       CAPTURE(std::string(target));
       runtime::CompileOptions co;
