@@ -537,6 +537,7 @@ class Port final : public kir::MemoryPort {
   void read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) override;
   void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) override;
   void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) override;
+  void write_global(int buffer, uint64_t byte_offset, const void* src, uint32_t bytes) override;
   int64_t bytes_written() const { return written_; }
 
  private:
@@ -561,6 +562,7 @@ class Block {
   AsyncWrite queue_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes, Pending kind);
   void queue_cp_async(int32_t t, AsyncWrite write) { async_[static_cast<size_t>(t)].open.push_back(std::move(write)); }
   void global_read(int32_t t, int buffer, uint64_t offset, void* dst, uint32_t bytes, bool cp_async);
+  void global_write(int32_t t, int buffer, uint64_t offset, const void* src, uint32_t bytes);
 
  private:
   [[noreturn]] void fail(int32_t thread, const std::string& what) const {
@@ -646,6 +648,10 @@ void Port::write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) {
 
 void Port::read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) {
   block_.global_read(thread_, buffer, byte_offset, dst, bytes, mode_ == Mode::CpAsync);
+}
+
+void Port::write_global(int buffer, uint64_t byte_offset, const void* src, uint32_t bytes) {
+  block_.global_write(thread_, buffer, byte_offset, src, bytes);
 }
 
 void Block::run() {
@@ -1185,6 +1191,19 @@ void Block::global_read(int32_t t, int buffer, uint64_t offset, void* dst, uint3
   std::memcpy(dst, g.bytes.data() + offset, bytes);
 }
 
+// An atomic's write: in bounds, into a buffer the kernel may write.
+void Block::global_write(int32_t t, int buffer, uint64_t offset, const void* src, uint32_t bytes) {
+  if (buffer < 0 || static_cast<size_t>(buffer) >= launch_.globals->size())
+    fail(t, fmt::format("atomic on global buffer #{}, which does not exist", buffer));
+  Global& g = (*launch_.globals)[static_cast<size_t>(buffer)];
+  const kir::Param* p = kernel_.find_param(g.name);
+  if (p != nullptr && p->is_const) fail(t, fmt::format("atomic on buffer {}, a const parameter", g.name));
+  if (offset + bytes > g.bytes.size())
+    fail(t, fmt::format("global atomic out of bounds: buffer {} bytes [{}, {}) ({} bytes)", g.name, offset,
+                        offset + bytes, g.bytes.size()));
+  std::memcpy(g.bytes.data() + offset, src, bytes);
+}
+
 // ---- intrinsics --------------------------------------------------------------------------------
 
 const kir::IntrinsicInfo& Block::intrinsic(const Stmt& s, int32_t thread) const {
@@ -1380,6 +1399,10 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   } else if (info.scope == kir::Scope::Thread) {
     Port port(*this, lanes[0], Port::Mode::Direct);
     kir::IntrinsicCall c = make_call(in, out, static_cast<int>(n), s.imm, &port);
+    if (!s.name.empty()) {  // an atomic's buffer: its index operand counts elements
+      c.buffer = buffer_index(s.name, lanes[0]);
+      c.elem_bytes = static_cast<uint32_t>(kir::type_bytes((*launch_.globals)[static_cast<size_t>(c.buffer)].type));
+    }
     call(info, c, lanes[0]);
   } else {
     fail(lanes[0], fmt::format("block-scope intrinsic {} is not supported", info.name));

@@ -1,6 +1,8 @@
 // The CPU semantics of every intrinsic on raw 32-bit registers (bit for bit against the
 // recorded vectors of shared/data/ptx); the fragment maps they share are exported.
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <cmath>
 #include <stdexcept>
 
@@ -183,6 +185,38 @@ void tma_load_2d(const IntrinsicCall& call) {
   }
 }
 
+// ---- atomics ------------------------------------------------------------------------------------
+// Words 0-1 = the element index (I64) into call.buffer, then the value (one word, two for f64).
+// Lanes apply one after another, as the hardware serializes them on one address.
+template <class T, class Combine>
+void atomic_rmw(const IntrinsicCall& call, Combine combine) {
+  if (call.elem_bytes != sizeof(T)) throw std::invalid_argument("atomic: IntrinsicCall::elem_bytes does not match");
+  MemoryPort& memory = memory_of(call);
+  for (int l = 0; l < call.lanes; ++l) {
+    uint64_t offset = static_cast<uint64_t>(in_i64(call, 0, l)) * sizeof(T);
+    uint64_t bits = in_word(call, 2, l);
+    if constexpr (sizeof(T) == 8) bits |= static_cast<uint64_t>(in_word(call, 3, l)) << 32;
+    T value, old;
+    std::memcpy(&value, &bits, sizeof(T));
+    memory.read_global(call.buffer, offset, &old, sizeof(T));
+    T next = combine(old, value);
+    memory.write_global(call.buffer, offset, &next, sizeof(T));
+  }
+}
+
+// The CUDA helpers' float max/min: an integer atomic on the bits (see intrinsics.cpp).
+float float_extreme(float old, float v, bool max) {
+  int32_t ov, vv;
+  std::memcpy(&ov, &old, 4);
+  std::memcpy(&vv, &v, 4);
+  uint32_t ou = static_cast<uint32_t>(ov), vu = static_cast<uint32_t>(vv);
+  int32_t r = vv >= 0 ? (max ? std::max(ov, vv) : std::min(ov, vv))
+                      : static_cast<int32_t>(max ? std::min(ou, vu) : std::max(ou, vu));
+  float out;
+  std::memcpy(&out, &r, 4);
+  return out;
+}
+
 // commit_group, wait_group and the mbarrier operations order the copies above; they compute
 // nothing. The interpreter gives them their meaning (groups, arrival counts, phases,
 // transaction bytes), so their semantics here do nothing.
@@ -210,6 +244,17 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     ordering_only,                                                             // MbarrierExpectTx
     ordering_only,                                                             // MbarrierTryWait
     tma_load_2d,                                                               // TmaLoad2d
+    [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return a + b; }); },     // AtomicAddF32
+    [](const IntrinsicCall& c) { atomic_rmw<double>(c, [](double a, double b) { return a + b; }); },  // AtomicAddF64
+    [](const IntrinsicCall& c) {                                                                        // AtomicAddI32
+      atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) {
+        return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps, as on the GPU
+      });
+    },
+    [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return float_extreme(a, b, true); }); },
+    [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return float_extreme(a, b, false); }); },
+    [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::max(a, b); }); },
+    [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::min(a, b); }); },
 }};
 
 }  // namespace

@@ -2,6 +2,9 @@
 // (inline PTX, calling convention of intrinsics.hpp) and the CPU semantics.
 #include "ir/intrinsics.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include <stdexcept>
 #include <utility>
 
@@ -177,6 +180,62 @@ constexpr std::string_view kTmaLoad2d =
 }
 )";
 
+// Atomics (red: the atomic without its return value): p is &buffer[index], a generic address.
+// Floats order like their bits read as int when non-negative and reversed as unsigned when
+// the sign bit is set (-0 included), so max/min of floats are one integer atomic each (NaN is
+// not ordered: not supported).
+constexpr std::string_view kAtomicAddF32 =
+    R"(__device__ __forceinline__ void emmy_atomic_add_f32(float* p, float v) {
+  asm volatile("red.add.f32 [%0], %1;\n" :: "l"(p), "f"(v) : "memory");
+}
+)";
+constexpr std::string_view kAtomicAddF64 =
+    R"(__device__ __forceinline__ void emmy_atomic_add_f64(double* p, double v) {
+  asm volatile("red.add.f64 [%0], %1;\n" :: "l"(p), "d"(v) : "memory");
+}
+)";
+constexpr std::string_view kAtomicAddI32 =
+    R"(__device__ __forceinline__ void emmy_atomic_add_i32(int* p, int v) {
+  asm volatile("red.add.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
+)";
+constexpr std::string_view kAtomicMaxF32 =
+    R"(__device__ __forceinline__ void emmy_atomic_max_f32(float* p, float v) {
+  int b = __float_as_int(v);
+  if (b >= 0) asm volatile("red.max.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+  else asm volatile("red.min.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+}
+)";
+constexpr std::string_view kAtomicMinF32 =
+    R"(__device__ __forceinline__ void emmy_atomic_min_f32(float* p, float v) {
+  int b = __float_as_int(v);
+  if (b >= 0) asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+  else asm volatile("red.max.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
+}
+)";
+constexpr std::string_view kAtomicMaxI32 =
+    R"(__device__ __forceinline__ void emmy_atomic_max_i32(int* p, int v) {
+  asm volatile("red.max.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
+)";
+constexpr std::string_view kAtomicMinI32 =
+    R"(__device__ __forceinline__ void emmy_atomic_min_i32(int* p, int v) {
+  asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
+)";
+
+struct AtomicRow {
+  std::string_view monoid;
+  ScalarType type;
+  IntrinsicId id;
+};
+constexpr AtomicRow kAtomics[] = {
+    {"sum", ScalarType::F32, IntrinsicId::AtomicAddF32}, {"sum", ScalarType::F64, IntrinsicId::AtomicAddF64},
+    {"sum", ScalarType::I32, IntrinsicId::AtomicAddI32}, {"max", ScalarType::F32, IntrinsicId::AtomicMaxF32},
+    {"max", ScalarType::I32, IntrinsicId::AtomicMaxI32}, {"min", ScalarType::F32, IntrinsicId::AtomicMinF32},
+    {"min", ScalarType::I32, IntrinsicId::AtomicMinI32},
+};
+
 // name is the helper without its "emmy_" prefix.
 IntrinsicInfo row(IntrinsicId id, std::string_view helper, Scope scope, std::vector<ScalarType> outs,
                   std::vector<ScalarType> ins, int imms, int min_sm, std::string_view source) {
@@ -215,6 +274,14 @@ std::vector<IntrinsicInfo> build_table() {
       row(MbarrierTryWait, "emmy_mbarrier_try_wait", T, {}, {U, U}, 0, 90, kMbarrierTryWait),
       // Shared destination, mbarrier, coordinates (column, row); printed after &tensor_map.
       row(TmaLoad2d, "emmy_tma_load_2d", T, {}, {U, U, I, I}, 0, 90, kTmaLoad2d),
+      // Element index into the Stmt's global buffer (printed &buffer[index]), value.
+      row(AtomicAddF32, "emmy_atomic_add_f32", T, {}, {L, F}, 0, 80, kAtomicAddF32),
+      row(AtomicAddF64, "emmy_atomic_add_f64", T, {}, {L, ScalarType::F64}, 0, 80, kAtomicAddF64),
+      row(AtomicAddI32, "emmy_atomic_add_i32", T, {}, {L, I}, 0, 80, kAtomicAddI32),
+      row(AtomicMaxF32, "emmy_atomic_max_f32", T, {}, {L, F}, 0, 80, kAtomicMaxF32),
+      row(AtomicMinF32, "emmy_atomic_min_f32", T, {}, {L, F}, 0, 80, kAtomicMinF32),
+      row(AtomicMaxI32, "emmy_atomic_max_i32", T, {}, {L, I}, 0, 80, kAtomicMaxI32),
+      row(AtomicMinI32, "emmy_atomic_min_i32", T, {}, {L, I}, 0, 80, kAtomicMinI32),
   };
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
@@ -230,6 +297,28 @@ const std::vector<IntrinsicInfo>& intrinsic_table() {
 }
 
 const IntrinsicInfo& intrinsic_info(IntrinsicId id) { return intrinsic_table().at(static_cast<size_t>(id)); }
+
+std::optional<IntrinsicId> atomic_intrinsic(std::string_view monoid, ScalarType type) {
+  for (const AtomicRow& r : kAtomics)
+    if (r.monoid == monoid && r.type == type) return r.id;
+  return std::nullopt;
+}
+
+bool is_atomic(int intrinsic) {
+  return std::any_of(std::begin(kAtomics), std::end(kAtomics),
+                     [&](const AtomicRow& r) { return static_cast<int>(r.id) == intrinsic; });
+}
+
+std::string atomic_forms() {
+  std::string out;
+  for (std::string_view m : {"sum", "max", "min"}) {
+    std::string types;
+    for (const AtomicRow& r : kAtomics)
+      if (r.monoid == m) types += (types.empty() ? "" : ", ") + std::string(type_name(r.type));
+    out += (out.empty() ? "" : "; ") + std::string(m) + " of " + types;
+  }
+  return out;
+}
 
 Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std::vector<int64_t> imm,
                std::string name) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,14 @@ enum class IntrinsicId : uint8_t {
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
   TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  // Atomic read-modify-write of one element of the Stmt's global buffer: element index, value.
+  AtomicAddF32,   // atomicAdd(float*)
+  AtomicAddF64,   // atomicAdd(double*)
+  AtomicAddI32,   // atomicAdd(int*)
+  AtomicMaxF32,   // max of floats by their bits: atomicMax(int*) for v >= +0, atomicMin(unsigned*) below
+  AtomicMinF32,   // min of floats: atomicMin(int*) for v >= +0, atomicMax(unsigned*) below
+  AtomicMaxI32,   // atomicMax(int*)
+  AtomicMinI32,   // atomicMin(int*)
   Count,
 };
 
@@ -48,6 +57,10 @@ class MemoryPort {
   virtual void read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) = 0;
   virtual void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) = 0;
   virtual void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) = 0;
+  // Atomics write global memory; a port that only reads (a test's) refuses.
+  virtual void write_global(int /*buffer*/, uint64_t /*byte_offset*/, const void* /*src*/, uint32_t /*bytes*/) {
+    throw std::logic_error("this memory port does not write global memory");
+  }
 };
 
 // A 2-D TMA tensor map (cuTensorMapEncodeTiled's arguments that matter to the semantics).
@@ -71,8 +84,8 @@ struct IntrinsicCall {
   int lanes = 32;
   std::span<const int64_t> imm;
   MemoryPort* memory = nullptr;
-  int buffer = -1;                          // cp.async: the global buffer (MemoryPort numbering)
-  uint32_t elem_bytes = 0;                  // cp.async: bytes per element of `buffer` (its index
+  int buffer = -1;                          // cp.async, atomics: the global buffer (MemoryPort numbering)
+  uint32_t elem_bytes = 0;                  // cp.async, atomics: bytes per element of `buffer` (its index
                                             // operand counts elements, as `&buffer[index]` does)
   const TensorMap2d* tensor_map = nullptr;  // TMA
 };
@@ -104,6 +117,13 @@ const IntrinsicInfo& intrinsic_info(IntrinsicId id);
 Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std::vector<int64_t> imm = {},
                std::string name = {});
 const std::vector<IntrinsicInfo>& intrinsic_table();
+
+// The atomic that combines a value into global memory with a commutative monoid ("sum",
+// "max", "min") for elements of `type`; nullopt where none is correct (the table's rows).
+std::optional<IntrinsicId> atomic_intrinsic(std::string_view monoid, ScalarType type);
+bool is_atomic(int intrinsic);  // one of the atomic rows: it writes its global buffer
+// "sum of f32, f64, i32; max of f32, i32; min of f32, i32": the table, for error messages.
+std::string atomic_forms();
 
 // Pure functions behind the table, exposed for tests and for the interpreter.
 IntrinsicSemantics intrinsic_semantics(IntrinsicId id);  // the table's `semantics` of `id`

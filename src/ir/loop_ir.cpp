@@ -23,14 +23,18 @@ void print_stmt(const Stmt& s, int depth, std::string& out) {
       return;
     case Stmt::Kind::Compute: out += fmt::format("{}%{} = {}\n", pad, s.reg, tir::print_expr(s.value)); return;
     case Stmt::Kind::Store:
-      out += fmt::format("{}store {}[{}] = {}\n", pad, s.tensor, axes_text(s.vars), tir::print_expr(s.value));
+      out += fmt::format("{}{}{}[{}] {} {}\n", pad, s.atomic.empty() ? "store " : "atomic " + s.atomic + " ", s.tensor,
+                         axes_text(s.vars), s.atomic.empty() ? "=" : "<-", tir::print_expr(s.value));
       return;
     case Stmt::Kind::Fold: {
       std::vector<std::string> fields;
       for (const CarrierField& f : s.fields)
         fields.push_back(fmt::format("{}: {}{} <- {}", f.name, dtype_name(f.dtype), f.per_tile ? "[tile]" : "",
                                      tir::print_expr(f.lift)));
-      out += fmt::format("{}fold {}<{}{} monoid {} carry ({}) {{\n", pad, s.axis.name, s.axis.size,
+      out += fmt::format("{}fold {}<{}{}{} monoid {} carry ({}) {{\n", pad, s.axis.name, s.axis.size,
+                         s.range.size() == 2 ? fmt::format(" in [{}, {})", tir::print_expr(s.range[0]),
+                                                           tir::print_expr(s.range[1]))
+                                             : "",
                          s.where.empty() ? "" : " where " + tir::print_expr(s.where[0]), s.monoid,
                          fmt::join(fields, "; "));
       for (size_t i = 0; i < s.fields.size() && i < s.terms.combine.size(); ++i)

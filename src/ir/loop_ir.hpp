@@ -23,9 +23,11 @@ struct Stmt {
     Loop,     // axis; tile > 1: a register tile of `tile` elements, unrolled and guarded
     Compute,  // reg = value: a statement computed once per thread (reductions inside it
               // become serial loops with their monoid's carrier)
-    Store,    // tensor[vars] = value (an output, or an intermediate a cut materializes)
+    Store,    // tensor[vars] = value (an output, or an intermediate a cut materializes);
+              // with `atomic` set, value is combined into the element by that atomic instead
     Fold,     // one loop over `axis` [where] carrying `fields` through `monoid`'s combine;
-              // then each entry of `results` (reg = value) reads the carrier (Reg nodes)
+              // then each entry of `results` (reg = value) reads the carrier (Reg nodes).
+              // With `range` = {lo, hi}: only axis indices in [lo, hi) (a split's group)
   };
   Kind kind = Kind::Compute;
   tir::Axis axis;
@@ -36,6 +38,8 @@ struct Stmt {
   tir::Expr value;
   std::string monoid;             // Fold: the proved monoid's name, for printing
   std::vector<tir::Expr> where;   // Fold
+  std::vector<tir::Expr> range;   // Fold: empty (the whole axis) or {lo, hi}, I64 over the thread's indices
+  std::string atomic;             // Store: "" (overwrite) or the monoid whose atomic combines ("sum", "max", "min")
   std::vector<CarrierField> fields;
   algebra::MonoidTerms terms;     // Fold: identity and combine (a = carrier, b = lifted element)
   std::vector<Stmt> results;      // Fold: Compute statements reading the carrier

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "algebra/from_ast.hpp"
+#include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 
@@ -560,12 +561,20 @@ class KernelBuilder {
         std::vector<K> idx;
         for (const tir::Axis& a : s.vars) idx.push_back(*find_index(a.name));
         K v = as(lower(s.value), scalar_of(t.dtype));
+        if (!s.atomic.empty()) return emit(atomic_store(s, t, linear_index(t, idx), v));
         emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
         return;
       }
       case lir::Stmt::Kind::Loop: return loop(s);
       case lir::Stmt::Kind::Fold: return fold(s, 1);
     }
+  }
+
+  // A split reduction's partial combined into its accumulator (REDUCE=g<N>a).
+  static kir::Stmt atomic_store(const lir::Stmt& s, const tir::Tensor& t, K index, K value) {
+    std::optional<kir::IntrinsicId> id = kir::atomic_intrinsic(s.atomic, scalar_of(t.dtype));
+    if (!id) throw LowerError(fmt::format("internal: no atomic {} of {}", s.atomic, dtype_name(t.dtype)));
+    return kir::intrinsic(*id, {}, {std::move(index), std::move(value)}, {}, s.tensor);
   }
 
   void loop(const lir::Stmt& s) {
@@ -678,6 +687,8 @@ class KernelBuilder {
       if (s.where.empty()) return body();
       emit(kir::if_then(as(lower(s.where[0]), ScalarType::Pred), nested(body)));
     });
+    if (s.range.size() == 2)  // a split's group: only [lo, hi) of the axis
+      for (size_t b = 0; b < 2; ++b) loop.front().args[b] = as(lower(s.range[b]), ScalarType::I64);
     for (kir::Stmt& st : loop) emit(std::move(st));
     for (size_t i = 0; i < s.fields.size(); ++i)
       if (!s.fields[i].per_tile) scopes_.back().regs["run_" + s.fields[i].name] = scalars[i];
@@ -766,7 +777,8 @@ class KernelBuilder {
   static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores,
                    std::set<std::string>& sizes) {
     for (const kir::Stmt& s : body) {
-      if (s.kind == kir::Stmt::Kind::Store) stores.insert(s.name);
+      if (s.kind == kir::Stmt::Kind::Store || (s.kind == kir::Stmt::Kind::Intrinsic && kir::is_atomic(s.intrinsic)))
+        stores.insert(s.name);
       for (const K& a : s.args) scan(a, loads, sizes);
       scan(s.body, loads, stores, sizes);
       scan(s.orelse, loads, stores, sizes);

@@ -3,6 +3,7 @@
 //   to_tensor        checked op -> tensor IR (lets, bare names, op calls inlined)
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
+//   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
 //   to_kernel        loop IR + knobs -> kernel IR (scalar tier: threads, loops, carriers)
 // pipeline.cpp runs them in order and can keep the IR after each.
 #pragma once
@@ -45,6 +46,26 @@ struct MmaStage {
   bool ring = false;       // prefetch tile i + depth - 1 under tile i's math
 };
 
+// Where a knob setting was written, so that a later pass can point at it in an error.
+struct KnobOrigin {
+  std::string source;  // "--knobs", "EMMY_KNOBS", or the schedule block ("schedule sdpa for sm_90")
+  std::string text;    // the knob list as written (empty for a block)
+  size_t column = 0;   // the entry's byte offset in `text`
+};
+// "--knobs:1:7: error: MESSAGE" with the text and a caret under the entry, then the help.
+std::string knob_error(const KnobOrigin& origin, const KnobSetting& setting, const std::string& message,
+                       const std::string& help);
+
+// REDUCE=g<N>k|g<N>a (REDUCE@site: a statement or a reduction axis; "" = the op's first
+// reduction, see split_reduce.cpp).
+struct SplitKnob {
+  KnobSetting setting;
+  std::string site;
+  int groups = 0;
+  bool atomic = false;
+  KnobOrigin origin;
+};
+
 // The knobs in force for one op, every default filled in.
 struct Knobs {
   bool place_fuse = true;                       // PLACE for the whole op
@@ -53,6 +74,7 @@ struct Knobs {
   std::optional<MmaTile> mma;                   // the tensor-core tier, when TILE names an mma atom
   std::optional<MmaStage> stage;                // STAGE on the tensor-core tier; none: fragments from global memory
   std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
+  std::vector<SplitKnob> splits;                // REDUCE (at most one)
   std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
   std::vector<std::string> warnings;            // knobs that have no effect here, and why
   int block_threads = 128;
@@ -75,6 +97,10 @@ tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
 // `chains`: the discovered chains of `op` with their proofs; only proved ones are folded.
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
                       const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains);
+// REDUCE: the reduction the split names becomes a kernel over (group, threads) folding each
+// group's range plus a kernel combining the partials (k), or an init kernel, a kernel with
+// atomics and a finishing kernel (a). No split: the program unchanged.
+lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
 
 // The ops the main file of `program` defines, in order.

@@ -16,7 +16,7 @@ Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobS
   out.knobs = resolve_knobs(sources, target);
   out.tensor = to_tensor(program, op);
   tir::Program pointwise = inline_pointwise(out.tensor, out.knobs);
-  out.loops = to_loops(pointwise, program, op, out.knobs, own);
+  out.loops = split_reduce(to_loops(pointwise, program, op, out.knobs, own), program, out.knobs);
   out.kernels = to_kernel(out.loops, program, out.knobs);
   return out;
 }

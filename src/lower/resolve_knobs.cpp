@@ -38,18 +38,17 @@ using Origins = std::map<std::string, Origin>;  // by "KNOB@site"
 
 std::string origin_key(const KnobSetting& s) { return fmt::format("{}@{}", knob_name(s.knob), s.site); }
 
-// "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every
-// other diagnostic; a block's setting never gets here (it falls back with a warning).
+// Where a command-line or environment entry was written; a block's settings have no text.
+KnobOrigin origin_of(const Origins& origins, const KnobSetting& s, const std::string& block) {
+  auto it = origins.find(origin_key(s));
+  if (it == origins.end()) return {block, "", 0};
+  size_t at = it->second.text.find(print_knob(s));
+  return {it->second.source, it->second.text, at == std::string::npos ? 0 : at};
+}
+
 std::string located_error(const Origins& origins, const KnobSetting& s, const std::string& message,
                           const std::string& help) {
-  auto it = origins.find(origin_key(s));
-  std::string entry = print_knob(s);
-  if (it == origins.end()) return fmt::format("error: {}\n  help: {}", message, help);
-  const Origin& o = it->second;
-  size_t at = o.text.find(entry);
-  if (at == std::string::npos) at = 0;
-  return fmt::format("{}:1:{}: error: {}\n 1 | {}\n   | {}^{}\n  help: {}", o.source, at + 1, message, o.text,
-                     std::string(at, ' '), std::string(entry.size() > 1 ? entry.size() - 1 : 0, '~'), help);
+  return knob_error(origin_of(origins, s, ""), s, message, help);
 }
 
 void merge_text(std::vector<KnobSetting>& into, Origins& origins, const std::string& source, const std::string& text,
@@ -133,6 +132,17 @@ void apply_stage(Knobs& k, const KnobSetting& s) {
 
 }  // namespace
 
+// "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every other
+// diagnostic; a setting of the op's schedule block names the block.
+std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::string& message, const std::string& help) {
+  std::string entry = print_knob(s);
+  if (o.text.empty())
+    return fmt::format("error: {}{}\n  help: {}", o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source),
+                       message, help);
+  return fmt::format("{}:1:{}: error: {}\n 1 | {}\n   | {}^{}\n  help: {}", o.source, o.column + 1, message, o.text,
+                     std::string(o.column, ' '), std::string(entry.size() > 1 ? entry.size() - 1 : 0, '~'), help);
+}
+
 bool Knobs::fuses(const std::string& site) const {
   auto it = place_at.find(site);
   return it == place_at.end() ? place_fuse : it->second;
@@ -146,6 +156,12 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);
   k.settings = block;
   Origins origins;
+  std::string block_name;
+  if (sources.block && sources.block->decl) {
+    const ast::ScheduleDecl& d = *sources.block->decl;
+    block_name = fmt::format("schedule {} for {}{}", d.op.name, d.target.name,
+                             d.label ? fmt::format(" as \"{}\"", d.label->name) : "");
+  }
   merge_text(k.settings, origins, "EMMY_KNOBS", sources.env, target);
   merge_text(k.settings, origins, "--knobs", sources.cli, target);
   auto from_block = [&](const KnobSetting& s) {
@@ -161,19 +177,18 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
       case Knob::Tile:
         if (apply_tile(k, s, target, from_block(s), origins)) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
         break;
-      case Knob::Reduce:
+      case Knob::Reduce: {
         if (s.off) break;
-        if (from_block(s)) {  // like TILE: the file keeps compiling, with a serial reduction
-          k.warnings.push_back(fmt::format("the schedule block's {} needs split reductions, which this build does not "
-                                           "have yet: each reduction runs serially in its thread",
-                                           print_knob(s)));
-          s = std::get<KnobSetting>(parse_knob_value(Knob::Reduce, s.site, ""));
-          break;
-        }
-        throw LowerError(located_error(origins, s,
-                                       fmt::format("{} (a reduction split across CTAs) is not implemented yet",
-                                                   print_knob(s)),
-                                       "leave REDUCE empty (REDUCE=) for a serial reduction per thread"));
+        const auto& r = std::get<ReduceValue>(s.value);
+        SplitKnob split{s, s.site, r.groups, r.atomic, origin_of(origins, s, block_name)};
+        if (!k.splits.empty())
+          throw LowerError(knob_error(split.origin, s,
+                                      fmt::format("{} is a second split: one reduction per op is split ({} already)",
+                                                  print_knob(s), print_knob(k.splits.front().setting)),
+                                      "keep one REDUCE entry"));
+        k.splits.push_back(std::move(split));
+        break;
+      }
       case Knob::Stage:
         if (!s.off && k.mma) {
           apply_stage(k, s);

@@ -208,6 +208,14 @@ class MmaTier {
     return plan_contraction(k);
   }
 
+  static bool is_or_flag(const algebra::MonoidTerms& m, size_t f) {
+    const algebra::Term& c = m.combine[f];
+    const std::string& n = m.fields[f];
+    return m.identity[f].op == algebra::TermOp::Const && m.identity[f].value.num == 0 && c.op == algebra::TermOp::Or &&
+           c.args.size() == 2 && c.args[0].op == algebra::TermOp::Var && c.args[0].name == "a." + n &&
+           c.args[1].op == algebra::TermOp::Var && c.args[1].name == "b." + n;
+  }
+
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     if (t_.warps_n != 1)
       return reject(fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
@@ -217,17 +225,37 @@ class MmaTier {
       return reject(fmt::format("f{}x{}: the fold's key block feeds the second contraction's K in steps of 16, "
                                 "so it needs an even number of n-atoms",
                                 t_.frag_m, t_.frag_n));
-    std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(fold.terms);
+    // Flags a split adds ("this range folded something": or-combined, identity false) ride
+    // along: a row folded something exactly when its key left -inf.
+    algebra::MonoidTerms core = fold.terms;
+    std::vector<size_t> kept;
+    for (size_t f = 0; f < fold.fields.size(); ++f) {
+      if (is_or_flag(fold.terms, f)) {
+        flags_.push_back(f);
+        continue;
+      }
+      kept.push_back(f);
+    }
+    core.fields.clear();
+    core.identity.clear();
+    core.combine.clear();
+    for (size_t f : kept) {
+      core.fields.push_back(fold.terms.fields[f]);
+      core.identity.push_back(fold.terms.identity[f]);
+      core.combine.push_back(fold.terms.combine[f]);
+    }
+    std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(core);
     if (!rs) return reject(fmt::format("the fold's monoid {} is not a max-rescaled sum", fold.monoid));
     fold_ = &fold;
-    rescaled_ = *rs;
+    rescaled_.key = kept[rs->key];
+    for (size_t w : rs->weighted) rescaled_.weighted.push_back(kept[w]);
     row_axis_ = k.threads.back();
-    std::optional<Contraction> c = contraction_in(fold.fields[rs->key].lift, row_axis_.name, fold.axis.name);
+    std::optional<Contraction> c = contraction_in(fold.fields[rescaled_.key].lift, row_axis_.name, fold.axis.name);
     if (!c)
-      return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis", tir::print_expr(fold.fields[rs->key].lift),
+      return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis", tir::print_expr(fold.fields[rescaled_.key].lift),
                                 kir::type_name(t_.operand)));
     first_ = *c;
-    for (size_t f : rs->weighted) {
+    for (size_t f : rescaled_.weighted) {
       const lir::CarrierField& field = fold.fields[f];
       if (!field.per_tile) continue;
       const Expr& v = strip_casts(field.lift);
@@ -507,7 +535,7 @@ class MmaTier {
   // for v in [0, size) step chunk: compute(v, buf) on the tiles at v. With STAGE the slabs
   // are filled first (ring: depth - 1 tiles ahead, the copies of later tiles in flight under
   // this tile's math) and the block waits for the tile's copies before computing.
-  void stream_loop(const std::string& var, const K& size, int chunk, const std::vector<const Slab*>& slabs,
+  void stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
                    const std::function<void(const K&, const K&)>& compute) {
     const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
     auto fill_all = [&](const K& buf, const K& origin) {
@@ -516,7 +544,7 @@ class MmaTier {
     if (stage_ && dist > 0) {
       emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
       for (int p = 0; p < dist; ++p) {
-        K origin = i64(int64_t{p} * chunk);
+        K origin = add(lo, i64(int64_t{p} * chunk));
         emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_all(i64(p), origin); })));
         commit();
       }
@@ -524,7 +552,7 @@ class MmaTier {
     K v = kir::var({var}, I64);
     std::vector<kir::Stmt> body = b_.nested([&] {
       if (!stage_) return compute(v, i64(0));
-      K t = let(b_.fresh("tile"), kir::binary(kir::BinOp::Div, v, i64(chunk)));
+      K t = let(b_.fresh("tile"), kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, v, lo), i64(chunk)));
       if (dist > 0) {
         K ahead = add(v, i64(int64_t{dist} * chunk));
         K nb = kir::binary(kir::BinOp::Rem, add(t, i64(dist)), i64(depth));
@@ -540,7 +568,7 @@ class MmaTier {
       compute(v, let(b_.fresh("buf"), kir::binary(kir::BinOp::Rem, t, i64(depth))));
       emit(kir::barrier());
     });
-    kir::Stmt f = kir::for_loop(var, I64, i64(0), size, std::move(body));
+    kir::Stmt f = kir::for_loop(var, I64, lo, size, std::move(body));
     f.step = chunk;
     emit(std::move(f));
   }
@@ -626,15 +654,15 @@ class MmaTier {
     const int chunk = steps * kAtomK;
     std::optional<Slab> sa, sb;
     if (stage_) {
-      sa = make_slab("a_tile", first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
+      sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
                      axis_at(first_.axis, i64(0), true), chunk);
-      sb = make_slab("b_tile", first_.col, axis_at(first_.axis, i64(0), true), chunk,
+      sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
                      axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_);
       sa->stream = sb->stream = first_.axis.name;
     }
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
-    stream_loop(kv, ksize, chunk, slabs, [&](const K& k0, const K& buf) {
+    stream_loop(kv, i64(0), ksize, chunk, slabs, [&](const K& k0, const K& buf) {
       for (int s = 0; s < steps; ++s) {
         K kb = add(k0, i64(s * kAtomK));
         emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
@@ -697,7 +725,10 @@ class MmaTier {
     const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                       pf = b_.fresh("p_frag"), sc = b_.fresh("score");
     const K rows = KernelBuilder::size_value(row_axis_.size);
-    const K keys = KernelBuilder::size_value(fold.axis.size);
+    // The keys this block folds: the whole axis, or a split's range (REDUCE), uniform per block.
+    const K keys_lo = fold.range.empty() ? i64(0) : let(b_.fresh("keys_lo"), as(b_.lower(fold.range[0]), I64));
+    const K keys = fold.range.empty() ? KernelBuilder::size_value(fold.axis.size)
+                                      : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
     const K dsize = KernelBuilder::size_value(first_.axis.size);
     emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
                                   first_.row.name, fold.axis.name, ks)));
@@ -720,6 +751,7 @@ class MmaTier {
           emit(kir::decl(carrier[f], F32, kir::cf(0, F32), fm * ne * 4));
           continue;
         }
+        if (is_flag(f)) continue;
         double init = f == rescaled_.key ? -std::numeric_limits<double>::infinity() : 0.0;
         if (t != F32) unsupported(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name, kir::type_name(t)));
         emit(kir::decl(carrier[f], F32, kir::cf(init, F32), fm * 2));
@@ -731,18 +763,18 @@ class MmaTier {
       const int chunk = fn * kAtomN;
       std::vector<const Slab*> slabs;
       if (stage_) {
-        kslab_ = make_slab("col_tile", first_.col, axis_at(fold.axis, i64(0), false), chunk,
+        kslab_ = make_slab(b_.fresh("col_tile"), first_.col, axis_at(fold.axis, i64(0), false), chunk,
                            axis_at(first_.axis, i64(0), true), bound);
         kslab_->stream = fold.axis.name;
         slabs.push_back(&*kslab_);
         if (value_read_) {
-          vslab_ = make_slab("val_tile", *value_read_, axis_at(fold.axis, i64(0), true), chunk,
+          vslab_ = make_slab(b_.fresh("val_tile"), *value_read_, axis_at(fold.axis, i64(0), true), chunk,
                              axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile);
           vslab_->stream = fold.axis.name;
           slabs.push_back(&*vslab_);
         }
       }
-      stream_loop(jv, keys, chunk, slabs, [&](const K& j0, const K& buf) {
+      stream_loop(jv, keys_lo, keys, chunk, slabs, [&](const K& j0, const K& buf) {
         emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
         emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
         for (int s = 0; s < ks; ++s) {
@@ -914,9 +946,14 @@ class MmaTier {
     const lir::Stmt& fold = *fold_;
     emit(kir::comment("the fold's results and stores"));
     auto bind_carrier = [&](int a, int r) {
-      for (size_t f = 0; f < fold.fields.size(); ++f)
-        if (!(f == value_field_ && value_read_))
-          b_.scopes_.back().regs["run_" + fold.fields[f].name] = elem(carrier[f], a * 2 + r, F32);
+      K key = elem(carrier[rescaled_.key], a * 2 + r, F32);
+      for (size_t f = 0; f < fold.fields.size(); ++f) {
+        std::string reg = "run_" + fold.fields[f].name;
+        if (is_flag(f))
+          b_.scopes_.back().regs[reg] = kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
+        else if (!(f == value_field_ && value_read_))
+          b_.scopes_.back().regs[reg] = elem(carrier[f], a * 2 + r, F32);
+      }
     };
     std::vector<lir::Stmt> stores;
     if (tile_loop_)
@@ -968,6 +1005,8 @@ class MmaTier {
   const lir::Stmt* fold_ = nullptr;
   int contraction_stmt_ = -1;  // the body statement holding the contraction
   algebra::RescaledSum rescaled_;
+  std::vector<size_t> flags_;  // or-combined flags riding along the fold
+  bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
   tir::Axis row_axis_, col_axis_;
   Contraction first_;
   std::optional<Expr> value_read_;

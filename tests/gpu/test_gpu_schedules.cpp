@@ -252,7 +252,9 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
   w.checked = &op;
   try {
     // The schedules: the matrix's knob strings, then the file's blocks for this target.
-    for (const std::string& knobs : test::schedules(program, op)) {
+    std::vector<std::string> matrix = test::schedules(program, op);
+    for (const std::string& knobs : test::split_schedules(program, op, *ctx.target)) matrix.push_back(knobs);
+    for (const std::string& knobs : matrix) {
       Variant v;
       v.label = knobs == "TILE=a:scalar" ? "fused" : knobs.substr(knobs.rfind("TILE=a:scalar,", 0) == 0 ? 14 : 0);
       try {

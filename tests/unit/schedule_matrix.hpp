@@ -54,6 +54,37 @@ inline std::vector<std::string> schedules(const CheckedProgram& program, const C
   return out;
 }
 
+// The split-reduction schedules (REDUCE) of an op with a reduction: the combining kernel (k)
+// with 2 groups and with more groups than the small shapes' axes have (empty groups), cut
+// and register-tiled variants, and the atomic form (a) where the split reduction has one.
+inline std::vector<std::string> split_schedules(const CheckedProgram& program, const CheckedOp& op,
+                                                const TargetInfo& target) {
+  tir::Program t = lower::to_tensor(program, op);
+  if (std::none_of(t.stmts.begin(), t.stmts.end(), [](const tir::Stmt& s) { return tir::has_reduce(s.value); }))
+    return {};
+  try {  // a reduction over several axes does not split (docs/knobs.md): none of these then
+    lower::lower_op(program, op, {nullptr, "", "TILE=a:scalar,REDUCE=g2k"}, target);
+  } catch (const lower::LowerError& e) {
+    if (std::string(e.what()).find("splits a reduction over one axis") != std::string::npos) return {};
+  }
+  std::vector<std::string> out{"TILE=a:scalar,REDUCE=g2k", "TILE=a:scalar,REDUCE=g7k",
+                               "TILE=a:scalar,PLACE=cut,REDUCE=g3k"};
+  for (const tir::Stmt& s : t.stmts)
+    if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty()) {
+      out.push_back(fmt::format("TILE=a:scalar,TILE@{}=f4,REDUCE=g4k", s.vars.back().name));
+      break;
+    }
+  for (const char* atomic : {"TILE=a:scalar,REDUCE=g3a", "TILE=a:scalar,PLACE=cut,REDUCE=g2a"}) {
+    try {
+      lower::lower_op(program, op, {nullptr, "", atomic}, target);
+    } catch (const lower::LowerError& e) {
+      if (std::string(e.what()).find("has no atomic form") != std::string::npos) continue;  // the k form only
+    }
+    out.push_back(atomic);
+  }
+  return out;
+}
+
 // The size symbols of the op's inputs, in the order they first appear.
 inline std::vector<std::string> input_size_names(const CheckedOp& op) {
   std::vector<std::string> names;
