@@ -198,6 +198,10 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
       case Knob::Wspec:
       case Knob::Raster:
       case Knob::FastExp:
+        if (s.knob == Knob::FastExp && !s.off && k.mma) {
+          k.fast_exp = std::get<bool>(s.value);
+          break;
+        }
         if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
           k.warnings.push_back(fmt::format("{} has no effect on {}: ignored", print_knob(s),
                                            k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)"));

@@ -107,7 +107,8 @@ struct AxisAt {
 
 class MmaTier {
  public:
-  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage) : b_(b), t_(tile), stage_(stage) {}
+  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage, bool fast_exp)
+      : b_(b), t_(tile), stage_(stage), fast_exp_(fast_exp) {}
 
   bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
     try {
@@ -412,13 +413,17 @@ class MmaTier {
   // through registers with zeros past the ends (ragged sizes, odd strides).
   void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base) {
     const int per_row = s.cols / 8, chunks = s.rows * per_row, threads = out_->block_threads;
-    for (int it = 0; it * threads < chunks; ++it) {
-      K c = add(tid_, i64(int64_t{it} * threads));
-      std::vector<kir::Stmt> chunk = b_.nested([&] {
-        K r = let(b_.fresh("fill_row"), kir::binary(kir::BinOp::Div, c, i64(per_row)));
-        K q = let(b_.fresh("fill_col"), mul(kir::binary(kir::BinOp::Rem, c, i64(per_row)), i64(8)));
+    // A real loop over the thread's chunks (not unrolled): unrolled, the compiler hoists each
+    // chunk's addresses out of the key loop and the fragments spill.
+    const std::string cv = b_.fresh("chunk");
+    K c32 = kir::var({cv}, ScalarType::I32);
+    std::vector<kir::Stmt> chunk = b_.nested([&] {
+        K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
+        K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
+        K at32 = add(mul(r32, ci32(s.pitch)), q32);
+        K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
         K orow = add(outer_base, r), icol = add(inner_base, q);
-        K dst = let(b_.fresh("fill_at"), add(add(mul(buf, i64(s.elems())), mul(r, i64(s.pitch))), q));
+        K dst = let(b_.fresh("fill_at"), as(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), at32), I64));
         auto element = [&](int u) {
           b_.scopes_.push_back({});
           bind(s.outer, orow);
@@ -438,7 +443,12 @@ class MmaTier {
           for (kir::Stmt& x : by_elements) emit(std::move(x));
           return;
         }
-        K first = element(0);
+        // The chunk's first element, its indices unclamped: the copy only runs when it is inside.
+        b_.scopes_.push_back({});
+        b_.scopes_.back().index[s.outer.name] = orow;
+        b_.scopes_.back().index[s.inner.name] = icol;
+        K first = b_.lower(s.read);
+        b_.scopes_.pop_back();
         K index = let(b_.fresh("fill_src"), first.args[0]);
         K whole = kir::binary(kir::BinOp::And, lt(orow, s.outer.size),
                               kir::binary(kir::BinOp::Le, add(icol, i64(8)), s.inner.size));
@@ -448,10 +458,10 @@ class MmaTier {
         copy.push_back(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, i32(dst)), index}, {},
                                       s.read.name));
         emit(kir::if_then(whole, std::move(copy), std::move(by_elements)));
-      });
-      if ((it + 1) * threads <= chunks) for (kir::Stmt& x : chunk) emit(std::move(x));
-      else emit(kir::if_then(lt(c, i64(chunks)), std::move(chunk)));
-    }
+    });
+    kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
+    loop.step = threads;
+    emit(std::move(loop));
   }
 
   void commit() {
@@ -462,19 +472,30 @@ class MmaTier {
     emit(kir::barrier());
   }
 
+  // A value computed once at the top of the kernel (before every loop), in I32: the lane's
+  // parts of shared-memory addresses, the same on every trip.
+  K hoisted(const std::string& base, K value) {
+    std::string key = KernelBuilder::render_key(value);
+    if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
+    std::string name = b_.fresh(base);
+    top_->insert(top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++), kir::decl(name, value.type, value));
+    return hoisted_[key] = kir::var({name}, value.type);
+  }
+
   // Registers of fragments read from a slab with one ldmatrix: piece m is register `reg` of a
-  // fragment of lane map `fn` whose (row, col) origin in the slab's frame is (row_base,
-  // col_base); `row_is_outer` says whether the fragment's rows run along the slab's rows.
+  // fragment of lane map `fn` at (row, col) from the group's origin in the slab's frame;
+  // `row_is_outer` says whether the fragment's rows run along the slab's rows.
   struct Piece {
     kir::Reg dest;
     CoordFn fn;
     int reg;
-    K row_base, col_base;
-    bool row_is_outer;
+    int row, col;
   };
-  void drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces) {
+  // The group's origin (row_dyn, col_dyn) is a run-time offset (a warp's place), I32.
+  void drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces, const K& row_dyn, const K& col_dyn,
+             bool row_is_outer) {
     std::optional<bool> trans;
-    std::vector<K> addrs;
+    std::vector<std::pair<int, int>> at;  // each piece's 8x8 block origin: (outer, inner)
     for (const Piece& p : pieces) {
       int row = 1 << 20, col = 1 << 20;
       for (int lane = 0; lane < kWarp; ++lane)
@@ -485,48 +506,54 @@ class MmaTier {
         }
       kir::FragmentCoord lo = p.fn(0, 2 * p.reg), hi = p.fn(0, 2 * p.reg + 1);
       bool pair_along_rows = hi.row == lo.row + 1;
-      bool t = pair_along_rows == p.row_is_outer;  // the register pairs run along the slab's rows
+      bool t = pair_along_rows == row_is_outer;  // the register pairs run along the slab's rows
       if (trans && *trans != t) throw std::logic_error("one ldmatrix cannot mix transposed and plain pieces");
       trans = t;
-      K fr = add(p.row_base, i64(row)), fc = add(p.col_base, i64(col));
-      K outer = p.row_is_outer ? fr : fc, inner = p.row_is_outer ? fc : fr;
-      addrs.push_back(add(add(mul(buf, i64(s.elems())), mul(add(outer, kir::binary(kir::BinOp::Rem, lane_, i64(8))),
-                                                              i64(s.pitch))),
-                          inner));
+      row += p.row;
+      col += p.col;
+      at.emplace_back(row_is_outer ? row : col, row_is_outer ? col : row);
     }
-    // Lanes 8m..8m+7 address the rows of matrix m; lanes past the pieces repeat them.
-    K m = kir::binary(kir::BinOp::Div, lane_, i64(8));
-    K addr = addrs.back();
-    for (size_t i = addrs.size() - 1; i-- > 0;)
-      addr = kir::select(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, m, i64(static_cast<int64_t>(addrs.size()))),
-                                     i64(static_cast<int64_t>(i))),
-                         addrs[i], addr);
+    if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4) throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
+    // Lanes 8m..8m+7 address the rows of matrix m (lanes past the pieces repeat them): the
+    // lane's offset from piece 0, a constant per lane, hoisted out of every loop.
+    const int n = static_cast<int>(pieces.size());
+    K m = kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Div, lane32_, ci32(8)), ci32(n));
+    K delta = ci32(0);
+    for (int i = n - 1; i > 0; --i)
+      delta = kir::select(kir::binary(kir::BinOp::Eq, m, ci32(i)),
+                          ci32((at[i].first - at[0].first) * s.pitch + at[i].second - at[0].second), delta);
+    K lane_off = hoisted("ldm_off", add(mul(kir::binary(kir::BinOp::Rem, lane32_, ci32(8)), ci32(s.pitch)), delta));
+    K outer_dyn = row_is_outer ? row_dyn : col_dyn, inner_dyn = row_is_outer ? col_dyn : row_dyn;
+    K origin = add(add(mul(add(outer_dyn, ci32(at[0].first)), ci32(s.pitch)), inner_dyn), ci32(at[0].second));
+    K addr = add(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), origin), lane_off);
     using enum kir::IntrinsicId;
     static constexpr kir::IntrinsicId kPlain[] = {LdmatrixX1, LdmatrixX2, LdmatrixX4, LdmatrixX4};
     static constexpr kir::IntrinsicId kTrans[] = {LdmatrixX1Trans, LdmatrixX2Trans, LdmatrixX4Trans, LdmatrixX4Trans};
-    if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4) throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
     std::vector<kir::Reg> outs;
     for (const Piece& p : pieces) outs.push_back(p.dest);
-    emit(kir::intrinsic((*trans ? kTrans : kPlain)[pieces.size() - 1], std::move(outs),
-                        {kir::shared_addr(s.array, i32(addr))}));
+    emit(kir::intrinsic((*trans ? kTrans : kPlain)[pieces.size() - 1], std::move(outs), {kir::shared_addr(s.array, addr)}));
   }
 
+  static K ci32(int64_t v) { return kir::ci(v, ScalarType::I32); }
+
   // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]
-  // from a slab, four matrices per ldmatrix where they pair up.
+  // from a slab, four matrices per ldmatrix where they pair up; fragment f sits at
+  // (row_dyn, col_dyn) + origin(f).
   void drain_fragments(const Slab& s, const K& buf, CoordFn fn, int regs, int n_frags, const std::string& array, int off,
-                       const std::function<std::pair<K, K>(int)>& origin, bool row_is_outer) {
+                       const K& row_dyn, const K& col_dyn, const std::function<std::pair<int, int>(int)>& origin,
+                       bool row_is_outer) {
     std::vector<Piece> all;
     for (int f = 0; f < n_frags; ++f) {
-      auto [rb, cb] = origin(f);
-      for (int r = 0; r < regs; ++r) all.push_back({{array, off + f * regs + r}, fn, r, rb, cb, row_is_outer});
+      auto [r, c] = origin(f);
+      for (int g = 0; g < regs; ++g) all.push_back({{array, off + f * regs + g}, fn, g, r, c});
     }
     for (size_t i = 0; i < all.size();) {
       size_t n = all.size() - i >= 4 ? 4 : all.size() - i >= 2 ? 2 : 1;
-      drain(s, buf, std::vector<Piece>(all.begin() + static_cast<std::ptrdiff_t>(i), all.begin() + static_cast<std::ptrdiff_t>(i + n)));
+      drain(s, buf, std::vector<Piece>(all.begin() + static_cast<std::ptrdiff_t>(i), all.begin() + static_cast<std::ptrdiff_t>(i + n)),
+            row_dyn, col_dyn, row_is_outer);
       i += n;
     }
   }
-
 
   void fill_tile(const Slab& s, const K& buf, const K& origin) {
     fill(s, buf, s.outer.name == s.stream ? origin : s.outer.base, s.inner.name == s.stream ? origin : s.inner.base);
@@ -614,14 +641,18 @@ class MmaTier {
       if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
     }
     out_ = &out;
-    if (stage_) tid_ = let("tid", as(kir::special(kir::Special::ThreadIdx), I64));
     K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
     K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
     lane_ = lane;
+    lane32_ = let("lane32", kir::special(kir::Special::LaneId));
     grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
     tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
     warp_m_ = t_.warps_n == 1 ? warp : let("warp_m", kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n)));
     warp_n_ = t_.warps_n == 1 ? i64(0) : let("warp_n", kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)));
+    warp_rows32_ = let("warp_rows", i32(mul(warp_m_, i64(rows_per_warp_))));
+    warp_cols32_ = let("warp_cols", i32(mul(warp_n_, i64(cols_per_warp_))));
+    top_ = &body;
+    hoist_at_ = body.size();
     row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
     row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
     if (!fold) {
@@ -669,11 +700,11 @@ class MmaTier {
                                       stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
         std::vector<kir::Stmt> step = b_.nested([&] {
           if (stage_) {
-            drain_fragments(*sa, buf, kir::mma_a_coord, 4, fm, af, 0, [&](int a) {
-              return std::pair{add(mul(warp_m_, i64(rows_per_warp_)), i64(a * kAtomM)), i64(s * kAtomK)};
+            drain_fragments(*sa, buf, kir::mma_a_coord, 4, fm, af, 0, warp_rows32_, ci32(0), [&](int a) {
+              return std::pair{a * kAtomM, s * kAtomK};
             }, sa->outer.name == row_axis_.name);
-            drain_fragments(*sb, buf, kir::mma_b_coord, 2, fn, bf, 0, [&](int n) {
-              return std::pair{i64(s * kAtomK), add(mul(warp_n_, i64(cols_per_warp_)), i64(n * kAtomN))};
+            drain_fragments(*sb, buf, kir::mma_b_coord, 2, fn, bf, 0, ci32(0), warp_cols32_, [&](int n) {
+              return std::pair{s * kAtomK, n * kAtomN};
             }, sb->outer.name == first_.axis.name);
           } else {
             for (int a = 0; a < fm; ++a)
@@ -780,8 +811,8 @@ class MmaTier {
         for (int s = 0; s < ks; ++s) {
           std::vector<kir::Stmt> step = b_.nested([&] {
             if (stage_)
-              drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, [&](int n) {
-                return std::pair{i64(s * kAtomK), i64(n * kAtomN)};
+              drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0), [&](int n) {
+                return std::pair{s * kAtomK, n * kAtomN};
               }, kslab_->outer.name == first_.axis.name);
             else
               for (int n = 0; n < fn; ++n)
@@ -797,18 +828,26 @@ class MmaTier {
         // key is past the end or the fold's predicate excludes it.
         emit(kir::comment(fmt::format("lift {}: {} (masked to -inf past {} and outside the fold's predicate)",
                                       fold.fields[rescaled_.key].name, tir::print_expr(first_.around), fold.axis.size)));
-        for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
-          K slot = elem(sc, c_index(a, n, e, fn), F32);
-          b_.scopes_.push_back({});
-          bind(axis_at(row_axis_, {}, false), row);
-          bind(axis_at(fold.axis, {}, false), col);
-          b_.scopes_.back().regs[std::string(kContracted)] = slot;
-          K v = as(b_.lower(first_.around), F32);
-          K ok = lt(col, keys);
-          if (!fold.where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
-          b_.scopes_.pop_back();
-          emit(kir::assign(slot.reg, kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32))));
-        }, j0);
+        auto lift_scores = [&](bool masked) {
+          return b_.nested([&] {
+            for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
+              K slot = elem(sc, c_index(a, n, e, fn), F32);
+              b_.scopes_.push_back({});
+              bind(axis_at(row_axis_, {}, false), row);
+              bind(axis_at(fold.axis, {}, false), col);
+              b_.scopes_.back().regs[std::string(kContracted)] = slot;
+              K v = as(b_.lower(first_.around), F32);
+              K ok = lt(col, keys);
+              if (!fold.where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+              b_.scopes_.pop_back();
+              emit(kir::assign(slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
+            }, j0);
+          });
+        };
+        if (fold.where.empty())  // a whole block of keys needs no mask: only the last one is ragged
+          emit(kir::if_then(kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), lift_scores(false), lift_scores(true)));
+        else
+          for (kir::Stmt& x : lift_scores(true)) emit(std::move(x));
         emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
       });
       emit_fold_results(carrier, fm, ne, tile0, rows);
@@ -844,6 +883,14 @@ class MmaTier {
   // The row slot (0 or 1) of C element e: which distinct row offset of the lane map it has.
   int slot_of(int e) const { return c_aff_[e].row0 == c_aff_[0].row0 ? 0 : 1; }
 
+  static constexpr double kLog2e = 1.4426950408889634;
+
+  // exp(x - y); with FAST_EXP=1 as exp2((x - y) * log2 e) (one multiply-add and the exp2 unit).
+  K exp_of_difference(const K& x, const K& y) const {
+    if (!fast_exp_) return kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, x, y));
+    return kir::unary(kir::UnOp::Exp2, mul(kir::binary(kir::BinOp::Sub, x, y), kir::cf(kLog2e, F32)));
+  }
+
   // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
   // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
   void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
@@ -865,7 +912,8 @@ class MmaTier {
         // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
         use[a * 2 + r] = let(b_.fresh("key_use"), kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)),
                                                               kir::cf(0, F32), mnew));
-        alpha[a * 2 + r] = let(b_.fresh("rescale"), kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, old, use[a * 2 + r])));
+        alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(old, use[a * 2 + r]));
+        if (fast_exp_) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
         emit(kir::assign({mrun, a * 2 + r}, mnew));
       }
     emit(kir::comment("p = exp(score - key) in place"));
@@ -873,7 +921,9 @@ class MmaTier {
       for (int n = 0; n < fn; ++n)
         for (int e = 0; e < 4; ++e) {
           K s = elem(sc, c_index(a, n, e, fn), F32);
-          emit(kir::assign(s.reg, kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, s, use[a * 2 + slot_of(e)]))));
+          K p = fast_exp_ ? kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Sub, mul(s, kir::cf(kLog2e, F32)), use[a * 2 + slot_of(e)]))
+                          : kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, s, use[a * 2 + slot_of(e)]));
+          emit(kir::assign(s.reg, p));
         }
     for (size_t f : rescaled_.weighted) {
       if (f == value_field_ && value_read_) continue;
@@ -925,8 +975,8 @@ class MmaTier {
                                  elem(sc, c_index(a, 2 * step + lo.atom, lo.elem, fn), F32)}));
           }
         if (stage_)
-          drain_fragments(*vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, [&](int n) {
-            return std::pair{i64(step * kAtomK), i64(n * kAtomN)};
+          drain_fragments(*vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0), [&](int n) {
+            return std::pair{step * kAtomK, n * kAtomN};
           }, vslab_->outer.name == fold.axis.name);
         for (int n = 0; n < ne; ++n) {
           if (!stage_)
@@ -1013,15 +1063,20 @@ class MmaTier {
   size_t value_field_ = static_cast<size_t>(-1);
   std::vector<int> masks_;
   LaneAffine c_aff_[4];
-  K grp_, tig_, row0_, col0_, lane_, tid_, warp_m_, warp_n_, row_block0_, col_block0_;
+  K grp_, tig_, row0_, col0_, lane_, warp_m_, warp_n_, row_block0_, col_block0_;
   std::optional<MmaStage> stage_;
+  bool fast_exp_ = false;
   std::optional<Slab> kslab_, vslab_;
+  K lane32_, warp_rows32_, warp_cols32_;
+  std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
+  size_t hoist_at_ = 0;
+  std::map<std::string, K> hoisted_;
   kir::Kernel* out_ = nullptr;
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
 };
 
 bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
-  MmaTier tier(*this, *knobs_.mma, knobs_.stage);
+  MmaTier tier(*this, *knobs_.mma, knobs_.stage, knobs_.fast_exp);
   tier.kernel_body_ = k.body;
   return tier.build(k, out, program, why);
 }

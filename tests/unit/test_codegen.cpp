@@ -569,8 +569,12 @@ TEST_CASE("verifier: kernel-level checks (grid, threads, shared memory, malforme
   CHECK(verify(k) == std::vector<std::string>{"k_bad: 2048 threads per block (1 to 1024)"});
   k = with_body({});
   k.shared.push_back({"big", ST::F64, 8192, 16});
+  CHECK(verify(k).empty());  // past 48 KB: the dynamic shared window (print_cuda carves it up)
+  CHECK(uses_dynamic_shared(k));
+  CHECK(shared_bytes(k) == 65792);
+  k.shared.push_back({"huge", ST::F64, 30000, 16});
   CHECK(verify(k) ==
-        std::vector<std::string>{"k_bad: 65792 bytes of shared arrays (static shared memory holds 49152)"});
+        std::vector<std::string>{"k_bad: 305792 bytes of shared arrays (a block holds at most 232448)"});
   k = with_body({});
   k.shared.push_back({"x", F32, 4, 2});
   CHECK(verify(k) ==

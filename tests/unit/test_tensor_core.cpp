@@ -241,3 +241,33 @@ TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still ru
 }
 
 }  // namespace emmy
+
+namespace emmy {
+
+TEST_CASE("tensor cores: slabs past 48 KB live in the dynamic shared window") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("matmul");
+  lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/cp/ring"},
+                                       *find_target("sm_90"));
+  REQUIRE(took_tensor_cores(low));
+  const kir::Kernel& k = low.kernels.kernels.at(0);
+  CHECK(kir::shared_bytes(k) == 56832);  // 3 x (128 x 40 + 32 x 136) halves
+  CHECK(kir::uses_dynamic_shared(k));
+  std::string cuda = print_cuda(low.kernels);
+  CHECK(cuda.find("extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // 56832 bytes") != std::string::npos);
+  SizeBindings sizes{{"M", 130}, {"N", 70}, {"K", 45}};
+  TensorMap inputs = random_inputs(op, sizes, 9);
+  TensorMap ref = evaluate_reference(*l->program, op, sizes, inputs);
+  TensorMap buffers = inputs;
+  run_simt(low.kernels, sizes, buffers, {});
+  Comparison c = compare(buffers.at("c"), ref.at("c"), tolerance_for(op, ref.at("c").dtype));
+  CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e}", c.rel_l2));
+  if (!test::nvrtc_or_skip()) return;
+  runtime::CompileOptions co;
+  co.target = find_target("sm_90");
+  runtime::CompileResult r = runtime::compile_cuda(cuda, "dynamic_smem.cu", co);
+  REQUIRE_MESSAGE(r.ok, r.log);
+}
+
+}  // namespace emmy
