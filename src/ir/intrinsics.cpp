@@ -9,6 +9,7 @@ namespace emmy::kir {
 namespace {
 
 constexpr ScalarType U = ScalarType::U32, I = ScalarType::I32, L = ScalarType::I64, F = ScalarType::F32;
+constexpr ScalarType D = ScalarType::F64;
 
 // ---- CUDA helpers: outputs by reference, inputs by value, then immediates ----------------------
 
@@ -105,6 +106,19 @@ constexpr std::string_view kShflBfly =
 constexpr std::string_view kShflIdx =
     R"(__device__ __forceinline__ void emmy_shfl_idx(float& d, float v, int src_lane) {
   asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(d) : "f"(v), "r"(src_lane));
+}
+)";
+
+// __shfl_xor_sync moves a double as two shfl.sync.bfly.b32, low word then high word.
+constexpr std::string_view kShflBflyI32 =
+    R"(__device__ __forceinline__ void emmy_shfl_bfly_i32(int& d, int v, int lane_mask) {
+  d = __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+)";
+
+constexpr std::string_view kShflBflyF64 =
+    R"(__device__ __forceinline__ void emmy_shfl_bfly_f64(double& d, double v, int lane_mask) {
+  d = __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
 )";
 
@@ -215,6 +229,9 @@ std::vector<IntrinsicInfo> build_table() {
       row(MbarrierTryWait, "emmy_mbarrier_try_wait", T, {}, {U, U}, 0, 90, kMbarrierTryWait),
       // Shared destination, mbarrier, coordinates (column, row); printed after &tensor_map.
       row(TmaLoad2d, "emmy_tma_load_2d", T, {}, {U, U, I, I}, 0, 90, kTmaLoad2d),
+      // The butterflies of other carrier types (COOP's cross-lane combines): same lane map as f32.
+      row(ShflBflyI32, "emmy_shfl_bfly_i32", W, {I}, {I}, 1, 80, kShflBflyI32),
+      row(ShflBflyF64, "emmy_shfl_bfly_f64", W, {D}, {D}, 1, 80, kShflBflyF64),
   };
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");

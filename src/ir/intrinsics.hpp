@@ -37,6 +37,9 @@ enum class IntrinsicId : uint8_t {
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
   TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  ShflBflyI32,    // shfl.sync.bfly.b32 of an i32                       d <- v, imm[0] = lane mask
+  ShflBflyF64,    // two shfl.sync.bfly.b32 (low, high word) of an f64  d <- v, imm[0] = lane mask
+                  // (an i64 moves as two ShflBflyI32: an I64 operand means a global index here)
   Count,
 };
 

@@ -101,6 +101,21 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
   return false;
 }
 
+// COOP applies to every kernel of the op: a site names nothing it could narrow to.
+void apply_coop(Knobs& k, const KnobSetting& s) {
+  if (s.off) return;
+  if (!s.site.empty()) {
+    k.warnings.push_back(fmt::format("{} has no effect: COOP applies to every kernel of the op, not to one site; "
+                                     "write COOP={}",
+                                     print_knob(s), print_knob_value(s)));
+    return;
+  }
+  const auto& c = std::get<CoopValue>(s.value);
+  k.coop_threads = c.threads;
+  k.coop_vec = c.vec.value_or(1);
+  k.block_threads = std::max(k.block_threads, c.threads);
+}
+
 }  // namespace
 
 bool Knobs::fuses(const std::string& site) const {
@@ -141,6 +156,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
                                        fmt::format("{} (a reduction split across CTAs) is not implemented yet",
                                                    print_knob(s)),
                                        "leave REDUCE empty (REDUCE=) for a serial reduction per thread"));
+      case Knob::Coop: apply_coop(k, s); break;
       case Knob::Stage:
       case Knob::Wspec:
       case Knob::Raster:
