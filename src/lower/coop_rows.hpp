@@ -64,7 +64,7 @@ inline bool KernelBuilder::coop_commutative(const std::string& monoid, const Car
 // A reduction over `axes` whose first axis is split between the row's threads, each folding
 // its share into `carrier` (already at the identity), then the shares combined.
 inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes,
-                                       const CarrierSpec& spec, const std::vector<K>& carrier,
+                                       const CarrierSpec& spec, const std::vector<K>& carrier, const K& has,
                                        const std::function<void()>& element) {
   bool contiguous = !coop_commutative(monoid, spec);
   emit(kir::comment(fmt::format("{} over {} split across the row's {} threads: {}", monoid, axes[0].name,
@@ -75,7 +75,7 @@ inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vec
     if (axes.size() == 1) return element();
     for (kir::Stmt& s : axis_loops(axes, element, 1)) emit(std::move(s));
   });
-  coop_combine(monoid, spec, carrier);
+  coop_combine(monoid, spec, carrier, has);
 }
 
 // One loop over `axis` of this thread's share: strided (thread r takes r, r + N, ...: the
@@ -139,6 +139,7 @@ inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, co
   K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size, kir::ci(v, I)), kir::ci(0, I));
   std::vector<std::string> names{axis.size};
   for (const K& c : conds) {
+    if (c.kind == K::Kind::Param && c.name == axis.size) continue;  // already the axis size
     ok = kir::binary(kir::BinOp::And, ok,
                      kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, c, kir::ci(v, I)), kir::ci(0, I)));
     names.push_back(c.name);
@@ -179,9 +180,9 @@ inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   const int v = knobs_.coop_vec;
   int bytes = kir::type_bytes(scalar_of(t.dtype));
   if (bytes * v > 16)
-    throw LowerError(fmt::format("COOP=.../v{}: a vector of {} {} elements of '{}' is {} bytes, and one vector access "
+    throw LowerError(fmt::format("COOP=t{}/v{}: a vector of {} {} elements of '{}' is {} bytes, and one vector access "
                                  "moves at most 16; use v{} or less for this op",
-                                 v, v, kir::type_name(scalar_of(t.dtype)), t.name, bytes * v, 16 / bytes));
+                                 knobs_.coop_threads, v, v, kir::type_name(scalar_of(t.dtype)), t.name, bytes * v, 16 / bytes));
   if (t.dims.size() < 2) return true;
   const std::string& last = t.dims.back();
   if (std::isdigit(static_cast<unsigned char>(last[0]))) return std::stoll(last) % v == 0;
@@ -306,12 +307,26 @@ inline std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const
   return next;
 }
 
+// combine(a, b) of two threads' shares, where a share that combined no element is skipped
+// rather than combined: the identity is two-sided, so this changes nothing but keeps
+// combine(identity, identity) away (online softmax's -inf - -inf would give NaN). The
+// carrier, then whether either share had an element.
+inline std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                                    const std::vector<K>& b, const K& b_has) {
+  std::vector<K> both = combine_pair(spec, a, b);
+  std::vector<K> out;
+  for (size_t i = 0; i < spec.fields.size(); ++i)
+    out.push_back(kir::select(b_has, kir::select(a_has, both[i], b[i]), a[i]));
+  out.push_back(kir::binary(kir::BinOp::Or, a_has, b_has));
+  return out;
+}
+
 // The row's partial carriers combined in lane order, so that a non-commutative monoid sees
 // its ranges in sequence: butterflies (xor 1, 2, 4...) where the lower lane's value is the
 // left operand, then (more than one warp a row) the warps' results through shared memory,
 // in warp order. Every thread of the row ends with the whole row's carrier.
 inline void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec,
-                                        const std::vector<K>& carrier) {
+                                        const std::vector<K>& carrier, const K& has) {
   const int n = knobs_.coop_threads;
   const ScalarType I = ScalarType::I64;
   emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
@@ -320,15 +335,19 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
   for (int s = 1; s < std::min(n, 32); s *= 2) {
     std::vector<K> other;
     for (const K& c : carrier) other.push_back(shuffle_xor(c, s));
+    K other_has = shuffle_xor(has, s);
     K low = let(fresh("low"), kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)),
                                           kir::ci(0, I)));
     std::vector<K> a, b;
     for (size_t i = 0; i < carrier.size(); ++i) {
-      a.push_back(kir::select(low, carrier[i], other[i]));
-      b.push_back(kir::select(low, other[i], carrier[i]));
+      a.push_back(let(fresh("lo_" + spec.fields[i]), kir::select(low, carrier[i], other[i])));
+      b.push_back(let(fresh("hi_" + spec.fields[i]), kir::select(low, other[i], carrier[i])));
     }
-    std::vector<K> next = combine_pair(spec, a, b);
+    K a_has = let(fresh("lo_has"), kir::select(low, has, other_has));
+    K b_has = let(fresh("hi_has"), kir::select(low, other_has, has));
+    std::vector<K> next = combine_shares(spec, a, a_has, b, b_has);
     for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
+    emit(kir::assign(has.reg, next.back()));
   }
   if (n <= 32) return;
   const int warps = n / 32, slots = knobs_.block_threads / 32;
@@ -336,25 +355,31 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
   std::vector<ScalarType> held;
   std::vector<kir::Stmt> publish;
   K warp = kir::special(kir::Special::WarpId);
-  for (size_t i = 0; i < carrier.size(); ++i) {
-    held.push_back(spec.types[i] == ScalarType::Pred ? ScalarType::I32 : spec.types[i]);
-    arrays.push_back(unclashed(fresh("coop_" + spec.fields[i])));
+  std::vector<K> values = carrier;
+  values.push_back(has);
+  std::vector<std::string> names = spec.fields;
+  names.push_back("has");
+  for (size_t i = 0; i < values.size(); ++i) {
+    held.push_back(values[i].type == ScalarType::Pred ? ScalarType::I32 : values[i].type);
+    arrays.push_back(unclashed(fresh("coop_" + names[i])));
     shared_->push_back({arrays[i], held[i], slots, 16});
-    publish.push_back(kir::store(kir::Space::Shared, arrays[i], warp, as(carrier[i], held[i])));
+    publish.push_back(kir::store(kir::Space::Shared, arrays[i], warp, as(values[i], held[i])));
   }
   emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::LaneId), kir::ci(0)), std::move(publish)));
   emit(kir::barrier());
   K first = let(fresh("warp0"), kir::binary(kir::BinOp::Mul, kir::binary(kir::BinOp::Div, warp, kir::ci(warps)), kir::ci(warps)));
-  for (size_t i = 0; i < carrier.size(); ++i)
-    emit(kir::assign(carrier[i].reg, as(kir::load(kir::Space::Shared, arrays[i], first, held[i]), spec.types[i])));
+  for (size_t i = 0; i < values.size(); ++i)
+    emit(kir::assign(values[i].reg, as(kir::load(kir::Space::Shared, arrays[i], first, held[i]), values[i].type)));
   std::string w = fresh("w");
   std::vector<kir::Stmt> body = nested([&] {
     K at = kir::binary(kir::BinOp::Add, first, kir::var({w}, ScalarType::I32));
     std::vector<K> part;
-    for (size_t i = 0; i < carrier.size(); ++i)
-      part.push_back(let(fresh("part_" + spec.fields[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), spec.types[i])));
-    std::vector<K> next = combine_pair(spec, carrier, part);
-    for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
+    for (size_t i = 0; i < values.size(); ++i)
+      part.push_back(let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
+    K part_has = part.back();
+    part.pop_back();
+    std::vector<K> next = combine_shares(spec, carrier, has, part, part_has);
+    for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, next[i]));
   });
   emit(kir::for_loop(w, ScalarType::I32, kir::ci(1), kir::ci(warps), std::move(body)));
 }

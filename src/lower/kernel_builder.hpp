@@ -396,6 +396,7 @@ class KernelBuilder {
       carrier.values.push_back(let(fresh(m.fields.size() == 1 ? base : base + "_" + m.fields[i]), init));
     }
     K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
+    std::optional<K> has;  // COOP: whether this thread's share combined an element
     auto element = [&] {
       auto body = [&] {
         bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
@@ -403,12 +404,14 @@ class KernelBuilder {
         std::map<std::string, K> lifted = lift(e, m, vector_elem);
         widen_half_ -= widen;
         combine_into(carrier, m, lifted);
+        if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (e.where.empty()) return body();
       emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
     };
     if (coop_top()) {
-      coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine}, carrier.values, element);
+      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+      coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine}, carrier.values, *has, element);
     } else {
       std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
       for (kir::Stmt& s : loop) emit(std::move(s));
@@ -654,6 +657,7 @@ class KernelBuilder {
       if (!s.fields[i].per_tile) return scalars[i];
       return kir::var({array_names[i], tile > 1 ? u : -1}, scalar_of(s.fields[i].dtype));
     };
+    std::optional<K> has;  // COOP: whether this thread's share combined an element
     auto element = [&] {
       auto body = [&] {
         // Lift the element once for scalar fields, once per tile element for per-tile ones.
@@ -678,6 +682,7 @@ class KernelBuilder {
           }
         for (size_t i = 0; i < s.fields.size(); ++i)
           for (size_t u = 0; u < next[i].size(); ++u) emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
+        if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (s.where.empty()) return body();
       emit(kir::if_then(as(lower(s.where[0]), ScalarType::Pred), nested(body)));
@@ -689,7 +694,8 @@ class KernelBuilder {
       for (const lir::CarrierField& f : s.fields) spec.types.push_back(scalar_of(f.dtype));
       spec.identity = s.terms.identity;
       spec.combine = s.terms.combine;
-      coop_reduce(s.monoid, {s.axis}, spec, scalars, element);
+      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+      coop_reduce(s.monoid, {s.axis}, spec, scalars, *has, element);
     } else {
       std::vector<kir::Stmt> loop = axis_loops({s.axis}, element);
       for (kir::Stmt& st : loop) emit(std::move(st));
@@ -822,10 +828,12 @@ class KernelBuilder {
   bool coop_top() const { return coop_on() && !coop_inner_; }
   void coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total);
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
-                   const std::vector<K>& carrier, const std::function<void()>& element);
+                   const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
   void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
   void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
-  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier);
+  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
+  std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                const std::vector<K>& b, const K& b_has);
   std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
   bool coop_commutative(const std::string& monoid, const CarrierSpec& spec);
   void coop_loop(const lir::Stmt& s);

@@ -348,17 +348,20 @@ std::string_view vector_word(int bytes) {
   }
 }
 
-// One aligned access moving the register array through a vector word; the copy between the
-// word and the array is register renaming once the array is unrolled (no local memory).
+// One aligned access moving the register array through a vector word, unpacked element by
+// element through a union (register renaming once unrolled: no local memory).
 std::string vector_access(const Stmt& s) {
   int bytes = s.count * type_bytes(s.type);
   std::string_view word = vector_word(bytes);
   std::string at = fmt::format("&{}[{}]", s.name, expr(s.args[0]).text);
-  if (s.kind == Stmt::Kind::VecLoad)
-    return fmt::format("{{ const {0} vec_ = *reinterpret_cast<const {0}*>({1}); __builtin_memcpy({2}, &vec_, {3}); }}",
-                       word, at, s.reg.name, bytes);
-  return fmt::format("{{ {0} vec_; __builtin_memcpy(&vec_, {2}, {3}); *reinterpret_cast<{0}*>({1}) = vec_; }}", word, at,
-                     s.reg.name, bytes);
+  std::string out = fmt::format("{{ union {{ {} w; {} e[{}]; }} vec_; ", word, cuda_type(s.type), s.count);
+  if (s.kind == Stmt::Kind::VecLoad) {
+    out += fmt::format("vec_.w = *reinterpret_cast<const {}*>({});", word, at);
+    for (int e = 0; e < s.count; ++e) out += fmt::format(" {}[{}] = vec_.e[{}];", s.reg.name, e, e);
+    return out + " }";
+  }
+  for (int e = 0; e < s.count; ++e) out += fmt::format("vec_.e[{}] = {}[{}]; ", e, s.reg.name, e);
+  return out + fmt::format("*reinterpret_cast<{}*>({}) = vec_.w; }}", word, at);
 }
 
 class Printer {
