@@ -144,15 +144,21 @@ inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, co
                      kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, c, kir::ci(v, I)), kir::ci(0, I)));
     names.push_back(c.name);
   }
-  emit(kir::comment(fmt::format("vector path ({} elements an access) when {} {} multiples of {}: rows then start "
+  emit(kir::comment(fmt::format("vector path ({} elements an access) when {} {} of {}: rows then start "
                                 "aligned; else one element at a time",
-                                v, fmt::join(names, ", "), names.size() == 1 ? "is a" : "are", v)));
+                                v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v)));
   emit(kir::if_then(ok, std::move(vector_body), std::move(scalar_body)));
   coop_inner_ = was_inner;
 }
 
+// The j-th access of `a`: its first element index.
+inline K KernelBuilder::vec_part_index(const VecChunk::Access& a, size_t j) {
+  if (j == 0) return a.index;
+  return kir::binary(kir::BinOp::Add, a.index, kir::ci(static_cast<int64_t>(j) * a.width, ScalarType::I64));
+}
+
 // V elements base..base+V-1 of `axis`, each lowered in a scope of its own; reads of a row of a
-// tensor along the axis share one vector load, stores into one gather one vector store.
+// tensor along the axis share its vector loads, stores into it are gathered into vector stores.
 inline void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element) {
   const int v = knobs_.coop_vec;
   vec_.emplace();
@@ -167,22 +173,20 @@ inline void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, cons
     });
     for (kir::Stmt& s : one) emit(std::move(s));
   }
-  for (const auto& [key, g] : vec_->stores) {
-    const tir::Tensor& t = *p_.tensors.find(g.tensor);
-    emit(kir::if_then(coop_row_ok_, {kir::vec_store(g.tensor, g.index, g.array, scalar_of(t.dtype), v)}));
+  for (const auto& [key, a] : vec_->stores) {
+    const tir::Tensor& t = *p_.tensors.find(a.tensor);
+    std::vector<kir::Stmt> stores;
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      stores.push_back(kir::vec_store(a.tensor, vec_part_index(a, j), a.arrays[j], scalar_of(t.dtype), a.width));
+    emit(kir::if_then(coop_row_ok_, std::move(stores)));
   }
   vec_.reset();
 }
 
-// A row of `t` may be read V at a time: V elements fit one 16-byte access, and its rows start
-// V-aligned (a literal last size divisible by V, or a size checked at run time).
+// A row of `t` may be read V at a time: its rows start V-aligned (a literal last size
+// divisible by V, or a size checked at run time).
 inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   const int v = knobs_.coop_vec;
-  int bytes = kir::type_bytes(scalar_of(t.dtype));
-  if (bytes * v > 16)
-    throw LowerError(fmt::format("COOP=t{}/v{}: a vector of {} {} elements of '{}' is {} bytes, and one vector access "
-                                 "moves at most 16; use v{} or less for this op",
-                                 knobs_.coop_threads, v, v, kir::type_name(scalar_of(t.dtype)), t.name, bytes * v, 16 / bytes));
   if (t.dims.size() < 2) return true;
   const std::string& last = t.dims.back();
   if (std::isdigit(static_cast<unsigned char>(last[0]))) return std::stoll(last) % v == 0;
@@ -190,6 +194,23 @@ inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   bool known = std::any_of(vec_conds_.begin(), vec_conds_.end(), [&](const K& c) { return c.name == size.name; });
   if (!known) vec_conds_.push_back(size);
   return true;
+}
+
+// The register arrays of V elements of `t` from element `index`, declared where the chunk
+// starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
+inline KernelBuilder::VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
+                                                                 const std::string& prefix) {
+  const int v = knobs_.coop_vec;
+  VecChunk::Access a;
+  a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
+  a.tensor = t.name;
+  a.index = index;
+  for (int j = 0; j < v / a.width; ++j) {
+    a.arrays.push_back(fresh(prefix + t.name));
+    blocks_[vec_->block]->push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
+  }
+  ++vec_used_;
+  return a;
 }
 
 // An index expression that is the same for every element of a row (its thread axes, sizes,
@@ -229,13 +250,13 @@ inline std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   ScalarType type = scalar_of(t.dtype);
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
-    std::string array = fresh("v_" + e.name);
-    blocks_[vec_->block]->push_back(kir::decl(array, type, knobs_.coop_vec));
-    blocks_[vec_->block]->push_back(kir::vec_load(array, type, knobs_.coop_vec, e.name, at));
-    it = vec_->loads.emplace(key, array).first;
-    ++vec_used_;
+    VecChunk::Access a = vec_access(t, at, "v_");
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      blocks_[vec_->block]->push_back(kir::vec_load(a.arrays[j], type, a.width, e.name, vec_part_index(a, j)));
+    it = vec_->loads.emplace(key, std::move(a)).first;
   }
-  return kir::var({it->second, vec_->u}, type);
+  const VecChunk::Access& a = it->second;
+  return kir::var({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, type);
 }
 
 // A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
@@ -255,14 +276,10 @@ inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>
       K index = linear_index(t, at);
       std::string key = t.name + "@" + render_key(index);
       auto it = vec_->stores.find(key);
-      if (it == vec_->stores.end() && vec_->u == 0) {
-        std::string array = fresh("w_" + t.name);
-        blocks_[vec_->block]->push_back(kir::decl(array, scalar_of(t.dtype), knobs_.coop_vec));
-        it = vec_->stores.emplace(key, VecChunk::Gather{array, t.name, index}).first;
-        ++vec_used_;
-      }
+      if (it == vec_->stores.end() && vec_->u == 0) it = vec_->stores.emplace(key, vec_access(t, index, "w_")).first;
       if (it != vec_->stores.end()) {
-        emit(kir::assign({it->second.array, vec_->u}, value));
+        const VecChunk::Access& a = it->second;
+        emit(kir::assign({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, value));
         return;
       }
     }

@@ -817,12 +817,16 @@ class KernelBuilder {
     K base;            // the chunk's first element index
     K elem;            // the current element's index (base + u)
     int u = 0;
-    std::map<std::string, std::string> loads;  // tensor + row -> register array
-    struct Gather {
-      std::string array, tensor;
+    // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
+    // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
+    struct Access {
+      std::vector<std::string> arrays;
+      int width = 1;
+      std::string tensor;
       K index;
     };
-    std::map<std::string, Gather> stores;  // tensor + row -> register array filled element by element
+    std::map<std::string, Access> loads;   // tensor + row -> its vector loads
+    std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
   };
   bool coop_on() const { return knobs_.coop_threads > 1; }
   bool coop_top() const { return coop_on() && !coop_inner_; }
@@ -841,6 +845,8 @@ class KernelBuilder {
   std::optional<K> vec_read(const Expr& e);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
+  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix);
+  static K vec_part_index(const VecChunk::Access& a, size_t j);
   K shuffle_xor(const K& value, int mask);
 
   bool coop_inner_ = false;           // lowering one thread's share of a row (no more splitting)
