@@ -109,16 +109,19 @@ constexpr std::string_view kShflIdx =
 }
 )";
 
-// __shfl_xor_sync moves a double as two shfl.sync.bfly.b32, low word then high word.
 constexpr std::string_view kShflBflyI32 =
     R"(__device__ __forceinline__ void emmy_shfl_bfly_i32(int& d, int v, int lane_mask) {
-  d = __shfl_xor_sync(0xffffffffu, v, lane_mask);
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(d) : "r"(v), "r"(lane_mask));
 }
 )";
 
+// A double moves as two shfl.sync.bfly.b32, low word then high word.
 constexpr std::string_view kShflBflyF64 =
     R"(__device__ __forceinline__ void emmy_shfl_bfly_f64(double& d, double v, int lane_mask) {
-  d = __shfl_xor_sync(0xffffffffu, v, lane_mask);
+  int lo, hi;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(lo) : "r"(__double2loint(v)), "r"(lane_mask));
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(hi) : "r"(__double2hiint(v)), "r"(lane_mask));
+  d = __hiloint2double(hi, lo);
 }
 )";
 

@@ -720,5 +720,6 @@ TEST_CASE("simt: butterflies of i32 and f64 exchange lanes l and l ^ mask") {
   }
   std::string cuda = print_cuda(p);
   CHECK(contains(cuda, "emmy_shfl_bfly_i32(b, a, 5);"));
-  CHECK(contains(cuda, "__shfl_xor_sync(0xffffffffu, v, lane_mask)"));
+  CHECK(contains(cuda, "emmy_shfl_bfly_f64(d, c, 16);"));
+  CHECK(contains(cuda, "d = __hiloint2double(hi, lo);"));
 }
