@@ -580,6 +580,7 @@ class Block {
   void exec_if(const Stmt& s, const Lanes& lanes);
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
+  void exec_vector(const Stmt& s, const Lanes& lanes);
 
   // Expressions.
   Vals eval(const Expr& e, const Lanes& lanes);
@@ -706,6 +707,8 @@ void Block::exec(const Stmt& s, const Lanes& lanes) {
     case Stmt::Kind::Barrier: return exec_barrier(lanes);
     case Stmt::Kind::Intrinsic: return exec_intrinsic(s, lanes);
     case Stmt::Kind::Comment: return;
+    case Stmt::Kind::VecLoad:
+    case Stmt::Kind::VecStore: return exec_vector(s, lanes);
   }
 }
 
@@ -773,6 +776,55 @@ void Block::exec_barrier(const Lanes& lanes) {
                                lanes.size(), threads_, missing));
   }
   ++smem_.epoch;
+}
+
+// A vector access: `count` elements of a global buffer to or from a register array, one access
+// per thread that the GPU faults on unless its byte address is a multiple of its size.
+void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
+  bool load = s.kind == Stmt::Kind::VecLoad;
+  Vals idx = eval_index(s.args[0], lanes);
+  Global& g = (*launch_.globals)[static_cast<size_t>(buffer_index(s.name, lanes[0]))];
+  if (g.type != s.type)
+    fail(lanes[0], fmt::format("vector {} of {} {} buffer {} of {}", load ? "load" : "store", s.count,
+                               kir::type_name(s.type), g.name, kir::type_name(g.type)));
+  if (!load)
+    if (const kir::Param* p = kernel_.find_param(s.name); p != nullptr && p->is_const)
+      fail(lanes[0], fmt::format("vector store to buffer {}, a const parameter", s.name));
+  Register* r = regs_.find(s.reg.name);
+  if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
+  if (r->count != s.count || r->type != s.type)
+    fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
+                               kir::type_name(s.type), s.reg.name, r->count, kir::type_name(r->type)));
+  auto bytes = static_cast<size_t>(kir::type_bytes(g.type));
+  size_t width = bytes * static_cast<size_t>(s.count);
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    int64_t first = idx.i[k];
+    if (first < 0 || first + s.count > g.count)
+      fail(lanes[k], fmt::format("global vector {} out of bounds: buffer {} elements [{}, {}) ({} elements)",
+                                 load ? "load" : "store", g.name, first, first + s.count, g.count));
+    if ((static_cast<size_t>(first) * bytes) % width != 0)
+      fail(lanes[k], fmt::format("misaligned vector {}: {} bytes of buffer {} at byte {} (element {}), not a "
+                                 "multiple of {}; the GPU faults on it",
+                                 load ? "load" : "store", width, g.name, static_cast<size_t>(first) * bytes, first,
+                                 width));
+    for (int e = 0; e < s.count; ++e) {
+      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
+      uint8_t* p = g.bytes.data() + (static_cast<size_t>(first) + static_cast<size_t>(e)) * bytes;
+      if (load) {
+        if (is_f(g.type))
+          r->f[at] = decode_float(g.type, p);
+        else
+          r->i[at] = decode_int(g.type, p);
+        r->init[at] = 1;
+        continue;
+      }
+      if (!r->init[at]) fail(lanes[k], fmt::format("vector store of uninitialized register {}[{}]", s.reg.name, e));
+      if (is_f(g.type))
+        encode_float(g.type, r->f[at], p);
+      else
+        encode_int(g.type, r->i[at], p);
+    }
+  }
 }
 
 // ---- expressions ---------------------------------------------------------------------------------

@@ -148,10 +148,14 @@ void ex2_approx(const IntrinsicCall& call) {
 
 // ---- shfl.sync with c = 0x1f and every lane a member -----------------------------------------
 // bfly: lane l reads lane l ^ (imm[0] & 31); idx: lane l reads lane (word 1) & 31 of its warp.
-void shfl_bfly(const IntrinsicCall& call) {
+// `words` 32-bit words per value (2 for i64 and f64: each word moves as its own shfl).
+void shfl_bfly_words(const IntrinsicCall& call, int words) {
   uint32_t mask = static_cast<uint32_t>(call.imm[0]) & 31;
-  for (int l = 0; l < call.lanes; ++l) out_word(call, 0, l) = in_word(call, 0, (l & ~31) | ((l & 31) ^ mask));
+  for (int w = 0; w < words; ++w)
+    for (int l = 0; l < call.lanes; ++l) out_word(call, w, l) = in_word(call, w, (l & ~31) | ((l & 31) ^ mask));
 }
+
+void shfl_bfly(const IntrinsicCall& call) { shfl_bfly_words(call, 1); }
 
 void shfl_idx(const IntrinsicCall& call) {
   for (int l = 0; l < call.lanes; ++l)
@@ -255,6 +259,8 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return float_extreme(a, b, false); }); },
     [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::max(a, b); }); },
     [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::min(a, b); }); },
+    shfl_bfly,                                                                 // ShflBflyI32
+    [](const IntrinsicCall& c) { shfl_bfly_words(c, 2); },                     // ShflBflyF64
 }};
 
 }  // namespace

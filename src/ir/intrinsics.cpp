@@ -12,6 +12,7 @@ namespace emmy::kir {
 namespace {
 
 constexpr ScalarType U = ScalarType::U32, I = ScalarType::I32, L = ScalarType::I64, F = ScalarType::F32;
+constexpr ScalarType D = ScalarType::F64;
 
 // ---- CUDA helpers: outputs by reference, inputs by value, then immediates ----------------------
 
@@ -108,6 +109,22 @@ constexpr std::string_view kShflBfly =
 constexpr std::string_view kShflIdx =
     R"(__device__ __forceinline__ void emmy_shfl_idx(float& d, float v, int src_lane) {
   asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(d) : "f"(v), "r"(src_lane));
+}
+)";
+
+constexpr std::string_view kShflBflyI32 =
+    R"(__device__ __forceinline__ void emmy_shfl_bfly_i32(int& d, int v, int lane_mask) {
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(d) : "r"(v), "r"(lane_mask));
+}
+)";
+
+// A double moves as two shfl.sync.bfly.b32, low word then high word.
+constexpr std::string_view kShflBflyF64 =
+    R"(__device__ __forceinline__ void emmy_shfl_bfly_f64(double& d, double v, int lane_mask) {
+  int lo, hi;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(lo) : "r"(__double2loint(v)), "r"(lane_mask));
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=r"(hi) : "r"(__double2hiint(v)), "r"(lane_mask));
+  d = __hiloint2double(hi, lo);
 }
 )";
 
@@ -282,6 +299,9 @@ std::vector<IntrinsicInfo> build_table() {
       row(AtomicMinF32, "emmy_atomic_min_f32", T, {}, {L, F}, 0, 80, kAtomicMinF32),
       row(AtomicMaxI32, "emmy_atomic_max_i32", T, {}, {L, I}, 0, 80, kAtomicMaxI32),
       row(AtomicMinI32, "emmy_atomic_min_i32", T, {}, {L, I}, 0, 80, kAtomicMinI32),
+      // The butterflies of other carrier types (COOP's cross-lane combines): same lane map as f32.
+      row(ShflBflyI32, "emmy_shfl_bfly_i32", W, {I}, {I}, 1, 80, kShflBflyI32),
+      row(ShflBflyF64, "emmy_shfl_bfly_f64", W, {D}, {D}, 1, 80, kShflBflyF64),
   };
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");

@@ -46,6 +46,9 @@ enum class IntrinsicId : uint8_t {
   AtomicMinF32,   // min of floats: atomicMin(int*) for v >= +0, atomicMax(unsigned*) below
   AtomicMaxI32,   // atomicMax(int*)
   AtomicMinI32,   // atomicMin(int*)
+  ShflBflyI32,    // shfl.sync.bfly.b32 of an i32                       d <- v, imm[0] = lane mask
+  ShflBflyF64,    // two shfl.sync.bfly.b32 (low, high word) of an f64  d <- v, imm[0] = lane mask
+                  // (an i64 moves as two ShflBflyI32: an I64 operand means a global index here)
   Count,
 };
 

@@ -211,6 +211,24 @@ Stmt comment(std::string text) {
   return s;
 }
 
+Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index) {
+  Stmt s;
+  s.kind = Stmt::Kind::VecLoad;
+  s.reg.name = std::move(array);
+  s.type = type;
+  s.count = count;
+  s.space = Space::Global;
+  s.name = std::move(buffer);
+  s.args.push_back(std::move(index));
+  return s;
+}
+
+Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count) {
+  Stmt s = vec_load(std::move(array), type, count, std::move(buffer), std::move(index));
+  s.kind = Stmt::Kind::VecStore;
+  return s;
+}
+
 const Param* Kernel::find_param(std::string_view param_name) const {
   for (const Param& p : params)
     if (p.name == param_name) return &p;

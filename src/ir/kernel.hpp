@@ -101,6 +101,12 @@ struct Stmt {
     Intrinsic,  // intrinsic (an IntrinsicId), outs, args = inputs, imm; name = the global
                 // buffer (cp.async) or tensor-map parameter (TMA) it reads, if any
     Comment,    // text: printed above the next statement
+    VecLoad,    // `count` consecutive elements of global buffer `name` from element args[0] into the
+                // register array reg.name (declared before, `count` elements of `type`), as one
+                // access of count * type_bytes(type) bytes (2, 4, 8 or 16), which must be aligned
+                // to its size: the index a multiple of `count` (the buffer base is 256-aligned)
+    VecStore,   // the register array reg.name into `count` consecutive elements of global buffer
+                // `name` from element args[0]: one aligned access, as VecLoad
   };
   Kind kind = Kind::Comment;
   ScalarType type = ScalarType::F32;
@@ -126,6 +132,8 @@ Stmt for_loop(std::string var, ScalarType type, Expr lo, Expr hi, std::vector<St
 Stmt if_then(Expr pred, std::vector<Stmt> then, std::vector<Stmt> orelse = {});
 Stmt barrier();
 Stmt comment(std::string text);
+Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index);
+Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count);
 
 // A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
 // new sequence length is a new argument, not a new kernel).

@@ -269,6 +269,10 @@ std::string print_stmt_line(const Stmt& s) {
       return intrinsic_line(s);
     case Stmt::Kind::Comment:
       return "// " + s.text;
+    case Stmt::Kind::VecLoad:
+      return fmt::format("{} = vload<{}> {}[{}]", s.reg.name, s.count, s.name, print_expr(s.args[0]));
+    case Stmt::Kind::VecStore:
+      return fmt::format("vstore<{}> {}[{}] = {}", s.count, s.name, print_expr(s.args[0]), s.reg.name);
   }
   return "?";
 }

@@ -38,10 +38,10 @@ constexpr std::array<TypeSet, 21> kBinTypes{kNumeric, kNumeric, kNumeric, kNumer
 constexpr std::array<std::string_view, 10> kExprKind{"constant", "register", "special", "parameter", "unary",
                                                      "binary",   "select",   "cast",    "load",      "shared address"};
 constexpr std::array<size_t, 10> kExprArity{0, 0, 0, 0, 1, 2, 3, 1, 1, 1};
-constexpr std::array<std::string_view, 8> kStmtKind{"decl", "assign",  "store",     "for",
-                                                    "if",   "barrier", "intrinsic", "comment"};
-constexpr std::array<size_t, 8> kStmtArityMin{0, 1, 2, 2, 1, 0, 0, 0};
-constexpr std::array<size_t, 8> kStmtArityMax{1, 1, 2, 2, 1, 0, 64, 0};
+constexpr std::array<std::string_view, 10> kStmtKind{"decl", "assign",  "store",     "for",     "if",
+                                                     "barrier", "intrinsic", "comment", "vload", "vstore"};
+constexpr std::array<size_t, 10> kStmtArityMin{0, 1, 2, 2, 1, 0, 0, 0, 1, 1};
+constexpr std::array<size_t, 10> kStmtArityMax{1, 1, 2, 2, 1, 0, 64, 0, 1, 1};
 constexpr int64_t kSharedLimit = 227 * 1024;  // the largest opt-in of any target (sm_90); a smaller GPU refuses at load
 
 // How far a value may differ between the threads of a block.
@@ -106,6 +106,7 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
   switch (s.kind) {
     case Stmt::Kind::Decl:
     case Stmt::Kind::Assign:
+    case Stmt::Kind::VecLoad:
       return raise(taint, s.reg.name, v);
     case Stmt::Kind::For:
       return raise(taint, s.reg.name, v) | taint_block(s.body, v, taint);
@@ -392,7 +393,26 @@ class Checker {
         return intrinsic(s);
       case Stmt::Kind::Comment:
         return;
+      case Stmt::Kind::VecLoad:
+      case Stmt::Kind::VecStore:
+        return vector_access(s);
     }
+  }
+
+  // One aligned access of 2, 4, 8 or 16 bytes between a global buffer and a whole register array.
+  void vector_access(const Stmt& s) {
+    bool store = s.kind == Stmt::Kind::VecStore;
+    int bytes = s.count * type_bytes(s.type);
+    if (s.count < 1 || (s.count & (s.count - 1)) != 0 || (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16))
+      error(fmt::format("a vector access of {} {} is {} bytes (2, 4, 8 or 16, a power-of-two count)", s.count,
+                        type_name(s.type), bytes));
+    if (s.space != Space::Global) error("a vector access addresses global memory");
+    memory(Space::Global, s.name, s.args[0], s.type, store);
+    const RegInfo* info = lookup(s.reg.name);
+    if (!info) return error(fmt::format("register '{}' is not declared in this scope", s.reg.name));
+    if (info->count != s.count || info->type != s.type)
+      error(fmt::format("vector of {} {} through register array '{}' of {} {}", s.count, type_name(s.type), s.reg.name,
+                        info->count, type_name(info->type)));
   }
 
   void decl(const Stmt& s) {

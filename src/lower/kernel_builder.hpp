@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -314,6 +315,8 @@ class KernelBuilder {
 
   K read(const Expr& e) {
     if (in_global(e.name)) {
+      if (vec_)
+        if (std::optional<K> v = vec_read(e)) return *v;
       const tir::Tensor& t = *p_.tensors.find(e.name);
       if (!t.record.empty()) throw LowerError(fmt::format("internal: carrier '{}' read as a value", e.name));
       std::vector<K> idx;
@@ -400,18 +403,26 @@ class KernelBuilder {
       carrier.values.push_back(let(fresh(m.fields.size() == 1 ? base : base + "_" + m.fields[i]), init));
     }
     K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
-    std::vector<kir::Stmt> loop = axis_loops(e.axes, [&] {
+    std::optional<K> has;  // COOP: whether this thread's share combined an element
+    auto element = [&] {
       auto body = [&] {
         bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
         widen_half_ += widen;
         std::map<std::string, K> lifted = lift(e, m, vector_elem);
         widen_half_ -= widen;
         combine_into(carrier, m, lifted);
+        if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (e.where.empty()) return body();
       emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
-    });
-    for (kir::Stmt& s : loop) emit(std::move(s));
+    };
+    if (coop_top()) {
+      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+      coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine}, carrier.values, *has, element);
+    } else {
+      std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
+      for (kir::Stmt& s : loop) emit(std::move(s));
+    }
     scopes_.back().memo[key] = carrier;
     return carrier;
   }
@@ -562,10 +573,11 @@ class KernelBuilder {
         for (const tir::Axis& a : s.vars) idx.push_back(*find_index(a.name));
         K v = as(lower(s.value), scalar_of(t.dtype));
         if (!s.atomic.empty()) return emit(atomic_store(s, t, linear_index(t, idx), v));
+        if (coop_on()) return coop_store(t, idx, v);
         emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
         return;
       }
-      case lir::Stmt::Kind::Loop: return loop(s);
+      case lir::Stmt::Kind::Loop: return coop_top() ? coop_loop(s) : loop(s);
       case lir::Stmt::Kind::Fold: return fold(s, 1);
     }
   }
@@ -577,7 +589,8 @@ class KernelBuilder {
     return kir::intrinsic(*id, {}, {std::move(index), std::move(value)}, {}, s.tensor);
   }
 
-  void loop(const lir::Stmt& s) {
+  // `start`/`threads`: COOP's register tiles, strided over the row's threads.
+  void loop(const lir::Stmt& s, std::optional<K> start = std::nullopt, int threads = 1) {
     bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
     if (s.tile <= 1 && !carries) {
       emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
@@ -623,8 +636,8 @@ class KernelBuilder {
       tile_ = 1;
       tile_arrays_.clear();  // the tile's carrier arrays die with its loop
     });
-    kir::Stmt f = kir::for_loop(base, ScalarType::I64, kir::ci(0, ScalarType::I64), size, std::move(body));
-    f.step = std::max(1, s.tile);
+    kir::Stmt f = kir::for_loop(base, ScalarType::I64, start.value_or(kir::ci(0, ScalarType::I64)), size, std::move(body));
+    f.step = std::max(1, s.tile) * threads;
     emit(std::move(f));
   }
 
@@ -659,7 +672,8 @@ class KernelBuilder {
       if (!s.fields[i].per_tile) return scalars[i];
       return kir::var({array_names[i], tile > 1 ? u : -1}, scalar_of(s.fields[i].dtype));
     };
-    std::vector<kir::Stmt> loop = axis_loops({s.axis}, [&] {
+    std::optional<K> has;  // COOP: whether this thread's share combined an element
+    auto element = [&] {
       auto body = [&] {
         // Lift the element once for scalar fields, once per tile element for per-tile ones.
         std::vector<std::vector<K>> lifted(s.fields.size());
@@ -683,13 +697,26 @@ class KernelBuilder {
           }
         for (size_t i = 0; i < s.fields.size(); ++i)
           for (size_t u = 0; u < next[i].size(); ++u) emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
+        if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (s.where.empty()) return body();
       emit(kir::if_then(as(lower(s.where[0]), ScalarType::Pred), nested(body)));
-    });
-    if (s.range.size() == 2)  // a split's group: only [lo, hi) of the axis
-      for (size_t b = 0; b < 2; ++b) loop.front().args[b] = as(lower(s.range[b]), ScalarType::I64);
-    for (kir::Stmt& st : loop) emit(std::move(st));
+    };
+    bool per_tile = std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
+    if (coop_top() && tile == 1 && !per_tile && s.range.empty()) {
+      CarrierSpec spec;
+      spec.fields = names;
+      for (const lir::CarrierField& f : s.fields) spec.types.push_back(scalar_of(f.dtype));
+      spec.identity = s.terms.identity;
+      spec.combine = s.terms.combine;
+      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+      coop_reduce(s.monoid, {s.axis}, spec, scalars, *has, element);
+    } else {
+      std::vector<kir::Stmt> loop = axis_loops({s.axis}, element);
+      if (s.range.size() == 2)  // a split's group: only [lo, hi) of the axis
+        for (size_t b = 0; b < 2; ++b) loop.front().args[b] = as(lower(s.range[b]), ScalarType::I64);
+      for (kir::Stmt& st : loop) emit(std::move(st));
+    }
     for (size_t i = 0; i < s.fields.size(); ++i)
       if (!s.fields[i].per_tile) scopes_.back().regs["run_" + s.fields[i].name] = scalars[i];
     for (const lir::Stmt& r : s.results) stmt(r);
@@ -736,6 +763,12 @@ class KernelBuilder {
     blocks_ = {&body};
     scopes_ = {{}};
     counter_ = 0;
+    if (coop_on()) {
+      coop_kernel(k, out, total);
+      out.body = std::move(body);
+      collect_params(out, program);
+      return out;
+    }
     emit(kir::comment("the flat thread id and the point of the thread space it owns"));
     K gid = let("gid", kir::binary(kir::BinOp::Add,
                                    kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), ScalarType::I64),
@@ -777,8 +810,10 @@ class KernelBuilder {
   static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores,
                    std::set<std::string>& sizes) {
     for (const kir::Stmt& s : body) {
-      if (s.kind == kir::Stmt::Kind::Store || (s.kind == kir::Stmt::Kind::Intrinsic && kir::is_atomic(s.intrinsic)))
+      if (s.kind == kir::Stmt::Kind::Store || s.kind == kir::Stmt::Kind::VecStore ||
+          (s.kind == kir::Stmt::Kind::Intrinsic && kir::is_atomic(s.intrinsic)))
         stores.insert(s.name);
+      if (s.kind == kir::Stmt::Kind::VecLoad) loads.insert(s.name);
       for (const K& a : s.args) scan(a, loads, sizes);
       scan(s.body, loads, stores, sizes);
       scan(s.orelse, loads, stores, sizes);
@@ -795,7 +830,64 @@ class KernelBuilder {
   K tile_base_, tile_size_;
   std::string tile_axis_;
   std::map<std::string, std::pair<std::string, ScalarType>> tile_arrays_;
+
+  // ---- COOP=t<N>[/v<V>]: cooperative rows and vector accesses (coop_rows.hpp) -------------
+  // A carrier's fields, types and proved identity and combine (over a.<field>, b.<field>).
+  struct CarrierSpec {
+    std::vector<std::string> fields;
+    std::vector<ScalarType> types;
+    std::vector<Term> identity, combine;
+  };
+  // One chunk of V elements of a split axis in the vector path: the loads it shares between
+  // its elements and the stores it gathers into one vector store each.
+  struct VecChunk {
+    size_t block = 0;  // index in blocks_ of the chunk's body, where its vector loads go
+    K base;            // the chunk's first element index
+    K elem;            // the current element's index (base + u)
+    int u = 0;
+    // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
+    // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
+    struct Access {
+      std::vector<std::string> arrays;
+      int width = 1;
+      std::string tensor;
+      K index;
+    };
+    std::map<std::string, Access> loads;   // tensor + row -> its vector loads
+    std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
+  };
+  bool coop_on() const { return knobs_.coop_threads > 1; }
+  bool coop_top() const { return coop_on() && !coop_inner_; }
+  void coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total);
+  void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
+                   const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
+  void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
+  void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
+  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
+  std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                const std::vector<K>& b, const K& b_has);
+  std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
+  bool coop_commutative(const std::string& monoid, const CarrierSpec& spec);
+  void coop_loop(const lir::Stmt& s);
+  void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
+  std::optional<K> vec_read(const Expr& e);
+  bool row_invariant(const Expr& e) const;
+  bool vec_stride_ok(const tir::Tensor& t);
+  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix);
+  static K vec_part_index(const VecChunk::Access& a, size_t j);
+  K shuffle_xor(const K& value, int mask);
+
+  bool coop_inner_ = false;           // lowering one thread's share of a row (no more splitting)
+  K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
+  std::set<std::string> coop_axes_;   // the thread-space axes (a row's index variables)
+  std::map<std::string, bool> commutative_;  // by monoid, as the algebra layer proved it
+  std::optional<VecChunk> vec_;
+  std::vector<K> vec_conds_;          // what the vector path needs at run time (strides % V == 0)
+  int vec_used_ = 0;                  // vector accesses the current split made
+  std::vector<kir::SharedArray>* shared_ = nullptr;
 };
 
 
 }  // namespace emmy::lower::detail
+
+#include "lower/coop_rows.hpp"  // NOLINT(build/include): the COOP members of KernelBuilder

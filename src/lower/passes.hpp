@@ -80,6 +80,8 @@ struct Knobs {
   std::vector<std::string> warnings;            // knobs that have no effect here, and why
   int block_threads = 128;
   int carrier_tile = 32;                        // TILE@axis default for per-element carriers (the target's)
+  int coop_threads = 1;                         // COOP=t<N>: threads per point of a kernel's thread space
+  int coop_vec = 1;                             // COOP=.../v<V>: elements per vector load/store
   bool fuses(const std::string& site) const;
 };
 

@@ -130,6 +130,21 @@ void apply_stage(Knobs& k, const KnobSetting& s) {
   k.stage = st;
 }
 
+// COOP applies to every kernel of the op: a site names nothing it could narrow to.
+void apply_coop(Knobs& k, const KnobSetting& s) {
+  if (s.off) return;
+  if (!s.site.empty()) {
+    k.warnings.push_back(fmt::format("{} has no effect: COOP applies to every kernel of the op, not to one site; "
+                                     "write COOP={}",
+                                     print_knob(s), print_knob_value(s)));
+    return;
+  }
+  const auto& c = std::get<CoopValue>(s.value);
+  k.coop_threads = c.threads;
+  k.coop_vec = c.vec.value_or(1);
+  k.block_threads = std::max(k.block_threads, c.threads);
+}
+
 }  // namespace
 
 // "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every other
@@ -189,6 +204,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
         k.splits.push_back(std::move(split));
         break;
       }
+      case Knob::Coop: apply_coop(k, s); break;
       case Knob::Stage:
         if (!s.off && k.mma) {
           apply_stage(k, s);

@@ -83,9 +83,11 @@ struct NumRange {
   int hi = 1;
   int step = 1;           // the number must be a multiple of step
   std::string_view what{};  // "depth": names the number in messages
+  bool pow2 = false;        // the number must be a power of two
 };
 
 std::string range_text(const NumRange& r) {
+  if (r.pow2) return fmt::format("a power of two in {}..{}", r.lo, r.hi);
   return r.step > 1 ? fmt::format("{}..{}, a multiple of {}", r.lo, r.hi, r.step)
                     : fmt::format("{}..{}", r.lo, r.hi);
 }
@@ -147,6 +149,8 @@ constexpr Choice kPrefixP[] = {{"p"}};
 constexpr Choice kPrefixR[] = {{"r"}};
 constexpr Choice kRasterPrefixes[] = {{"gm"}, {"gn"}};
 constexpr Choice kReduceModes[] = {{"k"}, {"a"}};
+constexpr Choice kPrefixT[] = {{"t"}};
+constexpr Choice kPrefixV[] = {{"v"}};
 
 template <class T>
 T& as(KnobValue& v) {
@@ -309,6 +313,25 @@ constexpr FieldSpec kFastExpFields[] = {
      }},
 };
 
+constexpr FieldSpec kCoopFields[] = {
+    {.name = "threads per row", .grammar = "t<N>", .example = "t256", .slot = 0, .shape = Shape::Number,
+     .heads = kPrefixT, .r1 = {2, 1024, 1, "thread count", true}, .required = true,
+     .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).threads = r.n1; },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<CoopValue>(v);
+       if (c.threads == 0) return std::nullopt;
+       return FieldRead{.n1 = c.threads};
+     }},
+    {.name = "vector width", .grammar = "v<V>", .example = "v8", .slot = 1, .shape = Shape::Number,
+     .heads = kPrefixV, .r1 = {1, 8, 1, "vector width", true},
+     .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).vec = r.n1; },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<CoopValue>(v);
+       if (!c.vec) return std::nullopt;
+       return FieldRead{.n1 = *c.vec};
+     }},
+};
+
 struct KnobSpec {
   Knob knob;
   std::string_view name;
@@ -331,6 +354,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; },
      kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
+    {Knob::Coop, "COOP", "t<N>[/v<V>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
 };
 
 const KnobSpec& knob_spec(Knob knob) {
@@ -402,11 +426,12 @@ std::variant<int, KnobError> read_number(Piece digits, const NumRange& r, std::s
   }
   long long n = 0;
   for (char c : digits.text) n = std::min(n * 10 + (c - '0'), 1LL << 40);
-  if (n < r.lo || n > r.hi || n % r.step != 0)
+  if (n < r.lo || n > r.hi || n % r.step != 0 || (r.pow2 && (n & (n - 1)) != 0))
     return make_error("E054", digits,
                       fmt::format("{} {} {} is out of range: {} takes {}", knob, r.what, digits.text,
                                   grammar, range_text(r)),
-                      fmt::format("use a {} in {}", r.what, range_text(r)));
+                      r.pow2 ? fmt::format("use a {} that is {}", r.what, range_text(r))
+                             : fmt::format("use a {} in {}", r.what, range_text(r)));
   return static_cast<int>(n);
 }
 
@@ -824,10 +849,21 @@ void rule_threads(const LegalityInput& in, std::vector<KnobError>& errors) {
       fmt::format("use at most {} warps, e.g. w4x1", in.target.max_threads_per_block / 32)));
 }
 
+// COOP's threads of a row run in one block: at most the target's threads per block.
+void rule_coop_threads(const LegalityInput& in, std::vector<KnobError>& errors) {
+  const Located* t = find_field(in.fields, "t<N>");
+  if (!t || t->read.n1 <= in.target.max_threads_per_block) return;
+  errors.push_back(legality_error(
+      t,
+      fmt::format("{} thread count {} is more than target {} allows in one block ({} threads)", in.knob.name,
+                  t->text, in.target.name, in.target.max_threads_per_block),
+      fmt::format("use at most t{}", in.target.max_threads_per_block)));
+}
+
 using LegalityRule = void (*)(const LegalityInput&, std::vector<KnobError>&);
 
 constexpr LegalityRule kLegalityRules[] = {
-    rule_field_features, rule_word_features, rule_atom_target, rule_atom_warpgroups, rule_threads,
+    rule_field_features, rule_word_features, rule_atom_target, rule_atom_warpgroups, rule_threads, rule_coop_threads,
 };
 
 }  // namespace

@@ -12,7 +12,7 @@
 
 namespace emmy {
 
-enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp };
+enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp, Coop };
 
 // TILE: a:<atom>/w<M>x<N>/f<M>x<N>/k<K>, or the scalar tier's per-thread tile f<N>.
 // Absent fields stay std::nullopt: defaults are chosen later, not by the codec.
@@ -45,9 +45,16 @@ struct RasterValue {  // gm<G> | gn<G>
   int group = 0;
 };
 
+// COOP: t<N>[/v<V>] — N threads (a power of two) cooperate on each point of a kernel's
+// thread space (a row); V elements per vector load/store (1, 2, 4, 8).
+struct CoopValue {
+  int threads = 0;
+  std::optional<int> vec;
+};
+
 // monostate: off (empty value); bool: PLACE (fuse = true) and FAST_EXP (1 = true).
-using KnobValue =
-    std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue>;
+using KnobValue = std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue,
+                               CoopValue>;
 
 struct KnobSetting {
   Knob knob;

@@ -35,7 +35,7 @@ inline std::vector<const CheckedOp*> main_ops(const CheckedProgram& p) {
 }
 
 // The scalar-tier schedules of an op, as --knobs text: fused, all cut, each seam and chain
-// cut alone, and register tiles along each output's last axis (4 and 3 divide none of the
+// cut alone, cooperative rows (COOP), and register tiles along each output's last axis (4 and 3 divide none of the
 // ragged sizes the tests use).
 inline std::vector<std::string> schedules(const CheckedProgram& program, const CheckedOp& op) {
   std::vector<std::string> out{"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"};
@@ -45,6 +45,10 @@ inline std::vector<std::string> schedules(const CheckedProgram& program, const C
     if (info->role == tir::Tensor::Role::Intermediate && info->record.empty() && tir::has_reduce(s.value))
       out.push_back(fmt::format("TILE=a:scalar,PLACE@{}=cut", s.name));
   }
+  // Cooperative rows: 64 threads a row (two warps: butterflies, then shared memory) with
+  // 2-element vectors (16 bytes even for i64 and f64), and 4 threads a row, cut.
+  out.push_back("TILE=a:scalar,COOP=t64/v2");
+  out.push_back("TILE=a:scalar,PLACE=cut,COOP=t4/v2");
   std::set<std::string> tiled;
   for (const tir::Stmt& s : t.stmts)
     if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty() && tiled.insert(s.vars.back().name).second) {

@@ -145,7 +145,7 @@ TEST_CASE("targets: feature table") {
 
 TEST_CASE("knobs: names and lookup") {
   CHECK(knob_names() == std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC",
-                                                       "RASTER", "FAST_EXP"});
+                                                       "RASTER", "FAST_EXP", "COOP"});
   for (std::string_view name : knob_names()) {
     auto k = find_knob(name);
     REQUIRE(k);
@@ -419,7 +419,7 @@ TEST_CASE("E050: unknown knob name, with the closest knob suggested") {
   CHECK(e.offset == 0);
   CHECK(e.length == 5);
   CHECK(at(text, e) == "TILLE");
-  CHECK(contains(e.message, "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP"));
+  CHECK(contains(e.message, "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP, COOP"));
   CHECK(contains(e.help, "TILE"));
 
   std::string_view lower = "STAGE=d2/tma, fast_exp=1";
@@ -877,4 +877,77 @@ TEST_CASE("legal: several violations in one setting are all reported") {
   REQUIRE(e.size() == 2);
   CHECK(contains(e[0].message, "needs sm_90a"));
   CHECK(contains(e[1].message, "warpgroups"));
+}
+
+// ---------------------------------------------------------------------------------------
+// COOP: cooperative rows
+
+TEST_CASE("parse: COOP t<N>[/v<V>]") {
+  KnobSetting s = parse_ok(Knob::Coop, "t256/v8");
+  CHECK(std::get<CoopValue>(s.value).threads == 256);
+  CHECK(std::get<CoopValue>(s.value).vec == 8);
+  KnobSetting t = parse_ok(Knob::Coop, "t32");
+  CHECK(std::get<CoopValue>(t.value).threads == 32);
+  CHECK_FALSE(std::get<CoopValue>(t.value).vec.has_value());
+  for (std::string_view ok : {"t2", "t1024", "t64/v1", "t128/v2", "t512/v4"}) CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
+  CHECK(print_knob(parse_ok(Knob::Coop, " t256/v8 ")) == "COOP=t256/v8");
+  CHECK(print_knob(parse_ok(Knob::Coop, "")) == "COOP=");
+  CHECK(print_knob(setting_of("COOP=t32/v8")) == "COOP=t32/v8");
+  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>]");
+}
+
+TEST_CASE("COOP errors: every code, with the byte range and the fix") {
+  struct Case {
+    std::string_view value, code, range, message, help;
+  };
+  const Case cases[] = {
+      {"t48", "E054", "48", "COOP thread count 48 is out of range: t<N> takes a power of two in 2..1024",
+       "use a thread count that is a power of two in 2..1024"},
+      {"t1", "E054", "1", "out of range", "power of two in 2..1024"},
+      {"t2048", "E054", "2048", "out of range", "2..1024"},
+      {"t0256", "E054", "0256", "has a leading zero", "drop the leading zero: 256"},
+      {"t256/v3", "E054", "3", "COOP vector width 3 is out of range: v<V> takes a power of two in 1..8",
+       "power of two in 1..8"},
+      {"t256/v16", "E054", "16", "vector width 16 is out of range", "1..8"},
+      {"v8/t256", "E052", "t256", "out of order", "COOP=t256/v8"},
+      {"t256/t128", "E053", "t128", "repeats", "keep one of"},
+      {"v8", "E051", "v8", "missing its threads per row", "e.g. COOP=t256/v8"},
+      {"t256/w8", "E051", "w8", "unknown COOP field 'w8'", "COOP=t256/v8"},
+      {"t256/v", "E051", "v", "unknown COOP field", ""},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.value);
+    KnobError e = parse_err(Knob::Coop, c.value);
+    CHECK(e.code == c.code);
+    CHECK(at(c.value, e) == c.range);
+    CHECK(contains(e.message, c.message));
+    CHECK(contains(e.help, c.help));
+  }
+  // In EMMY_KNOBS: offsets into the whole text; a second COOP is E056.
+  std::string_view text = "PLACE=fuse, COOP=t48";
+  KnobError e = list_err(text);
+  CHECK(e.code == "E054");
+  CHECK(at(text, e) == "48");
+  std::string_view twice = "COOP=t32,COOP=t64";
+  KnobError d = list_err(twice);
+  CHECK(d.code == "E056");
+  CHECK(contains(d.message, "COOP is given twice"));
+}
+
+TEST_CASE("legal: COOP's threads must fit one block (E055); every codec value is legal on every target") {
+  for (std::string_view name : target_names()) {
+    CHECK(legal_on("COOP=t1024/v8", name).empty());
+    CHECK(legal_on("COOP=t2", name).empty());
+  }
+  CoopValue big;
+  big.threads = 2048;  // beyond the codec's bounds: a value built in code (a tuner)
+  big.vec = 8;
+  KnobSetting s{Knob::Coop, "", false, big};
+  std::vector<KnobError> e = check_knob_legal(s, *find_target("sm_90"));
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].code == "E055");
+  CHECK(e[0].offset == 0);
+  CHECK(e[0].length == 5);
+  CHECK(contains(e[0].message, "COOP thread count t2048 is more than target sm_90 allows in one block (1024 threads)"));
+  CHECK(contains(e[0].help, "t1024"));
 }

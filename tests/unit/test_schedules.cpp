@@ -113,16 +113,21 @@ TEST_CASE("schedules: every generated kernel compiles with NVRTC for sm_80, sm_9
   for (const std::string& file : program_files()) {
     auto l = load(file);
     REQUIRE(!l->diags->has_errors());
-    // Three schedules per op, each file's ops in one translation unit per schedule and target,
-    // lowered for that target (its defaults, e.g. the carrier tile, differ).
-    for (int variant = 0; variant < 3; ++variant) {
+    // Four schedules per op (fused, cut, a register tile, cooperative rows), each file's ops in
+    // one translation unit per schedule and target (COOP's, which define intrinsic helpers, one
+    // per op), lowered for that target (its defaults, e.g. the carrier tile, differ).
+    for (int variant = 0; variant < 4; ++variant) {
       for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
-        std::string source;
+        std::vector<std::string> sources(1);
         for (const CheckedOp* op : main_ops(*l->program)) {
           std::vector<std::string> all = schedules(*l->program, *op);
-          std::string knobs = variant == 0 ? all[0] : variant == 1 ? all[1] : all.back();
-          source += print_cuda(lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels);
+          auto coop = std::find_if(all.begin(), all.end(), [](const std::string& k) { return k.find("COOP=") != std::string::npos; });
+          std::string knobs = variant == 0 ? all[0] : variant == 1 ? all[1] : variant == 2 ? all.back() : *coop;
+          std::string cuda = print_cuda(lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels);
+          if (variant == 3) sources.push_back(std::move(cuda));
+          else sources[0] += cuda;
         }
+        for (const std::string& source : sources) {
         if (source.empty()) continue;
         CAPTURE(file);
         CAPTURE(variant);
@@ -142,6 +147,7 @@ TEST_CASE("schedules: every generated kernel compiles with NVRTC for sm_80, sm_9
           max_regs = std::max(max_regs, k.registers);
           ++kernels;
           if (std::string(target) == "sm_90" && variant == 0) report += runtime::format_resources(k) + "\n";
+        }
         }
       }
     }

@@ -8,7 +8,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "codegen/cuda/print_cuda.hpp"
 #include "interp/simt.hpp"
+#include "ir/print_kernel.hpp"
+#include "ir/verify_kernel.hpp"
 #include "ir/intrinsics.hpp"
 #include "ir/numeric.hpp"
 
@@ -641,4 +646,80 @@ TEST_CASE("simt: ldmatrix reads shared rows; thread-scope intrinsics run on the 
     CHECK(io.at("y").data[static_cast<size_t>(l)] == want);
     CHECK(io.at("z").data[static_cast<size_t>(l)] == (l < 10 ? std::exp2(l) : -1.0));
   }
+}
+
+namespace {
+
+// Thread t copies x[8t .. 8t+7] to y[8t + off ..] through one vector load and one vector store
+// of 8 f16 (16 bytes each), plus element 3 of the register array doubled into z[t].
+kir::Program vector_copy(int64_t off) {
+  Expr base = mul(i64(tid()), kir::ci(8, I64));
+  std::vector<Stmt> body{kir::decl("v", ScalarType::F16, 8), kir::vec_load("v", ScalarType::F16, 8, "x", base),
+                         kir::vec_store("y", add(base, kir::ci(off, I64)), "v", ScalarType::F16, 8),
+                         gstore("z", i64(tid()), kir::cast(mul(kir::cast(reg("v", ScalarType::F16, 3), F32), kir::cf(2)), ScalarType::F16))};
+  return program({buffer("x", In, ScalarType::F16, {"64"}), buffer("y", Out, ScalarType::F16, {"72"}),
+                  buffer("z", Out, ScalarType::F16, {"8"})},
+                 8, kir::ci(1, I64), std::move(body));
+}
+
+}  // namespace
+
+TEST_CASE("simt: vector loads and stores move whole register arrays, aligned to their size") {
+  std::vector<double> x = values(64, 9);
+  TensorMap io{{"x", tensor(DType::F16, {64}, x)}};
+  run_simt(vector_copy(0), {{"N", 1}}, io);
+  for (int i = 0; i < 64; ++i) CHECK(io.at("y").data[static_cast<size_t>(i)] == x[static_cast<size_t>(i)]);
+  for (int t = 0; t < 8; ++t) CHECK(io.at("z").data[static_cast<size_t>(t)] == 2 * x[static_cast<size_t>(8 * t + 3)]);
+  CHECK(fmt::format("{}", fmt::join(verify_kernel(vector_copy(0).kernels[0]), "\n")) == "");
+  std::string cuda = print_cuda(vector_copy(0));
+  CHECK(contains(cuda, "{ union { uint4 w; __half e[8]; } vec_; vec_.w = *reinterpret_cast<const uint4*>(&x["));
+  CHECK(contains(cuda, "v[7] = vec_.e[7]; }"));
+  CHECK(contains(cuda, "*reinterpret_cast<uint4*>(&y["));
+  CHECK(contains(print_program(vector_copy(0)), "v = vload<8> x["));
+  CHECK(contains(print_program(vector_copy(0)), "vstore<8> y["));
+}
+
+TEST_CASE("simt: a misaligned vector access is an error, as the GPU faults on it") {
+  TensorMap io{{"x", tensor(DType::F16, {64}, values(64, 9))}};
+  std::string err = simt_error(vector_copy(4), {{"N", 1}}, io);
+  CHECK(contains(err, "misaligned vector store: 16 bytes of buffer y at byte 8 (element 4)"));
+  CHECK(contains(err, "thread 0"));
+  // Past the end of the buffer: out of bounds, element range named.
+  kir::Program p = vector_copy(0);
+  p.buffers[1].dims = {"60"};
+  CHECK(contains(simt_error(p, {{"N", 1}}, io), "global vector store out of bounds: buffer y elements [56, 64)"));
+}
+
+TEST_CASE("verify: vector accesses need a power-of-two count of 2..16 bytes and a matching register array") {
+  kir::Program p = vector_copy(0);
+  p.kernels[0].body[0] = kir::decl("v", ScalarType::F16, 4);
+  CHECK(contains(fmt::format("{}", fmt::join(verify_kernel(p.kernels[0]), "\n")), "through register array 'v' of 4 f16"));
+  kir::Program wide = vector_copy(0);
+  wide.kernels[0].body[1].count = 16;  // 32 bytes
+  CHECK(contains(fmt::format("{}", fmt::join(verify_kernel(wide.kernels[0]), "\n")), "is 32 bytes (2, 4, 8 or 16"));
+  kir::Program to_input = vector_copy(0);
+  to_input.kernels[0].body[2] = kir::vec_store("x", kir::ci(0, I64), "v", ScalarType::F16, 8);
+  CHECK(contains(fmt::format("{}", fmt::join(verify_kernel(to_input.kernels[0]), "\n")), "stores to const buffer 'x'"));
+}
+
+TEST_CASE("simt: butterflies of i32 and f64 exchange lanes l and l ^ mask") {
+  std::vector<Stmt> body{kir::decl("a", ScalarType::I32, kir::binary(BinOp::Mul, tid(), kir::ci(3))),
+                         kir::decl("b", ScalarType::I32),
+                         kir::intrinsic(kir::IntrinsicId::ShflBflyI32, {kir::Reg{"b"}}, {reg("a", ScalarType::I32)}, {5}),
+                         kir::decl("c", ScalarType::F64, kir::cast(tid(), ScalarType::F64)), kir::decl("d", ScalarType::F64),
+                         kir::intrinsic(kir::IntrinsicId::ShflBflyF64, {kir::Reg{"d"}}, {reg("c", ScalarType::F64)}, {16}),
+                         gstore("y", i64(tid()), kir::cast(reg("b", ScalarType::I32), F32)),
+                         gstore("z", i64(tid()), kir::cast(reg("d", ScalarType::F64), F32))};
+  kir::Program p = program({buffer("y", Out, F32, {"64"}), buffer("z", Out, F32, {"64"})}, 64, kir::ci(1, I64), body);
+  CHECK(fmt::format("{}", fmt::join(verify_kernel(p.kernels[0]), "\n")) == "");
+  TensorMap io;
+  run_simt(p, {{"N", 1}}, io);
+  for (int t = 0; t < 64; ++t) {
+    CHECK(io.at("y").data[static_cast<size_t>(t)] == 3 * ((t & ~31) | ((t & 31) ^ 5)));
+    CHECK(io.at("z").data[static_cast<size_t>(t)] == ((t & ~31) | ((t & 31) ^ 16)));
+  }
+  std::string cuda = print_cuda(p);
+  CHECK(contains(cuda, "emmy_shfl_bfly_i32(b, a, 5);"));
+  CHECK(contains(cuda, "emmy_shfl_bfly_f64(d, c, 16);"));
+  CHECK(contains(cuda, "d = __hiloint2double(hi, lo);"));
 }

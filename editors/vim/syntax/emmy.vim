@@ -11,7 +11,7 @@ syn keyword emmyConstant  inf true false
 syn keyword emmyType      bool i32 i64 f16 bf16 f32 f64
 syn keyword emmyReduction sum prod max min any all argmax argmin
 syn keyword emmyFunction  exp exp2 log log2 sqrt rsqrt tanh erf sigmoid abs select
-syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP contained
+syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP COOP contained
 syn keyword emmyTarget    sm_80 sm_90 sm_90a sm_120
 
 syn match   emmyNumber    "\<\d\+\(\.\d*\)\=\([eE][+-]\=\d\+\)\=\>"

@@ -338,6 +338,32 @@ std::string intrinsic_call(const Stmt& s) {
   return fmt::format("{}({});", info.helper, join(args));
 }
 
+// The unsigned type one aligned access of `bytes` moves (ld/st.global.v4.b32 for 16 bytes).
+std::string_view vector_word(int bytes) {
+  switch (bytes) {
+    case 2: return "unsigned short";
+    case 4: return "unsigned";
+    case 8: return "uint2";
+    default: return "uint4";
+  }
+}
+
+// One aligned access moving the register array through a vector word, unpacked element by
+// element through a union (register renaming once unrolled: no local memory).
+std::string vector_access(const Stmt& s) {
+  int bytes = s.count * type_bytes(s.type);
+  std::string_view word = vector_word(bytes);
+  std::string at = fmt::format("&{}[{}]", s.name, expr(s.args[0]).text);
+  std::string out = fmt::format("{{ union {{ {} w; {} e[{}]; }} vec_; ", word, cuda_type(s.type), s.count);
+  if (s.kind == Stmt::Kind::VecLoad) {
+    out += fmt::format("vec_.w = *reinterpret_cast<const {}*>({});", word, at);
+    for (int e = 0; e < s.count; ++e) out += fmt::format(" {}[{}] = vec_.e[{}];", s.reg.name, e, e);
+    return out + " }";
+  }
+  for (int e = 0; e < s.count; ++e) out += fmt::format("vec_.e[{}] = {}[{}]; ", e, s.reg.name, e);
+  return out + fmt::format("*reinterpret_cast<{}*>({}) = vec_.w; }}", word, at);
+}
+
 class Printer {
  public:
   std::string out;
@@ -416,6 +442,9 @@ class Printer {
         return line(depth, intrinsic_call(s));
       case Stmt::Kind::Comment:
         return comment(s.text, depth, first);
+      case Stmt::Kind::VecLoad:
+      case Stmt::Kind::VecStore:
+        return line(depth, vector_access(s));
     }
   }
 };
@@ -433,7 +462,9 @@ struct Uses {
   }
   void stmts(const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
-      if (s.kind == Stmt::Kind::Decl || s.kind == Stmt::Kind::For) types |= bit(s.type);
+      if (s.kind == Stmt::Kind::Decl || s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::VecLoad ||
+          s.kind == Stmt::Kind::VecStore)
+        types |= bit(s.type);
       if (s.kind == Stmt::Kind::Intrinsic && s.intrinsic >= 0 && s.intrinsic < static_cast<int>(IntrinsicId::Count))
         intrinsics.insert(s.intrinsic);
       for (const Expr& a : s.args) expr(a);

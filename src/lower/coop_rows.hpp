@@ -1,0 +1,433 @@
+// COOP=t<N>[/v<V>] in the scalar tier: N consecutive threads own one point of a kernel's
+// thread space (a row); reductions and loops over the row's axes are split between them,
+// partial carriers are combined with the monoid's proved combine (shfl butterflies in a warp,
+// shared memory across warps), and accesses along the split axis move V elements at a time.
+// Members of KernelBuilder (kernel_builder.hpp), kept apart so the scalar tier stays readable.
+#pragma once
+
+#include "ir/intrinsics.hpp"
+#include "lower/kernel_builder.hpp"
+
+namespace emmy::lower::detail {
+
+// The block: max(N, 128) threads, block / N rows. Every thread of a row runs the collective
+// parts (shuffles, barriers) whether or not its row exists: rows past the end compute the last
+// row again, and only their stores are guarded.
+inline void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total) {
+  const int n = knobs_.coop_threads, v = knobs_.coop_vec;
+  const int rows = out.block_threads / n;
+  const ScalarType I = ScalarType::I64;
+  out.grid_x = kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I));
+  shared_ = &out.shared;
+  coop_inner_ = false;
+  coop_axes_.clear();
+  vec_.reset();
+  emit(kir::comment(fmt::format("COOP=t{}/v{}: {} threads own each point of the thread space (a row), {} row{} per "
+                                "block of {}; a row past the end reruns the last row with its stores off",
+                                n, v, n, rows, rows == 1 ? "" : "s", out.block_threads)));
+  K tid = let(unclashed("coop_tid"), as(kir::special(kir::Special::ThreadIdx), I));
+  K row = let(unclashed("coop_row"),
+              kir::binary(kir::BinOp::Add,
+                          kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), I), kir::ci(rows, I)),
+                          kir::binary(kir::BinOp::Div, tid, kir::ci(n, I))));
+  coop_lane_ = let(unclashed("coop_rank"), kir::binary(kir::BinOp::Rem, tid, kir::ci(n, I)));
+  coop_row_ok_ = let(unclashed("coop_row_ok"), kir::binary(kir::BinOp::Lt, row, total));
+  K last = kir::binary(kir::BinOp::Sub, total, kir::ci(1, I));
+  K rest = let(unclashed("coop_rowc"), kir::binary(kir::BinOp::Min, row, last));
+  for (size_t i = k.threads.size(); i-- > 0;) {
+    const tir::Axis& a = k.threads[i];
+    K val = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, size_value(a.size));
+    scopes_.back().index[a.name] = let(unclashed(a.name), val);
+    coop_axes_.insert(a.name);
+    if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
+  }
+  for (const lir::Stmt& s : k.body) stmt(s);
+}
+
+// Whether the algebra layer proves the carrier's combine commutative (or the user assumed it):
+// only then may a thread take strided elements, which reorders them.
+inline bool KernelBuilder::coop_commutative(const std::string& monoid, const CarrierSpec& spec) {
+  if (auto it = commutative_.find(monoid); it != commutative_.end()) return it->second;
+  algebra::MonoidTerms terms;
+  terms.name = monoid;
+  terms.fields = spec.fields;
+  terms.identity = spec.identity;
+  terms.combine = spec.combine;
+  for (size_t i = 0; i < spec.fields.size(); ++i)
+    if (spec.types[i] == ScalarType::Pred) terms.bool_fields.push_back(spec.fields[i]);
+  bool proved = algebra::check_laws(terms).commutative.outcome == algebra::Outcome::Proved;
+  auto user = checked_.monoids.find(monoid);
+  bool assumed = user != checked_.monoids.end() && user->second.commutative_assumed;
+  return commutative_[monoid] = proved || assumed;
+}
+
+// A reduction over `axes` whose first axis is split between the row's threads, each folding
+// its share into `carrier` (already at the identity), then the shares combined.
+inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes,
+                                       const CarrierSpec& spec, const std::vector<K>& carrier, const K& has,
+                                       const std::function<void()>& element) {
+  bool contiguous = !coop_commutative(monoid, spec);
+  emit(kir::comment(fmt::format("{} over {} split across the row's {} threads: {}", monoid, axes[0].name,
+                                knobs_.coop_threads,
+                                contiguous ? "a contiguous range each (the combine is not proved commutative)"
+                                           : "strided, coalesced (the combine is proved commutative)")));
+  coop_split(axes[0], contiguous, [&] {
+    if (axes.size() == 1) return element();
+    for (kir::Stmt& s : axis_loops(axes, element, 1)) emit(std::move(s));
+  });
+  coop_combine(monoid, spec, carrier, has);
+}
+
+// One loop over `axis` of this thread's share: strided (thread r takes r, r + N, ...: the
+// row's threads read neighbouring elements together) or a contiguous range. With V > 1, a
+// vector path steps V elements at a time when every row of the tensors it touches starts
+// V-aligned (sizes multiples of V, checked at run time); otherwise the scalar path runs.
+inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
+  const int n = knobs_.coop_threads, v = knobs_.coop_vec;
+  const ScalarType I = ScalarType::I64;
+  K size = size_value(axis.size);
+  bool was_inner = coop_inner_;
+  coop_inner_ = true;
+  // [lo, hi) step `step` of this thread, in units of `width` elements.
+  auto share = [&](int width, std::string var, const std::function<std::vector<kir::Stmt>()>& body) {
+    K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(width, I));
+    K hi = size;
+    int step = n * width;
+    if (contiguous) {
+      int64_t group = static_cast<int64_t>(n) * width;
+      K per = kir::binary(kir::BinOp::Mul,
+                          kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, size, kir::ci(group - 1, I)),
+                                      kir::ci(group, I)),
+                          kir::ci(width, I));
+      per = let(fresh("per"), per);
+      lo = let(fresh("lo"), kir::binary(kir::BinOp::Mul, coop_lane_, per));
+      hi = kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Add, lo, per), size);
+      step = width;
+    }
+    kir::Stmt f = kir::for_loop(var, I, lo, hi, body());
+    f.step = step;
+    emit(std::move(f));
+  };
+  auto scalar_path = [&] {
+    std::string var = fresh(axis.name);
+    share(1, var, [&] {
+      return nested([&] {
+        scopes_.back().index[axis.name] = kir::var({var}, I);
+        element();
+      });
+    });
+  };
+  if (v == 1) {
+    scalar_path();
+    coop_inner_ = was_inner;
+    return;
+  }
+  vec_conds_.clear();
+  vec_used_ = 0;
+  std::vector<kir::Stmt> vector_body = nested([&] {
+    std::string var = fresh(axis.name + "0");
+    share(v, var, [&] { return nested([&] { coop_chunk(axis, kir::var({var}, I), element); }); });
+  });
+  std::vector<K> conds = std::move(vec_conds_);
+  vec_conds_.clear();
+  if (vec_used_ == 0) {  // nothing along the axis to vectorize: the scalar path alone
+    scalar_path();
+    coop_inner_ = was_inner;
+    return;
+  }
+  std::vector<kir::Stmt> scalar_body = nested(scalar_path);
+  K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size, kir::ci(v, I)), kir::ci(0, I));
+  std::vector<std::string> names{axis.size};
+  for (const K& c : conds) {
+    if (c.kind == K::Kind::Param && c.name == axis.size) continue;  // already the axis size
+    ok = kir::binary(kir::BinOp::And, ok,
+                     kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, c, kir::ci(v, I)), kir::ci(0, I)));
+    names.push_back(c.name);
+  }
+  emit(kir::comment(fmt::format("vector path ({} elements an access) when {} {} of {}: rows then start "
+                                "aligned; else one element at a time",
+                                v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v)));
+  emit(kir::if_then(ok, std::move(vector_body), std::move(scalar_body)));
+  coop_inner_ = was_inner;
+}
+
+// The j-th access of `a`: its first element index.
+inline K KernelBuilder::vec_part_index(const VecChunk::Access& a, size_t j) {
+  if (j == 0) return a.index;
+  return kir::binary(kir::BinOp::Add, a.index, kir::ci(static_cast<int64_t>(j) * a.width, ScalarType::I64));
+}
+
+// V elements base..base+V-1 of `axis`, each lowered in a scope of its own; reads of a row of a
+// tensor along the axis share its vector loads, stores into it are gathered into vector stores.
+inline void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element) {
+  const int v = knobs_.coop_vec;
+  vec_.emplace();
+  vec_->block = blocks_.size() - 1;
+  vec_->base = base;
+  for (int u = 0; u < v; ++u) {
+    vec_->u = u;
+    vec_->elem = u == 0 ? base : kir::binary(kir::BinOp::Add, base, kir::ci(u, ScalarType::I64));
+    std::vector<kir::Stmt> one = nested([&] {
+      scopes_.back().index[axis.name] = vec_->elem;
+      element();
+    });
+    for (kir::Stmt& s : one) emit(std::move(s));
+  }
+  for (const auto& [key, a] : vec_->stores) {
+    const tir::Tensor& t = *p_.tensors.find(a.tensor);
+    std::vector<kir::Stmt> stores;
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      stores.push_back(kir::vec_store(a.tensor, vec_part_index(a, j), a.arrays[j], scalar_of(t.dtype), a.width));
+    emit(kir::if_then(coop_row_ok_, std::move(stores)));
+  }
+  vec_.reset();
+}
+
+// A row of `t` may be read V at a time: its rows start V-aligned (a literal last size
+// divisible by V, or a size checked at run time).
+inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
+  const int v = knobs_.coop_vec;
+  if (t.dims.size() < 2) return true;
+  const std::string& last = t.dims.back();
+  if (std::isdigit(static_cast<unsigned char>(last[0]))) return std::stoll(last) % v == 0;
+  K size = size_value(last);
+  bool known = std::any_of(vec_conds_.begin(), vec_conds_.end(), [&](const K& c) { return c.name == size.name; });
+  if (!known) vec_conds_.push_back(size);
+  return true;
+}
+
+// The register arrays of V elements of `t` from element `index`, declared where the chunk
+// starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
+inline KernelBuilder::VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
+                                                                 const std::string& prefix) {
+  const int v = knobs_.coop_vec;
+  VecChunk::Access a;
+  a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
+  a.tensor = t.name;
+  a.index = index;
+  for (int j = 0; j < v / a.width; ++j) {
+    a.arrays.push_back(fresh(prefix + t.name));
+    blocks_[vec_->block]->push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
+  }
+  ++vec_used_;
+  return a;
+}
+
+// An index expression that is the same for every element of a row (its thread axes, sizes,
+// constants): a vector load's row part may be computed where the chunk starts.
+inline bool KernelBuilder::row_invariant(const Expr& e) const {
+  switch (e.kind) {
+    case Expr::Kind::Const:
+    case Expr::Kind::Size: return true;
+    case Expr::Kind::Index: {
+      const K* bound = find_index(e.name);
+      auto top = scopes_.front().index.find(e.name);
+      return coop_axes_.count(e.name) && bound && top != scopes_.front().index.end() &&
+             render_key(*bound) == render_key(top->second);
+    }
+    case Expr::Kind::Unary:
+    case Expr::Kind::Binary:
+      return std::all_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return row_invariant(a); });
+    default: return false;
+  }
+}
+
+// t[row..., c] at the chunk's element u: element u of one vector load per chunk.
+inline std::optional<K> KernelBuilder::vec_read(const Expr& e) {
+  const tir::Tensor& t = *p_.tensors.find(e.name);
+  if (e.args.empty() || !t.record.empty()) return std::nullopt;
+  const Expr& last = e.args.back();
+  const K* bound = last.kind == Expr::Kind::Index ? find_index(last.name) : nullptr;
+  if (!bound || render_key(*bound) != render_key(vec_->elem)) return std::nullopt;
+  for (size_t k = 0; k + 1 < e.args.size(); ++k)
+    if (!row_invariant(e.args[k])) return std::nullopt;
+  if (!vec_stride_ok(t)) return std::nullopt;
+  std::vector<K> idx;
+  for (size_t k = 0; k + 1 < e.args.size(); ++k) idx.push_back(lower(e.args[k]));
+  idx.push_back(vec_->base);
+  K at = linear_index(t, idx);
+  std::string key = e.name + "@" + render_key(at);
+  ScalarType type = scalar_of(t.dtype);
+  auto it = vec_->loads.find(key);
+  if (it == vec_->loads.end()) {
+    VecChunk::Access a = vec_access(t, at, "v_");
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      blocks_[vec_->block]->push_back(kir::vec_load(a.arrays[j], type, a.width, e.name, vec_part_index(a, j)));
+    it = vec_->loads.emplace(key, std::move(a)).first;
+  }
+  const VecChunk::Access& a = it->second;
+  return kir::var({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, type);
+}
+
+// A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
+// the end store nothing; a row's own value, outside any split loop, is stored by rank 0).
+inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value) {
+  if (vec_ && blocks_.size() == vec_->block + 2 && !idx.empty() && render_key(idx.back()) == render_key(vec_->elem)) {
+    bool row = true;
+    for (size_t k = 0; k + 1 < idx.size(); ++k) {
+      bool axis = false;
+      for (const std::string& a : coop_axes_)
+        axis |= render_key(scopes_.front().index.at(a)) == render_key(idx[k]);
+      row &= axis;
+    }
+    if (row && vec_stride_ok(t)) {
+      std::vector<K> at = idx;
+      at.back() = vec_->base;
+      K index = linear_index(t, at);
+      std::string key = t.name + "@" + render_key(index);
+      auto it = vec_->stores.find(key);
+      if (it == vec_->stores.end() && vec_->u == 0) it = vec_->stores.emplace(key, vec_access(t, index, "w_")).first;
+      if (it != vec_->stores.end()) {
+        const VecChunk::Access& a = it->second;
+        emit(kir::assign({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, value));
+        return;
+      }
+    }
+  }
+  K guard = coop_row_ok_;
+  if (coop_top())
+    guard = kir::binary(kir::BinOp::And, guard,
+                        kir::binary(kir::BinOp::Eq, coop_lane_, kir::ci(0, ScalarType::I64)));
+  emit(kir::if_then(guard, {kir::store(kir::Space::Global, t.name, linear_index(t, idx), value)}));
+}
+
+// A loop of the row's own statements: its iterations split between the row's threads.
+inline void KernelBuilder::coop_loop(const lir::Stmt& s) {
+  const int n = knobs_.coop_threads;
+  bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
+  bool was_inner = coop_inner_;
+  if (s.tile > 1 || carries) {  // register tiles (or folds per element): whole tiles strided over the threads
+    emit(kir::comment(fmt::format("{} split across the row's {} threads, a tile of {} each in turn", s.axis.name, n,
+                                  std::max(1, s.tile))));
+    coop_inner_ = true;
+    loop(s, kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(std::max(1, s.tile), ScalarType::I64)), n);
+    coop_inner_ = was_inner;
+    return;
+  }
+  emit(kir::comment(fmt::format("for every {} < {}, split across the row's {} threads", s.axis.name, s.axis.size, n)));
+  coop_split(s.axis, false, [&] {
+    for (const lir::Stmt& b : s.body) stmt(b);
+  });
+}
+
+// combine(a, b) of two carriers, field by field from the old values.
+inline std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const std::vector<K>& a,
+                                                  const std::vector<K>& b) {
+  std::map<std::string, K> env;
+  for (size_t i = 0; i < spec.fields.size(); ++i) {
+    env["a." + spec.fields[i]] = a[i];
+    env["b." + spec.fields[i]] = b[i];
+  }
+  std::vector<K> next;
+  for (size_t i = 0; i < spec.fields.size(); ++i)
+    next.push_back(let(fresh("comb_" + spec.fields[i]), as(term_value(spec.combine[i], env, spec.types[i]), spec.types[i])));
+  return next;
+}
+
+// combine(a, b) of two threads' shares, where a share that combined no element is skipped
+// rather than combined: the identity is two-sided, so this changes nothing but keeps
+// combine(identity, identity) away (online softmax's -inf - -inf would give NaN). The
+// carrier, then whether either share had an element.
+inline std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                                    const std::vector<K>& b, const K& b_has) {
+  std::vector<K> both = combine_pair(spec, a, b);
+  std::vector<K> out;
+  for (size_t i = 0; i < spec.fields.size(); ++i)
+    out.push_back(kir::select(b_has, kir::select(a_has, both[i], b[i]), a[i]));
+  out.push_back(kir::binary(kir::BinOp::Or, a_has, b_has));
+  return out;
+}
+
+// The row's partial carriers combined in lane order, so that a non-commutative monoid sees
+// its ranges in sequence: butterflies (xor 1, 2, 4...) where the lower lane's value is the
+// left operand, then (more than one warp a row) the warps' results through shared memory,
+// in warp order. Every thread of the row ends with the whole row's carrier.
+inline void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec,
+                                        const std::vector<K>& carrier, const K& has) {
+  const int n = knobs_.coop_threads;
+  const ScalarType I = ScalarType::I64;
+  emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
+                                fmt::join(spec.fields, ", "), monoid, std::min(n, 32) / 2,
+                                n > 32 ? fmt::format(", then the row's {} warps through shared memory", n / 32) : "")));
+  for (int s = 1; s < std::min(n, 32); s *= 2) {
+    std::vector<K> other;
+    for (const K& c : carrier) other.push_back(shuffle_xor(c, s));
+    K other_has = shuffle_xor(has, s);
+    K low = let(fresh("low"), kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)),
+                                          kir::ci(0, I)));
+    std::vector<K> a, b;
+    for (size_t i = 0; i < carrier.size(); ++i) {
+      a.push_back(let(fresh("lo_" + spec.fields[i]), kir::select(low, carrier[i], other[i])));
+      b.push_back(let(fresh("hi_" + spec.fields[i]), kir::select(low, other[i], carrier[i])));
+    }
+    K a_has = let(fresh("lo_has"), kir::select(low, has, other_has));
+    K b_has = let(fresh("hi_has"), kir::select(low, other_has, has));
+    std::vector<K> next = combine_shares(spec, a, a_has, b, b_has);
+    for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
+    emit(kir::assign(has.reg, next.back()));
+  }
+  if (n <= 32) return;
+  const int warps = n / 32, slots = knobs_.block_threads / 32;
+  std::vector<std::string> arrays;
+  std::vector<ScalarType> held;
+  std::vector<kir::Stmt> publish;
+  K warp = kir::special(kir::Special::WarpId);
+  std::vector<K> values = carrier;
+  values.push_back(has);
+  std::vector<std::string> names = spec.fields;
+  names.push_back("has");
+  for (size_t i = 0; i < values.size(); ++i) {
+    held.push_back(values[i].type == ScalarType::Pred ? ScalarType::I32 : values[i].type);
+    arrays.push_back(unclashed(fresh("coop_" + names[i])));
+    shared_->push_back({arrays[i], held[i], slots, 16});
+    publish.push_back(kir::store(kir::Space::Shared, arrays[i], warp, as(values[i], held[i])));
+  }
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::LaneId), kir::ci(0)), std::move(publish)));
+  emit(kir::barrier());
+  K first = let(fresh("warp0"), kir::binary(kir::BinOp::Mul, kir::binary(kir::BinOp::Div, warp, kir::ci(warps)), kir::ci(warps)));
+  for (size_t i = 0; i < values.size(); ++i)
+    emit(kir::assign(values[i].reg, as(kir::load(kir::Space::Shared, arrays[i], first, held[i]), values[i].type)));
+  std::string w = fresh("w");
+  std::vector<kir::Stmt> body = nested([&] {
+    K at = kir::binary(kir::BinOp::Add, first, kir::var({w}, ScalarType::I32));
+    std::vector<K> part;
+    for (size_t i = 0; i < values.size(); ++i)
+      part.push_back(let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
+    K part_has = part.back();
+    part.pop_back();
+    std::vector<K> next = combine_shares(spec, carrier, has, part, part_has);
+    for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, next[i]));
+  });
+  emit(kir::for_loop(w, ScalarType::I32, kir::ci(1), kir::ci(warps), std::move(body)));
+}
+
+// v of the lane `mask` away (xor) in the warp: shfl.bfly for 32-bit values, 16-bit floats and
+// predicates through f32 and i32, i64 as two 32-bit words, f64 by its own table row.
+inline K KernelBuilder::shuffle_xor(const K& value, int mask) {
+  const ScalarType t = value.type;
+  auto one = [&](kir::IntrinsicId id, const K& v) {
+    std::string out = fresh("shfl");
+    emit(kir::decl(out, v.type));
+    emit(kir::intrinsic(id, {kir::Reg{out}}, {v}, {mask}));
+    return kir::var({out}, v.type);
+  };
+  switch (t) {
+    case ScalarType::F32: return one(kir::IntrinsicId::ShflBfly, value);
+    case ScalarType::F64: return one(kir::IntrinsicId::ShflBflyF64, value);
+    case ScalarType::I32: return one(kir::IntrinsicId::ShflBflyI32, value);
+    case ScalarType::F16:
+    case ScalarType::BF16: return as(one(kir::IntrinsicId::ShflBfly, as(value, ScalarType::F32)), t);
+    case ScalarType::Pred:
+    case ScalarType::U32: return as(one(kir::IntrinsicId::ShflBflyI32, as(value, ScalarType::I32)), t);
+    case ScalarType::I64: {
+      const ScalarType I = ScalarType::I64, W = ScalarType::I32;
+      K lo = one(kir::IntrinsicId::ShflBflyI32, kir::cast(value, W));
+      K hi = one(kir::IntrinsicId::ShflBflyI32, kir::cast(kir::binary(kir::BinOp::Shr, value, kir::ci(32, I)), W));
+      return let(fresh("shfl"), kir::binary(kir::BinOp::BitOr, kir::binary(kir::BinOp::Shl, kir::cast(hi, I), kir::ci(32, I)),
+                                             kir::binary(kir::BinOp::BitAnd, kir::cast(lo, I), kir::ci(0xffffffffLL, I))));
+    }
+  }
+  throw LowerError("internal: no shuffle for this carrier type");
+}
+
+}  // namespace emmy::lower::detail
