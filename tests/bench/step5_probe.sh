@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows]...
+# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode]...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/gpu-carry
@@ -14,18 +14,31 @@ bench() {  # file op shape knobs
     grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
 }
 A=TILE=a:mma_m16n8k16_f16
+F=FAST_EXP=1
 for what in "${@:-sdpa matmul}"; do
   case $what in
-    sdpa) for t in w4x1/f1x8/k4 w4x1/f2x4/k4 w4x1/f2x8/k4 w8x1/f1x8/k4; do
-            for s in d1/cp d2/cp/ring; do bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/$t,STAGE=$s"; done
+    sdpa) for t in w4x1/f1x8/k4 w4x1/f2x4/k4 w8x1/f1x8/k4; do
+            for s in d1/cp d2/cp/ring; do bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/$t,STAGE=$s,$F"; done
+          done
+          bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/w4x1/f1x8/k4,STAGE=d2/cp/ring,FAST_EXP=0" ;;
+    sdpa128) for t in w4x1/f1x8/k8 w8x1/f1x8/k8; do
+            bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$A/$t,TILE@e=f128,STAGE=d2/cp/ring,$F"; done ;;
+    causal) bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/w4x1/f1x8/k4,STAGE=d2/cp/ring,$F" ;;
+    matmul) for t in w2x2/f4x8/k2 w2x2/f4x4/k2 w2x2/f4x4/k4; do
+            bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=d3/cp/ring,RASTER="; done ;;
+    rows) for op in softmax layernorm rmsnorm; do
+            for s in "" warp-row t1024; do
+              echo "== $op ${s:-default}"
+              "$B/emmyc" run stdlib/nn.emmy --op $op --shape N=32768,C=8192 ${s:+--schedule $s} --bench 2>&1 | tee -a "$OUT/probe.log" |
+                grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
+            done
           done ;;
-    sdpa128) for t in w4x1/f1x8/k8 w8x1/f1x8/k8 w4x1/f1x4/k8; do
-            for s in d1/cp d2/cp/ring; do bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$A/$t,TILE@e=f128,STAGE=$s"; done
-          done ;;
-    causal) for t in w4x1/f1x8/k4 w4x1/f2x8/k4; do
-            bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/$t,STAGE=d2/cp/ring"; done ;;
-    matmul) for t in w2x2/f4x4/k2 w2x2/f4x8/k2 w4x2/f4x4/k2 w2x4/f4x4/k2 w2x2/f4x4/k4; do
-            for s in d2/cp/ring d3/cp/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s,RASTER="; done
-          done ;;
+    decode) for s in fa1-scalar decode-splitkv; do
+              echo "== decode $s"
+              "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=8,H=32,S=1,T=16384,D=128,E=128 --schedule $s --bench 2>&1 |
+                tee -a "$OUT/probe.log" | grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
+            done
+            for r in g16k g64k; do
+              bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
   esac
 done
