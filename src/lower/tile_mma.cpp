@@ -757,9 +757,20 @@ class MmaTier {
                       pf = b_.fresh("p_frag"), sc = b_.fresh("score");
     const K rows = KernelBuilder::size_value(row_axis_.size);
     // The keys this block folds: the whole axis, or a split's range (REDUCE), uniform per block.
-    const K keys_lo = fold.range.empty() ? i64(0) : let(b_.fresh("keys_lo"), as(b_.lower(fold.range[0]), I64));
-    const K keys = fold.range.empty() ? KernelBuilder::size_value(fold.axis.size)
-                                      : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
+    K keys_lo = fold.range.empty() ? i64(0) : let(b_.fresh("keys_lo"), as(b_.lower(fold.range[0]), I64));
+    K keys = fold.range.empty() ? KernelBuilder::size_value(fold.axis.size)
+                                : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
+    // A predicate comparing the key with the row (causal: j <= i) bounds the keys any row of
+    // this block folds: blocks of keys masked for every row are never loaded nor computed.
+    if (auto bound = key_bound(fold)) {
+      const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+      K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
+      K edge = add(bound->upper ? last_row : first_row, i64(bound->offset));
+      emit(kir::comment(fmt::format("the fold's predicate {} bounds the keys of this block's rows",
+                                    tir::print_expr(fold.where[0]))));
+      if (bound->upper) keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
+      else keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
+    }
     const K dsize = KernelBuilder::size_value(first_.axis.size);
     emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
                                   first_.row.name, fold.axis.name, ks)));
@@ -859,6 +870,45 @@ class MmaTier {
     f.step = tile_loop_->tile;
     emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
     emit(std::move(f));
+  }
+
+  // `key OP row + c` read off the fold's predicate: the keys a row folds end before row + c
+  // (+1 for <=) or start at it. Only comparisons of the bare fold axis with the bare row axis
+  // plus a constant qualify; anything else is masked element by element.
+  struct KeyBound {
+    bool upper = true;   // keys < edge (else keys >= edge)
+    int64_t offset = 0;  // edge = the block's last row (upper) or first row (lower) + offset
+  };
+  std::optional<KeyBound> key_bound(const lir::Stmt& fold) const {
+    if (fold.where.size() != 1) return std::nullopt;
+    const Expr& w = fold.where[0];
+    if (w.kind != Expr::Kind::Binary) return std::nullopt;
+    auto offset_of = [](const Expr& e, const std::string& axis) -> std::optional<int64_t> {
+      if (e.kind == Expr::Kind::Index && e.name == axis) return 0;
+      if (e.kind != Expr::Kind::Binary || (e.op != "+" && e.op != "-") || e.args.size() != 2) return std::nullopt;
+      const Expr &a = e.args[0], &b = e.args[1];
+      auto whole = [](const Expr& c) { return c.kind == Expr::Kind::Const && c.value == std::floor(c.value); };
+      if (a.kind == Expr::Kind::Index && a.name == axis && whole(b))
+        return static_cast<int64_t>(e.op == "+" ? b.value : -b.value);
+      if (e.op == "+" && b.kind == Expr::Kind::Index && b.name == axis && whole(a)) return static_cast<int64_t>(a.value);
+      return std::nullopt;
+    };
+    std::string op = w.op;
+    const Expr *key = &w.args[0], *row = &w.args[1];
+    if (!offset_of(*key, fold.axis.name) || *offset_of(*key, fold.axis.name) != 0) {
+      std::swap(key, row);
+      static const std::map<std::string, std::string> flip{{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
+      auto it = flip.find(op);
+      if (it == flip.end()) return std::nullopt;
+      op = it->second;
+    }
+    std::optional<int64_t> k = offset_of(*key, fold.axis.name), c = offset_of(*row, row_axis_.name);
+    if (!k || *k != 0 || !c) return std::nullopt;
+    if (op == "<=") return KeyBound{true, *c + 1};
+    if (op == "<") return KeyBound{true, *c};
+    if (op == ">=") return KeyBound{false, *c};
+    if (op == ">") return KeyBound{false, *c + 1};
+    return std::nullopt;
   }
 
   std::string field_names() const {

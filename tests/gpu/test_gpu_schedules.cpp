@@ -254,6 +254,14 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
     // The schedules: the matrix's knob strings, then the file's blocks for this target.
     std::vector<std::string> matrix = test::schedules(program, op);
     for (const std::string& knobs : test::split_schedules(program, op, *ctx.target)) matrix.push_back(knobs);
+    for (const std::string& knobs : test::tensor_core_schedules()) {
+      try {
+        lower::Lowered low = lower::lower_op(program, op, {nullptr, "", knobs}, *ctx.target);
+        if (low.kernels.warnings.empty()) matrix.push_back(knobs);  // only where the tier takes the op
+      } catch (const std::exception&) {
+        matrix.push_back(knobs);  // lowered again below, where the failure is reported
+      }
+    }
     for (const std::string& knobs : matrix) {
       Variant v;
       v.label = knobs == "TILE=a:scalar" ? "fused" : knobs.substr(knobs.rfind("TILE=a:scalar,", 0) == 0 ? 14 : 0);

@@ -106,4 +106,15 @@ inline std::string shape_text(const SizeBindings& s) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
+// The tensor-core schedules every op is tried under (ops whose kernels do not fit the tier
+// fall back to the scalar one with a warning): a fold takes w<M>x1 only, so each geometry
+// comes in a fold-friendly form too; every STAGE transport and depth.
+inline std::vector<std::string> tensor_core_schedules() {
+  return {"TILE=a:mma_m16n8k16_f16/w2x1/f1x2/k4,STAGE=",
+          "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
+          "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring",
+          "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring",
+          "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg"};
+}
+
 }  // namespace emmy::test

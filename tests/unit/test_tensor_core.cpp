@@ -22,16 +22,6 @@
 namespace emmy {
 namespace {
 
-// The tensor-core schedules every op is tried under: a fold takes w<M>x1 only, so each
-// geometry comes in a fold-friendly form too.
-const char* const kSchedules[] = {
-    "TILE=a:mma_m16n8k16_f16/w2x1/f1x2/k4,STAGE=",
-    "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
-    "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring",
-    "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring",
-    "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg",
-};
-
 // Ragged sizes (no tile divides them; the contraction axes stay within the k4 bound of 64),
 // then all ones.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
@@ -62,7 +52,7 @@ TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedul
     REQUIRE(!l->diags->has_errors());
     for (const CheckedOp* op : test::main_ops(*l->program)) {
       const std::string name = op->decl->name.name;
-      for (const char* knobs : kSchedules) {
+      for (const std::string& knobs : test::tensor_core_schedules()) {
         CAPTURE(file);
         CAPTURE(name);
         CAPTURE(knobs);
@@ -139,7 +129,7 @@ TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and
   for (const char* file : {"/stdlib/nn.emmy", "/stdlib/linalg.emmy"}) {
     auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + file);
     REQUIRE(!l->diags->has_errors());
-    for (const char* knobs : kSchedules)
+    for (const std::string& knobs : test::tensor_core_schedules())
       for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
         // One translation unit: the ops' kernels in one program, so each helper is defined once.
         kir::Program all;
