@@ -855,8 +855,18 @@ class MmaTier {
             }, j0);
           });
         };
-        if (fold.where.empty())  // a whole block of keys needs no mask: only the last one is ragged
-          emit(kir::if_then(kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), lift_scores(false), lift_scores(true)));
+        // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
+        // rows, needs no mask: only the ragged last block and the diagonal ones do.
+        std::optional<K> interior;
+        if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
+        if (auto bound = key_bound(fold)) {
+          K visible = bound->upper
+                          ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(row0_, i64(bound->offset)))
+                          : kir::binary(kir::BinOp::Ge, j0, add(row0_, i64(rows_per_warp_ - 1 + bound->offset)));
+          interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
+        }
+        if (interior)
+          emit(kir::if_then(*interior, lift_scores(false), lift_scores(true)));
         else
           for (kir::Stmt& x : lift_scores(true)) emit(std::move(x));
         emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
