@@ -154,6 +154,13 @@ class KernelBuilder {
   // contractions fit the knobs' mma atom; else false with `why`.
   bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
 
+  // exp(x); with FAST_EXP=1 on an f32 value, exp2(x * log2 e): one multiply and the exp2 unit
+  // instead of expf's range reduction (within a few ulp of it).
+  K exp_value(K x) const {
+    if (!knobs_.fast_exp || x.type != ScalarType::F32) return kir::unary(kir::UnOp::Exp, std::move(x));
+    return kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(1.4426950408889634, ScalarType::F32)));
+  }
+
   // ---- names and scopes -----------------------------------------------------------------
   std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
 
@@ -300,6 +307,7 @@ class KernelBuilder {
   }
 
   K call(const Expr& e, ScalarType t) {
+    if (e.op == "exp") return as(exp_value(as(lower(e.args[0]), compute_type(t))), t);
     for (const UnaryRow& r : kUnaryCalls)
       if (r.name == e.op) return as(kir::unary(r.op, as(lower(e.args[0]), compute_type(t))), t);
     if (e.op == "log2")
@@ -536,6 +544,7 @@ class KernelBuilder {
         K a = term_value(t.args[0], env, hint);
         ScalarType at = kir::is_float(a.type) ? compute_type(a.type) : ScalarType::F32;
         kir::UnOp op = t.op == TermOp::Exp ? kir::UnOp::Exp : t.op == TermOp::Log ? kir::UnOp::Log : kir::UnOp::Sqrt;
+        if (op == kir::UnOp::Exp) return shared(exp_value(as(a, at)));
         return shared(kir::unary(op, as(a, at)));
       }
       case TermOp::Select: {

@@ -214,7 +214,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
       case Knob::Wspec:
       case Knob::Raster:
       case Knob::FastExp:
-        if (s.knob == Knob::FastExp && !s.off && k.mma) {
+        if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument
           k.fast_exp = std::get<bool>(s.value);
           break;
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode]...
+# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode|extra]...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/gpu-carry
@@ -40,5 +40,13 @@ for what in "${@:-sdpa matmul}"; do
             done
             for r in g16k g64k; do
               bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
+    extra) for k in "COOP=t32/v8,FAST_EXP=1" "COOP=t32/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t128/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t256/v8,FAST_EXP=1,PLACE@m=cut"; do
+             bench stdlib/nn.emmy softmax N=32768,C=8192 "$k"; done
+           for t in w2x2/f4x8/k4 w2x4/f4x8/k2; do
+             for s in d2/cp/ring d3/cp/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s"; done
+           done
+           for t in w8x1/f2x4/k4 w2x1/f2x4/k4; do
+             bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/$t,STAGE=d2/cp/ring,$F"; done
+           bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/w4x1/f2x4/k4,STAGE=d3/cp/ring,$F" ;;
   esac
 done
