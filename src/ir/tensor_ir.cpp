@@ -85,13 +85,25 @@ bool has_reduce(const Expr& e) {
   return false;
 }
 
-bool reads(const Expr& e, const std::string& tensor) {
-  if (e.kind == Expr::Kind::Read && e.name == tensor) return true;
+namespace {
+// Whether `match` holds for e or any node below it (arguments and predicates).
+template <class Match>
+bool any_node(const Expr& e, const Match& match) {
+  if (match(e)) return true;
   for (const Expr& a : e.args)
-    if (reads(a, tensor)) return true;
+    if (any_node(a, match)) return true;
   for (const Expr& w : e.where)
-    if (reads(w, tensor)) return true;
+    if (any_node(w, match)) return true;
   return false;
+}
+}  // namespace
+
+bool reads(const Expr& e, const std::string& tensor) {
+  return any_node(e, [&](const Expr& x) { return x.kind == Expr::Kind::Read && x.name == tensor; });
+}
+
+bool uses_index(const Expr& e, const std::string& index) {
+  return any_node(e, [&](const Expr& x) { return x.kind == Expr::Kind::Index && x.name == index; });
 }
 
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by) {

@@ -69,6 +69,7 @@ std::string print_program(const Program& program);  // `emmyc compile --ir tenso
 
 bool has_reduce(const Expr& e);
 bool reads(const Expr& e, const std::string& tensor);
+bool uses_index(const Expr& e, const std::string& index);  // the index variable appears in e
 // Replaces index variables by expressions (for inlining a definition at a use).
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by);
 

@@ -12,6 +12,7 @@
 #include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
+#include "lower/term_expr.hpp"
 
 namespace emmy::lower {
 namespace {
@@ -37,13 +38,6 @@ Expr size_expr(const std::string& size) {
   return e;
 }
 
-Expr const_expr(double value, DType dtype) {
-  Expr e;
-  e.kind = Expr::Kind::Const;
-  e.dtype = dtype;
-  e.value = value;
-  return e;
-}
 
 Expr binary(const std::string& op, Expr a, Expr b) {
   Expr e;
@@ -98,45 +92,6 @@ Expr widened(const Expr& e) {
   return out;
 }
 
-// A monoid's identity or lift term as an expression over the reduction's arguments.
-Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params, DType dtype) {
-  using algebra::TermOp;
-  static const std::pair<TermOp, const char*> kBinary[] = {
-      {TermOp::Add, "+"}, {TermOp::Sub, "-"}, {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
-      {TermOp::Le, "<="}, {TermOp::Gt, ">"},  {TermOp::Ge, ">="}, {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
-      {TermOp::And, "&&"}, {TermOp::Or, "||"}};
-  static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
-                                                         {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
-                                                         {TermOp::Min, "min"}, {TermOp::Select, "select"}};
-  switch (t.op) {
-    case TermOp::Const: return const_expr(t.value.value(), dtype);
-    case TermOp::NegInf: return const_expr(-INFINITY, dtype);
-    case TermOp::PosInf: return const_expr(INFINITY, dtype);
-    case TermOp::Var:
-      if (auto it = params.find(t.name); it != params.end()) return it->second;
-      throw LowerError(fmt::format("internal: split_reduce: the term variable '{}' is unbound", t.name));
-    case TermOp::Neg:
-    case TermOp::Not: {
-      Expr e;
-      e.kind = Expr::Kind::Unary;
-      e.op = t.op == TermOp::Neg ? "-" : "!";
-      e.args.push_back(term_expr(t.args[0], params, dtype));
-      e.dtype = t.op == TermOp::Not ? DType::Bool : e.args[0].dtype;
-      return e;
-    }
-    default: break;
-  }
-  Expr e;
-  for (const auto& [op, spelling] : kBinary)
-    if (op == t.op) e.kind = Expr::Kind::Binary, e.op = spelling;
-  for (const auto& [op, spelling] : kCalls)
-    if (op == t.op) e.kind = Expr::Kind::Call, e.op = spelling;
-  if (e.op.empty()) throw LowerError(fmt::format("internal: split_reduce cannot lower the term '{}'", t.str()));
-  for (const algebra::Term& a : t.args) e.args.push_back(term_expr(a, params, dtype));
-  bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/";
-  e.dtype = predicate ? DType::Bool : e.args.back().dtype;
-  return e;
-}
 
 void collect_regs(const Expr& e, std::set<std::string>& out) {
   if (e.kind == Expr::Kind::Reg) out.insert(e.name);

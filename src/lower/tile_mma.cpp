@@ -76,15 +76,6 @@ std::vector<RepackSource> c_to_a_map() {
   return map;
 }
 
-bool uses_index(const Expr& e, const std::string& name) {
-  if (e.kind == Expr::Kind::Index && e.name == name) return true;
-  for (const Expr& a : e.args)
-    if (uses_index(a, name)) return true;
-  for (const Expr& w : e.where)
-    if (uses_index(w, name)) return true;
-  return false;
-}
-
 // The contraction's operands: `row` reads the output's row axis and the reduced axis, `col`
 // the column axis and the reduced axis; `around` is the expression with the contraction
 // replaced by the register kContracted.
@@ -161,7 +152,7 @@ class MmaTier {
       if (!is_operand(x) || !is_operand(y)) return std::nullopt;
       const std::string& d = e.axes[0].name;
       auto side = [&](const Expr& r, const std::string& own, const std::string& other) {
-        return uses_index(r, own) && uses_index(r, d) && !uses_index(r, other);
+        return tir::uses_index(r, own) && tir::uses_index(r, d) && !tir::uses_index(r, other);
       };
       Contraction c{x, y, e.axes[0], {}};
       if (!side(x, row_axis, col_axis)) std::swap(c.row, c.col);
@@ -260,7 +251,7 @@ class MmaTier {
       const lir::CarrierField& field = fold.fields[f];
       if (!field.per_tile) continue;
       const Expr& v = strip_casts(field.lift);
-      if (!tile_loop_ || !is_operand(v) || !uses_index(v, fold.axis.name) || !uses_index(v, tile_loop_->axis.name))
+      if (!tile_loop_ || !is_operand(v) || !tir::uses_index(v, fold.axis.name) || !tir::uses_index(v, tile_loop_->axis.name))
         return reject(fmt::format("the vector field {} lifts {}, not a {} input read at the fold's and the tile's axes",
                                   field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
       if (value_read_)

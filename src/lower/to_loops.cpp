@@ -3,6 +3,7 @@
 // chains into folds (one loop carrying the proved monoid), and gives each kernel its
 // thread space and the ordered loop nest every thread runs.
 #include "lower/passes.hpp"
+#include "lower/term_expr.hpp"
 
 #include <algorithm>
 #include <set>
@@ -341,7 +342,7 @@ class LoopBuilder {
       const ast::Field& field = decl.fields[i];
       bool vector = field.vector_dim.has_value();
       if (vector && !elem) return std::nullopt;
-      Expr lift = decl.lift_params ? term_to_expr(terms->lift[i], params) : params[i].second;
+      Expr lift = decl.lift_params ? term_expr(terms->lift[i], {params.begin(), params.end()}, DType::F32) : params[i].second;
       DType dtype = parse_dtype(field.dtype.name).value_or(DType::F32);
       if (!replace_field_reads(result.value, r.name, field.name.name, vector, elem, "run_" + field.name.name, dtype))
         return std::nullopt;
@@ -385,48 +386,6 @@ class LoopBuilder {
     return true;
   }
 
-  // A lift term of the monoid as a tensor-IR expression over the reduction's arguments.
-  static Expr term_to_expr(const algebra::Term& t, const std::vector<std::pair<std::string, Expr>>& params) {
-    using algebra::TermOp;
-    static const std::pair<TermOp, const char*> kBinary[] = {
-        {TermOp::Add, "+"}, {TermOp::Sub, "-"},  {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
-        {TermOp::Le, "<="}, {TermOp::Gt, ">"},   {TermOp::Ge, ">="},  {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
-        {TermOp::And, "&&"}, {TermOp::Or, "||"}};
-    static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
-                                                           {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
-                                                           {TermOp::Min, "min"}, {TermOp::Select, "select"}};
-    Expr e;
-    switch (t.op) {
-      case TermOp::Const: e.value = t.value.value(); return e;
-      case TermOp::NegInf:
-      case TermOp::PosInf: e.value = t.op == TermOp::PosInf ? INFINITY : -INFINITY; return e;
-      case TermOp::Var:
-        for (const auto& [name, value] : params)
-          if (name == t.name) return value;
-        throw LowerError(fmt::format("internal: lift parameter '{}' is unbound", t.name));
-      case TermOp::Neg:
-      case TermOp::Not:
-        e.kind = Expr::Kind::Unary;
-        e.op = t.op == TermOp::Neg ? "-" : "!";
-        e.args.push_back(term_to_expr(t.args[0], params));
-        e.dtype = t.op == TermOp::Not ? DType::Bool : e.args[0].dtype;
-        return e;
-      default: break;
-    }
-    for (const auto& [op, spelling] : kBinary)
-      if (op == t.op) {
-        e.kind = Expr::Kind::Binary;
-        e.op = spelling;
-      }
-    for (const auto& [op, spelling] : kCalls)
-      if (op == t.op) {
-        e.kind = Expr::Kind::Call;
-        e.op = spelling;
-      }
-    for (const algebra::Term& a : t.args) e.args.push_back(term_to_expr(a, params));
-    e.dtype = e.args.empty() ? DType::F32 : e.args.back().dtype;
-    return e;
-  }
 
   // body == exp(x - m) * w1 * w2 ...: the weight w, or 1.
   static bool split_weight(const Expr& body, const Expr& x, const std::string& m, std::optional<Expr>& weight) {

@@ -1,0 +1,17 @@
+// Monoid terms as tensor-IR expressions: a lift or identity of a proved monoid over the
+// reduction's arguments (to_loops' record folds, split_reduce's partial carriers).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "algebra/term.hpp"
+#include "ir/tensor_ir.hpp"
+
+namespace emmy::lower {
+
+tir::Expr const_expr(double value, DType dtype);
+// `params` binds the term's variables; constants and infinities get `dtype`.
+tir::Expr term_expr(const algebra::Term& t, const std::map<std::string, tir::Expr>& params, DType dtype);
+
+}  // namespace emmy::lower
