@@ -634,7 +634,6 @@ class MmaTier {
     out_ = &out;
     K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
     K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
-    lane_ = lane;
     lane32_ = let("lane32", kir::special(kir::Special::LaneId));
     grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
     tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
@@ -741,9 +740,9 @@ class MmaTier {
     const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
     const int bound = ks * kAtomK;
     program.limits.push_back({first_.axis.size, bound,
-                              fmt::format("the contraction over {} is kept in registers as {} k-steps of 16 (k{} of "
-                                          "TILE); raise k to cover it",
-                                          first_.axis.name, ks, ks)});
+                              fmt::format("{}'s fragments are kept in registers, {} k-steps of 16 deep (k{} of TILE); "
+                                          "raise k to cover {} (k{} covers {})",
+                                          first_.row.name, ks, ks, first_.axis.size, 2 * ks, 2 * bound)});
     const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                       pf = b_.fresh("p_frag"), sc = b_.fresh("score");
     const K rows = KernelBuilder::size_value(row_axis_.size);
@@ -1114,7 +1113,7 @@ class MmaTier {
   size_t value_field_ = static_cast<size_t>(-1);
   std::vector<int> masks_;
   LaneAffine c_aff_[4];
-  K grp_, tig_, row0_, col0_, lane_, warp_m_, warp_n_, row_block0_, col_block0_;
+  K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_;
   std::optional<MmaStage> stage_;
   bool fast_exp_ = false;
   std::optional<Slab> kslab_, vslab_;
