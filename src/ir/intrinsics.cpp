@@ -352,4 +352,22 @@ Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std
   return s;
 }
 
+namespace {
+void collect_wide(const std::vector<Stmt>& body, std::vector<std::string>& out) {
+  for (const Stmt& s : body) {
+    bool wide = s.kind == Stmt::Kind::VecLoad || s.kind == Stmt::Kind::VecStore ||
+                (s.kind == Stmt::Kind::Intrinsic && s.intrinsic == static_cast<int>(IntrinsicId::CpAsync16));
+    if (wide && !s.name.empty() && std::find(out.begin(), out.end(), s.name) == out.end()) out.push_back(s.name);
+    collect_wide(s.body, out);
+    collect_wide(s.orelse, out);
+  }
+}
+}  // namespace
+
+std::vector<std::string> wide_access_buffers(const Kernel& kernel) {
+  std::vector<std::string> out;
+  collect_wide(kernel.body, out);
+  return out;
+}
+
 }  // namespace emmy::kir

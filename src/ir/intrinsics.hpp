@@ -121,6 +121,10 @@ Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std
                std::string name = {});
 const std::vector<IntrinsicInfo>& intrinsic_table();
 
+// The global buffers a kernel touches 16 bytes at a time (cp.async chunks, vector loads and
+// stores): their base addresses must be 16-byte aligned, which the launch checks.
+std::vector<std::string> wide_access_buffers(const Kernel& kernel);
+
 // The atomic that combines a value into global memory with a commutative monoid ("sum",
 // "max", "min") for elements of `type`; nullopt where none is correct (the table's rows).
 std::optional<IntrinsicId> atomic_intrinsic(std::string_view monoid, ScalarType type);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/dtypes.hpp"
+#include "ir/intrinsics.hpp"
 #include "ir/launch_expr.hpp"
 
 namespace emmy::runtime {
@@ -87,9 +88,19 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     KernelLaunch l{&k, functions_[i], {}, {static_cast<unsigned>(k.block_threads)}, {},
                    kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u};
     Scalars scalars;
+    const std::vector<std::string> wide = kir::wide_access_buffers(k);
     for (const kir::Param& p : k.params) {
-      if (p.kind == kir::Param::Kind::Buffer) l.args.push_back(buffer_arg(k, p, buffers));
-      else if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
+      if (p.kind == kir::Param::Kind::Buffer) {
+        l.args.push_back(buffer_arg(k, p, buffers));
+        const uint64_t address = buffers.at(p.name).address;
+        if (address % 16 != 0 && std::count(wide.begin(), wide.end(), p.name))
+          fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it 16 bytes at a "
+                           "time (STAGE cp.async or COOP vector accesses); pass a tensor whose data starts 16-byte "
+                           "aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
+                           p.name, address, k.name));
+        continue;
+      }
+      if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
       else fail(fmt::format("kernel {}: tensor-map parameter {} is not supported yet", k.name, p.name));
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);

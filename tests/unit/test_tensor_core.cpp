@@ -13,6 +13,7 @@
 #include "codegen/cuda/print_cuda.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
+#include "ir/intrinsics.hpp"
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
@@ -224,6 +225,13 @@ TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still ru
     CHECK(std::string(e.what()).find("D = 33 is larger than this schedule handles (D <= 32)") != std::string::npos);
     CHECK(std::string(e.what()).find("raise k") != std::string::npos);
   }
+  // Staged operands are copied 16 bytes at a time: the launch checks those buffers' alignment.
+  lower::Lowered staged = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
+                                          {nullptr, "", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring"}, sm90);
+  CHECK(kir::wide_access_buffers(staged.kernels.kernels.at(0)) == std::vector<std::string>{"k", "v"});
+  lower::Lowered direct = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
+                                          {nullptr, "", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE="}, sm90);
+  CHECK(kir::wide_access_buffers(direct.kernels.kernels.at(0)).empty());
   // wgmma atoms are not lowered: an error on the command line, a warning from a block.
   CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, l->program->ops.at("sdpa"),
                                        {nullptr, "", "TILE=a:wgmma_m64n64k16_f16"}, *find_target("sm_90a")),
