@@ -198,7 +198,7 @@ inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
 
 // The register arrays of V elements of `t` from element `index`, declared where the chunk
 // starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
-inline KernelBuilder::VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
+inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
                                                                  const std::string& prefix) {
   const int v = knobs_.coop_vec;
   VecChunk::Access a;

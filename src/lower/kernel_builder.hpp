@@ -120,6 +120,27 @@ struct Carrier {
   }
 };
 
+// One chunk of V elements of a split axis in the vector path: the loads it shares between
+// its elements and the stores it gathers into one vector store each. At namespace scope: a
+// nested class with member initializers cannot be default-constructed inside its enclosing
+// class (clang).
+struct VecChunk {
+  size_t block = 0;  // index in blocks_ of the chunk's body, where its vector loads go
+  K base;            // the chunk's first element index
+  K elem;            // the current element's index (base + u)
+  int u = 0;
+  // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
+  // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
+  struct Access {
+    std::vector<std::string> arrays;
+    int width = 1;
+    std::string tensor;
+    K index;
+  };
+  std::map<std::string, Access> loads;   // tensor + row -> its vector loads
+  std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
+};
+
 class KernelBuilder {
   friend class MmaTier;
 
@@ -846,24 +867,6 @@ class KernelBuilder {
     std::vector<std::string> fields;
     std::vector<ScalarType> types;
     std::vector<Term> identity, combine;
-  };
-  // One chunk of V elements of a split axis in the vector path: the loads it shares between
-  // its elements and the stores it gathers into one vector store each.
-  struct VecChunk {
-    size_t block = 0;  // index in blocks_ of the chunk's body, where its vector loads go
-    K base;            // the chunk's first element index
-    K elem;            // the current element's index (base + u)
-    int u = 0;
-    // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
-    // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
-    struct Access {
-      std::vector<std::string> arrays;
-      int width = 1;
-      std::string tensor;
-      K index;
-    };
-    std::map<std::string, Access> loads;   // tensor + row -> its vector loads
-    std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
   };
   bool coop_on() const { return knobs_.coop_threads > 1; }
   bool coop_top() const { return coop_on() && !coop_inner_; }

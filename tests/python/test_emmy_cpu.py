@@ -257,7 +257,10 @@ class Interpreter(EmmyTestCase):
         v, vv = host(self.rng, (B, H, T, E), "f16")
         o = op.run_host(q, k, v)
         self.assertEqual(o.shape, (B, H, S, E))
-        self.assert_elements(o.values(), sdpa_ref(qv, kv, vv, B, H, S, T, D, E), "f16", abs_tol=1e-5,
+        # The tensor-core tier rounds P to f16 before P @ V (as FlashAttention does): an error of
+        # up to 2^-11 of the weighted |v|, a few f16 ulps, against the scalar tier's 1 ulp.
+        tol = 2e-3 if "mma_" in op.knobs else 1e-5
+        self.assert_elements(o.values(), sdpa_ref(qv, kv, vv, B, H, S, T, D, E), "f16", abs_tol=tol,
                              what=f"sdpa o, knobs {op.knobs}")
 
     def test_sdpa_default(self):
