@@ -28,6 +28,8 @@ using tir::Expr;
 using K = kir::Expr;
 
 // Arithmetic on 16-bit floats runs in f32 and rounds once at the end, as the GPU does it.
+inline constexpr double kLog2e = 1.4426950408889634;  // FAST_EXP: exp(x) = exp2(x * log2 e)
+
 inline ScalarType compute_type(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::BF16 ? ScalarType::F32 : t;
 }
@@ -179,7 +181,7 @@ class KernelBuilder {
   // instead of expf's range reduction (within a few ulp of it).
   K exp_value(K x) const {
     if (!knobs_.fast_exp || x.type != ScalarType::F32) return kir::unary(kir::UnOp::Exp, std::move(x));
-    return kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(1.4426950408889634, ScalarType::F32)));
+    return kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(kLog2e, ScalarType::F32)));
   }
 
   // ---- names and scopes -----------------------------------------------------------------

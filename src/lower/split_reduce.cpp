@@ -63,14 +63,6 @@ Expr read_expr(const std::string& tensor, const std::vector<tir::Axis>& at, DTyp
   return e;
 }
 
-Expr reg_expr(const std::string& name, DType dtype) {
-  Expr e;
-  e.kind = Expr::Kind::Reg;
-  e.dtype = dtype;
-  e.name = name;
-  return e;
-}
-
 // Group g's range of an axis of size T: [g * c, min(T, (g + 1) * c)), c = ceil(T / N).
 // Contiguous, so a non-commutative monoid still combines its elements in order.
 std::vector<Expr> group_range(const tir::Axis& axis, const std::string& g, int groups) {

@@ -19,6 +19,14 @@ Expr const_expr(double value, DType dtype) {
   return e;
 }
 
+Expr reg_expr(const std::string& name, DType dtype) {
+  Expr e;
+  e.kind = Expr::Kind::Reg;
+  e.dtype = dtype;
+  e.name = name;
+  return e;
+}
+
 // A monoid's identity or lift term as an expression over the reduction's arguments.
 Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params, DType dtype) {
   using algebra::TermOp;

@@ -98,8 +98,7 @@ struct AxisAt {
 
 class MmaTier {
  public:
-  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage, bool fast_exp)
-      : b_(b), t_(tile), stage_(stage), fast_exp_(fast_exp) {}
+  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage) : b_(b), t_(tile), stage_(stage) {}
 
   bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
     try {
@@ -712,26 +711,20 @@ class MmaTier {
       }
     });
     emit(kir::comment("epilogue: each C element at its row and column"));
-    for (int a = 0; a < fm; ++a)
-      for (int n = 0; n < fn; ++n)
-        for (int e = 0; e < 4; ++e) {
-          const LaneAffine& c = c_aff_[e];
-          K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
-          K col = lane_coord(add(col0_, i64(n * kAtomN)), c.col0, c.col_g, c.col_t);
-          std::vector<kir::Stmt> one = b_.nested([&] {
-            b_.scopes_.back().index[row_axis_.name] = row;
-            b_.scopes_.back().index[col_axis_.name] = col;
-            b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
-            for (size_t i = 0; i < kernel_body_.size(); ++i) {
-              lir::Stmt st = kernel_body_[i];
-              if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
-              b_.stmt(st);
-            }
-          });
-          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, KernelBuilder::size_value(row_axis_.size)),
-                                        lt(col, KernelBuilder::size_value(col_axis_.size))),
-                            std::move(one)));
+    const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
+    for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
+      std::vector<kir::Stmt> one = b_.nested([&] {
+        b_.scopes_.back().index[row_axis_.name] = row;
+        b_.scopes_.back().index[col_axis_.name] = col;
+        b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
+        for (size_t i = 0; i < kernel_body_.size(); ++i) {
+          lir::Stmt st = kernel_body_[i];
+          if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
+          b_.stmt(st);
         }
+      });
+      emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
+    }, col0_);
   }
 
   // ---- a fold of a max-rescaled sum (the online softmax) -------------------------------------
@@ -933,13 +926,10 @@ class MmaTier {
   // The row slot (0 or 1) of C element e: which distinct row offset of the lane map it has.
   int slot_of(int e) const { return c_aff_[e].row0 == c_aff_[0].row0 ? 0 : 1; }
 
-  static constexpr double kLog2e = 1.4426950408889634;
 
-  // exp(x - y); with FAST_EXP=1 as exp2((x - y) * log2 e) (one multiply-add and the exp2 unit).
-  K exp_of_difference(const K& x, const K& y) const {
-    if (!fast_exp_) return kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, x, y));
-    return kir::unary(kir::UnOp::Exp2, mul(kir::binary(kir::BinOp::Sub, x, y), kir::cf(kLog2e, F32)));
-  }
+  // exp(x - y) as the builder lowers every exp (FAST_EXP=1: exp2 of the scaled difference).
+  K exp_of_difference(const K& x, const K& y) const { return b_.exp_value(kir::binary(kir::BinOp::Sub, x, y)); }
+  bool fast_exp() const { return b_.knobs_.fast_exp; }
 
   // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
   // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
@@ -963,7 +953,7 @@ class MmaTier {
         use[a * 2 + r] = let(b_.fresh("key_use"), kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)),
                                                               kir::cf(0, F32), mnew));
         alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(old, use[a * 2 + r]));
-        if (fast_exp_) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
+        if (fast_exp()) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
         emit(kir::assign({mrun, a * 2 + r}, mnew));
       }
     emit(kir::comment("p = exp(score - key) in place"));
@@ -971,7 +961,7 @@ class MmaTier {
       for (int n = 0; n < fn; ++n)
         for (int e = 0; e < 4; ++e) {
           K s = elem(sc, c_index(a, n, e, fn), F32);
-          K p = fast_exp_ ? kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Sub, mul(s, kir::cf(kLog2e, F32)), use[a * 2 + slot_of(e)]))
+          K p = fast_exp() ? kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Sub, mul(s, kir::cf(kLog2e, F32)), use[a * 2 + slot_of(e)]))
                           : kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, s, use[a * 2 + slot_of(e)]));
           emit(kir::assign(s.reg, p));
         }
@@ -1115,7 +1105,6 @@ class MmaTier {
   LaneAffine c_aff_[4];
   K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_;
   std::optional<MmaStage> stage_;
-  bool fast_exp_ = false;
   std::optional<Slab> kslab_, vslab_;
   K lane32_, warp_rows32_, warp_cols32_;
   std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
@@ -1126,7 +1115,7 @@ class MmaTier {
 };
 
 bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
-  MmaTier tier(*this, *knobs_.mma, knobs_.stage, knobs_.fast_exp);
+  MmaTier tier(*this, *knobs_.mma, knobs_.stage);
   tier.kernel_body_ = k.body;
   return tier.build(k, out, program, why);
 }

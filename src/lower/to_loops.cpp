@@ -58,14 +58,6 @@ bool mentions_reg(const Expr& e, const std::string& name) {
   return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return mentions_reg(a, name); });
 }
 
-Expr reg_expr(const std::string& name, DType dtype) {
-  Expr r;
-  r.kind = Expr::Kind::Reg;
-  r.name = name;
-  r.dtype = dtype;
-  return r;
-}
-
 // Float casts do not change which value a term is (the prover reasons over the reals too):
 // exp(f32(x) - m) is shifted by the max of x.
 Expr strip_float_casts(const Expr& e) {

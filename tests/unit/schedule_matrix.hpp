@@ -99,6 +99,21 @@ inline std::vector<std::string> input_size_names(const CheckedOp& op) {
   return names;
 }
 
+// The three shapes the interpreter matrices share: every size 3; distinct sizes that no tile
+// divides (5, 7, 6, 9, ...); sizes of 1 and 2.
+inline const std::vector<std::vector<int64_t>>& matrix_size_cycles() {
+  static const std::vector<std::vector<int64_t>> cycles{{3}, {5, 7, 6, 9, 10, 11, 13, 3}, {1, 2}};
+  return cycles;
+}
+
+// Every input size of `op`, in the order they first appear, bound to values[i % values.size()].
+inline SizeBindings cycled_sizes(const CheckedOp& op, const std::vector<int64_t>& values) {
+  std::vector<std::string> names = input_size_names(op);
+  SizeBindings out;
+  for (size_t i = 0; i < names.size(); ++i) out[names[i]] = values[i % values.size()];
+  return out;
+}
+
 // "B=1,H=2,S=37".
 inline std::string shape_text(const SizeBindings& s) {
   std::vector<std::string> parts;

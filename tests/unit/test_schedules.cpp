@@ -30,14 +30,8 @@ using test::shape_text;
 
 // Three shapes: every size 3; distinct sizes that no tile divides; sizes of 1 and 2.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
-  std::vector<std::string> names = test::input_size_names(op);
-  const int64_t ragged[] = {5, 7, 6, 9, 10, 11, 13, 3};
-  std::vector<SizeBindings> out(3);
-  for (size_t i = 0; i < names.size(); ++i) {
-    out[0][names[i]] = 3;
-    out[1][names[i]] = ragged[i % 8];
-    out[2][names[i]] = 1 + static_cast<int64_t>(i % 2);
-  }
+  std::vector<SizeBindings> out;
+  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::cycled_sizes(op, cycle));
   return out;
 }
 

@@ -27,15 +27,9 @@ namespace {
 // Sizes of 3, ragged sizes (5, 7, 6, 9...: no N of the matrix divides all), sizes of 1 and 2,
 // and a longer axis of 23 for each size in turn (many keys per group).
 std::vector<SizeBindings> split_shapes(const CheckedOp& op) {
-  std::vector<std::string> names = test::input_size_names(op);
-  const int64_t ragged[] = {5, 7, 6, 9, 10, 11, 13, 3};
-  std::vector<SizeBindings> out(3);
-  for (size_t i = 0; i < names.size(); ++i) {
-    out[0][names[i]] = 3;
-    out[1][names[i]] = ragged[i % 8];
-    out[2][names[i]] = 1 + static_cast<int64_t>(i % 2);
-  }
-  for (const std::string& n : names) {
+  std::vector<SizeBindings> out;
+  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::cycled_sizes(op, cycle));
+  for (const std::string& n : test::input_size_names(op)) {
     SizeBindings s = out[2];
     s[n] = 23;
     out.push_back(s);

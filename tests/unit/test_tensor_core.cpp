@@ -26,14 +26,7 @@ namespace {
 // Ragged sizes (no tile divides them; the contraction axes stay within the k4 bound of 64),
 // then all ones.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
-  std::vector<std::string> names = test::input_size_names(op);
-  const int64_t ragged[] = {2, 3, 37, 45, 21, 19, 23, 30};
-  std::vector<SizeBindings> out(2);
-  for (size_t i = 0; i < names.size(); ++i) {
-    out[0][names[i]] = ragged[i % 8];
-    out[1][names[i]] = 1;
-  }
-  return out;
+  return {test::cycled_sizes(op, {2, 3, 37, 45, 21, 19, 23, 30}), test::cycled_sizes(op, {1})};
 }
 
 bool took_tensor_cores(const lower::Lowered& low) {
