@@ -161,6 +161,10 @@ void float_unary(UnOp op, std::vector<double>& v) {
     case UnOp::Abs: each([](T x) { return std::abs(x); }); break;
     case UnOp::Exp: each([](T x) { return std::exp(x); }); break;
     case UnOp::Exp2: each([](T x) { return std::exp2(x); }); break;
+    case UnOp::Exp2Ftz: each([](T x) {  // ex2.approx.ftz: subnormals in and out are zero
+      T r = std::exp2(std::fpclassify(x) == FP_SUBNORMAL ? T(0) : x);
+      return std::fpclassify(r) == FP_SUBNORMAL ? T(0) : r;
+    }); break;
     case UnOp::Log: each([](T x) { return std::log(x); }); break;
     case UnOp::Sqrt: each([](T x) { return std::sqrt(x); }); break;
     case UnOp::Rsqrt: each([](T x) { return T(1) / std::sqrt(x); }); break;

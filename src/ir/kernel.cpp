@@ -31,8 +31,8 @@ const TypeRow& row(ScalarType type) { return kTypes[static_cast<size_t>(type)]; 
 
 constexpr std::array<std::string_view, 6> kSpecials{"threadIdx.x", "blockIdx.x", "blockDim.x",
                                                     "gridDim.x",   "lane",       "warp"};
-constexpr std::array<std::string_view, 13> kUnOps{"-",    "!",     "abs",  "exp",     "exp2",  "log",  "sqrt",
-                                                  "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil"};
+constexpr std::array<std::string_view, 14> kUnOps{"-",    "!",     "abs",  "exp",     "exp2",  "log",  "sqrt",
+                                                  "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil", "ex2.ftz"};
 constexpr std::array<std::string_view, 21> kBinOps{"+",  "-",  "*",  "/",  "%",  "min", "max",
                                                    "pow", "<", "<=", ">", ">=", "==", "!=",
                                                    "&&", "||", "<<", ">>", "&", "|",  "^"};

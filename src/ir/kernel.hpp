@@ -23,7 +23,9 @@ int type_bytes(ScalarType type);               // Pred: 1
 enum class Special : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim, LaneId, WarpId };
 std::string_view special_name(Special special);  // "threadIdx.x", "lane"
 
-enum class UnOp : uint8_t { Neg, Not, Abs, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil };
+// Exp2Ftz: f32 only, PTX ex2.approx.ftz.f32 (FAST_EXP's exponential: one MUFU.EX2, subnormal
+// inputs read as 0 and subnormal results flushed to 0, no slow path for them).
+enum class UnOp : uint8_t { Neg, Not, Abs, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Exp2Ftz };
 enum class BinOp : uint8_t {
   Add, Sub, Mul, Div, Rem, Min, Max, Pow,
   Lt, Le, Gt, Ge, Eq, Ne, And, Or,

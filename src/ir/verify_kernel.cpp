@@ -28,9 +28,9 @@ constexpr TypeSet kNumeric = kInts | kFloats;
 constexpr TypeSet kAll = kNumeric | kPred;
 
 // The operand types each operator applies to, in enum order.
-constexpr std::array<TypeSet, 13> kUnTypes{
+constexpr std::array<TypeSet, 14> kUnTypes{
     kSigned | kFloats, kPred,   kSigned | kFloats, kFloats, kFloats, kFloats, kFloats,
-    kFloats,           kFloats, kFloats,           kFloats, kFloats, kFloats};
+    kFloats,           kFloats, kFloats,           kFloats, kFloats, kFloats, bit(ScalarType::F32)};
 constexpr std::array<TypeSet, 21> kBinTypes{kNumeric, kNumeric, kNumeric, kNumeric, kNumeric, kNumeric, kNumeric,
                                             kFloats,  kNumeric, kNumeric, kNumeric, kNumeric, kAll,     kAll,
                                             kPred,    kPred,    kInts,    kInts,    kInts,    kInts,    kInts};

@@ -177,11 +177,12 @@ class KernelBuilder {
   // contractions fit the knobs' mma atom; else false with `why`.
   bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
 
-  // exp(x); with FAST_EXP=1 on an f32 value, exp2(x * log2 e): one multiply and the exp2 unit
-  // instead of expf's range reduction (within a few ulp of it).
+  // exp(x); with FAST_EXP=1 on an f32 value, exp2(x * log2 e) as ex2.approx.ftz: one multiply
+  // and one MUFU.EX2 instead of expf's range reduction (within a few ulp of it; results below
+  // 2^-126 flush to 0, which a softmax weight that small never notices).
   K exp_value(K x) const {
     if (!knobs_.fast_exp || x.type != ScalarType::F32) return kir::unary(kir::UnOp::Exp, std::move(x));
-    return kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(kLog2e, ScalarType::F32)));
+    return kir::unary(kir::UnOp::Exp2Ftz, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(kLog2e, ScalarType::F32)));
   }
 
   // ---- names and scopes -----------------------------------------------------------------

@@ -378,11 +378,12 @@ class MmaTier {
     AxisAt outer, inner;
     int rows = 0, cols = 0, pitch = 0;
     std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
+    bool strided = false;  // the read's element index is first + row * stride + col
     int64_t elems() const { return int64_t{rows} * pitch; }
   };
 
   Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
-                 int y_extent) {
+                 int y_extent, int depth = 0) {
     const Expr* last = read.args.empty() ? nullptr : &read.args.back();
     bool y_inner = last && last->kind == Expr::Kind::Index && last->name == y.name;
     bool x_inner = last && last->kind == Expr::Kind::Index && last->name == x.name;
@@ -392,16 +393,63 @@ class MmaTier {
                               tir::print_expr(read), x.name, y.name));
     Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}};
     s.pitch = s.cols + 8;
-    out_->shared.push_back({name, t_.operand, s.elems() * stage_->depth, 16});
+    // Rows at a constant element stride: each axis a bare index of exactly one subscript.
+    auto bare_once = [&](const std::string& axis) {
+      int uses = 0, bare = 0;
+      for (const Expr& a : read.args) {
+        uses += tir::uses_index(a, axis);
+        bare += a.kind == Expr::Kind::Index && a.name == axis;
+      }
+      return uses == 1 && bare == 1;
+    };
+    s.strided = bare_once(s.outer.name) && bare_once(s.inner.name);
+    out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), 16});
     return s;
   }
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
 
-  // The block's threads copy one tile into buffer `buf`: 16-byte cp.async per chunk of 8
-  // elements where the chunk is inside the tensor and aligned, else element by element
-  // through registers with zeros past the ends (ragged sizes, odd strides).
+  // The block's threads copy one tile into buffer `buf`.
   void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base) {
+    if (!stage_->async || !s.strided) return fill_by_chunks(s, buf, outer_base, inner_base);
+    // A tile wholly inside the tensor whose every chunk is 16-byte aligned (the first element
+    // and the row stride multiples of 8) copies with one cp.async a chunk and no tests; only
+    // the ragged edges and odd strides take the checked path.
+    auto index_at = [&](const K& outer, const K& inner) {
+      b_.scopes_.push_back({});
+      b_.scopes_.back().index[s.outer.name] = outer;
+      b_.scopes_.back().index[s.inner.name] = inner;
+      K first = b_.lower(s.read);
+      b_.scopes_.pop_back();
+      return first.args[0];
+    };
+    K first = let(b_.fresh("tile_src"), index_at(outer_base, inner_base));
+    K stride = let(b_.fresh("row_stride"), kir::binary(kir::BinOp::Sub, index_at(add(outer_base, i64(1)), inner_base), first));
+    K inside = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(outer_base, i64(s.rows)), s.outer.size),
+                           kir::binary(kir::BinOp::Le, add(inner_base, i64(s.cols)), s.inner.size));
+    auto multiple_of_8 = [](const K& v) { return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, v, i64(8)), i64(0)); };
+    K whole = kir::binary(kir::BinOp::And, inside, kir::binary(kir::BinOp::And, multiple_of_8(first), multiple_of_8(stride)));
+    const int per_row = s.cols / 8, chunks = s.rows * per_row;
+    const std::string cv = b_.fresh("chunk");
+    K c32 = kir::var({cv}, ScalarType::I32);
+    std::vector<kir::Stmt> fast = b_.nested([&] {
+      std::vector<kir::Stmt> chunk = b_.nested([&] {
+        K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
+        K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
+        K dst = add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), add(mul(r32, ci32(s.pitch)), q32));
+        K src = add(first, add(mul(as(r32, I64), stride), as(q32, I64)));
+        emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
+      });
+      kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
+      loop.step = out_->block_threads;
+      emit(std::move(loop));
+    });
+    emit(kir::if_then(whole, std::move(fast), b_.nested([&] { fill_by_chunks(s, buf, outer_base, inner_base); })));
+  }
+
+  // 16-byte cp.async per chunk of 8 elements where the chunk is inside the tensor and aligned,
+  // else element by element through registers with zeros past the ends (ragged sizes, odd strides).
+  void fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, const K& inner_base) {
     const int per_row = s.cols / 8, chunks = s.rows * per_row, threads = out_->block_threads;
     // A real loop over the thread's chunks (not unrolled): unrolled, the compiler hoists each
     // chunk's addresses out of the key loop and the fragments spill.
@@ -462,14 +510,79 @@ class MmaTier {
     emit(kir::barrier());
   }
 
-  // A value computed once at the top of the kernel (before every loop), in I32: the lane's
-  // parts of shared-memory addresses, the same on every trip.
+  // A value computed once at the top of the kernel (before every loop): the lane's parts of
+  // shared-memory addresses, invariant scales, the same on every trip.
   K hoisted(const std::string& base, K value) {
     std::string key = KernelBuilder::render_key(value);
     if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
     std::string name = b_.fresh(base);
     top_->insert(top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++), kir::decl(name, value.type, value));
     return hoisted_[key] = kir::var({name}, value.type);
+  }
+
+  // `e` with its launch-invariant parts (computed from parameters and constants only, like a
+  // score scale 1 / sqrt(D)) hoisted to the top of the kernel: computed once, not per tile.
+  static bool launch_invariant(const K& e) {
+    switch (e.kind) {
+      case K::Kind::Const:
+      case K::Kind::Param: return true;
+      case K::Kind::Unary:
+      case K::Kind::Binary:
+      case K::Kind::Select:
+      case K::Kind::Cast:
+        return std::all_of(e.args.begin(), e.args.end(), launch_invariant);
+      default: return false;
+    }
+  }
+  K hoist_invariants(K e) {
+    if (launch_invariant(e)) {
+      bool leaf = e.kind == K::Kind::Const || e.kind == K::Kind::Param ||
+                  (e.kind == K::Kind::Cast && e.args[0].kind != K::Kind::Unary && e.args[0].kind != K::Kind::Binary);
+      return leaf ? e : hoisted("invariant", std::move(e));
+    }
+    for (K& a : e.args) a = hoist_invariants(std::move(a));
+    return e;
+  }
+
+  // Positive for every launch: constants > 0, sizes, and what sqrt, exp, products, quotients
+  // and sums keep positive (the sign analysis behind folding a score scale into the max).
+  bool positive(const K& e) const {
+    auto all_positive = [&] { return std::all_of(e.args.begin(), e.args.end(), [&](const K& a) { return positive(a); }); };
+    switch (e.kind) {
+      case K::Kind::Const: return kir::is_float(e.type) ? e.fval > 0 : e.ival > 0;
+      case K::Kind::Param: return std::count(b_.p_.tensors.sizes.begin(), b_.p_.tensors.sizes.end(), e.name) > 0;
+      case K::Kind::Cast: return positive(e.args[0]);
+      case K::Kind::Unary:
+        if (e.un == kir::UnOp::Exp || e.un == kir::UnOp::Exp2 || e.un == kir::UnOp::Exp2Ftz) return true;
+        return (e.un == kir::UnOp::Sqrt || e.un == kir::UnOp::Rsqrt) && positive(e.args[0]);
+      case K::Kind::Binary:
+        if (e.bin == kir::BinOp::Max) return positive(e.args[0]) || positive(e.args[1]);
+        return (e.bin == kir::BinOp::Mul || e.bin == kir::BinOp::Div || e.bin == kir::BinOp::Add ||
+                e.bin == kir::BinOp::Min) && all_positive();
+      default: return false;
+    }
+  }
+
+  // The key's lift as `contraction * scale` (or `/ scale`), the scale launch-invariant and
+  // positive (sdpa's 1 / sqrt(D)): max commutes with it, so the row max runs on the raw scores and is scaled
+  // once per row, and the scale folds into the exponential's multiply (FA-2's scale_log2).
+  std::optional<K> key_scale(const lir::Stmt& fold) {
+    b_.scopes_.push_back({});
+    bind(axis_at(row_axis_, {}, false), i64(0));
+    bind(axis_at(fold.axis, {}, false), i64(0));
+    K raw = kir::var({std::string(kContracted)}, F32);
+    b_.scopes_.back().regs[std::string(kContracted)] = raw;
+    K v = as(b_.lower(first_.around), F32);
+    b_.scopes_.pop_back();
+    auto is_raw = [&](const K& x) { return x.kind == K::Kind::Var && x.reg == raw.reg; };
+    auto scale_ok = [&](const K& x) { return launch_invariant(x) && positive(x); };
+    if (v.kind != K::Kind::Binary) return std::nullopt;
+    if (v.bin == kir::BinOp::Div && is_raw(v.args[0]) && scale_ok(v.args[1]))  // raw / s = raw * (1 / s)
+      return hoist_invariants(kir::binary(kir::BinOp::Div, kir::cf(1, F32), v.args[1]));
+    if (v.bin != kir::BinOp::Mul) return std::nullopt;
+    for (int side = 0; side < 2; ++side)
+      if (is_raw(v.args[side]) && scale_ok(v.args[1 - side])) return hoist_invariants(v.args[1 - side]);
+    return std::nullopt;
   }
 
   // Registers of fragments read from a slab with one ldmatrix: piece m is register `reg` of a
@@ -571,23 +684,28 @@ class MmaTier {
       if (!stage_) return compute(v, i64(0));
       K t = let(b_.fresh("tile"), kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, v, lo), i64(chunk)));
       if (dist > 0) {
+        // One barrier a tile: past it this tile has landed for every thread, and every warp has
+        // finished the previous tile, whose buffer the copy issued next overwrites.
+        wait(dist - 1);
         K ahead = add(v, i64(int64_t{dist} * chunk));
         K nb = kir::binary(kir::BinOp::Rem, add(t, i64(dist)), i64(depth));
         emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
         emit(kir::if_then(lt(ahead, size), b_.nested([&] { fill_all(nb, ahead); })));
         commit();
-        wait(dist);
       } else {
         fill_all(kir::binary(kir::BinOp::Rem, t, i64(depth)), v);
         commit();
         wait(0);
       }
       compute(v, let(b_.fresh("buf"), kir::binary(kir::BinOp::Rem, t, i64(depth))));
-      emit(kir::barrier());
+      // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
+      if (dist == 0 && depth == 1) emit(kir::barrier());
     });
     kir::Stmt f = kir::for_loop(var, I64, lo, size, std::move(body));
     f.step = chunk;
     emit(std::move(f));
+    // The slabs are free for whatever fills them next (another register tile's prologue).
+    if (stage_ && !(dist == 0 && depth == 1)) emit(kir::barrier());
   }
 
   // ---- the kernel -----------------------------------------------------------------------
@@ -706,8 +824,9 @@ class MmaTier {
           for (int a = 0; a < fm; ++a)
             for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
         });
-        if (s == 0) for (kir::Stmt& x : step) emit(std::move(x));
-        else emit(kir::if_then(lt(kb, ksize), std::move(step)));
+        // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
+        // the compiler load step s + 1's fragments under step s's mma.
+        for (kir::Stmt& x : step) emit(std::move(x));
       }
     });
     emit(kir::comment("epilogue: each C element at its row and column"));
@@ -754,14 +873,33 @@ class MmaTier {
       if (bound->upper) keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
       else keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
     }
-    const K dsize = KernelBuilder::size_value(first_.axis.size);
-    emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
-                                  first_.row.name, fold.axis.name, ks)));
-    emit(kir::decl(qf, U32, fm * ks * 4));
-    for (int a = 0; a < fm; ++a)
-      for (int s = 0; s < ks; ++s)
-        load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
-                      axis_at(first_.axis, i64(s * kAtomK), true));
+    scale_ = key_scale(fold);
+    const int ne_regs = tile_loop_ ? tile_loop_->tile / kAtomN : 0;
+    // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
+    // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
+    const bool q_regs = !stage_ || fold_fragment_regs(fm, fn, ks, ne_regs, true) <= kFragmentRegBudget;
+    std::optional<Slab> qslab;
+    if (q_regs) {
+      emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
+                                    first_.row.name, fold.axis.name, ks)));
+      emit(kir::decl(qf, U32, fm * ks * 4));
+      for (int a = 0; a < fm; ++a)
+        for (int s = 0; s < ks; ++s)
+          load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4,
+                        axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, i64(s * kAtomK), true));
+    } else {
+      emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
+                                    "fragments re-read each block (registers: {} with them kept, over {})",
+                                    first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne_regs, true),
+                                    kFragmentRegBudget)));
+      const int rows_per_block = t_.warps_m * rows_per_warp_;
+      qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
+                        axis_at(first_.axis, i64(0), true), bound, 1);
+      fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
+           qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
+      commit();
+      emit(kir::decl(qf, U32, fm * 4));
+    }
     auto tile_body = [&](const K& tile0) {
       const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;
       // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
@@ -812,25 +950,30 @@ class MmaTier {
               for (int n = 0; n < fn; ++n)
                 load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
                               axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+            if (qslab)
+              drain_fragments(*qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0), [&](int a) {
+                return std::pair{a * kAtomM, s * kAtomK};
+              }, qslab->outer.name == row_axis_.name);
             for (int a = 0; a < fm; ++a)
-              for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (a * ks + s) * 4, kf, n * 2);
+              for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
           });
-          if (s == 0) for (kir::Stmt& x : step) emit(std::move(x));
-          else emit(kir::if_then(lt(i64(s * kAtomK), dsize), std::move(step)));
+          for (kir::Stmt& x : step) emit(std::move(x));  // past D: zero padding, as in a contraction
         }
         // Each score element: the key field's lift around the contraction, -inf where the
         // key is past the end or the fold's predicate excludes it.
-        emit(kir::comment(fmt::format("lift {}: {} (masked to -inf past {} and outside the fold's predicate)",
-                                      fold.fields[rescaled_.key].name, tir::print_expr(first_.around), fold.axis.size)));
+        emit(kir::comment(fmt::format("lift {}: {} (masked to -inf past {} and outside the fold's predicate){}",
+                                      fold.fields[rescaled_.key].name, tir::print_expr(first_.around), fold.axis.size,
+                                      scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
         auto lift_scores = [&](bool masked) {
           return b_.nested([&] {
+            if (scale_ && !masked) return;  // raw scores are the lift, up to the positive scale
             for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
               K slot = elem(sc, c_index(a, n, e, fn), F32);
               b_.scopes_.push_back({});
               bind(axis_at(row_axis_, {}, false), row);
               bind(axis_at(fold.axis, {}, false), col);
               b_.scopes_.back().regs[std::string(kContracted)] = slot;
-              K v = as(b_.lower(first_.around), F32);
+              K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
               K ok = lt(col, keys);
               if (!fold.where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
               b_.scopes_.pop_back();
@@ -848,7 +991,9 @@ class MmaTier {
                           : kir::binary(kir::BinOp::Ge, j0, add(row0_, i64(rows_per_warp_ - 1 + bound->offset)));
           interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
         }
-        if (interior)
+        if (interior && scale_)
+          emit(kir::if_then(kir::unary(kir::UnOp::Not, *interior), lift_scores(true)));
+        else if (interior)
           emit(kir::if_then(*interior, lift_scores(false), lift_scores(true)));
         else
           for (kir::Stmt& x : lift_scores(true)) emit(std::move(x));
@@ -863,6 +1008,15 @@ class MmaTier {
     f.step = tile_loop_->tile;
     emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
     emit(std::move(f));
+  }
+
+  // Fragment registers a thread of the fold holds: the row operand's (all k-steps when kept,
+  // one step when re-read), scores, the vector field's accumulators, and the B and P fragments.
+  // Past the budget, kept row fragments would leave the compiler too few registers (255 a
+  // thread) for addresses and the softmax: measured, w4x1/f2x8/k4 with Q kept (200) spills.
+  static constexpr int kFragmentRegBudget = 184;
+  static int fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) {
+    return fm * 4 * (keep_rows ? ks : 1) + fm * fn * 4 + fm * ne * 4 + 2 * fn + fm * 4 + 2 * ne;
   }
 
   // `key OP row + c` read off the fold's predicate: the keys a row folds end before row + c
@@ -947,6 +1101,7 @@ class MmaTier {
           for (int e = 0; e < 4; ++e)
             if (slot_of(e) == r) emit(kir::assign(mx.reg, kir::binary(kir::BinOp::Max, mx, elem(sc, c_index(a, n, e, fn), F32))));
         row_allreduce(mx, kir::BinOp::Max);
+        if (scale_) emit(kir::assign(mx.reg, mul(mx, *scale_)));
         K old = elem(mrun, a * 2 + r, F32);
         K mnew = let(b_.fresh("key_new"), kir::binary(kir::BinOp::Max, old, mx));
         // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
@@ -961,8 +1116,9 @@ class MmaTier {
       for (int n = 0; n < fn; ++n)
         for (int e = 0; e < 4; ++e) {
           K s = elem(sc, c_index(a, n, e, fn), F32);
-          K p = fast_exp() ? kir::unary(kir::UnOp::Exp2, kir::binary(kir::BinOp::Sub, mul(s, kir::cf(kLog2e, F32)), use[a * 2 + slot_of(e)]))
-                          : kir::unary(kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, s, use[a * 2 + slot_of(e)]));
+          K x = fast_exp() ? mul(s, scale_ ? hoisted("scale_log2", mul(*scale_, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
+                           : scale_ ? mul(s, *scale_) : s;
+          K p = kir::unary(fast_exp() ? kir::UnOp::Exp2Ftz : kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, x, use[a * 2 + slot_of(e)]));
           emit(kir::assign(s.reg, p));
         }
     for (size_t f : rescaled_.weighted) {
@@ -983,9 +1139,10 @@ class MmaTier {
         const K& sum = sums[a * 2 + slot_of(e)];
         emit(kir::assign(sum.reg, add(sum, term)));
       }, j0);
+      // Each lane keeps its own part of the row's sum: the rescale factors are the same on the
+      // lanes sharing a row, so the parts add up across them once, after the last block.
       for (int a = 0; a < fm; ++a)
         for (int r = 0; r < 2; ++r) {
-          row_allreduce(sums[a * 2 + r], kir::BinOp::Add);
           K run = elem(carrier[f], a * 2 + r, F32);
           emit(kir::assign(run.reg, add(mul(run, alpha[a * 2 + r]), sums[a * 2 + r])));
         }
@@ -1025,8 +1182,7 @@ class MmaTier {
           for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, n * 2);
         }
       });
-      if (step == 0) for (kir::Stmt& x : body) emit(std::move(x));
-      else emit(kir::if_then(lt(kb, KernelBuilder::size_value(fold.axis.size)), std::move(body)));
+      for (kir::Stmt& x : body) emit(std::move(x));  // keys past the end: p = 0 against zero rows
     }
   }
 
@@ -1034,6 +1190,11 @@ class MmaTier {
   // field (or per row when there is none), guarded to the rows and tile columns that exist.
   void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows) {
     const lir::Stmt& fold = *fold_;
+    emit(kir::comment("the weighted sums' lane parts added across the lanes sharing a row"));
+    for (size_t f : rescaled_.weighted)
+      if (!(f == value_field_ && value_read_))
+        for (int a = 0; a < fm; ++a)
+          for (int r = 0; r < 2; ++r) row_allreduce(elem(carrier[f], a * 2 + r, F32), kir::BinOp::Add);
     emit(kir::comment("the fold's results and stores"));
     auto bind_carrier = [&](int a, int r) {
       K key = elem(carrier[rescaled_.key], a * 2 + r, F32);
@@ -1106,6 +1267,7 @@ class MmaTier {
   K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_;
   std::optional<MmaStage> stage_;
   std::optional<Slab> kslab_, vslab_;
+  std::optional<K> scale_;  // the key lift's positive scale, when it is raw * scale
   K lane32_, warp_rows32_, warp_cols32_;
   std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
   size_t hoist_at_ = 0;

@@ -129,7 +129,10 @@ inline std::vector<std::string> tensor_core_schedules() {
           "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
           "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring",
           "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring",
-          "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg"};
+          "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg",
+          // f2x8/k4 leaves no registers for q's fragments: q goes through a shared slab
+          "TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d2/cp/ring,FAST_EXP=1",
+          "TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d1/reg,FAST_EXP=1"};
 }
 
 }  // namespace emmy::test

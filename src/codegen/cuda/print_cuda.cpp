@@ -53,6 +53,7 @@ constexpr std::array kUnary{
     UnRow{UnOp::Exp, kF64, fn("exp($)")},
     UnRow{UnOp::Exp2, kF32, fn("exp2f($)")},
     UnRow{UnOp::Exp2, kF64, fn("exp2($)")},
+    UnRow{UnOp::Exp2Ftz, kF32, fn("emmy_ex2_ftz($)")},
     UnRow{UnOp::Log, kF32, fn("logf($)")},
     UnRow{UnOp::Log, kF64, fn("log($)")},
     UnRow{UnOp::Sqrt, kF32, fn("sqrtf($)")},
@@ -455,9 +456,11 @@ struct Uses {
   TypeSet types = 0;
   std::set<int> intrinsics;
   bool tensor_map = false;
+  bool ex2_ftz = false;
 
   void expr(const Expr& e) {
     types |= bit(e.type);
+    ex2_ftz |= e.kind == Expr::Kind::Unary && e.un == UnOp::Exp2Ftz;
     for (const Expr& a : e.args) this->expr(a);
   }
   void stmts(const std::vector<Stmt>& body) {
@@ -505,8 +508,16 @@ std::string includes(const Uses& uses) {
   return out;
 }
 
+// exp2 as one MUFU.EX2: nvcc's exp2f adds a subnormal-range fix-up around it unless -ftz.
+constexpr std::string_view kEx2Ftz = R"(__device__ __forceinline__ float emmy_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+)";
+
 std::string helpers(const Uses& uses) {
-  std::string out;
+  std::string out = uses.ex2_ftz ? fmt::format("\n{}", kEx2Ftz) : "";
   for (const IntrinsicInfo& info : intrinsic_table())
     if (uses.intrinsics.count(static_cast<int>(info.id))) out += fmt::format("\n{}", info.helper_source);
   return out;
