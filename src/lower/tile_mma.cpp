@@ -432,7 +432,25 @@ class MmaTier {
     const int per_row = s.cols / 8, chunks = s.rows * per_row;
     const std::string cv = b_.fresh("chunk");
     K c32 = kir::var({cv}, ScalarType::I32);
+    const int threads = out_->block_threads;
     std::vector<kir::Stmt> fast = b_.nested([&] {
+      if (threads % per_row == 0 && chunks % threads == 0) {
+        // The thread's chunks are rows apart by threads / per_row, in one column: one address
+        // pair per tile, then a constant step each (unrolled: the copies issue back to back).
+        const int row_step = threads / per_row;
+        K tid = kir::special(kir::Special::ThreadIdx);
+        K r0 = hoisted("fill_row", kir::binary(kir::BinOp::Div, tid, ci32(per_row)));
+        K q0 = hoisted("fill_col", mul(kir::binary(kir::BinOp::Rem, tid, ci32(per_row)), ci32(8)));
+        K src0 = let(b_.fresh("fill_src"), add(first, add(mul(as(r0, I64), stride), as(q0, I64))));
+        K src_step = let(b_.fresh("fill_step"), mul(stride, i64(row_step)));
+        K dst0 = let(b_.fresh("fill_at"), add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), add(mul(r0, ci32(s.pitch)), q0)));
+        for (int i = 0; i < chunks / threads; ++i) {
+          K dst = i ? add(dst0, ci32(int64_t{i} * row_step * s.pitch)) : dst0;
+          K src = i ? add(src0, mul(src_step, i64(i))) : src0;
+          emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
+        }
+        return;
+      }
       std::vector<kir::Stmt> chunk = b_.nested([&] {
         K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
         K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
@@ -441,7 +459,7 @@ class MmaTier {
         emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
       });
       kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
-      loop.step = out_->block_threads;
+      loop.step = threads;
       emit(std::move(loop));
     });
     emit(kir::if_then(whole, std::move(fast), b_.nested([&] { fill_by_chunks(s, buf, outer_base, inner_base); })));
@@ -627,8 +645,11 @@ class MmaTier {
                           ci32((at[i].first - at[0].first) * s.pitch + at[i].second - at[0].second), delta);
     K lane_off = hoisted("ldm_off", add(mul(kir::binary(kir::BinOp::Rem, lane32_, ci32(8)), ci32(s.pitch)), delta));
     K outer_dyn = row_is_outer ? row_dyn : col_dyn, inner_dyn = row_is_outer ? col_dyn : row_dyn;
-    K origin = add(add(mul(add(outer_dyn, ci32(at[0].first)), ci32(s.pitch)), inner_dyn), ci32(at[0].second));
-    K addr = add(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), origin), lane_off);
+    // The run-time part once per tile (shared by every ldmatrix of the slab), plus a constant:
+    // the constant becomes the instruction's immediate offset.
+    K dynamic = b_.shared(add(add(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), mul(outer_dyn, ci32(s.pitch))),
+                                  inner_dyn), lane_off));
+    K addr = add(dynamic, ci32(at[0].first * s.pitch + at[0].second));
     using enum kir::IntrinsicId;
     static constexpr kir::IntrinsicId kPlain[] = {LdmatrixX1, LdmatrixX2, LdmatrixX4, LdmatrixX4};
     static constexpr kir::IntrinsicId kTrans[] = {LdmatrixX1Trans, LdmatrixX2Trans, LdmatrixX4Trans, LdmatrixX4Trans};
@@ -805,7 +826,7 @@ class MmaTier {
         K kb = add(k0, i64(s * kAtomK));
         emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
                                       stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
-        std::vector<kir::Stmt> step = b_.nested([&] {
+        {  // in the tile's scope: the slabs' per-tile address parts are shared by every step
           if (stage_) {
             drain_fragments(*sa, buf, kir::mma_a_coord, 4, fm, af, 0, warp_rows32_, ci32(0), [&](int a) {
               return std::pair{a * kAtomM, s * kAtomK};
@@ -823,10 +844,9 @@ class MmaTier {
           }
           for (int a = 0; a < fm; ++a)
             for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
-        });
+        }
         // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
         // the compiler load step s + 1's fragments under step s's mma.
-        for (kir::Stmt& x : step) emit(std::move(x));
       }
     });
     emit(kir::comment("epilogue: each C element at its row and column"));
@@ -940,8 +960,8 @@ class MmaTier {
       stream_loop(jv, keys_lo, keys, chunk, slabs, [&](const K& j0, const K& buf) {
         emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
         emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
-        for (int s = 0; s < ks; ++s) {
-          std::vector<kir::Stmt> step = b_.nested([&] {
+        for (int s = 0; s < ks; ++s) {  // every step, past D too: zero padding, as in a contraction
+          {
             if (stage_)
               drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0), [&](int n) {
                 return std::pair{s * kAtomK, n * kAtomN};
@@ -956,8 +976,7 @@ class MmaTier {
               }, qslab->outer.name == row_axis_.name);
             for (int a = 0; a < fm; ++a)
               for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
-          });
-          for (kir::Stmt& x : step) emit(std::move(x));  // past D: zero padding, as in a contraction
+          }
         }
         // Each score element: the key field's lift around the contraction, -inf where the
         // key is past the end or the fold's predicate excludes it.
@@ -1152,18 +1171,27 @@ class MmaTier {
     const std::string& orun = carrier[value_field_];
     emit(kir::comment(fmt::format("{} <- {} * rescale + P @ {}: P repacked from C to A fragments in registers",
                                   field.name, field.name, value_read_->name)));
-    for (int a = 0; a < fm; ++a)
-      for (int n = 0; n < ne; ++n)
-        for (int e = 0; e < 4; ++e) {
-          K o = elem(orun, c_index(a, n, e, ne), F32);
-          emit(kir::assign(o.reg, mul(o, alpha[a * 2 + slot_of(e)])));
-        }
+    // Once a row's max settles its rescale is exactly 1: the multiplies are skipped when every
+    // row of the thread keeps its max (a whole warp then jumps past them).
+    std::optional<K> moved;
+    for (const K& al : alpha) {
+      K ne1 = kir::binary(kir::BinOp::Ne, al, kir::cf(1, F32));
+      moved = moved ? kir::binary(kir::BinOp::Or, *moved, ne1) : ne1;
+    }
+    emit(kir::if_then(*moved, b_.nested([&] {
+      for (int a = 0; a < fm; ++a)
+        for (int n = 0; n < ne; ++n)
+          for (int e = 0; e < 4; ++e) {
+            K o = elem(orun, c_index(a, n, e, ne), F32);
+            emit(kir::assign(o.reg, mul(o, alpha[a * 2 + slot_of(e)])));
+          }
+    })));
     const std::vector<RepackSource> repack = c_to_a_map();
     kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
     const tir::Axis& tile_axis = tile_loop_->axis;
-    for (int step = 0; step < fn / 2; ++step) {
+    for (int step = 0; step < fn / 2; ++step) {  // keys past the end too: p = 0 against zero rows
       K kb = add(j0, i64(step * kAtomK));
-      std::vector<kir::Stmt> body = b_.nested([&] {
+      {
         for (int a = 0; a < fm; ++a)
           for (int r = 0; r < 4; ++r) {
             const RepackSource &lo = repack[2 * r], &hi = repack[2 * r + 1];
@@ -1181,8 +1209,7 @@ class MmaTier {
                           axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
           for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, n * 2);
         }
-      });
-      for (kir::Stmt& x : body) emit(std::move(x));  // keys past the end: p = 0 against zero rows
+      }
     }
   }
 

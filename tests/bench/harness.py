@@ -57,7 +57,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SDPA_ANCHORS = [(1, 8, 4096, 64), (4, 16, 4096, 64), (4, 16, 4096, 128), (2, 16, 8192, 128), (16, 16, 1024, 128)]
 SDPA_RAGGED = [(1, 8, 1000, 64), (1, 8, 4097, 64)]
 ROW_SHAPES = [(32768, 8192), (4097, 1000)]
-MATMUL_SHAPES = [(4096, 4096, 4096), (1000, 777, 1023)]  # (M, N, K)
+MATMUL_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 777, 1023)]  # (M, N, K)
+# Decode: one query row against a long KV cache, (B, H, T, D) with S = 1 (split-KV's case).
+DECODE_SHAPES = [(8, 32, 16384, 128)]
 
 # (atol, rtol) per output, for f16 outputs unless noted.
 TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-3)],
@@ -65,7 +67,7 @@ TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-
 
 PEER_BUDGET_S = 0.25      # launch time per peer measurement
 EMMY_CASE_BUDGET_S = 1.0  # launch time per Emmy measurement (after its first timed launch)
-EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0, "matmul": 40.0}
+EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0, "matmul": 40.0}
 
 # ---- Triton: a compact FA-2-style forward kernel (disabled, with a note, if Triton is missing) --
 
@@ -573,6 +575,35 @@ class Harness:
         self.run_case(("sdpa", label), body)
         self.finish_case(start, "torch FA-2 (flash)")
 
+    def case_decode(self, B, H, T, D):
+        label = f"B={B} H={H} S=1 T={T} D={D}"
+        start = len(self.rows)
+        work = 4.0 * B * H * T * D
+        base = {"op": "decode", "case": label, "shape": {"B": B, "H": H, "S": 1, "T": T, "D": D, "E": D},
+                "causal": False, "work": work}
+
+        def body():
+            gen = torch.Generator(device="cuda").manual_seed(3)
+            q = torch.randn(B, H, 1, D, device="cuda", dtype=torch.float16, generator=gen)
+            k, v = (torch.randn(B, H, T, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(2))
+            ref = [sdpa_reference(q, k, v, False)]
+            tols = TOL["sdpa"]
+            self.measure_peer(base, "torch SDPA (default backend)", lambda: F.scaled_dot_product_attention(q, k, v),
+                              ref, tols, work, "TFLOP/s")
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            for backend, name in [(SDPBackend.FLASH_ATTENTION, "torch FA-2 (flash)"),
+                                  (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")]:
+                with sdpa_kernel([backend]):
+                    self.measure_peer(base, name, lambda: F.scaled_dot_product_attention(q, k, v), ref, tols, work,
+                                      "TFLOP/s")
+            tiny = (q[:1, :1].contiguous(), k[:1, :1, :16].contiguous(), v[:1, :1, :16].contiguous())
+            seen = {}
+            for var in self.variants_for("decode", ROOT / "stdlib" / "nn.emmy", "sdpa"):
+                self.measure_emmy(base, var, (q, k, v), tiny, ref, tols, work, "TFLOP/s", seen)
+
+        self.run_case(("decode", label), body)
+        self.finish_case(start, "torch SDPA (default backend)")
+
     def case_rows(self, opname, N, C):
         label = f"{N}x{C}"
         start = len(self.rows)
@@ -650,6 +681,9 @@ class Harness:
         for opname in ("softmax", "layernorm", "rmsnorm"):
             out += [(f"{opname} {n}x{c}", (lambda o=opname, n=n, c=c: self.case_rows(o, n, c))) for n, c in rows]
         out += [(f"matmul M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_matmul(m, n, k))) for m, n, k in mms]
+        if not self.quick:
+            out += [(f"decode B={b} H={h} T={t} D={d}", (lambda b=b, h=h, t=t, d=d: self.case_decode(b, h, t, d)))
+                    for b, h, t, d in DECODE_SHAPES]
         return out
 
     def run(self):
@@ -699,7 +733,8 @@ class Harness:
                      "row's (FA-2 for attention, the torch op otherwise): above 1 is faster.", ""]
         families = [("sdpa", "Attention forward (f16, B,H,S,D; T = S, E = D)"), ("softmax", "Softmax (f16, N x C)"),
                     ("layernorm", "LayerNorm (f16, N x C)"), ("rmsnorm", "RMSNorm (f16, N x C)"),
-                    ("matmul", "Matmul (f16 in, f16 out, f32 accumulate)")]
+                    ("matmul", "Matmul (f16 in, f16 out, f32 accumulate)"),
+                    ("decode", "Decode attention (f16, one query row, B,H,T,D; 4·B·H·T·D FLOPs)")]
         for fam, title in families:
             rows = [r for r in self.rows if r["op"] == fam]
             if not rows:
@@ -757,7 +792,7 @@ def plot(rows, path, meta):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fams = [f for f in ("sdpa", "softmax", "layernorm", "rmsnorm", "matmul") if any(r["op"] == f for r in rows)]
+    fams = [f for f in ("sdpa", "softmax", "layernorm", "rmsnorm", "matmul", "decode") if any(r["op"] == f for r in rows)]
     if not fams:
         return
     fig, axes = plt.subplots(len(fams), 1, figsize=(16, 4.8 * len(fams)), squeeze=False)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Nsight Compute on the GPU machine: Emmy's sdpa kernel (given knobs) and PyTorch's FA-2 kernel at
-# one shape, the sections that say where the time goes (stall reasons, issue, pipes, occupancy).
+# one shape: instructions, issue rate, pipes and the stall reasons per issued instruction.
 # Usage: tests/bench/ncu_sdpa.sh [knobs]   (binaries from gpu-carry/, reports in $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/emmy-out}; mkdir -p "$OUT"
 export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
-SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats --section MemoryWorkloadAnalysis"
+METRICS="smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_xu.sum,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread,gpu__time_duration.sum"
+STALLS="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 KNOBS=${1:-}
-ncu --clock-control none -k regex:k_sdpa -c 1 $SECTIONS \
+ncu --clock-control none -k regex:k_sdpa -c 1 --metrics "$METRICS" --metrics "$STALLS" \
   gpu-carry/emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 ${KNOBS:+--knobs "$KNOBS"} \
   > "$OUT/ncu_emmy.txt" 2>&1
 cat > /tmp/fa2.py <<'PY'
@@ -19,8 +20,5 @@ with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
     for _ in range(3): torch.nn.functional.scaled_dot_product_attention(q, k, v)
 torch.cuda.synchronize()
 PY
-ncu --clock-control none -k regex:flash -c 1 $SECTIONS python3 /tmp/fa2.py > "$OUT/ncu_fa2.txt" 2>&1
-tail -5 "$OUT/ncu_emmy.txt" "$OUT/ncu_fa2.txt"
-# the kernel's SASS, from the kernel cache's cubins
-for f in $(find "$OUT/kernel-cache" -type f); do cuobjdump -sass "$f" 2>/dev/null; done > "$OUT/sass.txt"
-wc -l "$OUT/sass.txt"
+ncu --clock-control none -k regex:flash -c 1 --metrics "$METRICS" --metrics "$STALLS" python3 /tmp/fa2.py > "$OUT/ncu_fa2.txt" 2>&1
+for f in "$OUT/ncu_emmy.txt" "$OUT/ncu_fa2.txt"; do echo "== $f"; grep -E "^\s+(smsp|sm__|launch|gpu__)" "$f" | awk '$NF+0 > 0.05 || $1 !~ /stalled/' ; done
