@@ -7,9 +7,11 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/emmy-out}; mkdir -p "$OUT"
 export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
 METRICS="smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_xu.sum,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread,gpu__time_duration.sum"
-STALLS="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+STALLS=$(for r in barrier branch_resolving dispatch_stall drain imc_miss lg_throttle long_scoreboard math_pipe_throttle \
+  membar mio_throttle misc no_instruction not_selected selected short_scoreboard sleeping tex_throttle wait; do
+  printf ',smsp__average_warps_issue_stalled_%s_per_issue_active.ratio' $r; done)
 KNOBS=${1:-}
-ncu --clock-control none -k regex:k_sdpa -c 1 --metrics "$METRICS" --metrics "$STALLS" \
+ncu --clock-control none -k regex:k_sdpa -c 1 --metrics "$METRICS$STALLS" \
   gpu-carry/emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 ${KNOBS:+--knobs "$KNOBS"} \
   > "$OUT/ncu_emmy.txt" 2>&1
 cat > /tmp/fa2.py <<'PY'
@@ -20,5 +22,5 @@ with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
     for _ in range(3): torch.nn.functional.scaled_dot_product_attention(q, k, v)
 torch.cuda.synchronize()
 PY
-ncu --clock-control none -k regex:flash -c 1 --metrics "$METRICS" --metrics "$STALLS" python3 /tmp/fa2.py > "$OUT/ncu_fa2.txt" 2>&1
+ncu --clock-control none -k regex:flash -c 1 --metrics "$METRICS$STALLS" python3 /tmp/fa2.py > "$OUT/ncu_fa2.txt" 2>&1
 for f in "$OUT/ncu_emmy.txt" "$OUT/ncu_fa2.txt"; do echo "== $f"; grep -E "^\s+(smsp|sm__|launch|gpu__)" "$f" | awk '$NF+0 > 0.05 || $1 !~ /stalled/' ; done
