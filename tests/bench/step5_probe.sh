@@ -40,10 +40,8 @@ for what in "${@:-sdpa matmul}"; do
             done
             for r in g16k g64k; do
               bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
-    tiles) for t in "w4x1/f2x8/k4,STAGE=d2/cp/ring" "w4x1/f2x8/k4,STAGE=d3/cp/ring" "w8x1/f2x8/k4,STAGE=d3/cp/ring"; do
-             bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/$t,$F"; done
-           for t in "w4x1/f2x4/k8,STAGE=d2/cp/ring" "w4x1/f2x4/k8,STAGE=d3/cp/ring"; do
-             bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$A/$t,TILE@e=f128,$F"; done ;;
+    tiles) for k in "COOP=t32,REDUCE=g16k" "COOP=t64,REDUCE=g16k" "COOP=t128,REDUCE=g8k" "COOP=t128,REDUCE=g32k" "COOP=t256,REDUCE=g16k" "COOP=t128"; do
+             bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "PLACE=fuse,TILE=a:scalar,TILE@e=f128,STAGE=,FAST_EXP=1,$k"; done ;;
     extra) for k in "COOP=t32/v8,FAST_EXP=1" "COOP=t32/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t128/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t256/v8,FAST_EXP=1,PLACE@m=cut"; do
              bench stdlib/nn.emmy softmax N=32768,C=8192 "$k"; done
            for t in w2x2/f4x8/k4 w2x4/f4x8/k2; do

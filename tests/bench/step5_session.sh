@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The Step-5 measurement on the GPU machine, in one device call: the peer harness (every anchor,
+# causal and not, decode, matmul, row ops; every named schedule), compute-sanitizer on the
+# default tensor-core schedules, and the whole GPU test matrix. Binaries from gpu-carry/
+# (scripts/gpu_stage.sh); results in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=$PWD/gpu-carry
+OUT=${OUT:-/tmp/emmy-out}
+mkdir -p "$OUT"
+export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+step device; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+step harness
+python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --deadline ${DEADLINE:-300} \
+  --emmy-launch-cap 0.5 > "$OUT/harness.log" 2>&1
+echo "exit $?"; grep -E "torch FA-2|Emmy: sdpa \[default\]|tc-hd128|cuBLAS|matmul \[default\]|decode|torch SDPA|F.layer|F.rms|torch.softmax|(softmax|layernorm|rmsnorm) \[default\]" "$OUT/harness.log" | cut -c1-170 | head -80
+step compute-sanitizer
+for tool in memcheck racecheck; do
+  for run in "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=200,T=77,D=64,E=64" \
+             "stdlib/nn.emmy --op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
+             "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
+             "stdlib/linalg.emmy --op matmul --shape M=300,N=200,K=333"; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
+    echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
+  done
+done
+step "gpu tests"; timeout ${GPU_TESTS_TIMEOUT:-190} "$B/emmy_gpu_tests" 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "FAIL|emmy_gpu_tests:|test cases" | tail -12
+rm -rf "$OUT/kernel-cache"
