@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "algebra/discover.hpp"
 #include "algebra/from_ast.hpp"
 #include "algebra/rescaled_sum.hpp"
@@ -14,6 +16,7 @@
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/intrinsics.hpp"
+#include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
@@ -267,6 +270,112 @@ TEST_CASE("tensor cores: slabs past 48 KB live in the dynamic shared window") {
   co.target = find_target("sm_90");
   runtime::CompileResult r = runtime::compile_cuda(cuda, "dynamic_smem.cu", co);
   REQUIRE_MESSAGE(r.ok, r.log);
+}
+
+TEST_CASE("tensor cores: whole aligned tiles take the unchecked copies, the edges the checked ones") {
+  // Sizes multiples of 8 that the tiles do not divide: interior tiles of K, V (sdpa) and A, B
+  // (matmul) go through the one-address-pair cp.async path, the last ones through the checked,
+  // zero-filling one; both must agree with the reference.
+  const TargetInfo& target = *find_target("sm_90");
+  struct Case {
+    const char* file;
+    const char* op;
+    const char* knobs;
+    SizeBindings sizes;
+  };
+  const std::vector<Case> cases{
+      {"/stdlib/nn.emmy", "sdpa", "TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d3/cp/ring,FAST_EXP=1",
+       {{"B", 1}, {"H", 1}, {"S", 70}, {"T", 200}, {"D", 64}, {"E", 64}}},
+      {"/stdlib/nn.emmy", "sdpa_causal", "TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d2/cp/ring,FAST_EXP=1",
+       {{"B", 1}, {"H", 1}, {"S", 136}, {"D", 64}, {"E", 64}}},
+      {"/stdlib/linalg.emmy", "matmul", "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d3/cp/ring",
+       {{"M", 72}, {"N", 80}, {"K", 200}}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.op);
+    auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + c.file);
+    REQUIRE(!l->diags->has_errors());
+    const CheckedOp& op = l->program->ops.at(c.op);
+    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", c.knobs}, target);
+    REQUIRE(took_tensor_cores(low));
+    const std::string ir = print_program(low.kernels);
+    CHECK(ir.find("fill_step") != std::string::npos);  // the unchecked path exists
+    CHECK(ir.find("fill_src") != std::string::npos);
+    TensorMap inputs = random_inputs(op, c.sizes, 21);
+    TensorMap ref = evaluate_reference(*l->program, op, c.sizes, inputs);
+    TensorMap buffers = inputs;
+    SimtOptions so;
+    so.shuffle_blocks = true;
+    run_simt(low.kernels, c.sizes, buffers, so);
+    for (const auto& [out, want] : ref) {
+      Comparison cmp = compare(buffers.at(out), want, tolerance_for(op, want.dtype));
+      CHECK_MESSAGE(cmp.ok, fmt::format("{}: rel L2 {:.3e} max abs {:.3e}", out, cmp.rel_l2, cmp.max_abs));
+    }
+  }
+}
+
+TEST_CASE("tensor cores: a positive score scale folds into the max and the exponential; others stay per score") {
+  // 1/sqrt(D) and a positive constant fold (the row max runs on raw scores); a negative
+  // constant, and a scale read from an input, do not (max does not commute with them).
+  const char* src = R"(
+op pos(q: f16[S, D], k: f16[T, D], v: f16[T, E]) -> (o: f16[S, E]) {
+  s[i, j] = sum(d: q[i, d] * k[j, d]) * 0.125;
+  m[i] = max(j: s[i, j]);
+  l[i] = sum(j: exp(s[i, j] - m[i]));
+  o[i, e] = sum(j: exp(s[i, j] - m[i]) * v[j, e]) / l[i];
+}
+op neg(q: f16[S, D], k: f16[T, D], v: f16[T, E]) -> (o: f16[S, E]) {
+  s[i, j] = sum(d: q[i, d] * k[j, d]) * -0.5;
+  m[i] = max(j: s[i, j]);
+  l[i] = sum(j: exp(s[i, j] - m[i]));
+  o[i, e] = sum(j: exp(s[i, j] - m[i]) * v[j, e]) / l[i];
+}
+op bias(q: f16[S, D], k: f16[T, D], v: f16[T, E], b: f32[T]) -> (o: f16[S, E]) {
+  s[i, j] = sum(d: q[i, d] * k[j, d]) + b[j];
+  m[i] = max(j: s[i, j]);
+  l[i] = sum(j: exp(s[i, j] - m[i]));
+  o[i, e] = sum(j: exp(s[i, j] - m[i]) * v[j, e]) / l[i];
+}
+)";
+  auto l = test::check_source(src);
+  REQUIRE_MESSAGE(!l->diags->has_errors(), l->rendered());
+  const TargetInfo& target = *find_target("sm_90");
+  for (const auto& [name, folds] : std::vector<std::pair<std::string, bool>>{{"pos", true}, {"neg", false}, {"bias", false}}) {
+    CAPTURE(name);
+    const CheckedOp& op = l->program->ops.at(name);
+    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k2,STAGE=d2/cp/ring,FAST_EXP=1"}, target);
+    REQUIRE(took_tensor_cores(low));
+    const std::string ir = print_program(low.kernels);
+    CHECK((ir.find("positive scale waits") != std::string::npos) == folds);
+    CHECK((ir.find("scale_log2") != std::string::npos) == folds);
+    SizeBindings sizes{{"S", 37}, {"T", 75}, {"D", 24}, {"E", 20}};
+    TensorMap inputs = random_inputs(op, sizes, 8);
+    TensorMap ref = evaluate_reference(*l->program, op, sizes, inputs);
+    TensorMap buffers = inputs;
+    run_simt(low.kernels, sizes, buffers, {});
+    Comparison cmp = compare(buffers.at("o"), ref.at("o"), tolerance_for(op, ref.at("o").dtype));
+    CHECK_MESSAGE(cmp.ok, fmt::format("rel L2 {:.3e} max abs {:.3e}", cmp.rel_l2, cmp.max_abs));
+  }
+}
+
+TEST_CASE("FAST_EXP's ex2.ftz: results below 2^-126 flush to zero, as the GPU's ex2.approx.ftz does") {
+  auto l = test::check_source("op e(x: f32[N]) -> (y: f32[N]) {\n  y[i] = exp(x[i]);\n}\n");
+  REQUIRE_MESSAGE(!l->diags->has_errors(), l->rendered());
+  const CheckedOp& op = l->program->ops.at("e");
+  SizeBindings sizes{{"N", 3}};
+  for (bool fast : {false, true}) {
+    CAPTURE(fast);
+    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", fast ? "FAST_EXP=1" : "FAST_EXP=0"}, *find_target("sm_90"));
+    CHECK((print_cuda(low.kernels).find("ex2.approx.ftz.f32") != std::string::npos) == fast);
+    TensorMap buffers = random_inputs(op, sizes, 1);
+    buffers.at("x").data = {-100.0, -1.0, 2.0};  // e^-100 = 3.7e-44: an f32 subnormal
+    run_simt(low.kernels, sizes, buffers, {});
+    const std::vector<double>& y = buffers.at("y").data;
+    CHECK((y[0] == 0.0) == fast);
+    CHECK(y[0] < 1e-40);
+    CHECK(y[1] == doctest::Approx(std::exp(-1.0)).epsilon(1e-6));
+    CHECK(y[2] == doctest::Approx(std::exp(2.0)).epsilon(1e-6));
+  }
 }
 
 }  // namespace emmy
