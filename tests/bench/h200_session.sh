@@ -3,12 +3,8 @@
 # acceptance shape, every scalar schedule), the kernel cache, Python vs emmyc, compute-sanitizer
 # memcheck and racecheck on the sdpa kernels, the driver unit tests and the gpu ctest binary.
 # Binaries come from gpu-carry/ (scripts/gpu_stage.sh); logs go to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/gpu-carry
-OUT=${OUT:-/tmp/emmy-out}
-mkdir -p "$OUT"
-export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache EMMY_LIBRARY=$B/libemmy.so PYTHONPATH=$PWD/python
+source "$(dirname "$0")/gpu_env.sh"
+export EMMY_LIBRARY=$B/libemmy.so PYTHONPATH=$PWD/python
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 step device; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; git log -1 --format=%H 2>/dev/null
 step "emmyc run --bench, sdpa (1,8,4096,64)"

@@ -2,10 +2,7 @@
 # Nsight Compute on the GPU machine: Emmy's sdpa kernel (given knobs) and PyTorch's FA-2 kernel at
 # one shape: instructions, issue rate, pipes and the stall reasons per issued instruction.
 # Usage: tests/bench/ncu_sdpa.sh [knobs]   (binaries from gpu-carry/, reports in $OUT)
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/emmy-out}; mkdir -p "$OUT"
-export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+source "$(dirname "$0")/gpu_env.sh"
 METRICS="smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_xu.sum,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread,gpu__time_duration.sum"
 STALLS=$(for r in barrier branch_resolving dispatch_stall drain imc_miss lg_throttle long_scoreboard math_pipe_throttle \
   membar mio_throttle misc no_instruction not_selected selected short_scoreboard sleeping tex_throttle wait; do

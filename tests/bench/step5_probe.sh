@@ -2,12 +2,7 @@
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
 # Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode|extra]...
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/gpu-carry
-OUT=${OUT:-/tmp/emmy-out}
-mkdir -p "$OUT"
-export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+source "$(dirname "$0")/gpu_env.sh"
 bench() {  # file op shape knobs
   echo "== $2 $3 $4"
   "$B/emmyc" run "$1" --op "$2" --shape "$3" --knobs "$4" --bench 2>&1 | tee -a "$OUT/probe.log" |

@@ -3,12 +3,7 @@
 # causal and not, decode, matmul, row ops; every named schedule), compute-sanitizer on the
 # default tensor-core schedules, and the whole GPU test matrix. Binaries from gpu-carry/
 # (scripts/gpu_stage.sh); results in $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/gpu-carry
-OUT=${OUT:-/tmp/emmy-out}
-mkdir -p "$OUT"
-export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+source "$(dirname "$0")/gpu_env.sh"
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 step device; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 step harness
