@@ -582,8 +582,9 @@ class MmaTier {
   }
 
   // The key's lift as `contraction * scale` (or `/ scale`), the scale launch-invariant and
-  // positive (sdpa's 1 / sqrt(D)): max commutes with it, so the row max runs on the raw scores and is scaled
-  // once per row, and the scale folds into the exponential's multiply (FA-2's scale_log2).
+  // positive (sdpa's 1 / sqrt(D)): max commutes with it, so the row max runs on the raw scores
+  // and is scaled once per row, and the scale folds into the exponential's multiply (FA-2's
+  // scale_log2).
   std::optional<K> key_scale(const lir::Stmt& fold) {
     b_.scopes_.push_back({});
     bind(axis_at(row_axis_, {}, false), i64(0));
@@ -683,13 +684,12 @@ class MmaTier {
     fill(s, buf, s.outer.name == s.stream ? origin : s.outer.base, s.inner.name == s.stream ? origin : s.inner.base);
   }
 
-  // for v in [0, size) step chunk: compute(v, buf) on the tiles at v. With STAGE the slabs
-  // are filled first (ring: depth - 1 tiles ahead, the copies of later tiles in flight under
-  // this tile's math) and the block waits for the tile's copies before computing.
-  // `compute(v, buf, issue)`: with the ring and `late_issue`, `issue()` emits the copy of the
-  // tile ahead and the compute calls it once its first mma are issued (the fold: the copies'
-  // address math then runs under the tensor cores' latency, 3% on hd128); else the copy is
-  // issued first (the matmul: measured 8% faster that way) and `issue` does nothing.
+  // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the
+  // block waits for the tile's copies before computing; with the ring the copies of the next
+  // depth - 1 tiles stay in flight under this tile's math. With `late_issue` the compute calls
+  // `issue()`, which emits the copy of the tile ahead, once its first mma are issued (the fold:
+  // the copies' address math runs under the tensor cores' latency, 3% on hd128); else the copy
+  // goes first (the matmul: 8% faster that way, measured) and `issue` does nothing.
   using Issue = std::function<void()>;
   void stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
                    bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute) {
