@@ -108,10 +108,14 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
     case Stmt::Kind::Assign:
     case Stmt::Kind::VecLoad:
       return raise(taint, s.reg.name, v);
-    case Stmt::Kind::For:
-      return raise(taint, s.reg.name, v) | taint_block(s.body, v, taint);
-    case Stmt::Kind::If:
-      return taint_block(s.body, v, taint) | taint_block(s.orelse, v, taint);
+    case Stmt::Kind::For: {  // both sides run: each raises taints as it goes
+      bool var = raise(taint, s.reg.name, v);
+      return taint_block(s.body, v, taint) || var;
+    }
+    case Stmt::Kind::If: {
+      bool then = taint_block(s.body, v, taint);
+      return taint_block(s.orelse, v, taint) || then;
+    }
     case Stmt::Kind::Intrinsic: {
       if (valid_intrinsic(s.intrinsic) && info_of(s.intrinsic).scope == Scope::Warp) v = Vary::Lane;
       bool changed = false;
