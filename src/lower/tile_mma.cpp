@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "algebra/rescaled_sum.hpp"
+#include "ir/expr_facts.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/kernel_builder.hpp"
 
@@ -540,45 +541,14 @@ class MmaTier {
 
   // `e` with its launch-invariant parts (computed from parameters and constants only, like a
   // score scale 1 / sqrt(D)) hoisted to the top of the kernel: computed once, not per tile.
-  static bool launch_invariant(const K& e) {
-    switch (e.kind) {
-      case K::Kind::Const:
-      case K::Kind::Param: return true;
-      case K::Kind::Unary:
-      case K::Kind::Binary:
-      case K::Kind::Select:
-      case K::Kind::Cast:
-        return std::all_of(e.args.begin(), e.args.end(), launch_invariant);
-      default: return false;
-    }
-  }
   K hoist_invariants(K e) {
-    if (launch_invariant(e)) {
+    if (kir::launch_invariant(e)) {
       bool leaf = e.kind == K::Kind::Const || e.kind == K::Kind::Param ||
                   (e.kind == K::Kind::Cast && e.args[0].kind != K::Kind::Unary && e.args[0].kind != K::Kind::Binary);
       return leaf ? e : hoisted("invariant", std::move(e));
     }
     for (K& a : e.args) a = hoist_invariants(std::move(a));
     return e;
-  }
-
-  // Positive for every launch: constants > 0, sizes, and what sqrt, exp, products, quotients
-  // and sums keep positive (the sign analysis behind folding a score scale into the max).
-  bool positive(const K& e) const {
-    auto all_positive = [&] { return std::all_of(e.args.begin(), e.args.end(), [&](const K& a) { return positive(a); }); };
-    switch (e.kind) {
-      case K::Kind::Const: return kir::is_float(e.type) ? e.fval > 0 : e.ival > 0;
-      case K::Kind::Param: return std::count(b_.p_.tensors.sizes.begin(), b_.p_.tensors.sizes.end(), e.name) > 0;
-      case K::Kind::Cast: return positive(e.args[0]);
-      case K::Kind::Unary:
-        if (e.un == kir::UnOp::Exp || e.un == kir::UnOp::Exp2 || e.un == kir::UnOp::Exp2Ftz) return true;
-        return (e.un == kir::UnOp::Sqrt || e.un == kir::UnOp::Rsqrt) && positive(e.args[0]);
-      case K::Kind::Binary:
-        if (e.bin == kir::BinOp::Max) return positive(e.args[0]) || positive(e.args[1]);
-        return (e.bin == kir::BinOp::Mul || e.bin == kir::BinOp::Div || e.bin == kir::BinOp::Add ||
-                e.bin == kir::BinOp::Min) && all_positive();
-      default: return false;
-    }
   }
 
   // The key's lift as `contraction * scale` (or `/ scale`), the scale launch-invariant and
@@ -594,7 +564,9 @@ class MmaTier {
     K v = as(b_.lower(first_.around), F32);
     b_.scopes_.pop_back();
     auto is_raw = [&](const K& x) { return x.kind == K::Kind::Var && x.reg == raw.reg; };
-    auto scale_ok = [&](const K& x) { return launch_invariant(x) && positive(x); };
+    auto scale_ok = [&](const K& x) {
+      return kir::launch_invariant(x) && kir::positive_for_every_launch(x, b_.p_.tensors.sizes);
+    };
     if (v.kind != K::Kind::Binary) return std::nullopt;
     if (v.bin == kir::BinOp::Div && is_raw(v.args[0]) && scale_ok(v.args[1]))  // raw / s = raw * (1 / s)
       return hoist_invariants(kir::binary(kir::BinOp::Div, kir::cf(1, F32), v.args[1]));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "ir/expr_facts.hpp"
 #include "ir/intrinsics.hpp"
 #include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
@@ -764,4 +765,26 @@ TEST_CASE("cuda printer: NVRTC compiles every sample program for sm_90") {
     CHECK(r.ok);
     CHECK(r.resources.size() == p.kernels.size());
   }
+}
+
+TEST_CASE("kernel IR facts: launch invariance and positivity for every launch") {
+  const std::vector<std::string> sizes{"D", "T"};
+  Expr d = param("D", I64), bias = param("bias_scale", F32);  // a size, and a parameter that is not one
+  Expr inv_sqrt_d = binary(BinOp::Div, cf(1), unary(UnOp::Sqrt, cast(d, F32)));
+  CHECK(launch_invariant(inv_sqrt_d));
+  CHECK(positive_for_every_launch(inv_sqrt_d, sizes));
+  CHECK(positive_for_every_launch(binary(BinOp::Mul, cf(0.125), unary(UnOp::Exp, bias)), sizes));
+  CHECK(positive_for_every_launch(binary(BinOp::Max, bias, cf(2)), sizes));
+  // Not proved: a negative constant, zero, a non-size parameter, a difference, min with one unknown.
+  CHECK_FALSE(positive_for_every_launch(cf(-0.5), sizes));
+  CHECK_FALSE(positive_for_every_launch(cf(0), sizes));
+  CHECK_FALSE(positive_for_every_launch(bias, sizes));
+  CHECK_FALSE(positive_for_every_launch(binary(BinOp::Sub, cast(d, F32), cf(1)), sizes));
+  CHECK_FALSE(positive_for_every_launch(binary(BinOp::Min, bias, cf(2)), sizes));
+  CHECK_FALSE(positive_for_every_launch(unary(UnOp::Sqrt, bias), sizes));
+  // Registers, thread indices and loads vary within a launch.
+  CHECK_FALSE(launch_invariant(binary(BinOp::Mul, var({"x"}, F32), inv_sqrt_d)));
+  CHECK_FALSE(launch_invariant(special(Special::ThreadIdx)));
+  CHECK_FALSE(launch_invariant(load(Space::Global, "q", ci(0, I64), F16)));
+  CHECK_FALSE(positive_for_every_launch(var({"x"}, F32), sizes));
 }
