@@ -185,6 +185,11 @@ class KernelBuilder {
     return kir::unary(kir::UnOp::Exp2Ftz, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(kLog2e, ScalarType::F32)));
   }
 
+  // op(x), every exp through exp_value (the one place FAST_EXP acts).
+  K unary_value(kir::UnOp op, K x) const {
+    return op == kir::UnOp::Exp ? exp_value(std::move(x)) : kir::unary(op, std::move(x));
+  }
+
   // ---- names and scopes -----------------------------------------------------------------
   std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
 
@@ -331,9 +336,8 @@ class KernelBuilder {
   }
 
   K call(const Expr& e, ScalarType t) {
-    if (e.op == "exp") return as(exp_value(as(lower(e.args[0]), compute_type(t))), t);
     for (const UnaryRow& r : kUnaryCalls)
-      if (r.name == e.op) return as(kir::unary(r.op, as(lower(e.args[0]), compute_type(t))), t);
+      if (r.name == e.op) return as(unary_value(r.op, as(lower(e.args[0]), compute_type(t))), t);
     if (e.op == "log2")
       return as(kir::binary(kir::BinOp::Mul, kir::unary(kir::UnOp::Log, as(lower(e.args[0]), compute_type(t))),
                             kir::cf(1.0 / std::log(2.0), compute_type(t))),
@@ -568,8 +572,7 @@ class KernelBuilder {
         K a = term_value(t.args[0], env, hint);
         ScalarType at = kir::is_float(a.type) ? compute_type(a.type) : ScalarType::F32;
         kir::UnOp op = t.op == TermOp::Exp ? kir::UnOp::Exp : t.op == TermOp::Log ? kir::UnOp::Log : kir::UnOp::Sqrt;
-        if (op == kir::UnOp::Exp) return shared(exp_value(as(a, at)));
-        return shared(kir::unary(op, as(a, at)));
+        return shared(unary_value(op, as(a, at)));
       }
       case TermOp::Select: {
         K c = as(term_value(t.args[0], env, hint), ScalarType::Pred);

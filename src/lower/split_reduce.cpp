@@ -38,7 +38,6 @@ Expr size_expr(const std::string& size) {
   return e;
 }
 
-
 Expr binary(const std::string& op, Expr a, Expr b) {
   Expr e;
   e.kind = Expr::Kind::Binary;
@@ -83,7 +82,6 @@ Expr widened(const Expr& e) {
     out.dtype = DType::F32;
   return out;
 }
-
 
 void collect_regs(const Expr& e, std::set<std::string>& out) {
   if (e.kind == Expr::Kind::Reg) out.insert(e.name);

@@ -381,6 +381,9 @@ class MmaTier {
     std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
     bool strided = false;  // the read's element index is first + row * stride + col
     int64_t elems() const { return int64_t{rows} * pitch; }
+    K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
+      return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
+    }
   };
 
   Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
@@ -410,22 +413,25 @@ class MmaTier {
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
 
+  // The global element index the slab's read has at (outer, inner), the indices unclamped.
+  K element_index(const Slab& s, const K& outer, const K& inner) {
+    b_.scopes_.push_back({});
+    b_.scopes_.back().index[s.outer.name] = outer;
+    b_.scopes_.back().index[s.inner.name] = inner;
+    K load = b_.lower(s.read);
+    b_.scopes_.pop_back();
+    return load.args[0];
+  }
+
   // The block's threads copy one tile into buffer `buf`.
   void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base) {
     if (!stage_->async || !s.strided) return fill_by_chunks(s, buf, outer_base, inner_base);
     // A tile wholly inside the tensor whose every chunk is 16-byte aligned (the first element
     // and the row stride multiples of 8) copies with one cp.async a chunk and no tests; only
     // the ragged edges and odd strides take the checked path.
-    auto index_at = [&](const K& outer, const K& inner) {
-      b_.scopes_.push_back({});
-      b_.scopes_.back().index[s.outer.name] = outer;
-      b_.scopes_.back().index[s.inner.name] = inner;
-      K first = b_.lower(s.read);
-      b_.scopes_.pop_back();
-      return first.args[0];
-    };
-    K first = let(b_.fresh("tile_src"), index_at(outer_base, inner_base));
-    K stride = let(b_.fresh("row_stride"), kir::binary(kir::BinOp::Sub, index_at(add(outer_base, i64(1)), inner_base), first));
+    K first = let(b_.fresh("tile_src"), element_index(s, outer_base, inner_base));
+    K stride = let(b_.fresh("row_stride"),
+                   kir::binary(kir::BinOp::Sub, element_index(s, add(outer_base, i64(1)), inner_base), first));
     K inside = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(outer_base, i64(s.rows)), s.outer.size),
                            kir::binary(kir::BinOp::Le, add(inner_base, i64(s.cols)), s.inner.size));
     auto multiple_of_8 = [](const K& v) { return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, v, i64(8)), i64(0)); };
@@ -444,7 +450,7 @@ class MmaTier {
         K q0 = hoisted("fill_col", mul(kir::binary(kir::BinOp::Rem, tid, ci32(per_row)), ci32(8)));
         K src0 = let(b_.fresh("fill_src"), add(first, add(mul(as(r0, I64), stride), as(q0, I64))));
         K src_step = let(b_.fresh("fill_step"), mul(stride, i64(row_step)));
-        K dst0 = let(b_.fresh("fill_at"), add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), add(mul(r0, ci32(s.pitch)), q0)));
+        K dst0 = let(b_.fresh("fill_at"), add(s.buffer_start(buf), add(mul(r0, ci32(s.pitch)), q0)));
         for (int i = 0; i < chunks / threads; ++i) {
           K dst = i ? add(dst0, ci32(int64_t{i} * row_step * s.pitch)) : dst0;
           K src = i ? add(src0, mul(src_step, i64(i))) : src0;
@@ -455,7 +461,7 @@ class MmaTier {
       std::vector<kir::Stmt> chunk = b_.nested([&] {
         K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
         K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
-        K dst = add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), add(mul(r32, ci32(s.pitch)), q32));
+        K dst = add(s.buffer_start(buf), add(mul(r32, ci32(s.pitch)), q32));
         K src = add(first, add(mul(as(r32, I64), stride), as(q32, I64)));
         emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
       });
@@ -480,7 +486,7 @@ class MmaTier {
         K at32 = add(mul(r32, ci32(s.pitch)), q32);
         K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
         K orow = add(outer_base, r), icol = add(inner_base, q);
-        K dst = let(b_.fresh("fill_at"), as(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), at32), I64));
+        K dst = let(b_.fresh("fill_at"), as(add(s.buffer_start(buf), at32), I64));
         auto element = [&](int u) {
           b_.scopes_.push_back({});
           bind(s.outer, orow);
@@ -500,13 +506,8 @@ class MmaTier {
           for (kir::Stmt& x : by_elements) emit(std::move(x));
           return;
         }
-        // The chunk's first element, its indices unclamped: the copy only runs when it is inside.
-        b_.scopes_.push_back({});
-        b_.scopes_.back().index[s.outer.name] = orow;
-        b_.scopes_.back().index[s.inner.name] = icol;
-        K first = b_.lower(s.read);
-        b_.scopes_.pop_back();
-        K index = let(b_.fresh("fill_src"), first.args[0]);
+        // The chunk's first element: the copy only runs when it is inside.
+        K index = let(b_.fresh("fill_src"), element_index(s, orow, icol));
         K whole = kir::binary(kir::BinOp::And, lt(orow, s.outer.size),
                               kir::binary(kir::BinOp::Le, add(icol, i64(8)), s.inner.size));
         whole = kir::binary(kir::BinOp::And, whole,
@@ -620,7 +621,7 @@ class MmaTier {
     K outer_dyn = row_is_outer ? row_dyn : col_dyn, inner_dyn = row_is_outer ? col_dyn : row_dyn;
     // The run-time part once per tile (shared by every ldmatrix of the slab), plus a constant:
     // the constant becomes the instruction's immediate offset.
-    K dynamic = b_.shared(add(add(add(mul(i32(buf), ci32(static_cast<int>(s.elems()))), mul(outer_dyn, ci32(s.pitch))),
+    K dynamic = b_.shared(add(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(s.pitch))),
                                   inner_dyn), lane_off));
     K addr = add(dynamic, ci32(at[0].first * s.pitch + at[0].second));
     using enum kir::IntrinsicId;
@@ -875,13 +876,14 @@ class MmaTier {
                                 : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
     // A predicate comparing the key with the row (causal: j <= i) bounds the keys any row of
     // this block folds: blocks of keys masked for every row are never loaded nor computed.
-    if (auto bound = key_bound(fold)) {
+    const std::optional<KeyBound> key_limit = key_bound(fold);
+    if (key_limit) {
       const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
       K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
-      K edge = add(bound->upper ? last_row : first_row, i64(bound->offset));
+      K edge = add(key_limit->upper ? last_row : first_row, i64(key_limit->offset));
       emit(kir::comment(fmt::format("the fold's predicate {} bounds the keys of this block's rows",
                                     tir::print_expr(fold.where[0]))));
-      if (bound->upper) keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
+      if (key_limit->upper) keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
       else keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
     }
     scale_ = key_scale(fold);
@@ -953,10 +955,10 @@ class MmaTier {
         // rows, needs no mask: only the ragged last block and the diagonal ones do.
         std::optional<K> interior;
         if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
-        if (auto bound = key_bound(fold)) {
-          K visible = bound->upper
-                          ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(row0_, i64(bound->offset)))
-                          : kir::binary(kir::BinOp::Ge, j0, add(row0_, i64(rows_per_warp_ - 1 + bound->offset)));
+        if (key_limit) {
+          K visible = key_limit->upper
+                          ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(row0_, i64(key_limit->offset)))
+                          : kir::binary(kir::BinOp::Ge, j0, add(row0_, i64(rows_per_warp_ - 1 + key_limit->offset)));
           interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
         }
         auto block_math = [&](bool masked) {

@@ -16,7 +16,6 @@
 namespace emmy::lower {
 namespace {
 
-
 using tir::Expr;
 
 bool has_var(const std::vector<tir::Axis>& vars, const std::string& name) {
@@ -377,7 +376,6 @@ class LoopBuilder {
       if (!replace_field_reads(a, record, field, vector, elem, reg, dtype)) return false;
     return true;
   }
-
 
   // body == exp(x - m) * w1 * w2 ...: the weight w, or 1.
   static bool split_weight(const Expr& body, const Expr& x, const std::string& m, std::optional<Expr>& weight) {

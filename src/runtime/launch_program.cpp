@@ -47,9 +47,17 @@ KernelArg scalar_arg(const kir::Kernel& k, const kir::Param& p, const SizeBindin
   fail(fmt::format("kernel {}: scalar parameter {} of type {} is not supported", k.name, p.name, kir::type_name(p.type)));
 }
 
-KernelArg buffer_arg(const kir::Kernel& k, const kir::Param& p, const std::map<std::string, DevicePtr>& buffers) {
+// `wide`: the kernel copies the buffer 16 bytes at a time, so its base must be 16-byte aligned.
+KernelArg buffer_arg(const kir::Kernel& k, const kir::Param& p, const std::map<std::string, DevicePtr>& buffers,
+                     bool wide) {
   auto it = buffers.find(p.name);
   if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for parameter {}", k.name, p.name));
+  const uint64_t address = it->second.address;
+  if (wide && address % 16 != 0)
+    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it 16 bytes at a "
+                     "time (STAGE cp.async or COOP vector accesses); pass a tensor whose data starts 16-byte "
+                     "aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
+                     p.name, address, k.name));
   return it->second;
 }
 
@@ -90,17 +98,9 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     Scalars scalars;
     const std::vector<std::string> wide = kir::wide_access_buffers(k);
     for (const kir::Param& p : k.params) {
-      if (p.kind == kir::Param::Kind::Buffer) {
-        l.args.push_back(buffer_arg(k, p, buffers));
-        const uint64_t address = buffers.at(p.name).address;
-        if (address % 16 != 0 && std::count(wide.begin(), wide.end(), p.name))
-          fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it 16 bytes at a "
-                           "time (STAGE cp.async or COOP vector accesses); pass a tensor whose data starts 16-byte "
-                           "aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
-                           p.name, address, k.name));
-        continue;
-      }
-      if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
+      if (p.kind == kir::Param::Kind::Buffer)
+        l.args.push_back(buffer_arg(k, p, buffers, std::count(wide.begin(), wide.end(), p.name) > 0));
+      else if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
       else fail(fmt::format("kernel {}: tensor-map parameter {} is not supported yet", k.name, p.name));
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);

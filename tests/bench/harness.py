@@ -545,13 +545,7 @@ class Harness:
             q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
             ref = [sdpa_reference(q, k, v, causal)]
             tols = TOL["sdpa"]
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            for backend, name in [(SDPBackend.FLASH_ATTENTION, "torch FA-2 (flash)"),
-                                  (SDPBackend.CUDNN_ATTENTION, "torch cuDNN"),
-                                  (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")]:
-                with sdpa_kernel([backend]):
-                    self.measure_peer(base, name, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                      ref, tols, work, "TFLOP/s")
+            self.measure_torch_sdpa(base, (q, k, v), causal, ("flash", "cudnn", "efficient"), ref, tols, work)
             if self.triton_attention is not None:
                 out = torch.empty_like(q)
                 self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
@@ -575,6 +569,23 @@ class Harness:
         self.run_case(("sdpa", label), body)
         self.finish_case(start, "torch FA-2 (flash)")
 
+    def measure_torch_sdpa(self, base, qkv, causal, backends, ref, tols, work):
+        """PyTorch's scaled_dot_product_attention, each backend forced (None: torch's own choice)."""
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        table = {None: (None, "torch SDPA (default backend)"),
+                 "flash": (SDPBackend.FLASH_ATTENTION, "torch FA-2 (flash)"),
+                 "cudnn": (SDPBackend.CUDNN_ATTENTION, "torch cuDNN"),
+                 "efficient": (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")}
+        q, k, v = qkv
+        for key in backends:
+            backend, name = table[key]
+            run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            if backend is None:
+                self.measure_peer(base, name, run, ref, tols, work, "TFLOP/s")
+                continue
+            with sdpa_kernel([backend]):
+                self.measure_peer(base, name, run, ref, tols, work, "TFLOP/s")
+
     def case_decode(self, B, H, T, D):
         label = f"B={B} H={H} S=1 T={T} D={D}"
         start = len(self.rows)
@@ -588,14 +599,7 @@ class Harness:
             k, v = (torch.randn(B, H, T, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(2))
             ref = [sdpa_reference(q, k, v, False)]
             tols = TOL["sdpa"]
-            self.measure_peer(base, "torch SDPA (default backend)", lambda: F.scaled_dot_product_attention(q, k, v),
-                              ref, tols, work, "TFLOP/s")
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            for backend, name in [(SDPBackend.FLASH_ATTENTION, "torch FA-2 (flash)"),
-                                  (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")]:
-                with sdpa_kernel([backend]):
-                    self.measure_peer(base, name, lambda: F.scaled_dot_product_attention(q, k, v), ref, tols, work,
-                                      "TFLOP/s")
+            self.measure_torch_sdpa(base, (q, k, v), False, (None, "flash", "efficient"), ref, tols, work)
             tiny = (q[:1, :1].contiguous(), k[:1, :1, :16].contiguous(), v[:1, :1, :16].contiguous())
             seen = {}
             for var in self.variants_for("decode", ROOT / "stdlib" / "nn.emmy", "sdpa"):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode|extra]...
+# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode|decode-coop|extra]...
 source "$(dirname "$0")/gpu_env.sh"
 bench() {  # file op shape knobs
   echo "== $2 $3 $4"
@@ -35,7 +35,7 @@ for what in "${@:-sdpa matmul}"; do
             done
             for r in g16k g64k; do
               bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
-    tiles) for k in "COOP=t32,REDUCE=g16k" "COOP=t64,REDUCE=g16k" "COOP=t128,REDUCE=g8k" "COOP=t128,REDUCE=g32k" "COOP=t256,REDUCE=g16k" "COOP=t128"; do
+    decode-coop) for k in "COOP=t32,REDUCE=g16k" "COOP=t64,REDUCE=g16k" "COOP=t128,REDUCE=g8k" "COOP=t128,REDUCE=g32k" "COOP=t256,REDUCE=g16k" "COOP=t128"; do
              bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "PLACE=fuse,TILE=a:scalar,TILE@e=f128,STAGE=,FAST_EXP=1,$k"; done ;;
     extra) for k in "COOP=t32/v8,FAST_EXP=1" "COOP=t32/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t128/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t256/v8,FAST_EXP=1,PLACE@m=cut"; do
              bench stdlib/nn.emmy softmax N=32768,C=8192 "$k"; done

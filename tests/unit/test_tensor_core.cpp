@@ -32,6 +32,20 @@ std::vector<SizeBindings> shapes(const CheckedOp& op) {
   return {test::cycled_sizes(op, {2, 3, 37, 45, 21, 19, 23, 30}), test::cycled_sizes(op, {1})};
 }
 
+// The lowered kernels on the interpreter at `sizes`, every output compared with the float64
+// reference on random inputs.
+void check_interpreted(const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
+                       const SizeBindings& sizes, uint64_t seed, SimtOptions so = {}) {
+  TensorMap inputs = random_inputs(op, sizes, seed);
+  TensorMap ref = evaluate_reference(program, op, sizes, inputs);
+  TensorMap buffers = inputs;
+  run_simt(low.kernels, sizes, buffers, so);
+  for (const auto& [out, want] : ref) {
+    Comparison c = compare(buffers.at(out), want, tolerance_for(op, want.dtype));
+    CHECK_MESSAGE(c.ok, fmt::format("{}: rel L2 {:.3e} max abs {:.3e}", out, c.rel_l2, c.max_abs));
+  }
+}
+
 bool took_tensor_cores(const lower::Lowered& low) {
   for (const std::string& w : low.kernels.warnings)
     if (w.find("scalar tier") != std::string::npos) return false;
@@ -111,13 +125,7 @@ TEST_CASE("tensor cores: bf16 operands through the bf16 atom") {
   REQUIRE(took_tensor_cores(low));
   std::string kernel = print_cuda(low.kernels);
   CHECK(kernel.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
-  SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 19}, {"T", 33}, {"D", 24}, {"E", 20}};
-  TensorMap inputs = random_inputs(op, sizes, 3);
-  TensorMap ref = evaluate_reference(*program, op, sizes, inputs);
-  TensorMap buffers = inputs;
-  run_simt(low.kernels, sizes, buffers, {});
-  Comparison c = compare(buffers.at("o"), ref.at("o"), tolerance_for(op, ref.at("o").dtype));
-  CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e}", c.rel_l2));
+  check_interpreted(*program, op, low, {{"B", 1}, {"H", 2}, {"S", 19}, {"T", 33}, {"D", 24}, {"E", 20}}, 3);
 }
 
 TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and sm_120 without spills") {
@@ -258,13 +266,7 @@ TEST_CASE("tensor cores: slabs past 48 KB live in the dynamic shared window") {
   CHECK(kir::uses_dynamic_shared(k));
   std::string cuda = print_cuda(low.kernels);
   CHECK(cuda.find("extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // 56832 bytes") != std::string::npos);
-  SizeBindings sizes{{"M", 130}, {"N", 70}, {"K", 45}};
-  TensorMap inputs = random_inputs(op, sizes, 9);
-  TensorMap ref = evaluate_reference(*l->program, op, sizes, inputs);
-  TensorMap buffers = inputs;
-  run_simt(low.kernels, sizes, buffers, {});
-  Comparison c = compare(buffers.at("c"), ref.at("c"), tolerance_for(op, ref.at("c").dtype));
-  CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e}", c.rel_l2));
+  check_interpreted(*l->program, op, low, {{"M", 130}, {"N", 70}, {"K", 45}}, 9);
   if (!test::nvrtc_or_skip()) return;
   runtime::CompileOptions co;
   co.target = find_target("sm_90");
@@ -301,16 +303,9 @@ TEST_CASE("tensor cores: whole aligned tiles take the unchecked copies, the edge
     const std::string ir = print_program(low.kernels);
     CHECK(ir.find("fill_step") != std::string::npos);  // the unchecked path exists
     CHECK(ir.find("fill_src") != std::string::npos);
-    TensorMap inputs = random_inputs(op, c.sizes, 21);
-    TensorMap ref = evaluate_reference(*l->program, op, c.sizes, inputs);
-    TensorMap buffers = inputs;
     SimtOptions so;
     so.shuffle_blocks = true;
-    run_simt(low.kernels, c.sizes, buffers, so);
-    for (const auto& [out, want] : ref) {
-      Comparison cmp = compare(buffers.at(out), want, tolerance_for(op, want.dtype));
-      CHECK_MESSAGE(cmp.ok, fmt::format("{}: rel L2 {:.3e} max abs {:.3e}", out, cmp.rel_l2, cmp.max_abs));
-    }
+    check_interpreted(*l->program, op, low, c.sizes, 21, so);
   }
 }
 
@@ -348,13 +343,7 @@ op bias(q: f16[S, D], k: f16[T, D], v: f16[T, E], b: f32[T]) -> (o: f16[S, E]) {
     const std::string ir = print_program(low.kernels);
     CHECK((ir.find("positive scale waits") != std::string::npos) == folds);
     CHECK((ir.find("scale_log2") != std::string::npos) == folds);
-    SizeBindings sizes{{"S", 37}, {"T", 75}, {"D", 24}, {"E", 20}};
-    TensorMap inputs = random_inputs(op, sizes, 8);
-    TensorMap ref = evaluate_reference(*l->program, op, sizes, inputs);
-    TensorMap buffers = inputs;
-    run_simt(low.kernels, sizes, buffers, {});
-    Comparison cmp = compare(buffers.at("o"), ref.at("o"), tolerance_for(op, ref.at("o").dtype));
-    CHECK_MESSAGE(cmp.ok, fmt::format("rel L2 {:.3e} max abs {:.3e}", cmp.rel_l2, cmp.max_abs));
+    check_interpreted(*l->program, op, low, {{"S", 37}, {"T", 75}, {"D", 24}, {"E", 20}}, 8);
   }
 }
 

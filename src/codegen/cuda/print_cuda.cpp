@@ -35,10 +35,20 @@ struct Tpl {
 constexpr Tpl fn(std::string_view text) { return {text, kPrecNone, kPrecPrimary}; }
 constexpr Tpl pre(std::string_view text) { return {text, kPrecUnary, kPrecUnary}; }
 
+// exp2 as one MUFU.EX2: nvcc's exp2f adds a subnormal-range fix-up around it unless -ftz.
+constexpr std::string_view kEx2Ftz = R"(__device__ __forceinline__ float emmy_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+)";
+
+// `helper`: the device function the spelling calls, printed once before the kernels that use it.
 struct UnRow {
   UnOp op;
   TypeSet types;
   Tpl tpl;
+  std::string_view helper = {};
 };
 constexpr std::array kUnary{
     UnRow{UnOp::Neg, kSigned | kF32 | kF64, pre("-$")},
@@ -53,7 +63,7 @@ constexpr std::array kUnary{
     UnRow{UnOp::Exp, kF64, fn("exp($)")},
     UnRow{UnOp::Exp2, kF32, fn("exp2f($)")},
     UnRow{UnOp::Exp2, kF64, fn("exp2($)")},
-    UnRow{UnOp::Exp2Ftz, kF32, fn("emmy_ex2_ftz($)")},
+    UnRow{UnOp::Exp2Ftz, kF32, fn("emmy_ex2_ftz($)"), kEx2Ftz},
     UnRow{UnOp::Log, kF32, fn("logf($)")},
     UnRow{UnOp::Log, kF64, fn("log($)")},
     UnRow{UnOp::Sqrt, kF32, fn("sqrtf($)")},
@@ -456,11 +466,11 @@ struct Uses {
   TypeSet types = 0;
   std::set<int> intrinsics;
   bool tensor_map = false;
-  bool ex2_ftz = false;
+  std::set<UnOp> unary;
 
   void expr(const Expr& e) {
     types |= bit(e.type);
-    ex2_ftz |= e.kind == Expr::Kind::Unary && e.un == UnOp::Exp2Ftz;
+    if (e.kind == Expr::Kind::Unary) unary.insert(e.un);
     for (const Expr& a : e.args) this->expr(a);
   }
   void stmts(const std::vector<Stmt>& body) {
@@ -508,16 +518,10 @@ std::string includes(const Uses& uses) {
   return out;
 }
 
-// exp2 as one MUFU.EX2: nvcc's exp2f adds a subnormal-range fix-up around it unless -ftz.
-constexpr std::string_view kEx2Ftz = R"(__device__ __forceinline__ float emmy_ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-)";
-
 std::string helpers(const Uses& uses) {
-  std::string out = uses.ex2_ftz ? fmt::format("\n{}", kEx2Ftz) : "";
+  std::string out;
+  for (const UnRow& r : kUnary)
+    if (!r.helper.empty() && uses.unary.count(r.op)) out += fmt::format("\n{}", r.helper);
   for (const IntrinsicInfo& info : intrinsic_table())
     if (uses.intrinsics.count(static_cast<int>(info.id))) out += fmt::format("\n{}", info.helper_source);
   return out;
