@@ -51,6 +51,7 @@ struct Kernel {
   std::vector<std::string> doc;
   std::vector<tir::Axis> threads;  // one thread per point of this space, outermost first
   std::vector<Stmt> body;
+  bool scalar_tier = false;        // a split's combine kernel: N partials an element, no work for tensor cores
 };
 
 struct Program {

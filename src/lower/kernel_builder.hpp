@@ -778,7 +778,7 @@ class KernelBuilder {
     for (char c : program.knobs + part) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     out.name = fmt::format("k_{}{}_{:06x}", p_.tensors.op, part, h & 0xffffff);
     out.doc = k.doc;
-    if (knobs_.mma) {
+    if (knobs_.mma && !k.scalar_tier) {
       std::string why;
       counter_ = 0;
       if (mma_kernel(k, out, program, why)) {

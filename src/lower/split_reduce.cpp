@@ -155,6 +155,29 @@ Expr inline_reads(const Expr& e, const lir::Program& p) {
   return inline_reads(tir::substitute(own_axes(def->value, out.name), by), p);
 }
 
+// A kernel whose whole body is one register-tiled loop, with that loop's axis as one more
+// thread axis (innermost) and its per-tile carriers one value a thread. The combine kernel of
+// a split folds only N partials an element: the register tile that paid for the long fold
+// (TILE@e=f128) would leave it a thread per row and the GPU nearly idle.
+void drop_per_tile(std::vector<Stmt>& body) {
+  for (Stmt& s : body) {
+    for (lir::CarrierField& f : s.fields) f.per_tile = false;
+    drop_per_tile(s.body);
+  }
+}
+
+lir::Kernel threads_over_register_tiles(lir::Kernel k) {
+  while (k.body.size() == 1 && k.body[0].kind == Stmt::Kind::Loop && k.body[0].tile > 1) {
+    Stmt loop = std::move(k.body[0]);
+    k.threads.push_back(loop.axis);
+    k.body = std::move(loop.body);
+    drop_per_tile(k.body);
+    k.doc.push_back(fmt::format("{}: one thread per element (the register tile of {} is the partial kernel's)",
+                                loop.axis.name, loop.tile));
+  }
+  return k;
+}
+
 // ---- finding the reduction --------------------------------------------------------------------
 
 struct Target {
@@ -517,6 +540,8 @@ class Splitter {
     lir::Kernel b = k;
     b.body = replaced(k.body, target_.path, with);
     if (converted) rewrite_later(b.body, 0, with.size(), fields_, result);
+    b = threads_over_register_tiles(std::move(b));
+    b.scalar_tier = true;
     b.doc.insert(b.doc.begin(), fmt::format("{}: the {} partial carriers combined in order through {}.", knob_,
                                             split_.groups, fold.monoid));
     decision_ = fmt::format("{}: the fold over {} split into {} groups of ceil({} / {}) — kernel {} folds each group's "

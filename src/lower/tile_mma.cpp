@@ -753,8 +753,21 @@ class MmaTier {
       col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
       rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
     }
-    K row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
-    rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
+    K row_tile;
+    if (const std::optional<KeyBound> bound = fold ? key_bound(*fold_) : std::nullopt) {
+      // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
+      // first across every head (row tile slowest, heaviest first), the short ones fill the
+      // last wave instead of trailing it.
+      K others = i64(1);
+      for (size_t i = 0; i + tiled < k.threads.size(); ++i) others = mul(others, KernelBuilder::size_value(k.threads[i].size));
+      K rank = kir::binary(kir::BinOp::Div, rest, others);
+      row_tile = let("row_tile", bound->upper ? kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Sub, row_tiles, i64(1)), rank)
+                                              : rank);
+      rest = kir::binary(kir::BinOp::Rem, rest, others);
+    } else {
+      row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
+      rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
+    }
     for (size_t i = k.threads.size() - tiled; i-- > 0;) {
       const tir::Axis& a = k.threads[i];
       K v = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, KernelBuilder::size_value(a.size));

@@ -393,6 +393,8 @@ class Harness:
         if path.exists():
             vs += [self.variant(family, path, op, schedule=s) for s in named_schedules(path, op)]
         vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
+        # --knobs OP=KNOBS: more variants of OP from the command line (knob sweeps on the GPU)
+        vs += [self.variant(family, path, op, knobs=k) for o, k in self.args.knobs if o == op]
         return vs
 
     def add(self, row):
@@ -845,6 +847,9 @@ def main():
                     help="seconds after which Emmy cases are skipped and peers timed briefly (default 420)")
     ap.add_argument("--emmy-launch-cap", type=float, default=2.0,
                     help="skip an Emmy case predicted to take longer than this many seconds per launch (default 2)")
+    ap.add_argument("--knobs", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
+                    metavar="OP=KNOBS", help="one more Emmy variant of OP (sdpa, sdpa_causal, matmul, ...) under "
+                                             "these knobs, beside its schedules; repeatable")
     args = ap.parse_args()
 
     import torch as _torch

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|rows|decode|decode-coop|extra]...
+# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|small-s|extra]...
+# EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script.
 source "$(dirname "$0")/gpu_env.sh"
 bench() {  # file op shape knobs
   echo "== $2 $3 $4"
-  "$B/emmyc" run "$1" --op "$2" --shape "$3" --knobs "$4" --bench 2>&1 | tee -a "$OUT/probe.log" |
+  "${EMMYC:-$B/emmyc}" run "$1" --op "$2" --shape "$3" --knobs "$4" --bench 2>&1 | tee -a "$OUT/probe.log" |
     grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
 }
 A=TILE=a:mma_m16n8k16_f16
@@ -21,6 +22,25 @@ for what in "${@:-sdpa matmul}"; do
     causal) bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/w4x1/f1x8/k4,STAGE=d2/cp/ring,$F" ;;
     matmul) for t in w2x2/f4x8/k2 w2x2/f4x4/k2 w2x2/f4x4/k4; do
             bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=d3/cp/ring,RASTER="; done ;;
+    defaults) for s in default:B=1,H=8,S=4096,D=64 tc-hd128:B=4,H=16,S=4096,D=128; do
+              echo "== sdpa $s"
+              sched=${s%%:*}; [ "$sched" = default ] && sched=
+              "${EMMYC:-$B/emmyc}" run stdlib/nn.emmy --op sdpa --shape "${s#*:}" ${sched:+--schedule $sched} --bench 2>&1 |
+                tee -a "$OUT/probe.log" | grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
+            done
+            bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/w2x2/f4x8/k4,STAGE=d2/cp/ring" ;;
+    mm-tiles) for t in w2x2/f4x8/k4 w2x4/f4x8/k2 w2x4/f4x8/k4 w4x2/f4x8/k4; do
+            for s in d3/cp/ring d4/cp/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s"; done
+          done ;;
+    decode-tc) for k in f1x8/k8,STAGE=d2/cp/ring,REDUCE=g8k f1x8/k8,STAGE=d2/cp/ring,REDUCE=g4k f1x8/k8,STAGE=d3/cp/ring,REDUCE=g8k \
+                      f1x4/k8,STAGE=d3/cp/ring,REDUCE=g8k f1x4/k8,STAGE=d4/cp/ring,REDUCE=g8k f1x4/k8,STAGE=d4/cp/ring,REDUCE=g16k; do
+            bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "$A/w1x1/$k,TILE@e=f128,$F"; done ;;
+    hd128) for sh in B=4,H=16,S=4096,D=128 B=16,H=16,S=1024,D=128; do
+             for t in w8x1/f1x8/k8 w4x1/f1x8/k8 w8x1/f1x4/k8; do
+               bench stdlib/nn.emmy sdpa $sh "$A/$t,TILE@e=f128,STAGE=d3/cp/ring,$F"; done
+           done ;;
+    small-s) for t in w4x1/f1x8/k4 w4x1/f2x8/k4 w2x1/f2x8/k4; do
+            bench stdlib/nn.emmy sdpa B=1,H=8,S=1000,D=64 "$A/$t,STAGE=d3/cp/ring,$F"; done ;;
     rows) for op in softmax layernorm rmsnorm; do
             for s in "" warp-row t1024; do
               echo "== $op ${s:-default}"

@@ -2,19 +2,20 @@
 # The Step-5 measurement on the GPU machine, in one device call: the peer harness (every anchor,
 # causal and not, decode, matmul, row ops; every named schedule), compute-sanitizer on the
 # default tensor-core schedules, and the whole GPU test matrix. Binaries from gpu-carry/
-# (scripts/gpu_stage.sh); results in $OUT.
+# (scripts/gpu_stage.sh); results in $OUT. HARNESS_EXTRA: more harness arguments (e.g. --knobs OP=KNOBS).
 source "$(dirname "$0")/gpu_env.sh"
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 step device; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 step harness
 python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --deadline ${DEADLINE:-300} \
-  --emmy-launch-cap 0.5 > "$OUT/harness.log" 2>&1
+  --emmy-launch-cap 0.5 ${HARNESS_EXTRA:-} > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "torch FA-2|Emmy: sdpa \[default\]|tc-hd128|cuBLAS|matmul \[default\]|decode|torch SDPA|F.layer|F.rms|torch.softmax|(softmax|layernorm|rmsnorm) \[default\]" "$OUT/harness.log" | cut -c1-170 | head -80
 step compute-sanitizer
 for tool in memcheck racecheck; do
   for run in "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=200,T=77,D=64,E=64" \
              "stdlib/nn.emmy --op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
              "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
+             "stdlib/nn.emmy --op sdpa --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
              "stdlib/linalg.emmy --op matmul --shape M=300,N=200,K=333"; do
     compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
     echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"

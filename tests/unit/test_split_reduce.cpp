@@ -152,12 +152,16 @@ TEST_CASE("split reductions: the loop IR has a partial kernel over (g, threads) 
   CHECK(l.loops.kernels[0].name == "partial");
   CHECK(l.loops.kernels[0].threads.front().name == "g");
   CHECK(l.loops.kernels[0].threads.front().size == "32");
-  CHECK(l.loops.kernels[1].threads.size() == 3);
+  // The combine kernel: a thread per (b, h, i, e), the partial kernel's register tile of e undone.
+  REQUIRE(l.loops.kernels[1].threads.size() == 4);
+  CHECK(l.loops.kernels[1].threads.back().name == "e");
+  CHECK(l.loops.kernels[1].scalar_tier);
   std::string text = lir::print_program(l.loops);
   CHECK(text.find("fold j<T in [(g * ((T + 31) / 32)), min(T, ((g + 1) * ((T + 31) / 32))))") != std::string::npos);
   CHECK(text.find("store part_o[g<32, b<B, h<H, i<S, e<E] = %run_o") != std::string::npos);
   CHECK(text.find("fold g<32 where part_m_folded[g, b, h, i]") != std::string::npos);
-  CHECK(text.find("o: f32[tile] <- part_o[g, b, h, i, e]") != std::string::npos);
+  CHECK(text.find("o: f32[tile] <- v[b, h, j, e]") != std::string::npos);
+  CHECK(text.find("o: f32 <- part_o[g, b, h, i, e]") != std::string::npos);
   // Temps: one partial per carrier field, plus the flag.
   int temps = 0;
   for (const kir::Buffer& b : l.kernels.buffers) temps += b.role == kir::Buffer::Role::Temp;
