@@ -11,4 +11,6 @@ cp "$build/emmyc" "$build/tests/emmy_unit_tests" gpu-carry/
 cp -L "$build/libemmy.so" gpu-carry/libemmy.so
 cp -L "$build/libemmy.so" gpu-carry/libemmy.so.0
 cp -L "$build"/libantlr4-runtime.so.* gpu-carry/
+# The commit the build is of (the GPU machine's copy of .git can be stale): gpu_env.sh exports it.
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include stdlib tests python 2>/dev/null || echo ' (with uncommitted changes)')" > gpu-carry/COMMIT
 du -sh gpu-carry

@@ -7,3 +7,4 @@ B=$PWD/gpu-carry
 OUT=${OUT:-/tmp/emmy-out}
 mkdir -p "$OUT"
 export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+[ -f "$B/COMMIT" ] && export EMMY_COMMIT="$(cat "$B/COMMIT")"

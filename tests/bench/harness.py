@@ -356,11 +356,13 @@ class Harness:
         self.notes.append(text)
 
     def collect_meta(self):
-        commit = None
+        # The GPU machine's copy of the tree may carry a stale .git: scripts/gpu_stage.sh records
+        # the staged build's commit, which gpu_env.sh exports as EMMY_COMMIT.
+        commit = os.environ.get("EMMY_COMMIT") or None
         try:
-            commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+            commit = commit or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                                     timeout=10).stdout.strip() or None
-            if commit:
+            if commit and not os.environ.get("EMMY_COMMIT"):
                 dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                                        capture_output=True, text=True, timeout=10).stdout.strip()
                 commit += " (with uncommitted changes)" if dirty else ""
