@@ -3,6 +3,8 @@
 
     python3 tests/bench/harness.py --lib build/libemmy.so          # the full run (about 5-8 min on an H200)
     python3 tests/bench/harness.py --lib build/libemmy.so --quick  # a smoke run (under a minute)
+    python3 tests/bench/harness.py --lib build/libemmy.so --only 'decode' \
+        --knobs 'sdpa=PLACE=fuse,TILE=a:mma_m16n8k16_f16/w1x1/f1x8/k8,TILE@e=f128,REDUCE=g8k'  # a knob sweep
 
 What runs, per case (shapes below):
   sdpa     PyTorch SDPA with each backend forced through torch.nn.attention.sdpa_kernel
