@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [sdpa|sdpa128|causal|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|small-s|extra]...
+# Usage: tests/bench/step5_probe.sh [defaults|sdpa|sdpa128|hd128|causal|small-s|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|extra]...
 # EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script.
 source "$(dirname "$0")/gpu_env.sh"
 bench() {  # file op shape knobs
