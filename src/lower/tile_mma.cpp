@@ -754,7 +754,8 @@ class MmaTier {
       rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
     }
     K row_tile;
-    if (const std::optional<KeyBound> bound = fold ? key_bound(*fold_) : std::nullopt) {
+    key_limit_ = fold ? key_bound(*fold_) : std::nullopt;
+    if (const std::optional<KeyBound>& bound = key_limit_) {
       // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
       // first across every head (row tile slowest, heaviest first), the short ones fill the
       // last wave instead of trailing it.
@@ -889,7 +890,7 @@ class MmaTier {
                                 : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
     // A predicate comparing the key with the row (causal: j <= i) bounds the keys any row of
     // this block folds: blocks of keys masked for every row are never loaded nor computed.
-    const std::optional<KeyBound> key_limit = key_bound(fold);
+    const std::optional<KeyBound>& key_limit = key_limit_;
     if (key_limit) {
       const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
       K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
@@ -900,10 +901,10 @@ class MmaTier {
       else keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
     }
     scale_ = key_scale(fold);
-    const int ne_regs = tile_loop_ ? tile_loop_->tile / kAtomN : 0;
+    const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
     // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
     // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
-    const bool q_regs = !stage_ || fold_fragment_regs(fm, fn, ks, ne_regs, true) <= kFragmentRegBudget;
+    const bool q_regs = !stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget;
     std::optional<Slab> qslab;
     if (q_regs) {
       emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
@@ -916,7 +917,7 @@ class MmaTier {
     } else {
       emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
                                     "fragments re-read each block (registers: {} with them kept, over {})",
-                                    first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne_regs, true),
+                                    first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true),
                                     kFragmentRegBudget)));
       const int rows_per_block = t_.warps_m * rows_per_warp_;
       qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
@@ -927,7 +928,6 @@ class MmaTier {
       emit(kir::decl(qf, U32, fm * 4));
     }
     auto tile_body = [&](const K& tile0) {
-      const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;
       // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
       // field as C fragments over the tile.
       emit(kir::comment(fmt::format("carrier ({}) through the proved monoid {}, per row of the warp's {} rows",
@@ -1199,7 +1199,7 @@ class MmaTier {
     // (4,16,4096,128)). With fewer (hd64 over 64 keys) the branch costs more than it saves (1%
     // slower), and under a key bound (causal) it costs registers (40 B of spill, not 32; 2-3%
     // slower): there the multiplies always run.
-    if (fm * ne * 4 > fn * kAtomN && !key_bound(*fold_)) {
+    if (fm * ne * 4 > fn * kAtomN && !key_limit_) {
       std::optional<K> moved;
       for (const K& al : alpha) {
         K changed = kir::binary(kir::BinOp::Ne, al, kir::cf(1, F32));
@@ -1318,6 +1318,7 @@ class MmaTier {
   std::optional<MmaStage> stage_;
   std::optional<Slab> kslab_, vslab_;
   std::optional<K> scale_;  // the key lift's positive scale, when it is raw * scale
+  std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
   K lane32_, warp_rows32_, warp_cols32_;
   std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
   size_t hoist_at_ = 0;
