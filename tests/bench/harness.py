@@ -37,6 +37,7 @@ raises is recorded as a row with the error; the run goes on. Results go to --out
 after every case.
 """
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -362,12 +363,12 @@ class Harness:
         # the staged build's commit, which gpu_env.sh exports as EMMY_COMMIT.
         commit = os.environ.get("EMMY_COMMIT") or None
         try:
-            commit = commit or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                    timeout=10).stdout.strip() or None
-            if commit and not os.environ.get("EMMY_COMMIT"):
-                dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                                       capture_output=True, text=True, timeout=10).stdout.strip()
-                commit += " (with uncommitted changes)" if dirty else ""
+            if commit is None:
+                commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                        timeout=10).stdout.strip() or None
+                dirty = commit and subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                                                  capture_output=True, text=True, timeout=10).stdout.strip()
+                commit = commit and commit + (" (with uncommitted changes)" if dirty else "")
         except Exception:
             commit = None
         props = torch.cuda.get_device_properties(0)
@@ -583,13 +584,10 @@ class Harness:
                  "cudnn": (SDPBackend.CUDNN_ATTENTION, "torch cuDNN"),
                  "efficient": (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")}
         q, k, v = qkv
+        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         for key in backends:
             backend, name = table[key]
-            run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            if backend is None:
-                self.measure_peer(base, name, run, ref, tols, work, "TFLOP/s")
-                continue
-            with sdpa_kernel([backend]):
+            with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
                 self.measure_peer(base, name, run, ref, tols, work, "TFLOP/s")
 
     def case_decode(self, B, H, T, D):

@@ -9,7 +9,7 @@ STALLS=$(for r in barrier branch_resolving dispatch_stall drain imc_miss lg_thro
   printf ',smsp__average_warps_issue_stalled_%s_per_issue_active.ratio' $r; done)
 KNOBS=${1:-}
 ncu --clock-control none -k regex:k_sdpa -c 1 --metrics "$METRICS$STALLS" \
-  gpu-carry/emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 ${KNOBS:+--knobs "$KNOBS"} \
+  "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 ${KNOBS:+--knobs "$KNOBS"} \
   > "$OUT/ncu_emmy.txt" 2>&1
 cat > /tmp/fa2.py <<'PY'
 import torch

@@ -4,11 +4,14 @@
 # Usage: tests/bench/step5_probe.sh [defaults|sdpa|sdpa128|hd128|causal|small-s|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|extra]...
 # EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script.
 source "$(dirname "$0")/gpu_env.sh"
-bench() {  # file op shape knobs
-  echo "== $2 $3 $4"
-  "${EMMYC:-$B/emmyc}" run "$1" --op "$2" --shape "$3" --knobs "$4" --bench 2>&1 | tee -a "$OUT/probe.log" |
+run_bench() {  # file op shape [more emmyc run arguments]
+  local file=$1 op=$2 shape=$3; shift 3
+  echo "== $op $shape $*"
+  "${EMMYC:-$B/emmyc}" run "$file" --op "$op" --shape "$shape" "$@" --bench 2>&1 | tee -a "$OUT/probe.log" |
     grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
 }
+bench() { run_bench "$1" "$2" "$3" --knobs "$4"; }  # file op shape knobs
+sched() { run_bench "$1" "$2" "$3" ${4:+--schedule "$4"}; }  # file op shape [schedule name]
 A=TILE=a:mma_m16n8k16_f16
 F=FAST_EXP=1
 for what in "${@:-sdpa matmul}"; do
@@ -22,12 +25,8 @@ for what in "${@:-sdpa matmul}"; do
     causal) bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/w4x1/f1x8/k4,STAGE=d2/cp/ring,$F" ;;
     matmul) for t in w2x2/f4x8/k2 w2x2/f4x4/k2 w2x2/f4x4/k4; do
             bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=d3/cp/ring,RASTER="; done ;;
-    defaults) for s in default:B=1,H=8,S=4096,D=64 tc-hd128:B=4,H=16,S=4096,D=128; do
-              echo "== sdpa $s"
-              sched=${s%%:*}; [ "$sched" = default ] && sched=
-              "${EMMYC:-$B/emmyc}" run stdlib/nn.emmy --op sdpa --shape "${s#*:}" ${sched:+--schedule $sched} --bench 2>&1 |
-                tee -a "$OUT/probe.log" | grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
-            done
+    defaults) sched stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64
+            sched stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 tc-hd128
             bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/w2x2/f4x8/k4,STAGE=d2/cp/ring" ;;
     mm-tiles) for t in w2x2/f4x8/k4 w2x4/f4x8/k2 w2x4/f4x8/k4 w4x2/f4x8/k4; do
             for s in d3/cp/ring d4/cp/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s"; done
@@ -42,17 +41,9 @@ for what in "${@:-sdpa matmul}"; do
     small-s) for t in w4x1/f1x8/k4 w4x1/f2x8/k4 w2x1/f2x8/k4; do
             bench stdlib/nn.emmy sdpa B=1,H=8,S=1000,D=64 "$A/$t,STAGE=d3/cp/ring,$F"; done ;;
     rows) for op in softmax layernorm rmsnorm; do
-            for s in "" warp-row t1024; do
-              echo "== $op ${s:-default}"
-              "$B/emmyc" run stdlib/nn.emmy --op $op --shape N=32768,C=8192 ${s:+--schedule $s} --bench 2>&1 | tee -a "$OUT/probe.log" |
-                grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
-            done
+            for s in "" warp-row t1024; do sched stdlib/nn.emmy $op N=32768,C=8192 $s; done
           done ;;
-    decode) for s in fa1-scalar decode-splitkv; do
-              echo "== decode $s"
-              "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=8,H=32,S=1,T=16384,D=128,E=128 --schedule $s --bench 2>&1 |
-                tee -a "$OUT/probe.log" | grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
-            done
+    decode) for s in fa1-scalar decode-splitkv; do sched stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 $s; done
             for r in g16k g64k; do
               bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
     decode-coop) for k in "COOP=t32,REDUCE=g16k" "COOP=t64,REDUCE=g16k" "COOP=t128,REDUCE=g8k" "COOP=t128,REDUCE=g32k" "COOP=t256,REDUCE=g16k" "COOP=t128"; do
