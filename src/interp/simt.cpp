@@ -621,7 +621,7 @@ class Block {
   void write_outs(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& out);
   void call(const kir::IntrinsicInfo& info, kir::IntrinsicCall& c, int32_t thread);
   void run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in,
-                 std::vector<uint32_t>& out, std::span<const int64_t> imm);
+                 std::vector<uint32_t>& out, std::span<const int64_t> imm, int group);
   void issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
   bool ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
   Mbarrier& mbarrier(int32_t t, uint32_t addr);
@@ -1321,22 +1321,24 @@ void Block::call(const kir::IntrinsicInfo& info, kir::IntrinsicCall& c, int32_t 
 }
 
 // A warp-scope intrinsic: once per warp, every one of its 32 lanes active.
+// A collective runs once per group of `group` lanes (a warp, or a warpgroup of four), all active.
 void Block::run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in,
-                      std::vector<uint32_t>& out, std::span<const int64_t> imm) {
-  size_t n = lanes.size(), in_rows = in.size() / n, out_rows = out.size() / n;
-  for (size_t p = 0; p < n; p += kWarp) {
+                      std::vector<uint32_t>& out, std::span<const int64_t> imm, int group) {
+  size_t n = lanes.size(), in_rows = in.size() / n, out_rows = out.size() / n, g = static_cast<size_t>(group);
+  for (size_t p = 0; p < n; p += g) {
     int32_t first = lanes[p];
-    if (first % kWarp != 0 || p + kWarp > n || lanes[p + kWarp - 1] != first + kWarp - 1)
-      fail(first, fmt::format("warp-collective {} in divergent code: warp {} has inactive lanes", info.name,
-                              warp_of(first)));
-    std::vector<uint32_t> win(in_rows * kWarp), wout(out_rows * kWarp);
+    if (first % group != 0 || p + g > n || lanes[p + g - 1] != first + group - 1)
+      fail(first, fmt::format("{}-collective {} in divergent code: {} {} has inactive lanes",
+                              group == kWarp ? "warp" : "warpgroup", info.name, group == kWarp ? "warp" : "warpgroup",
+                              first / group));
+    std::vector<uint32_t> win(in_rows * g), wout(out_rows * g);
     for (size_t r = 0; r < in_rows; ++r)
-      std::copy_n(in.begin() + static_cast<ptrdiff_t>(r * n + p), kWarp, win.begin() + static_cast<ptrdiff_t>(r * kWarp));
+      std::copy_n(in.begin() + static_cast<ptrdiff_t>(r * n + p), g, win.begin() + static_cast<ptrdiff_t>(r * g));
     Port port(*this, first, Port::Mode::Direct);
-    kir::IntrinsicCall c = make_call(win, wout, kWarp, imm, &port);
+    kir::IntrinsicCall c = make_call(win, wout, group, imm, &port);
     call(info, c, first);
     for (size_t r = 0; r < out_rows; ++r)
-      std::copy_n(wout.begin() + static_cast<ptrdiff_t>(r * kWarp), kWarp, out.begin() + static_cast<ptrdiff_t>(r * n + p));
+      std::copy_n(wout.begin() + static_cast<ptrdiff_t>(r * g), g, out.begin() + static_cast<ptrdiff_t>(r * n + p));
   }
 }
 
@@ -1450,8 +1452,8 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   if (ordering(s, info, lanes, in)) return;
   size_t n = lanes.size();
   std::vector<uint32_t> out(static_cast<size_t>(total_words(info.outs)) * n);
-  if (info.scope == kir::Scope::Warp) {
-    run_warps(info, lanes, in, out, s.imm);
+  if (info.scope == kir::Scope::Warp || info.scope == kir::Scope::Warpgroup) {
+    run_warps(info, lanes, in, out, s.imm, info.scope == kir::Scope::Warp ? kWarp : 4 * kWarp);
   } else if (info.scope == kir::Scope::Thread) {
     Port port(*this, lanes[0], Port::Mode::Direct);
     kir::IntrinsicCall c = make_call(in, out, static_cast<int>(n), s.imm, &port);

@@ -3,6 +3,7 @@
 #include "ir/intrinsics.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 
 #include <stdexcept>
@@ -241,6 +242,42 @@ constexpr std::string_view kAtomicMinI32 =
 }
 )";
 
+constexpr std::string_view kWgmmaFence =
+    R"(__device__ __forceinline__ void emmy_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+)";
+
+constexpr std::string_view kWgmmaCommit =
+    R"(__device__ __forceinline__ void emmy_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+)";
+
+constexpr std::string_view kWgmmaWait =
+    R"(__device__ __forceinline__ void emmy_wgmma_wait(int pending) {
+  switch (pending) {
+    case 0: asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); break;
+    case 1: asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); break;
+    case 2: asm volatile("wgmma.wait_group.sync.aligned 2;\n" ::: "memory"); break;
+    default: asm volatile("wgmma.wait_group.sync.aligned 3;\n" ::: "memory"); break;
+  }
+}
+)";
+
+constexpr std::string_view kFenceProxyAsync =
+    R"(__device__ __forceinline__ void emmy_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+)";
+
+constexpr std::string_view kRegFence =
+    R"(__device__ __forceinline__ void emmy_reg_fence(float& d, float v) {
+  d = v;
+  asm volatile("" : "+f"(d) :: "memory");
+}
+)";
+
 struct AtomicRow {
   std::string_view monoid;
   ScalarType type;
@@ -303,6 +340,26 @@ std::vector<IntrinsicInfo> build_table() {
       row(ShflBflyI32, "emmy_shfl_bfly_i32", W, {I}, {I}, 1, 80, kShflBflyI32),
       row(ShflBflyF64, "emmy_shfl_bfly_f64", W, {D}, {D}, 1, 80, kShflBflyF64),
   };
+  // The wgmma rows: operand lists and helpers generated per N (their sources live as long as
+  // the table).
+  static const std::array<std::string, 4> wgmma_sources{wgmma_helper_source(true, 64), wgmma_helper_source(true, 128),
+                                                        wgmma_helper_source(false, 64), wgmma_helper_source(false, 128)};
+  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 4> wgmma_rows{{
+      {WgmmaRsN64, "emmy_wgmma_rs_n64"}, {WgmmaRsN128, "emmy_wgmma_rs_n128"},
+      {WgmmaSsN64, "emmy_wgmma_ss_n64"}, {WgmmaSsN128, "emmy_wgmma_ss_n128"}}};
+  for (size_t i = 0; i < wgmma_rows.size(); ++i) {
+    auto [id, helper] = wgmma_rows[i];
+    const int n = wgmma_n(id);
+    std::vector<ScalarType> ins = wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, L} : std::vector<ScalarType>{L, L};
+    ins.insert(ins.end(), static_cast<size_t>(n / 2), F);
+    t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(static_cast<size_t>(n / 2), F), std::move(ins), 2,
+                    90, wgmma_sources[i]));
+  }
+  t.push_back(row(WgmmaFence, "emmy_wgmma_fence", W, {}, {}, 0, 90, kWgmmaFence));
+  t.push_back(row(WgmmaCommit, "emmy_wgmma_commit", W, {}, {}, 0, 90, kWgmmaCommit));
+  t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, kWgmmaWait));
+  t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, kFenceProxyAsync));
+  t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
   if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");

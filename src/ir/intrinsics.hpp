@@ -49,6 +49,22 @@ enum class IntrinsicId : uint8_t {
   ShflBflyI32,    // shfl.sync.bfly.b32 of an i32                       d <- v, imm[0] = lane mask
   ShflBflyF64,    // two shfl.sync.bfly.b32 (low, high word) of an f64  d <- v, imm[0] = lane mask
                   // (an i64 moves as two ShflBflyI32: an I64 operand means a global index here)
+  // Warpgroup MMA (sm_90a): D[64 x N] = A[64 x 16] * B[16 x N] + C, f32 accumulators in the
+  // warpgroup accumulator map (wgmma_c_coord), B in shared memory through a matrix descriptor
+  // (wgmma_operand_byte), A in registers (Rs: the mma.m16n8k16 A fragment of each warp's 16
+  // rows) or shared memory (Ss). imm[0] = 1 for bf16 operands, imm[1] = 1 for an N-major B.
+  WgmmaRsN64,     // d[32] <- a[4], desc_b (i64), c[32]
+  WgmmaRsN128,    // d[64] <- a[4], desc_b, c[64]
+  WgmmaSsN64,     // d[32] <- desc_a (i64), desc_b, c[32]
+  WgmmaSsN128,    // d[64] <- desc_a, desc_b, c[64]
+  WgmmaFence,     // wgmma.fence.sync.aligned: registers and shared memory written before it are
+                  // what the next wgmma reads
+  WgmmaCommit,    // wgmma.commit_group.sync.aligned
+  WgmmaWait,      // wgmma.wait_group.sync.aligned imm[0]
+  FenceProxyAsync,  // fence.proxy.async.shared::cta: generic-proxy shared writes (cp.async, st.shared)
+                    // visible to the async proxy (wgmma's operand reads)
+  RegFence,       // d <- v (f32), pinned in place: the compiler moves no use of a wgmma result
+                  // above the wait that completes it
   Count,
 };
 
@@ -146,6 +162,17 @@ struct FragmentCoord {
 FragmentCoord mma_a_coord(int lane, int elem);  // A 16x16 (m, k), elem 0..7
 FragmentCoord mma_b_coord(int lane, int elem);  // B 16x8 (k, n), elem 0..3
 FragmentCoord mma_c_coord(int lane, int elem);  // C/D 16x8 (m, n), elem 0..3
+// wgmma: the accumulator map (thread t of the warpgroup, register i; 64 x N), the descriptor
+// encoding (start, leading and stride byte offsets, swizzle: 0 none, 1 = 128-byte) and the
+// shared byte address of operand element (mn, k) a descriptor describes: K-major (the k16
+// step's 16 elements of row mn) or, with `mn_major`, N-major (element n of k row k).
+FragmentCoord wgmma_c_coord(int thread, int reg);
+uint64_t wgmma_descriptor(uint32_t start, uint32_t lbo, uint32_t sbo, int swizzle);
+uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major);
+int wgmma_n(IntrinsicId id);        // the N of a Wgmma row (0 for any other intrinsic)
+bool wgmma_a_in_registers(IntrinsicId id);
+void wgmma_semantics(const IntrinsicCall& call, bool a_in_registers, int n);
+std::string wgmma_helper_source(bool a_in_registers, int n);  // the CUDA helper of a Wgmma row
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
 void tma_box_copy(const TensorMap2d& map, int64_t c0, int64_t c1, uint32_t smem_byte_addr, MemoryPort& memory);
 

@@ -88,7 +88,7 @@ Expr cast(Expr a, ScalarType type);
 Expr load(Space space, std::string buffer, Expr index, ScalarType type);
 Expr shared_addr(std::string array, Expr index);
 
-enum class Scope : uint8_t { Thread, Warp, Block };
+enum class Scope : uint8_t { Thread, Warp, Warpgroup, Block };  // Warpgroup: 4 aligned warps (wgmma)
 
 struct Stmt {
   enum class Kind : uint8_t {

@@ -117,7 +117,7 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
       return taint_block(s.orelse, v, taint) || then;
     }
     case Stmt::Kind::Intrinsic: {
-      if (valid_intrinsic(s.intrinsic) && info_of(s.intrinsic).scope == Scope::Warp) v = Vary::Lane;
+      if (valid_intrinsic(s.intrinsic) && info_of(s.intrinsic).scope != Scope::Thread && info_of(s.intrinsic).scope != Scope::Block) v = Vary::Lane;
       bool changed = false;
       for (const Reg& r : s.outs) changed |= raise(taint, r.name, v);
       return changed;
@@ -491,9 +491,14 @@ class Checker {
     if (info.scope == Scope::Warp && k_.block_threads % 32 != 0)
       error(
           fmt::format("warp-collective '{}' in a block of {} threads (not whole warps)", info.name, k_.block_threads));
+    if (info.scope == Scope::Warpgroup && k_.block_threads % 128 != 0)
+      error(fmt::format("warpgroup-collective '{}' in a block of {} threads (not whole warpgroups of 128)", info.name,
+                        k_.block_threads));
+    // A warpgroup's branches are checked as a warp's: uniform per warp (the lowering keeps them
+    // uniform per block).
     if (info.scope != Scope::Thread)
-      collective(fmt::format("{}-collective '{}'", info.scope == Scope::Warp ? "warp" : "block", info.name),
-                 info.scope == Scope::Warp ? Vary::Warp : Vary::Uniform);
+      collective(fmt::format("{}-collective '{}'", info.scope == Scope::Block ? "block" : info.scope == Scope::Warp ? "warp" : "warpgroup", info.name),
+                 info.scope == Scope::Block ? Vary::Uniform : Vary::Warp);
   }
 
   // The global operand: a buffer parameter replacing the i64 index, or a tensor map.

@@ -360,6 +360,123 @@ TEST_CASE("intrinsic TMA box copy fills out-of-bounds elements with zero") {
   }
 }
 
+// ---- wgmma ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t kWgA = 1024, kWgB = 9216;  // the recorded images' shared addresses (from the descriptors)
+
+std::vector<uint32_t> wgmma_inputs(const std::vector<uint32_t>& a_words, uint64_t desc_b, const std::vector<float>& c) {
+  std::vector<uint32_t> in = a_words;
+  for (uint32_t w : {static_cast<uint32_t>(desc_b), static_cast<uint32_t>(desc_b >> 32)})
+    for (int t = 0; t < 128; ++t) in.push_back(w);
+  for (int i = 0; i < 32; ++i)
+    for (int t = 0; t < 128; ++t) in.push_back(f32_bits(c[static_cast<size_t>(t * 32 + i)]));
+  return in;
+}
+
+std::vector<uint32_t> broadcast_desc(uint64_t desc) {
+  std::vector<uint32_t> in;
+  for (uint32_t w : {static_cast<uint32_t>(desc), static_cast<uint32_t>(desc >> 32)})
+    for (int t = 0; t < 128; ++t) in.push_back(w);
+  return in;
+}
+
+std::vector<float> thread_major(const std::vector<uint32_t>& out) {  // out[i * 128 + t] -> v[t * 32 + i]
+  std::vector<float> v(out.size());
+  for (size_t i = 0; i < 32; ++i)
+    for (size_t t = 0; t < 128; ++t) v[t * 32 + i] = bits_f32(out[i * 128 + t]);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("intrinsic wgmma m64n64k16: every recorded case (no swizzle, 128-byte swizzle) bit for bit") {
+  json data = load_vectors("wgmma_m64n64k16_f32_f16_f16.json");
+  REQUIRE(data["cases"].size() == 4);
+  for (const json& cs : data["cases"]) {
+    std::string swz = cs["swizzle"].get<std::string>();
+    CAPTURE(swz);
+    const int steps = cs["K"].get<int>() / 16, mode = swz == "none" ? 0 : 1;
+    TestMemory memory;
+    memory.shared.assign(kWgB + 8192, 0xee);
+    auto place = [&](const json& words, uint32_t at) {
+      for (size_t i = 0; i < words.size(); ++i) {
+        uint16_t w = static_cast<uint16_t>(words[i].get<uint32_t>());
+        std::memcpy(memory.shared.data() + at + 2 * i, &w, 2);
+      }
+    };
+    place(cs["smem_a"], kWgA);
+    place(cs["smem_b"], kWgB);
+    std::vector<float> acc = cs["c"].get<std::vector<float>>();
+    const uint32_t lbo = cs["lbo"].get<uint32_t>(), sbo = cs["sbo"].get<uint32_t>();
+    for (int s = 0; s < steps; ++s) {
+      uint64_t da = std::stoull(cs["descs"][static_cast<size_t>(2 * s)].get<std::string>(), nullptr, 16);
+      uint64_t db = std::stoull(cs["descs"][static_cast<size_t>(2 * s + 1)].get<std::string>(), nullptr, 16);
+      // The encoding: a k16 step advances the start by 32 bytes (swizzled) or two core matrices.
+      uint32_t step = mode == 1 ? 32u * static_cast<uint32_t>(s) : 2 * lbo * static_cast<uint32_t>(s);
+      CHECK(wgmma_descriptor(kWgA + step, lbo, sbo, mode) == da);
+      CHECK(wgmma_descriptor(kWgB + step, lbo, sbo, mode) == db);
+      acc = thread_major(Run{IntrinsicId::WgmmaSsN64, 128, {0, 0}, &memory}(wgmma_inputs(broadcast_desc(da), db, acc)));
+    }
+    std::vector<float> want = cs["d"].get<std::vector<float>>();
+    REQUIRE(acc.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      CHECK(acc[i] == want[i]);
+    }
+  }
+}
+
+TEST_CASE("intrinsic wgmma: A from registers equals A from shared memory; an N-major B equals its K-major copy") {
+  // Small integers (exact): A 64 x 16 K-major swizzled at 0, B 64 x 16 K-major at 8192 and the
+  // same B N-major (k rows of 64 elements) at 16384.
+  TestMemory memory;
+  memory.shared.assign(24576, 0);
+  auto put = [&](uint32_t addr, float v) {
+    uint16_t h = f32_to_f16_bits(v);
+    std::memcpy(memory.shared.data() + addr, &h, 2);
+  };
+  auto a_at = [](int m, int k) { return static_cast<float>((m * 7 + k * 3) % 9 - 4); };
+  auto b_at = [](int n, int k) { return static_cast<float>((n * 5 + k * 11) % 7 - 3); };
+  const uint64_t da = wgmma_descriptor(0, 16, 1024, 1), db = wgmma_descriptor(8192, 16, 1024, 1);
+  const uint64_t dbn = wgmma_descriptor(16384, 8192, 1024, 1);
+  for (int m = 0; m < 64; ++m)
+    for (int k = 0; k < 16; ++k) {
+      put(wgmma_operand_byte(da, m, k, false), a_at(m, k));
+      put(wgmma_operand_byte(db, m, k, false), b_at(m, k));
+      put(wgmma_operand_byte(dbn, m, k, true), b_at(m, k));
+    }
+  std::vector<uint32_t> regs(4 * 128);  // the A fragments: the mma.m16n8k16 A map per warp
+  for (int t = 0; t < 128; ++t)
+    for (int e = 0; e < 8; ++e) {
+      FragmentCoord p = mma_a_coord(t % 32, e);
+      uint32_t h = f32_to_f16_bits(a_at(16 * (t / 32) + p.row, p.col));
+      regs[static_cast<size_t>((e >> 1) * 128 + t)] |= h << (16 * (e & 1));
+    }
+  std::vector<float> zero(4096, 0.0f);
+  std::vector<float> ss = thread_major(Run{IntrinsicId::WgmmaSsN64, 128, {0, 0}, &memory}(wgmma_inputs(broadcast_desc(da), db, zero)));
+  std::vector<float> rs = thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 0}, &memory}(wgmma_inputs(regs, db, zero)));
+  std::vector<float> rn = thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 1}, &memory}(wgmma_inputs(regs, dbn, zero)));
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 32; ++i) {
+      FragmentCoord q = wgmma_c_coord(t, i);
+      float want = 0;
+      for (int k = 0; k < 16; ++k) want += a_at(q.row, k) * b_at(q.col, k);
+      CAPTURE(t);
+      CAPTURE(i);
+      size_t at = static_cast<size_t>(t * 32 + i);
+      CHECK(ss[at] == want);
+      CHECK(rs[at] == want);
+      CHECK(rn[at] == want);
+    }
+  // Every (row, col) of the 64 x 64 accumulator is held exactly once.
+  std::vector<int> seen(64 * 64, 0);
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 32; ++i) ++seen[static_cast<size_t>(wgmma_c_coord(t, i).row * 64 + wgmma_c_coord(t, i).col)];
+  for (int v : seen) CHECK(v == 1);
+}
+
 // ---- numerics -----------------------------------------------------------------------------------
 
 TEST_CASE("numeric f16: all 65536 bit patterns round trip through f32") {
