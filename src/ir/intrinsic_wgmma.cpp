@@ -99,7 +99,7 @@ bool wgmma_a_in_registers(IntrinsicId id) {
   return r && r->a_in_registers;
 }
 
-// Operand words: A's four registers (Rs) or its descriptor (Ss, two words), B's descriptor, then
+// Operand words: A's four registers (Rs) or its descriptor (Ss: low word, high word), B's descriptor, then
 // the n / 2 accumulators. Products of two 16-bit values are exact in float; each D element is
 // c + the 16 products added left to right in float (the vectors are exact in any order).
 void wgmma_semantics(const IntrinsicCall& call, bool a_in_registers, int n) {
@@ -158,11 +158,11 @@ std::string wgmma_helper_source(bool a_in_registers, int n) {
     inputs = "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), ";
     next += 4;
   } else {
-    params.push_back("unsigned long long desc_a");
+    params.push_back("unsigned desc_a_lo, unsigned desc_a_hi");
     a_operand = fmt::format("%{}", next++);
     inputs = "\"l\"(desc_a), ";
   }
-  params.push_back("unsigned long long desc_b");
+  params.push_back("unsigned desc_b_lo, unsigned desc_b_hi");
   const int b_at = next++, one_at = next;
   inputs += "\"l\"(desc_b), \"r\"(1)";
   for (int i = 0; i < regs; ++i) params.push_back(fmt::format("float c{}", i));
@@ -176,10 +176,12 @@ std::string wgmma_helper_source(bool a_in_registers, int n) {
         "                 : {}\n                 : {} : \"memory\");",
         one_at, n, type, type, fmt::join(operands, ", "), a_operand, b_at, trans, fmt::join(constraints, ", "), inputs);
   };
+  std::string descs = a_in_registers ? "" : "const unsigned long long desc_a = (unsigned long long)desc_a_hi << 32 | desc_a_lo;\n  ";
+  descs += "const unsigned long long desc_b = (unsigned long long)desc_b_hi << 32 | desc_b_lo;";
   return fmt::format(
-      "__device__ __forceinline__ void emmy_wgmma_{}_n{}(\n    {}) {{\n  {}\n"
+      "__device__ __forceinline__ void emmy_wgmma_{}_n{}(\n    {}) {{\n  {}\n  {}\n"
       "  if (bf16) {{\n    if (n_major) {}\n    else {}\n  }} else {{\n    if (n_major) {}\n    else {}\n  }}\n}}\n",
-      a_in_registers ? "rs" : "ss", n, fmt::join(params, ", "), fmt::join(copies, " "), spelling("bf16", 1),
+      a_in_registers ? "rs" : "ss", n, fmt::join(params, ", "), descs, fmt::join(copies, " "), spelling("bf16", 1),
       spelling("bf16", 0), spelling("f16", 1), spelling("f16", 0));
 }
 

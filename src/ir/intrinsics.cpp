@@ -350,7 +350,8 @@ std::vector<IntrinsicInfo> build_table() {
   for (size_t i = 0; i < wgmma_rows.size(); ++i) {
     auto [id, helper] = wgmma_rows[i];
     const int n = wgmma_n(id);
-    std::vector<ScalarType> ins = wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, L} : std::vector<ScalarType>{L, L};
+    // Descriptors travel as two words (low, high): an I64 operand means a global index.
+    std::vector<ScalarType> ins = wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, U, U} : std::vector<ScalarType>{U, U, U, U};
     ins.insert(ins.end(), static_cast<size_t>(n / 2), F);
     t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(static_cast<size_t>(n / 2), F), std::move(ins), 2,
                     90, wgmma_sources[i]));

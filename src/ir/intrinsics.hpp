@@ -53,9 +53,9 @@ enum class IntrinsicId : uint8_t {
   // warpgroup accumulator map (wgmma_c_coord), B in shared memory through a matrix descriptor
   // (wgmma_operand_byte), A in registers (Rs: the mma.m16n8k16 A fragment of each warp's 16
   // rows) or shared memory (Ss). imm[0] = 1 for bf16 operands, imm[1] = 1 for an N-major B.
-  WgmmaRsN64,     // d[32] <- a[4], desc_b (i64), c[32]
+  WgmmaRsN64,     // d[32] <- a[4], desc_b (two words: low, high), c[32]
   WgmmaRsN128,    // d[64] <- a[4], desc_b, c[64]
-  WgmmaSsN64,     // d[32] <- desc_a (i64), desc_b, c[32]
+  WgmmaSsN64,     // d[32] <- desc_a (two words), desc_b, c[32]
   WgmmaSsN128,    // d[64] <- desc_a, desc_b, c[64]
   WgmmaFence,     // wgmma.fence.sync.aligned: registers and shared memory written before it are
                   // what the next wgmma reads

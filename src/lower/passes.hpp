@@ -37,6 +37,10 @@ struct MmaTile {
   int warps_m = 4, warps_n = 1;
   int frag_m = 1, frag_n = 8;
   int k_chunk = 4;         // K steps of 16 per chunk; the contraction's register bound is 16 * k_chunk
+  // wgmma (sm_90a): the atom's N (0: mma.sync). Each warpgroup's 64 rows are four warps of 16
+  // (frag_m = 1) and the atom's N columns are frag_n = N / 8 n-atoms of the mma C layout, which
+  // is the warpgroup accumulator's layout warp by warp.
+  int wgmma_n = 0;
 };
 
 // STAGE for the tensor-core tier: the streamed operands' tiles in shared memory.

@@ -73,13 +73,15 @@ void apply_place(Knobs& k, const KnobSetting& s) {
 }
 
 // The tensor-core tier takes the mma.sync atoms (fields left out get FlashAttention-2's
-// geometry); a wgmma atom asked for on the command line is an error, one from the op's
-// schedule block falls back to the scalar tier with a warning, so the file still compiles.
+// geometry) and, on sm_90a, the wgmma atoms (one m64nNk16 atom a warpgroup: f1x1, the
+// default); a wgmma atom elsewhere asked for on the command line is an error, one from the
+// op's schedule block falls back to the scalar tier with a warning, so the file still compiles.
 bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool from_block, const Origins& origins) {
   if (s.off) return false;
   const auto& tile = std::get<TileValue>(s.value);
   std::optional<AtomInfo> atom = find_atom(tile.atom);
-  if (atom && atom->tier == AtomTier::Mma && s.site.empty()) {
+  const bool wgmma = atom && atom->tier == AtomTier::Wgmma && target.wgmma;
+  if (atom && (atom->tier == AtomTier::Mma || wgmma) && s.site.empty()) {
     MmaTile m;
     m.atom = tile.atom;
     m.operand = atom->dtype == "bf16" ? kir::ScalarType::BF16 : kir::ScalarType::F16;
@@ -88,20 +90,31 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
     m.frag_m = tile.frag_m.value_or(m.frag_m);
     m.frag_n = tile.frag_n.value_or(m.frag_n);
     m.k_chunk = tile.k_chunk.value_or(m.k_chunk);
+    if (wgmma) {
+      if (tile.frag_m.value_or(1) != 1 || tile.frag_n.value_or(1) != 1)
+        throw LowerError(located_error(origins, s,
+                                       fmt::format("{}: a wgmma atom is one m64nNk16 instruction a warpgroup, so its "
+                                                   "register tile is f1x1, not f{}x{}",
+                                                   print_knob(s), *tile.frag_m, *tile.frag_n),
+                                       "drop the f field, or pick the atom's N for wider tiles (e.g. wgmma_m64n128k16_f16)"));
+      m.wgmma_n = atom->n;
+      m.frag_m = 1;
+      m.frag_n = atom->n / 8;
+    }
     k.atom = tile.atom;
     k.mma = m;
     return false;
   }
   bool tensor_core = atom && atom->tier != AtomTier::Scalar;
   if (tensor_core && from_block) {
-    k.warnings.push_back(fmt::format("the schedule block's {} needs the wgmma lowering, which this build does "
-                                     "not have yet: using TILE=a:scalar",
-                                     print_knob(s)));
+    k.warnings.push_back(fmt::format("the schedule block's {} needs sm_90a (wgmma), which {} does not have: using "
+                                     "TILE=a:scalar",
+                                     print_knob(s), target.name));
     return true;
   }
   if (tensor_core)
     throw LowerError(located_error(
-        origins, s, fmt::format("{} needs the wgmma lowering, which this build does not have yet on {}", print_knob(s), target.name),
+        origins, s, fmt::format("{} needs sm_90a (wgmma), which {} does not have", print_knob(s), target.name),
         "use an mma.sync atom (TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4) or TILE=a:scalar"));
   if (tile.scalar_f) {
     if (s.site.empty())

@@ -209,6 +209,12 @@ class MmaTier {
   }
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
+    if (wgmma() && (!stage_ || !stage_->async))
+      return reject(fmt::format("{} reads K and V from shared memory: it needs STAGE with the cp transport (e.g. "
+                                "STAGE=d2/cp/ring)",
+                                t_.atom));
+    if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
+      return reject(fmt::format("{}: the fold's key block is the atom's N, 64 or 128", t_.atom));
     if (t_.warps_n != 1)
       return reject(fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
                                 "carriers would then need a cross-warp combine (use w<M>x1)",
@@ -271,6 +277,7 @@ class MmaTier {
   // The body: statements computed per output element (the epilogue chain) and stores, one of
   // which holds the contraction; the others read it through registers.
   bool plan_contraction(const lir::Kernel& k) {
+    if (wgmma()) return reject(fmt::format("{} lowers folds (attention) so far; a plain contraction takes an mma.sync atom", t_.atom));
     if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
     row_axis_ = k.threads[k.threads.size() - 2];
     col_axis_ = k.threads.back();
@@ -373,6 +380,9 @@ class MmaTier {
   // ---- shared-memory staging --------------------------------------------------------------
   // A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
   // `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
+  // With `swizzled` (wgmma's operands), rows are 128 bytes in panels of 64 columns, each 16-byte
+  // chunk at its index XORed with the row's index mod 8 (the 128-byte swizzle: eight rows of a
+  // column of chunks hit distinct banks, and wgmma's descriptors read the layout as it is).
   struct Slab {
     std::string array;
     Expr read;
@@ -380,14 +390,26 @@ class MmaTier {
     int rows = 0, cols = 0, pitch = 0;
     std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
     bool strided = false;  // the read's element index is first + row * stride + col
+    bool swizzled = false;
     int64_t elems() const { return int64_t{rows} * pitch; }
     K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
       return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
     }
+    // The element offset of (row, col) within a buffer (I32; col a multiple of 8 plus at most 7).
+    K offset(const K& r, const K& c) const {
+      using kir::BinOp;
+      auto op = [](BinOp o, K a, K b) { return kir::binary(o, std::move(a), std::move(b)); };
+      auto c32 = [](int64_t v) { return kir::ci(v, ScalarType::I32); };
+      if (!swizzled) return op(BinOp::Add, op(BinOp::Mul, r, c32(pitch)), c);
+      K panel = op(BinOp::Mul, op(BinOp::Div, c, c32(64)), c32(int64_t{rows} * 64));
+      K chunk = op(BinOp::BitXor, op(BinOp::Div, op(BinOp::Rem, c, c32(64)), c32(8)), op(BinOp::Rem, r, c32(8)));
+      return op(BinOp::Add, op(BinOp::Add, panel, op(BinOp::Mul, r, c32(64))),
+                op(BinOp::Add, op(BinOp::Mul, chunk, c32(8)), op(BinOp::Rem, c, c32(8))));
+    }
   };
 
   Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
-                 int y_extent, int depth = 0) {
+                 int y_extent, int depth = 0, bool swizzled = false) {
     const Expr* last = read.args.empty() ? nullptr : &read.args.back();
     bool y_inner = last && last->kind == Expr::Kind::Index && last->name == y.name;
     bool x_inner = last && last->kind == Expr::Kind::Index && last->name == x.name;
@@ -396,7 +418,12 @@ class MmaTier {
                               "to copy",
                               tir::print_expr(read), x.name, y.name));
     Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}};
-    s.pitch = s.cols + 8;
+    s.pitch = swizzled ? s.cols : s.cols + 8;
+    s.swizzled = swizzled;
+    if (swizzled && (s.cols % 64 != 0 || s.rows % 8 != 0))
+      unsupported(fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
+                              "64 columns and of 8 rows",
+                              read.name, s.rows, s.cols));
     // Rows at a constant element stride: each axis a bare index of exactly one subscript.
     auto bare_once = [&](const std::string& axis) {
       int uses = 0, bare = 0;
@@ -407,11 +434,49 @@ class MmaTier {
       return uses == 1 && bare == 1;
     };
     s.strided = bare_once(s.outer.name) && bare_once(s.inner.name);
-    out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), 16});
+    out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), swizzled ? 1024 : 16});
     return s;
   }
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
+
+  bool wgmma() const { return t_.wgmma_n > 0; }
+
+  // The descriptor of a wgmma's B operand for k16 step `step` of a swizzled slab whose rows
+  // (K-major: the contiguous axis is the contraction's, `k_axis`) or columns (N-major) are B's N.
+  std::pair<K, K> b_descriptor(const Slab& s, const K& buf, const std::string& k_axis, int step, bool& n_major) {
+    n_major = s.inner.name != k_axis;
+    const int64_t panel_bytes = int64_t{s.rows} * 128;
+    int64_t byte_off = n_major ? int64_t{step} * kAtomK * 128 : step * kAtomK / 64 * panel_bytes + step * kAtomK % 64 * 2;
+    uint64_t fixed = kir::wgmma_descriptor(0, n_major ? static_cast<uint32_t>(panel_bytes) : 16, 1024, 1);
+    K base = b_.shared(kir::shared_addr(s.array, s.buffer_start(buf)));
+    auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
+    K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)),
+                          u32(0x3FFF));
+    return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
+  }
+
+  // acc[0 .. n/2) += A (four registers of `a` from a_off: each warp's mma A fragment) * B, one
+  // m64nNk16 wgmma of the warpgroup; the caller brackets a batch with wgmma_fence / wgmma_done.
+  void wgmma_step(const std::string& acc, int n, const std::string& a, int a_off, const std::pair<K, K>& desc, bool n_major) {
+    if (n != 64 && n != 128) unsupported(fmt::format("a wgmma of N = {} (the lowering issues N = 64 or 128)", n));
+    std::vector<kir::Reg> outs;
+    std::vector<K> ins;
+    for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
+    for (int i = 0; i < 4; ++i) ins.push_back(elem(a, a_off + i, U32));
+    ins.push_back(desc.first);
+    ins.push_back(desc.second);
+    for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
+    emit(kir::intrinsic(n == 64 ? kir::IntrinsicId::WgmmaRsN64 : kir::IntrinsicId::WgmmaRsN128, std::move(outs),
+                        std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, n_major ? 1 : 0}));
+  }
+  void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
+  // Waits for the batch; the results pinned after the wait (no use of them moves above it).
+  void wgmma_done(const std::string& acc, int regs) {
+    emit(kir::intrinsic(kir::IntrinsicId::WgmmaCommit, {}, {}));
+    emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {0}));
+    for (int i = 0; i < regs; ++i) emit(kir::intrinsic(kir::IntrinsicId::RegFence, {{acc, i}}, {elem(acc, i, F32)}));
+  }
 
   // The global element index the slab's read has at (outer, inner), the indices unclamped.
   K element_index(const Slab& s, const K& outer, const K& inner) {
@@ -441,7 +506,7 @@ class MmaTier {
     K c32 = kir::var({cv}, ScalarType::I32);
     const int threads = out_->block_threads;
     std::vector<kir::Stmt> fast = b_.nested([&] {
-      if (threads % per_row == 0 && chunks % threads == 0) {
+      if (threads % per_row == 0 && chunks % threads == 0 && (!s.swizzled || (threads / per_row) % 8 == 0)) {
         // The thread's chunks are rows apart by threads / per_row, in one column: one address
         // pair per tile, then a constant step each (unrolled: the copies issue back to back).
         const int row_step = threads / per_row;
@@ -450,9 +515,10 @@ class MmaTier {
         K q0 = hoisted("fill_col", mul(kir::binary(kir::BinOp::Rem, tid, ci32(per_row)), ci32(8)));
         K src0 = let(b_.fresh("fill_src"), add(first, add(mul(as(r0, I64), stride), as(q0, I64))));
         K src_step = let(b_.fresh("fill_step"), mul(stride, i64(row_step)));
-        K dst0 = let(b_.fresh("fill_at"), add(s.buffer_start(buf), add(mul(r0, ci32(s.pitch)), q0)));
+        K dst0 = let(b_.fresh("fill_at"), add(s.buffer_start(buf), s.offset(r0, q0)));
+        const int64_t row_elems = s.swizzled ? 64 : s.pitch;  // swizzled: rows 8k apart keep their chunk order
         for (int i = 0; i < chunks / threads; ++i) {
-          K dst = i ? add(dst0, ci32(int64_t{i} * row_step * s.pitch)) : dst0;
+          K dst = i ? add(dst0, ci32(int64_t{i} * row_step * row_elems)) : dst0;
           K src = i ? add(src0, mul(src_step, i64(i))) : src0;
           emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
         }
@@ -461,7 +527,7 @@ class MmaTier {
       std::vector<kir::Stmt> chunk = b_.nested([&] {
         K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
         K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
-        K dst = add(s.buffer_start(buf), add(mul(r32, ci32(s.pitch)), q32));
+        K dst = add(s.buffer_start(buf), s.offset(r32, q32));
         K src = add(first, add(mul(as(r32, I64), stride), as(q32, I64)));
         emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
       });
@@ -483,7 +549,7 @@ class MmaTier {
     std::vector<kir::Stmt> chunk = b_.nested([&] {
         K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
         K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
-        K at32 = add(mul(r32, ci32(s.pitch)), q32);
+        K at32 = s.offset(r32, q32);
         K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
         K orow = add(outer_base, r), icol = add(inner_base, q);
         K dst = let(b_.fresh("fill_at"), as(add(s.buffer_start(buf), at32), I64));
@@ -525,8 +591,11 @@ class MmaTier {
   void commit() {
     if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncCommit, {}, {}));
   }
+  // With wgmma, each thread's landed copies (generic proxy) are fenced for the tensor cores'
+  // operand reads (async proxy) before the barrier publishes them.
   void wait(int pending) {
     if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
+    if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
     emit(kir::barrier());
   }
 
@@ -744,9 +813,10 @@ class MmaTier {
     for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
     out.grid_x = grid;
 
-    emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments", t_.atom, warps,
+    emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments{}", t_.atom, warps,
                                   t_.warps_m, t_.warps_n, rows_per_warp_,
-                                  fold ? "" : fmt::format(" x {} columns", cols_per_warp_))));
+                                  fold ? "" : fmt::format(" x {} columns", cols_per_warp_),
+                                  wgmma() ? " (a warpgroup's wgmma accumulators, warp by warp)" : "")));
     K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
     K col_tile = i64(0);
     if (!fold) {
@@ -789,6 +859,7 @@ class MmaTier {
     hoist_at_ = body.size();
     row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
     row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
+    if (wgmma()) group_row0_ = let("group_row0", add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
     if (!fold) {
       col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block)));
       col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
@@ -904,7 +975,7 @@ class MmaTier {
     const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
     // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
     // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
-    const bool q_regs = !stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget;
+    const bool q_regs = wgmma() || !stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget;
     std::optional<Slab> qslab;
     if (q_regs) {
       emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
@@ -945,20 +1016,22 @@ class MmaTier {
         if (t != F32) unsupported(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name, kir::type_name(t)));
         emit(kir::decl(carrier[f], F32, kir::cf(init, F32), fm * 2));
       }
-      emit(kir::decl(kf, U32, fn * 2));
-      emit(kir::decl(pf, U32, fm * 4));
-      if (value_read_) emit(kir::decl(vf, U32, 2 * ne));
+      // wgmma reads B from shared memory, and every P fragment of the block stays live until
+      // the batch of P @ V completes.
+      if (!wgmma()) emit(kir::decl(kf, U32, fn * 2));
+      emit(kir::decl(pf, U32, wgmma() ? fm * 4 * (fn / 2) : fm * 4));
+      if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * ne));
       const std::string jv = b_.fresh(fold.axis.name + "0");
       const int chunk = fn * kAtomN;
       std::vector<const Slab*> slabs;
       if (stage_) {
         kslab_ = make_slab(b_.fresh("col_tile"), first_.col, axis_at(fold.axis, i64(0), false), chunk,
-                           axis_at(first_.axis, i64(0), true), bound);
+                           axis_at(first_.axis, i64(0), true), bound, 0, wgmma());
         kslab_->stream = fold.axis.name;
         slabs.push_back(&*kslab_);
         if (value_read_) {
           vslab_ = make_slab(b_.fresh("val_tile"), *value_read_, axis_at(fold.axis, i64(0), true), chunk,
-                             axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile);
+                             axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile, 0, wgmma());
           vslab_->stream = fold.axis.name;
           slabs.push_back(&*vslab_);
         }
@@ -969,15 +1042,27 @@ class MmaTier {
         std::optional<K> interior;
         if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
         if (key_limit) {
+          // Per warp, or per warpgroup with wgmma (whose warps must take the same branch).
+          const K& rows0 = wgmma() ? group_row0_ : row0_;
+          const int64_t span = wgmma() ? 4 * rows_per_warp_ : rows_per_warp_;
           K visible = key_limit->upper
-                          ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(row0_, i64(key_limit->offset)))
-                          : kir::binary(kir::BinOp::Ge, j0, add(row0_, i64(rows_per_warp_ - 1 + key_limit->offset)));
+                          ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(key_limit->offset)))
+                          : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + key_limit->offset)));
           interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
         }
         auto block_math = [&](bool masked) {
           emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
           emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
-          for (int s = 0; s < ks; ++s) {  // every step, past D too: zero padding, as in a contraction
+          if (wgmma()) {
+            wgmma_fence();
+            for (int s = 0; s < ks; ++s) {
+              bool n_major = false;
+              std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
+              wgmma_step(sc, chunk, qf, s * 4, desc, n_major);
+            }
+            wgmma_done(sc, fm * fn * 4);
+          }
+          for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
             if (stage_)
               drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0), [&](int n) {
                 return std::pair{s * kAtomK, n * kAtomN};
@@ -1212,6 +1297,23 @@ class MmaTier {
     const std::vector<RepackSource> repack = c_to_a_map();
     kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
     const tir::Axis& tile_axis = tile_loop_->axis;
+    if (wgmma()) {  // every k16 step's P repacked, then one batch of wgmma reading V in place
+      for (int step = 0; step < fn / 2; ++step)
+        for (int r = 0; r < 4; ++r) {
+          const RepackSource &lo = repack[2 * r], &hi = repack[2 * r + 1];
+          emit(kir::intrinsic(cvt, {{pf, step * 4 + r}},
+                              {elem(sc, c_index(0, 2 * step + hi.atom, hi.elem, fn), F32),
+                               elem(sc, c_index(0, 2 * step + lo.atom, lo.elem, fn), F32)}));
+        }
+      wgmma_fence();
+      for (int step = 0; step < fn / 2; ++step) {
+        bool n_major = false;
+        std::pair<K, K> desc = b_descriptor(*vslab_, buf, fold.axis.name, step, n_major);
+        wgmma_step(orun, ne * kAtomN, pf, step * 4, desc, n_major);
+      }
+      wgmma_done(orun, ne * 4);
+      return;
+    }
     for (int step = 0; step < fn / 2; ++step) {  // keys past the end too: p = 0 against zero rows
       K kb = add(j0, i64(step * kAtomK));
       {
@@ -1314,7 +1416,7 @@ class MmaTier {
   size_t value_field_ = static_cast<size_t>(-1);
   std::vector<int> masks_;
   LaneAffine c_aff_[4];
-  K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_;
+  K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_, group_row0_;
   std::optional<MmaStage> stage_;
   std::optional<Slab> kslab_, vslab_;
   std::optional<K> scale_;  // the key lift's positive scale, when it is raw * scale
