@@ -255,14 +255,21 @@ def sdpa_reference(q, k, v, causal):
 # ---- Emmy ------------------------------------------------------------------------------------
 
 
+DEVICE_TARGET = "sm_90"  # what emmy.load picks on the H200; blocks for other targets name theirs
+
+
 def named_schedules(path, op):
-    """The names of the named schedule blocks of `op` in an .emmy file, in order."""
+    """(label, target) of `op`'s schedule blocks in an .emmy file, in order: the named ones of every
+    target, and the unnamed one of a target other than the device's (its default is the plain variant).
+    The target is None for the device's own."""
     import re
-    names = []
-    for m in re.finditer(r'^schedule\s+(\w+)\s+for\s+\w+\s+as\s+"([^"]+)"', Path(path).read_text(), re.M):
-        if m[1] == op and m[2] not in names:
-            names.append(m[2])
-    return names
+    found = []
+    for m in re.finditer(r'^schedule\s+(\w+)\s+for\s+(\w+)(?:\s+as\s+"([^"]+)")?', Path(path).read_text(), re.M):
+        target = None if m[2] == DEVICE_TARGET else m[2]
+        if m[1] != op or (m[3] is None and target is None) or (m[3], target) in found:
+            continue
+        found.append((m[3], target))
+    return found
 
 
 def kernel_fingerprint(cuda):
@@ -278,10 +285,11 @@ def kernel_fingerprint(cuda):
 class Variant:
     """One Emmy op under one schedule (or knob override), loaded once, used for every case."""
 
-    def __init__(self, family, path, op, schedule=None, knobs=None):
+    def __init__(self, family, path, op, schedule=None, knobs=None, target=None):
         self.family, self.path, self.op_name, self.schedule, self.knobs = family, Path(path), op, schedule, knobs
+        self.target = target
         tag = schedule or (f"knobs {knobs}" if knobs else "default")
-        self.label = f"emmy {op} [{tag}]"
+        self.label = f"emmy {op} [{tag}]" if target is None else f"emmy {op} [{tag}, {target}]"
         self.op = None
         self.error = None
         self.rate = None  # seconds per unit of work (FLOP or byte) on the last case measured
@@ -292,7 +300,8 @@ class Variant:
         if self.op is None and self.error is None:
             t0 = time.perf_counter()
             try:
-                prog = h.emmy.load(self.path, schedule=self.schedule, knobs=self.knobs, stdlib_path=str(ROOT / "stdlib"),
+                prog = h.emmy.load(self.path, target=self.target, schedule=self.schedule, knobs=self.knobs,
+                                   stdlib_path=str(ROOT / "stdlib"),
                                    cache_dir=h.cache_dir)
                 self.op = prog.op(self.op_name)
             except Exception as e:  # emmy.Error, LibraryNotFoundError, ...
@@ -386,20 +395,23 @@ class Harness:
                       "median of n launches after a warm-up call (not triton.testing.do_bench)",
         }
 
-    def variant(self, family, path, op, schedule=None, knobs=None):
-        key = (str(path), op, schedule, knobs)
+    def variant(self, family, path, op, schedule=None, knobs=None, target=None):
+        key = (str(path), op, schedule, knobs, target)
         if key not in self.variants:
-            self.variants[key] = Variant(family, path, op, schedule, knobs)
+            self.variants[key] = Variant(family, path, op, schedule, knobs, target)
         return self.variants[key]
 
     def variants_for(self, family, path, op, extra_knobs=()):
         path = Path(path)
         vs = [self.variant(family, path, op)]
         if path.exists():
-            vs += [self.variant(family, path, op, schedule=s) for s in named_schedules(path, op)]
+            vs += [self.variant(family, path, op, schedule=s, target=t) for s, t in named_schedules(path, op)]
         vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
-        # --knobs OP=KNOBS: more variants of OP from the command line (knob sweeps on the GPU)
-        vs += [self.variant(family, path, op, knobs=k) for o, k in self.args.knobs if o == op]
+        # --knobs OP[@TARGET]=KNOBS: more variants of OP from the command line (knob sweeps on the GPU)
+        for o, k in self.args.knobs:
+            name, _, target = o.partition("@")
+            if name == op:
+                vs.append(self.variant(family, path, op, knobs=k, target=target or None))
         return vs
 
     def add(self, row):
@@ -850,8 +862,9 @@ def main():
     ap.add_argument("--emmy-launch-cap", type=float, default=2.0,
                     help="skip an Emmy case predicted to take longer than this many seconds per launch (default 2)")
     ap.add_argument("--knobs", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
-                    metavar="OP=KNOBS", help="one more Emmy variant of OP (sdpa, sdpa_causal, matmul, ...) under "
-                                             "these knobs, beside its schedules; repeatable")
+                    metavar="OP[@TARGET]=KNOBS", help="one more Emmy variant of OP (sdpa, sdpa_causal, matmul, ...) "
+                                                      "under these knobs (for TARGET, e.g. sdpa@sm_90a=...), beside "
+                                                      "its schedules; repeatable")
     args = ap.parse_args()
 
     import torch as _torch

@@ -182,6 +182,7 @@ struct Variant {
   kir::Program program;
   std::vector<char> cubin;
   std::string error;  // lowering, verification or NVRTC failed: a test failure
+  const TargetInfo* target = nullptr;  // what it compiles for: the device's target, or its arch-specific twin
 };
 
 // One shape: inputs and the reference outputs.
@@ -272,12 +273,18 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
       }
       w.variants.push_back(std::move(v));
     }
+    // The file's blocks for the device's target and for its arch-specific twin (sm_90a's wgmma
+    // schedules run on an sm_90 device).
     for (const CheckedSchedule& s : program.schedules) {
-      if (s.decl->op.name != w.op || !s.target || s.target->name != ctx.target->name) continue;
+      if (s.decl->op.name != w.op || !s.target) continue;
+      const bool twin = s.target->arch_specific && s.target->sm == ctx.target->sm;
+      if (s.target->name != ctx.target->name && !twin) continue;
       Variant v;
+      v.target = s.target;
       v.label = s.decl->label ? fmt::format("schedule \"{}\"", s.decl->label->name) : "schedule (unnamed)";
+      if (twin) v.label += fmt::format(" for {}", s.target->name);
       try {
-        lower_variant(program, op, {&s, "", ""}, *ctx.target, v);
+        lower_variant(program, op, {&s, "", ""}, *s.target, v);
       } catch (const std::exception& e) {
         v.error = fmt::format("lowering failed: {}", e.what());
       }
@@ -296,9 +303,9 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
           continue;
         }
         runtime::CompileOptions co;
-        co.target = ctx.target;
+        co.target = v.target ? v.target : ctx.target;
         runtime::CompileResult r = runtime::compile_cuda(print_cuda(v.program), w.op + ".cu", co);
-        if (!r.ok) v.error = fmt::format("NVRTC failed for {}:\n{}", ctx.target->name, r.log);
+        if (!r.ok) v.error = fmt::format("NVRTC failed for {}:\n{}", co.target->name, r.log);
         else if (r.cubin.empty()) v.error = "NVRTC returned no CUBIN";
         else v.cubin = std::move(r.cubin);
       }
