@@ -456,18 +456,39 @@ class MmaTier {
     return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
   }
 
-  // acc[0 .. n/2) += A (four registers of `a` from a_off: each warp's mma A fragment) * B, one
-  // m64nNk16 wgmma of the warpgroup; the caller brackets a batch with wgmma_fence / wgmma_done.
-  void wgmma_step(const std::string& acc, int n, const std::string& a, int a_off, const std::pair<K, K>& desc, bool n_major) {
+  // The descriptor of a wgmma's A operand: the warpgroup's 64 rows of a K-major swizzled slab
+  // (rows: the output's, columns: the contraction's), k16 step `step`.
+  std::pair<K, K> a_descriptor(const Slab& s, int step) {
+    const int64_t byte_off = step * kAtomK / 64 * (int64_t{s.rows} * 128) + step * kAtomK % 64 * 2;
+    uint64_t fixed = kir::wgmma_descriptor(0, 16, 1024, 1);
+    auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
+    K group = hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
+    K base = b_.shared(add(kir::shared_addr(s.array, s.buffer_start(i64(0))), group));
+    K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)),
+                          u32(0x3FFF));
+    return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
+  }
+
+  // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup: A from four registers of `a`
+  // from a_off (each warp's mma A fragment) or, given `a_desc`, from shared memory. The caller
+  // brackets a batch with wgmma_fence / wgmma_done.
+  void wgmma_step(const std::string& acc, int n, const std::string& a, int a_off, const std::pair<K, K>& desc, bool n_major,
+                  const std::optional<std::pair<K, K>>& a_desc = std::nullopt) {
     if (n != 64 && n != 128) unsupported(fmt::format("a wgmma of N = {} (the lowering issues N = 64 or 128)", n));
     std::vector<kir::Reg> outs;
     std::vector<K> ins;
     for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
-    for (int i = 0; i < 4; ++i) ins.push_back(elem(a, a_off + i, U32));
+    if (a_desc) {
+      ins.push_back(a_desc->first);
+      ins.push_back(a_desc->second);
+    } else {
+      for (int i = 0; i < 4; ++i) ins.push_back(elem(a, a_off + i, U32));
+    }
     ins.push_back(desc.first);
     ins.push_back(desc.second);
     for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
-    emit(kir::intrinsic(n == 64 ? kir::IntrinsicId::WgmmaRsN64 : kir::IntrinsicId::WgmmaRsN128, std::move(outs),
+    using enum kir::IntrinsicId;
+    emit(kir::intrinsic(a_desc ? (n == 64 ? WgmmaSsN64 : WgmmaSsN128) : (n == 64 ? WgmmaRsN64 : WgmmaRsN128), std::move(outs),
                         std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, n_major ? 1 : 0}));
   }
   void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
@@ -975,7 +996,9 @@ class MmaTier {
     const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
     // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
     // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
-    const bool q_regs = wgmma() || !stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget;
+    // With wgmma, Q waits in a swizzled slab that the score wgmma read through descriptors (A
+    // from shared memory: no registers, and one coalesced copy instead of per-lane loads).
+    const bool q_regs = !wgmma() && (!stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget);
     std::optional<Slab> qslab;
     if (q_regs) {
       emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
@@ -992,11 +1015,13 @@ class MmaTier {
                                     kFragmentRegBudget)));
       const int rows_per_block = t_.warps_m * rows_per_warp_;
       qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
-                        axis_at(first_.axis, i64(0), true), bound, 1);
+                        axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
+      if (wgmma() && qslab->inner.name != first_.axis.name)
+        unsupported(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
       fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
            qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
       commit();
-      emit(kir::decl(qf, U32, fm * 4));
+      if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
     }
     auto tile_body = [&](const K& tile0) {
       // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
@@ -1058,7 +1083,7 @@ class MmaTier {
             for (int s = 0; s < ks; ++s) {
               bool n_major = false;
               std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
-              wgmma_step(sc, chunk, qf, s * 4, desc, n_major);
+              wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s));
             }
             wgmma_done(sc, fm * fn * 4);
           }
