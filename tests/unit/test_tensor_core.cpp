@@ -171,6 +171,80 @@ TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and
   CHECK(kernels >= 100);
 }
 
+TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference and built for sm_90a without spills") {
+  const TargetInfo& target = *find_target("sm_90a");
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const std::vector<std::string> knob_sets{
+      "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/cp/ring",
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/cp/ring,FAST_EXP=1",
+  };
+  kir::Program all;
+  int runs = 0;
+  for (const char* name : {"sdpa", "sdpa_causal", "sdpa_gqa"}) {
+    const CheckedOp& op = l->program->ops.at(name);
+    std::vector<lower::KnobSources> schedules;
+    for (const std::string& k : knob_sets) schedules.push_back({nullptr, "", k});
+    for (const CheckedSchedule& s : l->program->schedules)
+      if (s.decl->op.name == name && s.target && s.target->name == "sm_90a") schedules.push_back({&s, "", ""});
+    for (const lower::KnobSources& src : schedules) {
+      CAPTURE(name);
+      CAPTURE(src.cli);
+      CAPTURE((src.block && src.block->decl->label ? src.block->decl->label->name : std::string("-")));
+      lower::Lowered low = lower::lower_op(*l->program, op, src, target);
+      REQUIRE(took_tensor_cores(low));
+      std::vector<std::string> problems = verify_program(low.kernels);
+      CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+      const std::string cuda = print_cuda(low.kernels);
+      CHECK(cuda.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
+      CHECK(cuda.find("emmy_fence_proxy_async();") != std::string::npos);
+      CHECK(cuda.find("ldmatrix") == std::string::npos);  // every operand through descriptors or registers
+      for (const SizeBindings& sizes : shapes(op)) {
+        CAPTURE(test::shape_text(sizes));
+        try {
+          evaluate_reference(*l->program, op, sizes, random_inputs(op, sizes, 1));
+        } catch (const std::exception&) {
+          continue;  // sizes the op rejects (H not a multiple of KH)
+        }
+        SimtOptions so;
+        so.shuffle_blocks = true;
+        so.seed = 9;
+        check_interpreted(*l->program, op, low, sizes, 17, so);
+        ++runs;
+      }
+      all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+    }
+  }
+  CHECK(runs >= 12);
+  if (!test::nvrtc_or_skip()) return;
+  runtime::CompileOptions co;
+  co.target = &target;
+  runtime::CompileResult r = runtime::compile_cuda(print_cuda(all), "wgmma.cu", co);
+  REQUIRE_MESSAGE(r.ok, r.log);
+  CHECK(r.log.find("serialized") == std::string::npos);  // ptxas keeps the wgmma pipeline asynchronous
+  for (const runtime::KernelResources& k : r.resources) {
+    CAPTURE(k.kernel);
+    CHECK(k.spill_stores == 0);
+    CHECK(k.spill_loads == 0);
+  }
+  CHECK(r.resources.size() >= 9);
+}
+
+TEST_CASE("tensor cores: wgmma refusals say why") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("sdpa");
+  // K and V must be staged: the atom reads B from shared memory.
+  lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4"},
+                                       *find_target("sm_90a"));
+  REQUIRE(!took_tensor_cores(low));
+  CHECK(fmt::format("{}", fmt::join(low.kernels.warnings, "\n")).find("needs STAGE with the cp transport") != std::string::npos);
+  // One atom a warpgroup: f1x1.
+  CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
+                                       *find_target("sm_90a")),
+                       doctest::Contains("its register tile is f1x1, not f2x8"), lower::LowerError);
+}
+
 TEST_CASE("tensor cores: the max-rescaled sum class is decided on normal forms") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
