@@ -448,8 +448,13 @@ class MmaTier {
     n_major = s.inner.name != k_axis;
     const int64_t panel_bytes = int64_t{s.rows} * 128;
     int64_t byte_off = n_major ? int64_t{step} * kAtomK * 128 : step * kAtomK / 64 * panel_bytes + step * kAtomK % 64 * 2;
-    uint64_t fixed = kir::wgmma_descriptor(0, n_major ? static_cast<uint32_t>(panel_bytes) : 16, 1024, 1);
-    K base = b_.shared(kir::shared_addr(s.array, s.buffer_start(buf)));
+    return descriptor_words(b_.shared(kir::shared_addr(s.array, s.buffer_start(buf))), byte_off,
+                            kir::wgmma_descriptor(0, n_major ? static_cast<uint32_t>(panel_bytes) : 16, 1024, 1));
+  }
+
+  // A descriptor's two words: the start address field of base + byte_off (shared bytes, U32)
+  // over the fixed fields (offsets and swizzle) of `fixed`.
+  static std::pair<K, K> descriptor_words(const K& base, int64_t byte_off, uint64_t fixed) {
     auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
     K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)),
                           u32(0x3FFF));
@@ -460,13 +465,9 @@ class MmaTier {
   // (rows: the output's, columns: the contraction's), k16 step `step`.
   std::pair<K, K> a_descriptor(const Slab& s, int step) {
     const int64_t byte_off = step * kAtomK / 64 * (int64_t{s.rows} * 128) + step * kAtomK % 64 * 2;
-    uint64_t fixed = kir::wgmma_descriptor(0, 16, 1024, 1);
-    auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
     K group = hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
-    K base = b_.shared(add(kir::shared_addr(s.array, s.buffer_start(i64(0))), group));
-    K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)),
-                          u32(0x3FFF));
-    return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
+    return descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(i64(0))), group)), byte_off,
+                            kir::wgmma_descriptor(0, 16, 1024, 1));
   }
 
   // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup: A from four registers of `a`
