@@ -493,9 +493,11 @@ class MmaTier {
                         std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, n_major ? 1 : 0}));
   }
   void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
-  // Waits for the batch; the results pinned after the wait (no use of them moves above it).
-  void wgmma_done(const std::string& acc, int regs) {
+  // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
+  // the results are pinned after the wait (no use of them moves above it).
+  void wgmma_done(const std::string& acc, int regs, const std::function<void()>& under = {}) {
     emit(kir::intrinsic(kir::IntrinsicId::WgmmaCommit, {}, {}));
+    if (under) under();
     emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {0}));
     for (int i = 0; i < regs; ++i) emit(kir::intrinsic(kir::IntrinsicId::RegFence, {{acc, i}}, {elem(acc, i, F32)}));
   }
@@ -1010,10 +1012,15 @@ class MmaTier {
           load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4,
                         axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, i64(s * kAtomK), true));
     } else {
-      emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
-                                    "fragments re-read each block (registers: {} with them kept, over {})",
-                                    first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true),
-                                    kFragmentRegBudget)));
+      if (wgmma())
+        emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, read by the "
+                                      "scores' wgmma through descriptors",
+                                      first_.row.name, fold.axis.name)));
+      else
+        emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
+                                      "fragments re-read each block (registers: {} with them kept, over {})",
+                                      first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true),
+                                      kFragmentRegBudget)));
       const int rows_per_block = t_.warps_m * rows_per_warp_;
       qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
                         axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
@@ -1086,7 +1093,7 @@ class MmaTier {
               std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
               wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s));
             }
-            wgmma_done(sc, fm * fn * 4);
+            wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
           }
           for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
             if (stage_)
@@ -1104,7 +1111,7 @@ class MmaTier {
             for (int a = 0; a < fm; ++a)
               for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
           }
-          issue();
+          if (!wgmma()) issue();
           // Each score element: the key field's lift around the contraction, -inf where the
           // key is past the end or the fold's predicate excludes it.
           emit(kir::comment(fmt::format("lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),

@@ -558,7 +558,10 @@ std::string print_one_kernel(const Kernel& k) {
   out += signature(k) + "{\n";
   if (uses_dynamic_shared(k)) {
     // Past the static 48 KB: the arrays are views into the dynamic window the launch sizes.
-    out += fmt::format("    extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // {} bytes\n",
+    // Aligned as the most demanding array (wgmma's swizzled slabs: 1024 bytes, the swizzle's period).
+    int align = 16;
+    for (const SharedArray& a : k.shared) align = std::max(align, a.align);
+    out += fmt::format("    extern __shared__ __align__({}) unsigned char emmy_dynamic_smem[];  // {} bytes\n", align,
                        shared_bytes(k));
     std::vector<int64_t> at = shared_offsets(k);
     for (size_t i = 0; i < k.shared.size(); ++i)
