@@ -177,7 +177,10 @@ TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference 
   REQUIRE(!l->diags->has_errors());
   const std::vector<std::string> knob_sets{
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/cp/ring",
-      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/cp/ring,FAST_EXP=1",
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k8,TILE@e=f128,STAGE=d2/cp/ring",
+      // d3 and d4: the scores run one block ahead
+      "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/cp/ring,FAST_EXP=1",
+      "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w8x1/k8,TILE@e=f128,STAGE=d4/cp/ring",
   };
   kir::Program all;
   int runs = 0;
@@ -215,13 +218,19 @@ TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference 
       all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
     }
   }
-  CHECK(runs >= 12);
+  CHECK(runs >= 20);
   if (!test::nvrtc_or_skip()) return;
   runtime::CompileOptions co;
   co.target = &target;
   runtime::CompileResult r = runtime::compile_cuda(print_cuda(all), "wgmma.cu", co);
   REQUIRE_MESSAGE(r.ok, r.log);
-  CHECK(r.log.find("serialized") == std::string::npos);  // ptxas keeps the wgmma pipeline asynchronous
+  // ptxas keeps the wgmma pipeline asynchronous: its C7512/C7518 remarks name each kernel it serialized.
+  std::vector<std::string> serialized;
+  for (size_t at = r.log.find("serialized"); at != std::string::npos; at = r.log.find("serialized", at + 1)) {
+    size_t name = r.log.find("function '", at), end = r.log.find('\'', name + 10);
+    if (name != std::string::npos && end != std::string::npos) serialized.push_back(r.log.substr(name + 10, end - name - 10));
+  }
+  CHECK_MESSAGE(serialized.empty(), fmt::format("serialized: {}", fmt::join(serialized, ", ")));
   for (const runtime::KernelResources& k : r.resources) {
     CAPTURE(k.kernel);
     CHECK(k.spill_stores == 0);
