@@ -814,63 +814,6 @@ class MmaTier {
     if (stage_ && !(dist == 0 && depth == 1)) emit(kir::barrier());
   }
 
-  // The wgmma fold with a ring of three or more buffers runs one block of scores ahead (FA-3's
-  // intra-warpgroup overlap): block v+1's score wgmma are issued before block v's softmax, which
-  // then runs under them. `issue_scores(buf)` issues (and commits) the scores of the tile in
-  // buffer `buf`; `compute(v, buf, next)` takes block v's (complete: the first block's waited
-  // for before the loop, the others with the previous block's P @ V), calls `next()` where
-  // block v+1's should start, and does block v's math, whose last wait completes both. No wgmma
-  // is in flight across a branch (ptxas would serialize them all). The ring's copies run
-  // dist = depth - 1 tiles ahead of the block computed: each trip waits for tile v + 1 and
-  // refills the buffer of tile v - 1, whose P @ V finished before the trip's barrier.
-  void scores_ahead_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
-                         const std::function<void(const K&)>& issue_scores,
-                         const std::function<void(const K&, const K&, const std::function<void()>&)>& compute) {
-    const int depth = stage_->depth, dist = depth - 1;
-    auto fill_all = [&](const K& buf, const K& origin) {
-      for (const Slab* sl : slabs) fill_tile(*sl, buf, origin);
-    };
-    auto wrap = [&](K x) {  // x in [0, 2 depth) -> x mod depth
-      return kir::select(kir::binary(kir::BinOp::Ge, x, ci32(depth)), kir::binary(kir::BinOp::Sub, x, ci32(depth)), x);
-    };
-    emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight, then the first block's scores", dist)));
-    for (int p = 0; p < dist; ++p) {
-      K origin = add(lo, i64(int64_t{p} * chunk));
-      emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_all(i64(p), origin); })));
-      commit();
-    }
-    const std::string bv = b_.fresh("buf");
-    K buf = kir::var({bv}, ScalarType::I32);
-    emit(kir::decl(bv, ScalarType::I32, ci32(0)));
-    emit(kir::if_then(lt(lo, size), b_.nested([&] {
-      wait(dist - 1);
-      issue_scores(ci32(0));
-      emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {0}));
-    })));
-    K v = kir::var({var}, I64);
-    std::vector<kir::Stmt> body = b_.nested([&] {
-      // Tile v + 1 has landed (its scores start during this trip) and every warp is past trip
-      // v - 1, whose buffers the copy issued next overwrites.
-      wait(dist - 2);
-      K ahead = add(v, i64(int64_t{dist} * chunk));
-      K nb = let(b_.fresh("ahead_buf"), wrap(add(buf, ci32(dist))));
-      emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
-      emit(kir::if_then(lt(ahead, size), b_.nested([&] { fill_all(nb, ahead); })));
-      commit();
-      compute(v, buf, [&] {
-        // Unguarded (ptxas serializes wgmma under a branch it cannot prove warpgroup-uniform): past
-        // the last block they read a buffer no copy is writing and their scores go unused.
-        emit(kir::comment("the next block's scores, under this block's softmax"));
-        issue_scores(wrap(add(buf, ci32(1))));
-      });
-      emit(kir::assign({bv}, wrap(add(buf, ci32(1)))));
-    });
-    kir::Stmt f = kir::for_loop(var, I64, lo, size, std::move(body));
-    f.step = chunk;
-    emit(std::move(f));
-    emit(kir::barrier());  // the slabs are free for whatever fills them next
-  }
-
   // ---- the kernel -----------------------------------------------------------------------
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
     masks_ = row_sharing_masks();
@@ -1126,18 +1069,7 @@ class MmaTier {
           slabs.push_back(&*vslab_);
         }
       }
-      // With wgmma and a ring of three or more buffers, the scores run one block ahead.
-      const bool scores_ahead = wgmma() && stage_->ring && stage_->depth >= 3;
-      // The score wgmma of the tile in buffer `sbuf`, issued into `sc` (not committed).
-      auto wgmma_scores = [&](const K& sbuf) {
-        wgmma_fence();
-        for (int s = 0; s < ks; ++s) {
-          bool n_major = false;
-          std::pair<K, K> desc = b_descriptor(*kslab_, sbuf, first_.axis.name, s, n_major);
-          wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s));
-        }
-      };
-      auto per_block = [&](const K& j0, const K& buf, const Issue& issue, const std::string& scores_name) {
+      stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
         // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
         // rows, needs no mask: only the ragged last block and the diagonal ones do.
         std::optional<K> interior;
@@ -1151,16 +1083,17 @@ class MmaTier {
                           : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + key_limit->offset)));
           interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
         }
-        // `sc_name`: the block's scores, computed here unless they came ahead (the pipelined wgmma loop).
-        auto block_math = [&](bool masked, const std::string& sc_name, bool scores_ahead) {
-          const std::string& sc = sc_name;
-          if (!scores_ahead) {
+        auto block_math = [&](bool masked) {
           emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
           emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
           if (wgmma()) {
-            wgmma_scores(buf);
+            wgmma_fence();
+            for (int s = 0; s < ks; ++s) {
+              bool n_major = false;
+              std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
+              wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s));
+            }
             wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
-          }
           }
           for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
             if (stage_)
@@ -1202,38 +1135,11 @@ class MmaTier {
         };
         // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
         // copy of the block's math without the mask: one basic block the compiler schedules whole.
-        // Not with the scores ahead: a branch around P @ V's wgmma while the next scores' are in
-        // flight makes ptxas serialize every wgmma (C7518), so every block takes the masked path.
-        if (interior && !scores_ahead)
-          emit(kir::if_then(*interior, b_.nested([&] { block_math(false, scores_name, scores_ahead); }),
-                            b_.nested([&] { block_math(true, scores_name, scores_ahead); })));
+        if (interior)
+          emit(kir::if_then(*interior, b_.nested([&] { block_math(false); }), b_.nested([&] { block_math(true); })));
         else
-          block_math(true, scores_name, scores_ahead);
-      };
-      if (!scores_ahead) {
-        stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
-          per_block(j0, buf, issue, sc);
-        });
-      } else {
-        emit(kir::comment("scores one block ahead: block v + 1's wgmma run under block v's softmax"));
-        emit(kir::decl(sc, F32, fm * fn * 4));
-        const int regs = fm * fn * 4;
-        scores_ahead_loop(jv, keys_lo, keys, chunk, slabs, [&](const K& sbuf) {
-          for (int i = 0; i < regs; ++i) emit(kir::assign({sc, i}, kir::cf(0, F32)));
-          wgmma_scores(sbuf);
-          emit(kir::intrinsic(kir::IntrinsicId::WgmmaCommit, {}, {}));
-        }, [&](const K& j0, const K& buf, const std::function<void()>& next) {
-          // This block's scores, complete, copied out; the next block's start into the same registers.
-          const std::string cur = b_.fresh("score_cur");
-          emit(kir::decl(cur, F32, regs));
-          for (int i = 0; i < regs; ++i) {
-            emit(kir::intrinsic(kir::IntrinsicId::RegFence, {{sc, i}}, {elem(sc, i, F32)}));
-            emit(kir::assign({cur, i}, elem(sc, i, F32)));
-          }
-          next();
-          per_block(j0, buf, [] {}, cur);
-        });
-      }
+          block_math(true);
+      });
       emit_fold_results(carrier, fm, ne, tile0, rows);
     };
     if (!tile_loop_) return tile_body(i64(0));

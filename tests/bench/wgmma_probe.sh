@@ -28,10 +28,9 @@ W="PLACE=fuse,TILE=a:wgmma_m64"
 F="FAST_EXP=1"
 args=()
 for op in sdpa sdpa_causal; do
-  # d3/d4: the scores one block ahead; d2: in step
-  for k in n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/cp/ring n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/cp/ring \
-           n64k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/cp/ring n64k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/cp/ring \
-           n64k16_f16/w8x1/k8,TILE@e=f128,STAGE=d4/cp/ring n64k16_f16/w4x1/k8,TILE@e=f128,STAGE=d3/cp/ring; do
+  for k in n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/cp/ring n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d2/cp/ring \
+           n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/cp/ring n64k16_f16/w8x1/k8,TILE@e=f128,STAGE=d2/cp/ring \
+           n64k16_f16/w4x1/k8,TILE@e=f128,STAGE=d2/cp/ring; do
     args+=(--knobs "$op@sm_90a=$W$k,$F")
   done
 done
