@@ -1118,6 +1118,12 @@ class MmaTier {
                                         masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate",
                                                              fold.axis.size) : "",
                                         scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
+          // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
+          // absent or the key bound (col - row against a constant): per block two differences, per
+          // element two compares with constants, not each element's 64-bit indices. (The mma.sync
+          // folds keep the indices: f2x8 has no register left for the lane parts.)
+          std::optional<BlockMask> bm;
+          if (wgmma() && masked && (fold.where.empty() || key_limit)) bm = block_mask(j0, keys, chunk, key_limit);
           if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
             for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
               K slot = elem(sc, c_index(a, n, e, fn), F32);
@@ -1126,8 +1132,9 @@ class MmaTier {
               bind(axis_at(fold.axis, {}, false), col);
               b_.scopes_.back().regs[std::string(kContracted)] = slot;
               K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
-              K ok = lt(col, keys);
-              if (!fold.where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+              K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
+              if (!bm && !fold.where.empty())
+                ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
               b_.scopes_.pop_back();
               emit(kir::assign(slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
             }, j0);
@@ -1203,6 +1210,42 @@ class MmaTier {
     std::vector<std::string> n;
     for (const lir::CarrierField& f : fold_->fields) n.push_back(f.name);
     return fmt::format("{}", fmt::join(n, ", "));
+  }
+
+  // A block's mask in 32-bit offsets: `room` keys of the block inside the axis (at most the
+  // block), `diag` = j0 - row0 - the key bound's offset (clamped: only its sign near the
+  // diagonal matters), and the lane's parts of (col - j0) and (row - row0).
+  struct BlockMask {
+    K room, diag;
+  };
+  BlockMask block_mask(const K& j0, const K& keys, int chunk, const std::optional<KeyBound>& bound) {
+    constexpr int64_t kClamp = int64_t{1} << 30;
+    K room = let(b_.fresh("key_room"), i32(kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Sub, keys, j0), i64(chunk))));
+    K diag = ci32(0);
+    if (bound) {
+      K d = kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Sub, j0, row0_), i64(bound->offset));
+      d = kir::binary(kir::BinOp::Max, kir::binary(kir::BinOp::Min, d, i64(kClamp)), i64(-kClamp));
+      diag = let(b_.fresh("key_diag"), i32(d));
+    }
+    return {room, diag};
+  }
+  // Element (a, n, e)'s mask: its key inside the axis and (under the bound) on the kept side:
+  // col - row < offset (upper) or >= offset (lower), i.e. dcol - drow + diag < 0 or >= 0.
+  K element_mask(const BlockMask& m, int a, int n, int e, const std::optional<KeyBound>& bound) {
+    const LaneAffine& c = c_aff_[e];
+    auto lane_part = [&](const char* name, int g, int t) {
+      K v = ci32(0);
+      if (g) v = add(v, mul(i32(grp_), ci32(g)));
+      if (t) v = add(v, mul(i32(tig_), ci32(t)));
+      return g || t ? hoisted(name, v) : v;
+    };
+    K dcol = add(lane_part("lane_col", c.col_g, c.col_t), ci32(n * kAtomN + c.col0));
+    K ok = lt(dcol, m.room);
+    if (!bound) return ok;
+    K drow = add(lane_part("lane_row", c.row_g, c.row_t), ci32(int64_t{a} * kAtomM + c.row0));
+    K side = add(kir::binary(kir::BinOp::Sub, dcol, drow), m.diag);
+    K kept = bound->upper ? lt(side, ci32(0)) : kir::binary(kir::BinOp::Ge, side, ci32(0));
+    return kir::binary(kir::BinOp::And, ok, kept);
   }
 
   // Calls fn(a, n, e, row, col) for every C element of an fm x fn tile at row0_ / col_base.

@@ -327,10 +327,10 @@ TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still ru
   lower::Lowered direct = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
                                           {nullptr, "", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE="}, sm90);
   CHECK(kir::wide_access_buffers(direct.kernels.kernels.at(0)).empty());
-  // wgmma atoms are not lowered: an error on the command line, a warning from a block.
+  // A wgmma atom on a target without wgmma: the codec's error (E055), before any lowering.
   CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, l->program->ops.at("sdpa"),
-                                       {nullptr, "", "TILE=a:wgmma_m64n64k16_f16"}, *find_target("sm_90a")),
-                       doctest::Contains("wgmma lowering"), lower::LowerError);
+                                       {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16,STAGE=d2/cp/ring"}, sm90),
+                       doctest::Contains("needs sm_90a (wgmma)"), std::exception);
 }
 
 }  // namespace emmy
