@@ -211,6 +211,7 @@ class KernelBuilder {
     std::map<std::string, K> regs;      // Reg name -> value
     std::map<std::string, Carrier> memo;  // reductions already computed in this block
     std::map<std::string, K> cse;         // expensive subexpressions already in a register
+    std::map<std::string, K> reciprocal;  // a float divisor (rendered) -> the register holding 1 / it
   };
   std::vector<Scope> scopes_;
   std::vector<std::vector<kir::Stmt>*> blocks_;
@@ -246,6 +247,16 @@ class KernelBuilder {
 
   // An expensive value computed once per block: the combine of a carrier repeats
   // max(a.m, b.m) and exp(a.m - n) in every field, and must not pay for them each time.
+  // A divisor whose reciprocal a tier computed once (a row's normalizer, divided into every
+  // element of the row): x / d becomes x * (1 / d).
+  const K* find_reciprocal(const K& divisor) const {
+    if (!kir::is_float(divisor.type)) return nullptr;
+    const std::string key = render_key(divisor);
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (auto it = scopes_[i].reciprocal.find(key); it != scopes_[i].reciprocal.end()) return &it->second;
+    return nullptr;
+  }
+
   K shared(K value) {
     std::string key = render_key(value);
     for (size_t i = scopes_.size(); i-- > 0;)
@@ -315,7 +326,10 @@ class KernelBuilder {
       case Expr::Kind::Binary: {
         std::optional<kir::BinOp> op = binop_of(e.op);
         if (!op) throw LowerError(fmt::format("the operator '{}' has no scalar lowering yet", e.op));
-        return binop(*op, lower(e.args[0]), lower(e.args[1]), t);
+        K lhs = lower(e.args[0]), rhs = lower(e.args[1]);
+        if (*op == kir::BinOp::Div)
+          if (const K* inv = find_reciprocal(rhs)) return binop(kir::BinOp::Mul, std::move(lhs), *inv, t);
+        return binop(*op, std::move(lhs), std::move(rhs), t);
       }
       case Expr::Kind::Call: return call(e, t);
       case Expr::Kind::Reduce: {

@@ -1459,6 +1459,22 @@ class MmaTier {
     }
     const tir::Axis& tile_axis = tile_loop_->axis;
     K tsize = KernelBuilder::size_value(tile_axis.size);
+    // Each row's scalar sums inverted once (FA-2's 1 / l): a result dividing the vector field by
+    // one (or by the result register holding it) multiplies by the reciprocal instead.
+    std::map<std::string, K> inverse;  // a sum's element (rendered) -> 1 / it
+    for (size_t f : rescaled_.weighted)
+      if (!(f == value_field_ && value_read_))
+        for (int slot = 0; slot < fm * 2; ++slot) {
+          K sum = elem(carrier[f], slot, F32);
+          inverse[KernelBuilder::render_key(sum)] =
+              let(b_.fresh("inv_" + fold.fields[f].name), kir::binary(kir::BinOp::Div, kir::cf(1, F32), sum));
+        }
+    auto invert_copies = [&] {  // the results' registers that copy a sum share its reciprocal
+      for (const kir::Stmt& d : *b_.blocks_.back())
+        if (d.kind == kir::Stmt::Kind::Decl && d.args.size() == 1 && d.count == 1)
+          if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
+            b_.scopes_.back().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
+    };
     for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -1467,6 +1483,7 @@ class MmaTier {
         b_.scopes_.back().regs["run_" + fold.fields[value_field_].name] =
             elem(carrier[value_field_], c_index(a, n, e, ne), F32);
         for (const lir::Stmt& s : fold.results) b_.stmt(s);
+        invert_copies();
         for (const lir::Stmt& s : stores) b_.stmt(s);
       });
       emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
