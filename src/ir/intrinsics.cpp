@@ -2,6 +2,8 @@
 // (inline PTX, calling convention of intrinsics.hpp) and the CPU semantics.
 #include "ir/intrinsics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <iterator>
@@ -147,23 +149,16 @@ constexpr std::string_view kCpAsyncCommit =
 }
 )";
 
-// wait_group takes an immediate: the literal argument selects its case once inlined; deeper
-// pipelines than 7 pending groups wait for all (correct, only less overlap).
-constexpr std::string_view kCpAsyncWait =
-    R"(__device__ __forceinline__ void emmy_cp_async_wait(int pending) {
-  switch (pending) {
-    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
-    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
-    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
-    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
-    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
-    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
-    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
-    case 7: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_all;\n" ::: "memory"); break;
-  }
+// wait_group takes an immediate: the literal argument selects its case once inlined. `cases`
+// explicit counts, then `fallback` (cp.async: wait for all; wgmma: the deepest case, which waits
+// at least as long as asked).
+std::string wait_group_source(std::string_view helper, std::string_view instruction, int cases,
+                              std::string_view fallback) {
+  std::string out = fmt::format("__device__ __forceinline__ void {}(int pending) {{\n  switch (pending) {{\n", helper);
+  for (int n = 0; n < cases; ++n)
+    out += fmt::format("    case {0}: asm volatile(\"{1} {0};\\n\" ::: \"memory\"); break;\n", n, instruction);
+  return out + fmt::format("    default: asm volatile(\"{};\\n\" ::: \"memory\"); break;\n  }}\n}}\n", fallback);
 }
-)";
 
 constexpr std::string_view kMbarrierInit =
     R"(__device__ __forceinline__ void emmy_mbarrier_init(unsigned bar, int count) {
@@ -254,17 +249,6 @@ constexpr std::string_view kWgmmaCommit =
 }
 )";
 
-constexpr std::string_view kWgmmaWait =
-    R"(__device__ __forceinline__ void emmy_wgmma_wait(int pending) {
-  switch (pending) {
-    case 0: asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); break;
-    case 1: asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); break;
-    case 2: asm volatile("wgmma.wait_group.sync.aligned 2;\n" ::: "memory"); break;
-    default: asm volatile("wgmma.wait_group.sync.aligned 3;\n" ::: "memory"); break;
-  }
-}
-)";
-
 constexpr std::string_view kFenceProxyAsync =
     R"(__device__ __forceinline__ void emmy_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -301,6 +285,10 @@ std::vector<IntrinsicInfo> build_table() {
   using enum IntrinsicId;
   constexpr Scope T = Scope::Thread, W = Scope::Warp;
   const std::vector<ScalarType> mma_f32_in{U, U, U, U, U, U, F, F, F, F}, f32x4{F, F, F, F};
+  // Deeper pipelines than 7 pending cp.async groups wait for all (correct, only less overlap).
+  static const std::array<std::string, 2> wait_sources{
+      wait_group_source("emmy_cp_async_wait", "cp.async.wait_group", 8, "cp.async.wait_all"),
+      wait_group_source("emmy_wgmma_wait", "wgmma.wait_group.sync.aligned", 3, "wgmma.wait_group.sync.aligned 3")};
   std::vector<IntrinsicInfo> t{
       // Fragments: a[4] and b[2] are packed 16-bit pairs (low half = lower column/k index).
       row(MmaF16F32, "emmy_mma_m16n8k16_f16_f32", W, f32x4, mma_f32_in, 0, 80, kMmaF16F32),
@@ -321,7 +309,7 @@ std::vector<IntrinsicInfo> build_table() {
       // Shared byte address, element index into the Stmt's global buffer (printed &buffer[index]).
       row(CpAsync16, "emmy_cp_async_16", T, {}, {U, L}, 0, 80, kCpAsync16),
       row(CpAsyncCommit, "emmy_cp_async_commit", T, {}, {}, 0, 80, kCpAsyncCommit),
-      row(CpAsyncWait, "emmy_cp_async_wait", T, {}, {}, 1, 80, kCpAsyncWait),
+      row(CpAsyncWait, "emmy_cp_async_wait", T, {}, {}, 1, 80, wait_sources[0]),
       // Mbarrier operands are shared byte addresses of a 64-bit mbarrier.
       row(MbarrierInit, "emmy_mbarrier_init", T, {}, {U}, 1, 90, kMbarrierInit),
       row(MbarrierExpectTx, "emmy_mbarrier_expect_tx", T, {}, {U, U}, 0, 90, kMbarrierExpectTx),
@@ -358,7 +346,7 @@ std::vector<IntrinsicInfo> build_table() {
   }
   t.push_back(row(WgmmaFence, "emmy_wgmma_fence", W, {}, {}, 0, 90, kWgmmaFence));
   t.push_back(row(WgmmaCommit, "emmy_wgmma_commit", W, {}, {}, 0, 90, kWgmmaCommit));
-  t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, kWgmmaWait));
+  t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, wait_sources[1]));
   t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, kFenceProxyAsync));
   t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
   for (size_t i = 0; i < t.size(); ++i)
