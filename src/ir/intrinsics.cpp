@@ -149,6 +149,13 @@ constexpr std::string_view kCpAsyncCommit =
 }
 )";
 
+// An instruction with no operands, ordered with the memory operations around it (fences,
+// commits).
+std::string ordering_source(std::string_view helper, std::string_view instruction) {
+  return fmt::format("__device__ __forceinline__ void {}() {{\n  asm volatile(\"{};\\n\" ::: \"memory\");\n}}\n", helper,
+                     instruction);
+}
+
 // wait_group takes an immediate: the literal argument selects its case once inlined. `cases`
 // explicit counts, then `fallback` (cp.async: wait for all; wgmma: the deepest case, which waits
 // at least as long as asked).
@@ -234,24 +241,6 @@ constexpr std::string_view kAtomicMaxI32 =
 constexpr std::string_view kAtomicMinI32 =
     R"(__device__ __forceinline__ void emmy_atomic_min_i32(int* p, int v) {
   asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
-}
-)";
-
-constexpr std::string_view kWgmmaFence =
-    R"(__device__ __forceinline__ void emmy_wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-)";
-
-constexpr std::string_view kWgmmaCommit =
-    R"(__device__ __forceinline__ void emmy_wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-)";
-
-constexpr std::string_view kFenceProxyAsync =
-    R"(__device__ __forceinline__ void emmy_fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 )";
 
@@ -344,10 +333,14 @@ std::vector<IntrinsicInfo> build_table() {
     t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(static_cast<size_t>(n / 2), F), std::move(ins), 2,
                     90, wgmma_sources[i]));
   }
-  t.push_back(row(WgmmaFence, "emmy_wgmma_fence", W, {}, {}, 0, 90, kWgmmaFence));
-  t.push_back(row(WgmmaCommit, "emmy_wgmma_commit", W, {}, {}, 0, 90, kWgmmaCommit));
+  static const std::array<std::string, 3> ordering_sources{
+      ordering_source("emmy_wgmma_fence", "wgmma.fence.sync.aligned"),
+      ordering_source("emmy_wgmma_commit", "wgmma.commit_group.sync.aligned"),
+      ordering_source("emmy_fence_proxy_async", "fence.proxy.async.shared::cta")};
+  t.push_back(row(WgmmaFence, "emmy_wgmma_fence", W, {}, {}, 0, 90, ordering_sources[0]));
+  t.push_back(row(WgmmaCommit, "emmy_wgmma_commit", W, {}, {}, 0, 90, ordering_sources[1]));
   t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, wait_sources[1]));
-  t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, kFenceProxyAsync));
+  t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, ordering_sources[2]));
   t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
