@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, 10> kExprKind{"constant", "register", "sp
 constexpr std::array<size_t, 10> kExprArity{0, 0, 0, 0, 1, 2, 3, 1, 1, 1};
 constexpr std::array<std::string_view, 10> kStmtKind{"decl", "assign",  "store",     "for",     "if",
                                                      "barrier", "intrinsic", "comment", "vload", "vstore"};
+constexpr std::array<std::string_view, 4> kScopeName{"thread", "warp", "warpgroup", "block"};
 constexpr std::array<size_t, 10> kStmtArityMin{0, 1, 2, 2, 1, 0, 0, 0, 1, 1};
 // Intrinsic operands: at most a wgmma n128 (four A registers, a two-word descriptor, 64 accumulators).
 constexpr std::array<size_t, 10> kStmtArityMax{1, 1, 2, 2, 1, 0, 70, 0, 1, 1};
@@ -118,7 +119,8 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
       return taint_block(s.orelse, v, taint) || then;
     }
     case Stmt::Kind::Intrinsic: {
-      if (valid_intrinsic(s.intrinsic) && info_of(s.intrinsic).scope != Scope::Thread && info_of(s.intrinsic).scope != Scope::Block) v = Vary::Lane;
+      if (valid_intrinsic(s.intrinsic) && (info_of(s.intrinsic).scope == Scope::Warp || info_of(s.intrinsic).scope == Scope::Warpgroup))
+        v = Vary::Lane;
       bool changed = false;
       for (const Reg& r : s.outs) changed |= raise(taint, r.name, v);
       return changed;
@@ -498,7 +500,7 @@ class Checker {
     // A warpgroup's branches are checked as a warp's: uniform per warp (the lowering keeps them
     // uniform per block).
     if (info.scope != Scope::Thread)
-      collective(fmt::format("{}-collective '{}'", info.scope == Scope::Block ? "block" : info.scope == Scope::Warp ? "warp" : "warpgroup", info.name),
+      collective(fmt::format("{}-collective '{}'", kScopeName[idx(info.scope)], info.name),
                  info.scope == Scope::Block ? Vary::Uniform : Vary::Warp);
   }
 
