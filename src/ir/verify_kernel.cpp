@@ -119,8 +119,8 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
       return taint_block(s.orelse, v, taint) || then;
     }
     case Stmt::Kind::Intrinsic: {
-      if (valid_intrinsic(s.intrinsic) && (info_of(s.intrinsic).scope == Scope::Warp || info_of(s.intrinsic).scope == Scope::Warpgroup))
-        v = Vary::Lane;
+      const Scope scope = valid_intrinsic(s.intrinsic) ? info_of(s.intrinsic).scope : Scope::Thread;
+      if (scope == Scope::Warp || scope == Scope::Warpgroup) v = Vary::Lane;
       bool changed = false;
       for (const Reg& r : s.outs) changed |= raise(taint, r.name, v);
       return changed;
