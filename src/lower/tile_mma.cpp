@@ -277,7 +277,15 @@ class MmaTier {
   // The body: statements computed per output element (the epilogue chain) and stores, one of
   // which holds the contraction; the others read it through registers.
   bool plan_contraction(const lir::Kernel& k) {
-    if (wgmma()) return reject(fmt::format("{} lowers folds (attention) so far; a plain contraction takes an mma.sync atom", t_.atom));
+    if (wgmma() && (!stage_ || !stage_->async))
+      return reject(fmt::format("{} reads A and B from shared memory: it needs STAGE with the cp transport (e.g. "
+                                "STAGE=d3/cp/ring)",
+                                t_.atom));
+    if (wgmma() && t_.warps_n != 1)
+      return reject(fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns",
+                                t_.atom));
+    if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
+      return reject(fmt::format("{}: the lowering issues N = 64 or 128", t_.atom));
     if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
     row_axis_ = k.threads[k.threads.size() - 2];
     col_axis_ = k.threads.back();
@@ -463,10 +471,10 @@ class MmaTier {
 
   // The descriptor of a wgmma's A operand: the warpgroup's 64 rows of a K-major swizzled slab
   // (rows: the output's, columns: the contraction's), k16 step `step`.
-  std::pair<K, K> a_descriptor(const Slab& s, int step) {
+  std::pair<K, K> a_descriptor(const Slab& s, int step, const K& buf) {
     const int64_t byte_off = step * kAtomK / 64 * (int64_t{s.rows} * 128) + step * kAtomK % 64 * 2;
     K group = hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
-    return descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(i64(0))), group)), byte_off,
+    return descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)), byte_off,
                             kir::wgmma_descriptor(0, 16, 1024, 1));
   }
 
@@ -907,22 +915,37 @@ class MmaTier {
     const std::string acc = b_.fresh("acc"), af = b_.fresh("a_frag"), bf = b_.fresh("b_frag");
     emit(kir::comment(fmt::format("C tile in registers: {} x {} atoms per warp", fm, fn)));
     emit(kir::decl(acc, F32, kir::cf(0, F32), fm * fn * 4));
-    emit(kir::decl(af, U32, fm * 4));
-    emit(kir::decl(bf, U32, fn * 2));
+    if (!wgmma()) {
+      emit(kir::decl(af, U32, fm * 4));
+      emit(kir::decl(bf, U32, fn * 2));
+    }
     const std::string kv = b_.fresh("k0");
     K ksize = KernelBuilder::size_value(first_.axis.size);
     const int chunk = steps * kAtomK;
     std::optional<Slab> sa, sb;
     if (stage_) {
       sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
-                     axis_at(first_.axis, i64(0), true), chunk);
+                     axis_at(first_.axis, i64(0), true), chunk, 0, wgmma());
       sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
-                     axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_);
+                     axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_, 0, wgmma());
       sa->stream = sb->stream = first_.axis.name;
+      if (wgmma() && sa->inner.name != first_.axis.name)
+        unsupported(fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
     }
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
     stream_loop(kv, i64(0), ksize, chunk, slabs, false, [&](const K& k0, const K& buf, const Issue&) {
+      if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
+        emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
+        wgmma_fence();
+        for (int s = 0; s < steps; ++s) {
+          bool n_major = false;
+          std::pair<K, K> desc = b_descriptor(*sb, buf, first_.axis.name, s, n_major);
+          wgmma_step(acc, t_.wgmma_n, af, 0, desc, n_major, a_descriptor(*sa, s, buf));
+        }
+        wgmma_done(acc, fm * fn * 4);
+        return;
+      }
       for (int s = 0; s < steps; ++s) {
         K kb = add(k0, i64(s * kAtomK));
         emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
@@ -1091,7 +1114,7 @@ class MmaTier {
             for (int s = 0; s < ks; ++s) {
               bool n_major = false;
               std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
-              wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s));
+              wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s, i64(0)));
             }
             wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
           }

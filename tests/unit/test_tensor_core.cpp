@@ -171,7 +171,7 @@ TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and
   CHECK(kernels >= 100);
 }
 
-TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference and built for sm_90a without spills") {
+TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted against the reference and built for sm_90a without spills") {
   const TargetInfo& target = *find_target("sm_90a");
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
@@ -219,6 +219,30 @@ TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference 
     }
   }
   CHECK(runs >= 20);
+  // Plain contractions (matmul and its epilogues, batched, B transposed): A and B by descriptor.
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!la->diags->has_errors());
+  for (const char* name : {"matmul", "matmul_nt", "bmm", "matmul_bias_relu", "bmm_nt_bias_relu"})
+    for (const char* knobs : {"TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d2/cp/ring",
+                              "TILE=a:wgmma_m64n128k16_f16/w8x1/k8,STAGE=d3/cp/ring"}) {
+      CAPTURE(name);
+      CAPTURE(knobs);
+      const CheckedOp& op = la->program->ops.at(name);
+      lower::Lowered low = lower::lower_op(*la->program, op, {nullptr, "", knobs}, target);
+      REQUIRE(took_tensor_cores(low));
+      CHECK(verify_program(low.kernels).empty());
+      CHECK(print_cuda(low.kernels).find("emmy_wgmma_ss_n") != std::string::npos);
+      for (const SizeBindings& sizes : shapes(op)) {
+        CAPTURE(test::shape_text(sizes));
+        SimtOptions so;
+        so.shuffle_blocks = true;
+        so.seed = 3;
+        check_interpreted(*la->program, op, low, sizes, 23, so);
+        ++runs;
+      }
+      all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+    }
+  CHECK(runs >= 40);
   if (!test::nvrtc_or_skip()) return;
   runtime::CompileOptions co;
   co.target = &target;
@@ -236,13 +260,19 @@ TEST_CASE("tensor cores: wgmma folds (sm_90a) interpreted against the reference 
     CHECK(k.spill_stores == 0);
     CHECK(k.spill_loads == 0);
   }
-  CHECK(r.resources.size() >= 9);
+  CHECK(r.resources.size() >= 19);
 }
 
 TEST_CASE("tensor cores: wgmma refusals say why") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
   const CheckedOp& op = l->program->ops.at("sdpa");
+  // Warpgroups stack along the rows of a plain contraction.
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  lower::Lowered mm = lower::lower_op(*la->program, la->program->ops.at("matmul"),
+                                      {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x2/k4,STAGE=d2/cp/ring"}, *find_target("sm_90a"));
+  REQUIRE(!took_tensor_cores(mm));
+  CHECK(fmt::format("{}", fmt::join(mm.kernels.warnings, "\n")).find("stack along the rows (w<M>x1)") != std::string::npos);
   // K and V must be staged: the atom reads B from shared memory.
   lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4"},
                                        *find_target("sm_90a"));
