@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Step-5 measurement on the GPU machine, in one device call: the peer harness (every anchor,
-# causal and not, decode, matmul, row ops; every named schedule), compute-sanitizer on the
-# default tensor-core schedules, and the whole GPU test matrix. Binaries from gpu-carry/
+# causal and not, decode, matmul, row ops; every named schedule, sm_90a's too), compute-sanitizer
+# on the default tensor-core schedules and the wgmma ones, and the whole GPU test matrix. Binaries from gpu-carry/
 # (scripts/gpu_stage.sh); results in $OUT. HARNESS_EXTRA: more harness arguments (e.g. --knobs OP=KNOBS).
 source "$(dirname "$0")/gpu_env.sh"
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
@@ -16,7 +16,10 @@ for tool in memcheck racecheck; do
              "stdlib/nn.emmy --op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
              "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
              "stdlib/nn.emmy --op sdpa --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
-             "stdlib/linalg.emmy --op matmul --shape M=300,N=200,K=333"; do
+             "stdlib/linalg.emmy --op matmul --shape M=300,N=200,K=333" \
+             "stdlib/nn.emmy --op sdpa --target sm_90a --shape B=1,H=2,S=200,T=77,D=64,E=64" \
+             "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
+             "stdlib/linalg.emmy --op matmul --target sm_90a --schedule wgmma --shape M=300,N=200,K=333"; do
     compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
     echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
   done
