@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Step-5 measurement on the GPU machine, in one device call: the peer harness (every anchor,
 # causal and not, decode, matmul, row ops; every named schedule, sm_90a's too), compute-sanitizer
-# on the default tensor-core schedules and the wgmma ones, and the whole GPU test matrix. Binaries from gpu-carry/
-# (scripts/gpu_stage.sh); results in $OUT. HARNESS_EXTRA: more harness arguments (e.g. --knobs OP=KNOBS).
+# on the default tensor-core schedules and the wgmma ones, and the whole GPU test matrix.
+# Binaries from gpu-carry/ (scripts/gpu_stage.sh); results in $OUT. HARNESS_EXTRA: more harness
+# arguments (e.g. --knobs OP=KNOBS).
 source "$(dirname "$0")/gpu_env.sh"
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 step device; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
