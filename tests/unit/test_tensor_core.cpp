@@ -184,6 +184,23 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   };
   kir::Program all;
   int runs = 0;
+  // The op's lowering at every shape the reference takes, blocks shuffled; its kernels join `all`.
+  auto interpret_all = [&](const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low, uint64_t seed) {
+    for (const SizeBindings& sizes : shapes(op)) {
+      CAPTURE(test::shape_text(sizes));
+      try {
+        evaluate_reference(program, op, sizes, random_inputs(op, sizes, 1));
+      } catch (const std::exception&) {
+        continue;  // sizes the op rejects (H not a multiple of KH)
+      }
+      SimtOptions so;
+      so.shuffle_blocks = true;
+      so.seed = seed;
+      check_interpreted(program, op, low, sizes, seed + 8, so);
+      ++runs;
+    }
+    all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+  };
   for (const char* name : {"sdpa", "sdpa_causal", "sdpa_gqa"}) {
     const CheckedOp& op = l->program->ops.at(name);
     std::vector<lower::KnobSources> schedules;
@@ -202,20 +219,7 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
       CHECK(cuda.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
       CHECK(cuda.find("emmy_fence_proxy_async();") != std::string::npos);
       CHECK(cuda.find("ldmatrix") == std::string::npos);  // every operand through descriptors or registers
-      for (const SizeBindings& sizes : shapes(op)) {
-        CAPTURE(test::shape_text(sizes));
-        try {
-          evaluate_reference(*l->program, op, sizes, random_inputs(op, sizes, 1));
-        } catch (const std::exception&) {
-          continue;  // sizes the op rejects (H not a multiple of KH)
-        }
-        SimtOptions so;
-        so.shuffle_blocks = true;
-        so.seed = 9;
-        check_interpreted(*l->program, op, low, sizes, 17, so);
-        ++runs;
-      }
-      all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+      interpret_all(*l->program, op, low, 9);
     }
   }
   CHECK(runs >= 20);
@@ -232,15 +236,7 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
       REQUIRE(took_tensor_cores(low));
       CHECK(verify_program(low.kernels).empty());
       CHECK(print_cuda(low.kernels).find("emmy_wgmma_ss_n") != std::string::npos);
-      for (const SizeBindings& sizes : shapes(op)) {
-        CAPTURE(test::shape_text(sizes));
-        SimtOptions so;
-        so.shuffle_blocks = true;
-        so.seed = 3;
-        check_interpreted(*la->program, op, low, sizes, 23, so);
-        ++runs;
-      }
-      all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+      interpret_all(*la->program, op, low, 3);
     }
   CHECK(runs >= 40);
   if (!test::nvrtc_or_skip()) return;
