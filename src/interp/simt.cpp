@@ -1320,7 +1320,6 @@ void Block::call(const kir::IntrinsicInfo& info, kir::IntrinsicCall& c, int32_t 
   }
 }
 
-// A warp-scope intrinsic: once per warp, every one of its 32 lanes active.
 // A collective runs once per group of `group` lanes (a warp, or a warpgroup of four), all active.
 void Block::run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in,
                       std::vector<uint32_t>& out, std::span<const int64_t> imm, int group) {
@@ -1328,9 +1327,8 @@ void Block::run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const 
   for (size_t p = 0; p < n; p += g) {
     int32_t first = lanes[p];
     if (first % group != 0 || p + g > n || lanes[p + g - 1] != first + group - 1)
-      fail(first, fmt::format("{}-collective {} in divergent code: {} {} has inactive lanes",
-                              group == kWarp ? "warp" : "warpgroup", info.name, group == kWarp ? "warp" : "warpgroup",
-                              first / group));
+      fail(first, fmt::format("{0}-collective {1} in divergent code: {0} {2} has inactive lanes",
+                              group == kWarp ? "warp" : "warpgroup", info.name, first / group));
     std::vector<uint32_t> win(in_rows * g), wout(out_rows * g);
     for (size_t r = 0; r < in_rows; ++r)
       std::copy_n(in.begin() + static_cast<ptrdiff_t>(r * n + p), g, win.begin() + static_cast<ptrdiff_t>(r * g));

@@ -261,10 +261,10 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::min(a, b); }); },
     shfl_bfly,                                                                 // ShflBflyI32
     [](const IntrinsicCall& c) { shfl_bfly_words(c, 2); },                     // ShflBflyF64
-    [](const IntrinsicCall& c) { wgmma_semantics(c, true, 64); },              // WgmmaRsN64
-    [](const IntrinsicCall& c) { wgmma_semantics(c, true, 128); },             // WgmmaRsN128
-    [](const IntrinsicCall& c) { wgmma_semantics(c, false, 64); },             // WgmmaSsN64
-    [](const IntrinsicCall& c) { wgmma_semantics(c, false, 128); },            // WgmmaSsN128
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN64); },
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN128); },
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN64); },
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN128); },
     ordering_only,                                                             // WgmmaFence
     ordering_only,                                                             // WgmmaCommit
     ordering_only,                                                             // WgmmaWait

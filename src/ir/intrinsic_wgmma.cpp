@@ -102,7 +102,9 @@ bool wgmma_a_in_registers(IntrinsicId id) {
 // Operand words: A's four registers (Rs) or its descriptor (Ss: low word, high word), B's descriptor, then
 // the n / 2 accumulators. Products of two 16-bit values are exact in float; each D element is
 // c + the 16 products added left to right in float (the vectors are exact in any order).
-void wgmma_semantics(const IntrinsicCall& call, bool a_in_registers, int n) {
+void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id) {
+  const bool a_in_registers = wgmma_a_in_registers(id);
+  const int n = wgmma_n(id);
   if (call.lanes % kWarpgroup != 0) throw std::invalid_argument("wgmma: called on a partial warpgroup");
   if (call.memory == nullptr) throw std::invalid_argument("wgmma: IntrinsicCall::memory is not set");
   const bool bf16 = call.imm.size() > 0 && call.imm[0] != 0, n_major = call.imm.size() > 1 && call.imm[1] != 0;
@@ -141,8 +143,9 @@ void wgmma_semantics(const IntrinsicCall& call, bool a_in_registers, int n) {
 
 // emmy_wgmma_{rs,ss}_n<N>(d..., a or desc_a, desc_b, c..., bf16, n_major): the accumulators are
 // copied in and updated in place; the two immediates pick one of four spellings once inlined.
-std::string wgmma_helper_source(bool a_in_registers, int n) {
-  const int regs = n / 2;
+std::string wgmma_helper_source(IntrinsicId id) {
+  const bool a_in_registers = wgmma_a_in_registers(id);
+  const int n = wgmma_n(id), regs = n / 2;
   std::vector<std::string> params, copies, operands, constraints;
   for (int i = 0; i < regs; ++i) {
     params.push_back(fmt::format("float& d{}", i));

@@ -317,21 +317,24 @@ std::vector<IntrinsicInfo> build_table() {
       row(ShflBflyI32, "emmy_shfl_bfly_i32", W, {I}, {I}, 1, 80, kShflBflyI32),
       row(ShflBflyF64, "emmy_shfl_bfly_f64", W, {D}, {D}, 1, 80, kShflBflyF64),
   };
-  // The wgmma rows: operand lists and helpers generated per N (their sources live as long as
+  // The wgmma rows: operand lists and helpers generated per row (the sources live as long as
   // the table).
-  static const std::array<std::string, 4> wgmma_sources{wgmma_helper_source(true, 64), wgmma_helper_source(true, 128),
-                                                        wgmma_helper_source(false, 64), wgmma_helper_source(false, 128)};
   constexpr std::array<std::pair<IntrinsicId, std::string_view>, 4> wgmma_rows{{
       {WgmmaRsN64, "emmy_wgmma_rs_n64"}, {WgmmaRsN128, "emmy_wgmma_rs_n128"},
       {WgmmaSsN64, "emmy_wgmma_ss_n64"}, {WgmmaSsN128, "emmy_wgmma_ss_n128"}}};
+  static const std::array<std::string, 4> wgmma_sources = [&] {
+    std::array<std::string, 4> out;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = wgmma_helper_source(wgmma_rows[i].first);
+    return out;
+  }();
   for (size_t i = 0; i < wgmma_rows.size(); ++i) {
     auto [id, helper] = wgmma_rows[i];
-    const int n = wgmma_n(id);
+    const auto accumulators = static_cast<size_t>(wgmma_n(id) / 2);
     // Descriptors travel as two words (low, high): an I64 operand means a global index.
     std::vector<ScalarType> ins = wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, U, U} : std::vector<ScalarType>{U, U, U, U};
-    ins.insert(ins.end(), static_cast<size_t>(n / 2), F);
-    t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(static_cast<size_t>(n / 2), F), std::move(ins), 2,
-                    90, wgmma_sources[i]));
+    ins.insert(ins.end(), accumulators, F);
+    t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(accumulators, F), std::move(ins), 2, 90,
+                    wgmma_sources[i]));
   }
   static const std::array<std::string, 3> ordering_sources{
       ordering_source("emmy_wgmma_fence", "wgmma.fence.sync.aligned"),

@@ -450,14 +450,33 @@ class MmaTier {
 
   bool wgmma() const { return t_.wgmma_n > 0; }
 
-  // The descriptor of a wgmma's B operand for k16 step `step` of a swizzled slab whose rows
-  // (K-major: the contiguous axis is the contraction's, `k_axis`) or columns (N-major) are B's N.
-  std::pair<K, K> b_descriptor(const Slab& s, const K& buf, const std::string& k_axis, int step, bool& n_major) {
-    n_major = s.inner.name != k_axis;
+  // A wgmma operand: A in four registers of `regs` from `off` (each warp's mma A fragment) or in
+  // shared memory through `desc`; B through `desc`, N-major or K-major.
+  struct AOperand {
+    std::string regs;
+    int off = 0;
+    std::optional<std::pair<K, K>> desc;
+  };
+  struct BOperand {
+    std::pair<K, K> desc;
+    bool n_major = false;
+  };
+
+  // k16 step `step` of a K-major swizzled slab: 32 bytes a step within a 64-column panel, then
+  // the next panel (rows of 128 bytes).
+  static int64_t k_major_step_bytes(const Slab& s, int step) {
+    return step * kAtomK / 64 * (int64_t{s.rows} * 128) + step * kAtomK % 64 * 2;
+  }
+
+  // The B operand for k16 step `step` of a swizzled slab whose rows (K-major: the contiguous axis
+  // is the contraction's, `k_axis`) or columns (N-major) are B's N.
+  BOperand b_operand(const Slab& s, const K& buf, const std::string& k_axis, int step) {
+    const bool n_major = s.inner.name != k_axis;
     const int64_t panel_bytes = int64_t{s.rows} * 128;
-    int64_t byte_off = n_major ? int64_t{step} * kAtomK * 128 : step * kAtomK / 64 * panel_bytes + step * kAtomK % 64 * 2;
-    return descriptor_words(b_.shared(kir::shared_addr(s.array, s.buffer_start(buf))), byte_off,
-                            kir::wgmma_descriptor(0, n_major ? static_cast<uint32_t>(panel_bytes) : 16, 1024, 1));
+    const int64_t byte_off = n_major ? int64_t{step} * kAtomK * 128 : k_major_step_bytes(s, step);
+    return {descriptor_words(b_.shared(kir::shared_addr(s.array, s.buffer_start(buf))), byte_off,
+                             kir::wgmma_descriptor(0, n_major ? static_cast<uint32_t>(panel_bytes) : 16, 1024, 1)),
+            n_major};
   }
 
   // A descriptor's two words: the start address field of base + byte_off (shared bytes, U32)
@@ -469,36 +488,33 @@ class MmaTier {
     return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
   }
 
-  // The descriptor of a wgmma's A operand: the warpgroup's 64 rows of a K-major swizzled slab
-  // (rows: the output's, columns: the contraction's), k16 step `step`.
-  std::pair<K, K> a_descriptor(const Slab& s, int step, const K& buf) {
-    const int64_t byte_off = step * kAtomK / 64 * (int64_t{s.rows} * 128) + step * kAtomK % 64 * 2;
+  // The A operand from shared memory: the warpgroup's 64 rows of a K-major swizzled slab (rows:
+  // the output's, columns: the contraction's), k16 step `step`.
+  AOperand a_operand(const Slab& s, int step, const K& buf) {
     K group = hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
-    return descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)), byte_off,
-                            kir::wgmma_descriptor(0, 16, 1024, 1));
+    return {{}, 0, descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)),
+                                    k_major_step_bytes(s, step), kir::wgmma_descriptor(0, 16, 1024, 1))};
   }
 
-  // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup: A from four registers of `a`
-  // from a_off (each warp's mma A fragment) or, given `a_desc`, from shared memory. The caller
-  // brackets a batch with wgmma_fence / wgmma_done.
-  void wgmma_step(const std::string& acc, int n, const std::string& a, int a_off, const std::pair<K, K>& desc, bool n_major,
-                  const std::optional<std::pair<K, K>>& a_desc = std::nullopt) {
+  // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup. The caller brackets a batch
+  // with wgmma_fence / wgmma_done.
+  void wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b) {
     if (n != 64 && n != 128) unsupported(fmt::format("a wgmma of N = {} (the lowering issues N = 64 or 128)", n));
     std::vector<kir::Reg> outs;
     std::vector<K> ins;
     for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
-    if (a_desc) {
-      ins.push_back(a_desc->first);
-      ins.push_back(a_desc->second);
+    if (a.desc) {
+      ins.push_back(a.desc->first);
+      ins.push_back(a.desc->second);
     } else {
-      for (int i = 0; i < 4; ++i) ins.push_back(elem(a, a_off + i, U32));
+      for (int i = 0; i < 4; ++i) ins.push_back(elem(a.regs, a.off + i, U32));
     }
-    ins.push_back(desc.first);
-    ins.push_back(desc.second);
+    ins.push_back(b.desc.first);
+    ins.push_back(b.desc.second);
     for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
     using enum kir::IntrinsicId;
-    emit(kir::intrinsic(a_desc ? (n == 64 ? WgmmaSsN64 : WgmmaSsN128) : (n == 64 ? WgmmaRsN64 : WgmmaRsN128), std::move(outs),
-                        std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, n_major ? 1 : 0}));
+    emit(kir::intrinsic(a.desc ? (n == 64 ? WgmmaSsN64 : WgmmaSsN128) : (n == 64 ? WgmmaRsN64 : WgmmaRsN128), std::move(outs),
+                        std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, b.n_major ? 1 : 0}));
   }
   void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
   // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
@@ -938,10 +954,9 @@ class MmaTier {
       if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
         emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
         wgmma_fence();
-        for (int s = 0; s < steps; ++s) {
-          bool n_major = false;
-          std::pair<K, K> desc = b_descriptor(*sb, buf, first_.axis.name, s, n_major);
-          wgmma_step(acc, t_.wgmma_n, af, 0, desc, n_major, a_descriptor(*sa, s, buf));
+        for (int s = 0; s < steps; ++s) {  // B's address before A's: one emission order on every compiler
+          BOperand b = b_operand(*sb, buf, first_.axis.name, s);
+          wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
         }
         wgmma_done(acc, fm * fn * 4);
         return;
@@ -1112,9 +1127,8 @@ class MmaTier {
           if (wgmma()) {
             wgmma_fence();
             for (int s = 0; s < ks; ++s) {
-              bool n_major = false;
-              std::pair<K, K> desc = b_descriptor(*kslab_, buf, first_.axis.name, s, n_major);
-              wgmma_step(sc, chunk, qf, 0, desc, n_major, a_descriptor(*qslab, s, i64(0)));
+              BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
+              wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
             }
             wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
           }
@@ -1405,11 +1419,8 @@ class MmaTier {
                                elem(sc, c_index(0, 2 * step + lo.atom, lo.elem, fn), F32)}));
         }
       wgmma_fence();
-      for (int step = 0; step < fn / 2; ++step) {
-        bool n_major = false;
-        std::pair<K, K> desc = b_descriptor(*vslab_, buf, fold.axis.name, step, n_major);
-        wgmma_step(orun, ne * kAtomN, pf, step * 4, desc, n_major);
-      }
+      for (int step = 0; step < fn / 2; ++step)
+        wgmma_step(orun, ne * kAtomN, {pf, step * 4, {}}, b_operand(*vslab_, buf, fold.axis.name, step));
       wgmma_done(orun, ne * 4);
       return;
     }

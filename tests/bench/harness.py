@@ -255,17 +255,14 @@ def sdpa_reference(q, k, v, causal):
 # ---- Emmy ------------------------------------------------------------------------------------
 
 
-DEVICE_TARGET = "sm_90"  # what emmy.load picks on the H200; blocks for other targets name theirs
-
-
-def named_schedules(path, op):
+def named_schedules(path, op, device_target):
     """(label, target) of `op`'s schedule blocks in an .emmy file, in order: the named ones of every
-    target, and the unnamed one of a target other than the device's (its default is the plain variant).
-    The target is None for the device's own."""
+    target, and the unnamed one of a target other than `device_target` (what emmy.load picks on this
+    GPU, whose unnamed block is the plain variant). The target is None for the device's own."""
     import re
     found = []
     for m in re.finditer(r'^schedule\s+(\w+)\s+for\s+(\w+)(?:\s+as\s+"([^"]+)")?', Path(path).read_text(), re.M):
-        target = None if m[2] == DEVICE_TARGET else m[2]
+        target = None if m[2] == device_target else m[2]
         if m[1] != op or (m[3] is None and target is None) or (m[3], target) in found:
             continue
         found.append((m[3], target))
@@ -405,7 +402,8 @@ class Harness:
         path = Path(path)
         vs = [self.variant(family, path, op)]
         if path.exists():
-            vs += [self.variant(family, path, op, schedule=s, target=t) for s, t in named_schedules(path, op)]
+            vs += [self.variant(family, path, op, schedule=s, target=t)
+                   for s, t in named_schedules(path, op, self.meta["capability"])]
         vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
         # --knobs OP[@TARGET]=KNOBS: more variants of OP from the command line (knob sweeps on the GPU)
         for o, k in self.args.knobs:

@@ -366,19 +366,19 @@ namespace {
 
 constexpr uint32_t kWgA = 1024, kWgB = 9216;  // the recorded images' shared addresses (from the descriptors)
 
-std::vector<uint32_t> wgmma_inputs(const std::vector<uint32_t>& a_words, uint64_t desc_b, const std::vector<float>& c) {
-  std::vector<uint32_t> in = a_words;
-  for (uint32_t w : {static_cast<uint32_t>(desc_b), static_cast<uint32_t>(desc_b >> 32)})
-    for (int t = 0; t < 128; ++t) in.push_back(w);
-  for (int i = 0; i < 32; ++i)
-    for (int t = 0; t < 128; ++t) in.push_back(f32_bits(c[static_cast<size_t>(t * 32 + i)]));
-  return in;
-}
-
+// A descriptor's two words, each the same in the 128 threads (operand-major, as IntrinsicCall).
 std::vector<uint32_t> broadcast_desc(uint64_t desc) {
   std::vector<uint32_t> in;
   for (uint32_t w : {static_cast<uint32_t>(desc), static_cast<uint32_t>(desc >> 32)})
     for (int t = 0; t < 128; ++t) in.push_back(w);
+  return in;
+}
+
+std::vector<uint32_t> wgmma_inputs(const std::vector<uint32_t>& a_words, uint64_t desc_b, const std::vector<float>& c) {
+  std::vector<uint32_t> in = a_words, b = broadcast_desc(desc_b);
+  in.insert(in.end(), b.begin(), b.end());
+  for (int i = 0; i < 32; ++i)
+    for (int t = 0; t < 128; ++t) in.push_back(f32_bits(c[static_cast<size_t>(t * 32 + i)]));
   return in;
 }
 
