@@ -585,6 +585,7 @@ class Block {
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
   void exec_vector(const Stmt& s, const Lanes& lanes);
+  void exec_shared_vector(const Stmt& s, const Vals& idx, const Lanes& lanes);
 
   // Expressions.
   Vals eval(const Expr& e, const Lanes& lanes);
@@ -782,11 +783,13 @@ void Block::exec_barrier(const Lanes& lanes) {
   ++smem_.epoch;
 }
 
-// A vector access: `count` elements of a global buffer to or from a register array, one access
-// per thread that the GPU faults on unless its byte address is a multiple of its size.
+// A vector access: `count` elements of a global buffer or shared array to or from a register
+// array, one access per thread that the GPU faults on unless its byte address is a multiple of
+// its size.
 void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
   bool load = s.kind == Stmt::Kind::VecLoad;
   Vals idx = eval_index(s.args[0], lanes);
+  if (s.space == kir::Space::Shared) return exec_shared_vector(s, idx, lanes);
   Global& g = (*launch_.globals)[static_cast<size_t>(buffer_index(s.name, lanes[0]))];
   if (g.type != s.type)
     fail(lanes[0], fmt::format("vector {} of {} {} buffer {} of {}", load ? "load" : "store", s.count,
@@ -827,6 +830,56 @@ void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
         encode_float(g.type, r->f[at], p);
       else
         encode_int(g.type, r->i[at], p);
+    }
+  }
+}
+
+void Block::exec_shared_vector(const Stmt& s, const Vals& idx, const Lanes& lanes) {
+  bool load = s.kind == Stmt::Kind::VecLoad;
+  const SharedSlot& sl = slot(s.name, lanes[0]);
+  if (sl.type != s.type)
+    fail(lanes[0], fmt::format("vector {} of {} {} shared {} of {}", load ? "load" : "store", s.count,
+                               kir::type_name(s.type), s.name, kir::type_name(sl.type)));
+  Register* r = regs_.find(s.reg.name);
+  if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
+  if (r->count != s.count || r->type != s.type)
+    fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
+                               kir::type_name(s.type), s.reg.name, r->count, kir::type_name(r->type)));
+  const auto bytes = static_cast<uint32_t>(kir::type_bytes(s.type));
+  const uint32_t width = bytes * static_cast<uint32_t>(s.count);
+  Vals last = idx;  // the last element of each lane's access, bounds-checked with the first
+  for (int64_t& i : last.i) i += s.count - 1;
+  std::vector<uint32_t> addrs = shared_addrs(sl, s.name, idx, lanes);
+  shared_addrs(sl, s.name, last, lanes);
+  count_shared(lanes, addrs, static_cast<int>(width));
+  std::vector<uint8_t> word(width);
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    if (addrs[k] % width != 0)
+      fail(lanes[k], fmt::format("misaligned shared vector {}: {} bytes at {}, not a multiple of {}",
+                                 load ? "load" : "store", width, describe_shared(addrs[k]), width));
+    for (int e = 0; e < s.count; ++e) {
+      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
+      uint8_t* p = word.data() + static_cast<size_t>(e) * bytes;
+      if (load) continue;
+      if (!r->init[at]) fail(lanes[k], fmt::format("vector store of uninitialized register {}[{}]", s.reg.name, e));
+      if (is_f(s.type))
+        encode_float(s.type, r->f[at], p);
+      else
+        encode_int(s.type, r->i[at], p);
+    }
+    if (!load) {
+      shared_write(lanes[k], addrs[k], word.data(), width);
+      continue;
+    }
+    shared_read(lanes[k], addrs[k], word.data(), width);
+    for (int e = 0; e < s.count; ++e) {
+      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
+      const uint8_t* p = word.data() + static_cast<size_t>(e) * bytes;
+      if (is_f(s.type))
+        r->f[at] = decode_float(s.type, p);
+      else
+        r->i[at] = decode_int(s.type, p);
+      r->init[at] = 1;
     }
   }
 }
@@ -1057,12 +1110,16 @@ std::vector<uint32_t> Block::shared_addrs(const SharedSlot& s, const std::string
   return addrs;
 }
 
+// Accesses wider than a word are served a phase of 128 bytes at a time (8 lanes of 16 bytes,
+// 16 of 8): conflicts count within each phase, so a dense 16-byte warp access counts none.
 void Block::count_shared(const Lanes& lanes, const std::vector<uint32_t>& addrs, int bytes) {
+  const size_t phase = static_cast<size_t>(bytes > 4 ? 128 / bytes : kWarp);
   for (size_t p = 0; p < lanes.size();) {
     size_t q = p;
     while (q < lanes.size() && warp_of(lanes[q]) == warp_of(lanes[p])) ++q;
     ++report_.shared_accesses;
-    report_.bank_conflicts += warp_bank_conflicts(std::span(addrs).subspan(p, q - p), bytes);
+    for (size_t f = p; f < q; f += phase)
+      report_.bank_conflicts += warp_bank_conflicts(std::span(addrs).subspan(f, std::min(phase, q - f)), bytes);
     p = q;
   }
 }

@@ -211,20 +211,20 @@ Stmt comment(std::string text) {
   return s;
 }
 
-Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index) {
+Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index, Space space) {
   Stmt s;
   s.kind = Stmt::Kind::VecLoad;
   s.reg.name = std::move(array);
   s.type = type;
   s.count = count;
-  s.space = Space::Global;
+  s.space = space;
   s.name = std::move(buffer);
   s.args.push_back(std::move(index));
   return s;
 }
 
-Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count) {
-  Stmt s = vec_load(std::move(array), type, count, std::move(buffer), std::move(index));
+Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count, Space space) {
+  Stmt s = vec_load(std::move(array), type, count, std::move(buffer), std::move(index), space);
   s.kind = Stmt::Kind::VecStore;
   return s;
 }

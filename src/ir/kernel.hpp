@@ -103,12 +103,14 @@ struct Stmt {
     Intrinsic,  // intrinsic (an IntrinsicId), outs, args = inputs, imm; name = the global
                 // buffer (cp.async) or tensor-map parameter (TMA) it reads, if any
     Comment,    // text: printed above the next statement
-    VecLoad,    // `count` consecutive elements of global buffer `name` from element args[0] into the
-                // register array reg.name (declared before, `count` elements of `type`), as one
-                // access of count * type_bytes(type) bytes (2, 4, 8 or 16), which must be aligned
-                // to its size: the index a multiple of `count` (the buffer base is 256-aligned)
-    VecStore,   // the register array reg.name into `count` consecutive elements of global buffer
-                // `name` from element args[0]: one aligned access, as VecLoad
+    VecLoad,    // `count` consecutive elements of buffer `name` in `space` (a global buffer, I64
+                // index, or a shared array, I32 index) from element args[0] into the register
+                // array reg.name (declared before, `count` elements of `type`), as one access of
+                // count * type_bytes(type) bytes (2, 4, 8 or 16), which must be aligned to its
+                // size: the index a multiple of `count` (global bases are 256-aligned, shared
+                // arrays at least 16)
+    VecStore,   // the register array reg.name into `count` consecutive elements of `name` from
+                // element args[0]: one aligned access, as VecLoad
   };
   Kind kind = Kind::Comment;
   ScalarType type = ScalarType::F32;
@@ -134,8 +136,10 @@ Stmt for_loop(std::string var, ScalarType type, Expr lo, Expr hi, std::vector<St
 Stmt if_then(Expr pred, std::vector<Stmt> then, std::vector<Stmt> orelse = {});
 Stmt barrier();
 Stmt comment(std::string text);
-Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index);
-Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count);
+Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer, Expr index,
+              Space space = Space::Global);
+Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count,
+               Space space = Space::Global);
 
 // A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
 // new sequence length is a new argument, not a new kernel).

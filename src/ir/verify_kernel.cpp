@@ -406,15 +406,14 @@ class Checker {
     }
   }
 
-  // One aligned access of 2, 4, 8 or 16 bytes between a global buffer and a whole register array.
+  // One aligned access of 2, 4, 8 or 16 bytes between memory and a whole register array.
   void vector_access(const Stmt& s) {
     bool store = s.kind == Stmt::Kind::VecStore;
     int bytes = s.count * type_bytes(s.type);
     if (s.count < 1 || (s.count & (s.count - 1)) != 0 || (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16))
       error(fmt::format("a vector access of {} {} is {} bytes (2, 4, 8 or 16, a power-of-two count)", s.count,
                         type_name(s.type), bytes));
-    if (s.space != Space::Global) error("a vector access addresses global memory");
-    memory(Space::Global, s.name, s.args[0], s.type, store);
+    memory(s.space, s.name, s.args[0], s.type, store);
     const RegInfo* info = lookup(s.reg.name);
     if (!info) return error(fmt::format("register '{}' is not declared in this scope", s.reg.name));
     if (info->count != s.count || info->type != s.type)

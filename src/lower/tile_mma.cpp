@@ -1509,6 +1509,11 @@ class MmaTier {
           if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
             b_.scopes_.back().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
     };
+    const std::optional<StagedOut> staged = staged_out(stores, tile_axis, ne * kAtomN);
+    if (staged)
+      emit(kir::comment(fmt::format("{} through shared memory ({}, free after the keys): each C element to its "
+                                    "place in the block's tile, then the tile out 16 bytes a thread",
+                                    staged->tensor, staged->array)));
     for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -1518,10 +1523,111 @@ class MmaTier {
             elem(carrier[value_field_], c_index(a, n, e, ne), F32);
         for (const lir::Stmt& s : fold.results) b_.stmt(s);
         invert_copies();
+        if (staged) return stage_element(*staged, stores[0], a, n, e);
         for (const lir::Stmt& s : stores) b_.stmt(s);
       });
       emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
     }, tile0);
+    if (staged) write_out(*staged, tile_axis, tile0, rows, tsize);
+  }
+
+  // ---- stores staged through shared memory ---------------------------------------------------
+  // A C element's lanes hold two adjacent columns of eight rows: stored from registers, each
+  // warp store touches eight 8-byte pieces of eight rows (2-byte stores, a quarter of each
+  // sector; on a one-block-an-SM fold the epilogue was a quarter of the stall samples, all on
+  // the load/store queue). Staged in a slab the keys no longer need, the block's tile leaves as
+  // whole 16-byte chunks, consecutive threads on consecutive chunks of a row.
+  struct StagedOut {
+    std::string array, tensor;
+    std::vector<std::string> vars;  // the store's subscripts (axis names), the tile axis last
+    ScalarType type = ScalarType::F32;
+    int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
+  };
+
+  // Staged when the tile's only store is a plain one, contiguous along the tile axis, of the
+  // operands' type, and a key slab (refilled by every pass over the keys) holds the tile.
+  std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& stores, const tir::Axis& tile_axis, int cols) {
+    if (!stage_ || stores.size() != 1 || stores[0].kind != lir::Stmt::Kind::Store || !stores[0].atomic.empty() ||
+        b_.coop_on())
+      return std::nullopt;
+    const lir::Stmt& st = stores[0];
+    const tir::Tensor& t = *b_.p_.tensors.find(st.tensor);
+    if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != tile_axis.name ||
+        std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) != 1)
+      return std::nullopt;
+    // The C lane map: a lane's rows are grp + 8 k and its columns 2 tig (+ 1) within each
+    // 8-column atom, so an element's chunk is its atom's, XORed with grp (stage_element).
+    for (const LaneAffine& c : c_aff_)
+      if (c.row_g != 1 || c.row_t != 0 || c.row0 % 8 != 0 || c.col_g != 0 || c.col0 + 3 * c.col_t >= 8)
+        return std::nullopt;
+    const int rows = t_.warps_m * rows_per_warp_;
+    for (const std::optional<Slab>* slab : {&kslab_, &vslab_})
+      if (*slab && (*slab)->elems() * stage_->depth >= int64_t{rows} * cols) {
+        StagedOut so{(*slab)->array, st.tensor, {}, t_.operand, rows, cols, 1};
+        for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
+        const int chunks = cols / 8;
+        while (so.xor_mod < 8 && chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
+        return so;
+      }
+    return std::nullopt;
+  }
+
+  // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
+  // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.
+  K staged_at(const StagedOut& so, const K& r, const K& c) const {
+    using kir::BinOp;
+    K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, c, ci32(8)), kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
+    return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
+  }
+
+  // C element (a, n, e) at row warp_rows + 16 a + row0 + grp, column 8 n + col0 + col_t tig of the
+  // tile: staged_at folded into a per-lane base (hoisted) and a constant, its chunk n ^ (grp % xor).
+  void stage_element(const StagedOut& so, const lir::Stmt& store, int a, int n, int e) {
+    const LaneAffine& c = c_aff_[e];
+    K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
+    K lane = hoisted(fmt::format("out_lane{}", c.col_t),
+                     add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)), mul(i32(tig_), ci32(c.col_t))));
+    K at = add(add(lane, ci32((int64_t{a} * kAtomM + c.row0) * so.cols + c.col0)),
+               mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
+    emit(kir::store(kir::Space::Shared, so.array, at, as(b_.lower(store.value), so.type)));
+  }
+
+  // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns) goes out with one
+  // 16-byte load and store where it is whole and aligned in the tensor, else element by element.
+  void write_out(const StagedOut& so, const tir::Axis& tile_axis, const K& tile0, const K& rows, const K& tsize) {
+    emit(kir::barrier());
+    const int per_row = so.cols / 8, chunks = so.rows * per_row, threads = out_->block_threads;
+    const tir::Tensor& t = *b_.p_.tensors.find(so.tensor);
+    const std::string qv = b_.fresh("out_chunk"), vec = b_.fresh("out_vec");
+    K q = kir::var({qv}, ScalarType::I32);
+    std::vector<kir::Stmt> body = b_.nested([&] {
+      K r = let(b_.fresh("out_row"), kir::binary(kir::BinOp::Div, q, ci32(per_row)));
+      K c = let(b_.fresh("out_col"), mul(kir::binary(kir::BinOp::Rem, q, ci32(per_row)), ci32(8)));
+      K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_d"), add(tile0, as(c, I64)));
+      std::vector<K> idx;
+      for (const std::string& v : so.vars)
+        idx.push_back(v == row_axis_.name ? row : v == tile_axis.name ? col : *b_.find_index(v));
+      K at = let(b_.fresh("out_at"), b_.linear_index(t, idx));
+      K from = let(b_.fresh("out_from"), staged_at(so, r, c));
+      K whole = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(col, i64(8)), tsize),
+                            kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, at, i64(8)), i64(0)));
+      std::vector<kir::Stmt> vector = b_.nested([&] {
+        emit(kir::decl(vec, so.type, 8));
+        emit(kir::vec_load(vec, so.type, 8, so.array, from, kir::Space::Shared));
+        emit(kir::vec_store(so.tensor, at, vec, so.type, 8));
+      });
+      std::vector<kir::Stmt> scalar = b_.nested([&] {
+        for (int u = 0; u < 8; ++u)
+          emit(kir::if_then(lt(add(col, i64(u)), tsize),
+                            {kir::store(kir::Space::Global, so.tensor, add(at, i64(u)),
+                                        kir::load(kir::Space::Shared, so.array, add(from, ci32(u)), so.type))}));
+      });
+      emit(kir::if_then(lt(row, rows), {kir::if_then(whole, std::move(vector), std::move(scalar))}));
+    });
+    kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(body));
+    loop.step = threads;
+    emit(std::move(loop));
+    emit(kir::barrier());  // the slab is the next pass's (another register tile's) ring again
   }
 
  public:
