@@ -397,7 +397,7 @@ Stmt intrinsic(IntrinsicId id, std::vector<Reg> outs, std::vector<Expr> ins, std
 namespace {
 void collect_wide(const std::vector<Stmt>& body, std::vector<std::string>& out) {
   for (const Stmt& s : body) {
-    bool wide = s.kind == Stmt::Kind::VecLoad || s.kind == Stmt::Kind::VecStore ||
+    bool wide = ((s.kind == Stmt::Kind::VecLoad || s.kind == Stmt::Kind::VecStore) && s.space == Space::Global) ||
                 (s.kind == Stmt::Kind::Intrinsic && s.intrinsic == static_cast<int>(IntrinsicId::CpAsync16));
     if (wide && !s.name.empty() && std::find(out.begin(), out.end(), s.name) == out.end()) out.push_back(s.name);
     collect_wide(s.body, out);

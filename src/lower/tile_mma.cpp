@@ -17,6 +17,9 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr int kAtomM = 16, kAtomN = 8, kAtomK = 16;
+// Blocks in a group of heads that a causal fold runs heaviest row tile first (two waves of one
+// block an SM on an H200's 132 SMs): the group's keys stay in L2 while its row tiles run.
+constexpr int64_t kCausalGroupBlocks = 256;
 constexpr ScalarType I64 = ScalarType::I64, F32 = ScalarType::F32, U32 = ScalarType::U32;
 constexpr std::string_view kContracted = "<mma>";  // the register a contraction's value is bound to
 using CoordFn = kir::FragmentCoord (*)(int, int);
@@ -315,6 +318,9 @@ class MmaTier {
   static K lt(K a, K b) { return kir::binary(kir::BinOp::Lt, std::move(a), std::move(b)); }
   static K ceil_div(K a, int64_t b) {
     return kir::binary(kir::BinOp::Div, add(std::move(a), i64(b - 1)), i64(b));
+  }
+  static K ceil_div_by(K a, K b) {  // b > 0
+    return kir::binary(kir::BinOp::Div, add(std::move(a), kir::binary(kir::BinOp::Sub, b, i64(1))), b);
   }
   static K elem(const std::string& array, int i, ScalarType t) { return kir::var({array, i}, t); }
 
@@ -875,14 +881,22 @@ class MmaTier {
     key_limit_ = fold ? key_bound(*fold_) : std::nullopt;
     if (const std::optional<KeyBound>& bound = key_limit_) {
       // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
-      // first across every head (row tile slowest, heaviest first), the short ones fill the
-      // last wave instead of trailing it.
+      // first (row tile slowest, heaviest first), the short ones fill the last wave instead of
+      // trailing it. Within groups of heads (the other block axes) of about kCausalGroupBlocks
+      // blocks: every row tile of a head runs while its keys are in L2 (heaviest first over all
+      // heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM for each row tile).
+      using kir::BinOp;
       K others = i64(1);
       for (size_t i = 0; i + tiled < k.threads.size(); ++i) others = mul(others, KernelBuilder::size_value(k.threads[i].size));
-      K rank = kir::binary(kir::BinOp::Div, rest, others);
-      row_tile = let("row_tile", bound->upper ? kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Sub, row_tiles, i64(1)), rank)
+      K group = let("head_group", kir::binary(BinOp::Min, others, ceil_div_by(i64(kCausalGroupBlocks), row_tiles)));
+      K per_group = mul(group, row_tiles);
+      K first = let("group_head0", mul(kir::binary(BinOp::Div, rest, per_group), group));
+      K width = let("group_heads", kir::binary(BinOp::Min, group, kir::binary(BinOp::Sub, others, first)));
+      K within = let("in_group", kir::binary(BinOp::Rem, rest, per_group));
+      K rank = kir::binary(BinOp::Div, within, width);
+      row_tile = let("row_tile", bound->upper ? kir::binary(BinOp::Sub, kir::binary(BinOp::Sub, row_tiles, i64(1)), rank)
                                               : rank);
-      rest = kir::binary(kir::BinOp::Rem, rest, others);
+      rest = add(first, kir::binary(BinOp::Rem, within, width));
     } else {
       row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
       rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
@@ -990,6 +1004,13 @@ class MmaTier {
     });
     emit(kir::comment("epilogue: each C element at its row and column"));
     const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
+    std::vector<const lir::Stmt*> store_stmts;
+    for (const lir::Stmt& s : kernel_body_)
+      if (s.kind == lir::Stmt::Kind::Store) store_stmts.push_back(&s);
+    std::optional<StagedOut> staged;
+    if (stage_ && store_stmts.size() == 1 && store_stmts[0] == &kernel_body_.back())
+      staged = staged_out(store_stmts, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+    if (staged) staged_comment(*staged);
     for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -998,11 +1019,13 @@ class MmaTier {
         for (size_t i = 0; i < kernel_body_.size(); ++i) {
           lir::Stmt st = kernel_body_[i];
           if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
+          if (staged && &kernel_body_[i] == store_stmts[0]) return stage_element(*staged, b_.lower(st.value), a, n, e);
           b_.stmt(st);
         }
       });
       emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
     }, col0_);
+    if (staged) write_out(*staged, col_block0_, rows, cols);
   }
 
   // ---- a fold of a max-rescaled sum (the online softmax) -------------------------------------
@@ -1509,11 +1532,13 @@ class MmaTier {
           if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
             b_.scopes_.back().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
     };
-    const std::optional<StagedOut> staged = staged_out(stores, tile_axis, ne * kAtomN);
-    if (staged)
-      emit(kir::comment(fmt::format("{} through shared memory ({}, free after the keys): each C element to its "
-                                    "place in the block's tile, then the tile out 16 bytes a thread",
-                                    staged->tensor, staged->array)));
+    std::vector<const lir::Stmt*> store_stmts;
+    for (const lir::Stmt& s : stores) store_stmts.push_back(s.kind == lir::Stmt::Kind::Store ? &s : nullptr);
+    const std::optional<StagedOut> staged =
+        std::count(store_stmts.begin(), store_stmts.end(), nullptr) ? std::nullopt
+                                                                      : staged_out(store_stmts, tile_axis.name, ne * kAtomN,
+                                                                                   {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
+    if (staged) staged_comment(*staged);
     for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -1523,53 +1548,59 @@ class MmaTier {
             elem(carrier[value_field_], c_index(a, n, e, ne), F32);
         for (const lir::Stmt& s : fold.results) b_.stmt(s);
         invert_copies();
-        if (staged) return stage_element(*staged, stores[0], a, n, e);
+        if (staged) return stage_element(*staged, b_.lower(stores[0].value), a, n, e);
         for (const lir::Stmt& s : stores) b_.stmt(s);
       });
       emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
     }, tile0);
-    if (staged) write_out(*staged, tile_axis, tile0, rows, tsize);
+    if (staged) write_out(*staged, tile0, rows, tsize);
   }
 
   // ---- stores staged through shared memory ---------------------------------------------------
   // A C element's lanes hold two adjacent columns of eight rows: stored from registers, each
   // warp store touches eight 8-byte pieces of eight rows (2-byte stores, a quarter of each
   // sector; on a one-block-an-SM fold the epilogue was a quarter of the stall samples, all on
-  // the load/store queue). Staged in a slab the keys no longer need, the block's tile leaves as
-  // whole 16-byte chunks, consecutive threads on consecutive chunks of a row.
+  // the load/store queue). Staged in a slab the loop no longer needs, the block's tile leaves
+  // as whole 16-byte chunks, consecutive threads on consecutive chunks of a row.
   struct StagedOut {
-    std::string array, tensor;
-    std::vector<std::string> vars;  // the store's subscripts (axis names), the tile axis last
+    std::string array, tensor, col_axis;
+    std::vector<std::string> vars;  // the store's subscripts (axis names), the column axis last
     ScalarType type = ScalarType::F32;
     int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
   };
 
-  // Staged when the tile's only store is a plain one, contiguous along the tile axis, of the
-  // operands' type, and a key slab (refilled by every pass over the keys) holds the tile.
-  std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& stores, const tir::Axis& tile_axis, int cols) {
-    if (!stage_ || stores.size() != 1 || stores[0].kind != lir::Stmt::Kind::Store || !stores[0].atomic.empty() ||
-        b_.coop_on())
-      return std::nullopt;
-    const lir::Stmt& st = stores[0];
+  // Staged when the tile's one store is a plain one of the operands' type, contiguous along the
+  // column axis, and one of `slabs` (free once the loop is done) holds the block's tile.
+  std::optional<StagedOut> staged_out(const std::vector<const lir::Stmt*>& stores, const std::string& col_axis, int cols,
+                                      const std::vector<const Slab*>& slabs) {
+    if (!stage_ || stores.size() != 1 || !stores[0]->atomic.empty() || b_.coop_on()) return std::nullopt;
+    const lir::Stmt& st = *stores[0];
     const tir::Tensor& t = *b_.p_.tensors.find(st.tensor);
-    if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != tile_axis.name ||
+    if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != col_axis ||
         std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) != 1)
       return std::nullopt;
     // The C lane map: a lane's rows are grp + 8 k and its columns 2 tig (+ 1) within each
-    // 8-column atom, so an element's chunk is its atom's, XORed with grp (stage_element).
+    // 8-column atom, so an element's chunk is its atom's XORed with grp (stage_element); the
+    // XOR stays inside a warp's own chunks (xor_mod divides the warp's chunk count).
     for (const LaneAffine& c : c_aff_)
       if (c.row_g != 1 || c.row_t != 0 || c.row0 % 8 != 0 || c.col_g != 0 || c.col0 + 3 * c.col_t >= 8)
         return std::nullopt;
-    const int rows = t_.warps_m * rows_per_warp_;
-    for (const std::optional<Slab>* slab : {&kslab_, &vslab_})
-      if (*slab && (*slab)->elems() * stage_->depth >= int64_t{rows} * cols) {
-        StagedOut so{(*slab)->array, st.tensor, {}, t_.operand, rows, cols, 1};
+    StagedOut so{{}, st.tensor, col_axis, {}, t_.operand, t_.warps_m * rows_per_warp_, cols, 1};
+    const int warp_chunks = (t_.warps_n > 1 ? cols_per_warp_ : cols) / 8;
+    while (so.xor_mod < 8 && warp_chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
+    for (const Slab* slab : slabs)
+      if (slab && slab->elems() * stage_->depth >= int64_t{so.rows} * cols) {
+        so.array = slab->array;
         for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
-        const int chunks = cols / 8;
-        while (so.xor_mod < 8 && chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
         return so;
       }
     return std::nullopt;
+  }
+
+  void staged_comment(const StagedOut& so) {
+    emit(kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its place "
+                                  "in the block's tile, then the tile out 16 bytes a thread",
+                                  so.tensor, so.array)));
   }
 
   // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
@@ -1580,21 +1611,22 @@ class MmaTier {
     return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
   }
 
-  // C element (a, n, e) at row warp_rows + 16 a + row0 + grp, column 8 n + col0 + col_t tig of the
-  // tile: staged_at folded into a per-lane base (hoisted) and a constant, its chunk n ^ (grp % xor).
-  void stage_element(const StagedOut& so, const lir::Stmt& store, int a, int n, int e) {
+  // C element (a, n, e) at row warp_rows + 16 a + row0 + grp, column warp_cols + 8 n + col0 +
+  // col_t tig of the tile: staged_at folded into a per-lane base (hoisted) and a constant, the
+  // chunk warp_cols / 8 + (n ^ (grp % xor_mod)).
+  void stage_element(const StagedOut& so, K value, int a, int n, int e) {
     const LaneAffine& c = c_aff_[e];
     K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
-    K lane = hoisted(fmt::format("out_lane{}", c.col_t),
-                     add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)), mul(i32(tig_), ci32(c.col_t))));
+    K lane = hoisted(fmt::format("out_lane{}", c.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
+                                                            add(warp_cols32_, mul(i32(tig_), ci32(c.col_t)))));
     K at = add(add(lane, ci32((int64_t{a} * kAtomM + c.row0) * so.cols + c.col0)),
                mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
-    emit(kir::store(kir::Space::Shared, so.array, at, as(b_.lower(store.value), so.type)));
+    emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
   }
 
-  // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns) goes out with one
-  // 16-byte load and store where it is whole and aligned in the tensor, else element by element.
-  void write_out(const StagedOut& so, const tir::Axis& tile_axis, const K& tile0, const K& rows, const K& tsize) {
+  // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns from col0) goes out with
+  // one 16-byte load and store where it is whole and aligned in the tensor, else element by element.
+  void write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols) {
     emit(kir::barrier());
     const int per_row = so.cols / 8, chunks = so.rows * per_row, threads = out_->block_threads;
     const tir::Tensor& t = *b_.p_.tensors.find(so.tensor);
@@ -1603,13 +1635,13 @@ class MmaTier {
     std::vector<kir::Stmt> body = b_.nested([&] {
       K r = let(b_.fresh("out_row"), kir::binary(kir::BinOp::Div, q, ci32(per_row)));
       K c = let(b_.fresh("out_col"), mul(kir::binary(kir::BinOp::Rem, q, ci32(per_row)), ci32(8)));
-      K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_d"), add(tile0, as(c, I64)));
+      K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_c"), add(col0, as(c, I64)));
       std::vector<K> idx;
       for (const std::string& v : so.vars)
-        idx.push_back(v == row_axis_.name ? row : v == tile_axis.name ? col : *b_.find_index(v));
+        idx.push_back(v == row_axis_.name ? row : v == so.col_axis ? col : *b_.find_index(v));
       K at = let(b_.fresh("out_at"), b_.linear_index(t, idx));
       K from = let(b_.fresh("out_from"), staged_at(so, r, c));
-      K whole = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(col, i64(8)), tsize),
+      K whole = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(col, i64(8)), cols),
                             kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, at, i64(8)), i64(0)));
       std::vector<kir::Stmt> vector = b_.nested([&] {
         emit(kir::decl(vec, so.type, 8));
@@ -1618,7 +1650,7 @@ class MmaTier {
       });
       std::vector<kir::Stmt> scalar = b_.nested([&] {
         for (int u = 0; u < 8; ++u)
-          emit(kir::if_then(lt(add(col, i64(u)), tsize),
+          emit(kir::if_then(lt(add(col, i64(u)), cols),
                             {kir::store(kir::Space::Global, so.tensor, add(at, i64(u)),
                                         kir::load(kir::Space::Shared, so.array, add(from, ci32(u)), so.type))}));
       });
