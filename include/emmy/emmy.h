@@ -47,7 +47,8 @@ typedef struct emmy_tensor {
 
 /* Every field may be 0/NULL for its default. */
 typedef struct emmy_options {
-  const char* target;      /* "sm_80", "sm_90", "sm_90a", "sm_120"; NULL: the GPU's own, else sm_90 */
+  const char* target;      /* "sm_80", "sm_90", "sm_90a", "sm_120"; NULL: the GPU's best (sm_90a on an
+                              H100/H200), else sm_90 */
   const char* knobs;       /* a knob list (KNOBS.md), above the schedule block and EMMY_KNOBS */
   const char* schedule;    /* a named schedule block of the op */
   const char* stdlib_path; /* colon-separated directories of std.*; NULL: $EMMY_STDLIB, then the installed one */

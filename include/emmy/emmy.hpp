@@ -38,7 +38,8 @@ std::string_view dtype_name(DType dtype);  // "f16"
 size_t dtype_bytes(DType dtype);           // 2 for f16; 1 for bool
 
 struct Options {
-  std::string target;                    // "sm_80", "sm_90", "sm_90a", "sm_120"; empty: the GPU's, else sm_90
+  std::string target;                    // "sm_80", "sm_90", "sm_90a", "sm_120"; empty: the GPU's best
+                                         // (sm_90a on an H100/H200), else sm_90
   std::string knobs;                     // knob list (KNOBS.md), above the schedule block and EMMY_KNOBS
   std::string schedule;                  // a named schedule block of the op
   std::vector<std::string> stdlib_dirs;  // empty: $EMMY_STDLIB, then the installed share/emmy/stdlib

@@ -132,7 +132,8 @@ def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=N
          env_knobs=True, dtype=None):
     """Parses and checks the .emmy file at `path` (with its imports) and returns a Program.
 
-    target: "sm_80", "sm_90", "sm_90a" or "sm_120" (None: the GPU's own, else sm_90).
+    target: "sm_80", "sm_90", "sm_90a" or "sm_120" (None: the one the GPU runs best, sm_90a on an
+        H100/H200, whose ops without an sm_90a schedule use their sm_90 one; else sm_90).
     knobs: a knob list ("PLACE=fuse,TILE@e=f64"), a dict {"TILE@e": "f64"} or a list of
         "KNOB=VALUE" strings; it overrides the schedule block and $EMMY_KNOBS.
     schedule: the name of a named schedule block ("fa1-scalar"), for every op taken from

@@ -41,7 +41,7 @@ std::vector<std::string> default_stdlib_dirs() {
   return stdlib_search_path(ec ? fs::path() : lib, EMMY_STDLIB_DIR);
 }
 
-// The options' target, else the GPU's own (when Emmy knows it), else sm_90.
+// The options' target, else the one the GPU runs best (sm_90a on an H100/H200), else sm_90.
 const TargetInfo& resolve_target(const std::string& name) {
   if (!name.empty()) {
     if (const TargetInfo* t = find_target(name)) return *t;
@@ -50,7 +50,7 @@ const TargetInfo& resolve_target(const std::string& name) {
     fail(ErrorKind::Argument, fmt::format("unknown target '{}' (targets: {})", name, fmt::join(names, ", ")));
   }
   if (std::optional<int> cc = runtime::device_compute_capability())
-    if (const TargetInfo* t = find_target(fmt::format("sm_{}", *cc))) return *t;
+    if (const TargetInfo* t = device_target(*cc)) return *t;
   return *find_target("sm_90");
 }
 

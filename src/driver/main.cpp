@@ -10,6 +10,7 @@
 #include "driver/commands.hpp"
 #include "driver/run.hpp"
 #include "emmy/version.hpp"
+#include "runtime/driver.hpp"
 #include "schedule/targets.hpp"
 #include "support/paths.hpp"
 
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
   run->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
   run->add_option("--schedule", opt.schedule, "a named schedule block of the op");
   run->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
-  run->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
+  run->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
+      ->check(CLI::IsMember(targets));
   run->add_option("--seed", run_opt.seed, "seed of the random inputs");
   run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");
   run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "interpreter: run thread blocks in a random order");
@@ -107,6 +109,12 @@ int main(int argc, char** argv) {
   opt.color = color == "always" || (color == "auto" && isatty(2));
   run_opt.use_cache = !no_cache;
   if (const char* env = std::getenv("EMMY_KNOBS")) opt.env_knobs = env;
+  // `run` without --target on a GPU: the target it runs best (sm_90a on an H100 or H200, whose
+  // ops without an sm_90a block use their sm_90 ones); the interpreter and the other commands
+  // keep sm_90.
+  if (*run && run->count("--target") == 0 && !run_opt.interp)
+    if (std::optional<int> cc = emmy::runtime::device_compute_capability())
+      if (const emmy::TargetInfo* t = emmy::device_target(*cc)) opt.target = t->name;
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);

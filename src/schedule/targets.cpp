@@ -54,6 +54,22 @@ std::vector<std::string_view> target_names() {
   return names;
 }
 
+const TargetInfo* base_target(const TargetInfo& target) {
+  if (!target.arch_specific) return nullptr;
+  auto it = std::find_if(std::begin(kTargets), std::end(kTargets),
+                         [&](const TargetInfo& t) { return !t.arch_specific && t.sm == target.sm; });
+  return it == std::end(kTargets) ? nullptr : &*it;
+}
+
+const TargetInfo* device_target(int sm) {
+  const TargetInfo* best = nullptr;
+  for (const TargetInfo& t : kTargets) {
+    if (t.sm / 10 != sm / 10 || t.sm > sm || (t.arch_specific && t.sm != sm)) continue;
+    if (!best || t.sm > best->sm || (t.sm == best->sm && t.arch_specific)) best = &t;
+  }
+  return best;
+}
+
 bool target_has(const TargetInfo& target, Feature feature) { return feature_row(feature).has(target); }
 
 std::string_view feature_name(Feature feature) { return feature_row(feature).name; }

@@ -28,6 +28,13 @@ enum class Feature { None, MmaSync, CpAsync, Tma, Wgmma, Setmaxnreg };
 
 const TargetInfo* find_target(std::string_view name);  // nullptr if unknown
 std::vector<std::string_view> target_names();           // "sm_80", "sm_90", "sm_90a", "sm_120"
+// What an arch-specific target extends (sm_90a: sm_90): its schedule blocks apply where the
+// op has none for the arch-specific one. nullptr for the others.
+const TargetInfo* base_target(const TargetInfo& target);
+// The target a device of compute capability `sm` (major * 10 + minor) runs best: its
+// arch-specific one when Emmy has it (sm_90a on an H100/H200), else the newest target of the
+// same major version not newer than the device. nullptr when none runs there.
+const TargetInfo* device_target(int sm);
 
 bool target_has(const TargetInfo& target, Feature feature);
 std::string_view feature_name(Feature feature);         // "TMA"; "" for None

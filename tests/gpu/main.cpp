@@ -87,16 +87,12 @@ std::optional<std::string> find_root() {
   return std::nullopt;
 }
 
-// The newest non-arch-specific target whose cubins the device runs: same major version, not
-// newer than the device (sm_90 on an H200).
-const TargetInfo* device_target(int major, int minor) {
-  const TargetInfo* best = nullptr;
-  for (std::string_view name : target_names()) {
-    const TargetInfo* t = find_target(name);
-    if (!t || t->arch_specific || t->sm / 10 != major || t->sm > major * 10 + minor) continue;
-    if (!best || t->sm > best->sm) best = t;
-  }
-  return best;
+// The newest non-arch-specific target whose cubins the device runs (sm_90 on an H200; the
+// schedules then also run on its arch-specific twin, sm_90a, where the device has one).
+const TargetInfo* portable_device_target(int major, int minor) {
+  const TargetInfo* t = device_target(major * 10 + minor);
+  const TargetInfo* base = t ? base_target(*t) : nullptr;
+  return base ? base : t;
 }
 
 // Exit 77 (skipped) with one line, or 1 when EMMY_REQUIRE_GPU=1.
@@ -135,7 +131,7 @@ int main(int argc, char** argv) {
   std::optional<runtime::Driver> driver = runtime::Driver::open(&why);
   if (!driver) return unavailable(fmt::format("no CUDA GPU ({})", why));
   if (!runtime::nvrtc_available(&why)) return unavailable(fmt::format("no NVRTC ({})", why));
-  ctx.target = device_target(driver->cc_major(), driver->cc_minor());
+  ctx.target = portable_device_target(driver->cc_major(), driver->cc_minor());
   if (!ctx.target)
     return unavailable(fmt::format("no Emmy target for {} (compute capability {}.{})", driver->name(),
                                    driver->cc_major(), driver->cc_minor()));

@@ -116,6 +116,19 @@ TEST_CASE("targets: sm_120 (RTX 5090) has cp.async and TMA, no wgmma, 99 KB smem
   CHECK(t->max_threads_per_block == 1024);
 }
 
+TEST_CASE("targets: a device runs its arch-specific target best, which extends the portable one") {
+  auto name = [](int sm) { const TargetInfo* t = device_target(sm); return t ? std::string(t->name) : "none"; };
+  CHECK(name(90) == "sm_90a");  // H100, H200
+  CHECK(name(80) == "sm_80");   // A100
+  CHECK(name(86) == "sm_80");   // RTX 30x0: same major, not newer than the device
+  CHECK(name(89) == "sm_80");
+  CHECK(name(120) == "sm_120");  // RTX 5090
+  CHECK(name(75) == "none");
+  CHECK(name(100) == "none");  // no sm_100 target: sm_90a's cubins do not run there
+  CHECK(base_target(*find_target("sm_90a")) == find_target("sm_90"));
+  for (std::string_view t : {"sm_80", "sm_90", "sm_120"}) CHECK(base_target(*find_target(t)) == nullptr);
+}
+
 TEST_CASE("targets: feature table") {
   const TargetInfo& a100 = *find_target("sm_80");
   const TargetInfo& h100 = *find_target("sm_90");

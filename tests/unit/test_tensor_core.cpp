@@ -259,6 +259,31 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   CHECK(r.resources.size() >= 19);
 }
 
+TEST_CASE("schedules: an arch-specific target without the asked block uses its base target's") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto label_of = [&](const std::string& op, const std::string& label) {
+    auto s = lower::select_schedule(*l->program, op, sm90a, label);
+    if (const auto* why = std::get_if<std::string>(&s)) return "error: " + *why;
+    const CheckedSchedule* c = std::get<const CheckedSchedule*>(s);
+    if (!c) return std::string("none");
+    return fmt::format("{} {}", c->target->name, c->decl->label ? c->decl->label->name : "(unnamed)");
+  };
+  CHECK(label_of("matmul", "wgmma") == "sm_90a wgmma");            // its own
+  CHECK(label_of("matmul", "") == "sm_90 (unnamed)");              // none unnamed for sm_90a
+  CHECK(label_of("matmul", "split-k") == "sm_90 split-k");         // named, from sm_90
+  CHECK(label_of("matmul_swiglu", "") == "none");                  // no block for either
+  CHECK(label_of("matmul", "fast") ==
+        "error: op matmul has no schedule named \"fast\" for sm_90a or sm_90 (named schedules: wgmma, split-k, "
+        "split-k-scalar, split-k-atomic, tma-ws, scalar-baseline)");
+  auto n = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!n->diags->has_errors());
+  auto sdpa = lower::select_schedule(*n->program, "sdpa", sm90a, "");
+  REQUIRE(std::get<const CheckedSchedule*>(sdpa));
+  CHECK(std::get<const CheckedSchedule*>(sdpa)->target->name == "sm_90a");  // its own unnamed block first
+}
+
 TEST_CASE("tensor cores: wgmma refusals say why") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
