@@ -270,12 +270,12 @@ TEST_CASE("schedules: an arch-specific target without the asked block uses its b
     if (!c) return std::string("none");
     return fmt::format("{} {}", c->target->name, c->decl->label ? c->decl->label->name : "(unnamed)");
   };
-  CHECK(label_of("matmul", "wgmma") == "sm_90a wgmma");            // its own
-  CHECK(label_of("matmul", "") == "sm_90 (unnamed)");              // none unnamed for sm_90a
-  CHECK(label_of("matmul", "split-k") == "sm_90 split-k");         // named, from sm_90
-  CHECK(label_of("matmul_swiglu", "") == "none");                  // no block for either
+  CHECK(label_of("matmul", "") == "sm_90a (unnamed)");     // its own unnamed block
+  CHECK(label_of("matmul_nt", "") == "sm_90 (unnamed)");   // none for sm_90a: sm_90's
+  CHECK(label_of("matmul", "split-k") == "sm_90 split-k");  // named, from sm_90
+  CHECK(label_of("matmul_swiglu", "") == "none");           // no block for either
   CHECK(label_of("matmul", "fast") ==
-        "error: op matmul has no schedule named \"fast\" for sm_90a or sm_90 (named schedules: wgmma, split-k, "
+        "error: op matmul has no schedule named \"fast\" for sm_90a or sm_90 (named schedules: split-k, "
         "split-k-scalar, split-k-atomic, tma-ws, scalar-baseline)");
   auto n = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!n->diags->has_errors());
