@@ -692,20 +692,26 @@ TEST_CASE("simt: a misaligned vector access is an error, as the GPU faults on it
 
 namespace {
 
-// 32 threads: thread t loads x[8t ..] (16 bytes), stores it into shared s at chunk (t ^ 1) + off
-// elements, then (after the barrier, when `barrier`) loads chunk t of s back and stores it to
-// y[8t ..]: y's chunk t is x's chunk t ^ 1, every move one 16-byte access.
-kir::Program shared_vector_swap(bool barrier, int off = 0) {
+// `threads` threads: thread t loads x[8t ..] (16 bytes), stores it into shared s at element
+// `dst` (an expression of t), then (after a barrier, when `barrier`) loads s[8t ..] back and
+// stores it to y[8t ..]; every move one 16-byte access.
+kir::Program shared_vector_exchange(int threads, const Expr& dst, bool barrier) {
   Expr chunk = mul(tid(), kir::ci(8));
-  Expr other = add(mul(kir::binary(BinOp::BitXor, tid(), kir::ci(1)), kir::ci(8)), kir::ci(off));
   std::vector<Stmt> body{kir::decl("v", ScalarType::F16, 8), kir::decl("w", ScalarType::F16, 8),
                          kir::vec_load("v", ScalarType::F16, 8, "x", kir::cast(chunk, I64)),
-                         kir::vec_store("s", other, "v", ScalarType::F16, 8, kir::Space::Shared)};
+                         kir::vec_store("s", dst, "v", ScalarType::F16, 8, kir::Space::Shared)};
   if (barrier) body.push_back(kir::barrier());
   body.push_back(kir::vec_load("w", ScalarType::F16, 8, "s", chunk, kir::Space::Shared));
   body.push_back(kir::vec_store("y", kir::cast(chunk, I64), "w", ScalarType::F16, 8));
-  return program({buffer("x", In, ScalarType::F16, {"256"}), buffer("y", Out, ScalarType::F16, {"256"})}, 32,
-                 kir::ci(1, I64), std::move(body), {shared("s", ScalarType::F16, 264)});
+  const std::string n = std::to_string(8 * threads);
+  return program({buffer("x", In, ScalarType::F16, {n}), buffer("y", Out, ScalarType::F16, {n})}, threads,
+                 kir::ci(1, I64), std::move(body), {shared("s", ScalarType::F16, 8 * threads + 8)});
+}
+
+// Thread t's chunk goes to chunk t ^ 1 (its neighbour in the warp), `off` elements further.
+kir::Program shared_vector_swap(int off = 0) {
+  return shared_vector_exchange(32, add(mul(kir::binary(BinOp::BitXor, tid(), kir::ci(1)), kir::ci(8)), kir::ci(off)),
+                                true);
 }
 
 }  // namespace
@@ -713,35 +719,25 @@ kir::Program shared_vector_swap(bool barrier, int off = 0) {
 TEST_CASE("simt: shared vector accesses move 16 bytes, conflict-free when dense, and are race-checked") {
   std::vector<double> x = values(256, 4);
   TensorMap io{{"x", tensor(DType::F16, {256}, x)}};
-  SimtReport report = run_simt(shared_vector_swap(true), {{"N", 1}}, io);
+  SimtReport report = run_simt(shared_vector_swap(), {{"N", 1}}, io);
   for (int t = 0; t < 32; ++t)
     for (int e = 0; e < 8; ++e)
       CHECK(io.at("y").data[static_cast<size_t>(8 * t + e)] == x[static_cast<size_t>(8 * (t ^ 1) + e)]);
   CHECK(report.shared_accesses == 2);
   CHECK(report.bank_conflicts == 0);  // 16-byte lanes: four phases of eight, each a dense 128 bytes
-  CHECK(fmt::format("{}", fmt::join(verify_kernel(shared_vector_swap(true).kernels[0]), "\n")) == "");
-  CHECK(contains(print_cuda(shared_vector_swap(true)), "vec_.w = *reinterpret_cast<const uint4*>(&s["));
+  CHECK(fmt::format("{}", fmt::join(verify_kernel(shared_vector_swap().kernels[0]), "\n")) == "");
+  CHECK(contains(print_cuda(shared_vector_swap()), "vec_.w = *reinterpret_cast<const uint4*>(&s["));
   // Four elements off: not 16-byte aligned, which the GPU faults on.
-  CHECK(simt_error(shared_vector_swap(true, 4), {{"N", 1}}, io).find("misaligned shared vector store: 16 bytes") !=
+  CHECK(simt_error(shared_vector_swap(4), {{"N", 1}}, io).find("misaligned shared vector store: 16 bytes") !=
         std::string::npos);
 }
 
 TEST_CASE("simt: a shared vector read of another warp's write without a barrier is a race") {
-  Expr chunk = mul(tid(), kir::ci(8));
-  Expr other = mul(kir::binary(BinOp::Rem, add(tid(), kir::ci(32)), kir::ci(64)), kir::ci(8));  // the other warp's
-  auto swap = [&](bool barrier) {
-    std::vector<Stmt> body{kir::decl("v", ScalarType::F16, 8),
-                           kir::vec_load("v", ScalarType::F16, 8, "x", kir::cast(chunk, I64)),
-                           kir::vec_store("s", other, "v", ScalarType::F16, 8, kir::Space::Shared)};
-    if (barrier) body.push_back(kir::barrier());
-    body.push_back(kir::vec_load("v", ScalarType::F16, 8, "s", chunk, kir::Space::Shared));
-    body.push_back(kir::vec_store("y", kir::cast(chunk, I64), "v", ScalarType::F16, 8));
-    return program({buffer("x", In, ScalarType::F16, {"512"}), buffer("y", Out, ScalarType::F16, {"512"})}, 64,
-                   kir::ci(1, I64), std::move(body), {shared("s", ScalarType::F16, 512)});
-  };
+  // 64 threads: thread t's chunk goes to the other warp's thread (t + 32) % 64.
+  Expr other_warp = mul(kir::binary(BinOp::Rem, add(tid(), kir::ci(32)), kir::ci(64)), kir::ci(8));
   TensorMap io{{"x", tensor(DType::F16, {512}, values(512, 6))}};
-  CHECK(contains(simt_error(swap(false), {{"N", 1}}, io), "shared-memory race"));
-  CHECK(simt_error(swap(true), {{"N", 1}}, io) == "(no error)");
+  CHECK(contains(simt_error(shared_vector_exchange(64, other_warp, false), {{"N", 1}}, io), "shared-memory race"));
+  CHECK(simt_error(shared_vector_exchange(64, other_warp, true), {{"N", 1}}, io) == "(no error)");
 }
 
 TEST_CASE("verify: vector accesses need a power-of-two count of 2..16 bytes and a matching register array") {
