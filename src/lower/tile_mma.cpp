@@ -1004,13 +1004,8 @@ class MmaTier {
     });
     emit(kir::comment("epilogue: each C element at its row and column"));
     const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-    std::vector<const lir::Stmt*> store_stmts;
-    for (const lir::Stmt& s : kernel_body_)
-      if (s.kind == lir::Stmt::Kind::Store) store_stmts.push_back(&s);
-    std::optional<StagedOut> staged;
-    if (stage_ && store_stmts.size() == 1 && store_stmts[0] == &kernel_body_.back())
-      staged = staged_out(store_stmts, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-    if (staged) staged_comment(*staged);
+    const std::optional<StagedOut> staged =
+        staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
     for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -1019,7 +1014,7 @@ class MmaTier {
         for (size_t i = 0; i < kernel_body_.size(); ++i) {
           lir::Stmt st = kernel_body_[i];
           if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
-          if (staged && &kernel_body_[i] == store_stmts[0]) return stage_element(*staged, b_.lower(st.value), a, n, e);
+          if (staged && i + 1 == kernel_body_.size()) return stage_element(*staged, b_.lower(st.value), a, n, e);
           b_.stmt(st);
         }
       });
@@ -1532,13 +1527,8 @@ class MmaTier {
           if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
             b_.scopes_.back().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
     };
-    std::vector<const lir::Stmt*> store_stmts;
-    for (const lir::Stmt& s : stores) store_stmts.push_back(s.kind == lir::Stmt::Kind::Store ? &s : nullptr);
     const std::optional<StagedOut> staged =
-        std::count(store_stmts.begin(), store_stmts.end(), nullptr) ? std::nullopt
-                                                                      : staged_out(store_stmts, tile_axis.name, ne * kAtomN,
-                                                                                   {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
-    if (staged) staged_comment(*staged);
+        staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
     for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
       std::vector<kir::Stmt> one = b_.nested([&] {
         b_.scopes_.back().index[row_axis_.name] = row;
@@ -1548,7 +1538,7 @@ class MmaTier {
             elem(carrier[value_field_], c_index(a, n, e, ne), F32);
         for (const lir::Stmt& s : fold.results) b_.stmt(s);
         invert_copies();
-        if (staged) return stage_element(*staged, b_.lower(stores[0].value), a, n, e);
+        if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e);
         for (const lir::Stmt& s : stores) b_.stmt(s);
       });
       emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
@@ -1569,12 +1559,16 @@ class MmaTier {
     int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
   };
 
-  // Staged when the tile's one store is a plain one of the operands' type, contiguous along the
-  // column axis, and one of `slabs` (free once the loop is done) holds the block's tile.
-  std::optional<StagedOut> staged_out(const std::vector<const lir::Stmt*>& stores, const std::string& col_axis, int cols,
+  // Staged when the element's statements end with its one store, a plain one of the operands'
+  // type contiguous along the column axis, and one of `slabs` (free once the loop is done) holds
+  // the block's tile. Says so in a comment of the kernel.
+  std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
                                       const std::vector<const Slab*>& slabs) {
-    if (!stage_ || stores.size() != 1 || !stores[0]->atomic.empty() || b_.coop_on()) return std::nullopt;
-    const lir::Stmt& st = *stores[0];
+    auto is_store = [](const lir::Stmt& s) { return s.kind == lir::Stmt::Kind::Store; };
+    if (!stage_ || body.empty() || !is_store(body.back()) || std::count_if(body.begin(), body.end(), is_store) != 1 ||
+        !body.back().atomic.empty() || b_.coop_on())
+      return std::nullopt;
+    const lir::Stmt& st = body.back();
     const tir::Tensor& t = *b_.p_.tensors.find(st.tensor);
     if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != col_axis ||
         std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) != 1)
@@ -1592,15 +1586,12 @@ class MmaTier {
       if (slab && slab->elems() * stage_->depth >= int64_t{so.rows} * cols) {
         so.array = slab->array;
         for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
+        emit(kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its "
+                                      "place in the block's tile, then the tile out 16 bytes a thread",
+                                      so.tensor, so.array)));
         return so;
       }
     return std::nullopt;
-  }
-
-  void staged_comment(const StagedOut& so) {
-    emit(kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its place "
-                                  "in the block's tile, then the tile out 16 bytes a thread",
-                                  so.tensor, so.array)));
   }
 
   // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
