@@ -2,12 +2,13 @@
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
 # Usage: tests/bench/step5_probe.sh [defaults|sdpa|sdpa128|hd128|causal|small-s|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|extra]...
-# EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script.
+# EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script;
+# TARGET=sm_90a probes the arch-specific target (default sm_90: the mma.sync schedules).
 source "$(dirname "$0")/gpu_env.sh"
 run_bench() {  # file op shape [more emmyc run arguments]
   local file=$1 op=$2 shape=$3; shift 3
   echo "== $op $shape $*"
-  "${EMMYC:-$B/emmyc}" run "$file" --op "$op" --shape "$shape" "$@" --bench 2>&1 | tee -a "$OUT/probe.log" |
+  "${EMMYC:-$B/emmyc}" run "$file" --op "$op" --shape "$shape" --target "${TARGET:-sm_90}" "$@" --bench 2>&1 | tee -a "$OUT/probe.log" |
     grep -E "^(Emmy|naive)|^k_|FAIL|error|  ok$" | sed 's/  */ /g'
 }
 bench() { run_bench "$1" "$2" "$3" --knobs "$4"; }  # file op shape knobs

@@ -13,11 +13,11 @@ python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --dead
 echo "exit $?"; grep -E "torch FA-2|Emmy: sdpa \[default\]|tc-hd128|cuBLAS|matmul \[default\]|decode|torch SDPA|F.layer|F.rms|torch.softmax|(softmax|layernorm|rmsnorm) \[default\]" "$OUT/harness.log" | cut -c1-170 | head -80
 step compute-sanitizer
 for tool in memcheck racecheck; do
-  for run in "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=200,T=77,D=64,E=64" \
-             "stdlib/nn.emmy --op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
-             "stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
-             "stdlib/nn.emmy --op sdpa --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
-             "stdlib/linalg.emmy --op matmul --shape M=300,N=200,K=333" \
+  for run in "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64" \
+             "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64,E=64" \
+             "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
+             "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
+             "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=300,N=200,K=333" \
              "stdlib/nn.emmy --op sdpa --target sm_90a --shape B=1,H=2,S=200,T=77,D=64,E=64" \
              "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
              "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=200,K=333"; do
