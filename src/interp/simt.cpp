@@ -585,7 +585,9 @@ class Block {
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
   void exec_vector(const Stmt& s, const Lanes& lanes);
-  void exec_shared_vector(const Stmt& s, const Vals& idx, const Lanes& lanes);
+  void exec_shared_vector(const Stmt& s, const Vals& idx, Register& r, const Lanes& lanes);
+  void unpack_lane(const Stmt& s, Register& r, int32_t t, const uint8_t* at);
+  void pack_lane(const Stmt& s, const Register& r, int32_t t, uint8_t* at);
 
   // Expressions.
   Vals eval(const Expr& e, const Lanes& lanes);
@@ -789,7 +791,12 @@ void Block::exec_barrier(const Lanes& lanes) {
 void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
   bool load = s.kind == Stmt::Kind::VecLoad;
   Vals idx = eval_index(s.args[0], lanes);
-  if (s.space == kir::Space::Shared) return exec_shared_vector(s, idx, lanes);
+  Register* r = regs_.find(s.reg.name);
+  if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
+  if (r->count != s.count || r->type != s.type)
+    fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
+                               kir::type_name(s.type), s.reg.name, r->count, kir::type_name(r->type)));
+  if (s.space == kir::Space::Shared) return exec_shared_vector(s, idx, *r, lanes);
   Global& g = (*launch_.globals)[static_cast<size_t>(buffer_index(s.name, lanes[0]))];
   if (g.type != s.type)
     fail(lanes[0], fmt::format("vector {} of {} {} buffer {} of {}", load ? "load" : "store", s.count,
@@ -797,11 +804,6 @@ void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
   if (!load)
     if (const kir::Param* p = kernel_.find_param(s.name); p != nullptr && p->is_const)
       fail(lanes[0], fmt::format("vector store to buffer {}, a const parameter", s.name));
-  Register* r = regs_.find(s.reg.name);
-  if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
-  if (r->count != s.count || r->type != s.type)
-    fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
-                               kir::type_name(s.type), s.reg.name, r->count, kir::type_name(r->type)));
   auto bytes = static_cast<size_t>(kir::type_bytes(g.type));
   size_t width = bytes * static_cast<size_t>(s.count);
   for (size_t k = 0; k < lanes.size(); ++k) {
@@ -814,39 +816,21 @@ void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
                                  "multiple of {}; the GPU faults on it",
                                  load ? "load" : "store", width, g.name, static_cast<size_t>(first) * bytes, first,
                                  width));
-    for (int e = 0; e < s.count; ++e) {
-      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
-      uint8_t* p = g.bytes.data() + (static_cast<size_t>(first) + static_cast<size_t>(e)) * bytes;
-      if (load) {
-        if (is_f(g.type))
-          r->f[at] = decode_float(g.type, p);
-        else
-          r->i[at] = decode_int(g.type, p);
-        r->init[at] = 1;
-        continue;
-      }
-      if (!r->init[at]) fail(lanes[k], fmt::format("vector store of uninitialized register {}[{}]", s.reg.name, e));
-      if (is_f(g.type))
-        encode_float(g.type, r->f[at], p);
-      else
-        encode_int(g.type, r->i[at], p);
-    }
+    uint8_t* at = g.bytes.data() + static_cast<size_t>(first) * bytes;
+    if (load)
+      unpack_lane(s, *r, lanes[k], at);
+    else
+      pack_lane(s, *r, lanes[k], at);
   }
 }
 
-void Block::exec_shared_vector(const Stmt& s, const Vals& idx, const Lanes& lanes) {
+void Block::exec_shared_vector(const Stmt& s, const Vals& idx, Register& r, const Lanes& lanes) {
   bool load = s.kind == Stmt::Kind::VecLoad;
   const SharedSlot& sl = slot(s.name, lanes[0]);
   if (sl.type != s.type)
     fail(lanes[0], fmt::format("vector {} of {} {} shared {} of {}", load ? "load" : "store", s.count,
                                kir::type_name(s.type), s.name, kir::type_name(sl.type)));
-  Register* r = regs_.find(s.reg.name);
-  if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
-  if (r->count != s.count || r->type != s.type)
-    fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
-                               kir::type_name(s.type), s.reg.name, r->count, kir::type_name(r->type)));
-  const auto bytes = static_cast<uint32_t>(kir::type_bytes(s.type));
-  const uint32_t width = bytes * static_cast<uint32_t>(s.count);
+  const uint32_t width = static_cast<uint32_t>(kir::type_bytes(s.type)) * static_cast<uint32_t>(s.count);
   Vals last = idx;  // the last element of each lane's access, bounds-checked with the first
   for (int64_t& i : last.i) i += s.count - 1;
   std::vector<uint32_t> addrs = shared_addrs(sl, s.name, idx, lanes);
@@ -857,30 +841,40 @@ void Block::exec_shared_vector(const Stmt& s, const Vals& idx, const Lanes& lane
     if (addrs[k] % width != 0)
       fail(lanes[k], fmt::format("misaligned shared vector {}: {} bytes at {}, not a multiple of {}",
                                  load ? "load" : "store", width, describe_shared(addrs[k]), width));
-    for (int e = 0; e < s.count; ++e) {
-      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
-      uint8_t* p = word.data() + static_cast<size_t>(e) * bytes;
-      if (load) continue;
-      if (!r->init[at]) fail(lanes[k], fmt::format("vector store of uninitialized register {}[{}]", s.reg.name, e));
-      if (is_f(s.type))
-        encode_float(s.type, r->f[at], p);
-      else
-        encode_int(s.type, r->i[at], p);
-    }
-    if (!load) {
+    if (load) {
+      shared_read(lanes[k], addrs[k], word.data(), width);
+      unpack_lane(s, r, lanes[k], word.data());
+    } else {
+      pack_lane(s, r, lanes[k], word.data());
       shared_write(lanes[k], addrs[k], word.data(), width);
-      continue;
     }
-    shared_read(lanes[k], addrs[k], word.data(), width);
-    for (int e = 0; e < s.count; ++e) {
-      size_t at = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(lanes[k]);
-      const uint8_t* p = word.data() + static_cast<size_t>(e) * bytes;
-      if (is_f(s.type))
-        r->f[at] = decode_float(s.type, p);
-      else
-        r->i[at] = decode_int(s.type, p);
-      r->init[at] = 1;
-    }
+  }
+}
+
+// Lane t's register array (s.count elements of s.type) from or into consecutive bytes at `at`.
+void Block::unpack_lane(const Stmt& s, Register& r, int32_t t, const uint8_t* at) {
+  const auto bytes = static_cast<size_t>(kir::type_bytes(s.type));
+  for (int e = 0; e < s.count; ++e) {
+    size_t slot = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(t);
+    const uint8_t* p = at + static_cast<size_t>(e) * bytes;
+    if (is_f(s.type))
+      r.f[slot] = decode_float(s.type, p);
+    else
+      r.i[slot] = decode_int(s.type, p);
+    r.init[slot] = 1;
+  }
+}
+
+void Block::pack_lane(const Stmt& s, const Register& r, int32_t t, uint8_t* at) {
+  const auto bytes = static_cast<size_t>(kir::type_bytes(s.type));
+  for (int e = 0; e < s.count; ++e) {
+    size_t slot = static_cast<size_t>(e) * static_cast<size_t>(threads_) + static_cast<size_t>(t);
+    if (!r.init[slot]) fail(t, fmt::format("vector store of uninitialized register {}[{}]", s.reg.name, e));
+    uint8_t* p = at + static_cast<size_t>(e) * bytes;
+    if (is_f(s.type))
+      encode_float(s.type, r.f[slot], p);
+    else
+      encode_int(s.type, r.i[slot], p);
   }
 }
 
