@@ -412,7 +412,7 @@ struct Launch {
   std::vector<Global>* globals = nullptr;
   std::unordered_map<std::string, int> buffer_of;  // Buffer parameter -> globals index
   std::unordered_map<std::string, ScalarParam> scalars;
-  std::unordered_map<std::string, const kir::TensorMap2d*> maps;
+  std::unordered_map<std::string, kir::TmaMap> maps;
   std::unordered_map<std::string, SharedSlot> shared;
   uint32_t shared_bytes = 0;
   int64_t grid = 0;
@@ -1396,13 +1396,17 @@ void Block::run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const 
 void Block::issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
                         const std::vector<uint32_t>& in) {
   size_t n = lanes.size(), rows = in.size() / n;
-  bool tma = info.id == IntrinsicId::TmaLoad2d;
-  const kir::TensorMap2d* map = nullptr;
+  bool tma = kir::tma_rank(info.id) > 0;
+  const kir::TmaMap* map = nullptr;
   int buffer = -1;
   if (tma) {
     auto it = launch_.maps.find(s.name);
     if (it == launch_.maps.end()) fail(lanes[0], fmt::format("{} is not a tensor-map parameter of the kernel", s.name));
-    map = it->second;
+    if (it->second.buffer < 0) fail(lanes[0], fmt::format("a TMA copy through tensor map {}, which the sizes do not allow", s.name));
+    if (kir::tma_rank(info.id) != it->second.rank)
+      fail(lanes[0], fmt::format("a TMA copy of {} coordinates through tensor map {} of rank {}", kir::tma_rank(info.id), s.name,
+                                 it->second.rank));
+    map = &it->second;
   } else {
     buffer = buffer_index(s.name, lanes[0]);
   }
@@ -1497,7 +1501,7 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
 void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   const kir::IntrinsicInfo& info = intrinsic(s, lanes[0]);
   std::vector<uint32_t> in = operand_words(s, info, lanes);
-  if (info.id == IntrinsicId::CpAsync16 || info.id == IntrinsicId::TmaLoad2d) return issue_async(s, info, lanes, in);
+  if (info.id == IntrinsicId::CpAsync16 || kir::tma_rank(info.id) > 0) return issue_async(s, info, lanes, in);
   if (ordering(s, info, lanes, in)) return;
   size_t n = lanes.size();
   std::vector<uint32_t> out(static_cast<size_t>(total_words(info.outs)) * n);
@@ -1601,12 +1605,21 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       if (it == sizes.end()) throw SimtError(fmt::format("kernel {}: scalar parameter {} is not bound", k.name, p.name));
       l.scalars[p.name] = {p.type, is_f(p.type) ? it->second : wrap_int(p.type, it->second)};
     } else {
-      auto it = options.tensor_maps.find(p.name);
-      if (it == options.tensor_maps.end())
-        throw SimtError(fmt::format("kernel {}: tensor-map parameter {} has no SimtOptions::tensor_maps entry", k.name, p.name));
-      if (it->second.buffer < 0 || static_cast<size_t>(it->second.buffer) >= globals.size())
-        throw SimtError(fmt::format("kernel {}: tensor map {} names buffer #{}", k.name, p.name, it->second.buffer));
-      l.maps[p.name] = &it->second;
+      // A map the test gave, else the one the host would encode from the parameter; a map the
+      // sizes do not allow is kept with buffer -1 (the kernel must not copy through it).
+      if (auto it = options.tensor_maps.find(p.name); it != options.tensor_maps.end()) {
+        if (it->second.buffer < 0 || static_cast<size_t>(it->second.buffer) >= globals.size())
+          throw SimtError(fmt::format("kernel {}: tensor map {} names buffer #{}", k.name, p.name, it->second.buffer));
+        l.maps[p.name] = it->second;
+        continue;
+      }
+      auto g = std::find_if(globals.begin(), globals.end(), [&](const Global& x) { return x.name == p.map_of; });
+      if (g == globals.end())
+        throw SimtError(fmt::format("kernel {}: tensor map {} is over {}, not a buffer of the program", k.name, p.name, p.map_of));
+      auto map = kir::tma_map_of(p, g->type, g->shape, static_cast<int>(g - globals.begin()));
+      kir::TmaMap unusable;
+      unusable.buffer = -1;
+      l.maps[p.name] = std::holds_alternative<kir::TmaMap>(map) ? std::get<kir::TmaMap>(map) : unusable;
     }
   }
   uint64_t offset = 0;

@@ -16,9 +16,10 @@ namespace emmy {
 struct SimtOptions {
   bool shuffle_blocks = false;  // run the blocks of each launch in a seeded random order
   uint64_t seed = 0;
-  // TMA descriptors by TensorMap parameter name. TensorMap2d::buffer numbers the global
+  // TMA descriptors by TensorMap parameter name, in place of the ones the parameters describe
+  // (tests of the copy itself). TmaMap::buffer numbers the global
   // buffers as Program::buffers does (index 0 = the program's first buffer).
-  std::map<std::string, kir::TensorMap2d> tensor_maps;
+  std::map<std::string, kir::TmaMap> tensor_maps;
   // Report shared-memory races: bytes written by one warp and read or written by another
   // with no barrier between (within one warp, lockstep order is trusted).
   bool race_check = true;

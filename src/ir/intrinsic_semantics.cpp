@@ -177,15 +177,17 @@ void cp_async_16(const IntrinsicCall& call) {
   }
 }
 
-// TMA 2-D load: word 0 = shared destination, 1 = mbarrier (unused here), 2-3 = coordinates
-// (c0 column, c1 row, signed). The box lands when this runs: the interpreter queues the call
-// until the mbarrier phase that counts its bytes completes.
-void tma_load_2d(const IntrinsicCall& call) {
+// TMA load: word 0 = shared destination, 1 = mbarrier (unused here), then one coordinate per
+// dimension of the map (innermost first, signed). The box lands when this runs: the interpreter
+// queues the call until the mbarrier phase that counts its bytes completes.
+void tma_load(const IntrinsicCall& call) {
   if (call.tensor_map == nullptr) throw std::invalid_argument("TMA: IntrinsicCall::tensor_map is not set");
   MemoryPort& memory = memory_of(call);
+  const size_t coords = call.in.size() / static_cast<size_t>(call.lanes) - 2;
+  std::vector<int64_t> at(coords);
   for (int l = 0; l < call.lanes; ++l) {
-    auto c0 = static_cast<int32_t>(in_word(call, 2, l)), c1 = static_cast<int32_t>(in_word(call, 3, l));
-    tma_box_copy(*call.tensor_map, c0, c1, in_word(call, 0, l), memory);
+    for (size_t d = 0; d < coords; ++d) at[d] = static_cast<int32_t>(in_word(call, static_cast<int>(d) + 2, l));
+    tma_box_copy(*call.tensor_map, at, in_word(call, 0, l), memory);
   }
 }
 
@@ -247,7 +249,10 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     ordering_only,                                                             // MbarrierInit
     ordering_only,                                                             // MbarrierExpectTx
     ordering_only,                                                             // MbarrierTryWait
-    tma_load_2d,                                                               // TmaLoad2d
+    tma_load,                                                                  // TmaLoad2d
+    tma_load,                                                                  // TmaLoad3d
+    tma_load,                                                                  // TmaLoad4d
+    tma_load,                                                                  // TmaLoad5d
     [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return a + b; }); },     // AtomicAddF32
     [](const IntrinsicCall& c) { atomic_rmw<double>(c, [](double a, double b) { return a + b; }); },  // AtomicAddF64
     [](const IntrinsicCall& c) {                                                                        // AtomicAddI32

@@ -190,15 +190,25 @@ constexpr std::string_view kMbarrierTryWait =
 }
 )";
 
-constexpr std::string_view kTmaLoad2d =
-    R"(__device__ __forceinline__ void emmy_tma_load_2d(
-    const void* tensor_map, unsigned smem_addr, unsigned bar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {%3, %4}], [%2];\n"
-               :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar), "r"(c0), "r"(c1)
+// cp.async.bulk.tensor of `rank` coordinates (innermost first) into shared memory, completing
+// on the mbarrier at `bar`.
+std::string tma_load_source(int rank) {
+  std::string params, regs, operands;
+  for (int d = 0; d < rank; ++d) {
+    params += fmt::format(", int c{}", d);
+    regs += fmt::format("{}%{}", d ? ", " : "", d + 3);
+    operands += fmt::format(", \"r\"(c{})", d);
+  }
+  return fmt::format(R"(__device__ __forceinline__ void emmy_tma_load_{0}d(
+    const void* tensor_map, unsigned smem_addr, unsigned bar{1}) {{
+  asm volatile("cp.async.bulk.tensor.{0}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {{{2}}}], [%2];\n"
+               :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar){3}
                : "memory");
+}}
+)",
+                     rank, params, regs, operands);
 }
-)";
 
 // Atomics (red: the atomic without its return value): p is &buffer[index], a generic address.
 // Floats order like their bits read as int when non-negative and reversed as unsigned when
@@ -303,8 +313,6 @@ std::vector<IntrinsicInfo> build_table() {
       row(MbarrierInit, "emmy_mbarrier_init", T, {}, {U}, 1, 90, kMbarrierInit),
       row(MbarrierExpectTx, "emmy_mbarrier_expect_tx", T, {}, {U, U}, 0, 90, kMbarrierExpectTx),
       row(MbarrierTryWait, "emmy_mbarrier_try_wait", T, {}, {U, U}, 0, 90, kMbarrierTryWait),
-      // Shared destination, mbarrier, coordinates (column, row); printed after &tensor_map.
-      row(TmaLoad2d, "emmy_tma_load_2d", T, {}, {U, U, I, I}, 0, 90, kTmaLoad2d),
       // Element index into the Stmt's global buffer (printed &buffer[index]), value.
       row(AtomicAddF32, "emmy_atomic_add_f32", T, {}, {L, F}, 0, 80, kAtomicAddF32),
       row(AtomicAddF64, "emmy_atomic_add_f64", T, {}, {L, ScalarType::F64}, 0, 80, kAtomicAddF64),
@@ -335,6 +343,20 @@ std::vector<IntrinsicInfo> build_table() {
     ins.insert(ins.end(), accumulators, F);
     t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(accumulators, F), std::move(ins), 2, 90,
                     wgmma_sources[i]));
+  }
+  // TMA loads of 2 to 5 dimensions: shared destination, mbarrier, one coordinate per dimension
+  // (innermost first); printed after &tensor_map.
+  constexpr std::array<std::string_view, 4> tma_helpers{"emmy_tma_load_2d", "emmy_tma_load_3d", "emmy_tma_load_4d",
+                                                        "emmy_tma_load_5d"};
+  static const std::array<std::string, 4> tma_sources{tma_load_source(2), tma_load_source(3), tma_load_source(4),
+                                                      tma_load_source(5)};
+  for (int rank = 2; rank <= kTmaMaxRank; ++rank) {
+    std::vector<ScalarType> ins{U, U};
+    ins.insert(ins.end(), static_cast<size_t>(rank), I);
+    // Inserted in enum order: the TMA rows follow MbarrierTryWait.
+    auto at = t.begin() + static_cast<std::ptrdiff_t>(IntrinsicId::TmaLoad2d) + rank - 2;
+    t.insert(at, row(tma_load_of_rank(rank), tma_helpers[static_cast<size_t>(rank - 2)], T, {}, std::move(ins), 0, 90,
+                     tma_sources[static_cast<size_t>(rank - 2)]));
   }
   static const std::array<std::string, 3> ordering_sources{
       ordering_source("emmy_wgmma_fence", "wgmma.fence.sync.aligned"),

@@ -4,12 +4,14 @@
 // shared/data/ptx check bit for bit.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "ir/kernel.hpp"
@@ -38,6 +40,9 @@ enum class IntrinsicId : uint8_t {
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
   TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  TmaLoad3d,      // .3d: the same with three coordinates
+  TmaLoad4d,      // .4d
+  TmaLoad5d,      // .5d
   // Atomic read-modify-write of one element of the Stmt's global buffer: element index, value.
   AtomicAddF32,   // atomicAdd(float*)
   AtomicAddF64,   // atomicAdd(double*)
@@ -82,13 +87,14 @@ class MemoryPort {
   }
 };
 
-// A 2-D TMA tensor map (cuTensorMapEncodeTiled's arguments that matter to the semantics).
-enum class Swizzle : uint8_t { None, B32, B64, B128 };
-struct TensorMap2d {
-  int buffer = -1;                    // which global buffer (MemoryPort numbering)
-  uint64_t dim0 = 0, dim1 = 0;        // elements: innermost (columns) then rows
-  uint64_t row_stride_bytes = 0;
-  uint32_t box0 = 0, box1 = 0;        // box columns, box rows
+// A TMA tensor map (cuTensorMapEncodeTiled's arguments that matter to the semantics): a
+// tensor of `rank` dimensions, dimension 0 innermost (contiguous), and the box one copy moves.
+struct TmaMap {
+  int buffer = -1;                                   // which global buffer (MemoryPort numbering)
+  int rank = 2;
+  std::array<uint64_t, kTmaMaxRank> dims{};          // elements per dimension
+  std::array<uint64_t, kTmaMaxRank> strides{};       // bytes from index i to i + 1 of dimension d >= 1
+  std::array<uint32_t, kTmaMaxRank> box{};           // the box's extent per dimension (1 where unused)
   uint32_t elem_bytes = 2;
   Swizzle swizzle = Swizzle::None;
 };
@@ -106,7 +112,7 @@ struct IntrinsicCall {
   int buffer = -1;                          // cp.async, atomics: the global buffer (MemoryPort numbering)
   uint32_t elem_bytes = 0;                  // cp.async, atomics: bytes per element of `buffer` (its index
                                             // operand counts elements, as `&buffer[index]` does)
-  const TensorMap2d* tensor_map = nullptr;  // TMA
+  const TmaMap* tensor_map = nullptr;       // TMA
 };
 
 // How the CUDA printer calls an intrinsic (the convention every helper_source follows):
@@ -174,6 +180,14 @@ bool wgmma_a_in_registers(IntrinsicId id);
 void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id);
 std::string wgmma_helper_source(IntrinsicId id);  // the CUDA helper of a Wgmma row
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
-void tma_box_copy(const TensorMap2d& map, int64_t c0, int64_t c1, uint32_t smem_byte_addr, MemoryPort& memory);
+// The box at coordinates `at` (one per dimension, innermost first) into shared memory, dense
+// and row after row, swizzled by the destination address; elements outside the tensor read zero.
+void tma_box_copy(const TmaMap& map, std::span<const int64_t> at, uint32_t smem_byte_addr, MemoryPort& memory);
+int tma_rank(IntrinsicId id);  // the coordinates of a TmaLoad row (0 for any other intrinsic)
+IntrinsicId tma_load_of_rank(int rank);
+// A TensorMap parameter's map over its buffer of shape `shape` (outermost first, as the buffer
+// declares it), or why the hardware cannot take it (a row stride not a multiple of 16 bytes,
+// an empty or oversized tensor); `buffer` is the MemoryPort number of the buffer.
+std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape, int buffer);
 
 }  // namespace emmy::kir

@@ -143,12 +143,20 @@ Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType typ
 
 // A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
 // new sequence length is a new argument, not a new kernel).
+// A TensorMap parameter is a TMA descriptor of one whole buffer (`map_of`, its declared shape,
+// row-major): the host encodes it at launch from the buffer's address and sizes; `box` is the
+// extent one copy moves per dimension, innermost first.
+enum class Swizzle : uint8_t { None, B32, B64, B128 };
+constexpr int kTmaMaxRank = 5;
 struct Param {
   enum class Kind : uint8_t { Buffer, Scalar, TensorMap };  // TensorMap: __grid_constant__ CUtensorMap
   Kind kind = Kind::Buffer;
   std::string name;
   ScalarType type = ScalarType::F32;
   bool is_const = true;  // buffers the kernel only reads
+  std::string map_of;       // TensorMap: the buffer
+  std::vector<int> box;     // TensorMap: innermost first, one per dimension of the buffer
+  Swizzle swizzle = Swizzle::None;
 };
 
 struct SharedArray {

@@ -236,7 +236,13 @@ void print_block(const std::vector<Stmt>& body, int depth, std::string& out) {
 
 std::string param_line(const Param& p) {
   std::string kind(kParamKind[static_cast<size_t>(p.kind)]);
-  if (p.kind == Param::Kind::TensorMap) return fmt::format("  param {}: {}\n", p.name, kind);
+  if (p.kind == Param::Kind::TensorMap) {
+    constexpr std::array<std::string_view, 4> kSwizzle{"none", "32B", "64B", "128B"};
+    std::string box;
+    for (int b : p.box) box += (box.empty() ? "" : ", ") + std::to_string(b);
+    return fmt::format("  param {}: {} of {} box [{}] swizzle {}\n", p.name, kind, p.map_of, box,
+                       kSwizzle[static_cast<size_t>(p.swizzle)]);
+  }
   bool show_const = p.kind == Param::Kind::Buffer && p.is_const;
   return fmt::format("  param {}: {}{} {}\n", p.name, kind, show_const ? " const" : "", type_name(p.type));
 }

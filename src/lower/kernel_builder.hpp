@@ -846,10 +846,10 @@ class KernelBuilder {
     scan(k.body, loads, stores, sizes);
     for (const kir::Buffer& b : program.buffers)
       if (loads.count(b.name) || stores.count(b.name))
-        k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name)});
+        k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name), {}, {}});
     scan(k.grid_x, loads, sizes);
     for (const std::string& s : program.sizes)
-      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true});
+      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true, {}, {}});
   }
 
   static void scan(const K& e, std::set<std::string>& loads, std::set<std::string>& sizes) {

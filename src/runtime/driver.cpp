@@ -66,6 +66,9 @@ struct Api {
   Result (*func_set_attribute)(FunctionH, int, int) = nullptr;
   Result (*launch_kernel)(FunctionH, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, StreamH,
                           void**, void**) = nullptr;
+  // map, data type, rank, address, dims, strides, box, element strides, interleave, swizzle, L2, OOB fill
+  Result (*tensor_map_encode_tiled)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                                    const uint32_t*, int, int, int, int) = nullptr;
 };
 
 struct Library {
@@ -128,6 +131,7 @@ std::string resolve_all(GetProcAddress get, Api& a) {
   resolve(get, "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks, missing);
   resolve(get, "cuLaunchKernel", a.launch_kernel, missing);
   resolve(get, "cuFuncSetAttribute", a.func_set_attribute, missing);
+  resolve(get, "cuTensorMapEncodeTiled", a.tensor_map_encode_tiled, missing);
   return missing;
 }
 
@@ -183,12 +187,14 @@ union ArgHolder {
   uint64_t address;
   int64_t i64;
   int32_t i32;
+  TensorMapArg map;
 };
 
 ArgHolder hold(const KernelArg& arg) {
   ArgHolder h{};
   if (const auto* p = std::get_if<DevicePtr>(&arg)) h.address = p->address;
   else if (const auto* i = std::get_if<int64_t>(&arg)) h.i64 = *i;
+  else if (const auto* m = std::get_if<TensorMapArg>(&arg)) h.map = *m;
   else h.i32 = std::get<int32_t>(arg);
   return h;
 }
@@ -355,6 +361,19 @@ void Driver::launch(const Function& function, Dim3 grid, Dim3 block, const std::
   check(api().launch_kernel(function.handle, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem,
                             stream, params.data(), nullptr),
         "cuLaunchKernel " + function.name);
+}
+
+TensorMapArg Driver::encode_tiled(const TiledMapSpec& spec) const {
+  constexpr int kNoInterleave = 0, kL2Promotion256 = 3, kOobZero = 0;
+  const std::array<uint32_t, 5> element_strides{1, 1, 1, 1, 1};
+  TensorMapArg map;
+  // The strides of dimensions 1 .. rank-1 (the driver takes rank - 1 of them).
+  check(api().tensor_map_encode_tiled(map.words.data(), spec.data_type, static_cast<uint32_t>(spec.rank),
+                                      reinterpret_cast<void*>(spec.base.address), spec.dims.data(), spec.strides.data() + 1,
+                                      spec.box.data(), element_strides.data(), kNoInterleave, spec.swizzle,
+                                      kL2Promotion256, kOobZero),
+        "cuTensorMapEncodeTiled");
+  return map;
 }
 
 }  // namespace emmy::runtime

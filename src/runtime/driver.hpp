@@ -1,6 +1,7 @@
 // The CUDA driver, loaded at run time with dlopen: device, modules, buffers, streams, events, launches.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,8 +50,26 @@ struct DevicePtr {
   uint64_t address = 0;
 };
 
-// One kernel argument: a buffer's device address or a scalar of the parameter's exact width.
-using KernelArg = std::variant<DevicePtr, int64_t, int32_t>;
+// A TMA descriptor (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed by value to a
+// __grid_constant__ parameter.
+struct TensorMapArg {
+  alignas(64) std::array<uint64_t, 16> words{};
+};
+
+// What cuTensorMapEncodeTiled needs of a tensor: dimensions innermost first, the byte strides of
+// dimensions 1 .. rank-1, the box, and the CUtensorMapDataType / CUtensorMapSwizzle codes.
+struct TiledMapSpec {
+  int data_type = 0;
+  int rank = 2;
+  DevicePtr base;
+  std::array<uint64_t, 5> dims{}, strides{};  // strides[d]: dimension d >= 1
+  std::array<uint32_t, 5> box{};
+  int swizzle = 0;
+};
+
+// One kernel argument: a buffer's device address, a scalar of the parameter's exact width, or
+// a tensor map.
+using KernelArg = std::variant<DevicePtr, int64_t, int32_t, TensorMapArg>;
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -124,6 +143,9 @@ class Driver {
 
   void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
               StreamRef stream, unsigned dynamic_smem = 0) const;
+
+  // cuTensorMapEncodeTiled (no interleave, zero fill out of bounds, 256-byte L2 promotion).
+  TensorMapArg encode_tiled(const TiledMapSpec& spec) const;
 
  private:
   Driver() = default;

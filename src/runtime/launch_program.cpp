@@ -61,6 +61,41 @@ KernelArg buffer_arg(const kir::Kernel& k, const kir::Param& p, const std::map<s
   return it->second;
 }
 
+// CUtensorMapDataType of each element type a tensor map may copy.
+constexpr std::pair<ScalarType, int> kTmaDataType[] = {
+    {ScalarType::F16, 6}, {ScalarType::F32, 7}, {ScalarType::F64, 8}, {ScalarType::BF16, 9}, {ScalarType::I32, 3},
+    {ScalarType::U32, 2}, {ScalarType::I64, 5}};
+
+// A TensorMap parameter's descriptor over its buffer. Where the sizes break a rule of the
+// hardware (a row stride not a multiple of 16 bytes), the kernel takes its cp.async path and
+// never reads the map: an empty descriptor goes.
+KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, const kir::Kernel& k, const kir::Param& p,
+                         const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes) {
+  auto b = std::find_if(program.buffers.begin(), program.buffers.end(), [&](const kir::Buffer& x) { return x.name == p.map_of; });
+  if (b == program.buffers.end()) fail(fmt::format("kernel {}: tensor map {} is over {}, not a buffer", k.name, p.name, p.map_of));
+  const std::vector<int64_t> shape = buffer_shape(*b, sizes);
+  auto map = kir::tma_map_of(p, b->type, shape, 0);
+  if (!std::holds_alternative<kir::TmaMap>(map)) return TensorMapArg{};
+  const kir::TmaMap& m = std::get<kir::TmaMap>(map);
+  auto it = buffers.find(b->name);
+  if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, b->name));
+  if (it->second.address % 16 != 0)
+    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it with TMA; pass a tensor "
+                     "whose data starts 16-byte aligned",
+                     b->name, it->second.address, k.name));
+  TiledMapSpec spec;
+  auto type = std::find_if(std::begin(kTmaDataType), std::end(kTmaDataType), [&](const auto& t) { return t.first == b->type; });
+  if (type == std::end(kTmaDataType)) fail(fmt::format("kernel {}: TMA copies of {} are not supported", k.name, kir::type_name(b->type)));
+  spec.data_type = type->second;
+  spec.rank = m.rank;
+  spec.base = it->second;
+  spec.dims = m.dims;
+  spec.strides = m.strides;
+  spec.box = m.box;
+  spec.swizzle = static_cast<int>(m.swizzle);  // CUtensorMapSwizzle: none, 32B, 64B, 128B in that order
+  return driver.encode_tiled(spec);
+}
+
 }  // namespace
 
 std::vector<int64_t> buffer_shape(const kir::Buffer& buffer, const SizeBindings& sizes) {
@@ -101,7 +136,7 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
       if (p.kind == kir::Param::Kind::Buffer)
         l.args.push_back(buffer_arg(k, p, buffers, std::count(wide.begin(), wide.end(), p.name) > 0));
       else if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
-      else fail(fmt::format("kernel {}: tensor-map parameter {} is not supported yet", k.name, p.name));
+      else l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes));
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
     if (const auto* what = std::get_if<std::string>(&grid)) fail(fmt::format("kernel {}: grid_x {}", k.name, *what));

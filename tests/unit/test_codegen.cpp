@@ -29,9 +29,9 @@ using ST = ScalarType;
 constexpr ST F16 = ST::F16, F32 = ST::F32, I32 = ST::I32, I64 = ST::I64, U32 = ST::U32;
 
 Param buffer(std::string name, ST type, bool is_const = true) {
-  return {Param::Kind::Buffer, std::move(name), type, is_const};
+  return {Param::Kind::Buffer, std::move(name), type, is_const, {}, {}};
 }
-Param size_param(std::string name) { return {Param::Kind::Scalar, std::move(name), I64, true}; }
+Param size_param(std::string name) { return {Param::Kind::Scalar, std::move(name), I64, true, {}, {}}; }
 Reg R(std::string name, int elem = -1) { return {std::move(name), elem}; }
 Expr v(std::string name, ST type, int elem = -1) { return var(R(std::move(name), elem), type); }
 Expr add(Expr a, Expr b) { return binary(BinOp::Add, std::move(a), std::move(b)); }
@@ -163,7 +163,7 @@ Kernel tma_kernel() {
   using enum IntrinsicId;
   Kernel k;
   k.name = "k_tma_9c0d";
-  k.params = {{Param::Kind::TensorMap, "tm", F16, true}, buffer("out", F16, false)};
+  k.params = {{Param::Kind::TensorMap, "tm", F16, true, "x", {64, 64}}, buffer("out", F16, false)};
   k.block_threads = 128;
   k.grid_x = ci(1, I64);
   k.shared = {{"xs", F16, 1024, 128}, {"bar", I64, 1, 8}};
@@ -589,7 +589,7 @@ TEST_CASE("verifier: kernel-level checks (grid, threads, shared memory, malforme
 TEST_CASE("verifier: program bindings") {
   Program p = elementwise_program();
   p.kernels[0].params.push_back(buffer("w", F32));
-  p.kernels[0].params.push_back({Param::Kind::Scalar, "m", I32, true});
+  p.kernels[0].params.push_back({Param::Kind::Scalar, "m", I32, true, {}, {}});
   p.kernels[0].params[0].is_const = false;
   p.kernels[0].params[1].type = F32;
   p.buffers[2].role = Buffer::Role::Temp;

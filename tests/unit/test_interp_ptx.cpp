@@ -296,8 +296,14 @@ kir::Swizzle swizzle_named(const std::string& name) {
 }
 
 // The 128 x 256 u16 tensor gmem[r][c] = r * 256 + c (buffer 0 of the TMA program), box `cols` x `rows`.
-kir::TensorMap2d tma_map(uint32_t cols, uint32_t rows, kir::Swizzle swizzle) {
-  return {0, kTmaCols, kTmaRows, kTmaCols * 2, cols, rows, 2, swizzle};
+kir::TmaMap tma_map(uint32_t cols, uint32_t rows, kir::Swizzle swizzle) {
+  kir::TmaMap m;
+  m.buffer = 0;
+  m.dims = {kTmaCols, kTmaRows};
+  m.strides = {2, kTmaCols * 2};
+  m.box = {cols, rows};
+  m.swizzle = swizzle;
+  return m;
 }
 
 // Thread 0 inits the mbarrier, expects the box's bytes and issues the TMA load of the box at

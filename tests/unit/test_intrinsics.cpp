@@ -67,10 +67,10 @@ struct Run {
   TestMemory* memory;
   int buffer;
   uint32_t elem_bytes;
-  const TensorMap2d* map;
+  const TmaMap* map;
 
   explicit Run(IntrinsicId id, int lanes = 32, std::vector<int64_t> imm = {}, TestMemory* memory = nullptr,
-               int buffer = -1, uint32_t elem_bytes = 0, const TensorMap2d* map = nullptr)
+               int buffer = -1, uint32_t elem_bytes = 0, const TmaMap* map = nullptr)
       : id(id), lanes(lanes), imm(std::move(imm)), memory(memory), buffer(buffer), elem_bytes(elem_bytes), map(map) {}
 
   std::vector<uint32_t> operator()(const std::vector<uint32_t>& in) const {
@@ -298,8 +298,14 @@ TestMemory tma_memory(size_t shared_bytes) {
   return memory;
 }
 
-TensorMap2d tma_map(uint32_t box_cols, uint32_t box_rows, Swizzle swizzle) {
-  return {0, kTmaCols, kTmaRows, kTmaCols * 2, box_cols, box_rows, 2, swizzle};
+TmaMap tma_map(uint32_t box_cols, uint32_t box_rows, Swizzle swizzle) {
+  TmaMap m;
+  m.buffer = 0;
+  m.dims = {kTmaCols, kTmaRows};
+  m.strides = {2, kTmaCols * 2};
+  m.box = {box_cols, box_rows};
+  m.swizzle = swizzle;
+  return m;
 }
 
 Swizzle swizzle_named(const std::string& name) {
@@ -322,7 +328,7 @@ TEST_CASE("intrinsic TMA 2-D box copy and swizzle: every recorded case, every sm
     int32_t c0 = c["c0"].get<int32_t>(), c1 = c["c1"].get<int32_t>();
     const json& smem = c["smem"];
     REQUIRE(smem.size() == static_cast<size_t>(cols) * rows);
-    TensorMap2d map = tma_map(cols, rows, swizzle_named(name));
+    TmaMap map = tma_map(cols, rows, swizzle_named(name));
     // Through the table's semantics: destination 0, mbarrier word unused, coordinates.
     TestMemory memory = tma_memory(smem.size() * 2);
     std::vector<uint32_t> in{0, 0, static_cast<uint32_t>(c0), static_cast<uint32_t>(c1)};
@@ -344,9 +350,9 @@ TEST_CASE("intrinsic TMA box copy fills out-of-bounds elements with zero") {
       const int64_t c0 = at.first, c1 = at.second;  // a copy: clang 14 cannot capture bindings
       CAPTURE(c0);
       CAPTURE(c1);
-      TensorMap2d map = tma_map(64, 16, swizzle);
+      TmaMap map = tma_map(64, 16, swizzle);
       TestMemory memory = tma_memory(1024 + 64 * 16 * 2);
-      tma_box_copy(map, c0, c1, 1024, memory);
+      tma_box_copy(map, std::array<int64_t, 2>{c0, c1}, 1024, memory);
       for (uint32_t r = 0; r < 16; ++r)
         for (uint32_t col = 0; col < 64; ++col) {
           int64_t gr = c1 + r, gc = c0 + col;

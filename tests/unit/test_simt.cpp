@@ -559,13 +559,11 @@ kir::Program tma_kernel(bool wait, int parity) {
 
 SimtOptions tma_options() {
   SimtOptions o;
-  kir::TensorMap2d m;
+  kir::TmaMap m;
   m.buffer = 0;  // x, the program's first buffer
-  m.dim0 = 16;
-  m.dim1 = 32;
-  m.row_stride_bytes = 32;
-  m.box0 = 16;
-  m.box1 = 8;
+  m.dims = {16, 32};
+  m.strides = {2, 32};
+  m.box = {16, 8};
   m.elem_bytes = 2;
   o.tensor_maps["xmap"] = m;
   return o;
