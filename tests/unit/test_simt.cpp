@@ -536,9 +536,14 @@ TEST_CASE("simt: reading a cp.async destination before its wait is an error") {
 
 namespace {
 
+kir::Param map_param(std::string name, std::string map_of, std::vector<int> box, kir::Swizzle swizzle) {
+  return {kir::Param::Kind::TensorMap, std::move(name), F16, true, std::move(map_of), std::move(box), swizzle};
+}
+
 // TMA: thread 0 inits the mbarrier, expects 256 bytes and loads the 8x16 f16 box at row 8 of
-// x (32 x 16); everyone waits on parity `parity` (if wait) and copies the tile to y.
-kir::Program tma_kernel(bool wait, int parity) {
+// x (32 x E); everyone waits on parity `parity` (if wait) and copies the tile to y. The map
+// parameter describes a box of 16 x 8 over `map_of`.
+kir::Program tma_kernel(bool wait, int parity, std::string map_of = "x") {
   Expr bar = kir::shared_addr("bar", c(0));
   std::vector<Stmt> body{
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierInit, {}, {bar}, {1})}),
@@ -550,10 +555,8 @@ kir::Program tma_kernel(bool wait, int parity) {
   if (wait) body.push_back(intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, kir::ci(parity, U32)}));
   for (int h = 0; h < 2; ++h)
     body.push_back(gstore("y", i64(add(tid(), c(64 * h))), sload("tile", add(tid(), c(64 * h)), F16)));
-  kir::Param map;
-  map.kind = kir::Param::Kind::TensorMap;
-  map.name = "xmap";
-  return program({buffer("x", In, F16, {"32", "16"}), buffer("y", Out, F16, {"128"})}, 64, kir::ci(1, I64), body,
+  kir::Param map = map_param("xmap", std::move(map_of), {16, 8}, kir::Swizzle::None);
+  return program({buffer("x", In, F16, {"32", "E"}), buffer("y", Out, F16, {"128"})}, 64, kir::ci(1, I64), body,
                  {shared("tile", F16, 128, 128), shared("bar", I64, 1, 8)}, {map});
 }
 
@@ -573,12 +576,52 @@ SimtOptions tma_options() {
 
 TEST_CASE("simt: a TMA box lands when the mbarrier phase is waited on") {
   TensorMap io{{"x", tensor(DType::F16, {32, 16}, values(512, 10))}};
-  run_simt(tma_kernel(true, 0), {{"N", 1}}, io, tma_options());
+  const SizeBindings sizes{{"N", 1}, {"E", 16}};
+  run_simt(tma_kernel(true, 0), sizes, io, tma_options());
   for (int k = 0; k < 128; ++k)
     CHECK(io.at("y").data[static_cast<size_t>(k)] == io.at("x").data[static_cast<size_t>(128 + k)]);
-  CHECK(contains(simt_error(tma_kernel(false, 0), {{"N", 1}}, io, tma_options()), "TMA copy still in flight"));
-  CHECK(contains(simt_error(tma_kernel(true, 1), {{"N", 1}}, io, tma_options()), "mbarrier wait never returns"));
-  CHECK(contains(simt_error(tma_kernel(true, 0), {{"N", 1}}, io), "tensor-map parameter xmap"));
+  CHECK(contains(simt_error(tma_kernel(false, 0), sizes, io, tma_options()), "TMA copy still in flight"));
+  CHECK(contains(simt_error(tma_kernel(true, 1), sizes, io, tma_options()), "mbarrier wait never returns"));
+}
+
+TEST_CASE("simt: a TensorMap parameter's map is the one its buffer, box and the sizes describe") {
+  TensorMap io{{"x", tensor(DType::F16, {32, 16}, values(512, 10))}};
+  run_simt(tma_kernel(true, 0), {{"N", 1}, {"E", 16}}, io);  // no map given: built from the parameter
+  for (int k = 0; k < 128; ++k)
+    CHECK(io.at("y").data[static_cast<size_t>(k)] == io.at("x").data[static_cast<size_t>(128 + k)]);
+  CHECK(contains(simt_error(tma_kernel(true, 0, "w"), {{"N", 1}, {"E", 16}}, io), "tensor map xmap is over w, not a buffer"));
+  // Rows of 15 f16 (30 bytes) are no TMA tensor: a copy through that map is the kernel's bug.
+  TensorMap odd{{"x", tensor(DType::F16, {32, 15}, values(480, 10))}};
+  CHECK(contains(simt_error(tma_kernel(true, 0), {{"N", 1}, {"E", 15}}, odd), "which the sizes do not allow"));
+}
+
+TEST_CASE("TMA map of a parameter: the hardware's rules, each with its reason") {
+  const kir::Param p = map_param("m", "k", {64, 32, 1, 1}, kir::Swizzle::B128);
+  const std::vector<int64_t> shape{2, 3, 100, 64};  // (B, H, S, D)
+  auto ok = kir::tma_map_of(p, F16, shape, 4);
+  REQUIRE(std::holds_alternative<kir::TmaMap>(ok));
+  const kir::TmaMap& m = std::get<kir::TmaMap>(ok);
+  CHECK(m.rank == 4);
+  CHECK(m.buffer == 4);
+  CHECK(m.dims == std::array<uint64_t, 5>{64, 100, 3, 2, 0});
+  CHECK(m.strides == std::array<uint64_t, 5>{2, 128, 12800, 38400, 0});
+  CHECK(m.box == std::array<uint32_t, 5>{64, 32, 1, 1, 0});
+  auto why = [&](const kir::Param& q, std::vector<int64_t> s) {
+    auto r = kir::tma_map_of(q, F16, s, 0);
+    return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string("(a map)");
+  };
+  CHECK(contains(why(p, {2, 3, 100, 60}), "not a multiple of 16"));    // rows of 120 bytes
+  CHECK(contains(why(p, {2, 3, 100, 61}), "not a multiple of 16"));    // 122 bytes
+  CHECK(contains(why(p, {2, 3, 0, 64}), "TMA takes 1 to 2^32"));
+  CHECK(contains(why(p, {3, 100, 64}), "a box of 4 dimensions"));
+  kir::Param wide = p;
+  wide.box = {128, 32, 1, 1};  // 256-byte rows under the 128-byte swizzle
+  CHECK(contains(why(wide, {2, 3, 100, 128}), "at most 128"));
+  wide.swizzle = kir::Swizzle::None;
+  CHECK(why(wide, {2, 3, 100, 128}) == "(a map)");
+  kir::Param big = p;
+  big.box = {64, 300, 1, 1};
+  CHECK(contains(why(big, {2, 3, 100, 64}), "TMA takes 1 to 256"));
 }
 
 TEST_CASE("simt: integer arithmetic wraps and truncates like C") {
