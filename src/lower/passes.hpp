@@ -48,6 +48,7 @@ struct MmaStage {
   int depth = 1;           // buffers per operand
   bool async = true;       // cp.async (false: through registers, the `reg` transport)
   bool ring = false;       // prefetch tile i + depth - 1 under tile i's math
+  bool tma = false;        // streamed tiles by TMA (one thread, an mbarrier a buffer)
 };
 
 // Where a knob setting was written, so that a later pass can point at it in an error.

@@ -126,18 +126,15 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
   return false;
 }
 
-// The tensor-core tier stages through cp.async or registers; TMA falls back to cp.async
-// with a warning until the tier issues bulk tensor copies.
+// The tensor-core tier stages through cp.async, TMA (streamed tiles; cp.async where a tile
+// or the sizes do not allow a box copy) or registers.
 void apply_stage(Knobs& k, const KnobSetting& s) {
   const auto& v = std::get<StageValue>(s.value);
   MmaStage st;
   st.depth = std::max(1, v.depth);
   st.async = v.transport != "reg";
   st.ring = v.ring && st.depth > 1;
-  if (v.transport == "tma")
-    k.warnings.push_back(fmt::format("{}: the tensor-core tier does not issue TMA copies yet: staging with cp.async "
-                                     "instead",
-                                     print_knob(s)));
+  st.tma = v.transport == "tma";
   if (v.ring && st.depth == 1)
     k.warnings.push_back(fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s)));
   k.stage = st;

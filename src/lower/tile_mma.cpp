@@ -405,6 +405,7 @@ class MmaTier {
     std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
     bool strided = false;  // the read's element index is first + row * stride + col
     bool swizzled = false;
+    std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
     int64_t elems() const { return int64_t{rows} * pitch; }
     K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
       return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
@@ -431,13 +432,7 @@ class MmaTier {
       unsupported(fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
                               "to copy",
                               tir::print_expr(read), x.name, y.name));
-    Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}};
-    s.pitch = swizzled ? s.cols : s.cols + 8;
-    s.swizzled = swizzled;
-    if (swizzled && (s.cols % 64 != 0 || s.rows % 8 != 0))
-      unsupported(fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
-                              "64 columns and of 8 rows",
-                              read.name, s.rows, s.cols));
+    Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}, false, false, {}};
     // Rows at a constant element stride: each axis a bare index of exactly one subscript.
     auto bare_once = [&](const std::string& axis) {
       int uses = 0, bare = 0;
@@ -448,11 +443,126 @@ class MmaTier {
       return uses == 1 && bare == 1;
     };
     s.strided = bare_once(s.outer.name) && bare_once(s.inner.name);
+    // Streamed tiles (depth 0: the stage's) by TMA where the tile is a box of the tensor.
+    if (depth == 0 && stage_->tma) {
+      if (std::string why = tma_refusal(s); why.empty()) {
+        swizzled = true;
+        s.map = tensor_map_param(s);
+      } else {
+        std::string w = fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", read.name, why);
+        if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
+          program_->warnings.push_back(std::move(w));
+      }
+    }
+    s.pitch = swizzled ? s.cols : s.cols + 8;
+    s.swizzled = swizzled;
+    if (swizzled && (s.cols % 64 != 0 || s.rows % 8 != 0))
+      unsupported(fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
+                              "64 columns and of 8 rows",
+                              read.name, s.rows, s.cols));
     out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), swizzled ? 1024 : 16});
     return s;
   }
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
+
+  // ---- TMA ----------------------------------------------------------------------------------
+  // A streamed tile is one box per 64-column panel of the tensor it reads: rows along one
+  // subscript, the panel along the last (the 128-byte swizzle: wgmma's layout, and ldmatrix's
+  // rows in distinct banks), every other subscript one index. Why `s` is not such a box (empty:
+  // it is).
+  std::string tma_refusal(const Slab& s) const {
+    const tir::Tensor* t = b_.p_.tensors.find(s.read.name);
+    if (!t || !b_.in_global(s.read.name)) return "it is not a tensor in global memory";
+    if (!s.strided) return "its tile's rows are not one subscript each (a bare index) of the tensor";
+    if (t->dims.size() < 2 || t->dims.size() > static_cast<size_t>(kir::kTmaMaxRank))
+      return fmt::format("{} has {} dimensions (a tensor map has 2 to {})", s.read.name, t->dims.size(), kir::kTmaMaxRank);
+    if (kir::type_bytes(t_.operand) != 2) return fmt::format("{} elements are not 2 bytes", kir::type_name(t_.operand));
+    if (s.rows > 256 || s.rows % 8 != 0) return fmt::format("a tile of {} rows (a box: at most 256, a multiple of 8)", s.rows);
+    if (s.cols % 64 != 0) return fmt::format("tile rows of {} elements (boxes of 64: the 128-byte swizzle)", s.cols);
+    return {};
+  }
+
+  // The TensorMap parameter of `s`'s boxes (one per tensor and box shape).
+  std::string tensor_map_param(const Slab& s) {
+    std::vector<int> box(s.read.args.size(), 1);
+    box[0] = 64;
+    for (size_t i = 0; i < s.read.args.size(); ++i)
+      if (s.read.args[i].kind == Expr::Kind::Index && s.read.args[i].name == s.outer.name) box[s.read.args.size() - 1 - i] = s.rows;
+    for (const kir::Param& p : out_->params)
+      if (p.kind == kir::Param::Kind::TensorMap && p.map_of == s.read.name && p.box == box) return p.name;
+    std::string name = b_.fresh(s.read.name + "_map");
+    out_->params.push_back({kir::Param::Kind::TensorMap, name, t_.operand, true, s.read.name, box, kir::Swizzle::B128});
+    if (tma_bars_.empty()) tma_setup();
+    return name;
+  }
+
+  // One mbarrier a ring buffer, armed by the thread that issues the buffer's boxes; every
+  // thread keeps each buffer's phase parity in a bit of one register.
+  void tma_setup() {
+    tma_bars_ = b_.fresh("tma_bar");
+    tma_phase_ = b_.fresh("tma_phase");
+    out_->shared.push_back({tma_bars_, ScalarType::I64, stage_->depth, 8});
+    std::vector<kir::Stmt> init;
+    for (int i = 0; i < stage_->depth; ++i)
+      init.push_back(kir::intrinsic(kir::IntrinsicId::MbarrierInit, {}, {kir::shared_addr(tma_bars_, ci32(i))}, {1}));
+    init.push_back(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));  // the barriers, seen by the copies
+    auto at = [&] { return top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++); };
+    top_->insert(at(), kir::comment("TMA: an mbarrier a buffer, initialised by thread 0; each buffer's phase, a bit"));
+    top_->insert(at(), kir::decl(tma_phase_, U32, kir::ci(0, U32)));
+    top_->insert(at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(init)));
+    top_->insert(at(), kir::barrier());
+  }
+
+  // Whether the sizes let every tensor map of the kernel exist (rows 16-byte multiples, no empty
+  // dimension: the host's rule, kir::tma_map_of); else the tiles come by cp.async.
+  K tma_ok() {
+    std::set<std::string> rows, dims;
+    for (const kir::Param& p : out_->params) {
+      if (p.kind != kir::Param::Kind::TensorMap) continue;
+      const tir::Tensor& t = *b_.p_.tensors.find(p.map_of);
+      rows.insert(t.dims.back());
+      dims.insert(t.dims.begin(), t.dims.end());
+    }
+    std::optional<K> ok;
+    auto both = [&](K c) { ok = ok ? kir::binary(kir::BinOp::And, *ok, std::move(c)) : std::move(c); };
+    const int64_t per_16_bytes = 16 / kir::type_bytes(t_.operand);
+    for (const std::string& r : rows)
+      both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)), i64(0)));
+    for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
+    if (!ok) throw std::logic_error("tma_ok without a tensor map");
+    return hoisted("tma_ok", *ok);
+  }
+
+  // Thread 0 arms buffer `buf`'s mbarrier with the tiles' bytes and issues their boxes; where the
+  // sizes rule TMA out, every thread copies them with cp.async instead (the same layout).
+  void tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin) {
+    int64_t bytes = 0;
+    for (const Slab* s : slabs) bytes += s->elems() * kir::type_bytes(t_.operand);
+    K bar = kir::shared_addr(tma_bars_, i32(buf));
+    std::vector<kir::Stmt> issue = b_.nested([&] {
+      // The buffer's last reads (generic proxy, ordered by the barrier before) before the copies.
+      emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
+      emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(bytes, U32)}));
+      for (const Slab* s : slabs)
+        for (int p = 0; p < s->cols / 64; ++p) {
+          // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
+          b_.scopes_.push_back({});
+          b_.scopes_.back().index[s->outer.name] = s->outer.name == s->stream ? origin : s->outer.base;
+          b_.scopes_.back().index[s->inner.name] = add(s->inner.name == s->stream ? origin : s->inner.base, i64(int64_t{p} * 64));
+          std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))), bar};
+          for (size_t i = s->read.args.size(); i-- > 0;) args.push_back(i32(b_.lower(s->read.args[i])));
+          b_.scopes_.pop_back();
+          emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s->read.args.size())), {}, std::move(args), {},
+                              s->map));
+        }
+    });
+    std::vector<kir::Stmt> by_tma;
+    by_tma.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(issue)));
+    emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
+      for (const Slab* s : slabs) fill_tile(*s, buf, origin);
+    })));
+  }
 
   bool wgmma() const { return t_.wgmma_n > 0; }
 
@@ -647,8 +757,15 @@ class MmaTier {
   }
   // With wgmma, each thread's landed copies (generic proxy) are fenced for the tensor cores'
   // operand reads (async proxy) before the barrier publishes them.
-  void wait(int pending) {
+  // `tma_buf`: the buffer whose boxes (if the tiles came by TMA) this wait is for.
+  void wait(int pending, const std::optional<K>& tma_buf = std::nullopt) {
     if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
+    if (tma_buf && !tma_bars_.empty()) {
+      K bit = kir::binary(kir::BinOp::Shl, kir::ci(1, U32), as(*tma_buf, U32));
+      K parity = kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({tma_phase_}, U32), bit), kir::ci(0, U32));
+      emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierTryWait, {}, {kir::shared_addr(tma_bars_, i32(*tma_buf)), as(parity, U32)}),
+                                   kir::assign({tma_phase_}, kir::binary(kir::BinOp::BitXor, kir::var({tma_phase_}, U32), bit))}));
+    }
     if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
     emit(kir::barrier());
   }
@@ -740,13 +857,15 @@ class MmaTier {
     for (int i = n - 1; i > 0; --i)
       delta = kir::select(kir::binary(kir::BinOp::Eq, m, ci32(i)),
                           ci32((at[i].first - at[0].first) * s.pitch + at[i].second - at[0].second), delta);
-    K lane_off = hoisted("ldm_off", add(mul(kir::binary(kir::BinOp::Rem, lane32_, ci32(8)), ci32(s.pitch)), delta));
     K outer_dyn = row_is_outer ? row_dyn : col_dyn, inner_dyn = row_is_outer ? col_dyn : row_dyn;
-    // The run-time part once per tile (shared by every ldmatrix of the slab), plus a constant:
-    // the constant becomes the instruction's immediate offset.
-    K dynamic = b_.shared(add(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(s.pitch))),
-                                  inner_dyn), lane_off));
-    K addr = add(dynamic, ci32(at[0].first * s.pitch + at[0].second));
+    K addr = s.swizzled ? swizzled_row_address(s, buf, at, m, outer_dyn, inner_dyn) : K{};
+    if (!s.swizzled) {
+      K lane_off = hoisted("ldm_off", add(mul(kir::binary(kir::BinOp::Rem, lane32_, ci32(8)), ci32(s.pitch)), delta));
+      // The run-time part once per tile (shared by every ldmatrix of the slab), plus a constant:
+      // the constant becomes the instruction's immediate offset.
+      K dynamic = b_.shared(add(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(s.pitch))), inner_dyn), lane_off));
+      addr = add(dynamic, ci32(at[0].first * s.pitch + at[0].second));
+    }
     using enum kir::IntrinsicId;
     static constexpr kir::IntrinsicId kPlain[] = {LdmatrixX1, LdmatrixX2, LdmatrixX4, LdmatrixX4};
     static constexpr kir::IntrinsicId kTrans[] = {LdmatrixX1Trans, LdmatrixX2Trans, LdmatrixX4Trans, LdmatrixX4Trans};
@@ -756,6 +875,31 @@ class MmaTier {
   }
 
   static K ci32(int64_t v) { return kir::ci(v, ScalarType::I32); }
+
+  // The lane's row address in a swizzled slab (128-byte rows in panels of 64 columns, chunk c of
+  // row r at c ^ r % 8): the lane's row of its matrix m (lane % 8, plus the matrix's row offset)
+  // and the matrix's column. Block origins and the dynamic row offsets are multiples of 8 rows,
+  // so the row's phase r % 8 is lane % 8; the XOR is one instruction a ldmatrix.
+  K swizzled_row_address(const Slab& s, const K& buf, const std::vector<std::pair<int, int>>& at, const K& m,
+                         const K& outer_dyn, const K& inner_dyn) {
+    for (auto [r, c] : at)
+      if (r % 8 != 0 || c % 8 != 0) throw std::logic_error("ldmatrix blocks off the swizzle's 8 x 8 grid");
+    K drow = ci32(0), dcol = ci32(0);
+    for (size_t i = at.size(); i-- > 1;) {
+      K is_i = kir::binary(kir::BinOp::Eq, m, ci32(static_cast<int64_t>(i)));
+      drow = kir::select(is_i, ci32(at[i].first - at[0].first), drow);
+      dcol = kir::select(is_i, ci32(at[i].second - at[0].second), dcol);
+    }
+    K phase = hoisted("ldm_phase", kir::binary(kir::BinOp::Rem, lane32_, ci32(8)));
+    K row_part = hoisted("ldm_row", mul(add(phase, drow), ci32(64)));
+    K col = add(add(inner_dyn, hoisted("ldm_col", dcol)), ci32(at[0].second));
+    using kir::BinOp;  // col >= 0: shifts and masks, not signed division
+    K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::BitAnd, kir::binary(BinOp::Shr, col, ci32(3)), ci32(7)), phase);
+    K within = kir::binary(BinOp::Shl, chunk, ci32(3));
+    if (s.cols > 64) within = add(within, mul(kir::binary(BinOp::Shr, col, ci32(6)), ci32(int64_t{s.rows} * 64)));
+    K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), row_part));
+    return add(add(tile, within), ci32(int64_t{at[0].first} * 64));
+  }
 
   // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]
   // from a slab, four matrices per ldmatrix where they pair up; fragment f sits at
@@ -791,7 +935,11 @@ class MmaTier {
                    bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute) {
     const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
     auto fill_all = [&](const K& buf, const K& origin) {
-      for (const Slab* sl : slabs) fill_tile(*sl, buf, origin);
+      std::vector<const Slab*> boxes;
+      for (const Slab* sl : slabs)
+        if (sl->map.empty()) fill_tile(*sl, buf, origin);
+        else boxes.push_back(sl);
+      if (!boxes.empty()) tma_fill(boxes, buf, origin);
     };
     if (stage_ && dist > 0) {
       emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
@@ -815,7 +963,7 @@ class MmaTier {
       if (dist > 0) {
         // One barrier a tile: past it this tile has landed for every thread, and every warp has
         // finished the previous tile, whose buffer the copy issued next overwrites.
-        wait(dist - 1);
+        wait(dist - 1, buf);
         K ahead = add(v, i64(int64_t{dist} * chunk));
         K nb = let(b_.fresh("ahead_buf"), wrap(add(buf, ci32(dist))));
         issue = [this, ahead, nb, size, dist, &fill_all] {
@@ -830,7 +978,7 @@ class MmaTier {
       } else {
         fill_all(buf, v);
         commit();
-        wait(0);
+        wait(0, buf);
       }
       compute(v, buf, issue);
       // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
@@ -908,6 +1056,7 @@ class MmaTier {
       if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
     }
     out_ = &out;
+    program_ = &program;
     K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
     K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
     lane32_ = let("lane32", kir::special(kir::Special::LaneId));
@@ -1682,6 +1831,8 @@ class MmaTier {
   size_t hoist_at_ = 0;
   std::map<std::string, K> hoisted_;
   kir::Kernel* out_ = nullptr;
+  kir::Program* program_ = nullptr;
+  std::string tma_bars_, tma_phase_;  // the TMA mbarriers and phase bits (empty: no TMA)
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
 };
 
