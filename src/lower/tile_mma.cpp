@@ -890,15 +890,51 @@ class MmaTier {
       drow = kir::select(is_i, ci32(at[i].first - at[0].first), drow);
       dcol = kir::select(is_i, ci32(at[i].second - at[0].second), dcol);
     }
-    K phase = hoisted("ldm_phase", kir::binary(kir::BinOp::Rem, lane32_, ci32(8)));
+    using kir::BinOp;  // columns >= 0: shifts and masks, not signed division
+    K phase = hoisted("ldm_phase", kir::binary(BinOp::Rem, lane32_, ci32(8)));
+    // The common case in one register a lane: the matrices' columns within one panel and their
+    // chunk offsets (0 or 1 chunk) on bits the constant chunk leaves clear, so that
+    // (c + d) ^ phase = c ^ (d ^ phase); with the row (a multiple of 64 elements) or-ed in, the
+    // address is the tile's base plus that register XOR a constant, plus an immediate.
+    const int c0 = at[0].second;
+    int spread = 0, delta_bits = 0;
+    for (auto [r, c] : at) {
+      spread = std::max(spread, c - c0);
+      delta_bits |= (c - c0) / 8;
+    }
+    if (whole_panels(inner_dyn) && c0 % 64 + spread < 64 && ((c0 % 64 / 8) & delta_bits) == 0) {
+      K lane_chunk = kir::binary(BinOp::Shl, kir::binary(BinOp::BitXor, kir::binary(BinOp::Shr, dcol, ci32(3)), phase), ci32(3));
+      K lane = hoisted("ldm_swz", kir::binary(BinOp::BitOr, mul(add(phase, drow), ci32(64)), lane_chunk));
+      K panel_dyn = inner_dyn.kind == K::Kind::Const
+                        ? ci32(0)
+                        : hoisted("ldm_panel", mul(kir::binary(BinOp::Shr, inner_dyn, ci32(6)), ci32(int64_t{s.rows} * 64)));
+      K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), panel_dyn));
+      return add(add(tile, kir::binary(BinOp::BitXor, lane, ci32(c0 % 64 / 8 * 8))),
+                 ci32(int64_t{at[0].first} * 64 + int64_t{c0 / 64} * s.rows * 64));
+    }
     K row_part = hoisted("ldm_row", mul(add(phase, drow), ci32(64)));
-    K col = add(add(inner_dyn, hoisted("ldm_col", dcol)), ci32(at[0].second));
-    using kir::BinOp;  // col >= 0: shifts and masks, not signed division
+    // A warp's column offset in whole panels (f..x8 warps: 64 columns each) moves whole panels,
+    // once per kernel; the chunk then depends on constants and the lane only.
+    K panel_dyn = ci32(0), col = add(hoisted("ldm_col", dcol), ci32(at[0].second));
+    if (whole_panels(inner_dyn)) {
+      if (inner_dyn.kind != K::Kind::Const)
+        panel_dyn = hoisted("ldm_panel", mul(kir::binary(BinOp::Shr, inner_dyn, ci32(6)), ci32(int64_t{s.rows} * 64)));
+    } else {
+      col = add(inner_dyn, col);
+    }
     K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::BitAnd, kir::binary(BinOp::Shr, col, ci32(3)), ci32(7)), phase);
     K within = kir::binary(BinOp::Shl, chunk, ci32(3));
     if (s.cols > 64) within = add(within, mul(kir::binary(BinOp::Shr, col, ci32(6)), ci32(int64_t{s.rows} * 64)));
-    K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), row_part));
+    K tile = b_.shared(add(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), row_part), panel_dyn));
     return add(add(tile, within), ci32(int64_t{at[0].first} * 64));
+  }
+
+  // Whether a drain's dynamic column offset is a multiple of 64 columns on every warp: zero, or
+  // the warp's column (row) offset when a warp spans whole panels.
+  bool whole_panels(const K& dyn) const {
+    auto is = [&](const K& v) { return dyn.kind == K::Kind::Var && v.kind == K::Kind::Var && dyn.reg == v.reg; };
+    if (dyn.kind == K::Kind::Const) return dyn.ival == 0;
+    return (is(warp_cols32_) && cols_per_warp_ % 64 == 0) || (is(warp_rows32_) && rows_per_warp_ % 64 == 0);
   }
 
   // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 5 probe on the GPU machine: emmyc run --bench over tensor-core schedules of sdpa and
 # matmul, every output checked. Binaries from gpu-carry/ (scripts/gpu_stage.sh); logs in $OUT.
-# Usage: tests/bench/step5_probe.sh [defaults|sdpa|sdpa128|hd128|causal|small-s|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|extra]...
+# Usage: tests/bench/step5_probe.sh [defaults|sdpa|sdpa128|hd128|causal|small-s|matmul|mm-tiles|rows|decode|decode-tc|decode-coop|extra|tma|tma-check|mm-tma]...
 # EMMYC=path/to/emmyc times another build (e.g. the previous commit's) with the same script;
 # TARGET=sm_90a probes the arch-specific target (default sm_90: the mma.sync schedules).
 source "$(dirname "$0")/gpu_env.sh"
@@ -49,6 +49,47 @@ for what in "${@:-sdpa matmul}"; do
               bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "TILE=a:scalar,TILE@e=f64,REDUCE=$r"; done ;;
     decode-coop) for k in "COOP=t32,REDUCE=g16k" "COOP=t64,REDUCE=g16k" "COOP=t128,REDUCE=g8k" "COOP=t128,REDUCE=g32k" "COOP=t256,REDUCE=g16k" "COOP=t128"; do
              bench stdlib/nn.emmy sdpa B=8,H=32,S=1,T=16384,D=128,E=128 "PLACE=fuse,TILE=a:scalar,TILE@e=f128,STAGE=,FAST_EXP=1,$k"; done ;;
+    tma) for s in d3/cp/ring d3/tma/ring d2/tma/ring d4/tma/ring; do  # the move: cp.async -> TMA, same tiles
+           bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$A/w4x1/f2x8/k4,STAGE=$s,$F,PLACE=fuse"
+           bench stdlib/nn.emmy sdpa_causal B=1,H=8,S=4096,D=64 "$A/w4x1/f2x8/k4,STAGE=$s,$F,PLACE=fuse"
+         done
+         for s in d3/cp/ring d3/tma/ring; do
+           bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$A/w4x1/f2x4/k8,TILE@e=f128,STAGE=$s,$F,PLACE=fuse"
+           bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/w2x2/f4x8/k4,STAGE=$s"
+           bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/w2x4/f4x8/k4,STAGE=$s"
+         done
+         W=TILE=a:wgmma_m64n128k16_f16
+         for s in d2/cp/ring d2/tma/ring d3/tma/ring; do
+           TARGET=sm_90a bench stdlib/nn.emmy sdpa B=1,H=8,S=4096,D=64 "$W/w4x1/k4,TILE@e=f64,STAGE=$s,$F,PLACE=fuse"
+           TARGET=sm_90a bench stdlib/nn.emmy sdpa B=4,H=16,S=4096,D=128 "$W/w8x1/k8,TILE@e=f128,STAGE=$s,$F,PLACE=fuse"
+         done
+         for s in d4/cp/ring d4/tma/ring; do
+           TARGET=sm_90a bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$W/w16x1/k4,STAGE=$s"; done ;;
+    mm-tma) for t in w2x2/f4x8/k4 w2x4/f4x8/k4 w4x2/f4x8/k4 w2x2/f4x4/k4 w4x2/f4x4/k4 w4x4/f2x8/k4; do
+             for s in d3/tma/ring d4/tma/ring; do bench stdlib/linalg.emmy matmul M=4096,N=4096,K=4096 "$A/$t,STAGE=$s"; done
+           done ;;
+    tma-check) # ragged shapes on the GPU (E = 61: the cp.async fallback), then compute-sanitizer
+         T="$A/w4x1/f2x8/k4,STAGE=d3/tma/ring,$F,PLACE=fuse"
+         for sh in B=1,H=2,S=130,T=77,D=64,E=64 B=2,H=3,S=200,T=333,D=64,E=64 B=1,H=2,S=130,T=77,D=61,E=61; do
+           "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape $sh --target sm_90 --knobs "$T" 2>&1 | grep -E "^o |error"; done
+         "$B/emmyc" run stdlib/nn.emmy --op sdpa_causal --shape B=1,H=2,S=300,D=64 --target sm_90 --knobs "$T" 2>&1 | grep -E "^o |error"
+         "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=300,D=128,E=128 --target sm_90 \
+           --knobs "$A/w4x1/f2x4/k8,TILE@e=f128,STAGE=d3/tma/ring,$F,PLACE=fuse" 2>&1 | grep -E "^o |error"
+         "$B/emmyc" run stdlib/linalg.emmy --op matmul --shape M=200,N=136,K=152 --target sm_90 \
+           --knobs "$A/w2x2/f4x8/k4,STAGE=d3/tma/ring" 2>&1 | grep -E "^c |error"
+         "$B/emmyc" run stdlib/linalg.emmy --op matmul --shape M=300,N=136,K=152 --target sm_90a \
+           --knobs "TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring" 2>&1 | grep -E "^c |error"
+         "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=77,D=64,E=64 --target sm_90a \
+           --knobs "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,$F" 2>&1 | grep -E "^o |error"
+         for tool in memcheck racecheck; do
+           for run in "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64 --knobs $T" \
+                      "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64 --knobs $T" \
+                      "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=200,N=136,K=152 --knobs $A/w2x2/f4x8/k4,STAGE=d3/tma/ring" \
+                      "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=136,K=152 --knobs TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring"; do
+             compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
+             echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
+           done
+         done ;;
     extra) for k in "COOP=t32/v8,FAST_EXP=1" "COOP=t32/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t128/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t256/v8,FAST_EXP=1,PLACE@m=cut"; do
              bench stdlib/nn.emmy softmax N=32768,C=8192 "$k"; done
            for t in w2x2/f4x8/k4 w2x4/f4x8/k2; do

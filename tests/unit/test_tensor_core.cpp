@@ -259,6 +259,100 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   CHECK(r.resources.size() >= 19);
 }
 
+TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and cp.async where the sizes forbid maps), built without spills") {
+  struct Case {
+    const char* file;
+    std::vector<const char*> ops;
+    const char* knobs;
+    const char* target;
+  };
+  const std::vector<Case> cases{
+      // mma.sync folds: K and V by TMA, ldmatrix (.trans for V) on the swizzle; q by cp.async
+      {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal", "sdpa_gqa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d3/tma/ring,FAST_EXP=1", "sm_90"},
+      {"/stdlib/nn.emmy", {"sdpa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k8,TILE@e=f128,STAGE=d2/tma/ring", "sm_90"},
+      {"/stdlib/nn.emmy", {"sdpa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k4,TILE@e=f64,STAGE=d1/tma", "sm_120"},
+      // wgmma: the slabs the descriptors read, filled by TMA
+      {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal"}, "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring", "sm_90a"},
+      // contractions: B over two panels (a warp's 64 columns: whole panels), and within one
+      {"/stdlib/linalg.emmy", {"matmul", "bmm", "matmul_bias_relu"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k4,STAGE=d3/tma/ring", "sm_90"},
+      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d2/tma/ring", "sm_90"},
+      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring", "sm_90a"},
+  };
+  std::map<std::string, kir::Program> by_target;
+  int runs = 0;
+  for (const Case& c : cases) {
+    auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + c.file);
+    REQUIRE(!l->diags->has_errors());
+    for (const std::string name : c.ops) {
+      CAPTURE(name);
+      CAPTURE(std::string(c.knobs));
+      CAPTURE(std::string(c.target));
+      const CheckedOp& op = l->program->ops.at(name);
+      lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", c.knobs}, *find_target(c.target));
+      REQUIRE(took_tensor_cores(low));
+      CHECK_MESSAGE(low.kernels.warnings.empty(), fmt::format("{}", fmt::join(low.kernels.warnings, "; ")));
+      CHECK(verify_program(low.kernels).empty());
+      const std::string cuda = print_cuda(low.kernels);
+      CHECK(cuda.find("cp.async.bulk.tensor.") != std::string::npos);
+      CHECK(cuda.find("const __grid_constant__ CUtensorMap") != std::string::npos);
+      CHECK(cuda.find("mbarrier.try_wait.parity") != std::string::npos);
+      // Sizes whose rows are 16-byte multiples (the boxes) and ragged ones (D = 21: cp.async),
+      // the tiles' tails past the tensors either way; blocks shuffled.
+      for (const std::vector<int64_t>& values : std::vector<std::vector<int64_t>>{{2, 3, 37, 45, 24, 40, 16, 48}, {2, 3, 37, 45, 21, 19, 23, 30}}) {
+        SizeBindings sizes = test::cycled_sizes(op, values);
+        CAPTURE(test::shape_text(sizes));
+        try {
+          evaluate_reference(*l->program, op, sizes, random_inputs(op, sizes, 1));
+        } catch (const std::exception&) {
+          continue;  // sizes the op rejects (H not a multiple of KH)
+        }
+        SimtOptions so;
+        so.shuffle_blocks = true;
+        so.seed = 4;
+        check_interpreted(*l->program, op, low, sizes, 21, so);
+        ++runs;
+      }
+      kir::Program& all = by_target[c.target];
+      all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
+    }
+  }
+  CHECK(runs >= 24);
+  if (!test::nvrtc_or_skip()) return;
+  for (const auto& [target, all] : by_target) {
+    CAPTURE(target);
+    runtime::CompileOptions co;
+    co.target = find_target(target);
+    runtime::CompileResult r = runtime::compile_cuda(print_cuda(all), "tma.cu", co);
+    REQUIRE_MESSAGE(r.ok, r.log);
+    for (const runtime::KernelResources& k : r.resources) {
+      CAPTURE(k.kernel);
+      CHECK(k.spill_stores == 0);
+      CHECK(k.spill_loads == 0);
+    }
+  }
+}
+
+TEST_CASE("tensor cores: a tile that is no TMA box is copied with cp.async, and the warning says why") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("matmul");
+  // k2: A's tile is 32 columns of K, not a 64-column panel; B's (32 rows of 128) still is a box.
+  lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/tma/ring"},
+                                       *find_target("sm_90"));
+  REQUIRE(took_tensor_cores(low));
+  REQUIRE(low.kernels.warnings.size() == 1);
+  CHECK(low.kernels.warnings[0] ==
+        "STAGE with tma: a's tiles are copied with cp.async: tile rows of 32 elements (boxes of 64: the 128-byte swizzle)");
+  const std::string cuda = print_cuda(low.kernels);
+  CHECK(cuda.find("emmy_tma_load_2d(&b_map") != std::string::npos);
+  CHECK(cuda.find("emmy_cp_async_16(") != std::string::npos);
+  check_interpreted(*l->program, op, low, {{"M", 70}, {"N", 136}, {"K", 88}}, 5);
+  // TMA needs sm_90: the knob says so on an A100.
+  CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k4,STAGE=d3/tma/ring"},
+                                       *find_target("sm_80")),
+                       doctest::Contains("TMA"), std::exception);
+}
+
 TEST_CASE("schedules: an arch-specific target without the asked block uses its base target's") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
   REQUIRE(!l->diags->has_errors());
