@@ -1451,6 +1451,10 @@ void Block::wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity) {
                         m.phase, describe_shared(addr), m.pending, m.tx));
   for (const AsyncWrite& w : m.landing) land(w, -1);
   m.landing.clear();
+  // A phase every thread of the block arrives at orders the waiter after all their accesses
+  // before the arrivals, as a barrier would (a producer refilling a buffer its consumers
+  // released): for the race check, a new barrier interval.
+  if (m.count == threads_) ++smem_.epoch;
 }
 
 // commit/wait_group and the mbarrier operations, which order copies and compute nothing:
@@ -1491,6 +1495,12 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         break;
       }
       case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, addr, word1); break;
+      case IntrinsicId::MbarrierArrive: {
+        Mbarrier& m = mbarrier(t, addr);
+        --m.pending;
+        try_complete(m);
+        break;
+      }
       default: return false;
     }
   }

@@ -249,6 +249,7 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     ordering_only,                                                             // MbarrierInit
     ordering_only,                                                             // MbarrierExpectTx
     ordering_only,                                                             // MbarrierTryWait
+    ordering_only,                                                             // MbarrierArrive
     tma_load,                                                                  // TmaLoad2d
     tma_load,                                                                  // TmaLoad3d
     tma_load,                                                                  // TmaLoad4d

@@ -179,6 +179,12 @@ constexpr std::string_view kMbarrierExpectTx =
 }
 )";
 
+constexpr std::string_view kMbarrierArrive =
+    R"(__device__ __forceinline__ void emmy_mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+)";
+
 constexpr std::string_view kMbarrierTryWait =
     R"(__device__ __forceinline__ void emmy_mbarrier_try_wait(unsigned bar, unsigned phase) {
   unsigned done = 0;
@@ -313,6 +319,7 @@ std::vector<IntrinsicInfo> build_table() {
       row(MbarrierInit, "emmy_mbarrier_init", T, {}, {U}, 1, 90, kMbarrierInit),
       row(MbarrierExpectTx, "emmy_mbarrier_expect_tx", T, {}, {U, U}, 0, 90, kMbarrierExpectTx),
       row(MbarrierTryWait, "emmy_mbarrier_try_wait", T, {}, {U, U}, 0, 90, kMbarrierTryWait),
+      row(MbarrierArrive, "emmy_mbarrier_arrive", T, {}, {U}, 0, 90, kMbarrierArrive),
       // Element index into the Stmt's global buffer (printed &buffer[index]), value.
       row(AtomicAddF32, "emmy_atomic_add_f32", T, {}, {L, F}, 0, 80, kAtomicAddF32),
       row(AtomicAddF64, "emmy_atomic_add_f64", T, {}, {L, ScalarType::F64}, 0, 80, kAtomicAddF64),
@@ -353,7 +360,7 @@ std::vector<IntrinsicInfo> build_table() {
   for (int rank = 2; rank <= kTmaMaxRank; ++rank) {
     std::vector<ScalarType> ins{U, U};
     ins.insert(ins.end(), static_cast<size_t>(rank), I);
-    // Inserted in enum order: the TMA rows follow MbarrierTryWait.
+    // Inserted in enum order: the TMA rows follow MbarrierArrive.
     auto at = t.begin() + static_cast<std::ptrdiff_t>(IntrinsicId::TmaLoad2d) + rank - 2;
     t.insert(at, row(tma_load_of_rank(rank), tma_helpers[static_cast<size_t>(rank - 2)], T, {}, std::move(ins), 0, 90,
                      tma_sources[static_cast<size_t>(rank - 2)]));

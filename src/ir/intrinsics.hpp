@@ -39,6 +39,7 @@ enum class IntrinsicId : uint8_t {
   MbarrierInit,   // mbarrier.init.shared.b64 [addr], imm[0] = arrival count
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
+  MbarrierArrive,    // mbarrier.arrive.shared.b64 [addr]: one arrival, no bytes
   TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
   TmaLoad3d,      // .3d: the same with three coordinates
   TmaLoad4d,      // .4d

@@ -497,19 +497,29 @@ class MmaTier {
     return name;
   }
 
-  // One mbarrier a ring buffer, armed by the thread that issues the buffer's boxes; every
-  // thread keeps each buffer's phase parity in a bit of one register.
+  // Two mbarriers a ring buffer: `full`, armed by the thread that issues the buffer's boxes and
+  // waited on by every thread; `free`, which every thread arrives at once done with the buffer
+  // and the issuing thread waits on before refilling it (a ring needs no block barrier a tile).
+  // Each thread keeps each buffer's phase parity in a bit of one register (the issuer's free
+  // parities start at 1: a fresh buffer counts as released).
   void tma_setup() {
     tma_bars_ = b_.fresh("tma_bar");
+    tma_free_ = b_.fresh("tma_free");
     tma_phase_ = b_.fresh("tma_phase");
+    tma_free_phase_ = b_.fresh("tma_free_phase");
     out_->shared.push_back({tma_bars_, ScalarType::I64, stage_->depth, 8});
+    out_->shared.push_back({tma_free_, ScalarType::I64, stage_->depth, 8});
     std::vector<kir::Stmt> init;
-    for (int i = 0; i < stage_->depth; ++i)
+    for (int i = 0; i < stage_->depth; ++i) {
       init.push_back(kir::intrinsic(kir::IntrinsicId::MbarrierInit, {}, {kir::shared_addr(tma_bars_, ci32(i))}, {1}));
+      init.push_back(kir::intrinsic(kir::IntrinsicId::MbarrierInit, {}, {kir::shared_addr(tma_free_, ci32(i))},
+                                    {out_->block_threads}));
+    }
     init.push_back(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));  // the barriers, seen by the copies
     auto at = [&] { return top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++); };
-    top_->insert(at(), kir::comment("TMA: an mbarrier a buffer, initialised by thread 0; each buffer's phase, a bit"));
+    top_->insert(at(), kir::comment("TMA: full and free mbarriers a buffer, initialised by thread 0; their phases, a bit each"));
     top_->insert(at(), kir::decl(tma_phase_, U32, kir::ci(0, U32)));
+    top_->insert(at(), kir::decl(tma_free_phase_, U32, kir::ci(0xffffffffLL, U32)));
     top_->insert(at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(init)));
     top_->insert(at(), kir::barrier());
   }
@@ -536,12 +546,15 @@ class MmaTier {
 
   // Thread 0 arms buffer `buf`'s mbarrier with the tiles' bytes and issues their boxes; where the
   // sizes rule TMA out, every thread copies them with cp.async instead (the same layout).
-  void tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin) {
+  // With `wait_free` (a ring), the issuer first waits until every thread released the buffer.
+  void tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {
     int64_t bytes = 0;
     for (const Slab* s : slabs) bytes += s->elems() * kir::type_bytes(t_.operand);
     K bar = kir::shared_addr(tma_bars_, i32(buf));
     std::vector<kir::Stmt> issue = b_.nested([&] {
-      // The buffer's last reads (generic proxy, ordered by the barrier before) before the copies.
+      if (wait_free) wait_phase(tma_free_, tma_free_phase_, buf);
+      // The buffer's last reads (generic proxy, ordered by the barrier or the free mbarrier
+      // before) before the copies.
       emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
       emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(bytes, U32)}));
       for (const Slab* s : slabs)
@@ -562,6 +575,14 @@ class MmaTier {
     emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
       for (const Slab* s : slabs) fill_tile(*s, buf, origin);
     })));
+  }
+
+  // Waits on mbarrier `bars`[buf] for the phase parity in bit `buf` of `phases`, then flips it.
+  void wait_phase(const std::string& bars, const std::string& phases, const K& buf) {
+    K bit = kir::binary(kir::BinOp::Shl, kir::ci(1, U32), as(buf, U32));
+    K parity = kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({phases}, U32), bit), kir::ci(0, U32));
+    emit(kir::intrinsic(kir::IntrinsicId::MbarrierTryWait, {}, {kir::shared_addr(bars, i32(buf)), as(parity, U32)}));
+    emit(kir::assign({phases}, kir::binary(kir::BinOp::BitXor, kir::var({phases}, U32), bit)));
   }
 
   bool wgmma() const { return t_.wgmma_n > 0; }
@@ -757,17 +778,16 @@ class MmaTier {
   }
   // With wgmma, each thread's landed copies (generic proxy) are fenced for the tensor cores'
   // operand reads (async proxy) before the barrier publishes them.
-  // `tma_buf`: the buffer whose boxes (if the tiles came by TMA) this wait is for.
-  void wait(int pending, const std::optional<K>& tma_buf = std::nullopt) {
+  // `tma_buf`: the buffer whose boxes (if the tiles came by TMA) this wait is for; with
+  // `boxes_only` every tile of the ring comes by TMA and the full mbarrier is all a thread waits
+  // for (the block barrier stays for the cp.async path the sizes may force).
+  void wait(int pending, const std::optional<K>& tma_buf = std::nullopt, bool boxes_only = false) {
     if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
-    if (tma_buf && !tma_bars_.empty()) {
-      K bit = kir::binary(kir::BinOp::Shl, kir::ci(1, U32), as(*tma_buf, U32));
-      K parity = kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({tma_phase_}, U32), bit), kir::ci(0, U32));
-      emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierTryWait, {}, {kir::shared_addr(tma_bars_, i32(*tma_buf)), as(parity, U32)}),
-                                   kir::assign({tma_phase_}, kir::binary(kir::BinOp::BitXor, kir::var({tma_phase_}, U32), bit))}));
-    }
+    if (tma_buf && !tma_bars_.empty())
+      emit(kir::if_then(tma_ok(), b_.nested([&] { wait_phase(tma_bars_, tma_phase_, *tma_buf); })));
     if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-    emit(kir::barrier());
+    if (boxes_only) emit(kir::if_then(kir::unary(kir::UnOp::Not, tma_ok()), {kir::barrier()}));
+    else emit(kir::barrier());
   }
 
   // A value computed once at the top of the kernel (before every loop): the lane's parts of
@@ -970,12 +990,15 @@ class MmaTier {
   void stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
                    bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute) {
     const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
+    // A ring whose every tile comes by TMA synchronises through the mbarriers alone.
+    const bool boxes_only = dist > 0 && !slabs.empty() &&
+                            std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
     auto fill_all = [&](const K& buf, const K& origin) {
       std::vector<const Slab*> boxes;
       for (const Slab* sl : slabs)
         if (sl->map.empty()) fill_tile(*sl, buf, origin);
         else boxes.push_back(sl);
-      if (!boxes.empty()) tma_fill(boxes, buf, origin);
+      if (!boxes.empty()) tma_fill(boxes, buf, origin, boxes_only);
     };
     if (stage_ && dist > 0) {
       emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
@@ -983,6 +1006,13 @@ class MmaTier {
         K origin = add(lo, i64(int64_t{p} * chunk));
         emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_all(i64(p), origin); })));
         commit();
+      }
+      if (boxes_only) {
+        // What came by cp.async before the loop (a row tile's slab) lands and is published
+        // here: the loop's tiles have no block barrier.
+        emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0})}));
+        if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
+        emit(kir::barrier());
       }
     }
     K v = kir::var({var}, I64);
@@ -999,7 +1029,7 @@ class MmaTier {
       if (dist > 0) {
         // One barrier a tile: past it this tile has landed for every thread, and every warp has
         // finished the previous tile, whose buffer the copy issued next overwrites.
-        wait(dist - 1, buf);
+        wait(dist - 1, buf, boxes_only);
         K ahead = add(v, i64(int64_t{dist} * chunk));
         K nb = let(b_.fresh("ahead_buf"), wrap(add(buf, ci32(dist))));
         issue = [this, ahead, nb, size, dist, &fill_all] {
@@ -1017,6 +1047,8 @@ class MmaTier {
         wait(0, buf);
       }
       compute(v, buf, issue);
+      if (boxes_only)  // this thread is done with the buffer
+        emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
       // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
       if (dist == 0 && depth == 1) emit(kir::barrier());
       emit(kir::assign({bv}, wrap(add(buf, ci32(1)))));
@@ -1149,7 +1181,10 @@ class MmaTier {
     }
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
-    stream_loop(kv, i64(0), ksize, chunk, slabs, false, [&](const K& k0, const K& buf, const Issue&) {
+    // By TMA, the next tile's boxes go once this tile's first k-step is issued: the issuing thread
+    // waits for every warp to release the buffer, which the others do meanwhile.
+    const bool by_tma = sa && !sa->map.empty() && sb && !sb->map.empty();
+    stream_loop(kv, i64(0), ksize, chunk, slabs, by_tma, [&](const K& k0, const K& buf, const Issue& issue) {
       if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
         emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
         wgmma_fence();
@@ -1157,7 +1192,7 @@ class MmaTier {
           BOperand b = b_operand(*sb, buf, first_.axis.name, s);
           wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
         }
-        wgmma_done(acc, fm * fn * 4);
+        wgmma_done(acc, fm * fn * 4, issue);
         return;
       }
       for (int s = 0; s < steps; ++s) {
@@ -1182,6 +1217,7 @@ class MmaTier {
           }
           for (int a = 0; a < fm; ++a)
             for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
+          if (s == 0) issue();
         }
         // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
         // the compiler load step s + 1's fragments under step s's mma.
@@ -1868,7 +1904,7 @@ class MmaTier {
   std::map<std::string, K> hoisted_;
   kir::Kernel* out_ = nullptr;
   kir::Program* program_ = nullptr;
-  std::string tma_bars_, tma_phase_;  // the TMA mbarriers and phase bits (empty: no TMA)
+  std::string tma_bars_, tma_free_, tma_phase_, tma_free_phase_;  // TMA mbarriers and phase bits (empty: no TMA)
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
 };
 
