@@ -81,15 +81,10 @@ for what in "${@:-sdpa matmul}"; do
            --knobs "TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring" 2>&1 | grep -E "^c |error"
          "$B/emmyc" run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=130,T=77,D=64,E=64 --target sm_90a \
            --knobs "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,$F" 2>&1 | grep -E "^o |error"
-         for tool in memcheck racecheck; do
-           for run in "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64 --knobs $T" \
-                      "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64 --knobs $T" \
-                      "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=200,N=136,K=152 --knobs $A/w2x2/f4x8/k4,STAGE=d3/tma/ring" \
-                      "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=136,K=152 --knobs TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring"; do
-             compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
-             echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
-           done
-         done ;;
+         sanitize "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64 --knobs $T" \
+                  "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64 --knobs $T" \
+                  "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=200,N=136,K=152 --knobs $A/w2x2/f4x8/k4,STAGE=d3/tma/ring" \
+                  "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=136,K=152 --knobs TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring" ;;
     extra) for k in "COOP=t32/v8,FAST_EXP=1" "COOP=t32/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t128/v8,FAST_EXP=1,PLACE@m=cut" "COOP=t256/v8,FAST_EXP=1,PLACE@m=cut"; do
              bench stdlib/nn.emmy softmax N=32768,C=8192 "$k"; done
            for t in w2x2/f4x8/k4 w2x4/f4x8/k2; do

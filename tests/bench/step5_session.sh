@@ -12,18 +12,13 @@ python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --dead
   --emmy-launch-cap 0.5 ${HARNESS_EXTRA:-} > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "torch FA-2|Emmy: sdpa \[default\]|tc-hd128|cuBLAS|matmul \[default\]|decode|torch SDPA|F.layer|F.rms|torch.softmax|(softmax|layernorm|rmsnorm) \[default\]" "$OUT/harness.log" | cut -c1-170 | head -80
 step compute-sanitizer
-for tool in memcheck racecheck; do
-  for run in "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64" \
-             "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64,E=64" \
-             "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
-             "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
-             "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=300,N=200,K=333" \
-             "stdlib/nn.emmy --op sdpa --target sm_90a --shape B=1,H=2,S=200,T=77,D=64,E=64" \
-             "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
-             "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=200,K=333"; do
-    compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
-    echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
-  done
-done
+sanitize "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=64,E=64" \
+         "stdlib/nn.emmy --op sdpa_causal --target sm_90 --shape B=1,H=2,S=300,D=64,E=64" \
+         "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
+         "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
+         "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=300,N=200,K=333" \
+         "stdlib/nn.emmy --op sdpa --target sm_90a --shape B=1,H=2,S=200,T=77,D=64,E=64" \
+         "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
+         "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=200,K=333"
 step "gpu tests"; timeout ${GPU_TESTS_TIMEOUT:-190} "$B/emmy_gpu_tests" 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "FAIL|emmy_gpu_tests:|test cases" | tail -12
 rm -rf "$OUT/kernel-cache"

@@ -22,6 +22,7 @@
 #include "interp/simt.hpp"
 #include "ir/intrinsics.hpp"
 #include "ir/numeric.hpp"
+#include "tma_vectors.hpp"
 
 using namespace emmy;
 using kir::BinOp;
@@ -285,26 +286,11 @@ kir::Program cvt_program() {
 
 // ---- TMA ----------------------------------------------------------------------------------------
 
-constexpr uint32_t kTmaRows = 128, kTmaCols = 256, kTmaThreads = 128;
-
-kir::Swizzle swizzle_named(const std::string& name) {
-  if (name == "none") return kir::Swizzle::None;
-  if (name == "32B") return kir::Swizzle::B32;
-  if (name == "64B") return kir::Swizzle::B64;
-  if (name == "128B") return kir::Swizzle::B128;
-  throw std::invalid_argument("swizzle " + name);
-}
-
-// The 128 x 256 u16 tensor gmem[r][c] = r * 256 + c (buffer 0 of the TMA program), box `cols` x `rows`.
-kir::TmaMap tma_map(uint32_t cols, uint32_t rows, kir::Swizzle swizzle) {
-  kir::TmaMap m;
-  m.buffer = 0;
-  m.dims = {kTmaCols, kTmaRows};
-  m.strides = {2, kTmaCols * 2};
-  m.box = {cols, rows};
-  m.swizzle = swizzle;
-  return m;
-}
+using test::kTmaCols;
+using test::kTmaRows;
+using test::swizzle_named;
+using test::tma_map;
+constexpr uint32_t kTmaThreads = 128;
 
 // Thread 0 inits the mbarrier, expects the box's bytes and issues the TMA load of the box at
 // (c0, c1) into `tile` (1024-byte aligned); every thread waits on phase 0, then the block

@@ -14,6 +14,7 @@
 
 #include "ir/intrinsics.hpp"
 #include "ir/numeric.hpp"
+#include "tma_vectors.hpp"
 
 using namespace emmy::kir;
 using nlohmann::json;
@@ -277,7 +278,7 @@ TEST_CASE("intrinsic cp.async 16 bytes: element index into the buffer, shared de
   }
   CHECK_THROWS(Run{IntrinsicId::CpAsync16, 2, {}, &memory, 1, 0}(in));  // elem_bytes unset
   for (IntrinsicId id : {IntrinsicId::CpAsyncCommit, IntrinsicId::CpAsyncWait, IntrinsicId::MbarrierInit,
-                         IntrinsicId::MbarrierExpectTx, IntrinsicId::MbarrierTryWait}) {
+                         IntrinsicId::MbarrierExpectTx, IntrinsicId::MbarrierTryWait, IntrinsicId::MbarrierArrive}) {
     std::vector<uint32_t> none(intrinsic_info(id).ins.size(), 0);
     CHECK(Run{id, 1, {1}}(none).empty());
   }
@@ -287,7 +288,10 @@ TEST_CASE("intrinsic cp.async 16 bytes: element index into the buffer, shared de
 
 namespace {
 
-constexpr uint64_t kTmaRows = 128, kTmaCols = 256;
+using test::kTmaCols;
+using test::kTmaRows;
+using test::swizzle_named;
+using test::tma_map;
 
 TestMemory tma_memory(size_t shared_bytes) {
   TestMemory memory;
@@ -296,24 +300,6 @@ TestMemory tma_memory(size_t shared_bytes) {
   memory.global = {u16_bytes(g)};
   memory.shared.assign(shared_bytes, 0xee);
   return memory;
-}
-
-TmaMap tma_map(uint32_t box_cols, uint32_t box_rows, Swizzle swizzle) {
-  TmaMap m;
-  m.buffer = 0;
-  m.dims = {kTmaCols, kTmaRows};
-  m.strides = {2, kTmaCols * 2};
-  m.box = {box_cols, box_rows};
-  m.swizzle = swizzle;
-  return m;
-}
-
-Swizzle swizzle_named(const std::string& name) {
-  if (name == "none") return Swizzle::None;
-  if (name == "32B") return Swizzle::B32;
-  if (name == "64B") return Swizzle::B64;
-  if (name == "128B") return Swizzle::B128;
-  throw std::invalid_argument("swizzle " + name);
 }
 
 }  // namespace
