@@ -379,7 +379,7 @@ TEST_CASE("kernel printer: shared arrays, barriers and intrinsic calls") {
                  "d[2], d[3])\n") != std::string::npos);
   CHECK(mma.find("  p = shfl_bfly<1>(d[0])\n") != std::string::npos);
   CHECK(print_kernel(tma_kernel()).find("    tma_load_2d(&tm, &xs[0], &bar[0], 0, 0)\n") != std::string::npos);
-  CHECK(print_kernel(tma_kernel()).find("  param tm: tensormap\n") != std::string::npos);
+  CHECK(print_kernel(tma_kernel()).find("  param tm: tensormap of x box [64, 64] swizzle none\n") != std::string::npos);
 }
 
 TEST_CASE("kernel printer: literals, casts and parentheses") {

@@ -288,10 +288,10 @@ TEST_CASE("intrinsic cp.async 16 bytes: element index into the buffer, shared de
 
 namespace {
 
-using test::kTmaCols;
-using test::kTmaRows;
-using test::swizzle_named;
-using test::tma_map;
+using emmy::test::kTmaCols;
+using emmy::test::kTmaRows;
+using emmy::test::swizzle_named;
+using emmy::test::tma_map;
 
 TestMemory tma_memory(size_t shared_bytes) {
   TestMemory memory;
