@@ -1627,9 +1627,7 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       if (g == globals.end())
         throw SimtError(fmt::format("kernel {}: tensor map {} is over {}, not a buffer of the program", k.name, p.name, p.map_of));
       auto map = kir::tma_map_of(p, g->type, g->shape, static_cast<int>(g - globals.begin()));
-      kir::TmaMap unusable;
-      unusable.buffer = -1;
-      l.maps[p.name] = std::holds_alternative<kir::TmaMap>(map) ? std::get<kir::TmaMap>(map) : unusable;
+      l.maps[p.name] = std::holds_alternative<kir::TmaMap>(map) ? std::get<kir::TmaMap>(map) : kir::TmaMap{};
     }
   }
   uint64_t offset = 0;

@@ -32,9 +32,8 @@ uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle) {
 }
 
 int tma_rank(IntrinsicId id) {
-  for (int r = 0; r < 4; ++r)
-    if (kTmaLoads[r] == id) return r + 2;
-  return 0;
+  const auto* it = std::find(std::begin(kTmaLoads), std::end(kTmaLoads), id);
+  return it == std::end(kTmaLoads) ? 0 : static_cast<int>(it - std::begin(kTmaLoads)) + 2;
 }
 
 IntrinsicId tma_load_of_rank(int rank) {

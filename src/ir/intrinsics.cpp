@@ -353,17 +353,19 @@ std::vector<IntrinsicInfo> build_table() {
   }
   // TMA loads of 2 to 5 dimensions: shared destination, mbarrier, one coordinate per dimension
   // (innermost first); printed after &tensor_map.
-  constexpr std::array<std::string_view, 4> tma_helpers{"emmy_tma_load_2d", "emmy_tma_load_3d", "emmy_tma_load_4d",
-                                                        "emmy_tma_load_5d"};
-  static const std::array<std::string, 4> tma_sources{tma_load_source(2), tma_load_source(3), tma_load_source(4),
-                                                      tma_load_source(5)};
+  static const std::array<std::pair<std::string, std::string>, kTmaMaxRank - 1> tma_rows = [] {
+    std::array<std::pair<std::string, std::string>, kTmaMaxRank - 1> out;
+    for (int rank = 2; rank <= kTmaMaxRank; ++rank)
+      out[static_cast<size_t>(rank - 2)] = {fmt::format("emmy_tma_load_{}d", rank), tma_load_source(rank)};
+    return out;
+  }();
   for (int rank = 2; rank <= kTmaMaxRank; ++rank) {
     std::vector<ScalarType> ins{U, U};
     ins.insert(ins.end(), static_cast<size_t>(rank), I);
     // Inserted in enum order: the TMA rows follow MbarrierArrive.
     auto at = t.begin() + static_cast<std::ptrdiff_t>(IntrinsicId::TmaLoad2d) + rank - 2;
-    t.insert(at, row(tma_load_of_rank(rank), tma_helpers[static_cast<size_t>(rank - 2)], T, {}, std::move(ins), 0, 90,
-                     tma_sources[static_cast<size_t>(rank - 2)]));
+    const auto& [helper, source] = tma_rows[static_cast<size_t>(rank - 2)];
+    t.insert(at, row(tma_load_of_rank(rank), helper, T, {}, std::move(ins), 0, 90, source));
   }
   static const std::array<std::string, 3> ordering_sources{
       ordering_source("emmy_wgmma_fence", "wgmma.fence.sync.aligned"),

@@ -568,9 +568,10 @@ class MmaTier {
       for (const Slab* s : slabs)
         for (int p = 0; p < s->cols / 64; ++p) {
           // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
+          auto [outer, inner] = tile_base(*s, origin);
           b_.scopes_.push_back({});
-          b_.scopes_.back().index[s->outer.name] = s->outer.name == s->stream ? origin : s->outer.base;
-          b_.scopes_.back().index[s->inner.name] = add(s->inner.name == s->stream ? origin : s->inner.base, i64(int64_t{p} * 64));
+          b_.scopes_.back().index[s->outer.name] = outer;
+          b_.scopes_.back().index[s->inner.name] = add(inner, i64(int64_t{p} * 64));
           std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))), bar};
           for (size_t i = s->read.args.size(); i-- > 0;) args.push_back(i32(b_.lower(s->read.args[i])));
           b_.scopes_.pop_back();
@@ -930,26 +931,26 @@ class MmaTier {
       spread = std::max(spread, c - c0);
       delta_bits |= (c - c0) / 8;
     }
-    if (whole_panels(inner_dyn) && c0 % 64 + spread < 64 && ((c0 % 64 / 8) & delta_bits) == 0) {
+    // A warp's column offset in whole panels (f..x8 warps: 64 columns each) moves whole panels,
+    // once per kernel; the chunk then depends on constants and the lane only.
+    const bool panels = whole_panels(inner_dyn);
+    auto panel_offset = [&] {
+      return !panels || inner_dyn.kind == K::Kind::Const
+                 ? ci32(0)
+                 : hoisted("ldm_panel", mul(kir::binary(BinOp::Shr, inner_dyn, ci32(6)), ci32(int64_t{s.rows} * 64)));
+    };
+    K row = mul(add(phase, drow), ci32(64));
+    if (panels && c0 % 64 + spread < 64 && ((c0 % 64 / 8) & delta_bits) == 0) {
       K lane_chunk = kir::binary(BinOp::Shl, kir::binary(BinOp::BitXor, kir::binary(BinOp::Shr, dcol, ci32(3)), phase), ci32(3));
-      K lane = hoisted("ldm_swz", kir::binary(BinOp::BitOr, mul(add(phase, drow), ci32(64)), lane_chunk));
-      K panel_dyn = inner_dyn.kind == K::Kind::Const
-                        ? ci32(0)
-                        : hoisted("ldm_panel", mul(kir::binary(BinOp::Shr, inner_dyn, ci32(6)), ci32(int64_t{s.rows} * 64)));
-      K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), panel_dyn));
+      K lane = hoisted("ldm_swz", kir::binary(BinOp::BitOr, row, lane_chunk));
+      K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), panel_offset()));
       return add(add(tile, kir::binary(BinOp::BitXor, lane, ci32(c0 % 64 / 8 * 8))),
                  ci32(int64_t{at[0].first} * 64 + int64_t{c0 / 64} * s.rows * 64));
     }
-    K row_part = hoisted("ldm_row", mul(add(phase, drow), ci32(64)));
-    // A warp's column offset in whole panels (f..x8 warps: 64 columns each) moves whole panels,
-    // once per kernel; the chunk then depends on constants and the lane only.
-    K panel_dyn = ci32(0), col = add(hoisted("ldm_col", dcol), ci32(at[0].second));
-    if (whole_panels(inner_dyn)) {
-      if (inner_dyn.kind != K::Kind::Const)
-        panel_dyn = hoisted("ldm_panel", mul(kir::binary(BinOp::Shr, inner_dyn, ci32(6)), ci32(int64_t{s.rows} * 64)));
-    } else {
-      col = add(inner_dyn, col);
-    }
+    K row_part = hoisted("ldm_row", row);
+    K col = add(hoisted("ldm_col", dcol), ci32(at[0].second));
+    K panel_dyn = panel_offset();
+    if (!panels) col = add(inner_dyn, col);
     K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::BitAnd, kir::binary(BinOp::Shr, col, ci32(3)), ci32(7)), phase);
     K within = kir::binary(BinOp::Shl, chunk, ci32(3));
     if (s.cols > 64) within = add(within, mul(kir::binary(BinOp::Shr, col, ci32(6)), ci32(int64_t{s.rows} * 64)));
@@ -984,8 +985,14 @@ class MmaTier {
     }
   }
 
+  // The tile at `origin` of the streamed axis: its (outer, inner) base, the other axis's fixed.
+  static std::pair<K, K> tile_base(const Slab& s, const K& origin) {
+    return {s.outer.name == s.stream ? origin : s.outer.base, s.inner.name == s.stream ? origin : s.inner.base};
+  }
+
   void fill_tile(const Slab& s, const K& buf, const K& origin) {
-    fill(s, buf, s.outer.name == s.stream ? origin : s.outer.base, s.inner.name == s.stream ? origin : s.inner.base);
+    auto [outer, inner] = tile_base(s, origin);
+    fill(s, buf, outer, inner);
   }
 
   // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the

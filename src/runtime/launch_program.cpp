@@ -47,17 +47,17 @@ KernelArg scalar_arg(const kir::Kernel& k, const kir::Param& p, const SizeBindin
   fail(fmt::format("kernel {}: scalar parameter {} of type {} is not supported", k.name, p.name, kir::type_name(p.type)));
 }
 
-// `wide`: the kernel copies the buffer 16 bytes at a time, so its base must be 16-byte aligned.
-KernelArg buffer_arg(const kir::Kernel& k, const kir::Param& p, const std::map<std::string, DevicePtr>& buffers,
-                     bool wide) {
-  auto it = buffers.find(p.name);
-  if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for parameter {}", k.name, p.name));
+// Buffer `name`'s device address; `wide_because` (non-empty: how the kernel copies it 16 bytes
+// at a time) requires a 16-byte aligned base.
+DevicePtr device_address(const kir::Kernel& k, const std::string& name, const std::map<std::string, DevicePtr>& buffers,
+                         std::string_view wide_because) {
+  auto it = buffers.find(name);
+  if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, name));
   const uint64_t address = it->second.address;
-  if (wide && address % 16 != 0)
-    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it 16 bytes at a "
-                     "time (STAGE cp.async or COOP vector accesses); pass a tensor whose data starts 16-byte "
-                     "aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
-                     p.name, address, k.name));
+  if (!wide_because.empty() && address % 16 != 0)
+    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it {}; pass a tensor whose "
+                     "data starts 16-byte aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
+                     name, address, k.name, wide_because));
   return it->second;
 }
 
@@ -77,18 +77,12 @@ KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, cons
   auto map = kir::tma_map_of(p, b->type, shape, 0);
   if (!std::holds_alternative<kir::TmaMap>(map)) return TensorMapArg{};
   const kir::TmaMap& m = std::get<kir::TmaMap>(map);
-  auto it = buffers.find(b->name);
-  if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, b->name));
-  if (it->second.address % 16 != 0)
-    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it with TMA; pass a tensor "
-                     "whose data starts 16-byte aligned",
-                     b->name, it->second.address, k.name));
   TiledMapSpec spec;
   auto type = std::find_if(std::begin(kTmaDataType), std::end(kTmaDataType), [&](const auto& t) { return t.first == b->type; });
   if (type == std::end(kTmaDataType)) fail(fmt::format("kernel {}: TMA copies of {} are not supported", k.name, kir::type_name(b->type)));
   spec.data_type = type->second;
   spec.rank = m.rank;
-  spec.base = it->second;
+  spec.base = device_address(k, b->name, buffers, "with TMA");
   spec.dims = m.dims;
   spec.strides = m.strides;
   spec.box = m.box;
@@ -134,7 +128,10 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     const std::vector<std::string> wide = kir::wide_access_buffers(k);
     for (const kir::Param& p : k.params) {
       if (p.kind == kir::Param::Kind::Buffer)
-        l.args.push_back(buffer_arg(k, p, buffers, std::count(wide.begin(), wide.end(), p.name) > 0));
+        l.args.push_back(device_address(k, p.name, buffers,
+                                        std::count(wide.begin(), wide.end(), p.name) > 0
+                                            ? "16 bytes at a time (STAGE cp.async or COOP vector accesses)"
+                                            : ""));
       else if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
       else l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes));
     }
