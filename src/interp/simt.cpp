@@ -1421,6 +1421,7 @@ void Block::issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lan
     c.tensor_map = map;
     call(info, c, lanes[k]);
     if (m != nullptr) {
+      ++report_.tma_copies;
       m->tx -= port.bytes_written();
       try_complete(*m);
     }

@@ -34,16 +34,17 @@ std::vector<SizeBindings> shapes(const CheckedOp& op) {
 
 // The lowered kernels on the interpreter at `sizes`, every output compared with the float64
 // reference on random inputs.
-void check_interpreted(const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
-                       const SizeBindings& sizes, uint64_t seed, SimtOptions so = {}) {
+SimtReport check_interpreted(const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
+                             const SizeBindings& sizes, uint64_t seed, SimtOptions so = {}) {
   TensorMap inputs = random_inputs(op, sizes, seed);
   TensorMap ref = evaluate_reference(program, op, sizes, inputs);
   TensorMap buffers = inputs;
-  run_simt(low.kernels, sizes, buffers, so);
+  SimtReport report = run_simt(low.kernels, sizes, buffers, so);
   for (const auto& [out, want] : ref) {
     Comparison c = compare(buffers.at(out), want, tolerance_for(op, want.dtype));
     CHECK_MESSAGE(c.ok, fmt::format("{}: rel L2 {:.3e} max abs {:.3e}", out, c.rel_l2, c.max_abs));
   }
+  return report;
 }
 
 bool took_tensor_cores(const lower::Lowered& low) {
@@ -265,7 +266,15 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
     std::vector<const char*> ops;
     const char* knobs;
     const char* target;
+    // Sizes whose rows are 16-byte multiples (the boxes) and ragged ones (D = 21: cp.async),
+    // the tiles' tails past the tensors either way; each op takes the sizes it has.
+    std::vector<SizeBindings> sizes{{{"B", 2}, {"H", 4}, {"KH", 2}, {"S", 37}, {"T", 45}, {"D", 24}, {"E", 40}},
+                                    {{"B", 2}, {"H", 4}, {"KH", 2}, {"S", 37}, {"T", 45}, {"D", 21}, {"E", 19}}};
   };
+  // The products': K and N 16-byte multiples (boxes; K = 392 wraps each ring's phases) and
+  // ragged (K = 21: cp.async).
+  const std::vector<SizeBindings> products{{{"Z", 2}, {"M", 37}, {"K", 392}, {"N", 24}},
+                                           {{"Z", 2}, {"M", 37}, {"K", 21}, {"N", 45}}};
   const std::vector<Case> cases{
       // mma.sync folds: K and V by TMA, ldmatrix (.trans for V) on the swizzle; q by cp.async
       {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal", "sdpa_gqa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d3/tma/ring,FAST_EXP=1", "sm_90"},
@@ -274,9 +283,11 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
       // wgmma: the slabs the descriptors read, filled by TMA
       {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal"}, "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring", "sm_90a"},
       // contractions: B over two panels (a warp's 64 columns: whole panels), and within one
-      {"/stdlib/linalg.emmy", {"matmul", "bmm", "matmul_bias_relu"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k4,STAGE=d3/tma/ring", "sm_90"},
-      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d2/tma/ring", "sm_90"},
-      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring", "sm_90a"},
+      {"/stdlib/linalg.emmy", {"matmul", "bmm", "matmul_bias_relu"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k4,STAGE=d3/tma/ring", "sm_90", products},
+      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d2/tma/ring", "sm_90", products},
+      // the stdlib's sm_90 matmul: 128-deep chunks (two boxes of A's 64-column panels a chunk)
+      {"/stdlib/linalg.emmy", {"matmul"}, "TILE=a:mma_m16n8k16_f16/w4x2/f4x8/k8,STAGE=d2/tma/ring", "sm_90", products},
+      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring", "sm_90a", products},
   };
   std::map<std::string, kir::Program> by_target;
   int runs = 0;
@@ -296,27 +307,24 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
       CHECK(cuda.find("cp.async.bulk.tensor.") != std::string::npos);
       CHECK(cuda.find("const __grid_constant__ CUtensorMap") != std::string::npos);
       CHECK(cuda.find("mbarrier.try_wait.parity") != std::string::npos);
-      // Sizes whose rows are 16-byte multiples (the boxes) and ragged ones (D = 21: cp.async),
-      // the tiles' tails past the tensors either way; blocks shuffled.
-      for (const std::vector<int64_t>& values : std::vector<std::vector<int64_t>>{{2, 3, 37, 45, 24, 40, 16, 48}, {2, 3, 37, 45, 21, 19, 23, 30}}) {
-        SizeBindings sizes = test::cycled_sizes(op, values);
+      for (const SizeBindings& values : c.sizes) {  // blocks shuffled
+        SizeBindings sizes;
+        for (const std::string& n : test::input_size_names(op)) sizes[n] = values.at(n);
         CAPTURE(test::shape_text(sizes));
-        try {
-          evaluate_reference(*l->program, op, sizes, random_inputs(op, sizes, 1));
-        } catch (const std::exception&) {
-          continue;  // sizes the op rejects (H not a multiple of KH)
-        }
         SimtOptions so;
         so.shuffle_blocks = true;
         so.seed = 4;
-        check_interpreted(*l->program, op, low, sizes, 21, so);
+        SimtReport r = check_interpreted(*l->program, op, low, sizes, 21, so);
+        // The first sizes of each case take the boxes, the ragged ones cp.async alone.
+        if (&values == &c.sizes.front()) CHECK(r.tma_copies > 0);
+        else CHECK(r.tma_copies == 0);
         ++runs;
       }
       kir::Program& all = by_target[c.target];
       all.kernels.insert(all.kernels.end(), low.kernels.kernels.begin(), low.kernels.kernels.end());
     }
   }
-  CHECK(runs >= 24);
+  CHECK(runs == 30);
   if (!test::nvrtc_or_skip()) return;
   for (const auto& [target, all] : by_target) {
     CAPTURE(target);
