@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Step-5 measurement on the GPU machine, in one device call: the peer harness (every anchor,
 # causal and not, decode, matmul, row ops; every named schedule, sm_90a's too), compute-sanitizer
-# on the default tensor-core schedules and the wgmma ones, and the whole GPU test matrix.
+# on the default tensor-core schedules and the wgmma ones (matmul at K = 333: cp.async, and
+# K = 392: TMA boxes), and the whole GPU test matrix.
 # Binaries from gpu-carry/ (scripts/gpu_stage.sh); results in $OUT. HARNESS_EXTRA: more harness
 # arguments (e.g. --knobs OP=KNOBS).
 source "$(dirname "$0")/gpu_env.sh"
@@ -17,6 +18,7 @@ sanitize "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=6
          "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=130,T=300,D=128,E=128 --schedule tc-hd128" \
          "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=2,H=2,S=1,T=700,D=128,E=128 --schedule decode-tc-splitkv" \
          "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=300,N=200,K=333" \
+         "stdlib/linalg.emmy --op matmul --target sm_90 --shape M=300,N=200,K=392" \
          "stdlib/nn.emmy --op sdpa --target sm_90a --shape B=1,H=2,S=200,T=77,D=64,E=64" \
          "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
          "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=200,K=333"
