@@ -185,6 +185,18 @@ torch = None  # imported in main(), so that --help works anywhere
 F = None
 
 
+def gpu_identity():
+    """The GPU's UUID, VBIOS, power limit and clocks (nvidia-smi): device calls may land on
+    different boards, and a clock-bound kernel's ratio to a power-capped peer differs by board."""
+    fields = "uuid,vbios_version,power.limit,clocks.max.sm,clocks.sm,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", "-i",
+                              str(torch.cuda.current_device())], capture_output=True, text=True, timeout=20).stdout
+        return dict(zip(fields.split(","), (v.strip() for v in out.strip().split(","))))
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"error": str(e)}
+
+
 # ---- timing ----------------------------------------------------------------------------------
 
 
@@ -391,7 +403,7 @@ class Harness:
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "commit": commit or os.environ.get("EMMY_COMMIT") or "unknown",
-            "host": platform.node(), "quick": self.quick, "flush_us": self.timer.flush_us,
+            "host": platform.node(), "gpu": gpu_identity(), "quick": self.quick, "flush_us": self.timer.flush_us,
             "timing": "own loop: 256 MB L2 flush (zero_) before each launch, CUDA events around each launch, "
                       "median of n launches after a warm-up call (not triton.testing.do_bench)",
         }
@@ -741,7 +753,8 @@ class Harness:
     def markdown(self, variants, final, with_png):
         m = self.meta
         lines = ["# Emmy vs peers: benchmark results", "",
-                 f"- Device: {m['device']} ({m['capability']}, {m['sms']} SMs)",
+                 f"- Device: {m['device']} ({m['capability']}, {m['sms']} SMs); "
+                 + ", ".join(f"{k} {v}" for k, v in m.get("gpu", {}).items()),
                  f"- torch {m['torch']} (CUDA {m['cuda']}), Triton {m['triton']}, Python {m['python']}",
                  f"- Emmy {m.get('emmy_version', '?')} from `{m.get('emmy_library', '?')}`",
                  f"- Date: {m['date']}; commit: {m['commit']}",

@@ -4,7 +4,7 @@
 # Usage: [SHAPE=M=4096,N=4096,K=4096 TARGET=sm_90] tests/bench/ncu_matmul.sh KNOBS...
 # (binaries from gpu-carry/, reports in $OUT)
 source "$(dirname "$0")/gpu_env.sh"
-METRICS="smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum"
+METRICS="smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum.per_second,sm__cycles_elapsed.avg.per_second"
 STALLS=$(for r in barrier branch_resolving dispatch_stall drain imc_miss lg_throttle long_scoreboard math_pipe_throttle \
   membar mio_throttle misc no_instruction not_selected selected short_scoreboard sleeping tex_throttle wait; do
   printf ',smsp__average_warps_issue_stalled_%s_per_issue_active.ratio' $r; done)
