@@ -216,14 +216,22 @@ class Timer:
         self.flush_us = s.elapsed_time(e) * 1e3 / 10
 
     def run(self, fn, n):
+        """GPU µs of each launch; the host's µs to enqueue each (self.host_us): a launch path
+        slower than the flush lets the GPU idle inside the timed window."""
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        self.host_us = []
         for s, e in events:
             self.buf.zero_()
             s.record()
+            t0 = time.perf_counter()
             fn()
+            self.host_us.append((time.perf_counter() - t0) * 1e6)
             e.record()
         torch.cuda.synchronize()
         return [s.elapsed_time(e) * 1e3 for s, e in events]  # µs
+
+    def summary(self, times):
+        return dict(summary(times), host_us=statistics.median(self.host_us))
 
 
 def summary(times):
@@ -435,7 +443,7 @@ class Harness:
         elif row.get("skipped"):
             status = "skipped: " + row["skipped"]
         else:
-            status = (f"{row['median_us']:.1f} us  {row['metric']:.4g} {row['unit']}  "
+            status = (f"{row['median_us']:.1f} us (host {row.get('host_us', 0):.0f})  {row['metric']:.4g} {row['unit']}  "
                       f"check {'pass' if row.get('pass') else 'FAIL'} (max err {row.get('max_abs_err')})")
         print(f"[{self.elapsed():6.1f}s] {row['op']:9s} {row['case']:32s} {row['backend']:45s} {status}", flush=True)
 
@@ -451,7 +459,7 @@ class Harness:
             est = statistics.median(self.timer.run(fn, 3))
             budget = PEER_BUDGET_S * (0.2 if self.quick or self.elapsed() > self.deadline else 1.0)
             n = max(5, min(200, int(budget * 1e6 / (est + self.timer.flush_us))))
-            row.update(summary(self.timer.run(fn, n)))
+            row.update(self.timer.summary(self.timer.run(fn, n)))
             row["metric"] = work / (row["median_us"] * 1e-6) / 1e12
         except Exception as e:
             row["error"] = fmt_err(e)
@@ -519,7 +527,7 @@ class Harness:
                     budget = EMMY_CASE_BUDGET_S * (0.3 if self.quick else 1.0)
                     n = max(3, min(50, int(budget * 1e6 / (t1 + self.timer.flush_us))))
                     times = self.timer.run(launch, n)
-                row.update(summary(times))
+                row.update(self.timer.summary(times))
                 row["metric"] = work / (row["median_us"] * 1e-6) / 1e12
                 row["first_launch_ms"] = variant.first_launch_ms
                 variant.rate = row["median_us"] * 1e-6 / work
