@@ -213,8 +213,8 @@ class MmaTier {
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     if (wgmma() && (!stage_ || !stage_->async))
-      return reject(fmt::format("{} reads K and V from shared memory: it needs STAGE with the cp transport (e.g. "
-                                "STAGE=d2/cp/ring)",
+      return reject(fmt::format("{} reads K and V from shared memory: it needs STAGE with an asynchronous copy, "
+                                "cp or tma (e.g. STAGE=d2/cp/ring)",
                                 t_.atom));
     if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
       return reject(fmt::format("{}: the fold's key block is the atom's N, 64 or 128", t_.atom));
@@ -281,8 +281,8 @@ class MmaTier {
   // which holds the contraction; the others read it through registers.
   bool plan_contraction(const lir::Kernel& k) {
     if (wgmma() && (!stage_ || !stage_->async))
-      return reject(fmt::format("{} reads A and B from shared memory: it needs STAGE with the cp transport (e.g. "
-                                "STAGE=d3/cp/ring)",
+      return reject(fmt::format("{} reads A and B from shared memory: it needs STAGE with an asynchronous copy, "
+                                "cp or tma (e.g. STAGE=d3/cp/ring)",
                                 t_.atom));
     if (wgmma() && t_.warps_n != 1)
       return reject(fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns",

@@ -400,7 +400,7 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
   lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4"},
                                        *find_target("sm_90a"));
   REQUIRE(!took_tensor_cores(low));
-  CHECK(fmt::format("{}", fmt::join(low.kernels.warnings, "\n")).find("needs STAGE with the cp transport") != std::string::npos);
+  CHECK(fmt::format("{}", fmt::join(low.kernels.warnings, "\n")).find("needs STAGE with an asynchronous copy, cp or tma") != std::string::npos);
   // One atom a warpgroup: f1x1.
   CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
                                        *find_target("sm_90a")),
