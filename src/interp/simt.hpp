@@ -33,7 +33,7 @@ struct SimtReport {
   int64_t threads = 0;
   int64_t shared_accesses = 0;
   int64_t bank_conflicts = 0;
-  int64_t tma_copies = 0;  // TMA boxes copied (one a thread that issued one)
+  int64_t tma_copies = 0;  // bulk tensor (TMA) copies issued
 };
 
 struct SimtError : std::runtime_error {
