@@ -8,6 +8,7 @@
 #include "algebra/classify.hpp"
 #include "driver/lowering.hpp"
 #include "driver/run.hpp"
+#include "driver/tune.hpp"
 #include "driver/verify.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
@@ -100,6 +101,25 @@ int run_run(const std::string& file, const RunOptions& run, const DriverOptions&
   if (c.diags->has_errors()) return kUserError;
   int status = run_op(*c.program, lower_options(opt, c), run, out, err);
   return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
+}
+
+int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptions& opt, std::ostream& out,
+             std::ostream& err) {
+  Checked c;
+  if (!check_one(file, opt, c, err)) return kUsageError;
+  c.diags->render(err, opt.color);
+  if (c.diags->has_errors()) return kUserError;
+  int status = tune_op(*c.program, lower_options(opt, c), tune, out, err);
+  return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
+}
+
+int run_tune_worker(const std::string& file, const std::string& shape, uint64_t seed, const DriverOptions& opt,
+                    std::istream& in, std::ostream& out, std::ostream& err) {
+  Checked c;
+  if (!check_one(file, opt, c, err)) return kUsageError;
+  c.diags->render(err, opt.color);
+  if (c.diags->has_errors()) return kUserError;
+  return tune_worker(*c.program, lower_options(opt, c), shape, seed, in, out, err) == 0 ? kOk : kUserError;
 }
 
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err) {

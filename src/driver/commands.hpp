@@ -1,6 +1,7 @@
 // The emmyc subcommands as functions, so the CLI, the REPL and tests share them.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct DriverOptions {
 };
 
 struct RunOptions;
+struct TuneOptions;
 
 int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
               std::ostream& err);
@@ -30,6 +32,10 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
                 std::ostream& err);
 int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
             std::ostream& err);
+int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptions& opt, std::ostream& out,
+             std::ostream& err);
+int run_tune_worker(const std::string& file, const std::string& shape, uint64_t seed, const DriverOptions& opt,
+                    std::istream& in, std::ostream& out, std::ostream& err);
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err);
 
 }  // namespace emmy

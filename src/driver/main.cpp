@@ -9,6 +9,7 @@
 
 #include "driver/commands.hpp"
 #include "driver/run.hpp"
+#include "driver/tune.hpp"
 #include "emmy/version.hpp"
 #include "runtime/driver.hpp"
 #include "schedule/targets.hpp"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
       "  emmyc compile stdlib/nn.emmy --op sdpa --ir cuda --knobs 'PLACE=fuse,TILE=a:scalar,TILE@e=f64'\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
+      "  emmyc tune stdlib/linalg.emmy --op matmul --shape M=4096,N=4096,K=4096 --budget 10m --write\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
       "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
@@ -94,6 +96,33 @@ int main(int argc, char** argv) {
   bool no_cache = false;
   run->add_flag("--no-cache", no_cache, "neither read nor write the on-disk kernel cache ($EMMY_CACHE_DIR, ~/.cache/emmy)");
 
+  emmy::TuneOptions tune_opt;
+  bool tune_list = false;
+  std::string budget = "10m";
+  CLI::App* tune = app.add_subcommand("tune", "search the op's schedule knobs on the GPU; --write puts the winner into the file");
+  tune->add_option("file", file, ".emmy file")->check(CLI::ExistingFile);
+  tune->add_option("--op", opt.op, "the op to tune (default: the file's only op)");
+  tune->add_option("--shape", tune_opt.shape, "the sizes to tune at, e.g. B=1,H=8,S=4096,D=64");
+  tune->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
+      ->check(CLI::IsMember(targets));
+  tune->add_option("--budget", budget, "wall-clock budget of the search: 90s, 10m, 1h (default 10m)");
+  tune->add_flag("--write", tune_opt.write, "write the winner into the file as the op's schedule block for the target");
+  tune->add_flag("--dry-run", tune_opt.dry_run, "enumerate and prune only (no GPU): print the candidates");
+  tune->add_flag("--list", tune_list, "print what the tuning database holds");
+  tune->add_option("--top", tune_opt.top, "rows of the report (default 10)");
+  tune->add_option("--db", tune_opt.db_path, "the tuning database (default $EMMY_TUNE_DB, else ~/.cache/emmy/tune.sqlite)");
+  tune->add_option("--timeout", tune_opt.timeout_s, "seconds one measurement may take before its worker is killed (60)");
+  tune->add_option("--threads", tune_opt.threads, "threads for lowering and NVRTC (default: every core)");
+  tune->add_option("--seed", tune_opt.seed, "seed of the random inputs");
+  uint64_t worker_seed = 1;
+  CLI::App* worker = app.add_subcommand("tune-worker", "");  // emmyc tune's measuring process (hidden)
+  worker->group("");
+  worker->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
+  worker->add_option("--op", opt.op, "the op");
+  worker->add_option("--shape", run_opt.shape, "sizes")->required();
+  worker->add_option("--target", opt.target, "target")->check(CLI::IsMember(targets));
+  worker->add_option("--seed", worker_seed, "seed of the random inputs");
+
   bool fmt_check = false, in_place = false;
   CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");
   fmt->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
@@ -112,12 +141,33 @@ int main(int argc, char** argv) {
   // `run` without --target on a GPU: the target it runs best (sm_90a on an H100 or H200, whose
   // ops without an sm_90a block use their sm_90 ones); the interpreter and the other commands
   // keep sm_90.
-  if (*run && run->count("--target") == 0 && !run_opt.interp)
+  if (((*run && !run_opt.interp) || (*tune && !tune_opt.dry_run && !tune_list)) && run->count("--target") == 0 &&
+      tune->count("--target") == 0)
     if (std::optional<int> cc = emmy::runtime::device_compute_capability())
       if (const emmy::TargetInfo* t = emmy::device_target(*cc)) opt.target = t->name;
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
   if (*run) return emmy::run_run(file, run_opt, opt, std::cout, std::cerr);
+  if (*worker) return emmy::run_tune_worker(file, run_opt.shape, worker_seed, opt, std::cin, std::cout, std::cerr);
+  if (*tune) {
+    if (tune_list) return emmy::tune_list(tune_opt.db_path, std::cout, std::cerr);
+    if (file.empty() || tune_opt.shape.empty()) {
+      std::cerr << "emmyc tune: error: give the file and --shape (or --list)\n";
+      return emmy::kUsageError;
+    }
+    std::optional<double> seconds = emmy::parse_duration(budget);
+    if (!seconds) {
+      std::cerr << "emmyc tune: error: --budget " << budget << ": a number of seconds with s, m or h, e.g. 90s, 10m, 1h\n";
+      return emmy::kUsageError;
+    }
+    tune_opt.budget_s = *seconds;
+    tune_opt.file = file;
+    tune_opt.stdlib_dirs = opt.stdlib_dirs;
+    tune_opt.progress = isatty(2);
+    std::error_code ec;
+    tune_opt.self = std::filesystem::canonical("/proc/self/exe", ec).string();
+    return emmy::run_tune(file, tune_opt, opt, std::cout, std::cerr);
+  }
   return emmy::run_fmt(files, fmt_check, in_place, std::cout, std::cerr);
 }

@@ -18,21 +18,7 @@
 #include "runtime/time_program.hpp"
 
 namespace emmy {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at
-// shapes too large for the CPU evaluator, the float32 reference (checked against the float64
-// evaluator at small shapes by the GPU tests).
-constexpr const char* kNaiveKnobs = "PLACE=cut,TILE=a:scalar";
-
-// Beyond these work estimates the CPU takes too long: the float64 evaluator, the interpreter.
-constexpr double kMaxReferenceWork = 3e8;
-constexpr double kMaxInterpreterWork = 2e7;
-
-// Points of the largest tensor times the largest reduction extent: an upper bound of the
-// evaluator's inner steps, good enough to pick a reference and a backend.
 double work_estimate(const CheckedOp& op, const SizeBindings& sizes) {
   auto extent = [&](const Size& s) {
     if (s.symbol.empty()) return static_cast<double>(s.literal);
@@ -52,6 +38,12 @@ double work_estimate(const CheckedOp& op, const SizeBindings& sizes) {
   }
   return points * reduce;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kMaxInterpreterWork = 2e7;
 
 struct OutputCheck {
   std::string name;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "driver/lowering.hpp"
+#include "interp/tensor_data.hpp"
 
 namespace emmy {
 
@@ -20,6 +21,18 @@ struct RunOptions {
   std::string save_dir;       // write inputs and outputs as .npy files here
   bool use_cache = true;      // the on-disk kernel cache
 };
+
+// The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at
+// shapes too large for the CPU evaluator, the float32 reference (checked against the float64
+// evaluator at small shapes by the GPU tests).
+inline constexpr const char* kNaiveKnobs = "PLACE=cut,TILE=a:scalar";
+
+// Beyond this work estimate the float64 evaluator takes too long on the CPU.
+inline constexpr double kMaxReferenceWork = 3e8;
+
+// Points of the largest tensor times the largest reduction extent: an upper bound of the
+// evaluator's inner steps, good enough to pick a reference and a backend.
+double work_estimate(const CheckedOp& op, const SizeBindings& sizes);
 
 // 0 ok, 1 a failed check or an error, 2 a usage error.
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,

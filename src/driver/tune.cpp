@@ -1,0 +1,308 @@
+// emmyc tune: enumerate and prune the op's knob space, search it on the GPU through a worker
+// process, store every measurement, report the best against the hand-written blocks, and write
+// the winner back into the file (tune.hpp).
+#include "driver/tune.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "support/paths.hpp"
+#include "tune/database.hpp"
+#include "tune/measure_gpu.hpp"
+#include "tune/search.hpp"
+#include "tune/space.hpp"
+#include "tune/write_back.hpp"
+
+namespace emmy {
+namespace {
+
+class WallClock : public tune::Clock {
+ public:
+  double seconds() override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+std::string sizes_text(const SizeBindings& sizes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : sizes) parts.push_back(fmt::format("{}={}", name, value));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// The op as the lowering sees it (its tensor IR, calls inlined): the database's notion of
+// "the same op", so that editing a comment or another op keeps the stored points.
+std::string op_hash(const CheckedProgram& program, const CheckedOp& op) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : tir::print_program(lower::to_tensor(program, op))) hash = (hash ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", hash);
+}
+
+std::string input_dtype(const CheckedOp& op) {
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar) return std::string(dtype_name(t.elem.dtype));
+  return "f32";
+}
+
+// "TILE=a:x/k4,TILE@e=f64" -> {"TILE", "a:x/k4"}, {"TILE@e", "f64"}.
+std::vector<std::pair<std::string, std::string>> knob_pairs(const std::string& knobs) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t b = 0; b < knobs.size();) {
+    size_t e = std::min(knobs.find(',', b), knobs.size());
+    std::string entry = knobs.substr(b, e - b);
+    size_t eq = entry.find('=');
+    out.emplace_back(entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1));
+    b = e + 1;
+  }
+  return out;
+}
+
+std::string utc_now(const char* format) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+// The winner's tensor-core geometry in FA-2's terms: rows a CTA, warps, m-atoms a warp, the
+// streamed block's columns, the K chunk.
+std::string geometry(const std::string& knobs) {
+  for (const KnobSetting& s : parse_knob_list(knobs).settings) {
+    const auto* t = std::get_if<TileValue>(&s.value);
+    if (s.knob != Knob::Tile || !s.site.empty() || !t || t->atom.empty() || t->atom == "scalar") continue;
+    const std::optional<AtomInfo> atom = find_atom(t->atom);
+    if (!atom || !t->warps_m) return "";
+    const int wm = *t->warps_m, wn = t->warps_n.value_or(1), k = t->k_chunk.value_or(4);
+    if (atom->tier == AtomTier::Wgmma)
+      return fmt::format("{} rows a CTA ({} warpgroups of 64), {} warps, {}-column blocks (the atom's N), {}-deep K chunks",
+                         wm / 4 * 64, wm / 4, wm * wn, atom->n, 16 * k);
+    const int fm = t->frag_m.value_or(1), fn = t->frag_n.value_or(8);
+    return fmt::format("{} rows a CTA, {} warps (w{}x{}), {} m-atoms ({} rows) a warp, {}-column blocks (f{}x{}), {}-deep K chunks",
+                       wm * fm * 16, wm * wn, wm, wn, fm, fm * 16, fn * 8 * wn, fm, fn, 16 * k);
+  }
+  return "";
+}
+
+void print_table(const std::vector<tune::Scored>& ranked, int top, std::ostream& out) {
+  out << fmt::format("{:>4} {:>10} {:>8} {:>5} {:>8} {:>5}  {:<28} {}\n", "rank", "us", "vs best", "regs", "smem", "occ",
+                     "origin", "knobs");
+  const double best = ranked.empty() || !ranked.front().measurement.ok ? 0 : ranked.front().measurement.time_us;
+  int shown = 0;
+  for (const tune::Scored& s : ranked) {
+    if (!s.measurement.ok || shown >= top) break;
+    const tune::Candidate& c = *s.candidate;
+    out << fmt::format("{:>4} {:>10.1f} {:>7.2f}x {:>5} {:>7.1f}K {:>4.0f}%  {:<28} {}\n", ++shown, s.measurement.time_us,
+                       best / s.measurement.time_us, c.registers, c.smem_bytes / 1024.0, 100 * s.measurement.occupancy,
+                       c.origin == "enumerated" ? "" : c.origin.substr(0, 28), c.knobs);
+  }
+}
+
+// The kinds of reason ("not honoured", "sizes", "spills"...) with their counts.
+std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
+  std::map<std::string, int> counts;
+  for (const tune::Pruned& p : pruned) ++counts[p.kind];
+  std::vector<std::string> parts;
+  for (const auto& [why, n] : counts) parts.push_back(fmt::format("{} {}", n, why));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+std::optional<double> parse_duration(std::string_view text) {
+  static constexpr std::pair<char, double> kUnits[] = {{'s', 1}, {'m', 60}, {'h', 3600}};
+  double scale = 1;
+  if (!text.empty())
+    for (auto [unit, seconds] : kUnits)
+      if (text.back() == unit) {
+        scale = seconds;
+        text.remove_suffix(1);
+      }
+  std::string number(text);
+  char* end = nullptr;
+  const double value = number.empty() ? 0 : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(value > 0)) return std::nullopt;
+  return value * scale;
+}
+
+int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& out,
+            std::ostream& err) {
+  const CheckedOp* op = nullptr;
+  if (!lower_for_driver(program, lo, err, &op)) return 1;
+  auto bound = bind_sizes(*op, o.shape, nullptr);
+  if (const auto* why = std::get_if<std::string>(&bound)) {
+    err << "emmyc: error: --shape: " << *why << "\n";
+    return 2;
+  }
+  const SizeBindings sizes = std::get<SizeBindings>(bound);
+  const TargetInfo& target = *find_target(lo.target);
+  const std::string op_name = op->decl->name.name;
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  // The space, pruned without a GPU.
+  WallClock clock;
+  tune::Space space = tune::prune_space(program, *op, target, sizes, tune::enumerate_knobs(program, *op, target, lo.chains),
+                                        lo.chains, threads);
+  std::string no_nvrtc;
+  const bool built = tune::prune_by_ptxas(space, target, threads, &no_nvrtc);
+  out << fmt::format("{} on {} at {}: {} candidates of {} enumerated ({:.1f} s); pruned: {}\n", op_name, target.name,
+                     sizes_text(sizes), space.candidates.size(), space.enumerated, clock.seconds(),
+                     space.pruned.empty() ? "none" : pruned_summary(space.pruned));
+  if (!built) out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
+  if (space.candidates.empty()) {
+    err << "emmyc: error: no candidate is left to measure\n";
+    return 1;
+  }
+  tune::SearchOptions so;
+  so.budget_s = o.budget_s;
+  std::vector<tune::Rung> rungs = tune::plan_rungs(static_cast<int>(space.candidates.size()), so);
+  std::vector<std::string> plan;
+  for (const tune::Rung& r : rungs) plan.push_back(fmt::format("{} x {} launches", r.candidates, r.reps));
+  out << fmt::format("search: {} (budget {:.0f} s)\n", fmt::join(plan, ", then "), o.budget_s);
+  if (o.dry_run) {
+    for (const tune::Candidate& c : space.candidates)
+      out << fmt::format("  {:<72} {:>3} regs {:>7.1f}K{}\n", c.knobs, c.registers, c.smem_bytes / 1024.0,
+                         c.origin == "enumerated" ? "" : "  (" + c.origin + ")");
+    return 0;
+  }
+
+  // The measuring worker, then the database key (the device is the worker's).
+  const std::string log = (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
+  tune::WorkerMeasurer measurer({o.self, "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes), "--target",
+                                 std::string(target.name), "--seed", std::to_string(o.seed)},
+                                o.timeout_s, log);
+  try {
+    measurer.start();
+  } catch (const std::exception& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  }
+  out << fmt::format("device: {}; reference: {}\n", measurer.device(), measurer.reference());
+  std::optional<tune::Database> db;
+  const std::string db_path = o.db_path.empty() ? tune::Database::default_path() : o.db_path;
+  try {
+    if (!db_path.empty()) db = tune::Database::open(db_path);
+  } catch (const tune::DatabaseError& e) {
+    err << "emmyc: warning: " << e.what() << ": measuring without the database\n";
+  }
+  const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), measurer.device(),
+                          sizes_text(sizes), input_dtype(*op)};
+  std::map<std::string, tune::Point> stored;
+  if (db)
+    for (tune::Point& p : db->points(key)) stored.emplace(p.knobs, std::move(p));
+  so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
+    auto it = stored.find(c.knobs);
+    if (it == stored.end()) return std::nullopt;
+    return tune::Measurement{it->second.ok, it->second.time_us.value_or(0), it->second.error, it->second.occupancy};
+  };
+  so.on_measured = [&](const tune::Candidate& c, const tune::Measurement& m, int) {
+    if (!db) return;
+    try {
+      db->record(key, {c.knobs, m.ok, m.ok ? std::optional<double>(m.time_us) : std::nullopt, c.registers, c.smem_bytes,
+                       m.occupancy, m.error, ""});
+    } catch (const tune::DatabaseError& e) {
+      err << "emmyc: warning: " << e.what() << "\n";
+    }
+  };
+  so.on_progress = [&](const tune::Progress& p) {
+    const std::string best = p.best_us ? fmt::format("best {:.1f} us", *p.best_us) : "no result yet";
+    if (o.progress)
+      err << fmt::format("\r[rung {}/{}] {}/{}  {:.0f} s  {}  ", p.rung + 1, p.rungs, p.done, p.total, p.seconds, best)
+          << std::flush;
+    else if (p.done == p.total)
+      err << fmt::format("rung {}/{}: {} measured, {:.0f} s, {}\n", p.rung + 1, p.rungs, p.total, p.seconds, best);
+  };
+  WallClock search_clock;
+  tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
+  if (o.progress) err << "\n";
+  const tune::Scored* best = result.best();
+  int failed = 0;
+  for (const tune::Scored& s : result.ranked) failed += s.measurement.ok ? 0 : 1;
+  out << fmt::format("measured {} ({} from the database), {} failed, {:.0f} s{}\n", result.ranked.size(),
+                     result.ranked.size() - static_cast<size_t>(result.measured), failed, result.seconds,
+                     result.out_of_budget ? " (the budget ran out)" : "");
+  if (!best) {
+    err << "emmyc: error: no candidate ran correctly";
+    for (const tune::Scored& s : result.ranked) {
+      err << ": " << s.candidate->knobs << ": " << s.measurement.error;
+      break;
+    }
+    err << "\n";
+    return 1;
+  }
+  print_table(result.ranked, o.top, out);
+  const tune::Scored* hand = nullptr;
+  for (const tune::Scored& s : result.ranked)
+    if (s.measurement.ok && s.candidate->origin != "enumerated") {
+      hand = &s;
+      break;
+    }
+  const std::string winner_geometry = geometry(best->candidate->knobs);
+  if (!winner_geometry.empty()) out << "geometry found: " << winner_geometry << "\n";
+  if (op->reductions.size() >= 2 && !winner_geometry.empty())
+    out << "FA-2's hand-picked geometry: 128 rows a CTA, 4 warps, 2 m-atoms (32 rows) a warp, 64-key blocks\n";
+  std::string hand_text = "no hand-written block for this target";
+  if (hand)
+    hand_text = fmt::format("best hand-written: {} {:.1f} us ({:.2f}x the winner)", hand->candidate->origin,
+                            hand->measurement.time_us, hand->measurement.time_us / best->measurement.time_us);
+  out << hand_text << "\n";
+
+  if (!o.write) return 0;
+  tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(best->candidate->knobs),
+                         {fmt::format("{}, {} {}: {:.1f} us", measurer.device(), sizes_text(sizes), key.dtype,
+                                      best->measurement.time_us),
+                          fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
+                                      space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
+  std::optional<std::string> text = read_file(o.file);
+  if (!text) {
+    err << fmt::format("emmyc: error: cannot read '{}' to write the tuned block\n", o.file);
+    return 1;
+  }
+  try {
+    tune::WriteBack wb = tune::write_tuned_block(o.file, *text, block, o.stdlib_dirs);
+    const std::string tmp = o.file + ".tune-tmp";
+    std::ofstream(tmp, std::ios::binary) << wb.text;
+    std::filesystem::rename(tmp, o.file);
+    out << fmt::format("{}: {}\n", o.file, wb.action);
+  } catch (const std::exception& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int tune_list(const std::string& db_path, std::ostream& out, std::ostream& err) {
+  const std::string path = db_path.empty() ? tune::Database::default_path() : db_path;
+  if (path.empty()) {
+    err << "emmyc: error: no tuning database ($EMMY_TUNE_DB, $XDG_CACHE_HOME and $HOME are unset)\n";
+    return 1;
+  }
+  try {
+    tune::Database db = tune::Database::open(path);
+    std::vector<tune::Database::Entry> entries = db.list();
+    out << fmt::format("{}: {} tuned problem{}\n", path, entries.size(), entries.size() == 1 ? "" : "s");
+    for (const tune::Database::Entry& e : entries)
+      out << fmt::format("  {} {} {} {} {} on {}: {} points ({} ok){}; last {}\n", e.key.file, e.key.op, e.key.target,
+                         e.key.shape_class, e.key.dtype, e.key.device, e.points, e.ok_points,
+                         e.best ? fmt::format(", best {:.1f} us {}", e.best->time_us.value_or(0), e.best->knobs) : "",
+                         e.last_measured);
+  } catch (const tune::DatabaseError& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace emmy

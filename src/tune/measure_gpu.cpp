@@ -1,0 +1,143 @@
+// The worker process behind the GPU measurer: spawn, line-delimited JSON requests, timeouts,
+// restarts (measure_gpu.hpp).
+#include "tune/measure_gpu.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace emmy::tune {
+namespace {
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return "stopped";
+}
+
+}  // namespace
+
+WorkerMeasurer::WorkerMeasurer(std::vector<std::string> command, double timeout_s, std::string log_path)
+    : command_(std::move(command)), timeout_s_(timeout_s), log_path_(std::move(log_path)) {}
+
+WorkerMeasurer::~WorkerMeasurer() { stop(); }
+
+void WorkerMeasurer::start() {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("cannot create pipes for the tune worker");
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("cannot fork the tune worker");
+  if (pid_ == 0) {  // the worker: stdin from the parent, stdout to it, stderr to the log
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log >= 0) dup2(log, 2);
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    std::vector<char*> argv;
+    for (std::string& a : command_) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  to_worker_ = in[1];
+  from_worker_ = out[0];
+  pending_.clear();
+  std::optional<std::string> ready = read_line(ready_timeout_s_);
+  nlohmann::json j = ready ? nlohmann::json::parse(*ready, nullptr, false) : nlohmann::json();
+  if (!j.is_object() || !j.value("ready", false)) {
+    std::string words = last_words();
+    stop();
+    throw std::runtime_error(fmt::format("the tune worker did not start{}{}", words.empty() ? "" : ":\n", words));
+  }
+  device_ = j.value("device", "");
+  reference_ = j.value("reference", "");
+}
+
+void WorkerMeasurer::stop() {
+  if (to_worker_ >= 0) close(to_worker_);
+  if (from_worker_ >= 0) close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = -1;
+}
+
+std::optional<std::string> WorkerMeasurer::read_line(double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    if (size_t nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd p{from_worker_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(from_worker_, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;  // the worker is gone
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+std::string WorkerMeasurer::last_words() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text.size() > 1500) text = "..." + text.substr(text.size() - 1500);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
+  Measurement m;
+  if (pid_ < 0) {
+    ++restarts_;
+    start();
+  }
+  const std::string request = nlohmann::json({{"knobs", candidate.knobs}, {"reps", reps}}).dump() + "\n";
+  if (write(to_worker_, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    m.error = "the tune worker stopped reading";
+    stop();
+    return m;
+  }
+  std::optional<std::string> line = read_line(timeout_s_);
+  if (!line) {
+    int status = 0;
+    const bool exited = pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_;
+    m.error = exited ? fmt::format("the worker died ({})", describe_exit(status))
+                     : fmt::format("no answer within {:.0f} s (a hang?): the worker was killed", timeout_s_);
+    if (exited) pid_ = -1;
+    stop();
+    return m;
+  }
+  nlohmann::json j = nlohmann::json::parse(*line, nullptr, false);
+  if (!j.is_object()) {
+    m.error = "the worker answered something that is not JSON: " + line->substr(0, 200);
+    return m;
+  }
+  m.ok = j.value("ok", false);
+  m.time_us = j.value("time_us", 0.0);
+  m.occupancy = j.value("occupancy", 0.0);
+  m.error = j.value("error", "");
+  // A launch error leaves the worker's CUDA context unusable: start a fresh one next time.
+  if (j.value("restart", false)) stop();
+  return m;
+}
+
+}  // namespace emmy::tune

@@ -1,0 +1,48 @@
+// Measures candidates on the GPU in a worker process (`emmyc tune-worker`), one request at a
+// time over pipes, so that a kernel that hangs or crashes costs its own measurement only: past
+// the timeout the worker is killed, the candidate fails with why, and a fresh worker goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/search.hpp"
+
+namespace emmy::tune {
+
+class WorkerMeasurer : public Measurer {
+ public:
+  // `command`: the worker's argv (argv[0] a path). `log_path`: where the worker's stderr goes.
+  WorkerMeasurer(std::vector<std::string> command, double timeout_s, std::string log_path);
+  ~WorkerMeasurer() override;
+  WorkerMeasurer(const WorkerMeasurer&) = delete;
+  WorkerMeasurer& operator=(const WorkerMeasurer&) = delete;
+
+  // Starts the worker and waits for it to be ready (inputs uploaded, reference computed);
+  // throws std::runtime_error with the worker's last words when it cannot start.
+  void start();
+  Measurement measure(const Candidate& candidate, int reps) override;
+  std::string device() const override { return device_; }
+  std::string reference() const { return reference_; }
+  int restarts() const { return restarts_; }
+
+ private:
+  void stop();
+  std::optional<std::string> read_line(double timeout_s);  // nullopt: timeout or end of stream
+  std::string last_words() const;                          // the tail of the worker's log
+
+  std::vector<std::string> command_;
+  double timeout_s_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string pending_;  // read past the last line
+  std::string device_, reference_;
+  double ready_timeout_s_ = 600;
+  int restarts_ = 0;
+};
+
+}  // namespace emmy::tune

@@ -1,0 +1,62 @@
+// Builds every candidate with NVRTC on all threads (through the kernel cache, so the measuring
+// worker loads what was built here) and drops those that fail to build, spill, or use more
+// registers than the target has.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "runtime/kernel_cache.hpp"
+#include "tune/space.hpp"
+
+namespace emmy::tune {
+namespace {
+
+// Why ptxas rules the candidate out (kind empty when it does not); its registers are recorded either way.
+struct Verdict {
+  std::string kind, reason;
+};
+Verdict build_verdict(Candidate& c, const TargetInfo& target) {
+  runtime::CompileOptions co;
+  co.target = &target;
+  runtime::CachedCompile built;
+  try {
+    built = runtime::compile_cuda_cached(c.cuda, "tune.cu", co, {});
+  } catch (const std::exception& e) {
+    return {"NVRTC", e.what()};
+  }
+  if (!built.result.ok) return {"NVRTC", "rejected: " + built.result.log.substr(0, built.result.log.find('\n'))};
+  for (const runtime::KernelResources& k : built.result.resources) {
+    c.registers = std::max(c.registers, k.registers);
+    if (k.spill_stores > 0 || k.spill_loads > 0)
+      return {"spills", fmt::format("{}: {} B stores, {} B loads", k.kernel, k.spill_stores, k.spill_loads)};
+    if (k.registers > target.max_regs_per_thread)
+      return {"registers", fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
+  }
+  return {};
+}
+
+}  // namespace
+
+bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why) {
+  if (!runtime::nvrtc_available(why)) return false;
+  std::vector<Verdict> verdicts(space.candidates.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < space.candidates.size(); i = next++) verdicts[i] = build_verdict(space.candidates[i], target);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < space.candidates.size(); ++i) {
+    if (verdicts[i].kind.empty()) kept.push_back(std::move(space.candidates[i]));
+    else space.pruned.push_back({space.candidates[i].knobs, verdicts[i].kind, verdicts[i].reason});
+  }
+  space.candidates = std::move(kept);
+  return true;
+}
+
+}  // namespace emmy::tune

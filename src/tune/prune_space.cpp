@@ -1,0 +1,111 @@
+// Lowers every enumerated knob list (on all threads) and keeps those that compile as asked at
+// the tuning sizes: legal, lowered without a refusal, within the target's shared memory and the
+// kernels' size limits, and not a duplicate of an earlier candidate's CUDA.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/print_cuda.hpp"
+#include "tune/space.hpp"
+
+namespace emmy::tune {
+namespace {
+
+uint64_t fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+// The CUDA less what only names it (the header comment with the knobs, the knob hash in kernel
+// names), so that two knob lists lowering to the same kernels are one candidate.
+uint64_t identity_hash(std::string cuda, const kir::Program& program) {
+  if (cuda.rfind("// Emmy: op", 0) == 0) cuda.erase(0, cuda.find('\n'));
+  for (size_t i = 0; i < program.kernels.size(); ++i) replace_all(cuda, program.kernels[i].name, fmt::format("k{}", i));
+  return fnv1a(cuda);
+}
+
+// One point: its candidate, or why it is left out.
+struct Outcome {
+  std::optional<Candidate> candidate;
+  std::string kind, reason;
+};
+
+Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                    const SizeBindings& sizes, const Enumerated& point,
+                    const std::vector<algebra::DiscoveredChain>* chains) {
+  KnobListResult parsed = parse_knob_list(point.knobs, &target);
+  if (!parsed.errors.empty()) return {std::nullopt, "illegal", parsed.errors.front().message};
+  lower::Lowered l;
+  try {
+    l = lower::lower_op(program, op, {nullptr, "", point.knobs}, target, chains);
+  } catch (const std::exception& e) {
+    return {std::nullopt, "not lowered", e.what()};
+  }
+  // A hand-written block is measured as written; an enumerated point the lowering could not
+  // honour entirely duplicates another point (or is not what it asks for).
+  const bool enumerated = point.origin == "enumerated";
+  std::vector<std::string> warnings = l.knobs.warnings;
+  warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
+  if (enumerated && !warnings.empty()) return {std::nullopt, "not honoured", warnings.front()};
+  if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) return {std::nullopt, "sizes", *broken};
+  Candidate c;
+  c.knobs = point.knobs;
+  c.origin = point.origin;
+  c.kernels = static_cast<int>(l.kernels.kernels.size());
+  for (const kir::Kernel& k : l.kernels.kernels) {
+    c.smem_bytes = std::max(c.smem_bytes, kir::shared_bytes(k));
+    c.block_threads = std::max(c.block_threads, k.block_threads);
+  }
+  if (c.smem_bytes > target.smem_per_block_bytes)
+    return {std::nullopt, "shared memory",
+            fmt::format("{} bytes, over {}'s {}", c.smem_bytes, target.name, target.smem_per_block_bytes)};
+  c.cuda = print_cuda(l.kernels);
+  c.cuda_hash = identity_hash(c.cuda, l.kernels);
+  return {std::move(c), "", ""};
+}
+
+}  // namespace
+
+Space prune_space(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                  const SizeBindings& sizes, const std::vector<Enumerated>& points,
+                  const std::vector<algebra::DiscoveredChain>* chains, int threads) {
+  std::vector<Outcome> outcomes(points.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < points.size(); i = next++)
+      outcomes[i] = lower_point(program, op, target, sizes, points[i], chains);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+
+  Space space;
+  space.enumerated = static_cast<int>(points.size());
+  std::map<uint64_t, std::string> first;  // identity hash -> the candidate that has it
+  for (size_t i = 0; i < points.size(); ++i) {
+    Outcome& o = outcomes[i];
+    if (!o.candidate) {
+      space.pruned.push_back({points[i].knobs, o.kind, o.reason});
+      continue;
+    }
+    auto [it, fresh] = first.emplace(o.candidate->cuda_hash, o.candidate->knobs);
+    if (!fresh) {
+      space.pruned.push_back({points[i].knobs, "duplicate", "the same kernels as " + it->second});
+      continue;
+    }
+    space.candidates.push_back(std::move(*o.candidate));
+  }
+  return space;
+}
+
+}  // namespace emmy::tune

@@ -1,0 +1,86 @@
+// The tuner's search over pruned candidates: every candidate when the space is small, else
+// successive halving (each rung measures the survivors with more launches and keeps the
+// fastest part), within a wall-clock budget; a candidate whose output is wrong never ranks.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/space.hpp"
+
+namespace emmy::tune {
+
+struct Measurement {
+  bool ok = false;        // it ran and every output matched the reference
+  double time_us = 0;     // median of the launches when ok
+  std::string error;      // why not ok: a wrong output, a launch error, a crash, a timeout
+  double occupancy = 0;   // resident warps / the SM's maximum, 0..1 (0 when unknown)
+};
+
+// Measures one candidate with `reps` timed launches. Implementations: the GPU through a worker
+// process (measure_gpu.hpp), the interpreter in tests.
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  virtual Measurement measure(const Candidate& candidate, int reps) = 0;
+  virtual std::string device() const = 0;
+};
+
+// Seconds since some start; tests pass a fake one that the measurer advances.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual double seconds() = 0;
+};
+
+struct Progress {
+  int rung = 0, rungs = 1;
+  int done = 0, total = 0;  // in this rung
+  std::optional<double> best_us;
+  std::string best_knobs;
+  double seconds = 0;
+};
+
+struct SearchOptions {
+  double budget_s = 600;
+  int final_size = 4;         // candidates measured in the last rung
+  int eta = 4;                // each rung keeps 1 / eta of its candidates (at least final_size)
+  int first_reps = 3;         // launches a candidate in the first rung; times eta each rung after
+  int max_reps = 50;          // ... up to this many
+  int exhaustive_below = 48;  // at most this many candidates: one rung, every one at the final reps
+  std::function<void(const Progress&)> on_progress;
+  // A stored measurement (the database) stands for the candidate at every rung.
+  std::function<std::optional<Measurement>(const Candidate&)> known;
+  // Each fresh measurement, as it is made (to store it).
+  std::function<void(const Candidate&, const Measurement&, int reps)> on_measured;
+};
+
+struct Scored {
+  const Candidate* candidate = nullptr;
+  Measurement measurement;
+  int rung = 0;  // the last rung it was measured in
+  int reps = 0;
+  bool stored = false;  // from the database, not measured in this search
+};
+
+struct SearchResult {
+  std::vector<Scored> ranked;  // ok ones: last rung first, then by time; the failed ones after
+  int measured = 0;            // fresh measurements made
+  int rungs = 0;               // rungs run
+  bool out_of_budget = false;  // stopped by the budget before the last rung completed
+  double seconds = 0;
+  const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
+};
+
+SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& options);
+
+// The rungs' sizes and launch counts for `n` candidates (for the plan printed before a tune).
+struct Rung {
+  int candidates = 0;
+  int reps = 0;
+};
+std::vector<Rung> plan_rungs(int n, const SearchOptions& options);
+
+}  // namespace emmy::tune

@@ -1,0 +1,177 @@
+// Enumerates the knob lists the tuner tries for an op on a target: the op's own schedule
+// blocks, then each tier's families from the tables below.
+#include "tune/space.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+namespace emmy::tune {
+namespace {
+
+// ---- the families: tables, not branches -----------------------------------------------------
+struct Grid {
+  int m, n;
+};
+// A fold (online softmax) splits rows across warps only (w<M>x1); a contraction both ways.
+constexpr Grid kFoldWarps[] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}};
+constexpr Grid kContractionWarps[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {4, 2}, {2, 4}};
+constexpr Grid kFragments[] = {{1, 2}, {1, 4}, {1, 8}, {2, 2}, {2, 4}, {2, 8}, {4, 4}, {4, 8}};
+constexpr int kChunks[] = {2, 4, 8};  // k<K>: K steps of 16 a chunk
+
+struct StageRow {
+  const char* value;
+  Feature needs;
+};
+constexpr StageRow kMmaStages[] = {{"", Feature::None},           {"d1/cp", Feature::CpAsync},
+                                   {"d2/cp/ring", Feature::CpAsync}, {"d3/cp/ring", Feature::CpAsync},
+                                   {"d1/tma", Feature::Tma},        {"d2/tma/ring", Feature::Tma},
+                                   {"d3/tma/ring", Feature::Tma},   {"d4/tma/ring", Feature::Tma}};
+constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync}, {"d3/cp/ring", Feature::CpAsync},
+                                     {"d2/tma/ring", Feature::Tma},    {"d3/tma/ring", Feature::Tma},
+                                     {"d4/tma/ring", Feature::Tma}};
+constexpr int kWgmmaN[] = {64, 128};
+constexpr int kWgmmaWarps[] = {4, 8, 16};  // w<M>x1: M / 4 warpgroups
+constexpr int kValueTiles[] = {64, 128};   // TILE@<the output's last axis>: a fold's value columns a CTA
+
+// The scalar tier varies one family at a time around fuse / cut.
+constexpr int kScalarTiles[] = {16, 32, 64, 128};
+constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
+constexpr int kSplits[] = {4, 8, 16, 32, 64};
+
+// The atom of the op's operands' dtype: bf16 when an input is bf16, else f16.
+std::string mma_atom(const CheckedOp& op, std::string_view shape) {
+  bool bf16 = false;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar) bf16 = bf16 || t.elem.dtype == DType::BF16;
+  return fmt::format("{}_{}", shape, bf16 ? "bf16" : "f16");
+}
+
+// The last index of each output: where a register tile of output columns (TILE@axis) goes.
+std::vector<std::string> output_columns(const CheckedOp& op) {
+  std::vector<std::string> out;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Output && !t.index_vars.empty()) out.push_back(t.index_vars.back());
+  return out;
+}
+
+// Does the op's kernel take the tensor-core tier under `knobs`? (One lowering: the tier says
+// why it refuses in a warning and falls back to the scalar one.)
+bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
+                const std::vector<algebra::DiscoveredChain>* chains) {
+  try {
+    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
+    for (const std::string& w : l.kernels.warnings)
+      if (w.find("scalar tier") != std::string::npos) return false;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+class Builder {
+ public:
+  void add(std::string knobs, std::string origin = "enumerated") {
+    if (seen_.insert(knobs).second) out_.push_back({std::move(knobs), std::move(origin)});
+  }
+  std::vector<Enumerated> take() { return std::move(out_); }
+
+ private:
+  std::set<std::string> seen_;
+  std::vector<Enumerated> out_;
+};
+
+std::string join(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += ',';
+    out += p;
+  }
+  return out;
+}
+
+void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::string>& fast_exp) {
+  for (const char* place : {"PLACE=fuse", "PLACE=cut"})
+    for (const std::string& fe : fast_exp) {
+      const std::string base = join({place, "TILE=a:scalar", fe});
+      b.add(base);
+      for (const std::string& axis : output_columns(op))
+        for (int f : kScalarTiles) b.add(join({base, fmt::format("TILE@{}=f{}", axis, f)}));
+      for (int t : kCoopThreads) b.add(join({base, fmt::format("COOP=t{}", t)}));
+      for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
+    }
+}
+
+void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
+                const std::vector<std::string>& fast_exp) {
+  const std::string atom = mma_atom(op, "mma_m16n8k16");
+  std::vector<std::string> value_tiles{""};
+  if (fold)
+    for (const std::string& axis : output_columns(op))
+      for (int f : kValueTiles) value_tiles.push_back(fmt::format("TILE@{}=f{}", axis, f));
+  auto add_grid = [&](const Grid& w) {
+    for (const Grid& f : kFragments)
+      for (int k : kChunks)
+        for (const StageRow& s : kMmaStages) {
+          if (!target_has(target, s.needs)) continue;
+          for (const std::string& v : value_tiles)
+            for (const std::string& fe : fast_exp)
+              b.add(join({fold ? "PLACE=fuse" : "", fmt::format("TILE=a:{}/w{}x{}/f{}x{}/k{}", atom, w.m, w.n, f.m, f.n, k), v,
+                          fmt::format("STAGE={}", s.value), fe}));
+        }
+  };
+  if (fold)
+    for (const Grid& w : kFoldWarps) add_grid(w);
+  else
+    for (const Grid& w : kContractionWarps) add_grid(w);
+}
+
+void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
+                  const std::vector<std::string>& fast_exp) {
+  std::vector<std::string> value_tiles{""};
+  if (fold)
+    for (const std::string& axis : output_columns(op))
+      for (int f : kValueTiles) value_tiles.push_back(fmt::format("TILE@{}=f{}", axis, f));
+  for (int n : kWgmmaN)
+    for (int w : kWgmmaWarps)
+      for (int k : kChunks)
+        for (const StageRow& s : kWgmmaStages) {
+          if (!target_has(target, s.needs)) continue;
+          for (const std::string& v : value_tiles)
+            for (const std::string& fe : fast_exp)
+              b.add(join({fold ? "PLACE=fuse" : "",
+                          fmt::format("TILE=a:{}/w{}x1/k{}", mma_atom(op, fmt::format("wgmma_m64n{}k16", n)), w, k), v,
+                          fmt::format("STAGE={}", s.value), fe}));
+        }
+}
+
+}  // namespace
+
+std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                                        const std::vector<algebra::DiscoveredChain>* chains) {
+  Builder b;
+  // The op's own blocks for the target (or the base target it extends): the hand-written
+  // schedules the tuner must match.
+  const TargetInfo* base = base_target(target);
+  for (const CheckedSchedule& s : program.schedules) {
+    if (s.decl->op.name != op.decl->name.name || (s.target != &target && s.target != base)) continue;
+    b.add(print_knob_list(s.knobs),
+          fmt::format("schedule {} for {}{}", s.decl->op.name, s.target->name,
+                      s.decl->label ? fmt::format(" as \"{}\"", s.decl->label->name) : ""));
+  }
+  const std::string tensor_text = tir::print_program(lower::to_tensor(program, op));
+  std::vector<std::string> fast_exp{""};
+  if (tensor_text.find("exp(") != std::string::npos) fast_exp.push_back("FAST_EXP=1");
+  scalar_family(b, op, fast_exp);
+  // The tensor-core tiers, when the op's kernel fits them at all (one probe each).
+  const std::string atom = mma_atom(op, "mma_m16n8k16");
+  const bool fold = takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains) &&
+                    !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+  const bool contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+  if (fold || contraction) mma_family(b, op, target, fold, fast_exp);
+  if (target.wgmma && (fold || contraction)) wgmma_family(b, op, target, fold, fast_exp);
+  return b.take();
+}
+
+}  // namespace emmy::tune

@@ -1,0 +1,298 @@
+// The autotuner without a GPU: the search's rungs and budget on a fake clock, stored points,
+// the space of real ops (enumeration, pruning), the interpreter as the correctness gate, the
+// worker protocol against scripted workers (answers, hangs, crashes), durations.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "driver/tune.hpp"
+#include "test_helpers.hpp"
+#include "tune/measure_gpu.hpp"
+#include "tune/measure_interp.hpp"
+#include "tune/search.hpp"
+#include "tune/space.hpp"
+
+namespace emmy {
+namespace {
+
+// Candidates named by their knobs only (the search reads nothing else).
+std::vector<tune::Candidate> named(int n) {
+  std::vector<tune::Candidate> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)].knobs = fmt::format("c{:03}", i);
+  return out;
+}
+
+// A measurer with a table of true times, noise that shrinks with the launches, and wrong
+// outputs for some; each launch advances the fake clock by 1 ms.
+class TableMeasurer : public tune::Measurer {
+ public:
+  TableMeasurer(std::map<std::string, double> times, std::set<std::string> wrong, tune::FakeClock& clock)
+      : times_(std::move(times)), wrong_(std::move(wrong)), clock_(clock) {}
+  tune::Measurement measure(const tune::Candidate& c, int reps) override {
+    ++calls;
+    launches += reps;
+    clock_.advance(0.001 * reps);
+    if (wrong_.count(c.knobs)) return {false, 0, "wrong output", 0};
+    // Deterministic "noise": +-20% / reps, alternating by name.
+    const double sign = (c.knobs.back() % 2) ? 1 : -1;
+    return {true, times_.at(c.knobs) * (1 + sign * 0.2 / reps), "", 0.5};
+  }
+  std::string device() const override { return "table"; }
+  int calls = 0, launches = 0;
+
+ private:
+  std::map<std::string, double> times_;
+  std::set<std::string> wrong_;
+  tune::FakeClock& clock_;
+};
+
+std::map<std::string, double> linear_times(const std::vector<tune::Candidate>& cs) {
+  std::map<std::string, double> t;
+  for (size_t i = 0; i < cs.size(); ++i) t[cs[i].knobs] = 100.0 + static_cast<double>((i * 37) % cs.size());
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("tune: the rungs of successive halving, and one rung for a small space") {
+  tune::SearchOptions o;
+  o.exhaustive_below = 48;
+  std::vector<tune::Rung> small = tune::plan_rungs(40, o);
+  REQUIRE(small.size() == 1);
+  CHECK(small[0].candidates == 40);
+  CHECK(small[0].reps == 48);
+  std::vector<tune::Rung> big = tune::plan_rungs(851, o);
+  std::vector<int> sizes, reps;
+  for (const tune::Rung& r : big) sizes.push_back(r.candidates), reps.push_back(r.reps);
+  CHECK(sizes == std::vector<int>{851, 213, 54, 14, 4});
+  CHECK(reps == std::vector<int>{3, 12, 48, 50, 50});
+}
+
+TEST_CASE("tune: the search finds the fastest correct candidate; a faster wrong one never wins") {
+  std::vector<tune::Candidate> cs = named(300);
+  std::map<std::string, double> times = linear_times(cs);
+  times["c100"] = 10;  // the fastest, but wrong
+  times["c201"] = 50;  // the fastest correct one
+  tune::FakeClock clock;
+  TableMeasurer m(times, {"c100", "c007"}, clock);
+  tune::SearchOptions o;
+  int progress_calls = 0;
+  o.on_progress = [&](const tune::Progress& p) {
+    ++progress_calls;
+    CHECK(p.done <= p.total);
+  };
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  REQUIRE(r.best() != nullptr);
+  CHECK(r.best()->candidate->knobs == "c201");
+  CHECK(r.best()->rung == r.rungs - 1);
+  CHECK_FALSE(r.out_of_budget);
+  CHECK(r.measured == m.calls);
+  CHECK(progress_calls == m.calls);
+  // Every candidate once in rung 0; 300 -> 75 -> 19 -> 5 -> 4 after (failed ones drop out).
+  CHECK(m.calls == 300 + 75 + 19 + 5 + 4);
+  // The failed ones rank last, with why.
+  CHECK_FALSE(r.ranked.back().measurement.ok);
+  CHECK(r.ranked.back().measurement.error == "wrong output");
+  for (size_t i = 1; i < r.ranked.size(); ++i)
+    if (r.ranked[i].measurement.ok && r.ranked[i - 1].measurement.ok && r.ranked[i].rung == r.ranked[i - 1].rung)
+      CHECK(r.ranked[i - 1].measurement.time_us <= r.ranked[i].measurement.time_us);
+}
+
+TEST_CASE("tune: the budget stops the search; the best measured so far wins") {
+  std::vector<tune::Candidate> cs = named(300);
+  std::map<std::string, double> times = linear_times(cs);
+  tune::FakeClock clock;
+  TableMeasurer m(times, {}, clock);
+  tune::SearchOptions o;
+  o.budget_s = 0.5;  // 3 launches = 3 ms a candidate: about 167 of the first rung's 300
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  CHECK(r.out_of_budget);
+  CHECK(r.rungs == 1);
+  CHECK(m.calls == 167);
+  REQUIRE(r.best() != nullptr);
+  double fastest = 1e30;
+  for (int i = 0; i < m.calls; ++i) {
+    const std::string k = cs[static_cast<size_t>(i)].knobs;
+    fastest = std::min(fastest, times.at(k) * (1 + ((k.back() % 2) ? 1 : -1) * 0.2 / 3));
+  }
+  CHECK(r.best()->measurement.time_us == doctest::Approx(fastest));
+}
+
+TEST_CASE("tune: stored points stand for their candidates; only the new ones are measured") {
+  std::vector<tune::Candidate> cs = named(30);
+  std::map<std::string, double> times = linear_times(cs);
+  tune::FakeClock clock;
+  TableMeasurer m(times, {}, clock);
+  tune::SearchOptions o;
+  o.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
+    if (c.knobs == "c029") return std::nullopt;
+    return tune::Measurement{true, times.at(c.knobs), "", 0};
+  };
+  std::vector<std::string> recorded;
+  o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int reps) {
+    recorded.push_back(c.knobs);
+    CHECK(reps == 48);
+  };
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  CHECK(r.measured == 1);
+  CHECK(recorded == std::vector<std::string>{"c029"});
+  REQUIRE(r.best() != nullptr);
+  CHECK(r.best()->stored);
+  // Everything stored: nothing measured at all.
+  o.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
+    return tune::Measurement{true, times.at(c.knobs), "", 0};
+  };
+  TableMeasurer none(times, {}, clock);
+  CHECK(tune::search(cs, none, clock, o).measured == 0);
+  CHECK(none.calls == 0);
+}
+
+TEST_CASE("tune: the space of matmul on sm_90: the hand-written blocks first, tiers enumerated, pruned with reasons") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("matmul");
+  const TargetInfo& target = *find_target("sm_90");
+  std::vector<tune::Enumerated> points = tune::enumerate_knobs(*l->program, op, target, nullptr);
+  REQUIRE(points.size() > 500);
+  CHECK(points[0].knobs == "TILE=a:mma_m16n8k16_f16/w4x2/f4x8/k8,STAGE=d2/tma/ring");
+  CHECK(points[0].origin == "schedule matmul for sm_90");
+  CHECK(points[1].origin == "schedule matmul for sm_90 as \"k4-d3\"");
+  std::set<std::string> unique;
+  bool wgmma = false, tma = false, coop = false;
+  for (const tune::Enumerated& p : points) {
+    CHECK(unique.insert(p.knobs).second);
+    wgmma = wgmma || p.knobs.find("wgmma") != std::string::npos;
+    tma = tma || p.knobs.find("/tma") != std::string::npos;
+    coop = coop || p.knobs.find("COOP=") != std::string::npos;
+  }
+  CHECK_FALSE(wgmma);  // sm_90 has no wgmma
+  CHECK(tma);
+  CHECK(coop);
+  // Prune a slice (every 8th point and the blocks) at a ragged shape.
+  std::vector<tune::Enumerated> slice(points.begin(), points.begin() + 8);
+  for (size_t i = 8; i < points.size(); i += 8) slice.push_back(points[i]);
+  slice.push_back({"TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k2,STAGE=d3/tma/ring", "enumerated"});  // k2: no TMA box
+  tune::Space s = tune::prune_space(*l->program, op, target, {{"M", 300}, {"N", 200}, {"K", 333}}, slice, nullptr, 2);
+  CHECK(s.enumerated == static_cast<int>(slice.size()));
+  CHECK(s.candidates.size() + s.pruned.size() == slice.size());
+  REQUIRE(s.candidates.size() > 20);
+  CHECK(s.candidates[0].origin == "schedule matmul for sm_90");
+  std::set<uint64_t> hashes;
+  for (const tune::Candidate& c : s.candidates) {
+    CHECK(hashes.insert(c.cuda_hash).second);
+    CHECK(c.smem_bytes <= target.smem_per_block_bytes);
+    CHECK(c.block_threads > 0);
+    CHECK(c.cuda.find("__global__") != std::string::npos);
+  }
+  std::set<std::string> kinds;
+  for (const tune::Pruned& p : s.pruned) {
+    kinds.insert(p.kind);
+    CHECK_FALSE(p.reason.empty());
+  }
+  CHECK(kinds == std::set<std::string>{"duplicate", "not honoured", "shared memory"});
+  CHECK(s.pruned.back().knobs == slice.back().knobs);
+  CHECK(s.pruned.back().kind == "not honoured");
+  CHECK(s.pruned.back().reason.find("copied with cp.async") != std::string::npos);
+}
+
+TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pruned space picks the cheapest correct one") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("softmax");
+  const TargetInfo& target = *find_target("sm_90");
+  const SizeBindings sizes{{"N", 5}, {"C", 37}};
+  tune::Space s = tune::prune_space(*l->program, op, target, sizes, tune::enumerate_knobs(*l->program, op, target, nullptr),
+                                    nullptr, 2);
+  REQUIRE(s.candidates.size() >= 10);
+  tune::FakeClock clock;
+  // The "cost": fewer threads a block is cheaper, a made-up model only the search's choice is checked against.
+  auto cost = [](const tune::Candidate& c) { return 1.0 + c.block_threads + 0.001 * static_cast<double>(c.knobs.size()); };
+  tune::InterpreterMeasurer m(*l->program, op, target, sizes, cost, clock, 0.01);
+  tune::SearchResult r = tune::search(s.candidates, m, clock, {});
+  CHECK(m.runs() == r.measured);
+  REQUIRE(r.best() != nullptr);
+  double cheapest = 1e30;
+  for (const tune::Candidate& c : s.candidates) cheapest = std::min(cheapest, cost(c));
+  CHECK(r.best()->measurement.time_us == doctest::Approx(cheapest));
+  int ok = 0;
+  for (const tune::Scored& x : r.ranked) ok += x.measurement.ok ? 1 : 0;
+  CHECK(ok == static_cast<int>(r.ranked.size()));  // every pruned candidate of softmax is correct
+  // A candidate the lowering refuses fails with why, never ranks.
+  tune::Candidate bad;
+  bad.knobs = "TILE=a:bogus";
+  tune::Measurement b = m.measure(bad, 1);
+  CHECK_FALSE(b.ok);
+  CHECK(b.error.find("unknown TILE atom 'bogus'") != std::string::npos);
+}
+
+TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports a crashed one, and restarts") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("emmy-tune-worker-{}", getpid());
+  fs::create_directories(dir);
+  const fs::path script = dir / "worker.sh";
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "echo '{\"ready\": true, \"device\": \"scripted\", \"reference\": \"none\"}'\n"
+                           "while read -r line; do\n"
+                           "  case \"$line\" in\n"
+                           "    *hang*) sleep 30 ;;\n"
+                           "    *crash*) kill -SEGV $$ ;;\n"
+                           "    *wrong*) echo '{\"ok\": false, \"error\": \"wrong output: o\"}' ;;\n"
+                           "    *) echo '{\"ok\": true, \"time_us\": 12.5, \"occupancy\": 0.25}' ;;\n"
+                           "  esac\n"
+                           "done\n";
+  fs::permissions(script, fs::perms::owner_all);
+  tune::WorkerMeasurer m({script.string()}, 1.0, (dir / "worker.log").string());
+  m.start();
+  CHECK(m.device() == "scripted");
+  tune::Candidate c;
+  c.knobs = "fine";
+  tune::Measurement a = m.measure(c, 5);
+  CHECK(a.ok);
+  CHECK(a.time_us == 12.5);
+  CHECK(a.occupancy == 0.25);
+  c.knobs = "wrong";
+  tune::Measurement w = m.measure(c, 5);
+  CHECK_FALSE(w.ok);
+  CHECK(w.error == "wrong output: o");
+  c.knobs = "hang";
+  tune::Measurement h = m.measure(c, 5);
+  CHECK_FALSE(h.ok);
+  CHECK(h.error.find("no answer within 1 s") != std::string::npos);
+  c.knobs = "fine";
+  CHECK(m.measure(c, 5).ok);  // a fresh worker
+  CHECK(m.restarts() == 1);
+  c.knobs = "crash";
+  tune::Measurement x = m.measure(c, 5);
+  CHECK_FALSE(x.ok);
+  CHECK(x.error.find("the worker died (killed by signal 11") != std::string::npos);
+  c.knobs = "fine";
+  CHECK(m.measure(c, 5).ok);
+  CHECK(m.restarts() == 2);
+  // A worker that never says it is ready: start() fails with its last words.
+  const fs::path mute = dir / "mute.sh";
+  std::ofstream(mute) << "#!/bin/sh\necho 'no GPU here' >&2\nexit 3\n";
+  fs::permissions(mute, fs::perms::owner_all);
+  tune::WorkerMeasurer dead({mute.string()}, 1.0, (dir / "mute.log").string());
+  CHECK_THROWS_WITH_AS(dead.start(), doctest::Contains("no GPU here"), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tune: --budget durations") {
+  CHECK(parse_duration("90s") == 90.0);
+  CHECK(parse_duration("10m") == 600.0);
+  CHECK(parse_duration("1.5h") == 5400.0);
+  CHECK(parse_duration("600") == 600.0);
+  for (const char* bad : {"", "m", "-5m", "0", "ten", "5x", "5 m"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_duration(bad).has_value());
+  }
+}
+
+}  // namespace emmy
