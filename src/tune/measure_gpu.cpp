@@ -32,6 +32,8 @@ WorkerMeasurer::WorkerMeasurer(std::vector<std::string> command, double timeout_
 WorkerMeasurer::~WorkerMeasurer() { stop(); }
 
 void WorkerMeasurer::start() {
+  // A worker that dies between two requests must fail the next write, not kill this process.
+  signal(SIGPIPE, SIG_IGN);
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("cannot create pipes for the tune worker");
   pid_ = fork();
