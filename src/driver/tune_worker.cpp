@@ -1,6 +1,7 @@
-// `emmyc tune-worker`: the measuring side of `emmyc tune`, one process per GPU context. It loads
-// the inputs and the reference once, says it is ready, then answers one JSON line per request
-// line: the candidate's outputs checked against the reference, then its timed launches.
+// `emmyc tune-worker`: the measuring side of `emmyc tune`, one process per GPU context. It uploads
+// the inputs and computes the reference once, says it is ready, then answers one JSON line per
+// request line: the candidate's outputs checked against the reference (when asked: once a
+// candidate), then its timed launches.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -17,20 +18,6 @@
 namespace emmy {
 namespace {
 
-// The program on the device after one launch of every kernel, and its outputs.
-struct Ran {
-  runtime::ProgramRun run;
-  TensorMap outputs;
-};
-Ran run_once(const runtime::Driver& driver, const kir::Program& program, const std::vector<char>& cubin,
-             const SizeBindings& sizes, const TensorMap& inputs) {
-  Ran r{runtime::prepare_run(driver, program, cubin, sizes, inputs), {}};
-  for (const runtime::KernelLaunch& l : r.run.launches) r.run.loaded.launch(l, nullptr);
-  driver.synchronize(nullptr);
-  r.outputs = runtime::download_outputs(driver, program, sizes, r.run.tensors);
-  return r;
-}
-
 std::vector<char> build(const kir::Program& program, const TargetInfo& target) {
   runtime::CompileOptions co;
   co.target = &target;
@@ -39,24 +26,72 @@ std::vector<char> build(const kir::Program& program, const TargetInfo& target) {
   return std::move(c.result.cubin);
 }
 
+// The op's inputs on the device, uploaded once for every candidate (their buffers are the op's
+// parameters under any schedule).
+class ResidentInputs {
+ public:
+  ResidentInputs(const runtime::Driver& driver, const SizeBindings& sizes, const TensorMap& inputs)
+      : driver_(driver), sizes_(sizes), inputs_(inputs) {}
+  // Every buffer address of `program`: the resident inputs (uploaded on first use) and `results`.
+  std::map<std::string, runtime::DevicePtr> addresses(const kir::Program& program, const runtime::DeviceTensors& results) {
+    kir::Program inputs_only = program;
+    std::erase_if(inputs_only.buffers, [&](const kir::Buffer& b) {
+      return b.role != kir::Buffer::Role::Input || uploaded_.buffers.count(b.name);
+    });
+    runtime::DeviceTensors fresh = runtime::upload(driver_, inputs_only, sizes_, inputs_);
+    for (auto& [name, buffer] : fresh.buffers) uploaded_.buffers.emplace(name, std::move(buffer));
+    std::map<std::string, runtime::DevicePtr> out = results.addresses();
+    for (const kir::Buffer& b : program.buffers)
+      if (b.role == kir::Buffer::Role::Input) out[b.name] = uploaded_.buffers.at(b.name).ptr();
+    return out;
+  }
+
+ private:
+  const runtime::Driver& driver_;
+  const SizeBindings& sizes_;
+  const TensorMap& inputs_;
+  runtime::DeviceTensors uploaded_;
+};
+
+// The program launched once (every kernel) on the resident inputs.
+struct Ran {
+  runtime::DeviceTensors results;
+  runtime::LoadedProgram loaded;
+  std::vector<runtime::KernelLaunch> launches;
+};
+Ran run_once(const runtime::Driver& driver, ResidentInputs& resident, const kir::Program& program,
+             const std::vector<char>& cubin, const SizeBindings& sizes) {
+  Ran r{runtime::allocate_results(driver, program, sizes), runtime::LoadedProgram(driver, program, cubin), {}};
+  r.launches = r.loaded.bind(resident.addresses(program, r.results), sizes);
+  for (const runtime::KernelLaunch& l : r.launches) r.loaded.launch(l, nullptr);
+  driver.synchronize(nullptr);
+  return r;
+}
+
+struct Request {
+  std::string knobs;
+  int reps = 10;
+  bool check = true;  // compare the outputs with the reference (once a candidate is enough)
+};
+
 nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const LowerOptions& lo,
-                      const runtime::Driver& driver, const SizeBindings& sizes, const TensorMap& inputs,
-                      const TensorMap& reference, const std::string& knobs, int reps) {
+                      const runtime::Driver& driver, ResidentInputs& resident, const SizeBindings& sizes,
+                      const TensorMap& reference, const Request& q) {
   const TargetInfo& target = *find_target(lo.target);
-  lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, lo.chains);
-  const std::vector<char> cubin = build(l.kernels, target);
-  const Ran ran = run_once(driver, l.kernels, cubin, sizes, inputs);
-  const runtime::ProgramRun& run = ran.run;
-  if (std::string wrong = tune::first_wrong_output(op, ran.outputs, reference); !wrong.empty())
-    return {{"ok", false}, {"error", "wrong output: " + wrong}};
+  lower::Lowered l = lower::lower_op(program, op, {nullptr, "", q.knobs}, target, lo.chains);
+  const Ran ran = run_once(driver, resident, l.kernels, build(l.kernels, target), sizes);
+  if (q.check) {
+    const TensorMap got = runtime::download_outputs(driver, l.kernels, sizes, ran.results);
+    if (std::string wrong = tune::first_wrong_output(op, got, reference); !wrong.empty())
+      return {{"ok", false}, {"error", "wrong output: " + wrong}};
+  }
   runtime::TimingOptions to;
   to.warmup = 2;
-  to.min_reps = to.max_reps = std::max(reps, 1);
-  const runtime::ProgramTiming t = runtime::time_program(driver, run.loaded, run.launches, to);
+  to.min_reps = to.max_reps = std::max(q.reps, 1);
+  const runtime::ProgramTiming t = runtime::time_program(driver, ran.loaded, ran.launches, to);
   double occupancy = 0;
-  for (size_t i = 0; i < run.launches.size(); ++i) {
-    const runtime::KernelLaunch& k = run.launches[i];
-    const double o = static_cast<double>(run.loaded.blocks_per_multiprocessor(run.loaded.index_of(k))) * k.block.x /
+  for (const runtime::KernelLaunch& k : ran.launches) {
+    const double o = static_cast<double>(ran.loaded.blocks_per_multiprocessor(ran.loaded.index_of(k))) * k.block.x /
                      std::max(driver.max_threads_per_multiprocessor(), 1);
     occupancy = std::max(occupancy, o);
   }
@@ -82,6 +117,7 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
     return 1;
   }
   const TensorMap inputs = random_inputs(*op, sizes, seed);
+  ResidentInputs resident(*driver, sizes, inputs);
   TensorMap reference;
   std::string reference_name;
   try {
@@ -91,7 +127,8 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
     } else {
       const TargetInfo& target = *find_target(lo.target);
       lower::Lowered naive = lower::lower_op(program, *op, {nullptr, "", kNaiveKnobs}, target, lo.chains);
-      reference = run_once(*driver, naive.kernels, build(naive.kernels, target), sizes, inputs).outputs;
+      const Ran ran = run_once(*driver, resident, naive.kernels, build(naive.kernels, target), sizes);
+      reference = runtime::download_outputs(*driver, naive.kernels, sizes, ran.results);
       reference_name = fmt::format("float32 kernels of the naive schedule ({}) on the GPU", kNaiveKnobs);
     }
   } catch (const std::exception& e) {
@@ -106,8 +143,8 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
       reply = {{"ok", false}, {"error", "a request is a JSON object with knobs and reps"}};
     } else {
       try {
-        reply = answer(program, *op, lo, *driver, sizes, inputs, reference, request.value("knobs", ""),
-                       request.value("reps", 10));
+        reply = answer(program, *op, lo, *driver, resident, sizes, reference,
+                       {request.value("knobs", ""), request.value("reps", 10), request.value("check", true)});
       } catch (const std::exception& e) {
         // A failed launch can leave the context unusable: the measurer starts a new worker.
         reply = {{"ok", false}, {"error", e.what()}, {"restart", true}};

@@ -157,25 +157,33 @@ std::map<std::string, DevicePtr> DeviceTensors::addresses() const {
   return out;
 }
 
-DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
-                     const TensorMap& inputs) {
+DeviceTensors allocate_results(const Driver& driver, const kir::Program& program, const SizeBindings& sizes) {
   DeviceTensors t;
   for (const kir::Buffer& b : program.buffers) {
+    if (b.role == kir::Buffer::Role::Input) continue;
+    DeviceBuffer memory = driver.alloc(buffer_bytes(b, sizes));
+    driver.fill(memory, 0xff);  // NaN / -1 poison, as the interpreter does
+    t.buffers.emplace(b.name, std::move(memory));
+  }
+  return t;
+}
+
+DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
+                     const TensorMap& inputs) {
+  DeviceTensors t = allocate_results(driver, program, sizes);
+  for (const kir::Buffer& b : program.buffers) {
+    if (b.role != kir::Buffer::Role::Input) continue;
     const std::vector<int64_t> shape = buffer_shape(b, sizes);
-    DeviceBuffer memory = driver.alloc(element_count(shape) * static_cast<size_t>(kir::type_bytes(b.type)));
-    if (b.role != kir::Buffer::Role::Input) {
-      driver.fill(memory, 0xff);  // NaN / -1 poison, as the interpreter does
-    } else {
-      auto it = inputs.find(b.name);
-      if (it == inputs.end()) fail(fmt::format("input buffer {} is not given", b.name));
-      const HostTensor& h = it->second;
-      if (h.shape != shape) fail(fmt::format("input buffer {}: the tensor's shape does not match the buffer's dims", b.name));
-      bool ints = !kir::is_float(b.type) && !is_float(h.dtype);
-      if (h.dtype != kir::dtype_of(b.type) && !(b.type == ScalarType::U32 && ints))
-        fail(fmt::format("input buffer {} is {}, the tensor is {}", b.name, kir::type_name(b.type), dtype_name(h.dtype)));
-      const std::vector<uint8_t> bytes = kir::encode_values(b.type, h.data);
-      driver.copy_to_device(memory, bytes.data(), bytes.size());
-    }
+    auto it = inputs.find(b.name);
+    if (it == inputs.end()) fail(fmt::format("input buffer {} is not given", b.name));
+    const HostTensor& h = it->second;
+    if (h.shape != shape) fail(fmt::format("input buffer {}: the tensor's shape does not match the buffer's dims", b.name));
+    bool ints = !kir::is_float(b.type) && !is_float(h.dtype);
+    if (h.dtype != kir::dtype_of(b.type) && !(b.type == ScalarType::U32 && ints))
+      fail(fmt::format("input buffer {} is {}, the tensor is {}", b.name, kir::type_name(b.type), dtype_name(h.dtype)));
+    DeviceBuffer memory = driver.alloc(buffer_bytes(b, sizes));
+    const std::vector<uint8_t> bytes = kir::encode_values(b.type, h.data);
+    driver.copy_to_device(memory, bytes.data(), bytes.size());
     t.buffers.emplace(b.name, std::move(memory));
   }
   return t;

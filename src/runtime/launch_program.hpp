@@ -63,6 +63,8 @@ struct DeviceTensors {
 };
 DeviceTensors upload(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
                      const TensorMap& inputs);
+// The temporaries and outputs alone, allocated and poisoned (inputs the caller keeps resident).
+DeviceTensors allocate_results(const Driver& driver, const kir::Program& program, const SizeBindings& sizes);
 // The Output buffers back as host tensors.
 TensorMap download_outputs(const Driver& driver, const kir::Program& program, const SizeBindings& sizes,
                            const DeviceTensors& tensors);

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ class WorkerMeasurer : public Measurer {
   std::string device_, reference_;
   double ready_timeout_s_ = 600;
   int restarts_ = 0;
+  std::set<std::string> checked_;  // candidates whose outputs matched the reference
 };
 
 }  // namespace emmy::tune

@@ -2,6 +2,7 @@
 #include "tune/search.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace emmy::tune {
 namespace {
@@ -38,6 +39,10 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
   for (size_t i = 0; i < candidates.size(); ++i) scored[i].candidate = &candidates[i];
   std::vector<Scored*> alive;
   for (Scored& s : scored) alive.push_back(&s);
+  // The first rung's order: hand-written blocks first, the rest shuffled.
+  auto enumerated = std::stable_partition(alive.begin(), alive.end(),
+                                          [](const Scored* s) { return s->candidate->origin != "enumerated"; });
+  std::shuffle(enumerated, alive.end(), std::mt19937_64(o.seed));
   auto report = [&](int rung, int done, int total) {
     if (!o.on_progress) return;
     Progress p{rung, static_cast<int>(rungs.size()), done, total, std::nullopt, "", clock.seconds() - start};
@@ -48,14 +53,22 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
       }
     o.on_progress(p);
   };
+  size_t next_size = candidates.size();  // a cut-short rung passes on fewer survivors than planned
   for (size_t r = 0; r < rungs.size() && !alive.empty(); ++r) {
-    alive.resize(std::min<size_t>(alive.size(), static_cast<size_t>(rungs[r].candidates)));
+    alive.resize(std::min({alive.size(), static_cast<size_t>(rungs[r].candidates), next_size}));
     int done = 0;
+    const double rung_end = r == 0 && rungs.size() > 1 ? o.budget_s * o.first_rung_share : o.budget_s;
+    size_t measured_here = 0;
     for (Scored* s : alive) {
-      if (clock.seconds() - start > o.budget_s) {
-        result.out_of_budget = true;
+      if (clock.seconds() - start > rung_end) {
+        if (r == 0 && rungs.size() > 1) {
+          result.unmeasured = static_cast<int>(alive.size() - measured_here);
+        } else {
+          result.out_of_budget = true;
+        }
         break;
       }
+      ++measured_here;
       std::optional<Measurement> stored = o.known ? o.known(*s->candidate) : std::nullopt;
       if (stored) {
         s->measurement = *stored;
@@ -72,6 +85,9 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
     }
     result.rungs = static_cast<int>(r) + 1;
     if (result.out_of_budget) break;
+    alive.resize(measured_here);
+    const size_t eta = static_cast<size_t>(std::max(o.eta, 2));
+    next_size = std::max(static_cast<size_t>(std::max(o.final_size, 1)), (measured_here + eta - 1) / eta);
     // The survivors: the fastest correct ones of this rung.
     std::stable_sort(alive.begin(), alive.end(), [](const Scored* a, const Scored* b) { return better(*a, *b); });
     while (!alive.empty() && !alive.back()->measurement.ok) alive.pop_back();

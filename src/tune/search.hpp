@@ -3,6 +3,7 @@
 // fastest part), within a wall-clock budget; a candidate whose output is wrong never ranks.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -50,6 +51,12 @@ struct SearchOptions {
   int first_reps = 3;         // launches a candidate in the first rung; times eta each rung after
   int max_reps = 50;          // ... up to this many
   int exhaustive_below = 48;  // at most this many candidates: one rung, every one at the final reps
+  // The first rung may use this share of the budget; past it, it ends with the candidates
+  // measured so far, so the later rungs (more launches a candidate) still run. Its order:
+  // the hand-written blocks first, then the rest shuffled with `seed`, so that a cut-short
+  // first rung samples every family.
+  double first_rung_share = 0.6;
+  uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   // A stored measurement (the database) stands for the candidate at every rung.
   std::function<std::optional<Measurement>(const Candidate&)> known;
@@ -70,6 +77,7 @@ struct SearchResult {
   int measured = 0;            // fresh measurements made
   int rungs = 0;               // rungs run
   bool out_of_budget = false;  // stopped by the budget before the last rung completed
+  int unmeasured = 0;          // candidates the first rung had no time for
   double seconds = 0;
   const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
 };
