@@ -141,11 +141,13 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
             std::ostream& err) {
   const CheckedOp* op = nullptr;
   if (!lower_for_driver(program, lo, err, &op)) return 1;
-  auto bound = bind_sizes(*op, o.shape, nullptr);
+  std::vector<std::string> defaulted;
+  auto bound = bind_sizes(*op, o.shape, &defaulted);
   if (const auto* why = std::get_if<std::string>(&bound)) {
     err << "emmyc: error: --shape: " << *why << "\n";
     return 2;
   }
+  if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
   const SizeBindings sizes = std::get<SizeBindings>(bound);
   const TargetInfo& target = *find_target(lo.target);
   const std::string op_name = op->decl->name.name;
@@ -155,12 +157,19 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   WallClock clock;
   tune::Space space = tune::prune_space(program, *op, target, sizes, tune::enumerate_knobs(program, *op, target, lo.chains),
                                         lo.chains, threads);
-  std::string no_nvrtc;
-  const bool built = tune::prune_by_ptxas(space, target, threads, &no_nvrtc);
-  out << fmt::format("{} on {} at {}: {} candidates of {} enumerated ({:.1f} s); pruned: {}\n", op_name, target.name,
-                     sizes_text(sizes), space.candidates.size(), space.enumerated, clock.seconds(),
+  out << fmt::format("{} on {} at {}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
+                     sizes_text(sizes), space.enumerated, space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
-  if (!built) out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
+  out << std::flush;
+  std::string no_nvrtc;
+  const size_t before = space.pruned.size();
+  if (tune::prune_by_ptxas(space, target, threads, &no_nvrtc)) {
+    const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before), space.pruned.end());
+    out << fmt::format("NVRTC: {} candidates build without spills ({:.1f} s); pruned: {}\n", space.candidates.size(),
+                       clock.seconds(), built.empty() ? "none" : pruned_summary(built));
+  } else {
+    out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
+  }
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
     return 1;

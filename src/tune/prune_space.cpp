@@ -57,6 +57,26 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
   warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
   if (enumerated && !warnings.empty()) return {std::nullopt, "not honoured", warnings.front()};
   if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) return {std::nullopt, "sizes", *broken};
+  // A register bound (a K chunk held in registers) of twice the size or more only adds zero
+  // padding: the half as deep chunk is in the space too.
+  for (const kir::SizeLimit& limit : l.kernels.limits) {
+    auto it = sizes.find(limit.size);
+    if (enumerated && it != sizes.end() && 2 * it->second <= limit.max)
+      return {std::nullopt, "oversized", fmt::format("{} = {} fills at most half of the {} it allows", limit.size, it->second,
+                                                     limit.max)};
+  }
+  // A register tile of output columns wider than the columns (rounded up to 64) repeats one.
+  for (const KnobSetting& k : parse_knob_list(point.knobs).settings) {
+    const auto* tile = std::get_if<TileValue>(&k.value);
+    if (!enumerated || k.knob != Knob::Tile || k.site.empty() || !tile || !tile->scalar_f) continue;
+    for (const TensorInfo& t : op.tensors) {
+      if (t.role != TensorInfo::Role::Output || t.index_vars.empty() || t.index_vars.back() != k.site) continue;
+      auto size = sizes.find(t.shape.back().symbol);
+      const int64_t extent = size != sizes.end() ? size->second : t.shape.back().literal;
+      if (*tile->scalar_f > (extent + 63) / 64 * 64)
+        return {std::nullopt, "oversized", fmt::format("{} covers {} of {} columns", print_knob(k), extent, k.site)};
+    }
+  }
   Candidate c;
   c.knobs = point.knobs;
   c.origin = point.origin;

@@ -27,7 +27,8 @@ struct Candidate {
 // A point left out, and why (shown by --dry-run and counted in the report).
 struct Pruned {
   std::string knobs;
-  std::string kind;    // "illegal", "not lowered", "not honoured", "sizes", "shared memory", "duplicate", "NVRTC", "spills", "registers"
+  std::string kind;    // "illegal", "not lowered", "not honoured", "sizes", "oversized", "shared memory",
+                       // "duplicate", "NVRTC", "spills", "registers"
   std::string reason;  // the details
 };
 

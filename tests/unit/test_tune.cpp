@@ -210,6 +210,43 @@ TEST_CASE("tune: the space of matmul on sm_90: the hand-written blocks first, ti
   CHECK(s.pruned.back().reason.find("copied with cp.async") != std::string::npos);
 }
 
+TEST_CASE("tune: sdpa's space at head dim 64 keeps the fold's geometries and drops oversized chunks and tiles") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("sdpa");
+  const TargetInfo& target = *find_target("sm_90");
+  std::vector<tune::Enumerated> all = tune::enumerate_knobs(*l->program, op, target, nullptr), some;
+  for (const tune::Enumerated& p : all) {
+    // The fold: w<M>x1 only, FAST_EXP=1 on the tensor cores.
+    if (p.origin == "enumerated" && p.knobs.find("mma_m16n8k16") != std::string::npos) {
+      CHECK(p.knobs.find("x1/f") != std::string::npos);
+      CHECK(p.knobs.find("FAST_EXP=1") != std::string::npos);
+    }
+    if (p.knobs.find("w4x1/f2x8/") != std::string::npos && p.knobs.find("FAST_EXP=1") != std::string::npos &&
+        p.knobs.find("REDUCE") == std::string::npos)
+      some.push_back({p.knobs, "enumerated"});  // the hand-written ones among them too, under the enumerated rules
+  }
+  REQUIRE(some.size() == 72);  // k2, k4, k8 x 8 stages x 3 value tiles
+  const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 256}, {"T", 256}, {"D", 64}, {"E", 64}};
+  tune::Space s = tune::prune_space(*l->program, op, target, sizes, some, nullptr, 2);
+  CHECK(s.candidates.size() + s.pruned.size() == 72);
+  std::map<std::string, int> kinds;
+  for (const tune::Pruned& p : s.pruned) {
+    ++kinds[p.kind];
+    CAPTURE(p.knobs);
+    // k2 covers 32 < D (or is no TMA box); k8 holds 128 >= 2 D; f128 is twice E.
+    if (p.knobs.find("/k2,") != std::string::npos) CHECK((p.kind == "sizes" || p.kind == "not honoured"));
+    if (p.knobs.find("/k8,") != std::string::npos) CHECK((p.kind == "oversized" || p.kind == "not honoured"));
+  }
+  CHECK(kinds["sizes"] >= 12);
+  CHECK(kinds["oversized"] >= 20);
+  REQUIRE_FALSE(s.candidates.empty());
+  for (const tune::Candidate& c : s.candidates) {
+    CHECK(c.knobs.find("/k4,") != std::string::npos);
+    CHECK(c.knobs.find("TILE@e=f128") == std::string::npos);
+  }
+}
+
 TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pruned space picks the cheapest correct one") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
