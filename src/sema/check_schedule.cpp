@@ -9,35 +9,6 @@
 namespace emmy::sema {
 namespace {
 
-// Statement names and index variables of an op: the places a knob may be scoped to.
-std::vector<std::string> sites_of(const ast::OpDecl& op) {
-  std::set<std::string> s;
-  for (const ast::Param& p : op.outputs) s.insert(p.name.name);
-  for (const ast::Stmt& st : op.body) {
-    if (const auto* let = std::get_if<ast::LetStmt>(&st)) {
-      s.insert(let->name.name);
-      continue;
-    }
-    const auto& a = std::get<ast::AssignStmt>(st);
-    s.insert(a.target.name);
-    for (const ast::Expr& ix : a.indices)
-      if (ix.kind == ast::ExprKind::Name) s.insert(ix.text);
-  }
-  // Reduction axes are sites too (TILE@j): collect them from every expression.
-  std::vector<const ast::Expr*> work;
-  for (const ast::Stmt& st : op.body)
-    work.push_back(std::holds_alternative<ast::LetStmt>(st) ? &std::get<ast::LetStmt>(st).value
-                                                            : &std::get<ast::AssignStmt>(st).value);
-  while (!work.empty()) {
-    const ast::Expr* e = work.back();
-    work.pop_back();
-    for (const ast::Ident& ax : e->axes) s.insert(ax.name);
-    for (const ast::Expr& a : e->args) work.push_back(&a);
-    for (const ast::Expr& w : e->where_) work.push_back(&w);
-  }
-  return {s.begin(), s.end()};
-}
-
 SourceRange sub_range(SourceRange value, size_t offset, size_t length) {
   uint32_t b = value.begin + static_cast<uint32_t>(std::min<size_t>(offset, value.end - value.begin));
   uint32_t e = std::min(value.end, b + static_cast<uint32_t>(std::max<size_t>(length, 1)));
@@ -73,7 +44,7 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
     diags.error("E059", s.target.range, fmt::format("unknown target '{}'", s.target.name))
         .hint(guess.empty() ? fmt::format("targets are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
   }
-  std::vector<std::string> sites = op_it == program.ops.end() ? std::vector<std::string>{} : sites_of(*op_it->second.decl);
+  std::vector<std::string> sites = op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);
   std::map<std::pair<std::string, std::string>, SourceRange> seen;
   for (const ast::KnobEntry& k : s.entries) {
     std::variant<Knob, KnobError> looked_up = lookup_knob(k.knob.name);
@@ -111,3 +82,35 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
 }
 
 }  // namespace emmy::sema
+
+namespace emmy {
+
+std::vector<std::string> knob_sites(const ast::OpDecl& op) {
+  std::set<std::string> s;
+  for (const ast::Param& p : op.outputs) s.insert(p.name.name);
+  for (const ast::Stmt& st : op.body) {
+    if (const auto* let = std::get_if<ast::LetStmt>(&st)) {
+      s.insert(let->name.name);
+      continue;
+    }
+    const auto& a = std::get<ast::AssignStmt>(st);
+    s.insert(a.target.name);
+    for (const ast::Expr& ix : a.indices)
+      if (ix.kind == ast::ExprKind::Name) s.insert(ix.text);
+  }
+  // Reduction axes are sites too (TILE@j): collect them from every expression.
+  std::vector<const ast::Expr*> work;
+  for (const ast::Stmt& st : op.body)
+    work.push_back(std::holds_alternative<ast::LetStmt>(st) ? &std::get<ast::LetStmt>(st).value
+                                                            : &std::get<ast::AssignStmt>(st).value);
+  while (!work.empty()) {
+    const ast::Expr* e = work.back();
+    work.pop_back();
+    for (const ast::Ident& ax : e->axes) s.insert(ax.name);
+    for (const ast::Expr& a : e->args) work.push_back(&a);
+    for (const ast::Expr& w : e->where_) work.push_back(&w);
+  }
+  return {s.begin(), s.end()};
+}
+
+}  // namespace emmy

@@ -86,4 +86,8 @@ struct SemaOptions {
 std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t file, const SemaOptions& options,
                                               Diagnostics& diags);
 
+// Statement names and index variables of an op (reduction axes included), sorted: the sites a
+// knob may be scoped to (KNOB@site).
+std::vector<std::string> knob_sites(const ast::OpDecl& op);
+
 }  // namespace emmy

@@ -43,33 +43,6 @@ std::string first_error(const Diagnostics& diags) {
   return "";
 }
 
-// Statement names and index variables of an op: the sites a knob may be scoped to (as sema has them).
-std::set<std::string> sites_of(const ast::OpDecl& op) {
-  std::set<std::string> s;
-  for (const ast::Param& p : op.outputs) s.insert(p.name.name);
-  std::vector<const ast::Expr*> work;
-  for (const ast::Stmt& st : op.body) {
-    if (const auto* let = std::get_if<ast::LetStmt>(&st)) {
-      s.insert(let->name.name);
-      work.push_back(&let->value);
-      continue;
-    }
-    const auto& a = std::get<ast::AssignStmt>(st);
-    s.insert(a.target.name);
-    for (const ast::Expr& ix : a.indices)
-      if (ix.kind == ast::ExprKind::Name) s.insert(ix.text);
-    work.push_back(&a.value);
-  }
-  while (!work.empty()) {
-    const ast::Expr* e = work.back();
-    work.pop_back();
-    for (const ast::Ident& ax : e->axes) s.insert(ax.name);
-    for (const ast::Expr& a : e->args) work.push_back(&a);
-    for (const ast::Expr& w : e->where_) work.push_back(&w);
-  }
-  return s;
-}
-
 // Checks the block's target and knobs with the codec (and the sites against `op` when given);
 // returns the entries in canonical text. `where` prefixes every message ("nn.emmy: ").
 std::vector<std::pair<std::string, std::string>> canonical_knobs(const TunedBlock& block, const TargetInfo& target,
@@ -77,7 +50,10 @@ std::vector<std::pair<std::string, std::string>> canonical_knobs(const TunedBloc
   std::vector<std::pair<std::string, std::string>> out;
   std::set<std::string> seen;
   std::optional<std::set<std::string>> sites;
-  if (op) sites = sites_of(*op);
+  if (op) {
+    const std::vector<std::string> all = knob_sites(*op);
+    sites.emplace(all.begin(), all.end());
+  }
   for (const auto& [name_site, value] : block.knobs) {
     std::string entry = fmt::format("{}={}", name_site, value);
     auto bad = [&](const std::string& why, const std::string& help) {
