@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/driver.hpp"
 #include "support/paths.hpp"
 #include "tune/database.hpp"
 #include "tune/measure_gpu.hpp"
@@ -187,18 +188,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     return 0;
   }
 
-  // The measuring worker, then the database key (the device is the worker's).
-  const std::string log = (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
-  tune::WorkerMeasurer measurer({o.self, "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes), "--target",
-                                 std::string(target.name), "--seed", std::to_string(o.seed)},
-                                o.timeout_s, log);
-  try {
-    measurer.start();
-  } catch (const std::exception& e) {
-    err << "emmyc: error: " << e.what() << "\n";
+  // The database's points for this problem, then the measuring worker if any candidate has none.
+  std::string no_gpu;
+  const std::optional<std::string> device = runtime::device_name(&no_gpu);
+  if (!device) {
+    err << "emmyc: error: tuning measures on the GPU, and there is none: " << no_gpu
+        << " (--dry-run enumerates and prunes without one)\n";
     return 1;
   }
-  out << fmt::format("device: {}; reference: {}\n", measurer.device(), measurer.reference());
   std::optional<tune::Database> db;
   const std::string db_path = o.db_path.empty() ? tune::Database::default_path() : o.db_path;
   try {
@@ -206,11 +203,30 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   } catch (const tune::DatabaseError& e) {
     err << "emmyc: warning: " << e.what() << ": measuring without the database\n";
   }
-  const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), measurer.device(),
+  const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), *device,
                           sizes_text(sizes), input_dtype(*op)};
   std::map<std::string, tune::Point> stored;
   if (db)
     for (tune::Point& p : db->points(key)) stored.emplace(p.knobs, std::move(p));
+  size_t unknown = 0;
+  for (const tune::Candidate& c : space.candidates) unknown += stored.count(c.knobs) ? 0 : 1;
+  const std::string log = (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
+  tune::WorkerMeasurer measurer({o.self, "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes), "--target",
+                                 std::string(target.name), "--seed", std::to_string(o.seed)},
+                                o.timeout_s, log);
+  if (unknown == 0) {
+    out << fmt::format("device: {}; every candidate is in the database ({}): nothing to measure\n", *device,
+                       db ? db->path() : "");
+  } else {
+    try {
+      measurer.start();
+    } catch (const std::exception& e) {
+      err << "emmyc: error: " << e.what() << "\n";
+      return 1;
+    }
+    out << fmt::format("device: {}; reference: {}; {} of {} candidates in the database\n", measurer.device(),
+                       measurer.reference(), space.candidates.size() - unknown, space.candidates.size());
+  }
   so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
     auto it = stored.find(c.knobs);
     if (it == stored.end()) return std::nullopt;
@@ -270,7 +286,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
 
   if (!o.write) return 0;
   tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(best->candidate->knobs),
-                         {fmt::format("{}, {} {}: {:.1f} us", measurer.device(), sizes_text(sizes), key.dtype,
+                         {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype,
                                       best->measurement.time_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};

@@ -237,6 +237,18 @@ std::optional<int> device_compute_capability(std::string* why) {
   return attribute(kAttrCcMajor, device) * 10 + attribute(kAttrCcMinor, device);
 }
 
+std::optional<std::string> device_name(std::string* why) {
+  const Library& lib = library();
+  std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
+  if (why) *why = problem;
+  if (!problem.empty()) return std::nullopt;
+  Device device = 0;
+  check(lib.api.device_get(&device, 0), "cuDeviceGet");
+  char name[256] = {};
+  check(lib.api.device_get_name(name, sizeof name - 1, device), "cuDeviceGetName");
+  return std::string(name);
+}
+
 std::optional<Driver> Driver::open(std::string* why) {
   const Library& lib = library();
   std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;

@@ -97,6 +97,8 @@ class DeviceBuffer {
 // The compute capability of the first device (major * 10 + minor: 90 on an H200) without
 // creating a context; nullopt with the one-line reason when there is no usable driver or device.
 std::optional<int> device_compute_capability(std::string* why = nullptr);
+// The first device's name ("NVIDIA H200"), likewise without a context.
+std::optional<std::string> device_name(std::string* why = nullptr);
 
 // The primary context of one device, current on the thread that opened it. Every call throws
 // std::runtime_error naming the driver call and its CUresult when the driver reports an error.
