@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
   tune->add_option("--timeout", tune_opt.timeout_s, "seconds one measurement may take before its worker is killed (60)");
   tune->add_option("--threads", tune_opt.threads, "threads for lowering and NVRTC (default: every core)");
   tune->add_option("--seed", tune_opt.seed, "seed of the random inputs");
+  tune->add_option("--blocks", tune_opt.blocks,
+                   "the op's own schedule blocks: candidates (seed, the default) or measured after the search for "
+                   "comparison only (reference)")
+      ->check(CLI::IsMember({"seed", "reference"}));
   uint64_t worker_seed = 1;
   CLI::App* worker = app.add_subcommand("tune-worker", "");  // emmyc tune's measuring process (hidden)
   worker->group("");

@@ -156,14 +156,18 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
 
   // The space, pruned without a GPU.
   WallClock clock;
-  tune::Space space = tune::prune_space(program, *op, target, sizes, tune::enumerate_knobs(program, *op, target, lo.chains),
-                                        lo.chains, threads);
+  const bool seed = o.blocks == "seed";
+  tune::Space space = tune::prune_space(program, *op, target, sizes,
+                                        tune::enumerate_knobs(program, *op, target, lo.chains, seed), lo.chains, threads);
+  tune::Space references;  // --blocks reference: the op's blocks, measured after the search
+  if (!seed) references = tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
   out << fmt::format("{} on {} at {}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
                      sizes_text(sizes), space.enumerated, space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
   std::string no_nvrtc;
   const size_t before = space.pruned.size();
+  if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
   if (tune::prune_by_ptxas(space, target, threads, &no_nvrtc)) {
     const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before), space.pruned.end());
     out << fmt::format("NVRTC: {} candidates build without spills ({:.1f} s); pruned: {}\n", space.candidates.size(),
@@ -181,6 +185,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   std::vector<std::string> plan;
   for (const tune::Rung& r : rungs) plan.push_back(fmt::format("{} x {} launches", r.candidates, r.reps));
   out << fmt::format("search: {} (budget {:.0f} s)\n", fmt::join(plan, ", then "), o.budget_s);
+  if (!seed)
+    out << fmt::format("the op's {} schedule block{} for {}: measured after the search, for comparison only\n",
+                       references.candidates.size(), references.candidates.size() == 1 ? "" : "s", target.name);
   if (o.dry_run) {
     for (const tune::Candidate& c : space.candidates)
       out << fmt::format("  {:<72} {:>3} regs {:>7.1f}K{}\n", c.knobs, c.registers, c.smem_bytes / 1024.0,
@@ -268,8 +275,23 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     return 1;
   }
   print_table(result.ranked, o.top, out);
+  // The hand-written blocks: the best one among the candidates (seed), or each measured now
+  // with the last rung's launches (reference).
+  std::vector<tune::Scored> measured_blocks;
+  const int final_reps = rungs.back().reps;
+  for (const tune::Candidate& c : references.candidates) {
+    tune::Scored s;
+    s.candidate = &c;
+    s.measurement = measurer.measure(c, final_reps);
+    s.reps = final_reps;
+    so.on_measured(c, s.measurement, final_reps);
+    measured_blocks.push_back(s);
+  }
+  std::stable_sort(measured_blocks.begin(), measured_blocks.end(), [](const tune::Scored& a, const tune::Scored& b) {
+    return a.measurement.ok && (!b.measurement.ok || a.measurement.time_us < b.measurement.time_us);
+  });
   const tune::Scored* hand = nullptr;
-  for (const tune::Scored& s : result.ranked)
+  for (const tune::Scored& s : seed ? result.ranked : measured_blocks)
     if (s.measurement.ok && s.candidate->origin != "enumerated") {
       hand = &s;
       break;
@@ -280,7 +302,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     out << "FA-2's hand-picked geometry: 128 rows a CTA, 4 warps, 2 m-atoms (32 rows) a warp, 64-key blocks\n";
   std::string hand_text = "no hand-written block for this target";
   if (hand)
-    hand_text = fmt::format("best hand-written: {} {:.1f} us ({:.2f}x the winner)", hand->candidate->origin,
+    hand_text = fmt::format("best hand-written{}: {} {:.1f} us ({:.2f}x the winner)",
+                            seed ? "" : " (measured after the search, not a candidate)", hand->candidate->origin,
                             hand->measurement.time_us, hand->measurement.time_us / best->measurement.time_us);
   out << hand_text << "\n";
 

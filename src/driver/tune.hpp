@@ -27,6 +27,9 @@ struct TuneOptions {
   std::string self;        // this emmyc, the worker's executable
   std::vector<std::string> stdlib_dirs;  // where `import std.X` looks (to check the written file)
   bool progress = false;   // a progress line redrawn in place (a terminal)
+  // The op's own schedule blocks: candidates of the search ("seed"), or measured after it
+  // for comparison only ("reference": the winner comes from the enumerated space alone).
+  std::string blocks = "seed";
 };
 
 // "90s", "10m", "1.5h", "600" (seconds) -> seconds; nullopt when it is none of these or not positive.

@@ -148,18 +148,24 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
 
 }  // namespace
 
-std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                                        const std::vector<algebra::DiscoveredChain>* chains) {
-  Builder b;
-  // The op's own blocks for the target (or the base target it extends): the hand-written
-  // schedules the tuner must match.
+std::vector<Enumerated> block_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target) {
+  std::vector<Enumerated> out;
   const TargetInfo* base = base_target(target);
   for (const CheckedSchedule& s : program.schedules) {
     if (s.decl->op.name != op.decl->name.name || (s.target != &target && s.target != base)) continue;
-    b.add(print_knob_list(s.knobs),
-          fmt::format("schedule {} for {}{}", s.decl->op.name, s.target->name,
-                      s.decl->label ? fmt::format(" as \"{}\"", s.decl->label->name) : ""));
+    out.push_back({print_knob_list(s.knobs),
+                   fmt::format("schedule {} for {}{}", s.decl->op.name, s.target->name,
+                               s.decl->label ? fmt::format(" as \"{}\"", s.decl->label->name) : "")});
   }
+  return out;
+}
+
+std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                                        const std::vector<algebra::DiscoveredChain>* chains, bool with_blocks) {
+  Builder b;
+  // The op's own blocks: the hand-written schedules the tuner must match.
+  if (with_blocks)
+    for (Enumerated& e : block_knobs(program, op, target)) b.add(std::move(e.knobs), std::move(e.origin));
   const std::string tensor_text = tir::print_program(lower::to_tensor(program, op));
   // FAST_EXP: both ways on the scalar tier; the tensor-core families take ex2.approx alone
   // (fewer instructions for the same checked accuracy), which halves their share of the space.

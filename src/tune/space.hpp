@@ -39,13 +39,17 @@ struct Space {
 };
 
 // Every knob list of the families that apply to `op` on `target` (tables in space.cpp), the
-// op's own schedule blocks for the target first. No lowering: plain text, deduplicated.
+// op's own schedule blocks for the target first unless `with_blocks` is false (then a
+// block's knob list is in the space only where a table generates it). No lowering: plain
+// text, deduplicated.
 struct Enumerated {
   std::string knobs;
   std::string origin;
 };
 std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                                        const std::vector<algebra::DiscoveredChain>* chains);
+                                        const std::vector<algebra::DiscoveredChain>* chains, bool with_blocks = true);
+// The op's own schedule blocks for the target (or the base target it extends), in file order.
+std::vector<Enumerated> block_knobs(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target);
 
 // Lowers each knob list and keeps the ones that take the tier they ask for, honour every knob,
 // fit the target's shared memory and the kernels' size limits at `sizes`, and generate CUDA no

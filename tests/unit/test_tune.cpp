@@ -181,6 +181,13 @@ TEST_CASE("tune: the space of matmul on sm_90: the hand-written blocks first, ti
     coop = coop || p.knobs.find("COOP=") != std::string::npos;
   }
   CHECK_FALSE(wgmma);  // sm_90 has no wgmma
+  // Without the blocks (--blocks reference): the tables alone; the default's knob list is one of them.
+  const std::vector<tune::Enumerated> blocks = tune::block_knobs(*l->program, op, target);
+  CHECK(blocks.size() == 8);
+  std::vector<tune::Enumerated> bare = tune::enumerate_knobs(*l->program, op, target, nullptr, false);
+  CHECK(bare.size() < points.size());
+  for (const tune::Enumerated& p : bare) CHECK(p.origin == "enumerated");
+  CHECK(std::any_of(bare.begin(), bare.end(), [&](const tune::Enumerated& p) { return p.knobs == blocks[0].knobs; }));
   CHECK(tma);
   CHECK(coop);
   // Prune a slice (every 8th point and the blocks) at a ragged shape.
