@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "runtime/driver.hpp"
+#include "support/hash.hpp"
 #include "support/paths.hpp"
 #include "tune/database.hpp"
 #include "tune/measure_gpu.hpp"
@@ -45,9 +46,7 @@ std::string sizes_text(const SizeBindings& sizes) {
 // The op as the lowering sees it (its tensor IR, calls inlined): the database's notion of
 // "the same op", so that editing a comment or another op keeps the stored points.
 std::string op_hash(const CheckedProgram& program, const CheckedOp& op) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : tir::print_program(lower::to_tensor(program, op))) hash = (hash ^ c) * 1099511628211ull;
-  return fmt::format("{:016x}", hash);
+  return fmt::format("{:016x}", fnv1a(tir::print_program(lower::to_tensor(program, op))));
 }
 
 std::string input_dtype(const CheckedOp& op) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "emmy/version.hpp"
+#include "support/hash.hpp"
 #include "support/paths.hpp"
 
 namespace emmy::runtime {
@@ -20,12 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// FNV-1a, 64 bits: the key only names the entry; the stored source settles a hit.
-uint64_t fnv1a(std::string_view text, uint64_t hash = 14695981039346656037ull) {
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-  return hash;
-}
-
+// The key only names the entry; the stored source settles a hit.
 std::string cache_key(std::string_view source, const CompileOptions& options) {
   std::string salt = fmt::format("emmy {}|nvrtc {}|{}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(),
                                  options.target->name, options.cubin ? "cubin" : "ptx",

@@ -9,16 +9,11 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "support/hash.hpp"
 #include "tune/space.hpp"
 
 namespace emmy::tune {
 namespace {
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-  return hash;
-}
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
