@@ -119,6 +119,53 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// Each hand-written block measured with `reps` launches (or taken from the database), the
+// correct ones fastest first.
+std::vector<tune::Scored> measure_references(const std::vector<tune::Candidate>& blocks, tune::Measurer& measurer,
+                                             const tune::SearchOptions& so, int reps) {
+  std::vector<tune::Scored> out;
+  for (const tune::Candidate& c : blocks) {
+    tune::Scored s;
+    s.candidate = &c;
+    s.reps = reps;
+    if (std::optional<tune::Measurement> stored = so.known(c)) {
+      s.measurement = *stored;
+      s.stored = true;
+    } else {
+      s.measurement = measurer.measure(c, reps);
+      so.on_measured(c, s.measurement, reps);
+    }
+    out.push_back(s);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const tune::Scored& a, const tune::Scored& b) {
+    return a.measurement.ok && (!b.measurement.ok || a.measurement.time_us < b.measurement.time_us);
+  });
+  return out;
+}
+
+// --write: the block into the file, checked, in one rename.
+int write_winner(const TuneOptions& o, const tune::TunedBlock& block, std::ostream& out, std::ostream& err) {
+  std::optional<std::string> text = read_file(o.file);
+  if (!text) {
+    err << fmt::format("emmyc: error: cannot read '{}' to write the tuned block\n", o.file);
+    return 1;
+  }
+  try {
+    tune::WriteBack wb = tune::write_tuned_block(o.file, *text, block, o.stdlib_dirs);
+    const std::string tmp = o.file + ".tune-tmp";
+    std::ofstream file(tmp, std::ios::binary);
+    file << wb.text;
+    file.close();
+    if (!file) throw std::runtime_error(fmt::format("cannot write '{}' (the file is left as it was)", tmp));
+    std::filesystem::rename(tmp, o.file);
+    out << fmt::format("{}: {}\n", o.file, wb.action);
+  } catch (const std::exception& e) {
+    err << "emmyc: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::optional<double> parse_duration(std::string_view text) {
@@ -276,21 +323,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   print_table(result.ranked, o.top, out);
   // The hand-written blocks: the best one among the candidates (seed), or each measured now
   // with the last rung's launches (reference).
-  std::vector<tune::Scored> measured_blocks;
-  const int final_reps = rungs.back().reps;
-  for (const tune::Candidate& c : references.candidates) {
-    tune::Scored s;
-    s.candidate = &c;
-    s.measurement = measurer.measure(c, final_reps);
-    s.reps = final_reps;
-    so.on_measured(c, s.measurement, final_reps);
-    measured_blocks.push_back(s);
-  }
-  std::stable_sort(measured_blocks.begin(), measured_blocks.end(), [](const tune::Scored& a, const tune::Scored& b) {
-    return a.measurement.ok && (!b.measurement.ok || a.measurement.time_us < b.measurement.time_us);
-  });
+  const std::vector<tune::Scored> blocks = measure_references(references.candidates, measurer, so, rungs.back().reps);
   const tune::Scored* hand = nullptr;
-  for (const tune::Scored& s : seed ? result.ranked : measured_blocks)
+  for (const tune::Scored& s : seed ? result.ranked : blocks)
     if (s.measurement.ok && s.candidate->origin != "enumerated") {
       hand = &s;
       break;
@@ -305,29 +340,13 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                             seed ? "" : " (measured after the search, not a candidate)", hand->candidate->origin,
                             hand->measurement.time_us, hand->measurement.time_us / best->measurement.time_us);
   out << hand_text << "\n";
-
   if (!o.write) return 0;
   tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(best->candidate->knobs),
                          {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype,
                                       best->measurement.time_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
-  std::optional<std::string> text = read_file(o.file);
-  if (!text) {
-    err << fmt::format("emmyc: error: cannot read '{}' to write the tuned block\n", o.file);
-    return 1;
-  }
-  try {
-    tune::WriteBack wb = tune::write_tuned_block(o.file, *text, block, o.stdlib_dirs);
-    const std::string tmp = o.file + ".tune-tmp";
-    std::ofstream(tmp, std::ios::binary) << wb.text;
-    std::filesystem::rename(tmp, o.file);
-    out << fmt::format("{}: {}\n", o.file, wb.action);
-  } catch (const std::exception& e) {
-    err << "emmyc: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+  return write_winner(o, block, out, err);
 }
 
 int tune_list(const std::string& db_path, std::ostream& out, std::ostream& err) {
