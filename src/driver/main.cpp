@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   tune->add_flag("--dry-run", tune_opt.dry_run, "enumerate and prune only (no GPU): print the candidates");
   tune->add_flag("--list", tune_list, "print what the tuning database holds");
   tune->add_option("--top", tune_opt.top, "rows of the report (default 10)");
+  tune->add_flag("--json", tune_opt.json, "print the report as one JSON object (the progress lines go to stderr)");
   tune->add_option("--db", tune_opt.db_path, "the tuning database (default $EMMY_TUNE_DB, else ~/.cache/emmy/tune.sqlite)");
   tune->add_option("--timeout", tune_opt.timeout_s, "seconds one measurement may take before its worker is killed (60)");
   tune->add_option("--threads", tune_opt.threads, "threads for lowering and NVRTC (default: every core)");

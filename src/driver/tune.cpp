@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime/driver.hpp"
 #include "support/hash.hpp"
@@ -184,8 +185,11 @@ std::optional<double> parse_duration(std::string_view text) {
   return value * scale;
 }
 
-int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& out,
+int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& json_out,
             std::ostream& err) {
+  // --json: the report as one JSON object on stdout; the human-readable lines go to stderr.
+  std::ostream& out = o.json ? err : json_out;
+  nlohmann::json report;
   const CheckedOp* op = nullptr;
   if (!lower_for_driver(program, lo, err, &op)) return 1;
   std::vector<std::string> defaulted;
@@ -221,6 +225,10 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   } else {
     out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
   }
+  std::map<std::string, int> pruned_kinds;
+  for (const tune::Pruned& p : space.pruned) ++pruned_kinds[p.kind];
+  report = {{"op", op_name}, {"target", std::string(target.name)}, {"sizes", sizes}, {"enumerated", space.enumerated},
+            {"candidates", space.candidates.size()}, {"pruned", pruned_kinds}, {"blocks", o.blocks}};
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
     return 1;
@@ -235,9 +243,12 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     out << fmt::format("the op's {} schedule block{} for {}: measured after the search, for comparison only\n",
                        references.candidates.size(), references.candidates.size() == 1 ? "" : "s", target.name);
   if (o.dry_run) {
-    for (const tune::Candidate& c : space.candidates)
+    for (const tune::Candidate& c : space.candidates) {
       out << fmt::format("  {:<72} {:>3} regs {:>7.1f}K{}\n", c.knobs, c.registers, c.smem_bytes / 1024.0,
                          c.origin == "enumerated" ? "" : "  (" + c.origin + ")");
+      report["space"].push_back({{"knobs", c.knobs}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}, {"origin", c.origin}});
+    }
+    if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
 
@@ -340,13 +351,36 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                             seed ? "" : " (measured after the search, not a candidate)", hand->candidate->origin,
                             hand->measurement.time_us, hand->measurement.time_us / best->measurement.time_us);
   out << hand_text << "\n";
-  if (!o.write) return 0;
+  auto scored_json = [](const tune::Scored& x) {
+    return nlohmann::json{{"knobs", x.candidate->knobs}, {"origin", x.candidate->origin}, {"ok", x.measurement.ok},
+                          {"time_us", x.measurement.time_us}, {"error", x.measurement.error},
+                          {"registers", x.candidate->registers}, {"smem_bytes", x.candidate->smem_bytes},
+                          {"occupancy", x.measurement.occupancy}, {"rung", x.rung}, {"reps", x.reps}, {"stored", x.stored}};
+  };
+  report["device"] = *device;
+  report["measured"] = result.ranked.size();
+  report["from_database"] = result.ranked.size() - static_cast<size_t>(result.measured);
+  report["failed"] = failed;
+  report["seconds"] = result.seconds;
+  report["out_of_budget"] = result.out_of_budget;
+  report["best"] = scored_json(*best);
+  report["geometry"] = winner_geometry;
+  report["hand_written"] = hand ? scored_json(*hand) : nlohmann::json();
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < o.top; ++i)
+    report["ranked"].push_back(scored_json(result.ranked[i]));
+  if (!o.write) {
+    if (o.json) json_out << report.dump(2) << "\n";
+    return 0;
+  }
   tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(best->candidate->knobs),
                          {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype,
                                       best->measurement.time_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
-  return write_winner(o, block, out, err);
+  const int status = write_winner(o, block, out, err);
+  report["written"] = status == 0;
+  if (o.json) json_out << report.dump(2) << "\n";
+  return status;
 }
 
 int tune_list(const std::string& db_path, std::ostream& out, std::ostream& err) {

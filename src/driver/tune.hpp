@@ -30,6 +30,7 @@ struct TuneOptions {
   // The op's own schedule blocks: candidates of the search ("seed"), or measured after it
   // for comparison only ("reference": the winner comes from the enumerated space alone).
   std::string blocks = "seed";
+  bool json = false;       // the report as one JSON object on stdout (the progress lines on stderr)
 };
 
 // "90s", "10m", "1.5h", "600" (seconds) -> seconds; nullopt when it is none of these or not positive.
