@@ -110,7 +110,12 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
   Measurement m;
   if (pid_ < 0) {
     ++restarts_;
-    start();
+    try {
+      start();
+    } catch (const std::runtime_error& e) {
+      m.error = e.what();
+      return m;
+    }
   }
   // Outputs are compared with the reference the first time a candidate runs; kernels are
   // deterministic, so its later rungs only time it.

@@ -333,6 +333,10 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   fs::permissions(mute, fs::perms::owner_all);
   tune::WorkerMeasurer dead({mute.string()}, 1.0, (dir / "mute.log").string());
   CHECK_THROWS_WITH_AS(dead.start(), doctest::Contains("no GPU here"), std::runtime_error);
+  // ... and a measurement that needs a fresh worker fails with the same words instead of throwing.
+  tune::Measurement none = dead.measure(c, 1);
+  CHECK_FALSE(none.ok);
+  CHECK(none.error.find("no GPU here") != std::string::npos);
   fs::remove_all(dir);
 }
 
