@@ -78,6 +78,7 @@ void WorkerMeasurer::stop() {
 }
 
 std::optional<std::string> WorkerMeasurer::read_line(double timeout_s) {
+  closed_ = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     if (size_t nl = pending_.find('\n'); nl != std::string::npos) {
@@ -91,7 +92,10 @@ std::optional<std::string> WorkerMeasurer::read_line(double timeout_s) {
     if (poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
     char buf[4096];
     ssize_t n = read(from_worker_, buf, sizeof buf);
-    if (n <= 0) return std::nullopt;  // the worker is gone
+    if (n <= 0) {  // the worker is gone (or going: its pipe closes before its exit status is ready)
+      closed_ = true;
+      return std::nullopt;
+    }
     pending_.append(buf, static_cast<size_t>(n));
   }
 }
@@ -130,10 +134,15 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
   std::optional<std::string> line = read_line(timeout_s_);
   if (!line) {
     int status = 0;
-    const bool exited = pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_;
-    m.error = exited ? fmt::format("the worker died ({})", describe_exit(status))
-                     : fmt::format("no answer within {:.0f} s (a hang?): the worker was killed", timeout_s_);
-    if (exited) pid_ = -1;
+    // A closed pipe: the worker is dying; its status follows shortly. Else the time ran out.
+    bool died = false;
+    for (int waited_ms = 0; closed_ && pid_ > 0 && !died && waited_ms < 5000; waited_ms += 10) {
+      died = waitpid(pid_, &status, WNOHANG) == pid_;
+      if (!died) usleep(10000);
+    }
+    m.error = died ? fmt::format("the worker died ({})", describe_exit(status))
+                   : fmt::format("no answer within {:.0f} s (a hang?): the worker was killed", timeout_s_);
+    if (died) pid_ = -1;
     stop();
     return m;
   }

@@ -32,7 +32,7 @@ class WorkerMeasurer : public Measurer {
 
  private:
   void stop();
-  std::optional<std::string> read_line(double timeout_s);  // nullopt: timeout or end of stream
+  std::optional<std::string> read_line(double timeout_s);  // nullopt: timeout, or end of stream (closed_)
   std::string last_words() const;                          // the tail of the worker's log
 
   std::vector<std::string> command_;
@@ -41,6 +41,7 @@ class WorkerMeasurer : public Measurer {
   pid_t pid_ = -1;
   int to_worker_ = -1, from_worker_ = -1;
   std::string pending_;  // read past the last line
+  bool closed_ = false;  // the last read_line met the end of the worker's output
   std::string device_, reference_;
   double ready_timeout_s_ = 600;
   int restarts_ = 0;
