@@ -227,35 +227,41 @@ void DeviceBuffer::release() {
 }
 
 // ---- the driver ----------------------------------------------------------------------------------
-std::optional<int> device_compute_capability(std::string* why) {
+namespace {
+
+// The first device, or nullopt with the one-line reason (no driver library, no device).
+std::optional<Device> first_device(std::string* why) {
   const Library& lib = library();
   std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
   if (why) *why = problem;
   if (!problem.empty()) return std::nullopt;
   Device device = 0;
   check(lib.api.device_get(&device, 0), "cuDeviceGet");
-  return attribute(kAttrCcMajor, device) * 10 + attribute(kAttrCcMinor, device);
+  return device;
+}
+
+}  // namespace
+
+std::optional<int> device_compute_capability(std::string* why) {
+  std::optional<Device> device = first_device(why);
+  if (!device) return std::nullopt;
+  return attribute(kAttrCcMajor, *device) * 10 + attribute(kAttrCcMinor, *device);
 }
 
 std::optional<std::string> device_name(std::string* why) {
-  const Library& lib = library();
-  std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
-  if (why) *why = problem;
-  if (!problem.empty()) return std::nullopt;
-  Device device = 0;
-  check(lib.api.device_get(&device, 0), "cuDeviceGet");
+  std::optional<Device> device = first_device(why);
+  if (!device) return std::nullopt;
   char name[256] = {};
-  check(lib.api.device_get_name(name, sizeof name - 1, device), "cuDeviceGetName");
+  check(api().device_get_name(name, sizeof name - 1, *device), "cuDeviceGetName");
   return std::string(name);
 }
 
 std::optional<Driver> Driver::open(std::string* why) {
+  std::optional<Device> device = first_device(why);
+  if (!device) return std::nullopt;
   const Library& lib = library();
-  std::string problem = lib.error.empty() ? device_problem(lib.api) : lib.error;
-  if (why) *why = problem;
-  if (!problem.empty()) return std::nullopt;
   Driver d;
-  check(lib.api.device_get(&d.device_, 0), "cuDeviceGet");
+  d.device_ = *device;
   check(lib.api.primary_ctx_retain(&d.context_, d.device_), "cuDevicePrimaryCtxRetain");
   d.make_current();
   char name[256] = {};
