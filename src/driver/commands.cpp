@@ -61,6 +61,18 @@ LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
   return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs, &c.laws.chains};
 }
 
+// Checks `file` and renders its diagnostics, then runs `body` on the checked program (with its
+// lowering options); body's 0 / 2 / other become kOk / kUsageError / kUserError.
+template <class Body>
+int on_checked(const std::string& file, const DriverOptions& opt, std::ostream& err, Body body) {
+  Checked c;
+  if (!check_one(file, opt, c, err)) return kUsageError;
+  c.diags->render(err, opt.color);
+  if (c.diags->has_errors()) return kUserError;
+  const int status = body(*c.program, lower_options(opt, c));
+  return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
+}
+
 }  // namespace
 
 int run_check(const std::vector<std::string>& files, bool verify, const DriverOptions& opt, std::ostream& out,
@@ -95,31 +107,23 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
 
 int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
             std::ostream& err) {
-  Checked c;
-  if (!check_one(file, opt, c, err)) return kUsageError;
-  c.diags->render(err, opt.color);
-  if (c.diags->has_errors()) return kUserError;
-  int status = run_op(*c.program, lower_options(opt, c), run, out, err);
-  return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
+  return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
+    return run_op(p, lo, run, out, err);
+  });
 }
 
 int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptions& opt, std::ostream& out,
              std::ostream& err) {
-  Checked c;
-  if (!check_one(file, opt, c, err)) return kUsageError;
-  c.diags->render(err, opt.color);
-  if (c.diags->has_errors()) return kUserError;
-  int status = tune_op(*c.program, lower_options(opt, c), tune, out, err);
-  return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
+  return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
+    return tune_op(p, lo, tune, out, err);
+  });
 }
 
 int run_tune_worker(const std::string& file, const std::string& shape, uint64_t seed, const DriverOptions& opt,
                     std::istream& in, std::ostream& out, std::ostream& err) {
-  Checked c;
-  if (!check_one(file, opt, c, err)) return kUsageError;
-  c.diags->render(err, opt.color);
-  if (c.diags->has_errors()) return kUserError;
-  return tune_worker(*c.program, lower_options(opt, c), shape, seed, in, out, err) == 0 ? kOk : kUserError;
+  return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
+    return tune_worker(p, lo, shape, seed, in, out, err);
+  });
 }
 
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err) {

@@ -370,19 +370,25 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
+std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& shape, std::ostream& err) {
+  std::vector<std::string> defaulted;
+  auto bound = bind_sizes(op, shape, &defaulted);
+  if (const auto* why = std::get_if<std::string>(&bound)) {
+    err << "emmyc: error: --shape: " << *why << "\n";
+    return std::nullopt;
+  }
+  if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
+  return std::get<SizeBindings>(bound);
+}
+
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
            std::ostream& err) {
   const CheckedOp* op = nullptr;
   std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, &op);
   if (!l) return 1;
-  std::vector<std::string> defaulted;
-  auto bound = bind_sizes(*op, ro.shape, &defaulted);
-  if (const auto* why = std::get_if<std::string>(&bound)) {
-    err << "emmyc: error: --shape: " << *why << "\n";
-    return 2;
-  }
-  if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
-  RunContext c{program, *op, *l, lo, ro, std::get<SizeBindings>(bound), {}, 0};
+  std::optional<SizeBindings> sizes = bind_shape(*op, ro.shape, err);
+  if (!sizes) return 2;
+  RunContext c{program, *op, *l, lo, ro, *sizes, {}, 0};
   c.work = work_estimate(*op, c.sizes);
   try {
     if (ro.interp && ro.bench) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 
 #include "driver/lowering.hpp"
@@ -33,6 +34,10 @@ inline constexpr double kMaxReferenceWork = 3e8;
 // Points of the largest tensor times the largest reduction extent: an upper bound of the
 // evaluator's inner steps, good enough to pick a reference and a backend.
 double work_estimate(const CheckedOp& op, const SizeBindings& sizes);
+
+// --shape bound to the op's sizes (sizes left out derived, with a note on `err`); nullopt after
+// printing why it does not bind.
+std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& shape, std::ostream& err);
 
 // 0 ok, 1 a failed check or an error, 2 a usage error.
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "driver/run.hpp"
 #include "runtime/driver.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
@@ -56,16 +57,11 @@ std::string input_dtype(const CheckedOp& op) {
   return "f32";
 }
 
-// "TILE=a:x/k4,TILE@e=f64" -> {"TILE", "a:x/k4"}, {"TILE@e", "f64"}.
+// "TILE=a:x/k4,TILE@e=f64" -> {"TILE", "a:x/k4"}, {"TILE@e", "f64"} (through the codec).
 std::vector<std::pair<std::string, std::string>> knob_pairs(const std::string& knobs) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (size_t b = 0; b < knobs.size();) {
-    size_t e = std::min(knobs.find(',', b), knobs.size());
-    std::string entry = knobs.substr(b, e - b);
-    size_t eq = entry.find('=');
-    out.emplace_back(entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1));
-    b = e + 1;
-  }
+  for (const KnobSetting& k : parse_knob_list(knobs).settings)
+    out.emplace_back(fmt::format("{}{}{}", knob_name(k.knob), k.site.empty() ? "" : "@", k.site), print_knob_value(k));
   return out;
 }
 
@@ -192,14 +188,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   nlohmann::json report;
   const CheckedOp* op = nullptr;
   if (!lower_for_driver(program, lo, err, &op)) return 1;
-  std::vector<std::string> defaulted;
-  auto bound = bind_sizes(*op, o.shape, &defaulted);
-  if (const auto* why = std::get_if<std::string>(&bound)) {
-    err << "emmyc: error: --shape: " << *why << "\n";
-    return 2;
-  }
-  if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
-  const SizeBindings sizes = std::get<SizeBindings>(bound);
+  const std::optional<SizeBindings> bound = bind_shape(*op, o.shape, err);
+  if (!bound) return 2;
+  const SizeBindings& sizes = *bound;
   const TargetInfo& target = *find_target(lo.target);
   const std::string op_name = op->decl->name.name;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());

@@ -104,12 +104,9 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
                 std::istream& in, std::ostream& out, std::ostream& err) {
   const CheckedOp* op = nullptr;
   if (!lower_for_driver(program, lo, err, &op)) return 1;
-  auto bound = bind_sizes(*op, shape, nullptr);
-  if (const auto* why = std::get_if<std::string>(&bound)) {
-    err << "emmyc tune-worker: --shape: " << *why << "\n";
-    return 2;
-  }
-  const SizeBindings sizes = std::get<SizeBindings>(bound);
+  const std::optional<SizeBindings> bound = bind_shape(*op, shape, err);
+  if (!bound) return 2;
+  const SizeBindings& sizes = *bound;
   std::string why;
   std::optional<runtime::Driver> driver = runtime::Driver::open(&why);
   if (!driver) {

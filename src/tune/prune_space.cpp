@@ -61,7 +61,7 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
                                                      limit.max)};
   }
   // A register tile of output columns wider than the columns (rounded up to 64) repeats one.
-  for (const KnobSetting& k : parse_knob_list(point.knobs).settings) {
+  for (const KnobSetting& k : parsed.settings) {
     const auto* tile = std::get_if<TileValue>(&k.value);
     if (!enumerated || k.knob != Knob::Tile || k.site.empty() || !tile || !tile->scalar_f) continue;
     for (const TensorInfo& t : op.tensors) {

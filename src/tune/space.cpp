@@ -103,19 +103,25 @@ void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::strin
     }
 }
 
+// A fold's value tiles (TILE@<the output's last axis>), none ("") first; a contraction has none.
+std::vector<std::string> value_tiles(const CheckedOp& op, bool fold) {
+  std::vector<std::string> out{""};
+  if (fold)
+    for (const std::string& axis : output_columns(op))
+      for (int f : kValueTiles) out.push_back(fmt::format("TILE@{}=f{}", axis, f));
+  return out;
+}
+
 void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
                 const std::vector<std::string>& fast_exp) {
   const std::string atom = mma_atom(op, "mma_m16n8k16");
-  std::vector<std::string> value_tiles{""};
-  if (fold)
-    for (const std::string& axis : output_columns(op))
-      for (int f : kValueTiles) value_tiles.push_back(fmt::format("TILE@{}=f{}", axis, f));
+  const std::vector<std::string> tiles = value_tiles(op, fold);
   auto add_grid = [&](const Grid& w) {
     for (const Grid& f : kFragments)
       for (int k : kChunks)
         for (const StageRow& s : kMmaStages) {
           if (!target_has(target, s.needs)) continue;
-          for (const std::string& v : value_tiles)
+          for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               b.add(join({fold ? "PLACE=fuse" : "", fmt::format("TILE=a:{}/w{}x{}/f{}x{}/k{}", atom, w.m, w.n, f.m, f.n, k), v,
                           fmt::format("STAGE={}", s.value), fe}));
@@ -129,16 +135,13 @@ void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool 
 
 void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
                   const std::vector<std::string>& fast_exp) {
-  std::vector<std::string> value_tiles{""};
-  if (fold)
-    for (const std::string& axis : output_columns(op))
-      for (int f : kValueTiles) value_tiles.push_back(fmt::format("TILE@{}=f{}", axis, f));
+  const std::vector<std::string> tiles = value_tiles(op, fold);
   for (int n : kWgmmaN)
     for (int w : kWgmmaWarps)
       for (int k : kChunks)
         for (const StageRow& s : kWgmmaStages) {
           if (!target_has(target, s.needs)) continue;
-          for (const std::string& v : value_tiles)
+          for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               b.add(join({fold ? "PLACE=fuse" : "",
                           fmt::format("TILE=a:{}/w{}x1/k{}", mma_atom(op, fmt::format("wgmma_m64n{}k16", n)), w, k), v,
