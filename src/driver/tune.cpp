@@ -118,8 +118,10 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
 
 // Each hand-written block measured with `reps` launches (or taken from the database), the
 // correct ones fastest first.
+// Each hand-written block, measured as the search's last rung was; one far slower than the
+// winner (`best_us`) is cut off as in the search.
 std::vector<tune::Scored> measure_references(const std::vector<tune::Candidate>& blocks, tune::Measurer& measurer,
-                                             const tune::SearchOptions& so, int reps) {
+                                             const tune::SearchOptions& so, int reps, double best_us) {
   std::vector<tune::Scored> out;
   for (const tune::Candidate& c : blocks) {
     tune::Scored s;
@@ -129,7 +131,7 @@ std::vector<tune::Scored> measure_references(const std::vector<tune::Candidate>&
       s.measurement = *stored;
       s.stored = true;
     } else {
-      s.measurement = measurer.measure(c, reps);
+      s.measurement = measurer.measure(c, reps, tune::cutoff_us(best_us, so));
       so.on_measured(c, s.measurement, reps);
     }
     out.push_back(s);
@@ -285,13 +287,15 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
     auto it = stored.find(c.knobs);
     if (it == stored.end()) return std::nullopt;
-    return tune::Measurement{it->second.ok, it->second.time_us.value_or(0), it->second.error, it->second.occupancy};
+    return tune::Measurement{it->second.ok, it->second.time_us.value_or(0), it->second.error, it->second.occupancy,
+                             it->second.cut_off};
   };
   so.on_measured = [&](const tune::Candidate& c, const tune::Measurement& m, int) {
     if (!db) return;
     try {
-      db->record(key, {c.knobs, m.ok, m.ok ? std::optional<double>(m.time_us) : std::nullopt, c.registers, c.smem_bytes,
-                       m.occupancy, m.error, ""});
+      db->record(key, {c.knobs, m.ok, m.cut_off,
+                       m.ok || m.cut_off ? std::optional<double>(m.time_us) : std::nullopt, c.registers,
+                       c.smem_bytes, m.occupancy, m.error, ""});
     } catch (const tune::DatabaseError& e) {
       err << "emmyc: warning: " << e.what() << "\n";
     }
@@ -308,11 +312,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
   if (o.progress) err << "\n";
   const tune::Scored* best = result.best();
-  int failed = 0;
-  for (const tune::Scored& s : result.ranked) failed += s.measurement.ok ? 0 : 1;
-  out << fmt::format("measured {} ({} from the database), {} failed, {:.0f} s{}\n", result.ranked.size(),
-                     result.ranked.size() - static_cast<size_t>(result.measured), failed, result.seconds,
-                     result.out_of_budget ? " (the budget ran out)" : "");
+  int failed = 0, cut_off = 0;
+  for (const tune::Scored& s : result.ranked) {
+    cut_off += s.measurement.cut_off ? 1 : 0;
+    failed += s.measurement.ok || s.measurement.cut_off ? 0 : 1;
+  }
+  out << fmt::format("measured {} ({} from the database), {} failed, {} cut off after one launch, {:.0f} s{}\n",
+                     result.ranked.size(), result.ranked.size() - static_cast<size_t>(result.measured), failed, cut_off,
+                     result.seconds, result.out_of_budget ? " (the budget ran out)" : "");
   if (!best) {
     err << "emmyc: error: no candidate ran correctly";
     for (const tune::Scored& s : result.ranked) {
@@ -325,7 +332,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   print_table(result.ranked, o.top, out);
   // The hand-written blocks: the best one among the candidates (seed), or each measured now
   // with the last rung's launches (reference).
-  const std::vector<tune::Scored> blocks = measure_references(references.candidates, measurer, so, rungs.back().reps);
+  const std::vector<tune::Scored> blocks = measure_references(references.candidates, measurer, so, rungs.back().reps, best->measurement.time_us);
   const tune::Scored* hand = nullptr;
   for (const tune::Scored& s : seed ? result.ranked : blocks)
     if (s.measurement.ok && s.candidate->origin != "enumerated") {
@@ -352,6 +359,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   report["measured"] = result.ranked.size();
   report["from_database"] = result.ranked.size() - static_cast<size_t>(result.measured);
   report["failed"] = failed;
+  report["cut_off"] = cut_off;
   report["seconds"] = result.seconds;
   report["out_of_budget"] = result.out_of_budget;
   report["best"] = scored_json(*best);

@@ -2,6 +2,7 @@
 // the inputs and computes the reference once, says it is ready, then answers one JSON line per
 // request line: the candidate's outputs checked against the reference (when asked: once a
 // candidate), then its timed launches.
+#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -58,13 +59,16 @@ struct Ran {
   runtime::DeviceTensors results;
   runtime::LoadedProgram loaded;
   std::vector<runtime::KernelLaunch> launches;
+  double first_launch_us = 0;  // host clock, launch to synchronize: enough to tell a slow kernel
 };
 Ran run_once(const runtime::Driver& driver, ResidentInputs& resident, const kir::Program& program,
              const std::vector<char>& cubin, const SizeBindings& sizes) {
   Ran r{runtime::allocate_results(driver, program, sizes), runtime::LoadedProgram(driver, program, cubin), {}};
   r.launches = r.loaded.bind(resident.addresses(program, r.results), sizes);
+  const auto start = std::chrono::steady_clock::now();
   for (const runtime::KernelLaunch& l : r.launches) r.loaded.launch(l, nullptr);
   driver.synchronize(nullptr);
+  r.first_launch_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
@@ -72,6 +76,7 @@ struct Request {
   std::string knobs;
   int reps = 10;
   bool check = true;  // compare the outputs with the reference (once a candidate is enough)
+  double cutoff_us = 0;  // > 0: a first launch slower than this is the whole measurement
 };
 
 nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const LowerOptions& lo,
@@ -80,6 +85,12 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
   const TargetInfo& target = *find_target(lo.target);
   lower::Lowered l = lower::lower_op(program, op, {nullptr, "", q.knobs}, target, lo.chains);
   const Ran ran = run_once(driver, resident, l.kernels, build(l.kernels, target), sizes);
+  if (q.cutoff_us > 0 && ran.first_launch_us > q.cutoff_us)
+    return {{"ok", false},
+            {"cut_off", true},
+            {"time_us", ran.first_launch_us},
+            {"error", fmt::format("cut off: one launch took {:.1f} us, over the cut-off of {:.1f} us", ran.first_launch_us,
+                                  q.cutoff_us)}};
   if (q.check) {
     const TensorMap got = runtime::download_outputs(driver, l.kernels, sizes, ran.results);
     if (std::string wrong = tune::first_wrong_output(op, got, reference); !wrong.empty())
@@ -141,7 +152,8 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
     } else {
       try {
         reply = answer(program, *op, lo, *driver, resident, sizes, reference,
-                       {request.value("knobs", ""), request.value("reps", 10), request.value("check", true)});
+                       {request.value("knobs", ""), request.value("reps", 10), request.value("check", true),
+                        request.value("cutoff_us", 0.0)});
       } catch (const std::exception& e) {
         // A failed launch can leave the context unusable: the measurer starts a new worker.
         reply = {{"ok", false}, {"error", e.what()}, {"restart", true}};

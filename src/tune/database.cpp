@@ -23,10 +23,12 @@ constexpr const char* kKeyColumns = "op_hash, op, file, target, device, shape_cl
 constexpr const char* kKeyMatch =
     "op_hash = ?1 AND op = ?2 AND file = ?3 AND target = ?4 AND device = ?5 AND shape_class = ?6 AND dtype = ?7";
 // The point columns, in the order read_point reads them.
+// The `ok` column: a status (schema 1 wrote 0 and 1 only, so the values keep their meaning).
+constexpr int kFailed = 0, kOk = 1, kCutOff = 2;
 constexpr const char* kPointColumns = "knobs, ok, time_us, registers, smem_bytes, occupancy, error, measured_at";
 // Ok points by time (a missing time last), then failed points; knobs break ties.
 constexpr const char* kPointOrder =
-    "ok DESC, CASE WHEN ok THEN time_us IS NULL END, CASE WHEN ok THEN time_us END, knobs";
+    "ok = 1 DESC, CASE WHEN ok = 1 THEN time_us IS NULL END, CASE WHEN ok = 1 THEN time_us END, knobs";
 
 [[noreturn]] void fail(sqlite3* db, const std::string& path, std::string_view what, std::string_view call) {
   throw DatabaseError(fmt::format("tuning database {}: {} failed ({}): {}", path, what, call,
@@ -132,7 +134,8 @@ void bind_key(Statement& s, const TuneKey& key) {
 Point read_point(const Statement& s, int first) {
   Point p;
   p.knobs = s.column_text(first);
-  p.ok = s.column_integer(first + 1) != 0;
+  p.ok = s.column_integer(first + 1) == kOk;
+  p.cut_off = s.column_integer(first + 1) == kCutOff;
   p.time_us = s.column_real(first + 2);
   p.registers = static_cast<int>(s.column_integer(first + 3));
   p.smem_bytes = s.column_integer(first + 4);
@@ -164,7 +167,7 @@ void insert_point(Statement& s, const TuneKey& key, const Point& p, const std::s
   s.reset();
   bind_key(s, key);
   s.text(8, p.knobs);
-  s.integer(9, p.ok ? 1 : 0);
+  s.integer(9, p.ok ? kOk : p.cut_off ? kCutOff : kFailed);
   s.real(10, p.time_us);
   s.integer(11, p.registers);
   s.integer(12, p.smem_bytes);
@@ -282,12 +285,12 @@ std::optional<Point> Database::lookup(const TuneKey& key, std::string_view knobs
 std::vector<Database::Entry> Database::list() const {
   Transaction tx(handle(), path_, false);  // one snapshot for the keys and their best points
   Statement keys(handle(), path_,
-                 fmt::format("SELECT {0}, COUNT(*), SUM(ok), MAX(measured_at) FROM points GROUP BY {0} "
+                 fmt::format("SELECT {0}, COUNT(*), SUM(ok = 1), MAX(measured_at) FROM points GROUP BY {0} "
                              "ORDER BY file, op, target, shape_class, device, dtype, op_hash",
                              kKeyColumns),
                  "listing keys");
   Statement best(handle(), path_,
-                 fmt::format("SELECT {} FROM points WHERE {} AND ok ORDER BY {} LIMIT 1", kPointColumns, kKeyMatch,
+                 fmt::format("SELECT {} FROM points WHERE {} AND ok = 1 ORDER BY {} LIMIT 1", kPointColumns, kKeyMatch,
                              kPointOrder),
                  "reading the best point");
   std::vector<Entry> out;

@@ -33,7 +33,8 @@ struct TuneKey {
 struct Point {
   std::string knobs;              // canonical knob list text, unique per key
   bool ok = false;                // compiled, ran, and matched the reference
-  std::optional<double> time_us;  // median GPU time when ok
+  bool cut_off = false;           // not ok: its first launch was far slower than the best then
+  std::optional<double> time_us;  // median GPU time when ok; the one launch when cut off
   int registers = 0;              // per thread (ptxas), 0 if unknown
   int64_t smem_bytes = 0;
   double occupancy = 0;           // resident warps / max warps, 0..1, 0 if unknown

@@ -110,7 +110,7 @@ std::string WorkerMeasurer::last_words() const {
   return text;
 }
 
-Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
+Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double cutoff_us) {
   Measurement m;
   if (pid_ < 0) {
     ++restarts_;
@@ -125,7 +125,8 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
   // deterministic, so its later rungs only time it.
   const bool check = !checked_.count(candidate.knobs);
   const std::string request =
-      nlohmann::json({{"knobs", candidate.knobs}, {"reps", reps}, {"check", check}}).dump() + "\n";
+      nlohmann::json({{"knobs", candidate.knobs}, {"reps", reps}, {"check", check}, {"cutoff_us", cutoff_us}}).dump() +
+      "\n";
   if (write(to_worker_, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     m.error = "the tune worker stopped reading";
     stop();
@@ -156,6 +157,7 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps) {
   m.time_us = j.value("time_us", 0.0);
   m.occupancy = j.value("occupancy", 0.0);
   m.error = j.value("error", "");
+  m.cut_off = j.value("cut_off", false);
   // A launch error leaves the worker's CUDA context unusable: start a fresh one next time.
   if (j.value("restart", false)) stop();
   return m;

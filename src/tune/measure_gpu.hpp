@@ -25,7 +25,7 @@ class WorkerMeasurer : public Measurer {
   // Starts the worker and waits for it to be ready (inputs uploaded, reference computed);
   // throws std::runtime_error with the worker's last words when it cannot start.
   void start();
-  Measurement measure(const Candidate& candidate, int reps) override;
+  Measurement measure(const Candidate& candidate, int reps, double cutoff_us) override;
   std::string device() const override { return device_; }
   std::string reference() const { return reference_; }
   int restarts() const { return restarts_; }

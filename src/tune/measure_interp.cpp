@@ -18,10 +18,17 @@ InterpreterMeasurer::InterpreterMeasurer(const CheckedProgram& program, const Ch
   reference_ = evaluate_reference(program_, op_, sizes_, inputs_);
 }
 
-Measurement InterpreterMeasurer::measure(const Candidate& candidate, int reps) {
+Measurement InterpreterMeasurer::measure(const Candidate& candidate, int reps, double cutoff_us) {
   ++runs_;
-  clock_.advance(seconds_per_launch_ * reps);
   Measurement m;
+  if (const double one = cost_us_(candidate); cutoff_us > 0 && one > cutoff_us) {
+    clock_.advance(seconds_per_launch_);
+    m.cut_off = true;
+    m.time_us = one;
+    m.error = fmt::format("cut off: one launch took {:.1f} us, over the cut-off of {:.1f} us", one, cutoff_us);
+    return m;
+  }
+  clock_.advance(seconds_per_launch_ * reps);
   try {
     lower::Lowered l = lower::lower_op(program_, op_, {nullptr, "", candidate.knobs}, target_, chains_);
     TensorMap buffers = inputs_;

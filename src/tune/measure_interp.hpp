@@ -25,7 +25,7 @@ class InterpreterMeasurer : public Measurer {
   InterpreterMeasurer(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, SizeBindings sizes,
                       std::function<double(const Candidate&)> cost_us, FakeClock& clock, double seconds_per_launch,
                       const std::vector<algebra::DiscoveredChain>* chains = nullptr);
-  Measurement measure(const Candidate& candidate, int reps) override;
+  Measurement measure(const Candidate& candidate, int reps, double cutoff_us) override;
   std::string device() const override { return "interpreter"; }
   int runs() const { return runs_; }
 

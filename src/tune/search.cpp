@@ -18,6 +18,10 @@ bool better(const Scored& a, const Scored& b) {
 
 }  // namespace
 
+double cutoff_us(double best_us, const SearchOptions& o) {
+  return best_us > 0 && o.cutoff_factor > 0 ? std::max(o.cutoff_factor * best_us, o.cutoff_floor_us) : 0.0;
+}
+
 std::vector<Rung> plan_rungs(int n, const SearchOptions& o) {
   const int final_size = std::max(o.final_size, 1), eta = std::max(o.eta, 2);
   const int final_reps = std::min(o.max_reps, o.first_reps * eta * eta);
@@ -53,6 +57,7 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
       }
     o.on_progress(p);
   };
+  double best_us = 0;  // the best correct time so far, for the cut-off
   size_t next_size = candidates.size();  // a cut-short rung passes on fewer survivors than planned
   for (size_t r = 0; r < rungs.size() && !alive.empty(); ++r) {
     alive.resize(std::min({alive.size(), static_cast<size_t>(rungs[r].candidates), next_size}));
@@ -74,11 +79,13 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
         s->measurement = *stored;
         s->stored = true;
       } else {
-        s->measurement = measurer.measure(*s->candidate, rungs[r].reps);
+        s->measurement = measurer.measure(*s->candidate, rungs[r].reps, cutoff_us(best_us, o));
         s->stored = false;
         ++result.measured;
+        if (s->measurement.cut_off) ++result.cut_off;
         if (o.on_measured) o.on_measured(*s->candidate, s->measurement, rungs[r].reps);
       }
+      if (s->measurement.ok && (best_us == 0 || s->measurement.time_us < best_us)) best_us = s->measurement.time_us;
       s->rung = static_cast<int>(r);
       s->reps = rungs[r].reps;
       report(static_cast<int>(r), ++done, static_cast<int>(alive.size()));

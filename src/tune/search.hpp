@@ -18,14 +18,18 @@ struct Measurement {
   double time_us = 0;     // median of the launches when ok
   std::string error;      // why not ok: a wrong output, a launch error, a crash, a timeout
   double occupancy = 0;   // resident warps / the SM's maximum, 0..1 (0 when unknown)
+  // Its first launch took longer than the cut-off it was given: not timed further, not
+  // checked, not ok (it could not have ranked); time_us holds that one launch.
+  bool cut_off = false;
 };
 
-// Measures one candidate with `reps` timed launches. Implementations: the GPU through a worker
-// process (measure_gpu.hpp), the interpreter in tests.
+// Measures one candidate with `reps` timed launches; when `cutoff_us` > 0 and its first launch
+// takes longer, it stops there (Measurement::cut_off). Implementations: the GPU through a
+// worker process (measure_gpu.hpp), the interpreter in tests.
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  virtual Measurement measure(const Candidate& candidate, int reps) = 0;
+  virtual Measurement measure(const Candidate& candidate, int reps, double cutoff_us) = 0;
   virtual std::string device() const = 0;
 };
 
@@ -56,6 +60,11 @@ struct SearchOptions {
   // the hand-written blocks first, then the rest shuffled with `seed`, so that a cut-short
   // first rung samples every family.
   double first_rung_share = 0.6;
+  // A candidate whose first launch takes over cutoff_factor x the best time so far (and over
+  // cutoff_floor_us) is cut off after that launch: the scalar tier's attention kernels take
+  // 1,000 x the tensor-core ones, and timing them in full would eat the budget. 0: never.
+  double cutoff_factor = 8;
+  double cutoff_floor_us = 10000;
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   // A stored measurement (the database) stands for the candidate at every rung.
@@ -78,11 +87,15 @@ struct SearchResult {
   int rungs = 0;               // rungs run
   bool out_of_budget = false;  // stopped by the budget before the last rung completed
   int unmeasured = 0;          // candidates the first rung had no time for
+  int cut_off = 0;             // measurements cut off after one launch
   double seconds = 0;
   const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
 };
 
 SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& options);
+
+// The cut-off for a measurement when the best correct time so far is `best_us` (0: none yet).
+double cutoff_us(double best_us, const SearchOptions& options);
 
 // The rungs' sizes and launch counts for `n` candidates (for the plan printed before a tune).
 struct Rung {

@@ -2,9 +2,12 @@
 // blocks, then each tier's families from the tables below.
 #include "tune/space.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "ir/dtypes.hpp"
 
 namespace emmy::tune {
 namespace {
@@ -34,8 +37,9 @@ constexpr int kWgmmaN[] = {64, 128};
 constexpr int kWgmmaWarps[] = {4, 8, 16};  // w<M>x1: M / 4 warpgroups
 constexpr int kValueTiles[] = {64, 128};   // TILE@<the output's last axis>: a fold's value columns a CTA
 
-// The scalar tier varies one family at a time around fuse / cut.
+// The scalar tier varies one family at a time around fuse / cut / one seam cut.
 constexpr int kScalarTiles[] = {16, 32, 64, 128};
+constexpr int kWidestAccessBytes = 16;  // COOP /v<V>: one vector load or store moves at most this
 constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
@@ -91,14 +95,37 @@ std::string join(std::initializer_list<std::string> parts) {
   return out;
 }
 
+// PLACE: everything fused, every seam cut, and each intermediate alone cut (the seam between
+// a chain's head and the rest: softmax's max as its own pass).
+std::vector<std::string> placements(const CheckedOp& op) {
+  std::vector<std::string> out{"PLACE=fuse", "PLACE=cut"};
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Intermediate) out.push_back(fmt::format("PLACE@{}=cut", t.name));
+  return out;
+}
+
+// COOP's vector widths: none, and the widest 16-byte access of the op's narrowest input.
+std::vector<std::string> coop_vectors(const CheckedOp& op) {
+  int narrowest = 8;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
+      narrowest = std::min(narrowest, kir::type_bytes(kir::scalar_of(t.elem.dtype)));
+  const int widest = std::clamp(kWidestAccessBytes / std::max(narrowest, 1), 1, 8);
+  std::vector<std::string> out{""};
+  if (widest > 1) out.push_back(fmt::format("/v{}", widest));
+  return out;
+}
+
 void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::string>& fast_exp) {
-  for (const char* place : {"PLACE=fuse", "PLACE=cut"})
+  const std::vector<std::string> vectors = coop_vectors(op);
+  for (const std::string& place : placements(op))
     for (const std::string& fe : fast_exp) {
       const std::string base = join({place, "TILE=a:scalar", fe});
       b.add(base);
       for (const std::string& axis : output_columns(op))
         for (int f : kScalarTiles) b.add(join({base, fmt::format("TILE@{}=f{}", axis, f)}));
-      for (int t : kCoopThreads) b.add(join({base, fmt::format("COOP=t{}", t)}));
+      for (int t : kCoopThreads)
+        for (const std::string& v : vectors) b.add(join({base, fmt::format("COOP=t{}{}", t, v)}));
       for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
     }
 }

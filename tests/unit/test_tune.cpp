@@ -30,13 +30,19 @@ std::vector<tune::Candidate> named(int n) {
 }
 
 // A measurer with a table of true times, noise that shrinks with the launches, and wrong
-// outputs for some; each launch advances the fake clock by 1 ms.
+// outputs for some; each launch advances the fake clock by 1 ms, and a candidate slower than
+// the cut-off stops after one.
 class TableMeasurer : public tune::Measurer {
  public:
   TableMeasurer(std::map<std::string, double> times, std::set<std::string> wrong, tune::FakeClock& clock)
       : times_(std::move(times)), wrong_(std::move(wrong)), clock_(clock) {}
-  tune::Measurement measure(const tune::Candidate& c, int reps) override {
+  tune::Measurement measure(const tune::Candidate& c, int reps, double cutoff_us) override {
     ++calls;
+    if (cutoff_us > 0 && times_.at(c.knobs) > cutoff_us) {
+      launches += 1;
+      clock_.advance(0.001);
+      return {false, times_.at(c.knobs), "cut off", 0, true};
+    }
     launches += reps;
     clock_.advance(0.001 * reps);
     if (wrong_.count(c.knobs)) return {false, 0, "wrong output", 0};
@@ -103,6 +109,49 @@ TEST_CASE("tune: the search finds the fastest correct candidate; a faster wrong 
   for (size_t i = 1; i < r.ranked.size(); ++i)
     if (r.ranked[i].measurement.ok && r.ranked[i - 1].measurement.ok && r.ranked[i].rung == r.ranked[i - 1].rung)
       CHECK(r.ranked[i - 1].measurement.time_us <= r.ranked[i].measurement.time_us);
+}
+
+TEST_CASE("tune: a candidate far slower than the best so far is cut off after one launch and never ranks") {
+  std::vector<tune::Candidate> cs = named(200);
+  std::map<std::string, double> times = linear_times(cs);  // 100..299 us
+  std::set<std::string> slow;
+  for (int i = 0; i < 200; i += 10) {
+    times[cs[static_cast<size_t>(i)].knobs] = 40000;  // the scalar tier beside tensor cores
+    slow.insert(cs[static_cast<size_t>(i)].knobs);
+  }
+  times["c005"] = 900;  // 9x the best, under the floor: timed in full
+  tune::FakeClock clock;
+  TableMeasurer m(times, {}, clock);
+  tune::SearchOptions o;
+  CHECK(tune::cutoff_us(0, o) == 0);           // nothing measured yet: no cut-off
+  CHECK(tune::cutoff_us(100, o) == 10000);     // 8 x 100 us, raised to the floor
+  CHECK(tune::cutoff_us(5000, o) == 40000);    // 8 x 5 ms
+  o.cutoff_factor = 0;
+  CHECK(tune::cutoff_us(5000, o) == 0);        // off
+  o.cutoff_factor = 8;
+  std::map<std::string, tune::Measurement> seen;
+  o.on_measured = [&](const tune::Candidate& c, const tune::Measurement& x, int) { seen[c.knobs] = x; };
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  REQUIRE(r.best() != nullptr);
+  CHECK(r.best()->measurement.time_us < 120);
+  // Each slow one measured after the first correct candidate stopped after one launch.
+  int cut = 0;
+  for (const std::string& k : slow) {
+    REQUIRE(seen.count(k));
+    if (seen[k].cut_off) {
+      ++cut;
+      CHECK_FALSE(seen[k].ok);
+      CHECK(seen[k].time_us == 40000);
+    }
+  }
+  CHECK(cut >= static_cast<int>(slow.size()) - 1);  // at most the very first measurement is timed in full
+  CHECK(r.cut_off == cut);
+  CHECK(seen["c005"].ok);
+  CHECK_FALSE(seen["c005"].cut_off);
+  for (const tune::Scored& s : r.ranked)
+    if (s.measurement.ok && times[s.candidate->knobs] == 40000) CHECK(s.rung == 0);  // none of the slow ones survives
+  // Launches: 3 a candidate in rung 0, save the cut-off ones (1 each).
+  CHECK(m.launches == 3 * 200 - 2 * cut + 12 * 50 + 48 * 13 + 50 * 4);
 }
 
 TEST_CASE("tune: the budget cuts the first rung short and stops the search; the best of the last rung wins") {
@@ -217,6 +266,43 @@ TEST_CASE("tune: the space of matmul on sm_90: the hand-written blocks first, ti
   CHECK(s.pruned.back().reason.find("copied with cp.async") != std::string::npos);
 }
 
+// The hand-written block `origin` of `op` is in the enumerated space at `sizes`: appended after
+// the enumerated points, it lowers to the same kernels as one of them (a duplicate).
+void check_block_in_space(const std::string& file, const std::string& op_name, const std::string& block_label,
+                          const SizeBindings& sizes, const std::string& family) {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/" + file);
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at(op_name);
+  const TargetInfo& target = *find_target("sm_90");
+  std::vector<tune::Enumerated> points;
+  for (tune::Enumerated& p : tune::enumerate_knobs(*l->program, op, target, nullptr, false))
+    if (p.knobs.find(family) != std::string::npos) points.push_back(std::move(p));
+  std::optional<tune::Enumerated> block;
+  for (tune::Enumerated& b : tune::block_knobs(*l->program, op, target))
+    if (b.origin == fmt::format("schedule {} for sm_90{}", op_name, block_label)) block = b;
+  REQUIRE_MESSAGE(block, op_name << block_label);
+  points.push_back(*block);
+  tune::Space s = tune::prune_space(*l->program, op, target, sizes, points, nullptr, 2);
+  REQUIRE(!s.pruned.empty());
+  const tune::Pruned& last = s.pruned.back();
+  CHECK_MESSAGE(last.knobs == block->knobs, op_name << block_label << ": " << block->knobs << " is a candidate of its own");
+  CHECK_MESSAGE(last.kind == "duplicate", op_name << block_label << ": " << last.kind << ": " << last.reason);
+}
+
+TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerated space") {
+  // What --blocks reference relies on: the search can reach the hand-picked schedule.
+  const SizeBindings rows{{"N", 32768}, {"C", 8192}};
+  for (const char* op : {"softmax", "layernorm", "rmsnorm"})
+    for (const char* label : {"", " as \"warp-row\"", " as \"t128\"", " as \"t512\"", " as \"t1024\""})
+      check_block_in_space("nn.emmy", op, label, rows, "COOP=t");
+  check_block_in_space("nn.emmy", "softmax", " as \"t256\"", rows, "COOP=t");
+  check_block_in_space("nn.emmy", "sdpa", "", {{"B", 1}, {"H", 8}, {"S", 4096}, {"T", 4096}, {"D", 64}, {"E", 64}},
+                       "w4x1/f2x8");
+  check_block_in_space("nn.emmy", "sdpa", " as \"tc-hd128\"",
+                       {{"B", 4}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 128}, {"E", 128}}, "w4x1/f2x4");
+  check_block_in_space("linalg.emmy", "matmul", "", {{"M", 4096}, {"N", 4096}, {"K", 4096}}, "w4x2/f4x8");
+}
+
 TEST_CASE("tune: sdpa's space at head dim 64 keeps the fold's geometries and drops oversized chunks and tiles") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
@@ -279,7 +365,7 @@ TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pr
   // A candidate the lowering refuses fails with why, never ranks.
   tune::Candidate bad;
   bad.knobs = "TILE=a:bogus";
-  tune::Measurement b = m.measure(bad, 1);
+  tune::Measurement b = m.measure(bad, 1, 0);
   CHECK_FALSE(b.ok);
   CHECK(b.error.find("unknown TILE atom 'bogus'") != std::string::npos);
 }
@@ -305,27 +391,27 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   CHECK(m.device() == "scripted");
   tune::Candidate c;
   c.knobs = "fine";
-  tune::Measurement a = m.measure(c, 5);
+  tune::Measurement a = m.measure(c, 5, 0);
   CHECK(a.ok);
   CHECK(a.time_us == 12.5);
   CHECK(a.occupancy == 0.25);
   c.knobs = "wrong";
-  tune::Measurement w = m.measure(c, 5);
+  tune::Measurement w = m.measure(c, 5, 0);
   CHECK_FALSE(w.ok);
   CHECK(w.error == "wrong output: o");
   c.knobs = "hang";
-  tune::Measurement h = m.measure(c, 5);
+  tune::Measurement h = m.measure(c, 5, 0);
   CHECK_FALSE(h.ok);
   CHECK(h.error.find("no answer within 1 s") != std::string::npos);
   c.knobs = "fine";
-  CHECK(m.measure(c, 5).ok);  // a fresh worker
+  CHECK(m.measure(c, 5, 0).ok);  // a fresh worker
   CHECK(m.restarts() == 1);
   c.knobs = "crash";
-  tune::Measurement x = m.measure(c, 5);
+  tune::Measurement x = m.measure(c, 5, 0);
   CHECK_FALSE(x.ok);
   CHECK(x.error.find("the worker died (killed by signal 11") != std::string::npos);
   c.knobs = "fine";
-  CHECK(m.measure(c, 5).ok);
+  CHECK(m.measure(c, 5, 0).ok);
   CHECK(m.restarts() == 2);
   // A worker that never says it is ready: start() fails with its last words.
   const fs::path mute = dir / "mute.sh";
@@ -334,7 +420,7 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   tune::WorkerMeasurer dead({mute.string()}, 1.0, (dir / "mute.log").string());
   CHECK_THROWS_WITH_AS(dead.start(), doctest::Contains("no GPU here"), std::runtime_error);
   // ... and a measurement that needs a fresh worker fails with the same words instead of throwing.
-  tune::Measurement none = dead.measure(c, 1);
+  tune::Measurement none = dead.measure(c, 1, 0);
   CHECK_FALSE(none.ok);
   CHECK(none.error.find("no GPU here") != std::string::npos);
   fs::remove_all(dir);

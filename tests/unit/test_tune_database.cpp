@@ -127,12 +127,20 @@ TEST_CASE("tune database: every field of a point survives closing and reopening"
   Point stamped = ok_point("TILE = a:mma_m16n8k16_f16/w2x1/f2x4/k2", 7.5);
   stamped.measured_at.clear();  // record() fills it
 
+  Point cut;  // cut off after one launch: not ok, not failed, its one launch kept
+  cut.knobs = "PLACE = cut; TILE = a:scalar";
+  cut.cut_off = true;
+  cut.time_us = 76000.5;
+  cut.error = "cut off: one launch took 76000.5 us, over the cut-off of 10000.0 us";
+  cut.measured_at = "2024-12-30 00:00:01";
+
   {
     Database db = Database::open(path);
     CHECK(db.path() == path);
     db.record(key, full);
     db.record(key, failed);
     db.record(key, stamped);
+    db.record(key, cut);
   }
   CHECK(fs::exists(path));
 
@@ -143,6 +151,7 @@ TEST_CASE("tune database: every field of a point survives closing and reopening"
   REQUIRE(got);
   CHECK(got->knobs == full.knobs);
   CHECK(got->ok);
+  CHECK(!got->cut_off);
   REQUIRE(got->time_us);
   CHECK(*got->time_us == full.time_us);  // a REAL keeps every bit of a double
   CHECK(got->registers == 168);
@@ -155,6 +164,7 @@ TEST_CASE("tune database: every field of a point survives closing and reopening"
   got = db.lookup(key, failed.knobs);
   REQUIRE(got);
   CHECK(!got->ok);
+  CHECK(!got->cut_off);
   CHECK(!got->time_us);
   CHECK(got->registers == 255);
   CHECK(got->smem_bytes == 0);
@@ -173,7 +183,22 @@ TEST_CASE("tune database: every field of a point survives closing and reopening"
   stamped.measured_at = got->measured_at;
   CHECK(*got == stamped);
 
-  CHECK(db.points(key).size() == 3);
+  got = db.lookup(key, cut.knobs);
+  REQUIRE(got);
+  CHECK(!got->ok);
+  CHECK(got->cut_off);
+  REQUIRE(got->time_us);
+  CHECK(*got->time_us == 76000.5);
+  CHECK(*got == cut);
+
+  CHECK(db.points(key).size() == 4);
+  // A cut-off point is neither the best nor counted as ok.
+  std::vector<Database::Entry> entries = db.list();
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].points == 4);
+  CHECK(entries[0].ok_points == 2);
+  REQUIRE(entries[0].best);
+  CHECK(entries[0].best->knobs == stamped.knobs);
 }
 
 TEST_CASE("tune database: recording the same knobs twice keeps one point with the newer values") {
