@@ -2,6 +2,7 @@
 #include "tune/search.hpp"
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 namespace emmy::tune {
@@ -16,7 +17,44 @@ bool better(const Scored& a, const Scored& b) {
   return a.candidate->knobs < b.candidate->knobs;
 }
 
+// A knob list as each knob's value split at '/': "TILE=a:mma/w4x2/f4x8/k8,FAST_EXP=1" ->
+// {TILE: [a:mma, w4x2, f4x8, k8], FAST_EXP: [1]}.
+using Fields = std::map<std::string, std::vector<std::string>>;
+Fields fields_of(const std::string& knobs) {
+  Fields out;
+  for (size_t at = 0; at < knobs.size();) {
+    const size_t comma = std::min(knobs.find(',', at), knobs.size());
+    const std::string pair = knobs.substr(at, comma - at);
+    const size_t eq = pair.find('=');
+    std::vector<std::string>& fields = out[pair.substr(0, eq)];
+    const std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    for (size_t from = 0;;) {
+      const size_t slash = std::min(value.find('/', from), value.size());
+      fields.push_back(value.substr(from, slash - from));
+      if (slash == value.size()) break;
+      from = slash + 1;
+    }
+    at = comma + 1;
+  }
+  return out;
+}
+
+// Within one knob: the fields both have that differ, or 1 when only the length differs.
+int knob_distance(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  int d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d += a[i] == b[i] ? 0 : 1;
+  return std::max(d, a.size() != b.size() ? 1 : 0);
+}
+
 }  // namespace
+
+int field_distance(const std::string& a, const std::string& b) {
+  const Fields fa = fields_of(a), fb = fields_of(b);
+  int d = 0;
+  for (const auto& [k, v] : fa) d += fb.count(k) ? knob_distance(v, fb.at(k)) : 1;
+  for (const auto& [k, v] : fb) d += fa.count(k) ? 0 : 1;
+  return d;
+}
 
 double cutoff_us(double best_us, const SearchOptions& o) {
   return best_us > 0 && o.cutoff_factor > 0 ? std::max(o.cutoff_factor * best_us, o.cutoff_floor_us) : 0.0;
@@ -58,38 +96,56 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
     o.on_progress(p);
   };
   double best_us = 0;  // the best correct time so far, for the cut-off
+  auto measure = [&](Scored* s, size_t r) {
+    std::optional<Measurement> stored = o.known ? o.known(*s->candidate) : std::nullopt;
+    if (stored) {
+      s->measurement = *stored;
+      s->stored = true;
+    } else {
+      s->measurement = measurer.measure(*s->candidate, rungs[r].reps, cutoff_us(best_us, o));
+      s->stored = false;
+      ++result.measured;
+      if (s->measurement.cut_off) ++result.cut_off;
+      if (o.on_measured) o.on_measured(*s->candidate, s->measurement, rungs[r].reps);
+    }
+    if (s->measurement.ok && (best_us == 0 || s->measurement.time_us < best_us)) best_us = s->measurement.time_us;
+    s->rung = static_cast<int>(r);
+    s->reps = rungs[r].reps;
+  };
   size_t next_size = candidates.size();  // a cut-short rung passes on fewer survivors than planned
   for (size_t r = 0; r < rungs.size() && !alive.empty(); ++r) {
     alive.resize(std::min({alive.size(), static_cast<size_t>(rungs[r].candidates), next_size}));
     int done = 0;
-    const double rung_end = r == 0 && rungs.size() > 1 ? o.budget_s * o.first_rung_share : o.budget_s;
+    const bool sampling = r == 0 && rungs.size() > 1;
+    const double rung_end = sampling ? o.budget_s * o.sample_share : o.budget_s;
     size_t measured_here = 0;
     for (Scored* s : alive) {
       if (clock.seconds() - start > rung_end) {
-        if (r == 0 && rungs.size() > 1) {
-          result.unmeasured = static_cast<int>(alive.size() - measured_here);
-        } else {
-          result.out_of_budget = true;
-        }
+        if (!sampling) result.out_of_budget = true;
         break;
       }
       ++measured_here;
-      std::optional<Measurement> stored = o.known ? o.known(*s->candidate) : std::nullopt;
-      if (stored) {
-        s->measurement = *stored;
-        s->stored = true;
-      } else {
-        s->measurement = measurer.measure(*s->candidate, rungs[r].reps, cutoff_us(best_us, o));
-        s->stored = false;
-        ++result.measured;
-        if (s->measurement.cut_off) ++result.cut_off;
-        if (o.on_measured) o.on_measured(*s->candidate, s->measurement, rungs[r].reps);
-      }
-      if (s->measurement.ok && (best_us == 0 || s->measurement.time_us < best_us)) best_us = s->measurement.time_us;
-      s->rung = static_cast<int>(r);
-      s->reps = rungs[r].reps;
+      measure(s, r);
       report(static_cast<int>(r), ++done, static_cast<int>(alive.size()));
     }
+    // A sample cut short: measure the unmeasured neighbours of the best ones (one field of
+    // their knobs changed), best first, until none is left or the first rung's time is up.
+    while (sampling && measured_here < alive.size() && clock.seconds() - start <= o.budget_s * o.first_rung_share) {
+      std::stable_sort(alive.begin(), alive.begin() + static_cast<std::ptrdiff_t>(measured_here),
+                       [](const Scored* a, const Scored* b) { return better(*a, *b); });
+      size_t pick = alive.size();
+      for (size_t t = 0; t < std::min(measured_here, static_cast<size_t>(o.refine_top)) && pick == alive.size(); ++t) {
+        if (!alive[t]->measurement.ok) break;
+        for (size_t j = measured_here; j < alive.size() && pick == alive.size(); ++j)
+          if (field_distance(alive[t]->candidate->knobs, alive[j]->candidate->knobs) == 1) pick = j;
+      }
+      if (pick == alive.size()) break;
+      std::swap(alive[measured_here], alive[pick]);
+      measure(alive[measured_here++], r);
+      ++result.refined;
+      report(static_cast<int>(r), ++done, static_cast<int>(alive.size()));
+    }
+    if (sampling) result.unmeasured = static_cast<int>(alive.size() - measured_here);
     result.rungs = static_cast<int>(r) + 1;
     if (result.out_of_budget) break;
     alive.resize(measured_here);

@@ -58,8 +58,11 @@ struct SearchOptions {
   // The first rung may use this share of the budget; past it, it ends with the candidates
   // measured so far, so the later rungs (more launches a candidate) still run. Its order:
   // the hand-written blocks first, then the rest shuffled with `seed`, so that a cut-short
-  // first rung samples every family.
+  // first rung samples every family. A sample cut short at sample_share is refined until
+  // first_rung_share: the unmeasured neighbours (field_distance 1) of its refine_top best.
   double first_rung_share = 0.6;
+  double sample_share = 0.45;
+  int refine_top = 4;
   // A candidate whose first launch takes over cutoff_factor x the best time so far (and over
   // cutoff_floor_us) is cut off after that launch: the scalar tier's attention kernels take
   // 1,000 x the tensor-core ones, and timing them in full would eat the budget. 0: never.
@@ -88,11 +91,17 @@ struct SearchResult {
   bool out_of_budget = false;  // stopped by the budget before the last rung completed
   int unmeasured = 0;          // candidates the first rung had no time for
   int cut_off = 0;             // measurements cut off after one launch
+  int refined = 0;             // first-rung measurements of neighbours of the best (a cut-short sample)
   double seconds = 0;
   const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
 };
 
 SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& options);
+
+// How many fields of two knob lists differ, each knob's value split at '/': "STAGE=d2/tma/ring"
+// vs "d3/tma/ring" or "d1/tma" (a field changed, one dropped with it) is 1; a knob only one
+// list has is 1.
+int field_distance(const std::string& a, const std::string& b);
 
 // The cut-off for a measurement when the best correct time so far is `best_us` (0: none yet).
 double cutoff_us(double best_us, const SearchOptions& options);

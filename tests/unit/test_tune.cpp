@@ -111,6 +111,47 @@ TEST_CASE("tune: the search finds the fastest correct candidate; a faster wrong 
       CHECK(r.ranked[i - 1].measurement.time_us <= r.ranked[i].measurement.time_us);
 }
 
+TEST_CASE("tune: a cut-short sample is refined around its best: field distance, and the optimum found") {
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring") == 0);
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k4,STAGE=d2/tma/ring") == 1);
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w2x2/f4x8/k4,STAGE=d2/tma/ring") == 2);
+  CHECK(tune::field_distance("STAGE=d2/tma/ring", "STAGE=d1/tma") == 1);  // d2 -> d1, the ring with it
+  CHECK(tune::field_distance("STAGE=d2/tma/ring", "STAGE=") == 1);
+  CHECK(tune::field_distance("COOP=t128/v8,FAST_EXP=1", "COOP=t128/v8") == 1);
+  CHECK(tune::field_distance("PLACE@m=cut,COOP=t128", "PLACE=fuse,COOP=t128") == 2);
+  // A 512-point grid whose time grows with the distance from one optimum, field by field.
+  std::vector<tune::Candidate> cs;
+  std::map<std::string, double> times;
+  for (int w = 1; w <= 8; ++w)
+    for (int f = 1; f <= 8; ++f)
+      for (int k = 1; k <= 4; ++k)
+        for (int d = 1; d <= 2; ++d) {
+          tune::Candidate c;
+          c.knobs = fmt::format("TILE=a:x/w{}/f{}/k{},STAGE=d{}/ring", w, f, k, d);
+          times[c.knobs] = 100 + 10 * std::abs(w - 6) + 7 * std::abs(f - 3) + 5 * std::abs(k - 2) + 3 * (2 - d);
+          cs.push_back(std::move(c));
+        }
+  const std::string optimum = "TILE=a:x/w6/f3/k2,STAGE=d2/ring";
+  tune::FakeClock clock;
+  TableMeasurer m(times, {}, clock);
+  tune::SearchOptions o;
+  o.budget_s = 0.4;  // a sample of 0.18 s = 60 of 512 candidates, then refinement to 0.24 s (20 more)
+  std::vector<std::string> order;
+  o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int) { order.push_back(c.knobs); };
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  CHECK(r.refined == 20);
+  CHECK(r.unmeasured == 512 - 60 - 20);
+  REQUIRE(r.best() != nullptr);
+  // Each refined point is a neighbour of a point measured before it; the walk reaches the optimum.
+  for (size_t i = 60; i < 80; ++i) {
+    bool near = false;
+    for (size_t j = 0; j < i; ++j) near = near || tune::field_distance(order[i], order[j]) == 1;
+    CHECK(near);
+  }
+  CHECK(std::find(order.begin(), order.begin() + 60, optimum) == order.begin() + 60);  // not in the sample
+  CHECK(r.best()->candidate->knobs == optimum);
+}
+
 TEST_CASE("tune: a candidate far slower than the best so far is cut off after one launch and never ranks") {
   std::vector<tune::Candidate> cs = named(200);
   std::map<std::string, double> times = linear_times(cs);  // 100..299 us
@@ -162,6 +203,7 @@ TEST_CASE("tune: the budget cuts the first rung short and stops the search; the 
   TableMeasurer m(times, {}, clock);
   tune::SearchOptions o;
   o.budget_s = 0.5;  // the first rung may take 0.3 s: 3 launches = 3 ms a candidate, 100 of 300
+  o.sample_share = o.first_rung_share;  // no refinement (these names have no neighbours anyway)
   std::vector<std::string> order;
   o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int) { order.push_back(c.knobs); };
   tune::SearchResult r = tune::search(cs, m, clock, o);
