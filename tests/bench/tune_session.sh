@@ -7,6 +7,7 @@
 # Usage: [BUDGET=10m TARGET=sm_90] tests/bench/tune_session.sh [sdpa64|sdpa128|matmul|rows]...
 source "$(dirname "$0")/gpu_env.sh"
 export EMMY_TUNE_DB=$OUT/tune.sqlite
+export EMMY_CACHE_DIR=/tmp/emmy-tune-kernels  # hundreds of cubins: not under $OUT, which comes back
 BUDGET=${BUDGET:-10m} TARGET=${TARGET:-sm_90}
 cp stdlib/nn.emmy stdlib/linalg.emmy "$OUT/"
 tune() {  # file op shape
@@ -27,3 +28,4 @@ for what in "${@:-sdpa64 sdpa128 matmul rows}"; do
   esac
 done
 "$B/emmyc" tune --list
+cp /tmp/emmyc-tune-*.log "$OUT/" 2>/dev/null  # the workers' stderr
