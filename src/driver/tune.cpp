@@ -312,13 +312,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
   if (o.progress) err << "\n";
   const tune::Scored* best = result.best();
-  int failed = 0, cut_off = 0;
+  int failed = 0, cut_off = 0, from_database = 0;
   for (const tune::Scored& s : result.ranked) {
+    from_database += s.stored ? 1 : 0;
     cut_off += s.measurement.cut_off ? 1 : 0;
     failed += s.measurement.ok || s.measurement.cut_off ? 0 : 1;
   }
   out << fmt::format("measured {} ({} from the database), {} failed, {} cut off after one launch, {:.0f} s{}\n",
-                     result.ranked.size(), result.ranked.size() - static_cast<size_t>(result.measured), failed, cut_off,
+                     result.ranked.size(), from_database, failed, cut_off,
                      result.seconds, result.out_of_budget ? " (the budget ran out)" : "");
   if (!best) {
     err << "emmyc: error: no candidate ran correctly";
@@ -357,7 +358,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   };
   report["device"] = *device;
   report["measured"] = result.ranked.size();
-  report["from_database"] = result.ranked.size() - static_cast<size_t>(result.measured);
+  report["from_database"] = from_database;
   report["failed"] = failed;
   report["cut_off"] = cut_off;
   report["seconds"] = result.seconds;

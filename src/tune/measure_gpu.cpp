@@ -132,7 +132,8 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     stop();
     return m;
   }
-  std::optional<std::string> line = read_line(timeout_s_);
+  const double wait_s = cutoff_us > 0 ? std::min(timeout_s_, cutoff_us * 1e-6 + cutoff_grace_s_) : timeout_s_;
+  std::optional<std::string> line = read_line(wait_s);
   if (!line) {
     int status = 0;
     // A closed pipe: the worker is dying; its status follows shortly. Else the time ran out.
@@ -143,6 +144,12 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     }
     m.error = died ? fmt::format("the worker died ({})", describe_exit(status))
                    : fmt::format("no answer within {:.0f} s (a hang?): the worker was killed", timeout_s_);
+    if (!died && wait_s < timeout_s_) {
+      m.cut_off = true;
+      m.time_us = wait_s * 1e6;  // at least
+      m.error = fmt::format("cut off: no answer within {:.1f} s (the cut-off is {:.1f} us): the worker was killed",
+                            wait_s, cutoff_us);
+    }
     if (died) pid_ = -1;
     stop();
     return m;

@@ -146,6 +146,7 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
       report(static_cast<int>(r), ++done, static_cast<int>(alive.size()));
     }
     if (sampling) result.unmeasured = static_cast<int>(alive.size() - measured_here);
+    if (measured_here < alive.size()) report(static_cast<int>(r), done, done);  // the rung ends here
     result.rungs = static_cast<int>(r) + 1;
     if (result.out_of_budget) break;
     alive.resize(measured_here);

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -455,6 +456,21 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   c.knobs = "fine";
   CHECK(m.measure(c, 5, 0).ok);
   CHECK(m.restarts() == 2);
+  // With a cut-off, a hang is killed after the cut-off and a grace of 1.5 s, long before the
+  // timeout, and counts as cut off, not failed.
+  tune::WorkerMeasurer patient({script.string()}, 20.0, (dir / "worker.log").string());
+  c.knobs = "hang";
+  const auto t0 = std::chrono::steady_clock::now();
+  tune::Measurement cut = patient.measure(c, 5, 200000);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_FALSE(cut.ok);
+  CHECK(cut.cut_off);
+  CHECK(cut.time_us == doctest::Approx(1.7e6));
+  CHECK(cut.error.find("cut off: no answer within 1.7 s") != std::string::npos);
+  CHECK(waited < 10);
+  c.knobs = "fine";
+  CHECK(patient.measure(c, 5, 200000).ok);  // a fresh worker; an answer in time is not cut off
+  CHECK(patient.restarts() == 2);           // the first start, and the one after the kill
   // A worker that never says it is ready: start() fails with its last words.
   const fs::path mute = dir / "mute.sh";
   std::ofstream(mute) << "#!/bin/sh\necho 'no GPU here' >&2\nexit 3\n";
