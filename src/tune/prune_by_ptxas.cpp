@@ -1,6 +1,6 @@
 // Builds every candidate with NVRTC on all threads (through the kernel cache, so the measuring
-// worker loads what was built here) and drops those that fail to build, spill, or use more
-// registers than the target has.
+// worker loads what was built here) and drops those that fail to build, spill more than a few
+// registers' worth, or use more registers than the target has.
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -17,7 +17,7 @@ namespace {
 struct Verdict {
   std::string kind, reason;
 };
-Verdict build_verdict(Candidate& c, const TargetInfo& target) {
+Verdict build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes) {
   runtime::CompileOptions co;
   co.target = &target;
   runtime::CachedCompile built;
@@ -29,7 +29,7 @@ Verdict build_verdict(Candidate& c, const TargetInfo& target) {
   if (!built.result.ok) return {"NVRTC", "rejected: " + built.result.log.substr(0, built.result.log.find('\n'))};
   for (const runtime::KernelResources& k : built.result.resources) {
     c.registers = std::max(c.registers, k.registers);
-    if (k.spill_stores > 0 || k.spill_loads > 0)
+    if (std::max(k.spill_stores, k.spill_loads) > max_spill_bytes)
       return {"spills", fmt::format("{}: {} B stores, {} B loads", k.kernel, k.spill_stores, k.spill_loads)};
     if (k.registers > target.max_regs_per_thread)
       return {"registers", fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
@@ -39,12 +39,12 @@ Verdict build_verdict(Candidate& c, const TargetInfo& target) {
 
 }  // namespace
 
-bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why) {
+bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why, int max_spill_bytes) {
   if (!runtime::nvrtc_available(why)) return false;
   std::vector<Verdict> verdicts(space.candidates.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < space.candidates.size(); i = next++) verdicts[i] = build_verdict(space.candidates[i], target);
+    for (size_t i = next++; i < space.candidates.size(); i = next++) verdicts[i] = build_verdict(space.candidates[i], target, max_spill_bytes);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);

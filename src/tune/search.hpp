@@ -60,8 +60,8 @@ struct SearchOptions {
   // the hand-written blocks first, then the rest shuffled with `seed`, so that a cut-short
   // first rung samples every family. A sample cut short at sample_share is refined until
   // first_rung_share: the unmeasured neighbours (field_distance 1) of its refine_top best.
-  double first_rung_share = 0.6;
-  double sample_share = 0.45;
+  double first_rung_share = 0.85;
+  double sample_share = 0.7;
   int refine_top = 4;
   // A candidate whose first launch takes over cutoff_factor x the best time so far (and over
   // cutoff_floor_us) is cut off after that launch: the scalar tier's attention kernels take

@@ -137,6 +137,8 @@ TEST_CASE("tune: a cut-short sample is refined around its best: field distance, 
   TableMeasurer m(times, {}, clock);
   tune::SearchOptions o;
   o.budget_s = 0.4;  // a sample of 0.18 s = 60 of 512 candidates, then refinement to 0.24 s (20 more)
+  o.sample_share = 0.45;
+  o.first_rung_share = 0.6;
   std::vector<std::string> order;
   o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int) { order.push_back(c.knobs); };
   tune::SearchResult r = tune::search(cs, m, clock, o);
@@ -204,7 +206,7 @@ TEST_CASE("tune: the budget cuts the first rung short and stops the search; the 
   TableMeasurer m(times, {}, clock);
   tune::SearchOptions o;
   o.budget_s = 0.5;  // the first rung may take 0.3 s: 3 launches = 3 ms a candidate, 100 of 300
-  o.sample_share = o.first_rung_share;  // no refinement (these names have no neighbours anyway)
+  o.sample_share = o.first_rung_share = 0.6;  // no refinement (these names have no neighbours anyway)
   std::vector<std::string> order;
   o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int) { order.push_back(c.knobs); };
   tune::SearchResult r = tune::search(cs, m, clock, o);
