@@ -3,6 +3,7 @@
 // request line: the candidate's outputs checked against the reference (when asked: once a
 // candidate), then its timed launches.
 #include <chrono>
+#include <functional>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -61,14 +62,19 @@ struct Ran {
   std::vector<runtime::KernelLaunch> launches;
   double first_launch_us = 0;  // host clock, launch to synchronize: enough to tell a slow kernel
 };
+// `on_launch(true)` runs just before the first kernel is launched (everything else is ready),
+// `on_launch(false)` once the last one has finished.
 Ran run_once(const runtime::Driver& driver, ResidentInputs& resident, const kir::Program& program,
-             const std::vector<char>& cubin, const SizeBindings& sizes) {
+             const std::vector<char>& cubin, const SizeBindings& sizes,
+             const std::function<void(bool)>& on_launch = {}) {
   Ran r{runtime::allocate_results(driver, program, sizes), runtime::LoadedProgram(driver, program, cubin), {}};
   r.launches = r.loaded.bind(resident.addresses(program, r.results), sizes);
+  if (on_launch) on_launch(true);
   const auto start = std::chrono::steady_clock::now();
   for (const runtime::KernelLaunch& l : r.launches) r.loaded.launch(l, nullptr);
   driver.synchronize(nullptr);
   r.first_launch_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (on_launch) on_launch(false);
   return r;
 }
 
@@ -81,10 +87,16 @@ struct Request {
 
 nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const LowerOptions& lo,
                       const runtime::Driver& driver, ResidentInputs& resident, const SizeBindings& sizes,
-                      const TensorMap& reference, const Request& q) {
+                      const TensorMap& reference, const Request& q, std::ostream& out) {
   const TargetInfo& target = *find_target(lo.target);
   lower::Lowered l = lower::lower_op(program, op, {nullptr, "", q.knobs}, target, lo.chains);
-  const Ran ran = run_once(driver, resident, l.kernels, build(l.kernels, target), sizes);
+  // With a cut-off, say when the kernels start and end: the measurer holds the cut-off to that
+  // span, not to the request (lowering, loading, allocating and checking take what they take).
+  auto bracket = [&](bool starting) {
+    out << nlohmann::json({{starting ? "launching" : "launched", true}}).dump() << std::endl;
+  };
+  const Ran ran = run_once(driver, resident, l.kernels, build(l.kernels, target), sizes,
+                           q.cutoff_us > 0 ? std::function<void(bool)>(bracket) : std::function<void(bool)>());
   if (q.cutoff_us > 0 && ran.first_launch_us > q.cutoff_us)
     return {{"ok", false},
             {"cut_off", true},
@@ -153,7 +165,8 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
       try {
         reply = answer(program, *op, lo, *driver, resident, sizes, reference,
                        {request.value("knobs", ""), request.value("reps", 10), request.value("check", true),
-                        request.value("cutoff_us", 0.0)});
+                        request.value("cutoff_us", 0.0)},
+                       out);
       } catch (const std::exception& e) {
         // A failed launch can leave the context unusable: the measurer starts a new worker.
         reply = {{"ok", false}, {"error", e.what()}, {"restart", true}};

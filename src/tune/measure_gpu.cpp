@@ -132,8 +132,20 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     stop();
     return m;
   }
-  const double wait_s = cutoff_us > 0 ? std::min(timeout_s_, cutoff_us * 1e-6 + cutoff_grace_s_) : timeout_s_;
-  std::optional<std::string> line = read_line(wait_s);
+  // The answer within the timeout. With a cut-off, the worker brackets its first launch with
+  // "launching" and "launched" lines; between the two, the wait is the cut-off and a grace.
+  const auto asked = std::chrono::steady_clock::now();
+  bool cutting = false;  // waiting for a launched kernel under the cut-off, not the timeout
+  double wait_s = 0;
+  std::optional<std::string> line;
+  for (;;) {
+    const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    line = read_line(std::max(cutting ? std::min(wait_s, left) : left, 0.0));
+    const nlohmann::json j = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
+    if (!j.is_object() || !(j.contains("launching") || j.contains("launched"))) break;
+    wait_s = cutoff_us * 1e-6 + cutoff_grace_s_;
+    cutting = j.contains("launching") && cutoff_us > 0 && wait_s < left;
+  }
   if (!line) {
     int status = 0;
     // A closed pipe: the worker is dying; its status follows shortly. Else the time ran out.
@@ -144,7 +156,7 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     }
     m.error = died ? fmt::format("the worker died ({})", describe_exit(status))
                    : fmt::format("no answer within {:.0f} s (a hang?): the worker was killed", timeout_s_);
-    if (!died && wait_s < timeout_s_) {
+    if (!died && cutting) {
       m.cut_off = true;
       m.time_us = wait_s * 1e6;  // at least
       m.error = fmt::format("cut off: no answer within {:.1f} s (the cut-off is {:.1f} us): the worker was killed",

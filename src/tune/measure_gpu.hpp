@@ -44,10 +44,10 @@ class WorkerMeasurer : public Measurer {
   bool closed_ = false;  // the last read_line met the end of the worker's output
   std::string device_, reference_;
   double ready_timeout_s_ = 600;
-  // With a cut-off, the answer is awaited this much longer than the cut-off itself (lowering,
-  // loading, the launch); past it, the worker is killed and the candidate counts as cut off:
-  // a scalar attention kernel can run for minutes.
-  double cutoff_grace_s_ = 1.5;
+  // With a cut-off, the worker says when its kernels start; from then on, the answer is awaited
+  // this much longer than the cut-off itself; past it, the worker is killed and the candidate
+  // counts as cut off (a scalar attention kernel can run for minutes).
+  double cutoff_grace_s_ = 1.0;
   int restarts_ = 0;
   std::set<std::string> checked_;  // candidates whose outputs matched the reference
 };

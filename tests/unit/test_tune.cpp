@@ -425,6 +425,9 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
                            "while read -r line; do\n"
                            "  case \"$line\" in\n"
                            "    *hang*) sleep 30 ;;\n"
+                           "    *slow*) echo '{\"launching\": true}'; sleep 30 ;;\n"
+                           "    *longcompare*) echo '{\"launching\": true}'; echo '{\"launched\": true}'; sleep 2;"
+                           " echo '{\"ok\": true, \"time_us\": 7.5}' ;;\n"
                            "    *crash*) kill -SEGV $$ ;;\n"
                            "    *wrong*) echo '{\"ok\": false, \"error\": \"wrong output: o\"}' ;;\n"
                            "    *) echo '{\"ok\": true, \"time_us\": 12.5, \"occupancy\": 0.25}' ;;\n"
@@ -458,21 +461,31 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   c.knobs = "fine";
   CHECK(m.measure(c, 5, 0).ok);
   CHECK(m.restarts() == 2);
-  // With a cut-off, a hang is killed after the cut-off and a grace of 1.5 s, long before the
-  // timeout, and counts as cut off, not failed.
+  // With a cut-off, a kernel that runs on is killed after the cut-off and a grace of 1 s from
+  // the worker's "launching" line, long before the timeout, and counts as cut off, not failed.
   tune::WorkerMeasurer patient({script.string()}, 20.0, (dir / "worker.log").string());
-  c.knobs = "hang";
+  c.knobs = "slow";
   const auto t0 = std::chrono::steady_clock::now();
   tune::Measurement cut = patient.measure(c, 5, 200000);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK_FALSE(cut.ok);
   CHECK(cut.cut_off);
-  CHECK(cut.time_us == doctest::Approx(1.7e6));
-  CHECK(cut.error.find("cut off: no answer within 1.7 s") != std::string::npos);
+  CHECK(cut.time_us == doctest::Approx(1.2e6));
+  CHECK(cut.error.find("cut off: no answer within 1.2 s") != std::string::npos);
   CHECK(waited < 10);
   c.knobs = "fine";
   CHECK(patient.measure(c, 5, 200000).ok);  // a fresh worker; an answer in time is not cut off
+  c.knobs = "longcompare";  // a long check after a fast launch: the cut-off holds to the launch only
+  tune::Measurement checked = patient.measure(c, 5, 200000);
+  CHECK(checked.ok);
+  CHECK(checked.time_us == 7.5);
   CHECK(patient.restarts() == 2);           // the first start, and the one after the kill
+  // A worker that never launches (slow lowering, loading) is waited for up to the timeout.
+  tune::WorkerMeasurer short_timeout({script.string()}, 2.0, (dir / "worker.log").string());
+  c.knobs = "hang";
+  tune::Measurement hung = short_timeout.measure(c, 5, 200000);
+  CHECK_FALSE(hung.cut_off);
+  CHECK(hung.error.find("no answer within 2 s") != std::string::npos);
   // A worker that never says it is ready: start() fails with its last words.
   const fs::path mute = dir / "mute.sh";
   std::ofstream(mute) << "#!/bin/sh\necho 'no GPU here' >&2\nexit 3\n";
