@@ -50,6 +50,7 @@ void WorkerMeasurer::start() {
     execv(argv[0], argv.data());
     _exit(127);
   }
+  const auto started = std::chrono::steady_clock::now();
   close(in[0]);
   close(out[1]);
   to_worker_ = in[1];
@@ -62,6 +63,7 @@ void WorkerMeasurer::start() {
     stop();
     throw std::runtime_error(fmt::format("the tune worker did not start{}{}", words.empty() ? "" : ":\n", words));
   }
+  last_start_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   device_ = j.value("device", "");
   reference_ = j.value("reference", "");
 }
@@ -143,7 +145,7 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     line = read_line(std::max(cutting ? std::min(wait_s, left) : left, 0.0));
     const nlohmann::json j = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
     if (!j.is_object() || !(j.contains("launching") || j.contains("launched"))) break;
-    wait_s = cutoff_us * 1e-6 + cutoff_grace_s_;
+    wait_s = cutoff_us * 1e-6 + std::max(cutoff_grace_s_, last_start_s_);
     cutting = j.contains("launching") && cutoff_us > 0 && wait_s < left;
   }
   if (!line) {

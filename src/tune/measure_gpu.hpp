@@ -45,9 +45,12 @@ class WorkerMeasurer : public Measurer {
   std::string device_, reference_;
   double ready_timeout_s_ = 600;
   // With a cut-off, the worker says when its kernels start; from then on, the answer is awaited
-  // this much longer than the cut-off itself; past it, the worker is killed and the candidate
-  // counts as cut off (a scalar attention kernel can run for minutes).
+  // longer than the cut-off itself by this, or by what the last start of a worker took if that
+  // is more (waiting no longer than a restart costs is at most twice the better of the two
+  // choices); past it, the worker is killed and the candidate counts as cut off (a scalar
+  // attention kernel can run for minutes).
   double cutoff_grace_s_ = 1.0;
+  double last_start_s_ = 0;
   int restarts_ = 0;
   std::set<std::string> checked_;  // candidates whose outputs matched the reference
 };

@@ -480,6 +480,16 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   CHECK(checked.ok);
   CHECK(checked.time_us == 7.5);
   CHECK(patient.restarts() == 2);           // the first start, and the one after the kill
+  // A worker that takes 2 s to start: a running kernel is given as long before the kill.
+  const fs::path slow_start = dir / "slow_start.sh";
+  std::ofstream(slow_start) << "#!/bin/sh\nsleep 2\nexec " << script.string() << "\n";
+  fs::permissions(slow_start, fs::perms::owner_all);
+  tune::WorkerMeasurer costly({slow_start.string()}, 20.0, (dir / "worker.log").string());
+  c.knobs = "slow";
+  tune::Measurement waited_longer = costly.measure(c, 5, 200000);
+  CHECK(waited_longer.cut_off);
+  CHECK(waited_longer.time_us > 2.1e6);
+  CHECK(waited_longer.time_us < 3.5e6);
   // A worker that never launches (slow lowering, loading) is waited for up to the timeout.
   tune::WorkerMeasurer short_timeout({script.string()}, 2.0, (dir / "worker.log").string());
   c.knobs = "hang";
