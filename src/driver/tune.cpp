@@ -117,9 +117,8 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
 }
 
 // Each hand-written block measured with `reps` launches (or taken from the database), the
-// correct ones fastest first.
-// Each hand-written block, measured as the search's last rung was; one far slower than the
-// winner (`best_us`) is cut off as in the search.
+// correct ones fastest first; one far slower than the winner (`best_us`) is cut off as in the
+// search.
 std::vector<tune::Scored> measure_references(const std::vector<tune::Candidate>& blocks, tune::Measurer& measurer,
                                              const tune::SearchOptions& so, int reps, double best_us) {
   std::vector<tune::Scored> out;
@@ -213,8 +212,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
   if (tune::prune_by_ptxas(space, target, threads, &no_nvrtc)) {
     const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before), space.pruned.end());
-    out << fmt::format("NVRTC: {} candidates build without spills ({:.1f} s); pruned: {}\n", space.candidates.size(),
-                       clock.seconds(), built.empty() ? "none" : pruned_summary(built));
+    out << fmt::format("NVRTC: {} candidates build, spilling at most {} bytes ({:.1f} s); pruned: {}\n",
+                       space.candidates.size(), tune::kMaxSpillBytes, clock.seconds(),
+                       built.empty() ? "none" : pruned_summary(built));
   } else {
     out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
   }
@@ -319,8 +319,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     failed += s.measurement.ok || s.measurement.cut_off ? 0 : 1;
   }
   out << fmt::format("measured {} ({} from the database), {} failed, {} cut off after one launch, {:.0f} s{}\n",
-                     result.ranked.size(), from_database, failed, cut_off,
-                     result.seconds, result.out_of_budget ? " (the budget ran out)" : "");
+                     result.ranked.size(), from_database, failed, cut_off, result.seconds,
+                     result.out_of_budget ? " (the budget ran out)" : "");
   if (!best) {
     err << "emmyc: error: no candidate ran correctly";
     for (const tune::Scored& s : result.ranked) {
@@ -333,7 +333,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   print_table(result.ranked, o.top, out);
   // The hand-written blocks: the best one among the candidates (seed), or each measured now
   // with the last rung's launches (reference).
-  const std::vector<tune::Scored> blocks = measure_references(references.candidates, measurer, so, rungs.back().reps, best->measurement.time_us);
+  const std::vector<tune::Scored> blocks =
+      measure_references(references.candidates, measurer, so, rungs.back().reps, best->measurement.time_us);
   const tune::Scored* hand = nullptr;
   for (const tune::Scored& s : seed ? result.ranked : blocks)
     if (s.measurement.ok && s.candidate->origin != "enumerated") {

@@ -22,9 +22,10 @@ constexpr int kBusyTimeoutMs = 30000;
 constexpr const char* kKeyColumns = "op_hash, op, file, target, device, shape_class, dtype";
 constexpr const char* kKeyMatch =
     "op_hash = ?1 AND op = ?2 AND file = ?3 AND target = ?4 AND device = ?5 AND shape_class = ?6 AND dtype = ?7";
-// The point columns, in the order read_point reads them.
-// The `ok` column: a status (schema 1 wrote 0 and 1 only, so the values keep their meaning).
+// The `ok` column holds a status: failed, ok, or cut off after one launch (the first two are
+// the 0 and 1 it held before cut-offs were stored).
 constexpr int kFailed = 0, kOk = 1, kCutOff = 2;
+// The point columns, in the order read_point reads them.
 constexpr const char* kPointColumns = "knobs, ok, time_us, registers, smem_bytes, occupancy, error, measured_at";
 // Ok points by time (a missing time last), then failed points; knobs break ties.
 constexpr const char* kPointOrder =

@@ -63,7 +63,9 @@ Space prune_space(const CheckedProgram& program, const CheckedOp& op, const Targ
 // fail to build, spill, or need more registers than the target has move to `pruned`. Returns
 // false (space unchanged) when NVRTC is not available, with the reason in `why`.
 // A spill of at most `max_spill_bytes` (stores or loads) is kept: the Step 5 record for
-// sdpa at head dim 128 on sm_90 (tc-hd128) spills 32 bytes, outside its inner loop.
-bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why, int max_spill_bytes = 64);
+// sdpa at head dim 128 on sm_90 (tc-hd128) spills 32 bytes.
+constexpr int kMaxSpillBytes = 64;
+bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why,
+                    int max_spill_bytes = kMaxSpillBytes);
 
 }  // namespace emmy::tune
