@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "support/parallel_chunks.hpp"
 #include "support/suggest.hpp"
 
 namespace emmy {
@@ -297,27 +298,48 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, double toleranc
     return c;
   }
   const double inf = std::numeric_limits<double>::infinity();
-  double err2 = 0, ref2 = 0;
-  bool non_finite_mismatch = false;  // the reference is NaN or infinite and `got` differs
-  for (size_t i = 0; i < ref.data.size(); ++i) {
-    double g = got.data[i], r = ref.data[i];
-    double err = 0;
-    if (std::isfinite(r)) {
-      if (std::isfinite(g)) {
-        err = std::fabs(g - r);
-        err2 += err * err;
-        ref2 += r * r;
-      } else {
-        ++c.non_finite;
+  // Per chunk, merged in chunk order: the sums and the first index of the largest error are
+  // the same on any number of threads.
+  struct Partial {
+    double err2 = 0, ref2 = 0, max_abs = 0;
+    size_t worst = 0, non_finite = 0;
+    bool non_finite_mismatch = false;  // the reference is NaN or infinite and `got` differs
+  };
+  std::vector<Partial> parts(chunk_count(ref.data.size()));
+  parallel_chunks(ref.data.size(), [&](size_t chunk, size_t begin, size_t end) {
+    Partial& p = parts[chunk];
+    for (size_t i = begin; i < end; ++i) {
+      double g = got.data[i], r = ref.data[i];
+      double err = 0;
+      if (std::isfinite(r)) {
+        if (std::isfinite(g)) {
+          err = std::fabs(g - r);
+          p.err2 += err * err;
+          p.ref2 += r * r;
+        } else {
+          ++p.non_finite;
+          err = inf;
+        }
+      } else if (!(std::isnan(r) ? std::isnan(g) : g == r)) {
+        p.non_finite_mismatch = true;
         err = inf;
       }
-    } else if (!(std::isnan(r) ? std::isnan(g) : g == r)) {
-      non_finite_mismatch = true;
-      err = inf;
+      if (err > p.max_abs) {
+        p.max_abs = err;
+        p.worst = i;
+      }
     }
-    if (err > c.max_abs) {
-      c.max_abs = err;
-      c.worst = i;
+  });
+  double err2 = 0, ref2 = 0;
+  bool non_finite_mismatch = false;
+  for (const Partial& p : parts) {
+    err2 += p.err2;
+    ref2 += p.ref2;
+    c.non_finite += p.non_finite;
+    non_finite_mismatch = non_finite_mismatch || p.non_finite_mismatch;
+    if (p.max_abs > c.max_abs) {
+      c.max_abs = p.max_abs;
+      c.worst = p.worst;
     }
   }
   c.rel_l2 = non_finite_mismatch ? inf : std::sqrt(err2) / std::max(std::sqrt(ref2), 1e-300);

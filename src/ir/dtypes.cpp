@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/numeric.hpp"
+#include "support/parallel_chunks.hpp"
 
 namespace emmy::kir {
 
@@ -89,7 +90,9 @@ std::vector<uint8_t> encode_values(ScalarType type, const std::vector<double>& v
 std::vector<double> decode_values(ScalarType type, const uint8_t* bytes, size_t count) {
   const auto size = static_cast<size_t>(type_bytes(type));
   std::vector<double> out(count);
-  for (size_t k = 0; k < count; ++k) out[k] = decode(type, bytes + k * size);
+  parallel_chunks(count, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) out[k] = decode(type, bytes + k * size);
+  });
   return out;
 }
 

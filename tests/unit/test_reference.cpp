@@ -467,6 +467,45 @@ TEST_CASE("reference: compare measures the relative L2 error and flags NaN and s
   CHECK(tolerance_for(DType::Bool) == 0);
 }
 
+TEST_CASE("reference: compare over many chunks (threads) agrees with one sequential pass") {
+  // 3.5 chunks of 2^20: the largest error twice, in chunks 1 and 3 (the first one is reported),
+  // NaNs in two chunks, a non-finite reference matched.
+  const size_t n = (size_t{7} << 20) / 2;
+  HostTensor ref, got;
+  ref.dtype = got.dtype = DType::F32;
+  ref.shape = got.shape = {static_cast<int64_t>(n)};
+  ref.data.resize(n);
+  got.data.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    ref.data[i] = 1.0 + static_cast<double>(i % 1000) / 1000;
+    got.data[i] = ref.data[i] + ((i * 2654435761u) % 1001) * 1e-9;
+  }
+  const size_t first_worst = (size_t{1} << 20) + 12345, second_worst = (size_t{3} << 20) + 7;
+  got.data[first_worst] = ref.data[first_worst] + 0.5;
+  got.data[second_worst] = ref.data[second_worst] + 0.5;
+  got.data[17] = std::nan("");
+  got.data[(size_t{2} << 20) + 1] = std::nan("");
+  ref.data[n - 1] = got.data[n - 1] = std::numeric_limits<double>::infinity();
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (std::isfinite(got.data[i])) {
+      err2 += (got.data[i] - ref.data[i]) * (got.data[i] - ref.data[i]);
+      ref2 += ref.data[i] * ref.data[i];
+    }
+  const Comparison c = compare(got, ref, 1.0);
+  CHECK(c.non_finite == 2);
+  CHECK_FALSE(c.ok);  // the NaNs
+  CHECK(c.worst == 17);  // a NaN's error is infinite: the first one
+  CHECK(c.rel_l2 == doctest::Approx(std::sqrt(err2 / ref2)).epsilon(1e-12));
+  got.data[17] = ref.data[17];
+  got.data[(size_t{2} << 20) + 1] = ref.data[(size_t{2} << 20) + 1];
+  const Comparison d = compare(got, ref, 1.0);
+  CHECK(d.ok);
+  CHECK(d.non_finite == 0);
+  CHECK(d.worst == first_worst);
+  CHECK(d.max_abs == doctest::Approx(0.5));
+}
+
 TEST_CASE("reference: bad inputs and out-of-range reads are errors, not crashes") {
   auto r = load(R"(
 op shift(x: f32[N]) -> (y: f32[N]) {
