@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,8 +19,10 @@
 
 #include "driver/run.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/nvrtc.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
+#include "tune/build_ahead.hpp"
 #include "tune/database.hpp"
 #include "tune/measure_gpu.hpp"
 #include "tune/search.hpp"
@@ -207,15 +210,18 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                      sizes_text(sizes), space.enumerated, space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
+  // NVRTC: every candidate now for a dry run; for a search, alongside it (BuildAhead below).
   std::string no_nvrtc;
   const size_t before = space.pruned.size();
+  const bool nvrtc = runtime::nvrtc_available(&no_nvrtc);
   if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
-  if (tune::prune_by_ptxas(space, target, threads, &no_nvrtc)) {
+  if (nvrtc && o.dry_run) {
+    tune::prune_by_ptxas(space, target, threads, &no_nvrtc);
     const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before), space.pruned.end());
     out << fmt::format("NVRTC: {} candidates build, spilling at most {} bytes ({:.1f} s); pruned: {}\n",
                        space.candidates.size(), tune::kMaxSpillBytes, clock.seconds(),
                        built.empty() ? "none" : pruned_summary(built));
-  } else {
+  } else if (!nvrtc) {
     out << "NVRTC is not available (" << no_nvrtc << "): registers and spills not checked\n";
   }
   std::map<std::string, int> pruned_kinds;
@@ -284,6 +290,27 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     out << fmt::format("device: {}; reference: {}; {} of {} candidates in the database\n", measurer.device(),
                        measurer.reference(), space.candidates.size() - unknown, space.candidates.size());
   }
+  // NVRTC alongside the search, in its order, on all cores but the worker's; a candidate it
+  // rules out is stored as failed, so that a re-run does not build it again.
+  std::unique_ptr<tune::BuildAhead> ahead;
+  if (nvrtc && unknown > 0) {
+    ahead = std::make_unique<tune::BuildAhead>(space.candidates, target, std::max(threads - 1, 1),
+                                               tune::first_rung_order(space.candidates, so.seed));
+    out << fmt::format("NVRTC: building the candidates alongside the search, in its order (spills of at most {} bytes "
+                       "kept)\n",
+                       tune::kMaxSpillBytes);
+    so.admit = [&](const tune::Candidate& c) -> std::string {
+      const tune::Pruned v = ahead->verdict(static_cast<size_t>(&c - space.candidates.data()));
+      if (v.kind.empty()) return "";
+      const std::string why = v.kind + ": " + v.reason;
+      try {
+        if (db) db->record(key, {c.knobs, false, false, std::nullopt, c.registers, c.smem_bytes, 0, why, ""});
+      } catch (const tune::DatabaseError& e) {
+        err << "emmyc: warning: " << e.what() << "\n";
+      }
+      return why;
+    };
+  }
   so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
     auto it = stored.find(c.knobs);
     if (it == stored.end()) return std::nullopt;
@@ -311,6 +338,16 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   WallClock search_clock;
   tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
   if (o.progress) err << "\n";
+  if (ahead) {
+    const std::vector<tune::Pruned> late = ahead->pruned();
+    out << fmt::format("NVRTC: built {} of {} candidates; pruned: {}\n", ahead->built(), space.candidates.size(),
+                       late.empty() ? "none" : pruned_summary(late));
+    for (const tune::Pruned& p : late) ++pruned_kinds[p.kind];
+    report["pruned"] = pruned_kinds;
+    report["built"] = ahead->built();
+    so.admit = nullptr;
+    ahead.reset();  // the builds still queued are not needed
+  }
   const tune::Scored* best = result.best();
   int failed = 0, cut_off = 0, from_database = 0;
   for (const tune::Scored& s : result.ranked) {

@@ -11,37 +11,31 @@
 #include "tune/space.hpp"
 
 namespace emmy::tune {
-namespace {
 
-// Why ptxas rules the candidate out (kind empty when it does not); its registers are recorded either way.
-struct Verdict {
-  std::string kind, reason;
-};
-Verdict build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes) {
+Pruned build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes) {
   runtime::CompileOptions co;
   co.target = &target;
   runtime::CachedCompile built;
   try {
     built = runtime::compile_cuda_cached(c.cuda, "tune.cu", co, {});
   } catch (const std::exception& e) {
-    return {"NVRTC", e.what()};
+    return {c.knobs, "NVRTC", e.what()};
   }
-  if (!built.result.ok) return {"NVRTC", "rejected: " + built.result.log.substr(0, built.result.log.find('\n'))};
+  if (!built.result.ok)
+    return {c.knobs, "NVRTC", "rejected: " + built.result.log.substr(0, built.result.log.find('\n'))};
   for (const runtime::KernelResources& k : built.result.resources) {
     c.registers = std::max(c.registers, k.registers);
     if (std::max(k.spill_stores, k.spill_loads) > max_spill_bytes)
-      return {"spills", fmt::format("{}: {} B stores, {} B loads", k.kernel, k.spill_stores, k.spill_loads)};
+      return {c.knobs, "spills", fmt::format("{}: {} B stores, {} B loads", k.kernel, k.spill_stores, k.spill_loads)};
     if (k.registers > target.max_regs_per_thread)
-      return {"registers", fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
+      return {c.knobs, "registers", fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
   }
-  return {};
+  return {c.knobs, "", ""};
 }
-
-}  // namespace
 
 bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why, int max_spill_bytes) {
   if (!runtime::nvrtc_available(why)) return false;
-  std::vector<Verdict> verdicts(space.candidates.size());
+  std::vector<Pruned> verdicts(space.candidates.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < space.candidates.size(); i = next++) verdicts[i] = build_verdict(space.candidates[i], target, max_spill_bytes);
@@ -53,7 +47,7 @@ bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::st
   std::vector<Candidate> kept;
   for (size_t i = 0; i < space.candidates.size(); ++i) {
     if (verdicts[i].kind.empty()) kept.push_back(std::move(space.candidates[i]));
-    else space.pruned.push_back({space.candidates[i].knobs, verdicts[i].kind, verdicts[i].reason});
+    else space.pruned.push_back(verdicts[i]);
   }
   space.candidates = std::move(kept);
   return true;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 
 namespace emmy::tune {
@@ -60,6 +61,15 @@ double cutoff_us(double best_us, const SearchOptions& o) {
   return best_us > 0 && o.cutoff_factor > 0 ? std::max(o.cutoff_factor * best_us, o.cutoff_floor_us) : 0.0;
 }
 
+std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed) {
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto enumerated = std::stable_partition(order.begin(), order.end(),
+                                          [&](size_t i) { return candidates[i].origin != "enumerated"; });
+  std::shuffle(enumerated, order.end(), std::mt19937_64(seed));
+  return order;
+}
+
 std::vector<Rung> plan_rungs(int n, const SearchOptions& o) {
   const int final_size = std::max(o.final_size, 1), eta = std::max(o.eta, 2);
   const int final_reps = std::min(o.max_reps, o.first_reps * eta * eta);
@@ -80,11 +90,7 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
   std::vector<Scored> scored(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) scored[i].candidate = &candidates[i];
   std::vector<Scored*> alive;
-  for (Scored& s : scored) alive.push_back(&s);
-  // The first rung's order: hand-written blocks first, the rest shuffled.
-  auto enumerated = std::stable_partition(alive.begin(), alive.end(),
-                                          [](const Scored* s) { return s->candidate->origin != "enumerated"; });
-  std::shuffle(enumerated, alive.end(), std::mt19937_64(o.seed));
+  for (size_t i : first_rung_order(candidates, o.seed)) alive.push_back(&scored[i]);
   auto report = [&](int rung, int done, int total) {
     if (!o.on_progress) return;
     Progress p{rung, static_cast<int>(rungs.size()), done, total, std::nullopt, "", clock.seconds() - start};
@@ -101,6 +107,11 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
     if (stored) {
       s->measurement = *stored;
       s->stored = true;
+    } else if (std::string why = o.admit && s->reps == 0 ? o.admit(*s->candidate) : ""; !why.empty()) {
+      s->measurement = Measurement{};  // left out: never ranks (reps stays 0)
+      s->measurement.error = why;
+      ++result.left_out;
+      return;
     } else {
       s->measurement = measurer.measure(*s->candidate, rungs[r].reps, cutoff_us(best_us, o));
       s->stored = false;

@@ -72,6 +72,9 @@ struct SearchOptions {
   std::function<void(const Progress&)> on_progress;
   // A stored measurement (the database) stands for the candidate at every rung.
   std::function<std::optional<Measurement>(const Candidate&)> known;
+  // Asked before a candidate's first measurement: "" to measure it, else why it is left out
+  // (NVRTC built alongside the search: build_ahead.hpp).
+  std::function<std::string(const Candidate&)> admit;
   // Each fresh measurement, as it is made (to store it).
   std::function<void(const Candidate&, const Measurement&, int reps)> on_measured;
 };
@@ -92,11 +95,16 @@ struct SearchResult {
   int unmeasured = 0;          // candidates the first rung had no time for
   int cut_off = 0;             // measurements cut off after one launch
   int refined = 0;             // first-rung measurements of neighbours of the best (a cut-short sample)
+  int left_out = 0;            // candidates `admit` refused
   double seconds = 0;
   const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
 };
 
 SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& options);
+
+// The first rung's order (indices into `candidates`): the hand-written blocks first, the rest
+// shuffled with `seed`.
+std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed);
 
 // How many fields of two knob lists differ, each knob's value split at '/': "STAGE=d2/tma/ring"
 // vs "d3/tma/ring" or "d1/tma" (a field changed, one dropped with it) is 1; a knob only one

@@ -65,6 +65,9 @@ Space prune_space(const CheckedProgram& program, const CheckedOp& op, const Targ
 // A spill of at most `max_spill_bytes` (stores or loads) is kept: the Step 5 record for
 // sdpa at head dim 128 on sm_90 (tc-hd128) spills 32 bytes.
 constexpr int kMaxSpillBytes = 64;
+// One candidate through NVRTC (the kernel cache): its registers recorded, and why it is ruled
+// out ("NVRTC", "spills", "registers"), or an empty kind when it is not.
+Pruned build_verdict(Candidate& candidate, const TargetInfo& target, int max_spill_bytes = kMaxSpillBytes);
 bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why,
                     int max_spill_bytes = kMaxSpillBytes);
 

@@ -15,6 +15,8 @@
 
 #include "driver/tune.hpp"
 #include "test_helpers.hpp"
+#include "runtime/nvrtc.hpp"
+#include "tune/build_ahead.hpp"
 #include "tune/measure_gpu.hpp"
 #include "tune/measure_interp.hpp"
 #include "tune/search.hpp"
@@ -196,6 +198,71 @@ TEST_CASE("tune: a candidate far slower than the best so far is cut off after on
     if (s.measurement.ok && times[s.candidate->knobs] == 40000) CHECK(s.rung == 0);  // none of the slow ones survives
   // Launches: 3 a candidate in rung 0, save the cut-off ones (1 each).
   CHECK(m.launches == 3 * 200 - 2 * cut + 12 * 50 + 48 * 13 + 50 * 4);
+}
+
+TEST_CASE("tune: candidates the admit hook refuses (NVRTC alongside) are never measured and never rank") {
+  std::vector<tune::Candidate> cs = named(100);
+  cs[7].origin = "schedule x for sm_90";
+  std::map<std::string, double> times = linear_times(cs);
+  times["c013"] = 1;  // the fastest, but it spills
+  tune::FakeClock clock;
+  TableMeasurer m(times, {}, clock);
+  tune::SearchOptions o;
+  std::vector<std::string> asked, measured;
+  o.admit = [&](const tune::Candidate& c) -> std::string {
+    asked.push_back(c.knobs);
+    return c.knobs == "c013" || c.knobs == "c050" ? "spills: 128 B" : "";
+  };
+  o.on_measured = [&](const tune::Candidate& c, const tune::Measurement&, int) { measured.push_back(c.knobs); };
+  tune::SearchResult r = tune::search(cs, m, clock, o);
+  CHECK(r.left_out == 2);
+  REQUIRE(r.best() != nullptr);
+  CHECK(r.best()->candidate->knobs != "c013");
+  for (const tune::Scored& s : r.ranked) CHECK((s.candidate->knobs != "c013" && s.candidate->knobs != "c050"));
+  CHECK(std::find(measured.begin(), measured.end(), "c013") == measured.end());
+  // Asked once each, in the first rung's order (what BuildAhead builds in).
+  const std::vector<size_t> order = tune::first_rung_order(cs, o.seed);
+  REQUIRE(asked.size() == 100);
+  CHECK(asked[0] == "c007");
+  for (size_t i = 0; i < asked.size(); ++i) CHECK(asked[i] == cs[order[i]].knobs);
+}
+
+TEST_CASE("tune: BuildAhead reaches the verdicts prune_by_ptxas reaches, built in order or on demand") {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) {
+    MESSAGE("NVRTC is not available: " << why);
+    return;
+  }
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("rmsnorm");
+  const TargetInfo& target = *find_target("sm_90");
+  const SizeBindings sizes{{"N", 64}, {"C", 256}};
+  tune::Space all = tune::prune_space(*l->program, op, target, sizes, tune::enumerate_knobs(*l->program, op, target, nullptr),
+                                      nullptr, 2);
+  REQUIRE(all.candidates.size() > 8);
+  tune::Space upfront = all;
+  REQUIRE(tune::prune_by_ptxas(upfront, target, 2, &why, 0));  // no spill allowed: some are ruled out
+  std::vector<tune::Candidate> cs = all.candidates;
+  std::vector<size_t> order(cs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;  // last first
+  std::set<std::string> refused;
+  {
+    tune::BuildAhead ahead(cs, target, 1, order, 0);
+    CHECK(ahead.verdict(0).knobs == cs[0].knobs);  // the last in its order: built on this thread
+    for (size_t i = 0; i < cs.size(); ++i)
+      if (!ahead.verdict(i).kind.empty()) refused.insert(cs[i].knobs);
+    CHECK(ahead.built() == static_cast<int>(cs.size()));
+    CHECK(ahead.pruned().size() == refused.size());
+  }
+  std::set<std::string> refused_upfront;
+  for (const tune::Pruned& p : upfront.pruned)
+    if (p.kind == "spills" || p.kind == "registers" || p.kind == "NVRTC") refused_upfront.insert(p.knobs);
+  CHECK(refused == refused_upfront);
+  for (size_t i = 0; i < cs.size(); ++i) CHECK(cs[i].registers > 0);  // recorded by the build
+  // Destroyed with builds queued: it returns (the queue is dropped).
+  std::vector<tune::Candidate> more = all.candidates;
+  { tune::BuildAhead early(more, target, 1, order); }
 }
 
 TEST_CASE("tune: the budget cuts the first rung short and stops the search; the best of the last rung wins") {
