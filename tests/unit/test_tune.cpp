@@ -62,6 +62,22 @@ class TableMeasurer : public tune::Measurer {
   tune::FakeClock& clock_;
 };
 
+// An op of stdlib/nn.emmy and its space on sm_90 at `sizes`, pruned without NVRTC.
+struct NnSpace {
+  std::unique_ptr<test::Run> l;
+  const CheckedOp* op = nullptr;
+  tune::Space space;
+};
+NnSpace nn_space(const std::string& op_name, const SizeBindings& sizes) {
+  NnSpace s{test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy"), nullptr, {}};
+  REQUIRE(!s.l->diags->has_errors());
+  s.op = &s.l->program->ops.at(op_name);
+  const TargetInfo& target = *find_target("sm_90");
+  s.space = tune::prune_space(*s.l->program, *s.op, target, sizes, tune::enumerate_knobs(*s.l->program, *s.op, target, nullptr),
+                              nullptr, 2);
+  return s;
+}
+
 std::map<std::string, double> linear_times(const std::vector<tune::Candidate>& cs) {
   std::map<std::string, double> t;
   for (size_t i = 0; i < cs.size(); ++i) t[cs[i].knobs] = 100.0 + static_cast<double>((i * 37) % cs.size());
@@ -233,13 +249,9 @@ TEST_CASE("tune: BuildAhead reaches the verdicts prune_by_ptxas reaches, built i
     MESSAGE("NVRTC is not available: " << why);
     return;
   }
-  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
-  REQUIRE(!l->diags->has_errors());
-  const CheckedOp& op = l->program->ops.at("rmsnorm");
+  const NnSpace rmsnorm = nn_space("rmsnorm", {{"N", 64}, {"C", 256}});
+  const tune::Space& all = rmsnorm.space;
   const TargetInfo& target = *find_target("sm_90");
-  const SizeBindings sizes{{"N", 64}, {"C", 256}};
-  tune::Space all = tune::prune_space(*l->program, op, target, sizes, tune::enumerate_knobs(*l->program, op, target, nullptr),
-                                      nullptr, 2);
   REQUIRE(all.candidates.size() > 8);
   tune::Space upfront = all;
   REQUIRE(tune::prune_by_ptxas(upfront, target, 2, &why, 0));  // no spill allowed: some are ruled out
@@ -453,13 +465,12 @@ TEST_CASE("tune: sdpa's space at head dim 64 keeps the fold's geometries and dro
 }
 
 TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pruned space picks the cheapest correct one") {
-  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
-  REQUIRE(!l->diags->has_errors());
-  const CheckedOp& op = l->program->ops.at("softmax");
-  const TargetInfo& target = *find_target("sm_90");
   const SizeBindings sizes{{"N", 5}, {"C", 37}};
-  tune::Space s = tune::prune_space(*l->program, op, target, sizes, tune::enumerate_knobs(*l->program, op, target, nullptr),
-                                    nullptr, 2);
+  NnSpace softmax = nn_space("softmax", sizes);
+  const auto& l = softmax.l;
+  const CheckedOp& op = *softmax.op;
+  const TargetInfo& target = *find_target("sm_90");
+  tune::Space& s = softmax.space;
   REQUIRE(s.candidates.size() >= 10);
   tune::FakeClock clock;
   // The "cost": fewer threads a block is cheaper, a made-up model only the search's choice is checked against.
