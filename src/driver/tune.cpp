@@ -299,25 +299,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     out << fmt::format("NVRTC: building the candidates alongside the search, in its order (spills of at most {} bytes "
                        "kept)\n",
                        tune::kMaxSpillBytes);
-    so.admit = [&](const tune::Candidate& c) -> std::string {
-      const tune::Pruned v = ahead->verdict(static_cast<size_t>(&c - space.candidates.data()));
-      if (v.kind.empty()) return "";
-      const std::string why = v.kind + ": " + v.reason;
-      try {
-        if (db) db->record(key, {c.knobs, false, false, std::nullopt, c.registers, c.smem_bytes, 0, why, ""});
-      } catch (const tune::DatabaseError& e) {
-        err << "emmyc: warning: " << e.what() << "\n";
-      }
-      return why;
-    };
   }
-  so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
-    auto it = stored.find(c.knobs);
-    if (it == stored.end()) return std::nullopt;
-    return tune::Measurement{it->second.ok, it->second.time_us.value_or(0), it->second.error, it->second.occupancy,
-                             it->second.cut_off};
-  };
-  so.on_measured = [&](const tune::Candidate& c, const tune::Measurement& m, int) {
+  // A measurement into the database (a failing database is a warning: the search goes on).
+  auto store = [&](const tune::Candidate& c, const tune::Measurement& m) {
     if (!db) return;
     try {
       db->record(key, {c.knobs, m.ok, m.cut_off,
@@ -327,6 +311,22 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
       err << "emmyc: warning: " << e.what() << "\n";
     }
   };
+  if (ahead)
+    so.admit = [&](const tune::Candidate& c) -> std::string {
+      const tune::Pruned v = ahead->verdict(static_cast<size_t>(&c - space.candidates.data()));
+      if (v.kind.empty()) return "";
+      tune::Measurement refused;
+      refused.error = v.kind + ": " + v.reason;
+      store(c, refused);
+      return refused.error;
+    };
+  so.known = [&](const tune::Candidate& c) -> std::optional<tune::Measurement> {
+    auto it = stored.find(c.knobs);
+    if (it == stored.end()) return std::nullopt;
+    return tune::Measurement{it->second.ok, it->second.time_us.value_or(0), it->second.error, it->second.occupancy,
+                             it->second.cut_off};
+  };
+  so.on_measured = [&](const tune::Candidate& c, const tune::Measurement& m, int) { store(c, m); };
   so.on_progress = [&](const tune::Progress& p) {
     const std::string best = p.best_us ? fmt::format("best {:.1f} us", *p.best_us) : "no result yet";
     if (o.progress)

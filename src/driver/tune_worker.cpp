@@ -16,6 +16,7 @@
 #include "runtime/launch_program.hpp"
 #include "runtime/time_program.hpp"
 #include "tune/output_check.hpp"
+#include "tune/search.hpp"
 
 namespace emmy {
 namespace {
@@ -97,12 +98,10 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
   };
   const Ran ran = run_once(driver, resident, l.kernels, build(l.kernels, target), sizes,
                            q.cutoff_us > 0 ? std::function<void(bool)>(bracket) : std::function<void(bool)>());
-  if (q.cutoff_us > 0 && ran.first_launch_us > q.cutoff_us)
-    return {{"ok", false},
-            {"cut_off", true},
-            {"time_us", ran.first_launch_us},
-            {"error", fmt::format("cut off: one launch took {:.1f} us, over the cut-off of {:.1f} us", ran.first_launch_us,
-                                  q.cutoff_us)}};
+  if (q.cutoff_us > 0 && ran.first_launch_us > q.cutoff_us) {
+    const tune::Measurement cut = tune::cut_off_after(ran.first_launch_us, q.cutoff_us);
+    return {{"ok", false}, {"cut_off", true}, {"time_us", cut.time_us}, {"error", cut.error}};
+  }
   if (q.check) {
     const TensorMap got = runtime::download_outputs(driver, l.kernels, sizes, ran.results);
     if (std::string wrong = tune::first_wrong_output(op, got, reference); !wrong.empty())

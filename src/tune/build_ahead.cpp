@@ -12,7 +12,7 @@ BuildAhead::BuildAhead(std::vector<Candidate>& candidates, const TargetInfo& tar
       max_spill_bytes_(max_spill_bytes),
       states_(candidates.size()),
       verdicts_(candidates.size()) {
-  for (int t = 0; t < std::max(threads, 1); ++t)
+  for (int t = 0; t < threads; ++t)
     pool_.emplace_back([this] {
       for (size_t k = next_++; k < order_.size() && !stop_; k = next_++) claim_and_build(order_[k]);
     });

@@ -14,7 +14,8 @@ namespace emmy::tune {
 
 class BuildAhead {
  public:
-  // Builds `candidates` (which must outlive this) in `order` on `threads` threads.
+  // Builds `candidates` (which must outlive this) in `order` on `threads` threads (0: each
+  // only when its verdict is asked for).
   BuildAhead(std::vector<Candidate>& candidates, const TargetInfo& target, int threads, std::vector<size_t> order,
              int max_spill_bytes = kMaxSpillBytes);
   ~BuildAhead();  // builds in flight finish; the rest are left unbuilt

@@ -140,10 +140,11 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
   bool cutting = false;  // waiting for a launched kernel under the cut-off, not the timeout
   double wait_s = 0;
   std::optional<std::string> line;
+  nlohmann::json j;  // the answer
   for (;;) {
     const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     line = read_line(std::max(cutting ? std::min(wait_s, left) : left, 0.0));
-    const nlohmann::json j = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
+    j = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
     if (!j.is_object() || !(j.contains("launching") || j.contains("launched"))) break;
     wait_s = cutoff_us * 1e-6 + std::max(cutoff_grace_s_, last_start_s_);
     cutting = j.contains("launching") && cutoff_us > 0 && wait_s < left;
@@ -168,7 +169,6 @@ Measurement WorkerMeasurer::measure(const Candidate& candidate, int reps, double
     stop();
     return m;
   }
-  nlohmann::json j = nlohmann::json::parse(*line, nullptr, false);
   if (!j.is_object()) {
     m.error = "the worker answered something that is not JSON: " + line->substr(0, 200);
     return m;

@@ -23,10 +23,7 @@ Measurement InterpreterMeasurer::measure(const Candidate& candidate, int reps, d
   Measurement m;
   if (const double one = cost_us_(candidate); cutoff_us > 0 && one > cutoff_us) {
     clock_.advance(seconds_per_launch_);
-    m.cut_off = true;
-    m.time_us = one;
-    m.error = fmt::format("cut off: one launch took {:.1f} us, over the cut-off of {:.1f} us", one, cutoff_us);
-    return m;
+    return cut_off_after(one, cutoff_us);
   }
   clock_.advance(seconds_per_launch_ * reps);
   try {

@@ -2,13 +2,12 @@
 // worker loads what was built here) and drops those that fail to build, spill more than a few
 // registers' worth, or use more registers than the target has.
 #include <algorithm>
-#include <atomic>
-#include <thread>
+#include <numeric>
 
 #include <fmt/format.h>
 
 #include "runtime/kernel_cache.hpp"
-#include "tune/space.hpp"
+#include "tune/build_ahead.hpp"
 
 namespace emmy::tune {
 
@@ -35,15 +34,15 @@ Pruned build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes
 
 bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::string* why, int max_spill_bytes) {
   if (!runtime::nvrtc_available(why)) return false;
+  // Every candidate, in order: the pool builds ahead, this thread takes the verdicts (building
+  // any the pool has not started), so `threads` build at once.
+  std::vector<size_t> order(space.candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
   std::vector<Pruned> verdicts(space.candidates.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < space.candidates.size(); i = next++) verdicts[i] = build_verdict(space.candidates[i], target, max_spill_bytes);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  {
+    BuildAhead builds(space.candidates, target, threads - 1, std::move(order), max_spill_bytes);
+    for (size_t i = 0; i < verdicts.size(); ++i) verdicts[i] = builds.verdict(i);
+  }
   std::vector<Candidate> kept;
   for (size_t i = 0; i < space.candidates.size(); ++i) {
     if (verdicts[i].kind.empty()) kept.push_back(std::move(space.candidates[i]));

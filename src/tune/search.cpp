@@ -6,6 +6,8 @@
 #include <numeric>
 #include <random>
 
+#include <fmt/format.h>
+
 namespace emmy::tune {
 namespace {
 
@@ -47,18 +49,27 @@ int knob_distance(const std::vector<std::string>& a, const std::vector<std::stri
   return std::max(d, a.size() != b.size() ? 1 : 0);
 }
 
-}  // namespace
-
-int field_distance(const std::string& a, const std::string& b) {
-  const Fields fa = fields_of(a), fb = fields_of(b);
+int distance(const Fields& fa, const Fields& fb) {
   int d = 0;
   for (const auto& [k, v] : fa) d += fb.count(k) ? knob_distance(v, fb.at(k)) : 1;
   for (const auto& [k, v] : fb) d += fa.count(k) ? 0 : 1;
   return d;
 }
 
+}  // namespace
+
+int field_distance(const std::string& a, const std::string& b) { return distance(fields_of(a), fields_of(b)); }
+
 double cutoff_us(double best_us, const SearchOptions& o) {
   return best_us > 0 && o.cutoff_factor > 0 ? std::max(o.cutoff_factor * best_us, o.cutoff_floor_us) : 0.0;
+}
+
+Measurement cut_off_after(double one_us, double cutoff_us) {
+  Measurement m;
+  m.cut_off = true;
+  m.time_us = one_us;
+  m.error = fmt::format("cut off: one launch took {:.1f} us, over the cut-off of {:.1f} us", one_us, cutoff_us);
+  return m;
 }
 
 std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed) {
@@ -141,6 +152,12 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
     }
     // A sample cut short: measure the unmeasured neighbours of the best ones (one field of
     // their knobs changed), best first, until none is left or the first rung's time is up.
+    std::vector<Fields> fields;  // each candidate's, parsed once
+    if (sampling && measured_here < alive.size())
+      for (const Candidate& c : candidates) fields.push_back(fields_of(c.knobs));
+    auto fields_at = [&](const Scored* s) -> const Fields& {
+      return fields[static_cast<size_t>(s->candidate - candidates.data())];
+    };
     while (sampling && measured_here < alive.size() && clock.seconds() - start <= o.budget_s * o.first_rung_share) {
       std::stable_sort(alive.begin(), alive.begin() + static_cast<std::ptrdiff_t>(measured_here),
                        [](const Scored* a, const Scored* b) { return better(*a, *b); });
@@ -148,7 +165,7 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
       for (size_t t = 0; t < std::min(measured_here, static_cast<size_t>(o.refine_top)) && pick == alive.size(); ++t) {
         if (!alive[t]->measurement.ok) break;
         for (size_t j = measured_here; j < alive.size() && pick == alive.size(); ++j)
-          if (field_distance(alive[t]->candidate->knobs, alive[j]->candidate->knobs) == 1) pick = j;
+          if (distance(fields_at(alive[t]), fields_at(alive[j])) == 1) pick = j;
       }
       if (pick == alive.size()) break;
       std::swap(alive[measured_here], alive[pick]);

@@ -113,6 +113,8 @@ int field_distance(const std::string& a, const std::string& b);
 
 // The cut-off for a measurement when the best correct time so far is `best_us` (0: none yet).
 double cutoff_us(double best_us, const SearchOptions& options);
+// The measurement of a candidate whose one launch took `one_us`, over `cutoff_us`.
+Measurement cut_off_after(double one_us, double cutoff_us);
 
 // The rungs' sizes and launch counts for `n` candidates (for the plan printed before a tune).
 struct Rung {
