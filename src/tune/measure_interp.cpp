@@ -1,8 +1,6 @@
 // The interpreter measurer: correctness on the SIMT interpreter, time from a cost function.
 #include "tune/measure_interp.hpp"
 
-#include <fmt/format.h>
-
 #include "interp/simt.hpp"
 #include "tune/output_check.hpp"
 
