@@ -25,6 +25,7 @@
 #include "tune/build_ahead.hpp"
 #include "tune/database.hpp"
 #include "tune/measure_gpu.hpp"
+#include "tune/measure_in_turns.hpp"
 #include "tune/search.hpp"
 #include "tune/space.hpp"
 #include "tune/write_back.hpp"
@@ -119,29 +120,51 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// Each hand-written block measured with `reps` launches (or taken from the database), the
-// correct ones fastest first; one far slower than the winner (`best_us`) is cut off as in the
-// search.
-std::vector<tune::Scored> measure_references(const std::vector<tune::Candidate>& blocks, tune::Measurer& measurer,
-                                             const tune::SearchOptions& so, int reps, double best_us) {
-  std::vector<tune::Scored> out;
-  for (const tune::Candidate& c : blocks) {
+// The winner against the hand-written blocks after the search. Each block with the winner's
+// kernels (the same CUDA) is the winner and is not measured again. The others and the winner
+// are measured in turns (measure_in_turns.hpp), so that the comparison does not depend on
+// which was measured first; the winner's time becomes its time in the turns. When the search
+// measured nothing (every point from the database), the stored times stand.
+struct BlockComparison {
+  tune::Scored winner;
+  std::vector<tune::Scored> blocks;  // the correct ones fastest first, then the others
+  const tune::Candidate* same_as_winner = nullptr;
+};
+constexpr int kComparisonTurns = 5;
+
+BlockComparison compare_with_blocks(const tune::Scored& winner, const std::vector<const tune::Candidate*>& blocks,
+                               tune::Measurer& measurer, const tune::SearchOptions& so, int reps, bool fresh) {
+  BlockComparison c{winner, {}, nullptr};
+  std::vector<const tune::Candidate*> contenders{winner.candidate};
+  for (const tune::Candidate* b : blocks) {
+    if (b->cuda_hash == winner.candidate->cuda_hash) {
+      if (!c.same_as_winner) c.same_as_winner = b;
+      continue;
+    }
     tune::Scored s;
-    s.candidate = &c;
+    s.candidate = b;
     s.reps = reps;
-    if (std::optional<tune::Measurement> stored = so.known(c)) {
+    if (std::optional<tune::Measurement> stored = fresh ? std::nullopt : so.known(*b)) {
       s.measurement = *stored;
       s.stored = true;
     } else {
-      s.measurement = measurer.measure(c, reps, tune::cutoff_us(best_us, so));
-      so.on_measured(c, s.measurement, reps);
+      contenders.push_back(b);
     }
-    out.push_back(s);
+    c.blocks.push_back(s);
   }
-  std::stable_sort(out.begin(), out.end(), [](const tune::Scored& a, const tune::Scored& b) {
+  if (contenders.size() > 1) {
+    const std::vector<tune::Measurement> turns = tune::measure_in_turns(
+        contenders, measurer, reps, kComparisonTurns, tune::cutoff_us(winner.measurement.time_us, so));
+    for (size_t i = 0; i < contenders.size(); ++i) so.on_measured(*contenders[i], turns[i], reps);
+    if (turns[0].ok) c.winner.measurement = turns[0];
+    for (tune::Scored& s : c.blocks)
+      if (!s.stored)
+        s.measurement = turns[std::find(contenders.begin(), contenders.end(), s.candidate) - contenders.begin()];
+  }
+  std::stable_sort(c.blocks.begin(), c.blocks.end(), [](const tune::Scored& a, const tune::Scored& b) {
     return a.measurement.ok && (!b.measurement.ok || a.measurement.time_us < b.measurement.time_us);
   });
-  return out;
+  return c;
 }
 
 // --write: the block into the file, checked, in one rename.
@@ -368,26 +391,42 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     return 1;
   }
   print_table(result.ranked, o.top, out);
-  // The hand-written blocks: the best one among the candidates (seed), or each measured now
-  // with the last rung's launches (reference).
-  const std::vector<tune::Scored> blocks =
-      measure_references(references.candidates, measurer, so, rungs.back().reps, best->measurement.time_us);
-  const tune::Scored* hand = nullptr;
-  for (const tune::Scored& s : seed ? result.ranked : blocks)
-    if (s.measurement.ok && s.candidate->origin != "enumerated") {
-      hand = &s;
-      break;
-    }
-  const std::string winner_geometry = geometry(best->candidate->knobs);
+  // The hand-written blocks: the best one among the candidates (seed), or every block of the op
+  // (reference), against the winner in turns.
+  std::vector<const tune::Candidate*> block_candidates;
+  if (seed) {
+    for (const tune::Scored& s : result.ranked)
+      if (s.measurement.ok && s.candidate->origin != "enumerated") {
+        block_candidates.push_back(s.candidate);
+        break;
+      }
+  } else {
+    for (const tune::Candidate& c : references.candidates) block_candidates.push_back(&c);
+  }
+  const BlockComparison comparison =
+      compare_with_blocks(*best, block_candidates, measurer, so, rungs.back().reps, result.measured > 0);
+  const tune::Scored& winner = comparison.winner;
+  if (comparison.winner.measurement.time_us != best->measurement.time_us)
+    out << fmt::format("the winner measured again in {} turns with the hand-written blocks: {:.1f} us\n",
+                       kComparisonTurns, winner.measurement.time_us);
+  const std::string winner_geometry = geometry(winner.candidate->knobs);
   if (!winner_geometry.empty()) out << "geometry found: " << winner_geometry << "\n";
   if (op->reductions.size() >= 2 && !winner_geometry.empty())
     out << "FA-2's hand-picked geometry: 128 rows a CTA, 4 warps, 2 m-atoms (32 rows) a warp, 64-key blocks\n";
+  const tune::Scored* hand = comparison.blocks.empty() || !comparison.blocks.front().measurement.ok
+                                 ? nullptr : &comparison.blocks.front();
   std::string hand_text = "no hand-written block for this target";
-  if (hand)
+  if (comparison.same_as_winner)
+    hand_text = fmt::format("the winner is a hand-written block's schedule: {} (the same kernels)",
+                            comparison.same_as_winner->origin);
+  else if (hand)
     hand_text = fmt::format("best hand-written{}: {} {:.1f} us ({:.2f}x the winner)",
-                            seed ? "" : " (measured after the search, not a candidate)", hand->candidate->origin,
-                            hand->measurement.time_us, hand->measurement.time_us / best->measurement.time_us);
+                            seed ? "" : " (not a candidate)", hand->candidate->origin, hand->measurement.time_us,
+                            hand->measurement.time_us / winner.measurement.time_us);
   out << hand_text << "\n";
+  if (comparison.same_as_winner && hand)
+    out << fmt::format("next hand-written: {} {:.1f} us ({:.2f}x the winner)\n", hand->candidate->origin,
+                       hand->measurement.time_us, hand->measurement.time_us / winner.measurement.time_us);
   auto scored_json = [](const tune::Scored& x) {
     return nlohmann::json{{"knobs", x.candidate->knobs}, {"origin", x.candidate->origin}, {"ok", x.measurement.ok},
                           {"time_us", x.measurement.time_us}, {"error", x.measurement.error},
@@ -401,18 +440,20 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   report["cut_off"] = cut_off;
   report["seconds"] = result.seconds;
   report["out_of_budget"] = result.out_of_budget;
-  report["best"] = scored_json(*best);
+  report["best"] = scored_json(winner);
   report["geometry"] = winner_geometry;
   report["hand_written"] = hand ? scored_json(*hand) : nlohmann::json();
+  report["hand_written_same_as_winner"] =
+      comparison.same_as_winner ? nlohmann::json(comparison.same_as_winner->origin) : nlohmann::json();
   for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < o.top; ++i)
     report["ranked"].push_back(scored_json(result.ranked[i]));
   if (!o.write) {
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
-  tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(best->candidate->knobs),
+  tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(winner.candidate->knobs),
                          {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype,
-                                      best->measurement.time_us),
+                                      winner.measurement.time_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
   const int status = write_winner(o, block, out, err);

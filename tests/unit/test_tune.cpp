@@ -18,6 +18,7 @@
 #include "runtime/nvrtc.hpp"
 #include "tune/build_ahead.hpp"
 #include "tune/measure_gpu.hpp"
+#include "tune/measure_in_turns.hpp"
 #include "tune/measure_interp.hpp"
 #include "tune/search.hpp"
 #include "tune/space.hpp"
@@ -598,4 +599,48 @@ TEST_CASE("tune: --budget durations") {
   }
 }
 
+namespace {
+
+// A GPU whose clocks drop under load: each measurement is 1% slower than the one before it.
+class DriftingMeasurer : public tune::Measurer {
+ public:
+  explicit DriftingMeasurer(std::map<std::string, double> times) : times_(std::move(times)) {}
+  tune::Measurement measure(const tune::Candidate& c, int, double cutoff_us) override {
+    order.push_back(c.knobs);
+    const double t = times_.at(c.knobs) * (1 + 0.01 * static_cast<double>(order.size() - 1));
+    if (cutoff_us > 0 && t > cutoff_us) return {false, t, "cut off", 0, true};
+    if (c.knobs == "wrong") return {false, 0, "wrong output", 0};
+    return {true, t, "", 0.5};
+  }
+  std::string device() const override { return "drifting"; }
+  std::vector<std::string> order;
+
+ private:
+  std::map<std::string, double> times_;
+};
+
+}  // namespace
+
+TEST_CASE("tune: measured in turns, two equal kernels on a drifting GPU come out within one turn's drift") {
+  std::vector<tune::Candidate> cs(4);
+  cs[0].knobs = "a", cs[1].knobs = "b", cs[2].knobs = "slow", cs[3].knobs = "wrong";
+  DriftingMeasurer m({{"a", 100}, {"b", 100}, {"slow", 1000}, {"wrong", 90}});
+  const std::vector<tune::Measurement> r = tune::measure_in_turns({&cs[0], &cs[1], &cs[2], &cs[3]}, m, 50, 5, 800);
+  // Turns: a b slow wrong (the first turn with the cut-off), then a b four more times.
+  CHECK(m.order == std::vector<std::string>{"a", "b", "slow", "wrong", "a", "b", "a", "b", "a", "b", "a", "b"});
+  REQUIRE(r[0].ok);
+  REQUIRE(r[1].ok);
+  // Medians of the turns: a at calls 0,4,6,8,10 -> call 6; b at 1,5,7,9,11 -> call 7.
+  CHECK(r[0].time_us == doctest::Approx(106));
+  CHECK(r[1].time_us == doctest::Approx(107));
+  // One after the other (a five times, then b), they would be 102 and 107: 5% apart.
+  CHECK(!r[2].ok);
+  CHECK(r[2].cut_off);
+  CHECK(r[2].time_us == doctest::Approx(1020));
+  CHECK(!r[3].ok);
+  CHECK(r[3].error == "wrong output");
+  CHECK(tune::measure_in_turns({}, m, 50, 5, 0).empty());
+}
+
 }  // namespace emmy
+
