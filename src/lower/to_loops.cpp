@@ -187,6 +187,34 @@ class LoopBuilder {
       decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
                                        x.name, x.name, vars_text(x.vars)));
     }
+    materialize_what_cuts_read(out);
+  }
+
+  // A kernel of its own runs before the main kernel, so whatever statement it reads must be
+  // complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
+  // mean, so mean is written first). Then the kernels in statement order.
+  void materialize_what_cuts_read(lir::Program& out) {
+    auto materialized = [&](const std::string& name) {
+      return std::count(out.materialized.begin(), out.materialized.end(), name) > 0;
+    };
+    for (auto x = p_.stmts.rbegin(); x != p_.stmts.rend(); ++x) {
+      if (!materialized(x->name)) continue;
+      for (const tir::Stmt& y : p_.stmts) {
+        if (&y == &*x || materialized(y.name) || !tir::reads(x->value, y.name)) continue;
+        if (!p_.find(y.name)->record.empty())
+          throw LowerError(fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
+                                       "carrier of the fused kernel, which is not written to global memory\n"
+                                       "  help: fuse {} (PLACE@{}=fuse)",
+                                       x->name, y.name, x->name, x->name));
+        out.materialized.push_back(y.name);
+        decisions_.push_back(fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it",
+                                         y.name, p_.op, y.name, x->name));
+      }
+    }
+    std::vector<std::string> ordered;
+    for (const tir::Stmt& x : p_.stmts)
+      if (materialized(x.name)) ordered.push_back(x.name);
+    out.materialized = ordered;
   }
 
   static std::string vars_text(const std::vector<tir::Axis>& vars) {

@@ -494,6 +494,28 @@ TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pr
   CHECK(b.error.find("unknown TILE atom 'bogus'") != std::string::npos);
 }
 
+TEST_CASE("tune: every candidate of layernorm's and rmsnorm's spaces is correct on the interpreter") {
+  // The space cuts each intermediate alone: layernorm's d reads mean, so cutting d must write
+  // mean first (the H200 run of 2026-11-30 found PLACE@d=cut reading mean before it was written).
+  const SizeBindings sizes{{"N", 3}, {"C", 40}};
+  for (const char* name : {"layernorm", "rmsnorm"}) {
+    CAPTURE(name);
+    NnSpace ns = nn_space(name, sizes);
+    REQUIRE(ns.space.candidates.size() >= 10);
+    tune::FakeClock clock;
+    tune::InterpreterMeasurer m(*ns.l->program, *ns.op, *find_target("sm_90"), sizes,
+                                [](const tune::Candidate&) { return 1.0; }, clock, 0.01);
+    bool cut_d = false;
+    for (const tune::Candidate& c : ns.space.candidates) {
+      CAPTURE(c.knobs);
+      const tune::Measurement r = m.measure(c, 1, 0);
+      CHECK_MESSAGE(r.ok, r.error);
+      cut_d = cut_d || c.knobs.find("PLACE@d=cut") != std::string::npos;
+    }
+    CHECK(cut_d == (std::string(name) == "layernorm"));
+  }
+}
+
 TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports a crashed one, and restarts") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / fmt::format("emmy-tune-worker-{}", getpid());
