@@ -107,9 +107,14 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
     if (std::string wrong = tune::first_wrong_output(op, got, reference); !wrong.empty())
       return {{"ok", false}, {"error", "wrong output: " + wrong}};
   }
+  // reps 0 (tune::kRepsAsRun): `emmyc run --bench`'s timing, so that the time written into a
+  // tuned block is the one `emmyc run --bench` reproduces (a GPU under 300 ms of load runs a few
+  // percent slower than under the rungs' short bursts).
   runtime::TimingOptions to;
-  to.warmup = 2;
-  to.min_reps = to.max_reps = std::max(q.reps, 1);
+  if (q.reps != tune::kRepsAsRun) {
+    to.warmup = 2;
+    to.min_reps = to.max_reps = std::max(q.reps, 1);
+  }
   const runtime::ProgramTiming t = runtime::time_program(driver, ran.loaded, ran.launches, to);
   double occupancy = 0;
   for (const runtime::KernelLaunch& k : ran.launches) {

@@ -1,6 +1,8 @@
 // The interpreter measurer: correctness on the SIMT interpreter, time from a cost function.
 #include "tune/measure_interp.hpp"
 
+#include "runtime/time_program.hpp"
+
 #include "interp/simt.hpp"
 #include "tune/output_check.hpp"
 
@@ -23,7 +25,7 @@ Measurement InterpreterMeasurer::measure(const Candidate& candidate, int reps, d
     clock_.advance(seconds_per_launch_);
     return cut_off_after(one, cutoff_us);
   }
-  clock_.advance(seconds_per_launch_ * reps);
+  clock_.advance(seconds_per_launch_ * (reps == kRepsAsRun ? runtime::TimingOptions{}.max_reps : reps));
   try {
     lower::Lowered l = lower::lower_op(program_, op_, {nullptr, "", candidate.knobs}, target_, chains_);
     TensorMap buffers = inputs_;

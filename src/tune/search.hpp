@@ -23,9 +23,11 @@ struct Measurement {
   bool cut_off = false;
 };
 
-// Measures one candidate with `reps` timed launches; when `cutoff_us` > 0 and its first launch
-// takes longer, it stops there (Measurement::cut_off). Implementations: the GPU through a
-// worker process (measure_gpu.hpp), the interpreter in tests.
+// Measures one candidate with `reps` timed launches (kRepsAsRun: as many as `emmyc run --bench`
+// times, about 300 ms of launches); when `cutoff_us` > 0 and its first launch takes longer, it
+// stops there (Measurement::cut_off). Implementations: the GPU through a worker process
+// (measure_gpu.hpp), the interpreter in tests.
+constexpr int kRepsAsRun = 0;
 class Measurer {
  public:
   virtual ~Measurer() = default;
