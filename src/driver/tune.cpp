@@ -432,9 +432,10 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     hand_text = fmt::format("the winner is a hand-written block's schedule: {} (the same kernels)",
                             comparison.same_as_winner->origin);
   else if (hand)
-    hand_text = fmt::format("best hand-written{}: {} {:.1f} us ({:.2f}x the winner)",
+    hand_text = fmt::format("best hand-written{}: {} {:.1f} us ({:.2f}x the winner's {:.1f} us{})",
                             seed ? "" : " (not a candidate)", hand->candidate->origin, hand->measurement.time_us,
-                            hand->measurement.time_us / winner.measurement.time_us);
+                            hand->measurement.time_us / winner.measurement.time_us, winner.measurement.time_us,
+                            hand->stored ? "" : ", measured in turns");
   out << hand_text << "\n";
   if (comparison.same_as_winner && hand)
     out << fmt::format("next hand-written: {} {:.1f} us ({:.2f}x the winner)\n", hand->candidate->origin,
