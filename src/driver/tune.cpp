@@ -356,7 +356,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
       err << fmt::format("\r[rung {}/{}] {}/{}  {:.0f} s  {}  ", p.rung + 1, p.rungs, p.done, p.total, p.seconds, best)
           << std::flush;
     else if (p.done == p.total)
-      err << fmt::format("rung {}/{}: {} measured, {:.0f} s, {}\n", p.rung + 1, p.rungs, p.total, p.seconds, best);
+      err << fmt::format("rung {}/{}: {} candidates through, {:.0f} s, {}\n", p.rung + 1, p.rungs, p.total, p.seconds, best);
   };
   WallClock search_clock;
   tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
