@@ -14,12 +14,25 @@ emmy_install_deps() {
   for p in "${EMMY_APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "emmy: installing ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "emmy: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  emmy_install_editor_deps
+}
+
+# The npm packages of the editor grammar's test (tests/editors/package-lock.json), once, where
+# node and npm are installed; without them ctest skips that test.
+emmy_install_editor_deps() {
+  local dir; dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/editors"
+  [ -d "$dir/node_modules/vscode-textmate" ] && [ -d "$dir/node_modules/vscode-oniguruma" ] && return 0
+  command -v node >/dev/null && command -v npm >/dev/null || return 0
+  echo "emmy: npm ci in tests/editors"
+  npm ci --prefix "$dir" --no-audit --no-fund >/dev/null ||
+    echo "emmy: npm ci failed: the editors_textmate test will be skipped" >&2
 }
 
 # Configures (once) and builds the tree into build/.

@@ -903,6 +903,17 @@ std::vector<std::string_view> atom_names() {
   return names;
 }
 
+std::vector<std::string_view> knob_value_words() {
+  std::vector<std::string_view> words;
+  for (const KnobSpec& k : kKnobs)
+    for (const FieldSpec& f : k.fields)
+      if (f.shape == Shape::Word)
+        for (const Choice& c : f.heads)
+          if (is_ident_start(c.text[0]) && std::find(words.begin(), words.end(), c.text) == words.end())
+            words.push_back(c.text);
+  return words;
+}
+
 std::optional<AtomInfo> find_atom(std::string_view name) {
   auto m = match_atom({name, 0});
   if (!m) return std::nullopt;

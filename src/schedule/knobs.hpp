@@ -82,6 +82,8 @@ std::variant<Knob, KnobError> lookup_knob(std::string_view name);
 
 // Atom names for editors and completion; wgmma atoms as the patterns wgmma_m64n<N>k16_f16/_bf16.
 std::vector<std::string_view> atom_names();
+// The words a knob value field may be (fuse, cut, cp, tma, reg, ring), for editors and completion.
+std::vector<std::string_view> knob_value_words();
 
 enum class AtomTier { Scalar, Mma, Wgmma };
 struct AtomInfo {
