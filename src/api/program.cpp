@@ -89,7 +89,7 @@ Program Program::from_source(std::string_view source, std::string_view name, con
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
   impl->diags = std::make_unique<Diagnostics>(impl->sources);
-  SemaOptions sema{impl->options.stdlib_dirs, std::nullopt};
+  SemaOptions sema{impl->options.stdlib_dirs, std::nullopt, {}};
   if (!options.dtype.empty()) {
     std::optional<emmy::DType> half = parse_dtype(options.dtype);
     if (!half || !is_float(*half) || *half == emmy::DType::F64)

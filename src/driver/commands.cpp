@@ -48,7 +48,7 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
     err << fmt::format("emmyc: error: cannot read '{}'\n", path);
     return false;
   }
-  SemaOptions sema{opt.stdlib_dirs, std::nullopt};
+  SemaOptions sema{opt.stdlib_dirs, std::nullopt, {}};
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);

@@ -11,6 +11,7 @@
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
 #include "emmy/version.hpp"
+#include "repl/repl.hpp"
 #include "runtime/driver.hpp"
 #include "schedule/targets.hpp"
 #include "support/paths.hpp"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
       "  emmyc tune stdlib/linalg.emmy --op matmul --shape M=4096,N=4096,K=4096 --budget 10m --write\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
+      "  emmyc repl stdlib/nn.emmy                 an interactive session (:help); or a script: emmyc repl < s.txt\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
       "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
 
@@ -128,6 +130,13 @@ int main(int argc, char** argv) {
   worker->add_option("--target", opt.target, "target")->check(CLI::IsMember(targets));
   worker->add_option("--seed", worker_seed, "seed of the random inputs");
 
+  bool repl_plain = false;
+  CLI::App* repl = app.add_subcommand("repl", "an interactive session: define ops, monoids and schedules, then check, "
+                                              "print IR, run, bench and tune them (:help); reads a script from a pipe");
+  repl->add_option("files", files, ".emmy files to :load first")->check(CLI::ExistingFile);
+  repl->add_option("--target", opt.target, "target GPU (default sm_90; :target changes it)")->check(CLI::IsMember(targets));
+  repl->add_flag("--no-edit", repl_plain, "read lines plainly even on a terminal (no history, no completion)");
+
   bool fmt_check = false, in_place = false;
   CLI::App* fmt = app.add_subcommand("fmt", "format files canonically (comments kept)");
   fmt->add_option("files", files, ".emmy files")->required()->check(CLI::ExistingFile);
@@ -152,6 +161,21 @@ int main(int argc, char** argv) {
       if (const emmy::TargetInfo* t = emmy::device_target(*cc)) opt.target = t->name;
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
+  if (*repl) {
+    const bool interactive = isatty(0) && !repl_plain;
+    std::error_code ec;
+    emmy::repl::Repl session({opt.stdlib_dirs, opt.color, interactive, opt.target, opt.env_knobs,
+                              std::filesystem::canonical("/proc/self/exe", ec).string()},
+                             std::cout, std::cerr);
+    for (const std::string& f : files) session.feed(":load " + f);
+    std::unique_ptr<emmy::repl::LineReader> reader =
+        interactive ? emmy::repl::terminal_reader(emmy::repl::history_path(), [&] { return session.completions(); })
+                    : emmy::repl::stream_reader(std::cin);
+    if (interactive)
+      std::cout << "emmyc " << EMMY_VERSION_STRING << " repl: enter definitions as in a .emmy file; :help lists the "
+                << "commands, :quit leaves\n";
+    return emmy::repl::run_repl(session, *reader);
+  }
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
   if (*run) return emmy::run_run(file, run_opt, opt, std::cout, std::cerr);
   if (*worker) return emmy::run_tune_worker(file, run_opt.shape, worker_seed, opt, std::cin, std::cout, std::cerr);

@@ -76,6 +76,10 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
   program.modules.push_back(
       {module_name(sources.file(main_file).path(), options), parse_module(sources, main_file, diags)});
   std::set<std::string> loaded = {program.modules.front().name};
+  for (uint32_t id : options.beside) {
+    program.modules.push_back({sources.file(id).path(), parse_module(sources, id, diags)});
+    loaded.insert(program.modules.back().name);
+  }
   for (size_t m = 0; m < program.modules.size(); ++m) {
     // Copy what we need: push_back on the deque keeps references, but be explicit.
     const ast::Module& mod = program.modules[m].ast;

@@ -79,6 +79,9 @@ struct SemaOptions {
   // emmyc --dtype: the 16-bit float tensors (f16, bf16) of every op's signature are read as
   // this dtype, so one source runs in f16, bf16 or f32. Casts in op bodies are kept.
   std::optional<DType> half_dtype;
+  // Sources (ids in the SourceManager) loaded as modules after the main file, as if it imported
+  // them: the REPL checks a new input against its earlier definitions this way.
+  std::vector<uint32_t> beside;
 };
 
 // Parses and checks `file` and everything it imports. Errors go to `diags`; the

@@ -173,7 +173,7 @@ std::optional<std::string> check_error(std::string_view file_name, const std::st
   SourceManager sources;
   Diagnostics diags(sources);
   uint32_t id = sources.add(std::string(file_name), text);
-  check_program(sources, id, SemaOptions{stdlib_dirs, std::nullopt}, diags);
+  check_program(sources, id, SemaOptions{stdlib_dirs, std::nullopt, {}}, diags);
   if (!diags.has_errors()) return std::nullopt;
   return first_error(diags);
 }
@@ -191,7 +191,7 @@ void verify(std::string_view file_name, std::string_view input, const std::strin
   Diagnostics diags(sources);
   uint32_t id = sources.add(std::string(file_name), result);
   std::unique_ptr<CheckedProgram> program =
-      check_program(sources, id, SemaOptions{stdlib_dirs, std::nullopt}, diags);
+      check_program(sources, id, SemaOptions{stdlib_dirs, std::nullopt, {}}, diags);
   if (diags.has_errors()) {
     if (std::optional<std::string> why = check_error(file_name, std::string(input), stdlib_dirs))
       throw WriteBackError(

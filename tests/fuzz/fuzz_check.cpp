@@ -45,7 +45,7 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors, bool l
   had_syntax_errors = diags.has_errors();
   if (had_syntax_errors) return "";
   emmy::Diagnostics sema_diags(sources);
-  auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}, std::nullopt}, sema_diags);
+  auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}, std::nullopt, {}}, sema_diags);
   emmy::algebra::ProgramLaws laws;
   if (!sema_diags.has_errors()) laws = emmy::algebra::classify(*program, sema_diags);  // the prover too
   for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);

@@ -118,7 +118,7 @@ TEST_CASE("tensor cores: bf16 operands through the bf16 atom") {
   std::ifstream in(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   uint32_t id = sm.add("nn.emmy", text);
-  auto program = check_program(sm, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, DType::BF16}, diags);
+  auto program = check_program(sm, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, DType::BF16, {}}, diags);
   REQUIRE(!diags.has_errors());
   const CheckedOp& op = program->ops.at("sdpa");
   lower::Lowered low = lower::lower_op(*program, op, {nullptr, "", "TILE=a:mma_m16n8k16_bf16/w2x1/f1x2/k4,STAGE=d2/cp/ring"},

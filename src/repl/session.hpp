@@ -1,0 +1,61 @@
+// The REPL's definitions: every import, op, monoid and schedule block entered so far, as text,
+// and the checks that admit a new input against them.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algebra/classify.hpp"
+#include "sema/sema.hpp"
+#include "support/diagnostics.hpp"
+
+namespace emmy::repl {
+
+// One definition: `key` names it ("op softmax", "schedule softmax for sm_90 as \"t128\""), so
+// that a later one with the same key replaces it.
+struct Definition {
+  std::string key;
+  std::string text;    // its source, doc comments included
+  std::string origin;  // where it was entered: "<input 3>" or a file's path
+};
+
+// A program checked from the session's definitions (or with a new input), kept alive together
+// with the sources its diagnostics and AST point into.
+struct CheckedSession {
+  SourceManager sources;
+  std::unique_ptr<Diagnostics> diags;
+  std::unique_ptr<CheckedProgram> program;
+  algebra::ProgramLaws laws;
+};
+
+class Session {
+ public:
+  explicit Session(std::vector<std::string> stdlib_dirs) : stdlib_dirs_(std::move(stdlib_dirs)) {}
+
+  // Checks `text`, named `origin` in diagnostics, beside the definitions so far (a definition it
+  // redefines left out). When it checks, its definitions replace or join the session's and their
+  // keys are returned (with "redefined" ones marked by a leading '~'); otherwise the diagnostics
+  // go to `err`, with carets in `text`, and the session is unchanged.
+  std::optional<std::vector<std::string>> define(const std::string& origin, const std::string& text, std::ostream& err,
+                                                 bool color);
+
+  // Every definition as one source: imports first, then the rest in the order entered.
+  std::string source() const;
+  const std::vector<Definition>& definitions() const { return definitions_; }
+
+  // The session checked as one program (nullopt-like: diags has errors when it does not check).
+  std::unique_ptr<CheckedSession> check() const;
+
+ private:
+  std::vector<std::string> stdlib_dirs_;
+  std::vector<Definition> definitions_;
+};
+
+// Braces still open at the end of `text` (comments and strings skipped): the REPL reads more
+// lines while this is positive.
+int open_braces(const std::string& text);
+
+}  // namespace emmy::repl
