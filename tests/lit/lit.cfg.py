@@ -1,10 +1,11 @@
 # lit configuration for Emmy: RUN lines use %emmyc and FileCheck.
 import os
+import sys
 import lit.formats
 
 config.name = "emmy"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".emmy"]
+config.suffixes = [".emmy", ".repl"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["Inputs"]
 
@@ -20,6 +21,12 @@ config.substitutions.append(("%examples", os.path.join(source_root, "examples"))
 config.substitutions.append(("FileCheck", filecheck))
 config.environment["EMMY_STDLIB"] = os.path.join(source_root, "stdlib")
 config.environment.pop("EMMY_KNOBS", None)
+
+# 'tmux' where tmux is installed: the REPL's terminal test drives it through tmux.
+import shutil
+if shutil.which("tmux"):
+    config.available_features.add("tmux")
+config.substitutions.append(("%python", sys.executable))
 
 # 'cuda-driver' when libcuda loads: the no-GPU fallbacks of emmyc run are tested only without it.
 try:
