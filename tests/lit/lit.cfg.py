@@ -18,6 +18,7 @@ if not emmyc:
 config.substitutions.append(("%emmyc", emmyc))
 config.substitutions.append(("%stdlib", os.path.join(source_root, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(source_root, "examples")))
+config.substitutions.append(("%docs", os.path.join(source_root, "docs")))
 config.substitutions.append(("FileCheck", filecheck))
 config.environment["EMMY_STDLIB"] = os.path.join(source_root, "stdlib")
 config.environment.pop("EMMY_KNOBS", None)
