@@ -145,14 +145,13 @@ bool Repl::feed(const std::string& line) {
 
 void Repl::define(const std::string& text) {
   const std::string origin = fmt::format("<input {}>", ++inputs_);
-  std::optional<std::vector<std::string>> keys = session_.define(origin, text, err_, options_.color);
-  if (!keys) {
+  std::optional<std::vector<Session::Added>> added = session_.define(origin, text, err_, options_.color);
+  if (!added) {
     ++failures_;
     err_ << "(not added; the session is unchanged)\n";
     return;
   }
-  for (const std::string& k : *keys)
-    out_ << (k[0] == '~' ? fmt::format("redefined {}\n", k.substr(1)) : fmt::format("defined {}\n", k));
+  for (const Session::Added& a : *added) out_ << fmt::format("{} {}\n", a.redefined ? "redefined" : "defined", a.key);
 }
 
 bool Repl::run_command(const std::string& line) {
@@ -195,7 +194,7 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  std::optional<std::vector<std::string>> keys = session_.define(args[0], text.str(), err_, options_.color);
+  std::optional<std::vector<Session::Added>> keys = session_.define(args[0], text.str(), err_, options_.color);
   if (!keys) {
     err_ << "(not loaded; the session is unchanged)\n";
     return false;

@@ -27,6 +27,10 @@ SourceRange range_of(const ast::Item& item) {
 
 bool is_import(const Definition& d) { return d.key.rfind("import ", 0) == 0; }
 
+bool has_key(const std::vector<Definition>& defs, const std::string& key) {
+  return std::any_of(defs.begin(), defs.end(), [&](const Definition& d) { return d.key == key; });
+}
+
 // `text` without its leading blank lines and trailing white space, ending in one newline.
 std::string trimmed(std::string text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
@@ -47,8 +51,8 @@ std::string joined(const std::vector<Definition>& defs) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> Session::define(const std::string& origin, const std::string& text,
-                                                        std::ostream& err, bool color) {
+std::optional<std::vector<Session::Added>> Session::define(const std::string& origin, const std::string& text,
+                                                           std::ostream& err, bool color) {
   // Parse alone first, to learn what the input defines (and so what it replaces).
   SourceManager parse_sources;
   Diagnostics parse_diags(parse_sources);
@@ -65,12 +69,9 @@ std::optional<std::vector<std::string>> Session::define(const std::string& origi
     added.push_back({key_of(item), trimmed(text.substr(from, end - from)), origin});
     from = end;
   }
-  auto replaced = [&](const Definition& d) {
-    return std::any_of(added.begin(), added.end(), [&](const Definition& a) { return a.key == d.key; });
-  };
   std::vector<Definition> kept;
   for (const Definition& d : definitions_)
-    if (!replaced(d)) kept.push_back(d);
+    if (!has_key(added, d.key)) kept.push_back(d);
 
   // Check the input as the main file, the kept definitions beside it: errors point into the input.
   CheckedSession c;
@@ -83,11 +84,9 @@ std::optional<std::vector<std::string>> Session::define(const std::string& origi
   c.diags->render(err, color);
   if (c.diags->has_errors()) return std::nullopt;
 
-  std::vector<std::string> keys;
+  std::vector<Added> keys;
   for (const Definition& a : added)
-    keys.push_back(std::any_of(definitions_.begin(), definitions_.end(), [&](const Definition& d) { return d.key == a.key; })
-                       ? "~" + a.key
-                       : a.key);
+    keys.push_back({a.key, has_key(definitions_, a.key)});
   kept.insert(kept.end(), added.begin(), added.end());
   definitions_ = std::move(kept);
   return keys;

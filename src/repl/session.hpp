@@ -35,12 +35,16 @@ class Session {
  public:
   explicit Session(std::vector<std::string> stdlib_dirs) : stdlib_dirs_(std::move(stdlib_dirs)) {}
 
+  struct Added {
+    std::string key;
+    bool redefined = false;  // it replaced a definition with the same key
+  };
   // Checks `text`, named `origin` in diagnostics, beside the definitions so far (a definition it
-  // redefines left out). When it checks, its definitions replace or join the session's and their
-  // keys are returned (with "redefined" ones marked by a leading '~'); otherwise the diagnostics
-  // go to `err`, with carets in `text`, and the session is unchanged.
-  std::optional<std::vector<std::string>> define(const std::string& origin, const std::string& text, std::ostream& err,
-                                                 bool color);
+  // redefines left out). When it checks, its definitions replace or join the session's and are
+  // returned; otherwise the diagnostics go to `err`, with carets in `text`, and the session is
+  // unchanged.
+  std::optional<std::vector<Added>> define(const std::string& origin, const std::string& text, std::ostream& err,
+                                           bool color);
 
   // Every definition as one source: imports first, then the rest in the order entered.
   std::string source() const;
