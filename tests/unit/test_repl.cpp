@@ -1,0 +1,75 @@
+// The REPL's pieces without a terminal: when a definition is complete, what a definition
+// replaces, and a session fed line by line.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "repl/repl.hpp"
+#include "repl/session.hpp"
+
+namespace emmy {
+
+TEST_CASE("repl: open braces skip comments and strings") {
+  CHECK(repl::open_braces("op f(x: f32[N]) -> (y: f32[N]) {") == 1);
+  CHECK(repl::open_braces("op f(x: f32[N]) -> (y: f32[N]) {\n  y[n] = x[n];\n}") == 0);
+  CHECK(repl::open_braces("schedule f for sm_90 { // a brace in a comment: {\n") == 1);
+  CHECK(repl::open_braces("schedule f for sm_90 as \"{\" {") == 1);
+  CHECK(repl::open_braces("}") == -1);
+  CHECK(repl::open_braces("") == 0);
+}
+
+TEST_CASE("repl: a redefinition replaces; a failed one leaves the session as it was") {
+  repl::Session s({std::string(EMMY_SOURCE_DIR) + "/stdlib"});
+  std::ostringstream err;
+  auto a = s.define("<input 1>", "op f(x: f32[N]) -> (y: f32[N]) { y[n] = x[n]; }\n"
+                                  "schedule f for sm_90 { COOP = t64; }\n", err, false);
+  REQUIRE(a);
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].key == "op f");
+  CHECK((*a)[1].key == "schedule f for sm_90");
+  CHECK_FALSE((*a)[0].redefined);
+  // An import entered later still comes first in the session's source.
+  REQUIRE(s.define("<input 2>", "import std.monoids;", err, false));
+  CHECK(s.source().rfind("import std.monoids;\nop f", 0) == 0);
+  auto b = s.define("<input 3>", "/// Twice.\nop f(x: f32[N]) -> (y: f32[N]) { y[n] = 2 * x[n]; }", err, false);
+  REQUIRE(b);
+  CHECK((*b)[0].redefined);
+  CHECK(s.definitions().size() == 3);
+  CHECK(s.source().find("/// Twice.\nop f") != std::string::npos);
+  CHECK(s.source().find("y[n] = x[n]") == std::string::npos);
+  // An error: rendered against the input, nothing changes.
+  const std::string before = s.source();
+  CHECK_FALSE(s.define("<input 4>", "op g(x: f32[N]) -> (y: f32[N]) {\n  y[n] = zz[n];\n}", err, false));
+  CHECK(err.str().find("<input 4>:2:10: error[E012]: unknown name 'zz'") != std::string::npos);
+  CHECK(s.source() == before);
+  // A schedule for an op of the session checks against it; one for an unknown op does not.
+  CHECK(s.define("<input 5>", "schedule f for sm_90 as \"wide\" { COOP = t128; }", err, false));
+  CHECK_FALSE(s.define("<input 6>", "schedule nope for sm_90 { COOP = t128; }", err, false));
+  const std::unique_ptr<repl::CheckedSession> c = s.check();
+  CHECK_FALSE(c->diags->has_errors());
+  CHECK(c->program->schedules.size() == 2);
+}
+
+TEST_CASE("repl: fed line by line, a definition waits for its braces; the status counts failures") {
+  std::ostringstream out, err;
+  repl::Repl r({{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, false, false, "sm_90", "", ""}, out, err);
+  CHECK(r.feed("// a comment"));
+  CHECK_FALSE(r.in_definition());
+  CHECK(r.feed("op f(x: f32[N]) -> (y: f32[N]) {"));
+  CHECK(r.in_definition());
+  CHECK(r.feed("  y[n] = x[n];"));
+  CHECK(r.feed("}"));
+  CHECK_FALSE(r.in_definition());
+  CHECK(out.str() == "defined op f\n");
+  CHECK(r.status() == 0);
+  CHECK(r.feed(":target sm_77"));
+  CHECK(r.status() == 1);
+  CHECK(err.str().find("unknown target 'sm_77'") != std::string::npos);
+  const std::vector<std::string> words = r.completions();
+  for (const char* w : {":help", ":run", "f", "PLACE", "sm_90a", "cuda"})
+    CHECK(std::find(words.begin(), words.end(), w) != words.end());
+  CHECK_FALSE(r.feed(":q"));
+}
+
+}  // namespace emmy
