@@ -263,10 +263,11 @@ tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op) {
     out.tensors.push_back(builder.tensor_of(scope, t, t.name,
                                             t.role == TensorInfo::Role::Input ? tir::Tensor::Role::Input
                                                                               : tir::Tensor::Role::Output));
-    if (t.role == TensorInfo::Role::Input)
-      for (const Size& s : t.shape)
-        if (!s.symbol.empty() && std::find(out.sizes.begin(), out.sizes.end(), s.symbol) == out.sizes.end())
-          out.sizes.push_back(s.symbol);
+    // Every named dim of the signature is a size, an output's too: `p: f32[M]` with M bound by
+    // no input is given at the call (--shape), and the kernels take it as a parameter.
+    for (const Size& s : t.shape)
+      if (!s.symbol.empty() && std::find(out.sizes.begin(), out.sizes.end(), s.symbol) == out.sizes.end())
+        out.sizes.push_back(s.symbol);
   }
   builder.build(scope);
   return out;
