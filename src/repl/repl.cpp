@@ -228,6 +228,16 @@ bool Repl::need_op(const CheckedSession& c, const std::string& op) {
   return false;
 }
 
+bool Repl::need_shape() {
+  if (!shape_.empty()) return true;
+  err_ << "error: no shape yet; set one with :shape, e.g. :shape N=64,C=256\n";
+  return false;
+}
+
+LowerOptions Repl::lower_options(const CheckedSession& c, const std::string& op, const std::string& schedule) const {
+  return {op, schedule, options_.target, options_.env_knobs, knobs_, &c.laws.chains};
+}
+
 bool Repl::cmd_check(const std::vector<std::string>& given) {
   std::vector<std::string> args = given;
   const bool explain = take_flag(args, "--explain");
@@ -258,8 +268,7 @@ bool Repl::cmd_ir(const std::vector<std::string>& given) {
     out_ << print_checked(*c->program);
     return true;
   }
-  const LowerOptions lo{args[1], schedule, options_.target, options_.env_knobs, knobs_, &c->laws.chains};
-  return print_level(*c->program, args[0], lo, out_, err_) == 0;
+  return print_level(*c->program, args[0], lower_options(*c, args[1], schedule), out_, err_) == 0;
 }
 
 bool Repl::cmd_knobs(const std::vector<std::string>& args) {
@@ -326,14 +335,9 @@ bool Repl::run_op_command(const std::vector<std::string>& given, bool bench) {
     err_ << fmt::format("error: {} takes one op, e.g. {} softmax\n", bench ? ":bench" : ":run", bench ? ":bench" : ":run");
     return false;
   }
-  if (shape_.empty()) {
-    err_ << "error: no shape yet; set one with :shape, e.g. :shape N=64,C=256\n";
-    return false;
-  }
-  std::unique_ptr<CheckedSession> c = checked_session();
+  std::unique_ptr<CheckedSession> c = need_shape() ? checked_session() : nullptr;
   if (!c || !need_op(*c, args[0])) return false;
-  const LowerOptions lo{args[0], schedule, options_.target, options_.env_knobs, knobs_, &c->laws.chains};
-  return run_op(*c->program, lo, ro, out_, err_) == 0;
+  return run_op(*c->program, lower_options(*c, args[0], schedule), ro, out_, err_) == 0;
 }
 
 bool Repl::cmd_run(const std::vector<std::string>& args) { return run_op_command(args, false); }
@@ -350,11 +354,7 @@ bool Repl::cmd_tune(const std::vector<std::string>& given) {
             "--budget 2m\n";
     return false;
   }
-  if (shape_.empty()) {
-    err_ << "error: no shape yet; set one with :shape, e.g. :shape N=32768,C=8192\n";
-    return false;
-  }
-  std::unique_ptr<CheckedSession> c = checked_session();
+  std::unique_ptr<CheckedSession> c = need_shape() ? checked_session() : nullptr;
   if (!c || !need_op(*c, args[0])) return false;
   // The measuring worker reads the op from a file: the session, written out.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("emmy-repl-{}", getpid());
@@ -366,8 +366,7 @@ bool Repl::cmd_tune(const std::vector<std::string>& given) {
   t.self = options_.self;
   t.stdlib_dirs = options_.stdlib_dirs;
   t.progress = options_.interactive;
-  const LowerOptions lo{args[0], "", options_.target, options_.env_knobs, knobs_, &c->laws.chains};
-  return tune_op(*c->program, lo, t, out_, err_) == 0;
+  return tune_op(*c->program, lower_options(*c, args[0], ""), t, out_, err_) == 0;
 }
 
 bool Repl::cmd_save(const std::vector<std::string>& args) {

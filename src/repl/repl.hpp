@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/lowering.hpp"
 #include "repl/line_reader.hpp"
 #include "repl/session.hpp"
 
@@ -41,6 +42,8 @@ class Repl {
   bool run_command(const std::string& line);
   std::unique_ptr<CheckedSession> checked_session();
   bool need_op(const CheckedSession& c, const std::string& op);
+  bool need_shape();
+  LowerOptions lower_options(const CheckedSession& c, const std::string& op, const std::string& schedule) const;
 
   bool cmd_help(const std::vector<std::string>& args);
   bool cmd_load(const std::vector<std::string>& args);
