@@ -117,9 +117,9 @@ struct Fold {
 
 class LoopBuilder {
  public:
-  LoopBuilder(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op, const Knobs& knobs,
+  LoopBuilder(const tir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
               const std::vector<algebra::DiscoveredChain>& chains)
-      : p_(program), checked_(checked), op_(op), knobs_(knobs), chains_(chains) {}
+      : p_(program), checked_(checked), knobs_(knobs), chains_(chains) {}
 
   lir::Program run() {
     lir::Program out;
@@ -646,7 +646,6 @@ class LoopBuilder {
 
   const tir::Program& p_;
   const CheckedProgram& checked_;
-  const CheckedOp& op_;
   const Knobs& knobs_;
   const std::vector<algebra::DiscoveredChain>& chains_;
   std::vector<std::string> decisions_;
@@ -655,9 +654,9 @@ class LoopBuilder {
 
 }  // namespace
 
-lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
+lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& /*op*/,
                       const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains) {
-  return LoopBuilder(program, checked, op, knobs, chains).run();
+  return LoopBuilder(program, checked, knobs, chains).run();
 }
 
 }  // namespace emmy::lower

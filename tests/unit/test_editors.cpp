@@ -111,6 +111,7 @@ TEST_CASE("vim syntax lists every word the compiler knows") {
   for (const auto& r : builtin_reductions()) known.insert(std::string(r.name));
   for (auto k : knob_names()) known.insert(std::string(k));
   for (auto t : target_names()) known.insert(std::string(t));
+  for (auto w : knob_value_words()) known.insert(std::string(w));
   for (const std::string& w : known) {
     CAPTURE(w);
     CHECK(vim.count(w) == 1);
@@ -119,4 +120,32 @@ TEST_CASE("vim syntax lists every word the compiler knows") {
     CAPTURE(w);
     CHECK(known.count(w) == 1);  // nothing stale
   }
+}
+
+TEST_CASE("vim syntax highlights every TILE atom, and only those") {
+  std::ifstream in(std::string(EMMY_SOURCE_DIR) + "/editors/vim/syntax/emmy.vim");
+  REQUIRE(in.good());
+  std::string line, alternation;
+  while (std::getline(in, line))
+    if (line.rfind("syn match   emmyAtom", 0) == 0) {
+      const size_t open = line.find("\\zs\\("), close = line.find("\\)\\>");
+      REQUIRE(open != std::string::npos);
+      REQUIRE(close != std::string::npos);
+      alternation = line.substr(open + 5, close - open - 5);
+    }
+  REQUIRE(!alternation.empty());
+  std::set<std::string> listed;
+  for (size_t at = 0;;) {
+    const size_t bar = alternation.find("\\|", at);
+    listed.insert(alternation.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 2;
+  }
+  std::set<std::string> known;
+  for (auto a : atom_names()) {  // wgmma_m64n<N>k16_f16: vim matches <N> as \d\+
+    std::string atom(a);
+    if (size_t at = atom.find("<N>"); at != std::string::npos) atom.replace(at, 3, "\\d\\+");
+    known.insert(atom);
+  }
+  CHECK(listed == known);
 }

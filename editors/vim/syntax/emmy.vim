@@ -1,6 +1,7 @@
 " Vim syntax for the Emmy language (.emmy).
 " The keyword lists are checked against the grammar's keywords, the dtypes, the
-" built-in functions and reductions, and the knob names by tests/unit/test_editors.cpp.
+" built-in functions and reductions, the knob names, knob value words and TILE atoms by
+" tests/unit/test_editors.cpp.
 if exists("b:current_syntax")
   finish
 endif
@@ -13,6 +14,8 @@ syn keyword emmyReduction sum prod max min any all argmax argmin
 syn keyword emmyFunction  exp exp2 log log2 sqrt rsqrt tanh erf sigmoid abs select
 syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP COOP contained
 syn keyword emmyTarget    sm_80 sm_90 sm_90a sm_120
+syn keyword emmyKnobWord  fuse cut cp tma reg ring contained
+syn match   emmyAtom      "\<a:\zs\(mma_m16n8k16_f16\|mma_m16n8k16_bf16\|wgmma_m64n\d\+k16_f16\|wgmma_m64n\d\+k16_bf16\|scalar\|none\)\>" contained
 
 syn match   emmyNumber    "\<\d\+\(\.\d*\)\=\([eE][+-]\=\d\+\)\=\>"
 syn match   emmyNumber    "\.\d\+\([eE][+-]\=\d\+\)\=\>"
@@ -20,9 +23,10 @@ syn region  emmyString    start=+"+ skip=+\\"+ end=+"+ oneline
 syn match   emmyDoc       "///.*$" contains=@Spell
 syn match   emmyComment   "//\([^/].*\)\=$" contains=@Spell
 syn region  emmyComment   start="/\*" end="\*/" contains=@Spell
-syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained
+syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained contains=emmyAtom,emmyKnobWord
 syn match   emmySite      "@\w\+" contained
-syn region  emmySchedule  start="\<schedule\>" end="}" contains=emmyDecl,emmyKeyword,emmyTarget,emmyString,emmyKnob,emmySite,emmyKnobValue,emmyComment,emmyDoc
+" The block's body, from its '{' (a keyword would win over a region starting on `schedule`).
+syn region  emmySchedule  start="\(\<schedule\>[^{]*\)\@<={" end="}" contains=emmyDecl,emmyKeyword,emmyTarget,emmyString,emmyKnob,emmySite,emmyKnobValue,emmyComment,emmyDoc
 
 hi def link emmyDecl      Structure
 hi def link emmyKeyword   Keyword
@@ -37,6 +41,8 @@ hi def link emmyString    String
 hi def link emmyDoc       SpecialComment
 hi def link emmyComment   Comment
 hi def link emmyKnobValue Special
+hi def link emmyAtom      Type
+hi def link emmyKnobWord  Keyword
 hi def link emmySite      Identifier
 
 let b:current_syntax = "emmy"
