@@ -133,7 +133,7 @@ struct BlockComparison {
 constexpr int kComparisonTurns = 5;
 
 BlockComparison compare_with_blocks(const tune::Scored& winner, const std::vector<const tune::Candidate*>& blocks,
-                               tune::Measurer& measurer, const tune::SearchOptions& so, int reps, bool fresh) {
+                                    tune::Measurer& measurer, const tune::SearchOptions& so, int reps, bool fresh) {
   BlockComparison c{winner, {}, nullptr};
   std::vector<const tune::Candidate*> contenders{winner.candidate};
   for (const tune::Candidate* b : blocks) {
