@@ -49,7 +49,7 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
     out.monoids.emplace(name, std::move(r));
   }
   for (const auto& [name, op] : program.ops)
-    if (op.decl_module == 0)
+    if (op.decl_module < program.own_modules)
       for (DiscoveredChain& c : discover_chains(op)) out.chains.push_back(std::move(c));
   return out;
 }
@@ -66,7 +66,7 @@ std::string explain_program(const CheckedProgram& program, const ProgramLaws& la
   std::string out;
   std::vector<std::string> shown;
   for (const auto& [op_name, op] : program.ops) {
-    if (op.decl_module != 0) continue;
+    if (op.decl_module >= program.own_modules) continue;
     for (const ReductionInfo& red : op.reductions) {
       std::string axes = fmt::format("{}", fmt::join(red.axes, ", "));
       auto it = laws.monoids.find(red.monoid);
@@ -87,9 +87,10 @@ std::string explain_program(const CheckedProgram& program, const ProgramLaws& la
   for (const DiscoveredChain& c : laws.chains)
     out += fmt::format("op {}: discovered: {} — associative {}, identity {}\n", c.op, c.summary,
                        verdict(c.laws.associative), verdict(c.laws.identity));
-  for (const ast::Item& item : program.modules.front().ast.items)
-    if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
-      if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);
+  for (size_t m = 0; m < program.own_modules; ++m)
+    for (const ast::Item& item : program.modules[m].ast.items)
+      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
+        if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);
   for (const DiscoveredChain& c : laws.chains) out += fmt::format("\nin op {}: {}", c.op, explain(c.laws));
   for (const std::string& name : shown) {
     if (auto it = laws.monoids.find(name); it != laws.monoids.end()) out += fmt::format("\n{}", explain(it->second));

@@ -14,13 +14,14 @@ namespace emmy::algebra {
 struct ProgramLaws {
   std::map<std::string, MonoidReport> monoids;  // by monoid name
   std::map<std::string, std::string> untranslatable;  // monoid -> why the prover cannot read it
-  std::vector<DiscoveredChain> chains;                // secretly associative chains, main module's ops
+  std::vector<DiscoveredChain> chains;                // secretly associative chains, the own modules' ops
 };
 
 ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags);
 
-// `emmyc check --explain`: every reduction of the main module's ops, then every monoid
-// defined there, with the verdict and the proof outline or counterexample.
+// `emmyc check --explain`: every reduction of the own modules' ops (the main file's, and the
+// REPL's sources beside it), then every monoid defined there, with the verdict and the proof
+// outline or counterexample.
 std::string explain_program(const CheckedProgram& program, const ProgramLaws& laws);
 
 }  // namespace emmy::algebra

@@ -264,8 +264,8 @@ bool Repl::cmd_ir(const std::vector<std::string>& given) {
   }
   std::unique_ptr<CheckedSession> c = checked_session();
   if (!c || !need_op(*c, args[1])) return false;
-  if (args[0] == "ast") {
-    out_ << print_checked(*c->program);
+  if (args[0] == "ast") {  // the checked AST of the source that defines the op
+    out_ << print_checked(*c->program, c->program->ops.at(args[1]).decl_module);
     return true;
   }
   return print_level(*c->program, args[0], lower_options(*c, args[1], schedule), out_, err_) == 0;

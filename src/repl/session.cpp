@@ -49,6 +49,22 @@ std::string joined(const std::vector<Definition>& defs) {
   return out;
 }
 
+// The definitions as sources, one per origin (a file keeps its path, so that its relative
+// imports resolve beside it), each with its imports first.
+std::vector<uint32_t> add_sources(SourceManager& sources, const std::vector<Definition>& defs) {
+  std::vector<std::string> origins;
+  for (const Definition& d : defs)
+    if (std::find(origins.begin(), origins.end(), d.origin) == origins.end()) origins.push_back(d.origin);
+  std::vector<uint32_t> ids;
+  for (const std::string& origin : origins) {
+    std::vector<Definition> mine;
+    for (const Definition& d : defs)
+      if (d.origin == origin) mine.push_back(d);
+    ids.push_back(sources.add(origin, joined(mine)));
+  }
+  return ids;
+}
+
 }  // namespace
 
 std::optional<std::vector<Session::Added>> Session::define(const std::string& origin, const std::string& text,
@@ -78,7 +94,7 @@ std::optional<std::vector<Session::Added>> Session::define(const std::string& or
   c.diags = std::make_unique<Diagnostics>(c.sources);
   const uint32_t id = c.sources.add(origin, text);
   SemaOptions options{stdlib_dirs_, std::nullopt, {}};
-  if (!kept.empty()) options.beside.push_back(c.sources.add("<session>", joined(kept)));
+  options.beside = add_sources(c.sources, kept);
   c.program = check_program(c.sources, id, options, *c.diags);
   if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
   c.diags->render(err, color);
@@ -97,8 +113,9 @@ std::string Session::source() const { return joined(definitions_); }
 std::unique_ptr<CheckedSession> Session::check() const {
   auto c = std::make_unique<CheckedSession>();
   c->diags = std::make_unique<Diagnostics>(c->sources);
-  const uint32_t id = c->sources.add("<session>", source());
-  c->program = check_program(c->sources, id, SemaOptions{stdlib_dirs_, std::nullopt, {}}, *c->diags);
+  const uint32_t id = c->sources.add("<session>", "");
+  c->program = check_program(c->sources, id, SemaOptions{stdlib_dirs_, std::nullopt, add_sources(c->sources, definitions_)},
+                             *c->diags);
   if (!c->diags->has_errors()) c->laws = algebra::classify(*c->program, *c->diags);
   return c;
 }

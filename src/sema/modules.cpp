@@ -80,6 +80,7 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
     program.modules.push_back({sources.file(id).path(), parse_module(sources, id, diags)});
     loaded.insert(program.modules.back().name);
   }
+  program.own_modules = program.modules.size();
   for (size_t m = 0; m < program.modules.size(); ++m) {
     // Copy what we need: push_back on the deque keeps references, but be explicit.
     const ast::Module& mod = program.modules[m].ast;

@@ -15,11 +15,11 @@ std::string shape_str(const std::vector<Size>& shape) {
 
 class CheckedAnnotator : public AstAnnotator {
 public:
-  // Expression ids are unique within a module: index the main module's reductions.
-  explicit CheckedAnnotator(const CheckedProgram& p) : p_(p) {
+  // Expression ids are unique within a module: index that module's reductions.
+  CheckedAnnotator(const CheckedProgram& p, size_t module) : p_(p) {
     for (const auto& [_, op] : p.ops)
       for (const ReductionInfo& r : op.reductions)
-        if (op.decl_module == 0 && op.expr_types.count(r.expr_id)) reductions_[r.expr_id] = {&r, &op.expr_types.at(r.expr_id)};
+        if (op.decl_module == module && op.expr_types.count(r.expr_id)) reductions_[r.expr_id] = {&r, &op.expr_types.at(r.expr_id)};
   }
 
   std::string on_assign(const ast::OpDecl& op, const ast::AssignStmt& a) const override {
@@ -48,10 +48,10 @@ private:
 
 }  // namespace
 
-std::string print_checked(const CheckedProgram& program) {
-  CheckedAnnotator note(program);
-  std::string out = fmt::format("module {}\n", program.modules.front().name);
-  return out + print_module(program.modules.front().ast, &note);
+std::string print_checked(const CheckedProgram& program, size_t module) {
+  CheckedAnnotator note(program, module);
+  std::string out = fmt::format("module {}\n", program.modules.at(module).name);
+  return out + print_module(program.modules.at(module).ast, &note);
 }
 
 }  // namespace emmy

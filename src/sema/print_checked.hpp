@@ -8,6 +8,6 @@
 
 namespace emmy {
 
-std::string print_checked(const CheckedProgram& program);
+std::string print_checked(const CheckedProgram& program, size_t module = 0);
 
 }  // namespace emmy

@@ -69,6 +69,9 @@ struct LoadedModule {
 
 struct CheckedProgram {
   std::deque<LoadedModule> modules;                // [0] = the main file, then imports
+  // modules [0, own_modules): the main file and the sources beside it (SemaOptions::beside),
+  // the code `check --explain` reports on; the rest are imports.
+  size_t own_modules = 1;
   std::map<std::string, CheckedOp> ops;
   std::map<std::string, CheckedMonoid> monoids;
   std::vector<CheckedSchedule> schedules;
