@@ -19,7 +19,7 @@ def screen():
     return tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "repl")
 
 
-def wait_for(text, timeout=20.0):
+def wait_for(text, timeout=60.0):
     end = time.time() + timeout
     while time.time() < end:
         if text in screen():
@@ -61,7 +61,7 @@ try:
     typed(":list", "Enter")
     wait_for("knobs (none)")
     typed(":quit", "Enter")
-    end = time.time() + 20
+    end = time.time() + 60
     history = os.path.join(config, "emmy", "repl_history")
     while time.time() < end and not os.path.exists(history):
         time.sleep(0.1)
