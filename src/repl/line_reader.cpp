@@ -55,7 +55,7 @@ class TerminalReader : public LineReader {
     g_completions = &completions_;
     rl_readline_name = "emmy";
     rl_attempted_completion_function = complete;
-    rl_basic_word_break_characters = const_cast<char*>(" \t\n,;()[]{}=");
+    rl_basic_word_break_characters = const_cast<char*>(" \t\n,;()[]{}=/");
     using_history();
     if (!history_file_.empty()) read_history(history_file_.c_str());
   }

@@ -392,6 +392,9 @@ std::vector<std::string> Repl::completions() const {
   for (const Definition& d : session_.definitions())
     if (d.key.rfind("op ", 0) == 0) out.push_back(d.key.substr(3));
   for (std::string_view k : knob_names()) out.emplace_back(k);
+  for (std::string_view w : knob_value_words()) out.emplace_back(w);
+  for (std::string_view a : atom_names())  // a pattern's <N> is left for the user to type
+    out.push_back("a:" + std::string(a.substr(0, a.find("<N>"))));
   for (std::string_view t : target_names()) out.emplace_back(t);
   for (std::string_view l : kLevels) out.emplace_back(l);
   out.emplace_back("--schedule"), out.emplace_back("--interp"), out.emplace_back("--explain");

@@ -67,7 +67,7 @@ TEST_CASE("repl: fed line by line, a definition waits for its braces; the status
   CHECK(r.status() == 1);
   CHECK(err.str().find("unknown target 'sm_77'") != std::string::npos);
   const std::vector<std::string> words = r.completions();
-  for (const char* w : {":help", ":run", "f", "PLACE", "sm_90a", "cuda"})
+  for (const char* w : {":help", ":run", "f", "PLACE", "sm_90a", "cuda", "ring", "a:mma_m16n8k16_f16", "a:wgmma_m64n"})
     CHECK(std::find(words.begin(), words.end(), w) != words.end());
   CHECK_FALSE(r.feed(":q"));
 }
