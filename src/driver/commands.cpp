@@ -19,19 +19,6 @@
 namespace emmy {
 namespace {
 
-// Validates a knob list (EMMY_KNOBS or --knobs) as a source of its own, so its
-// errors point at a column of the string.
-void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::string& origin, const std::string& text,
-                     const std::string& target_name) {
-  if (text.empty()) return;
-  uint32_t id = sources.add(origin, text);
-  for (const KnobError& e : parse_knob_list(text, find_target(target_name)).errors) {
-    uint32_t b = static_cast<uint32_t>(std::min(e.offset, text.size()));
-    uint32_t end = static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)));
-    diags.error(e.code, {id, b, end}, e.message).hint(e.help);
-  }
-}
-
 struct Checked {
   SourceManager sources;
   std::unique_ptr<Diagnostics> diags;
@@ -52,8 +39,8 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
-  check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, opt.target);
-  check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, opt.target);
+  check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
+  check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
   return true;
 }
 

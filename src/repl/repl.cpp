@@ -17,6 +17,7 @@
 #include "schedule/knobs.hpp"
 #include "schedule/targets.hpp"
 #include "sema/print_checked.hpp"
+#include "support/paths.hpp"
 #include "support/suggest.hpp"
 #include "syntax/format.hpp"
 
@@ -187,14 +188,12 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
     err_ << "error: :load takes one file, e.g. :load examples/softmax.emmy\n";
     return false;
   }
-  std::ifstream in(args[0], std::ios::binary);
-  if (!in) {
+  const std::optional<std::string> text = read_file(args[0]);
+  if (!text) {
     err_ << fmt::format("error: cannot read '{}'\n", args[0]);
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  std::optional<std::vector<Session::Added>> keys = session_.define(args[0], text.str(), err_, options_.color);
+  std::optional<std::vector<Session::Added>> keys = session_.define(args[0], *text, err_, options_.color);
   if (!keys) {
     err_ << "(not loaded; the session is unchanged)\n";
     return false;
@@ -283,16 +282,10 @@ bool Repl::cmd_knobs(const std::vector<std::string>& args) {
   }
   std::string text;
   for (const std::string& a : args) text += a;
-  const KnobListResult r = parse_knob_list(text, find_target(options_.target));
-  if (!r.errors.empty()) {
-    SourceManager sources;
-    Diagnostics diags(sources);
-    const uint32_t id = sources.add(":knobs", text);
-    for (const KnobError& e : r.errors) {
-      const uint32_t b = static_cast<uint32_t>(std::min(e.offset, text.size()));
-      const uint32_t end = static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)));
-      diags.error(e.code, {id, b, end}, e.message).hint(e.help);
-    }
+  SourceManager sources;
+  Diagnostics diags(sources);
+  check_knob_list(sources, diags, ":knobs", text, find_target(options_.target));
+  if (diags.has_errors()) {
     diags.render(err_, options_.color);
     err_ << "(the knobs are unchanged)\n";
     return false;

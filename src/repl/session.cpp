@@ -65,6 +65,18 @@ std::vector<uint32_t> add_sources(SourceManager& sources, const std::vector<Defi
   return ids;
 }
 
+// `text`, named `origin`, checked as the main file with `beside` as sources next to it.
+std::unique_ptr<CheckedSession> check_with(const std::vector<std::string>& stdlib_dirs, const std::string& origin,
+                                           const std::string& text, const std::vector<Definition>& beside) {
+  auto c = std::make_unique<CheckedSession>();
+  c->diags = std::make_unique<Diagnostics>(c->sources);
+  const uint32_t id = c->sources.add(origin, text);
+  c->program = check_program(c->sources, id, SemaOptions{stdlib_dirs, std::nullopt, add_sources(c->sources, beside)},
+                             *c->diags);
+  if (!c->diags->has_errors()) c->laws = algebra::classify(*c->program, *c->diags);
+  return c;
+}
+
 }  // namespace
 
 std::optional<std::vector<Session::Added>> Session::define(const std::string& origin, const std::string& text,
@@ -90,15 +102,9 @@ std::optional<std::vector<Session::Added>> Session::define(const std::string& or
     if (!has_key(added, d.key)) kept.push_back(d);
 
   // Check the input as the main file, the kept definitions beside it: errors point into the input.
-  CheckedSession c;
-  c.diags = std::make_unique<Diagnostics>(c.sources);
-  const uint32_t id = c.sources.add(origin, text);
-  SemaOptions options{stdlib_dirs_, std::nullopt, {}};
-  options.beside = add_sources(c.sources, kept);
-  c.program = check_program(c.sources, id, options, *c.diags);
-  if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
-  c.diags->render(err, color);
-  if (c.diags->has_errors()) return std::nullopt;
+  const std::unique_ptr<CheckedSession> c = check_with(stdlib_dirs_, origin, text, kept);
+  c->diags->render(err, color);
+  if (c->diags->has_errors()) return std::nullopt;
 
   std::vector<Added> keys;
   for (const Definition& a : added)
@@ -111,13 +117,7 @@ std::optional<std::vector<Session::Added>> Session::define(const std::string& or
 std::string Session::source() const { return joined(definitions_); }
 
 std::unique_ptr<CheckedSession> Session::check() const {
-  auto c = std::make_unique<CheckedSession>();
-  c->diags = std::make_unique<Diagnostics>(c->sources);
-  const uint32_t id = c->sources.add("<session>", "");
-  c->program = check_program(c->sources, id, SemaOptions{stdlib_dirs_, std::nullopt, add_sources(c->sources, definitions_)},
-                             *c->diags);
-  if (!c->diags->has_errors()) c->laws = algebra::classify(*c->program, *c->diags);
-  return c;
+  return check_with(stdlib_dirs_, "<session>", "", definitions_);
 }
 
 int open_braces(const std::string& text) {

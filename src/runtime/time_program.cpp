@@ -5,15 +5,11 @@
 #include <cmath>
 
 namespace emmy::runtime {
-namespace {
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0;
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
-
-}  // namespace
 
 ProgramTiming time_program(const Driver& driver, const LoadedProgram& program, const std::vector<KernelLaunch>& launches,
                            const TimingOptions& options) {

@@ -21,6 +21,9 @@ struct ProgramTiming {
   int reps = 0;
 };
 
+// The median of `v` (0 when empty): of timed runs here, of measurement turns in the tuner.
+double median(std::vector<double> v);
+
 ProgramTiming time_program(const Driver& driver, const LoadedProgram& program, const std::vector<KernelLaunch>& launches,
                            const TimingOptions& options = {});
 

@@ -903,6 +903,17 @@ std::vector<std::string_view> atom_names() {
   return names;
 }
 
+void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::string& origin, const std::string& text,
+                     const TargetInfo* target) {
+  if (text.empty()) return;
+  const uint32_t id = sources.add(origin, text);
+  for (const KnobError& e : parse_knob_list(text, target).errors) {
+    const uint32_t b = static_cast<uint32_t>(std::min(e.offset, text.size()));
+    const uint32_t end = static_cast<uint32_t>(std::min(text.size(), b + std::max<size_t>(e.length, 1)));
+    diags.error(e.code, {id, b, end}, e.message).hint(e.help);
+  }
+}
+
 std::vector<std::string_view> knob_value_words() {
   std::vector<std::string_view> words;
   for (const KnobSpec& k : kKnobs)

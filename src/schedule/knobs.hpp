@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "schedule/targets.hpp"
+#include "support/diagnostics.hpp"
 
 namespace emmy {
 
@@ -114,6 +115,10 @@ struct KnobListResult {
 };
 KnobListResult parse_knob_list(std::string_view text, const TargetInfo* target = nullptr);
 std::string print_knob_list(const std::vector<KnobSetting>& settings);  // comma-joined
+// parse_knob_list's errors as diagnostics of `text` added to `sources` as `origin` (EMMY_KNOBS,
+// --knobs, the REPL's :knobs), so that they point at a column of the list. Nothing for "".
+void check_knob_list(SourceManager& sources, Diagnostics& diags, const std::string& origin, const std::string& text,
+                     const TargetInfo* target);
 
 // Legality on a target (E055); empty = legal. Offsets point into print_knob_value(setting),
 // which is the value text as written.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "runtime/time_program.hpp"
+
 namespace emmy::tune {
 
 std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& candidates, Measurer& measurer,
@@ -17,13 +19,8 @@ std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& c
       running[i] = out[i].ok;
       if (out[i].ok) times[i].push_back(out[i].time_us);
     }
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!running[i]) continue;
-    std::vector<double>& t = times[i];
-    std::sort(t.begin(), t.end());
-    const size_t n = t.size();
-    out[i].time_us = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-  }
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (running[i]) out[i].time_us = runtime::median(times[i]);
   return out;
 }
 
