@@ -9,7 +9,7 @@ namespace emmy::algebra {
 namespace {
 
 int64_t checked(__int128 v) {
-  if (v > INT64_MAX || v < -INT64_MAX) throw Overflow{};
+  if (v > INT64_MAX || v < INT64_MIN) throw Overflow{};  // INT64_MIN: the identity of an i64 max
   return static_cast<int64_t>(v);
 }
 

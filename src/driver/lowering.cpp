@@ -57,7 +57,8 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   } catch (const lower::LowerError& e) {
     std::string text = e.what();
     // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
-    bool located = text.substr(0, text.find('\n')).find(": error: ") != std::string::npos;
+    std::string first = text.substr(0, text.find('\n'));
+    bool located = first.find(": error: ") != std::string::npos || first.find(": error[") != std::string::npos;
     const char* prefix = located                              ? ""
                          : text.rfind("internal:", 0) == 0   ? "emmyc: internal error (a compiler bug; please report it): "
                          : text.rfind("error", 0) == 0        ? "emmyc: "

@@ -44,10 +44,9 @@ inline void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, c
   for (const lir::Stmt& s : k.body) stmt(s);
 }
 
-// Whether the algebra layer proves the carrier's combine commutative (or the user assumed it):
-// only then may a thread take strided elements, which reorders them.
-inline bool KernelBuilder::coop_commutative(const std::string& monoid, const CarrierSpec& spec) {
-  if (auto it = commutative_.find(monoid); it != commutative_.end()) return it->second;
+// The carrier's laws, as the algebra layer proves them on its combine (or the user assumed them).
+inline const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const CarrierSpec& spec) {
+  if (auto it = laws_.find(monoid); it != laws_.end()) return it->second;
   algebra::MonoidTerms terms;
   terms.name = monoid;
   terms.fields = spec.fields;
@@ -55,22 +54,30 @@ inline bool KernelBuilder::coop_commutative(const std::string& monoid, const Car
   terms.combine = spec.combine;
   for (size_t i = 0; i < spec.fields.size(); ++i)
     if (spec.types[i] == ScalarType::Pred) terms.bool_fields.push_back(spec.fields[i]);
-  bool proved = algebra::check_laws(terms).commutative.outcome == algebra::Outcome::Proved;
-  auto user = checked_.monoids.find(monoid);
-  bool assumed = user != checked_.monoids.end() && user->second.commutative_assumed;
-  return commutative_[monoid] = proved || assumed;
+  return laws_[monoid] = monoid_laws(terms, checked_);
 }
 
 // A reduction over `axes` whose first axis is split between the row's threads, each folding
-// its share into `carrier` (already at the identity), then the shares combined.
+// its share into `carrier` (already at the identity), then the shares combined: a tree of
+// contiguous shares needs associativity; strided shares (coalesced) reorder, and need
+// commutativity too.
 inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes,
                                        const CarrierSpec& spec, const std::vector<K>& carrier, const K& has,
                                        const std::function<void()>& element) {
-  bool contiguous = !coop_commutative(monoid, spec);
+  const MonoidLaws& laws = coop_laws(monoid, spec);
+  bool contiguous = !missing_laws(laws, Regroup::Reorder).empty();
+  auto use = knobs_.uses.find(Knob::Coop);
+  if (use == knobs_.uses.end()) throw LowerError("internal: COOP in force without its setting");
+  require_laws(laws, contiguous ? Regroup::Tree : Regroup::Reorder, use->second,
+               fmt::format("splits the reduction over {} between the {} threads of a row", axes[0].name,
+                           knobs_.coop_threads),
+               law_warnings_);
   emit(kir::comment(fmt::format("{} over {} split across the row's {} threads: {}", monoid, axes[0].name,
                                 knobs_.coop_threads,
                                 contiguous ? "a contiguous range each (the combine is not proved commutative)"
-                                           : "strided, coalesced (the combine is proved commutative)")));
+                                : laws.commutative == algebra::Outcome::Proved
+                                    ? "strided, coalesced (the combine is proved commutative)"
+                                    : "strided, coalesced (the combine is assumed commutative)")));
   coop_split(axes[0], contiguous, [&] {
     if (axes.size() == 1) return element();
     for (kir::Stmt& s : axis_loops(axes, element, 1)) emit(std::move(s));

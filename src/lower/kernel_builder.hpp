@@ -17,6 +17,7 @@
 #include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
+#include "lower/regroup_laws.hpp"
 
 namespace emmy::lower::detail {
 
@@ -169,6 +170,7 @@ class KernelBuilder {
       out.buffers.push_back(b);
     }
     for (const lir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k, out));
+    out.warnings.insert(out.warnings.end(), law_warnings_.begin(), law_warnings_.end());
     return out;
   }
 
@@ -899,7 +901,7 @@ class KernelBuilder {
   std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
                                 const std::vector<K>& b, const K& b_has);
   std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
-  bool coop_commutative(const std::string& monoid, const CarrierSpec& spec);
+  const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);
   void coop_loop(const lir::Stmt& s);
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
   std::optional<K> vec_read(const Expr& e);
@@ -912,7 +914,8 @@ class KernelBuilder {
   bool coop_inner_ = false;           // lowering one thread's share of a row (no more splitting)
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
   std::set<std::string> coop_axes_;   // the thread-space axes (a row's index variables)
-  std::map<std::string, bool> commutative_;  // by monoid, as the algebra layer proved it
+  std::map<std::string, MonoidLaws> laws_;   // by monoid, as the algebra layer proved it
+  std::vector<std::string> law_warnings_;    // regroupings that rely on assumed laws
   std::optional<VecChunk> vec_;
   std::vector<K> vec_conds_;          // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;                  // vector accesses the current split made

@@ -23,11 +23,12 @@ Term b(const char* f) { return Term::var(fmt::format("b.{}", f)); }
 Term op(TermOp o, Term x, Term y) { return Term::make(o, {std::move(x), std::move(y)}); }
 Term num(int64_t v) { return Term::constant(Rational::of(v)); }
 
-// The extreme value of a type: -inf/+inf for floats, the integer limits otherwise.
+// The extreme value of a type: -inf/+inf for floats, the integer limits otherwise (INT_MIN,
+// not -INT_MAX: max of a row holding INT_MIN is INT_MIN).
 Term extreme(ScalarType t, bool low) {
   if (kir::is_float(t)) return Term::make(low ? TermOp::NegInf : TermOp::PosInf, {});
-  int64_t lim = t == ScalarType::I32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
-  return num(low ? -lim : lim);
+  if (t == ScalarType::I32) return num(low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max());
+  return num(low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
 }
 
 MonoidLowering single(ScalarType t, Term identity, TermOp combine) {
@@ -75,6 +76,24 @@ const BuiltinMonoid* builtin_monoid(std::string_view name) {
   for (const BuiltinMonoid& m : kBuiltins)
     if (m.name == name) return &m;
   return nullptr;
+}
+
+std::vector<std::string_view> builtin_monoid_names() {
+  std::vector<std::string_view> out;
+  for (const BuiltinMonoid& m : kBuiltins) out.push_back(m.name);
+  return out;
+}
+
+algebra::MonoidTerms terms_of(std::string_view name, const MonoidLowering& m) {
+  algebra::MonoidTerms t;
+  t.name = std::string(name);
+  t.fields = m.fields;
+  t.identity = m.identity;
+  t.combine = m.combine;
+  t.lift = m.lift;
+  for (size_t i = 0; i < m.fields.size() && i < m.types.size(); ++i)
+    if (m.types[i] == ScalarType::Pred) t.bool_fields.push_back(m.fields[i]);
+  return t;
 }
 
 MonoidLowering user_monoid(const ast::MonoidDecl& decl) {

@@ -34,6 +34,9 @@ struct BuiltinMonoid {
 };
 
 const BuiltinMonoid* builtin_monoid(std::string_view name);  // nullptr: a user monoid
+std::vector<std::string_view> builtin_monoid_names();        // the table's rows, in order
+// A lowering as the prover's monoid terms (bool fields marked), named `name`.
+algebra::MonoidTerms terms_of(std::string_view name, const MonoidLowering& m);
 MonoidLowering user_monoid(const ast::MonoidDecl& decl);     // throws LowerError
 
 }  // namespace emmy::lower

@@ -53,13 +53,16 @@ struct MmaStage {
 
 // Where a knob setting was written, so that a later pass can point at it in an error.
 struct KnobOrigin {
-  std::string source;  // "--knobs", "EMMY_KNOBS", or the schedule block ("schedule sdpa for sm_90")
-  std::string text;    // the knob list as written (empty for a block)
+  std::string source;  // "--knobs", "EMMY_KNOBS", the block's file, or the block ("schedule sdpa for sm_90")
+  std::string text;    // the knob list as written, or the block's source line (empty: no location)
   size_t column = 0;   // the entry's byte offset in `text`
+  int line = 1;        // the line of `text` in `source`
+  size_t length = 0;   // the entry's bytes in `text` (0: as printed)
 };
-// "--knobs:1:7: error: MESSAGE" with the text and a caret under the entry, then the help.
+// "--knobs:1:7: error: MESSAGE" (or "file.emmy:12:3: ...") with the text and a caret under
+// the entry, then the help.
 std::string knob_error(const KnobOrigin& origin, const KnobSetting& setting, const std::string& message,
-                       const std::string& help);
+                       const std::string& help, const std::string& code = "");
 
 // REDUCE=g<N>k|g<N>a (REDUCE@site: a statement or a reduction axis; "" = the op's first
 // reduction, see split_reduce.cpp).
@@ -68,6 +71,12 @@ struct SplitKnob {
   std::string site;
   int groups = 0;
   bool atomic = false;
+  KnobOrigin origin;
+};
+
+// A setting in force and where it was written, for the errors of later passes.
+struct KnobUse {
+  KnobSetting setting;
   KnobOrigin origin;
 };
 
@@ -87,6 +96,7 @@ struct Knobs {
   int carrier_tile = 32;                        // TILE@axis default for per-element carriers (the target's)
   int coop_threads = 1;                         // COOP=t<N>: threads per point of a kernel's thread space
   int coop_vec = 1;                             // COOP=.../v<V>: elements per vector load/store
+  std::map<Knob, KnobUse> uses;                 // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };
 

@@ -38,10 +38,20 @@ using Origins = std::map<std::string, Origin>;  // by "KNOB@site"
 
 std::string origin_key(const KnobSetting& s) { return fmt::format("{}@{}", knob_name(s.knob), s.site); }
 
-// Where a command-line or environment entry was written; a block's settings have no text.
-KnobOrigin origin_of(const Origins& origins, const KnobSetting& s, const std::string& block) {
+// Where a command-line or environment entry was written, else the block's entry (its file,
+// line and column when the checker recorded them, else the block's name).
+KnobOrigin origin_of(const Origins& origins, const KnobSetting& s, const std::string& block,
+                     const CheckedSchedule* schedule = nullptr) {
   auto it = origins.find(origin_key(s));
-  if (it == origins.end()) return {block, "", 0};
+  if (it == origins.end()) {
+    if (schedule)
+      for (size_t i = 0; i < schedule->knobs.size() && i < schedule->places.size(); ++i) {
+        const KnobPlace& p = schedule->places[i];
+        if (origin_key(schedule->knobs[i]) == origin_key(s) && p.line > 0)
+          return {p.path, p.line_text, p.column, p.line, p.length};
+      }
+    return {block, "", 0};
+  }
   size_t at = it->second.text.find(print_knob(s));
   return {it->second.source, it->second.text, at == std::string::npos ? 0 : at};
 }
@@ -159,13 +169,18 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
 
 // "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every other
 // diagnostic; a setting of the op's schedule block names the block.
-std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::string& message, const std::string& help) {
+std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::string& message, const std::string& help,
+                       const std::string& code) {
   std::string entry = print_knob(s);
+  std::string error = code.empty() ? "error" : fmt::format("error[{}]", code);
   if (o.text.empty())
-    return fmt::format("error: {}{}\n  help: {}", o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source),
+    return fmt::format("{}: {}{}\n  help: {}", error, o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source),
                        message, help);
-  return fmt::format("{}:1:{}: error: {}\n 1 | {}\n   | {}^{}\n  help: {}", o.source, o.column + 1, message, o.text,
-                     std::string(o.column, ' '), std::string(entry.size() > 1 ? entry.size() - 1 : 0, '~'), help);
+  size_t length = o.length ? o.length : entry.size();
+  std::string gutter(std::to_string(o.line).size(), ' ');
+  return fmt::format("{}:{}:{}: {}: {}\n {} | {}\n {} | {}^{}\n  help: {}", o.source, o.line, o.column + 1, error, message,
+                     o.line, o.text, gutter, std::string(o.column, ' '), std::string(length > 1 ? length - 1 : 0, '~'),
+                     help);
 }
 
 bool Knobs::fuses(const std::string& site) const {
@@ -201,11 +216,12 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
       case Knob::Place: apply_place(k, s); break;
       case Knob::Tile:
         if (apply_tile(k, s, target, from_block(s), origins)) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
+        else if (!s.off && s.site.empty()) k.uses[Knob::Tile] = {s, origin_of(origins, s, block_name, sources.block)};
         break;
       case Knob::Reduce: {
         if (s.off) break;
         const auto& r = std::get<ReduceValue>(s.value);
-        SplitKnob split{s, s.site, r.groups, r.atomic, origin_of(origins, s, block_name)};
+        SplitKnob split{s, s.site, r.groups, r.atomic, origin_of(origins, s, block_name, sources.block)};
         if (!k.splits.empty())
           throw LowerError(knob_error(split.origin, s,
                                       fmt::format("{} is a second split: one reduction per op is split ({} already)",
@@ -214,7 +230,10 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
         k.splits.push_back(std::move(split));
         break;
       }
-      case Knob::Coop: apply_coop(k, s); break;
+      case Knob::Coop:
+        apply_coop(k, s);
+        if (!s.off && s.site.empty()) k.uses[Knob::Coop] = {s, origin_of(origins, s, block_name, sources.block)};
+        break;
       case Knob::Stage:
         if (!s.off && k.mma) {
           apply_stage(k, s);

@@ -12,6 +12,7 @@
 #include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
+#include "lower/regroup_laws.hpp"
 #include "lower/term_expr.hpp"
 
 namespace emmy::lower {
@@ -389,6 +390,13 @@ class Splitter {
     } else {
       fold = s;
     }
+    // Groups of contiguous ranges combined in order regroup; atomics reorder as well.
+    laws_ = monoid_laws(fold.terms, checked_);
+    if (split_.atomic) atomic_ = atomic_form(fold);
+    require_laws(laws_, split_.atomic ? Regroup::Atomic : Regroup::Tree, {split_.setting, split_.origin},
+                 fmt::format("splits the reduction over {} into {} groups{}", fold.axis.name, split_.groups,
+                             split_.atomic ? " combined by atomics" : ""),
+                 warnings_);
     std::vector<lir::Kernel> kernels =
         split_.atomic ? atomic_kernels(k, s, fold, result) : combine_kernels(k, s, fold, converted, result);
     lir::Program out = p_;
@@ -399,6 +407,7 @@ class Splitter {
       out.materialized.push_back(temp.name);
     }
     out.decisions.push_back(decision_);
+    out.warnings.insert(out.warnings.end(), warnings_.begin(), warnings_.end());
     return out;
   }
 
@@ -555,20 +564,28 @@ class Splitter {
     return k.name.empty() ? p_.tensors.op : p_.tensors.op + "_" + k.name;
   }
 
-  std::vector<lir::Kernel> atomic_kernels(const lir::Kernel& k, const Stmt& s, const Stmt& fold,
-                                          const std::string& result) {
+  // The atomic that combines the fold's partials: its one field's a + b, max or min, which the
+  // target has for the field's type.
+  std::string atomic_form(const Stmt& fold) const {
     if (!target_.reduce || fold.fields.size() > 1)
       fail(fmt::format("{}: the reduction over {} carries ({}) through the monoid {}, which has no atomic form: an "
                        "atomic combines one field with a commutative sum, max or min",
                        knob_, fold.axis.name, field_names(fold), fold.monoid),
            fmt::format("use REDUCE{}=g{}k: a second kernel combines the partial carriers through the monoid itself",
                        split_.site.empty() ? "" : "@" + split_.site, split_.groups));
-    const lir::CarrierField& f = fold.fields.front();
-    if (!kir::atomic_intrinsic(fold.monoid, scalar_of(f.dtype)))
-      fail(fmt::format("{}: {} of {} has no atomic form (atomics exist for {})", knob_, fold.monoid,
-                       dtype_name(f.dtype), kir::atomic_forms()),
+    const std::string atomic = laws_.atomic.value_or(fold.monoid);
+    if (!kir::atomic_intrinsic(atomic, scalar_of(fold.fields.front().dtype)))
+      fail(fmt::format("{}: {} of {} has no atomic form (atomics exist for {})", knob_, atomic,
+                       dtype_name(fold.fields.front().dtype), kir::atomic_forms()),
            fmt::format("use REDUCE{}=g{}k: a second kernel combines the partials",
                        split_.site.empty() ? "" : "@" + split_.site, split_.groups));
+    return atomic;
+  }
+
+  std::vector<lir::Kernel> atomic_kernels(const lir::Kernel& k, const Stmt& s, const Stmt& fold,
+                                          const std::string& result) {
+    const std::string& atomic = atomic_;
+    const lir::CarrierField& f = fold.fields.front();
     std::vector<tir::Axis> at = field_at(k, f, false);
     std::string acc = temp("acc_" + f.name, f.dtype, at);
     // The init kernel: the identity at every element the partials combine into.
@@ -586,7 +603,7 @@ class Splitter {
     init.body = {body};
     init.doc = {fmt::format("{}: {}[{}] set to the identity of {}.", knob_, acc, axes_text(at), fold.monoid)};
     lir::Kernel a = partial_kernel(
-        k, {ranged(fold, ""), store(acc, at, reg_expr("run_" + f.name, f.dtype), fold.monoid)});
+        k, {ranged(fold, ""), store(acc, at, reg_expr("run_" + f.name, f.dtype), atomic)});
     a.doc = {fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and combines it into {} with an "
                          "atomic {}.",
                          knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, fold.monoid)};
@@ -643,6 +660,9 @@ class Splitter {
   std::vector<tir::Tensor> temps_;
   std::string decision_;
   std::map<std::string, Expr> fields_;  // a converted reduction's monoid fields -> carrier registers
+  MonoidLaws laws_;                     // the split fold's monoid, as the prover found it
+  std::string atomic_;                  // REDUCE=g<N>a: the atomic that combines the partials
+  std::vector<std::string> warnings_;   // laws the split relies on that are only assumed
 };
 
 }  // namespace

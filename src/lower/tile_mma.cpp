@@ -247,6 +247,8 @@ class MmaTier {
     }
     std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(core);
     if (!rs) return reject(fmt::format("the fold's monoid {} is not a max-rescaled sum", fold.monoid));
+    require_reorder(fold.terms, fmt::format("folds the reduction over {} a key block at a time, in trees across lanes",
+                                            fold.axis.name));
     fold_ = &fold;
     rescaled_.key = kept[rs->key];
     for (size_t w : rs->weighted) rescaled_.weighted.push_back(kept[w]);
@@ -306,7 +308,17 @@ class MmaTier {
       contraction_stmt_ = static_cast<int>(i);
     }
     if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
+    require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
+                    fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
     return true;
+  }
+
+  // The atoms sum a contraction's products in their own order, and a fold's key blocks
+  // combine in trees: both reorder the reduction, which its monoid's laws must allow.
+  void require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {
+    auto use = b_.knobs_.uses.find(Knob::Tile);
+    if (use == b_.knobs_.uses.end()) throw LowerError("internal: a tensor-core tile without its TILE setting");
+    require_laws(monoid_laws(terms, b_.checked_), Regroup::Reorder, use->second, what, b_.law_warnings_);
   }
 
   // ---- emission helpers -----------------------------------------------------------------

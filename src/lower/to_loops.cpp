@@ -3,6 +3,7 @@
 // chains into folds (one loop carrying the proved monoid), and gives each kernel its
 // thread space and the ordered loop nest every thread runs.
 #include "lower/passes.hpp"
+#include "lower/regroup_laws.hpp"
 #include "lower/term_expr.hpp"
 
 #include <algorithm>
@@ -265,7 +266,7 @@ class LoopBuilder {
     bool online = chain.monoid.name.rfind("online(", 0) == 0, argmax = chain.monoid.name.rfind("argmax(", 0) == 0;
     if (!online && !argmax) return std::nullopt;  // Welford's mean is a quotient, not a carrier field: two passes
     // Proofs, not tests, license the reordering: an unproved chain stays as separate passes.
-    if (chain.laws.associative.outcome != algebra::Outcome::Proved ||
+    if (!missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() ||
         chain.laws.identity.outcome != algebra::Outcome::Proved)
       return std::nullopt;
     chain_heads_.insert(chain.max_stmt);

@@ -15,6 +15,17 @@ SourceRange sub_range(SourceRange value, size_t offset, size_t length) {
   return {value.file, b, std::max(b, e)};
 }
 
+KnobPlace place_of(const SourceManager& sources, SourceRange r) {
+  if (!r.valid()) return {};
+  const SourceFile& f = sources.file(r.file);
+  LineCol lc = f.line_col(r.begin);
+  KnobPlace p{f.path(), std::string(f.line_text(lc.line)), lc.line, static_cast<size_t>(lc.column - 1), 1};
+  p.length = std::min<size_t>(r.end - r.begin, p.line_text.size() - std::min(p.column, p.line_text.size()));
+  if (p.length > 1 && p.line_text[p.column + p.length - 1] == ';') --p.length;  // the entry, not its ';'
+  p.length = std::max<size_t>(p.length, 1);
+  return p;
+}
+
 void report(Diagnostics& diags, const KnobError& err, SourceRange value) {
   Diagnostic& d = diags.error(err.code, sub_range(value, err.offset, err.length), err.message);
   if (!err.help.empty()) d.hint(err.help);
@@ -76,6 +87,7 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
     if (out.target)
       for (const KnobError& err : check_knob_legal(setting, *out.target)) report(diags, err, k.value_range);
     out.knobs.push_back(setting);
+    out.places.push_back(place_of(diags.sources(), k.range));
   }
   if (diags.error_count() > before) return std::nullopt;
   return out;

@@ -56,10 +56,20 @@ struct CheckedMonoid {
   bool reference_of_builtin = false;               // std.monoids' definitions of sum, max...
 };
 
+// Where a knob entry of a schedule block was written, as a later pass's error shows it.
+struct KnobPlace {
+  std::string path;       // the file
+  std::string line_text;  // its source line
+  int line = 0;           // 1-based
+  size_t column = 0;      // the entry's byte offset in the line
+  size_t length = 1;      // the entry's bytes on that line
+};
+
 struct CheckedSchedule {
   const ast::ScheduleDecl* decl = nullptr;
   const TargetInfo* target = nullptr;
   std::vector<KnobSetting> knobs;
+  std::vector<KnobPlace> places;  // places[i]: where knobs[i] was written
 };
 
 struct LoadedModule {

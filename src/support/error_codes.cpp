@@ -62,6 +62,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E059", "schedule", "unknown target"},
       {"E060", "schedule", "schedule for an unknown op"},
       {"E061", "schedule", "two schedules of one op and target with the same name"},
+      {"E062", "lower", "a knob regroups a reduction whose monoid lacks the law it needs (unproved, not assumed)"},
   };
   return table;
 }

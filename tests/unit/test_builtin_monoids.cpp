@@ -1,0 +1,136 @@
+// The built-in reductions are their definitions: each row of the lowering's table agrees with
+// its monoid in stdlib/monoids.emmy (identity exactly, combine and lift at every point of a grid
+// with ties and infinities), both are proved the same, and integer identities are the limits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "algebra/from_ast.hpp"
+#include "algebra/laws.hpp"
+#include "lower/monoid_table.hpp"
+#include "test_helpers.hpp"
+
+namespace emmy {
+namespace {
+
+using algebra::Term;
+using kir::ScalarType;
+using Env = std::vector<std::pair<std::string, double>>;
+
+const ast::MonoidDecl* stdlib_monoid(const CheckedProgram& p, const std::string& name) {
+  auto it = p.monoids.find(name);
+  return it == p.monoids.end() ? nullptr : it->second.decl;
+}
+
+bool same(double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; }
+
+// Every assignment of `values` to the variables "a.f", "b.f" of each field (index fields, the
+// argmax family's i, take small naturals; bool fields 0 and 1).
+std::vector<Env> grid(const algebra::MonoidTerms& m) {
+  const std::vector<double> reals = {-INFINITY, -3, -1, -0.5, 0, 0.5, 1, 3, INFINITY};
+  const std::vector<double> naturals = {0, 1, 2, 7}, bools = {0, 1};
+  std::vector<std::pair<std::string, const std::vector<double>*>> vars;
+  for (const char* side : {"a.", "b."})
+    for (const std::string& f : m.fields) {
+      bool is_bool = std::count(m.bool_fields.begin(), m.bool_fields.end(), f) > 0;
+      vars.emplace_back(side + f, is_bool ? &bools : f == "i" ? &naturals : &reals);
+    }
+  std::vector<Env> out = {{}};
+  for (const auto& [name, vals] : vars) {
+    std::vector<Env> next;
+    for (const Env& e : out)
+      for (double v : *vals) {
+        next.push_back(e);
+        next.back().emplace_back(name, v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+TEST_CASE("every built-in reduction lowers as its stdlib/monoids.emmy definition") {
+  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
+  REQUIRE(r->program);
+  std::vector<std::string_view> names = lower::builtin_monoid_names();
+  CHECK(names.size() == 8);
+  for (std::string_view name : names) {
+    CAPTURE(name);
+    const ast::MonoidDecl* decl = stdlib_monoid(*r->program, std::string(name));
+    REQUIRE(decl);  // every row of the table has its definition
+    std::string why;
+    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*decl, why);
+    REQUIRE(def);
+    const lower::BuiltinMonoid* b = lower::builtin_monoid(name);
+    REQUIRE(b);
+    // The definitions are written over f32 (bool for any/all).
+    ScalarType t = def->bool_fields.empty() ? ScalarType::F32 : ScalarType::Pred;
+    algebra::MonoidTerms table = lower::terms_of(name, b->lowering(t, {t}));
+    REQUIRE(table.fields == def->fields);
+    for (size_t i = 0; i < def->fields.size(); ++i) {
+      CAPTURE(def->fields[i]);
+      CHECK(same(algebra::evaluate(table.identity[i], {}), algebra::evaluate(def->identity[i], {})));
+    }
+    for (const Env& env : grid(*def))
+      for (size_t i = 0; i < def->fields.size(); ++i)
+        if (!same(algebra::evaluate(table.combine[i], env), algebra::evaluate(def->combine[i], env))) {
+          FAIL_CHECK(fmt::format("combine field {} differs at {}", def->fields[i], table.combine[i].str()));
+          break;
+        }
+    // The lift: the table's over its parameters (and the axis), the definition's over its own.
+    lower::MonoidLowering low = b->lowering(t, {t});
+    if (!def->lift.empty()) {
+      REQUIRE(decl->lift_params);
+      for (double x : {-2.0, 0.0, 5.0})
+        for (double j : {0.0, 3.0}) {
+          Env table_env = {{low.lift_params[0], x}}, def_env = {{(*decl->lift_params)[0].name.name, x}};
+          if (low.axis_param) table_env.emplace_back(*low.axis_param, j);
+          if (decl->lift_params->size() > 1) def_env.emplace_back((*decl->lift_params)[1].name.name, j);
+          for (size_t i = 0; i < def->fields.size(); ++i)
+            CHECK(same(algebra::evaluate(low.lift[i], table_env), algebra::evaluate(def->lift[i], def_env)));
+        }
+    }
+    algebra::MonoidReport from_table = algebra::check_laws(table), from_def = algebra::check_laws(*def);
+    CHECK(from_table.associative.outcome == algebra::Outcome::Proved);
+    CHECK(from_def.associative.outcome == algebra::Outcome::Proved);
+    CHECK(from_table.identity.outcome == from_def.identity.outcome);
+    CHECK(from_table.commutative.outcome == from_def.commutative.outcome);
+  }
+}
+
+template <class T>
+void check_integer_identities(ScalarType t) {
+  auto identity = [&](std::string_view name, size_t field) {
+    return algebra::evaluate(lower::builtin_monoid(name)->lowering(t, {t}).identity[field], {});
+  };
+  const double lo = static_cast<double>(std::numeric_limits<T>::min());
+  const double hi = static_cast<double>(std::numeric_limits<T>::max());
+  CHECK(identity("max", 0) == lo);
+  CHECK(identity("min", 0) == hi);
+  CHECK(identity("argmax", 0) == lo);
+  CHECK(identity("argmin", 0) == hi);
+  CHECK(identity("sum", 0) == 0);
+  CHECK(identity("prod", 0) == 1);
+  // Exactly the limit, not a rounded double: the term's rational.
+  const Term m = lower::builtin_monoid("max")->lowering(t, {t}).identity[0];
+  REQUIRE(m.op == algebra::TermOp::Const);
+  CHECK(m.value.num == static_cast<int64_t>(std::numeric_limits<T>::min()));
+  CHECK(lower::builtin_monoid("min")->lowering(t, {t}).identity[0].value.num ==
+        static_cast<int64_t>(std::numeric_limits<T>::max()));
+}
+
+TEST_CASE("integer max and min start from the type's limits (INT_MIN, not INT_MIN + 1)") {
+  check_integer_identities<int32_t>(ScalarType::I32);
+  check_integer_identities<int64_t>(ScalarType::I64);
+}
+
+TEST_CASE("float max and min start from the infinities") {
+  CHECK(algebra::evaluate(lower::builtin_monoid("max")->lowering(ScalarType::F32, {}).identity[0], {}) == -INFINITY);
+  CHECK(algebra::evaluate(lower::builtin_monoid("min")->lowering(ScalarType::F32, {}).identity[0], {}) == INFINITY);
+}
+
+}  // namespace
+}  // namespace emmy
