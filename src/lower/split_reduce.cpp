@@ -606,12 +606,14 @@ class Splitter {
         k, {ranged(fold, ""), store(acc, at, reg_expr("run_" + f.name, f.dtype), atomic)});
     a.doc = {fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and combines it into {} with an "
                          "atomic {}.",
-                         knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, fold.monoid)};
-    std::map<std::string, Expr> from_acc{{result, read_expr(acc, at, f.dtype)}};
+                         knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, atomic)};
+    // The combined value: a built-in's result, or the one field of a user monoid (y = plus(c: ...).x).
+    const std::string field = result.empty() && fields_.size() == 1 ? fields_.begin()->first : result;
+    std::map<std::string, Expr> from_acc{{field, read_expr(acc, at, f.dtype)}};
     lir::Kernel b = k;
-    b.body = replaced(k.body, target_.path, {rewrite(s, from_acc, result)});
-    rewrite_later(b.body, 0, 1, from_acc, result);
-    b.doc.insert(b.doc.begin(), fmt::format("{}: reads the combined {} from {}.", knob_, result, acc));
+    b.body = replaced(k.body, target_.path, {rewrite(s, from_acc, field)});
+    rewrite_later(b.body, 0, 1, from_acc, field);
+    b.doc.insert(b.doc.begin(), fmt::format("{}: reads the combined {} from {}.", knob_, field, acc));
     decision_ = fmt::format("{}: the {} over {} split into {} groups of ceil({} / {}) — kernel {} writes the identity to "
                             "{}, kernel {} folds each group's range and adds it with an atomic {}, kernel {} reads it",
                             knob_, fold.monoid, fold.axis.name, split_.groups, fold.axis.size, split_.groups,
