@@ -88,18 +88,25 @@ bool moderate(const Env& env) {
                      [](const auto& p) { return std::isinf(p.second) || std::fabs(p.second) <= kTrustedMagnitude; });
 }
 
-// The first field whose sides differ at the point (the re-check of every report).
-std::optional<size_t> mismatch(const Sides& s, const Env& env, const ExactEnv& exact, bool wide = false) {
+// The first field whose sides differ at the point (the re-check of every report): exact
+// arithmetic decides where the values are rational, else IEEE does (`wide`: only at
+// moderate inputs, and with both sides finite unless an input is infinite). Searches pass
+// no exact values: an IEEE difference is then confirmed exactly (cheap: differences are
+// rare) and an IEEE agreement stands.
+std::optional<size_t> mismatch(const Sides& s, const Env& env, const ExactEnv* exact, bool wide = false) {
   bool trusted = !wide || moderate(env);
+  bool infinite_input = std::any_of(env.begin(), env.end(), [](const auto& p) { return std::isinf(p.second); });
+  std::optional<ExactEnv> confirm;
   for (size_t i = 0; i < s.lhs.size(); ++i) {
-    Evaluated e = evaluate_field(s, i, env, exact);
+    if (!exact && !differs_ieee(evaluate(s.lhs[i], env), evaluate(s.rhs[i], env))) continue;
+    if (!exact && !confirm) confirm = exact_env(env);
+    Evaluated e = evaluate_field(s, i, env, exact ? *exact : *confirm);
     bool finite = std::isfinite(e.ieee_l) && std::isfinite(e.ieee_r);
-    bool infinite_input = std::any_of(env.begin(), env.end(), [](const auto& p) { return std::isinf(p.second); });
     if (e.differs(trusted && (!wide || finite || infinite_input))) return i;
   }
   return std::nullopt;
 }
-std::optional<size_t> mismatch(const Sides& s, const Env& env) { return mismatch(s, env, exact_env(env)); }
+std::optional<size_t> mismatch(const Sides& s, const Env& env) { return mismatch(s, env, nullptr); }
 
 bool listed(const std::vector<std::string>& fields, const std::string& var) {
   std::string field = var.substr(var.find('.') + 1);
@@ -252,7 +259,7 @@ std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case&
       else v = std::copysign(std::pow(10.0, unit(rng) * 12 - 6), unit(rng) - 0.5);
       env.emplace_back(names[i], fit(kind_of(m, domain, names[i]), v));
     }
-    if (mismatch(s, env, exact_env(env), /*wide=*/true)) return env;
+    if (mismatch(s, env, nullptr, /*wide=*/true)) return env;
   }
   return std::nullopt;
 }
@@ -269,7 +276,7 @@ std::optional<Refutation> search(const MonoidTerms& m, const Sides& s, const Cas
   if (how == Search::Wide) {
     std::optional<Env> env = search_wide(m, s, domain);
     if (!env) return std::nullopt;
-    return report_search(m, s, *env, *mismatch(s, *env, exact_env(*env), true));
+    return report_search(m, s, *env, *mismatch(s, *env, nullptr, true));
   }
   std::optional<Env> found = search_small(m, s, domain, how == Search::Small);
   if (!found) return std::nullopt;
@@ -295,7 +302,7 @@ std::optional<Refutation> from_cases(const MonoidTerms& m, const Sides& s, const
         values.push_back(fmt_exact(v));
       }
       if (!ok) continue;
-      if (std::optional<size_t> field = mismatch(s, env, exact))
+      if (std::optional<size_t> field = mismatch(s, env, &exact))
         return report(m, s, env, exact, *field, values, fmt::format("a point of the case {}", failing[c].str()));
     }
   return std::nullopt;
