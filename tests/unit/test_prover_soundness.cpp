@@ -171,7 +171,7 @@ monoid isum(x: i64) {
   assume associative;
 }
 op row_isum(x: i64[N, K]) -> (y: i64[N]) {
-  y[n] = isum(k: x[n, k]);
+  y[n] = isum(k: x[n, k]).x;
 }
 )";
   auto r = test::check_source(source);
