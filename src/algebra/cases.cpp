@@ -14,45 +14,6 @@ struct Ineq {
   bool strict;
 };
 
-LinearForm scaled(const LinearForm& f, Rational s) {
-  LinearForm out;
-  for (const auto& [v, c] : f.coef) out.coef[v] = c * s;
-  out.constant = f.constant * s;
-  return out;
-}
-
-LinearForm plus(const LinearForm& a, const LinearForm& b) {
-  LinearForm out = a;
-  for (const auto& [v, c] : b.coef) {
-    Rational r = out.coef[v] + c;
-    if (r.is_zero()) out.coef.erase(v);
-    else out.coef[v] = r;
-  }
-  out.constant = out.constant + b.constant;
-  return out;
-}
-
-// Substitutes var := by in a linear form.
-LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by) {
-  auto it = f.coef.find(var);
-  if (it == f.coef.end()) return f;
-  LinearForm rest = f;
-  Rational c = it->second;
-  rest.coef.erase(var);
-  return plus(rest, scaled(by, c));
-}
-
-// An equality solved for its largest variable (the infinities are never solved for).
-std::optional<std::pair<std::string, LinearForm>> solve(const LinearForm& f) {
-  for (auto it = f.coef.rbegin(); it != f.coef.rend(); ++it) {
-    if (it->first == kNegInf || it->first == kPosInf) continue;
-    LinearForm rest = f;
-    rest.coef.erase(it->first);
-    return std::make_pair(it->first, scaled(rest, Rational::of(-1) / it->second));
-  }
-  return std::nullopt;
-}
-
 // Is the conjunction satisfiable over the reals? (Fourier–Motzkin elimination.)
 bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
   for (size_t i = 0; i < eqs.size(); ++i) {
@@ -234,6 +195,57 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
   }
 }
 
+// exp(log u) = u where u > 0 is known (a positive linear form, or a sum of exponentials
+// with positive weights); elsewhere it stays opaque.
+std::vector<Normalized> exp_of_log(const Term& u, const Case& within, int& budget) {
+  std::vector<Normalized> out = normalize(u, within, budget);
+  for (Normalized& n : out) {
+    bool positive = false;
+    if (auto l = n.value.as_linear()) positive = implied_sign(n.where, *l) == 1;
+    else if (auto d = n.value.den.as_constant(); d && d->sign() > 0) {
+      positive = !n.value.num.terms.empty();
+      for (const auto& [mono, c] : n.value.num.terms) positive = positive && mono.powers.empty() && c.sign() > 0;
+    }
+    if (!positive) n.value = exp_of(opaque("log", {n.value}));
+  }
+  return out;
+}
+
+// exp is a homomorphism from (R, +) onto (R>0, *): exp(x + y) = exp(x) * exp(y),
+// exp(x - y) = exp(x) / exp(y), exp(-x) = 1 / exp(x), so that exp(m + log(1 + exp(d)))
+// becomes exp(m) * (1 + exp(d)); exp of a linear form is a monomial.
+std::vector<Normalized> normalize_exp(const Term& x, const Case& within, int& budget) {
+  auto e = [](const Term& a) { return Term::make(TermOp::Exp, {a}); };
+  switch (x.op) {
+    case TermOp::Add: return normalize(Term::make(TermOp::Mul, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Sub: return normalize(Term::make(TermOp::Div, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Neg:
+      return normalize(Term::make(TermOp::Div, {Term::constant(Rational::of(1)), e(x.args[0])}), within, budget);
+    case TermOp::Log: return exp_of_log(x.args[0], within, budget);
+    default: break;
+  }
+  std::vector<Normalized> out = normalize(x, within, budget);
+  for (Normalized& n : out) n.value = exp_of(n.value);
+  return out;
+}
+
+// Integer / and % are opaque atoms (no law of the field holds for them), folded only
+// when both operands are integer constants.
+Fraction integer_op(const Term& t, const Fraction& x, const Fraction& y) {
+  auto a = x.as_linear(), b = y.as_linear();
+  if (a && b && a->coef.empty() && b->coef.empty())
+    if (auto v = evaluate_exact(Term::make(t.op, {Term::constant(a->constant), Term::constant(b->constant)}), {}))
+      return Fraction::of(Poly::constant(*v));
+  return opaque(t.op == TermOp::IDiv ? "idiv" : "mod", {x, y});
+}
+
+// A cast to an integer type truncates: an opaque atom but for a constant.
+Fraction cast_of(const std::string& dtype, const Fraction& x) {
+  if (auto a = x.as_linear(); a && a->coef.empty())
+    if (auto v = evaluate_exact(Term::cast(dtype, Term::constant(a->constant)), {})) return Fraction::of(Poly::constant(*v));
+  return opaque(dtype, {x});
+}
+
 }  // namespace
 
 std::string Premise::str() const {
@@ -304,23 +316,12 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
     case TermOp::Mul: return binary(mul);
     case TermOp::Div: return binary(div);
     case TermOp::Neg: return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
-    case TermOp::Exp:
-      if (t.args[0].op == TermOp::Log) {
-        // exp(log u) = u where u > 0 is known (a positive linear form, or a sum of
-        // exponentials with positive weights); elsewhere it stays opaque.
-        std::vector<Normalized> out = normalize(t.args[0].args[0], within, budget);
-        for (Normalized& n : out) {
-          bool positive = false;
-          if (auto l = n.value.as_linear()) positive = implied_sign(n.where, *l) == 1;
-          else if (auto d = n.value.den.as_constant(); d && d->sign() > 0) {
-            positive = !n.value.num.terms.empty();
-            for (const auto& [mono, c] : n.value.num.terms) positive = positive && mono.powers.empty() && c.sign() > 0;
-          }
-          if (!positive) n.value = exp_of(opaque("log", {n.value}));
-        }
-        return out;
-      }
-      return unary(exp_of);
+    case TermOp::Exp: return normalize_exp(t.args[0], within, budget);
+    case TermOp::IDiv:
+    case TermOp::Mod: return binary([&](const Fraction& x, const Fraction& y) { return integer_op(t, x, y); });
+    case TermOp::Cast:
+      if (!integer_cast(t)) return normalize(t.args[0], within, budget);  // a float cast: the identity
+      return unary([&](const Fraction& x) { return cast_of(t.name, x); });
     case TermOp::Log: return unary([](const Fraction& x) {
       // log(exp(L)) = L: the one closed form this fragment needs.
       bool plain_exp = x.den == Poly::constant(Rational::of(1)) && x.num.terms.size() == 1 &&

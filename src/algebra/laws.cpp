@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include <fmt/format.h>
 
 #include "algebra/cases.hpp"
+#include "algebra/refute.hpp"
 
 namespace emmy::algebra {
 namespace {
@@ -15,6 +15,7 @@ constexpr int kCaseBudget = 4000;
 
 using Carrier = std::vector<Term>;
 using Env = std::vector<std::pair<std::string, double>>;
+constexpr size_t kFailingKept = 64;  // failing cases kept for counterexample solving
 
 Carrier vars(const MonoidTerms& m, const std::string& prefix) {
   Carrier c;
@@ -55,108 +56,25 @@ std::vector<std::pair<Case, std::vector<Fraction>>> normalize_all(const Carrier&
   return acc;
 }
 
-std::string fmt_double(double v) {
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
-  return fmt::format("{:.6g}", v);
+void refuted(LawReport& r, const Refutation& x) {
+  r.outcome = Outcome::Refuted;
+  r.counterexample = x.counterexample;
+  r.witness = x.witness;
 }
 
-struct Sides {
-  std::string lhs_name, rhs_name;
-  Carrier lhs, rhs;
-  std::vector<std::string> carriers;  // "a", "b", "c": the variables' owners, for printing
-};
-
-bool differs(double x, double y) {
-  if (std::isnan(x) || std::isnan(y)) return false;  // undefined points prove nothing
-  if (std::isinf(x) || std::isinf(y)) return x != y;
-  return std::fabs(x - y) > 1e-9 * std::max({1.0, std::fabs(x), std::fabs(y)});
-}
-
-std::optional<size_t> mismatch(const Sides& s, const Env& env) {
-  for (size_t i = 0; i < s.lhs.size(); ++i)
-    if (differs(evaluate(s.lhs[i], env), evaluate(s.rhs[i], env))) return i;
-  return std::nullopt;
-}
-
-bool positive(const Case& domain, const std::string& var) {
-  for (const Premise& p : domain.premises)
-    if (p.rel == Rel::Gt && p.form.coef.size() == 1 && p.form.coef.begin()->first == var) return true;
-  return false;
-}
-
-// Is the carrier variable "a.f" a bool field (0 or 1)?
-bool is_bool(const MonoidTerms& m, const std::string& var) {
-  std::string field = var.substr(var.find('.') + 1);
-  return std::find(m.bool_fields.begin(), m.bool_fields.end(), field) != m.bool_fields.end();
-}
-
-// Random points, small integers first, then reals; the first failing point is shrunk
-// toward small integers so the printed counterexample is easy to check by hand.
-std::optional<std::string> refute(const MonoidTerms& m, const Sides& s, const Case& domain, bool grid = true) {
-  std::vector<std::string> names;
-  for (const std::string& c : s.carriers)
-    for (const std::string& f : m.fields) names.push_back(c + "." + f);
-  std::mt19937_64 rng(12345);
-  std::optional<Env> found;
-  for (int trial = 0; trial < 4000 && !found; ++trial) {
-    Env env;
-    for (const std::string& n : names) {
-      double v = trial < 2000 ? static_cast<double>(static_cast<int>(rng() % 9) - 4)
-                              : std::uniform_real_distribution<double>(-4, 4)(rng);
-      if (positive(domain, n)) v = std::fabs(v) + 1;
-      if (is_bool(m, n)) v = static_cast<double>(rng() % 2);
-      env.emplace_back(n, v);
-    }
-    if (mismatch(s, env)) found = env;
-  }
-  // Then every point of a small integer grid, when the variables are few: ties and
-  // orderings that random draws rarely hit (a.i = 1, b.i = 0, c.i = 2) are all there.
-  constexpr double kGrid[] = {-1, 0, 1, 2};
-  if (grid && names.size() <= 7) {
-    size_t points = 1;
-    for (size_t k = 0; k < names.size(); ++k) points *= 4;
-    for (size_t p = 0; p < points && !found; ++p) {
-      Env env;
-      size_t code = p;
-      for (const std::string& n : names) {
-        double v = kGrid[code % 4];
-        code /= 4;
-        if (positive(domain, n) && v <= 0) v = 1 - v;
-        if (is_bool(m, n)) v = v > 0 ? 1 : 0;
-        env.emplace_back(n, v);
-      }
-      if (mismatch(s, env)) found = env;
-    }
-  }
-  if (!found) return std::nullopt;
-  Env env = *found;
-  for (auto& [n, v] : env)
-    for (double candidate : {0.0, 1.0, -1.0, 2.0, -2.0, 3.0, 4.0}) {
-      if ((positive(domain, n) && candidate <= 0) || (is_bool(m, n) && candidate != 0 && candidate != 1)) continue;
-      double saved = v;
-      v = candidate;
-      if (mismatch(s, env)) break;
-      v = saved;
-    }
-  size_t field = *mismatch(s, env);
-  std::vector<std::string> at;
-  for (const std::string& c : s.carriers) {
-    std::vector<std::string> parts;
-    for (const std::string& f : m.fields)
-      for (const auto& [n, val] : env)
-        if (n == c + "." + f) parts.push_back(m.fields.size() == 1 ? fmt_double(val) : fmt::format("{}={}", f, fmt_double(val)));
-    std::string value = fmt::format("{}", fmt::join(parts, ", "));
-    at.push_back(fmt::format("{} = {}", c, m.fields.size() == 1 ? value : fmt::format("({})", value)));
-  }
-  std::string which = m.fields.size() == 1 ? "" : fmt::format(" (field {})", m.fields[field]);
-  return fmt::format("{}{} = {} but {} = {} at {}", s.lhs_name, which, fmt_double(evaluate(s.lhs[field], env)),
-                     s.rhs_name, fmt_double(evaluate(s.rhs[field], env)), fmt::join(at, ", "));
+// Counterexamples, most readable first: a small search (shrunk toward small integers),
+// then points solved from the cases where the normal forms differ, then a wide search.
+std::optional<Refutation> counterexample(const MonoidTerms& m, const Sides& s, const Case& domain,
+                                         const std::vector<Case>& failing) {
+  if (auto x = search(m, s, domain, Search::Small)) return x;
+  if (auto x = from_cases(m, s, failing)) return x;
+  return search(m, s, domain, Search::Wide);
 }
 
 LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, const Case& domain) {
   LawReport r;
   r.law = law;
+  std::vector<Case> failing;
   try {
     int budget = kCaseBudget;
     bool all = true;
@@ -177,13 +95,13 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
         }
         all = all && same;
         if (same) r.proof.push_back(fmt::format("when {}: {}", leaf.str(), tuple_str(m.fields, shown)));
+        else if (failing.size() < kFailingKept) failing.push_back(leaf);
       }
     }
     if (all) {
       // Belt and braces: a proof must survive evaluation at random points.
-      if (auto cex = refute(m, s, domain, /*grid=*/false)) {
-        r.outcome = Outcome::Refuted;
-        r.counterexample = *cex;
+      if (auto cex = search(m, s, domain, Search::NoGrid)) {
+        refuted(r, *cex);
         r.why = "the normal forms agreed but evaluation does not (a division by zero in some case?)";
         return r;
       }
@@ -196,10 +114,7 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
   } catch (const Overflow&) {
     r.why = "a coefficient outgrew 64 bits, or a case divides by zero";
   }
-  if (auto cex = refute(m, s, domain)) {
-    r.outcome = Outcome::Refuted;
-    r.counterexample = *cex;
-  }
+  if (auto cex = counterexample(m, s, domain, failing)) refuted(r, *cex);
   return r;
 }
 
@@ -341,9 +256,10 @@ std::optional<Transported> transported(const MonoidTerms& m) {
     LawReport h = prove(image, "homomorphism", s, Case{});
     if (h.outcome != Outcome::Proved) continue;
     Carrier x = vars(m, "a"), y = vars(m, "b"), z = vars(m, "c");
-    if (refute(m, {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, x, y), z),
-                   apply(m, x, apply(m, y, z)), {"a", "b", "c"}},
-               Case{}, /*grid=*/false))
+    if (search(m,
+               {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, x, y), z),
+                apply(m, x, apply(m, y, z)), {"a", "b", "c"}},
+               Case{}, Search::NoGrid))
       continue;  // belt and braces, as for direct proofs
     Transported out;
     out.associative.law = "associative";
@@ -413,6 +329,7 @@ std::string explain(const MonoidReport& r) {
     out += fmt::format("  {}: {}\n", l->law, verdict(*l));
     for (const std::string& p : l->proof) out += fmt::format("    {}\n", p);
     if (!l->counterexample.empty()) out += fmt::format("    counterexample: {}\n", l->counterexample);
+    if (!l->witness.empty()) out += fmt::format("    witness: {}\n", l->witness);
     if (l->outcome != Outcome::Proved && !l->why.empty()) out += fmt::format("    {}\n", l->why);
   }
   if (!r.domain.empty())

@@ -17,6 +17,7 @@ struct MonoidTerms {
   std::vector<Term> combine;   // per field
   std::vector<Term> lift;      // per field, over the lift's parameters (empty: no lift)
   std::vector<std::string> bool_fields;  // fields that hold 0 or 1 (dtype bool)
+  std::vector<std::string> int_fields;   // fields that hold integers (i32, i64)
 };
 
 enum class Outcome { Proved, Refuted, Unproved };
@@ -26,6 +27,7 @@ struct LawReport {
   Outcome outcome = Outcome::Unproved;
   std::vector<std::string> proof;  // one line per case: premises and the common normal form
   std::string counterexample;      // for Refuted: the values and both sides, as evaluated
+  std::string witness;             // for Refuted: where the point came from and how it was re-checked
   std::string why;                 // for Unproved: what stopped the procedure
 };
 

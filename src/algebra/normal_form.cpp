@@ -46,6 +46,44 @@ Fraction tidy(Fraction f) {
 
 }  // namespace
 
+LinearForm scaled(const LinearForm& f, Rational s) {
+  LinearForm out;
+  for (const auto& [v, c] : f.coef) out.coef[v] = c * s;
+  out.constant = f.constant * s;
+  return out;
+}
+
+LinearForm plus(const LinearForm& a, const LinearForm& b) {
+  LinearForm out = a;
+  for (const auto& [v, c] : b.coef) {
+    Rational r = out.coef[v] + c;
+    if (r.is_zero()) out.coef.erase(v);
+    else out.coef[v] = r;
+  }
+  out.constant = out.constant + b.constant;
+  return out;
+}
+
+// Substitutes var := by in a linear form.
+LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by) {
+  auto it = f.coef.find(var);
+  if (it == f.coef.end()) return f;
+  LinearForm rest = f;
+  Rational c = it->second;
+  rest.coef.erase(var);
+  return plus(rest, scaled(by, c));
+}
+
+std::optional<std::pair<std::string, LinearForm>> solve(const LinearForm& f) {
+  for (auto it = f.coef.rbegin(); it != f.coef.rend(); ++it) {
+    if (it->first == kNegInf || it->first == kPosInf) continue;
+    LinearForm rest = f;
+    rest.coef.erase(it->first);
+    return std::make_pair(it->first, scaled(rest, Rational::of(-1) / it->second));
+  }
+  return std::nullopt;
+}
+
 std::string LinearForm::str() const {
   std::string s;
   for (const auto& [v, c] : coef) {

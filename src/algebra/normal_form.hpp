@@ -23,6 +23,13 @@ struct LinearForm {
   std::string str() const;
 };
 
+LinearForm scaled(const LinearForm& f, Rational s);
+LinearForm plus(const LinearForm& a, const LinearForm& b);
+// Substitutes var := by in a linear form.
+LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by);
+// An equality f == 0 solved for its largest variable (the infinities are never solved for).
+std::optional<std::pair<std::string, LinearForm>> solve(const LinearForm& f);
+
 // prod(v ^ powers[v]) * exp(exp_arg).
 struct Monomial {
   std::map<std::string, int> powers;

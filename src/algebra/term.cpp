@@ -1,5 +1,6 @@
 #include "algebra/term.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -87,6 +88,7 @@ const OpInfo kOps[] = {
     {TermOp::Lt, "<", true},    {TermOp::Le, "<=", true},     {TermOp::Gt, ">", true},
     {TermOp::Ge, ">=", true},   {TermOp::Eq, "==", true},     {TermOp::Ne, "!=", true},
     {TermOp::And, "&&", true},  {TermOp::Or, "||", true},     {TermOp::Not, "!", false},
+    {TermOp::IDiv, "/", true},  {TermOp::Mod, "%", true},     {TermOp::Cast, "", false},
 };
 
 const OpInfo& info(TermOp op) { return kOps[static_cast<size_t>(op)]; }
@@ -101,6 +103,7 @@ std::string Term::str() const {
     case TermOp::PosInf: return info(op).spelling;
     case TermOp::Neg: return fmt::format("-{}", args[0].str());
     case TermOp::Not: return fmt::format("!{}", args[0].str());
+    case TermOp::Cast: return fmt::format("{}({})", name, args[0].str());
     default: break;
   }
   const OpInfo& i = info(op);
@@ -118,6 +121,29 @@ Term substitute(const Term& t, const std::vector<std::pair<std::string, Term>>& 
   for (Term& a : out.args) a = substitute(a, by);
   return out;
 }
+
+namespace {
+
+// The reference's integer conversion: truncate, then wrap to 32 bits for i32.
+double to_integer(double x, const std::string& dtype) {
+  double t = std::trunc(x);
+  if (!std::isfinite(t) || std::fabs(t) >= 9.2e18) return NAN;
+  auto v = static_cast<int64_t>(t);
+  return dtype == "i32" ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v))) : static_cast<double>(v);
+}
+
+double integer_quotient(double a, double b, bool remainder) {
+  if (!std::isfinite(a) || !std::isfinite(b) || std::fabs(a) >= 9.2e18 || std::fabs(b) >= 9.2e18) return NAN;
+  auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  if (y == 0) return NAN;
+  return static_cast<double>(remainder ? x % y : x / y);
+}
+
+// max and min propagate NaN, as the reference's do (fmax would hide an undefined side).
+double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double min_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+
+}  // namespace
 
 double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>& env) {
   auto arg = [&](size_t i) { return evaluate(t.args[i], env); };
@@ -137,8 +163,8 @@ double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>
     case TermOp::Exp: return std::exp(arg(0));
     case TermOp::Log: return std::log(arg(0));
     case TermOp::Sqrt: return std::sqrt(arg(0));
-    case TermOp::Max: return std::fmax(arg(0), arg(1));
-    case TermOp::Min: return std::fmin(arg(0), arg(1));
+    case TermOp::Max: return max_nan(arg(0), arg(1));
+    case TermOp::Min: return min_nan(arg(0), arg(1));
     case TermOp::Select: return arg(0) != 0.0 ? arg(1) : arg(2);
     case TermOp::Lt: return arg(0) < arg(1);
     case TermOp::Le: return arg(0) <= arg(1);
@@ -149,8 +175,121 @@ double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>
     case TermOp::And: return arg(0) != 0.0 && arg(1) != 0.0;
     case TermOp::Or: return arg(0) != 0.0 || arg(1) != 0.0;
     case TermOp::Not: return arg(0) == 0.0;
+    case TermOp::IDiv: return integer_quotient(arg(0), arg(1), false);
+    case TermOp::Mod: return integer_quotient(arg(0), arg(1), true);
+    case TermOp::Cast: return integer_cast(t) ? to_integer(arg(0), t.name) : arg(0);
   }
   return NAN;
+}
+
+bool integer_cast(const Term& t) { return t.op == TermOp::Cast && (t.name == "i32" || t.name == "i64"); }
+
+int64_t floor_of(Rational r) {
+  int64_t q = r.num / r.den;
+  return (r.num % r.den != 0 && r.num < 0) ? q - 1 : q;
+}
+
+int64_t trunc_of(Rational r) { return r.num / r.den; }
+
+namespace {
+
+using ExactEnv = std::vector<std::pair<std::string, Rational>>;
+using Exact = std::optional<Rational>;
+
+Rational truth(bool b) { return Rational::of(b ? 1 : 0); }
+
+// Integer / and % of integer-valued rationals; nullopt for a zero divisor or a fraction.
+Exact exact_quotient(Rational a, Rational b, bool remainder) {
+  if (a.den != 1 || b.den != 1 || b.num == 0) return std::nullopt;
+  return Rational::of(remainder ? a.num % b.num : a.num / b.num);
+}
+
+Exact cast_exact(Rational x, const std::string& dtype) {
+  int64_t v = trunc_of(x);
+  return Rational::of(dtype == "i32" ? static_cast<int32_t>(static_cast<uint32_t>(v)) : v);
+}
+
+// exp, log and sqrt have rational values only at these points.
+Exact transcendental(TermOp op, Rational x) {
+  if (op == TermOp::Exp && x.is_zero()) return Rational::of(1);
+  if (op == TermOp::Log && x == Rational::of(1)) return Rational::of(0);
+  if (op == TermOp::Sqrt && x.sign() >= 0) {
+    auto root = [](int64_t v) -> std::optional<int64_t> {
+      auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(v))));
+      for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c)
+        if (c * c == v) return c;
+      return std::nullopt;
+    };
+    if (auto n = root(x.num), d = root(x.den); n && d) return Rational::of(*n, *d);
+  }
+  return std::nullopt;
+}
+
+Exact exact(const Term& t, const ExactEnv& env);
+
+Exact binary_exact(TermOp op, Rational a, Rational b) {
+  switch (op) {
+    case TermOp::Add: return a + b;
+    case TermOp::Sub: return a - b;
+    case TermOp::Mul: return a * b;
+    case TermOp::Div: return b.is_zero() ? Exact{} : Exact{a / b};
+    case TermOp::Max: return std::max(a, b);
+    case TermOp::Min: return std::min(a, b);
+    case TermOp::Lt: return truth(a < b);
+    case TermOp::Le: return truth(a <= b);
+    case TermOp::Gt: return truth(a > b);
+    case TermOp::Ge: return truth(a >= b);
+    case TermOp::Eq: return truth(a == b);
+    case TermOp::Ne: return truth(!(a == b));
+    case TermOp::And: return truth(!a.is_zero() && !b.is_zero());
+    case TermOp::Or: return truth(!a.is_zero() || !b.is_zero());
+    case TermOp::IDiv: return exact_quotient(a, b, false);
+    case TermOp::Mod: return exact_quotient(a, b, true);
+    default: return std::nullopt;
+  }
+}
+
+Exact exact(const Term& t, const ExactEnv& env) {
+  switch (t.op) {
+    case TermOp::Const: return t.value;
+    case TermOp::Var:
+      for (const auto& [n, v] : env)
+        if (n == t.name) return v;
+      return std::nullopt;
+    case TermOp::NegInf:
+    case TermOp::PosInf: return std::nullopt;
+    case TermOp::Select: {
+      Exact c = exact(t.args[0], env);
+      if (!c) return std::nullopt;
+      return exact(t.args[c->is_zero() ? 2 : 1], env);
+    }
+    default: break;
+  }
+  std::vector<Rational> args;
+  for (const Term& a : t.args) {
+    Exact v = exact(a, env);
+    if (!v) return std::nullopt;
+    args.push_back(*v);
+  }
+  switch (t.op) {
+    case TermOp::Neg: return -args[0];
+    case TermOp::Not: return truth(args[0].is_zero());
+    case TermOp::Cast: return integer_cast(t) ? cast_exact(args[0], t.name) : args[0];
+    case TermOp::Exp:
+    case TermOp::Log:
+    case TermOp::Sqrt: return transcendental(t.op, args[0]);
+    default: return binary_exact(t.op, args[0], args[1]);
+  }
+}
+
+}  // namespace
+
+std::optional<Rational> evaluate_exact(const Term& t, const std::vector<std::pair<std::string, Rational>>& env) {
+  try {
+    return exact(t, env);
+  } catch (const Overflow&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace emmy::algebra

@@ -1,5 +1,6 @@
 // The symbolic term language of combiners: arithmetic, exp/log/sqrt, max/min, select
-// with comparisons, exact rational constants and the infinities.
+// with comparisons, integer division, remainder and casts, exact rational constants
+// and the infinities.
 #pragma once
 
 #include <compare>
@@ -39,6 +40,9 @@ enum class TermOp {
   Add, Sub, Mul, Div, Neg,
   Exp, Log, Sqrt, Max, Min, Select,
   Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not,
+  IDiv, Mod,  // integer / (truncating toward zero) and % (the dividend's sign), as in C
+  Cast,       // to the dtype `name`: "i32", "i64" truncate toward zero; a float dtype is the
+              // identity over the reals (the reference is exact), kept for the lowering
 };
 
 // A value-semantic term tree. Vector fields are variables too: every operation is
@@ -46,12 +50,13 @@ enum class TermOp {
 struct Term {
   TermOp op = TermOp::Const;
   Rational value;        // Const
-  std::string name;      // Var
+  std::string name;      // Var; Cast: the target dtype
   std::vector<Term> args;
 
   static Term constant(Rational r) { return {TermOp::Const, r, "", {}}; }
   static Term var(std::string n) { return {TermOp::Var, {}, std::move(n), {}}; }
   static Term make(TermOp op, std::vector<Term> args) { return {op, {}, "", std::move(args)}; }
+  static Term cast(std::string dtype, Term arg) { return {TermOp::Cast, {}, std::move(dtype), {std::move(arg)}}; }
   std::string str() const;
 };
 
@@ -59,6 +64,20 @@ struct Term {
 Term substitute(const Term& t, const std::vector<std::pair<std::string, Term>>& by);
 
 // IEEE double evaluation (the infinities are real infinities): the oracle of refutation.
+// Integer ops follow the reference evaluator: truncating / and %, casts that truncate (and
+// wrap to 32 bits for i32); an integer division by zero or a cast of a non-finite value
+// is NaN (undefined: it proves nothing).
 double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>& env);
+
+// Exact evaluation over the rationals; nullopt where the value is not rational (exp(1),
+// an infinity), undefined (a division by zero) or too large.
+std::optional<Rational> evaluate_exact(const Term& t, const std::vector<std::pair<std::string, Rational>>& env);
+
+// Is the Cast `t` to an integer dtype (a truncation), not a float one (the identity)?
+bool integer_cast(const Term& t);
+
+// Rounding of rationals: floor, and truncation toward zero (C's integer division).
+int64_t floor_of(Rational r);
+int64_t trunc_of(Rational r);
 
 }  // namespace emmy::algebra

@@ -24,6 +24,7 @@ struct Checked {
   std::unique_ptr<Diagnostics> diags;
   std::unique_ptr<CheckedProgram> program;
   algebra::ProgramLaws laws;
+  bool classified = false;  // sema passed and the prover ran: laws are meaningful
   uint32_t file = 0;
 };
 
@@ -38,7 +39,8 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   SemaOptions sema{opt.stdlib_dirs, std::nullopt, {}};
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
-  if (!c.diags->has_errors()) c.laws = algebra::classify(*c.program, *c.diags);
+  c.classified = !c.diags->has_errors();
+  if (c.classified) c.laws = algebra::classify(*c.program, *c.diags);
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
   return true;
@@ -74,7 +76,8 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
     }
     c.diags->render(err, opt.color);
     if (c.diags->has_errors()) status = kUserError;
-    else if (opt.explain) out << algebra::explain_program(*c.program, c.laws);
+    // The prover's own errors (a refuted law) come with their explanation: the witness.
+    if (opt.explain && c.classified) out << algebra::explain_program(*c.program, c.laws);
   }
   return status;
 }

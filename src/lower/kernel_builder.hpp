@@ -565,8 +565,8 @@ class KernelBuilder {
     ScalarType ft = kir::is_float(hint) ? compute_type(hint) : hint;
     switch (t.op) {
       case TermOp::Const:
-        if (!kir::is_float(ft)) return kir::ci(t.value.num / t.value.den, ft);  // exact, no double round trip
-        return kir::cf(t.value.value(), ft);
+        if (!kir::is_float(ft) && t.value.den == 1) return kir::ci(t.value.num, ft);  // exact, no double round trip
+        return kir::cf(t.value.value(), kir::is_float(ft) ? ft : ScalarType::F32);  // 0.5 is a float literal
       case TermOp::Var: {
         auto it = env.find(t.name);
         if (it == env.end()) throw LowerError(fmt::format("internal: monoid variable '{}' is unbound", t.name));
@@ -596,6 +596,13 @@ class KernelBuilder {
         ScalarType rt = wider(a.type, b.type);
         if (!kir::is_float(a.type) && !kir::is_float(b.type) && a.type == b.type) rt = a.type;
         return kir::select(c, as(a, rt), as(b, rt));
+      }
+      case TermOp::Cast: return as(term_value(t.args[0], env, hint), scalar_of(parse_dtype(t.name).value_or(DType::I64)));
+      case TermOp::IDiv:
+      case TermOp::Mod: {  // truncating integer / and %, in the operands' integer type
+        K a = term_value(t.args[0], env, hint), b = term_value(t.args[1], env, hint);
+        ScalarType it = !kir::is_float(a.type) ? a.type : !kir::is_float(b.type) ? b.type : ScalarType::I64;
+        return binop(t.op == TermOp::IDiv ? kir::BinOp::Div : kir::BinOp::Rem, as(a, it), as(b, it), it);
       }
       default: break;
     }

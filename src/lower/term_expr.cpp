@@ -33,7 +33,7 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
   static const std::pair<TermOp, const char*> kBinary[] = {
       {TermOp::Add, "+"}, {TermOp::Sub, "-"}, {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
       {TermOp::Le, "<="}, {TermOp::Gt, ">"},  {TermOp::Ge, ">="}, {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
-      {TermOp::And, "&&"}, {TermOp::Or, "||"}};
+      {TermOp::And, "&&"}, {TermOp::Or, "||"},  {TermOp::IDiv, "/"}, {TermOp::Mod, "%"}};
   static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
                                                          {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
                                                          {TermOp::Min, "min"}, {TermOp::Select, "select"}};
@@ -53,6 +53,14 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
       e.dtype = t.op == TermOp::Not ? DType::Bool : e.args[0].dtype;
       return e;
     }
+    case TermOp::Cast: {  // to an integer dtype: the reference's truncation, kept in the kernel
+      Expr e;
+      e.kind = Expr::Kind::Call;
+      e.op = t.name;
+      e.args.push_back(term_expr(t.args[0], params, dtype));
+      e.dtype = parse_dtype(t.name).value_or(DType::I64);
+      return e;
+    }
     default: break;
   }
   Expr e;
@@ -62,8 +70,10 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
     if (op == t.op) e.kind = Expr::Kind::Call, e.op = spelling;
   if (e.op.empty()) throw LowerError(fmt::format("internal: no tensor-IR form for the monoid term '{}'", t.str()));
   for (const algebra::Term& a : t.args) e.args.push_back(term_expr(a, params, dtype));
-  bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/";
+  bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/" && e.op != "%";
   e.dtype = predicate ? DType::Bool : e.args.back().dtype;
+  if ((t.op == TermOp::IDiv || t.op == TermOp::Mod) && !is_int(e.dtype))  // an integer op on integer operands
+    e.dtype = is_int(e.args[0].dtype) ? e.args[0].dtype : DType::I64;
   return e;
 }
 
