@@ -54,6 +54,7 @@ inline const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, con
   terms.combine = spec.combine;
   for (size_t i = 0; i < spec.fields.size(); ++i)
     if (spec.types[i] == ScalarType::Pred) terms.bool_fields.push_back(spec.fields[i]);
+    else if (!kir::is_float(spec.types[i])) terms.int_fields.push_back(spec.fields[i]);
   return laws_[monoid] = monoid_laws(terms, checked_);
 }
 

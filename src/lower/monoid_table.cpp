@@ -93,6 +93,7 @@ algebra::MonoidTerms terms_of(std::string_view name, const MonoidLowering& m) {
   t.lift = m.lift;
   for (size_t i = 0; i < m.fields.size() && i < m.types.size(); ++i)
     if (m.types[i] == ScalarType::Pred) t.bool_fields.push_back(m.fields[i]);
+    else if (!kir::is_float(m.types[i])) t.int_fields.push_back(m.fields[i]);
   return t;
 }
 
