@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       "  emmyc compile stdlib/nn.emmy --op sdpa --ir kernel --knobs-merge --knobs 'FAST_EXP=0'   the block, FAST_EXP off\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
-      "  emmyc run f.emmy --op window --shape S=64 --set W=3,scale=0.5 --interp   values of scalar parameters\n"
+      "  emmyc run examples/sliding_window.emmy --shape B=1,H=2,S=128,D=64 --set w=16 --interp   a scalar parameter\n"
       "  emmyc tune stdlib/linalg.emmy --op matmul --shape M=4096,N=4096,K=4096 --budget 10m --write\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  emmyc repl stdlib/nn.emmy                 an interactive session (:help); or a script: emmyc repl < s.txt\n"

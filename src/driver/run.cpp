@@ -3,6 +3,7 @@
 #include "driver/run.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -312,7 +313,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                         {"target", std::string(target.name)},
                         {"knobs", program.knobs},
                         {"sizes", c.sizes},
-                        {"set", c.scalars},
+                        {"set", scalars_json(c.scalars)},
                         {"seed", c.ro.seed},
                         {"compile_ms", compiled.ms},
                         {"cache_hit", compiled.cache_hit},
@@ -362,7 +363,7 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
   const kir::Program& program = c.lowered.kernels;
   if (c.ro.json) {
     out << nlohmann::json({{"op", program.op}, {"backend", "interpreter"}, {"knobs", program.knobs}, {"sizes", c.sizes},
-                           {"set", c.scalars}, {"seed", c.ro.seed}, {"blocks", report.blocks}, {"reference", "float64 evaluator"},
+                           {"set", scalars_json(c.scalars)}, {"seed", c.ro.seed}, {"blocks", report.blocks}, {"reference", "float64 evaluator"},
                            {"outputs", checks_json(checks)}, {"ok", ok}})
                .dump(2)
         << "\n";
@@ -386,6 +387,13 @@ std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& s
   }
   if (!defaulted.empty()) err << fmt::format("emmyc: note: --shape left out {}\n", fmt::join(defaulted, ", "));
   return std::get<SizeBindings>(bound);
+}
+
+nlohmann::json scalars_json(const ScalarValues& values) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : values)
+    j[name] = std::trunc(v) == v && std::abs(v) < 9.1e15 ? nlohmann::json(static_cast<int64_t>(v)) : nlohmann::json(v);
+  return j;
 }
 
 std::optional<ScalarValues> bind_set(const CheckedOp& op, const std::vector<std::string>& set, std::ostream& err) {

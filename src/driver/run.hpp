@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "driver/lowering.hpp"
 #include "interp/scalar_values.hpp"
 #include "interp/tensor_data.hpp"
@@ -43,6 +45,9 @@ std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& s
 
 // --set bound to the op's scalar parameters; nullopt after printing why not.
 std::optional<ScalarValues> bind_set(const CheckedOp& op, const std::vector<std::string>& set, std::ostream& err);
+
+// The values as a JSON object, integers as integers ({"w": 3, "eps": 0.5}).
+nlohmann::json scalars_json(const ScalarValues& values);
 
 // 0 ok, 1 a failed check or an error, 2 a usage error.
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,

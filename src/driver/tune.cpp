@@ -254,7 +254,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   }
   std::map<std::string, int> pruned_kinds;
   for (const tune::Pruned& p : space.pruned) ++pruned_kinds[p.kind];
-  report = {{"op", op_name}, {"target", std::string(target.name)}, {"sizes", sizes}, {"set", *scalars}, {"enumerated", space.enumerated},
+  report = {{"op", op_name}, {"target", std::string(target.name)}, {"sizes", sizes}, {"set", scalars_json(*scalars)}, {"enumerated", space.enumerated},
             {"candidates", space.candidates.size()}, {"pruned", pruned_kinds}, {"blocks", o.blocks}};
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
