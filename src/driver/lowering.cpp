@@ -34,7 +34,8 @@ std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSc
   if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
   if (!lo.schedule.empty())
     return fmt::format("--schedule {} picks a schedule block, and {} replaces the block (it is the whole schedule): "
-                       "pass --knobs-merge (in the REPL: :knobs --merge) to put the knobs over the block, or leave out --schedule",
+                       "pass --knobs-merge (in the REPL: :knobs --merge) to put the knobs over the block, or leave "
+                       "out --schedule",
                        lo.schedule, lo.cli_knobs.empty() ? "EMMY_KNOBS" : "--knobs");
   return static_cast<const CheckedSchedule*>(nullptr);
 }

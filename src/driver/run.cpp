@@ -363,7 +363,8 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
   const kir::Program& program = c.lowered.kernels;
   if (c.ro.json) {
     out << nlohmann::json({{"op", program.op}, {"backend", "interpreter"}, {"knobs", program.knobs}, {"sizes", c.sizes},
-                           {"set", scalars_json(c.scalars)}, {"seed", c.ro.seed}, {"blocks", report.blocks}, {"reference", "float64 evaluator"},
+                           {"set", scalars_json(c.scalars)}, {"seed", c.ro.seed}, {"blocks", report.blocks},
+                           {"reference", "float64 evaluator"},
                            {"outputs", checks_json(checks)}, {"ok", ok}})
                .dump(2)
         << "\n";

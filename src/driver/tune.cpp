@@ -235,7 +235,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   tune::Space references;  // --blocks reference: the op's blocks, measured after the search
   if (!seed) references = tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
   out << fmt::format("{} on {} at {}{}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
-                     sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated, space.candidates.size(), clock.seconds(),
+                     sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated,
+                     space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
   // NVRTC: every candidate now for a dry run; for a search, alongside it (BuildAhead below).
@@ -254,8 +255,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   }
   std::map<std::string, int> pruned_kinds;
   for (const tune::Pruned& p : space.pruned) ++pruned_kinds[p.kind];
-  report = {{"op", op_name}, {"target", std::string(target.name)}, {"sizes", sizes}, {"set", scalars_json(*scalars)}, {"enumerated", space.enumerated},
-            {"candidates", space.candidates.size()}, {"pruned", pruned_kinds}, {"blocks", o.blocks}};
+  report = {{"op", op_name},           {"target", std::string(target.name)},   {"sizes", sizes},
+            {"set", scalars_json(*scalars)}, {"enumerated", space.enumerated}, {"candidates", space.candidates.size()},
+            {"pruned", pruned_kinds},   {"blocks", o.blocks}};
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
     return 1;
