@@ -47,7 +47,7 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
 }
 
 LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
-  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs, &c.laws.chains};
+  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs, opt.knobs_merge, &c.laws.chains};
 }
 
 // Checks `file` and renders its diagnostics, then runs `body` on the checked program (with its
@@ -109,10 +109,10 @@ int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptio
   });
 }
 
-int run_tune_worker(const std::string& file, const std::string& shape, uint64_t seed, const DriverOptions& opt,
-                    std::istream& in, std::ostream& out, std::ostream& err) {
+int run_tune_worker(const std::string& file, const std::string& shape, const std::vector<std::string>& set,
+                    uint64_t seed, const DriverOptions& opt, std::istream& in, std::ostream& out, std::ostream& err) {
   return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
-    return tune_worker(p, lo, shape, seed, in, out, err);
+    return tune_worker(p, lo, shape, set, seed, in, out, err);
   });
 }
 

@@ -16,6 +16,7 @@ struct DriverOptions {
   bool color = false;
   std::string knobs;          // --knobs (same codec as EMMY_KNOBS)
   std::string env_knobs;      // the EMMY_KNOBS environment variable
+  bool knobs_merge = false;   // --knobs-merge: the knobs go over the schedule block instead of replacing it
   std::string target = "sm_90";
   bool explain = false;       // check --explain: print every reduction's laws and proofs
   std::string op;             // compile/run --op
@@ -34,8 +35,8 @@ int run_run(const std::string& file, const RunOptions& run, const DriverOptions&
             std::ostream& err);
 int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptions& opt, std::ostream& out,
              std::ostream& err);
-int run_tune_worker(const std::string& file, const std::string& shape, uint64_t seed, const DriverOptions& opt,
-                    std::istream& in, std::ostream& out, std::ostream& err);
+int run_tune_worker(const std::string& file, const std::string& shape, const std::vector<std::string>& set,
+                    uint64_t seed, const DriverOptions& opt, std::istream& in, std::ostream& out, std::ostream& err);
 int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err);
 
 }  // namespace emmy

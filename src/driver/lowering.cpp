@@ -30,6 +30,16 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
 
 }  // namespace
 
+std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo) {
+  if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
+  if (!lo.schedule.empty())
+    return fmt::format("--schedule {} picks a schedule block, and {} replaces the block (it is the whole schedule): "
+                       "pass --knobs-merge (in the REPL: :knobs --merge) to put the knobs over the block, or leave "
+                       "out --schedule",
+                       lo.schedule, lo.cli_knobs.empty() ? "EMMY_KNOBS" : "--knobs");
+  return static_cast<const CheckedSchedule*>(nullptr);
+}
+
 std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, const LowerOptions& lo, std::ostream& err,
                                                const CheckedOp** op_out) {
   const CheckedOp* op = pick_op(program, lo.op, err);
@@ -40,7 +50,12 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     err << "emmyc: error: " << *why << "\n";
     return std::nullopt;
   }
-  const CheckedSchedule* block = std::get<const CheckedSchedule*>(selected);
+  auto kept = block_in_force(std::get<const CheckedSchedule*>(selected), lo);
+  if (const auto* why = std::get_if<std::string>(&kept)) {
+    err << "emmyc: error: " << *why << "\n";
+    return std::nullopt;
+  }
+  const CheckedSchedule* block = std::get<const CheckedSchedule*>(kept);
   try {
     lower::Lowered l = lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains);
     for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";

@@ -4,6 +4,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "lower/passes.hpp"
 
@@ -14,9 +15,17 @@ struct LowerOptions {
   std::string schedule;  // --schedule NAME
   std::string target = "sm_90";
   std::string env_knobs, cli_knobs;
+  // false (--knobs): EMMY_KNOBS and --knobs, when either is given, are the whole schedule (the
+  // op's block is not used; the knobs left out take their defaults). true (--knobs-merge): they
+  // go over the op's block (the target's, or --schedule NAME's) entry by entry.
+  bool knobs_merge = false;
   const std::vector<algebra::DiscoveredChain>* chains = nullptr;  // proved by the checker already
 };
 
+
+// The op's schedule block that `lo` keeps: `block` itself, or null when EMMY_KNOBS or --knobs
+// replace it; an error when --schedule names a block that the knobs would replace.
+std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo);
 
 // nullopt after printing the reason to `err`.
 std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, const LowerOptions& lo, std::ostream& err,

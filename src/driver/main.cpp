@@ -38,12 +38,17 @@ int main(int argc, char** argv) {
       "  emmyc check examples/sdpa.emmy            parse and check; prints only diagnostics\n"
       "  emmyc compile stdlib/nn.emmy --ir ast     print the checked AST\n"
       "  emmyc compile stdlib/nn.emmy --op sdpa --ir cuda --knobs 'PLACE=fuse,TILE=a:scalar,TILE@e=f64'\n"
+      "  emmyc compile stdlib/nn.emmy --op sdpa --ir kernel --knobs-merge --knobs 'FAST_EXP=0'   the block, FAST_EXP off\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
+      "  emmyc run examples/sliding_window.emmy --shape B=1,H=2,S=128,D=64 --set w=16 --interp   a scalar parameter\n"
       "  emmyc tune stdlib/linalg.emmy --op matmul --shape M=4096,N=4096,K=4096 --budget 10m --write\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  emmyc repl stdlib/nn.emmy                 an interactive session (:help); or a script: emmyc repl < s.txt\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
+      "Knobs: --knobs (or EMMY_KNOBS; --knobs wins entry by entry) is the whole schedule: the op's schedule block\n"
+      "is not used and the knobs left out take their defaults. --knobs-merge puts them over the block instead\n"
+      "(the target's, or --schedule NAME's), entry by entry.\n"
       "Exit status: 0 ok, 1 errors in the program, 2 usage errors.");
 
   emmy::DriverOptions opt;
@@ -67,7 +72,10 @@ int main(int argc, char** argv) {
   CLI::App* compile = app.add_subcommand("compile", "compile a file and print an IR level");
   compile->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
   compile->add_option("--ir", ir, "IR level to print")->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
-  compile->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
+  const char* knobs_help = "the whole schedule (KNOB=V,...; as in EMMY_KNOBS): the op's schedule block is not used";
+  const char* merge_help = "put --knobs and EMMY_KNOBS over the op's schedule block (or --schedule NAME's) instead";
+  compile->add_option("--knobs", opt.knobs, knobs_help);
+  compile->add_flag("--knobs-merge", opt.knobs_merge, merge_help);
   compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   compile->add_option("--op", opt.op, "the op to lower (default: the file's only op)");
   compile->add_option("--schedule", opt.schedule, "a named schedule block of the op (schedule ... as \"NAME\")");
@@ -80,7 +88,10 @@ int main(int argc, char** argv) {
   run->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
   run->add_option("--op", opt.op, "the op to run (default: the file's only op)");
   run->add_option("--shape", run_opt.shape, "sizes, e.g. B=1,H=2,S=64,D=16")->required();
-  run->add_option("--knobs", opt.knobs, "schedule knobs, as in EMMY_KNOBS");
+  run->add_option("--knobs", opt.knobs, knobs_help);
+  run->add_flag("--knobs-merge", opt.knobs_merge, merge_help);
+  const char* set_help = "values of the op's scalar parameters, e.g. W=3,scale=0.5 (repeatable; default: random)";
+  run->add_option("--set", run_opt.set, set_help)->expected(1)->take_all();
   run->add_option("--schedule", opt.schedule, "a named schedule block of the op");
   run->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   run->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
@@ -105,6 +116,7 @@ int main(int argc, char** argv) {
   tune->add_option("file", file, ".emmy file")->check(CLI::ExistingFile);
   tune->add_option("--op", opt.op, "the op to tune (default: the file's only op)");
   tune->add_option("--shape", tune_opt.shape, "the sizes to tune at, e.g. B=1,H=8,S=4096,D=64");
+  tune->add_option("--set", tune_opt.set, set_help)->expected(1)->take_all();
   tune->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
       ->check(CLI::IsMember(targets));
   tune->add_option("--budget", budget, "wall-clock budget of the search: 90s, 10m, 1h (default 10m)");
@@ -129,6 +141,7 @@ int main(int argc, char** argv) {
   worker->add_option("--shape", run_opt.shape, "sizes")->required();
   worker->add_option("--target", opt.target, "target")->check(CLI::IsMember(targets));
   worker->add_option("--seed", worker_seed, "seed of the random inputs");
+  worker->add_option("--set", run_opt.set, "values of scalar parameters")->expected(1)->take_all();
 
   bool repl_plain = false;
   CLI::App* repl = app.add_subcommand("repl", "an interactive session: define ops, monoids and schedules, then check, "
@@ -178,7 +191,7 @@ int main(int argc, char** argv) {
   }
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
   if (*run) return emmy::run_run(file, run_opt, opt, std::cout, std::cerr);
-  if (*worker) return emmy::run_tune_worker(file, run_opt.shape, worker_seed, opt, std::cin, std::cout, std::cerr);
+  if (*worker) return emmy::run_tune_worker(file, run_opt.shape, run_opt.set, worker_seed, opt, std::cin, std::cout, std::cerr);
   if (*tune) {
     if (tune_list) return emmy::tune_list(tune_opt.db_path, std::cout, std::cerr);
     if (file.empty() || tune_opt.shape.empty()) {

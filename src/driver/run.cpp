@@ -3,6 +3,7 @@
 #include "driver/run.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -247,9 +248,15 @@ struct RunContext {
   const LowerOptions& lo;
   const RunOptions& ro;
   SizeBindings sizes;
+  ScalarValues scalars;  // --set
   TensorMap inputs;
   double work = 0;
 };
+
+// ", set W=3" for the header: the scalar parameters given values.
+std::string set_note(const ScalarValues& scalars) {
+  return scalars.empty() ? "" : fmt::format(", set {}", scalars_text(scalars));
+}
 
 // The float64 reference, when --check asks for it or when it is cheap enough.
 bool use_cpu_reference(const RunContext& c) {
@@ -306,6 +313,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                         {"target", std::string(target.name)},
                         {"knobs", program.knobs},
                         {"sizes", c.sizes},
+                        {"set", scalars_json(c.scalars)},
                         {"seed", c.ro.seed},
                         {"compile_ms", compiled.ms},
                         {"cache_hit", compiled.cache_hit},
@@ -318,9 +326,9 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
     out << j.dump(2) << "\n";
     return ok ? 0 : 1;
   }
-  out << fmt::format("{} on {} ({}): {} kernel{}, knobs {}\n", program.op, driver.name(), target.name,
+  out << fmt::format("{} on {} ({}): {} kernel{}, knobs {}{}\n", program.op, driver.name(), target.name,
                      program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
-                     program.knobs.empty() ? "(defaults)" : program.knobs);
+                     program.knobs.empty() ? "(defaults)" : program.knobs, set_note(c.scalars));
   out << fmt::format("compiled in {:.0f} ms{}\n", compiled.ms,
                      compiled.cache_hit ? " (from the kernel cache)" : compiled.cache_path.empty() ? "" : " (now cached)");
   if (!compiled.cache_warning.empty()) err << "emmyc: warning: " << compiled.cache_warning << "\n";
@@ -355,15 +363,16 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
   const kir::Program& program = c.lowered.kernels;
   if (c.ro.json) {
     out << nlohmann::json({{"op", program.op}, {"backend", "interpreter"}, {"knobs", program.knobs}, {"sizes", c.sizes},
-                           {"seed", c.ro.seed}, {"blocks", report.blocks}, {"reference", "float64 evaluator"},
+                           {"set", scalars_json(c.scalars)}, {"seed", c.ro.seed}, {"blocks", report.blocks},
+                           {"reference", "float64 evaluator"},
                            {"outputs", checks_json(checks)}, {"ok", ok}})
                .dump(2)
         << "\n";
     return ok ? 0 : 1;
   }
-  out << fmt::format("{} on the SIMT interpreter: {} kernel{}, {} blocks, knobs {}\n", program.op,
+  out << fmt::format("{} on the SIMT interpreter: {} kernel{}, {} blocks, knobs {}{}\n", program.op,
                      program.kernels.size(), program.kernels.size() == 1 ? "" : "s", report.blocks,
-                     program.knobs.empty() ? "(defaults)" : program.knobs);
+                     program.knobs.empty() ? "(defaults)" : program.knobs, set_note(c.scalars));
   if (c.ro.check != "none") print_checks(checks, out);
   return ok ? 0 : 1;
 }
@@ -381,6 +390,22 @@ std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& s
   return std::get<SizeBindings>(bound);
 }
 
+nlohmann::json scalars_json(const ScalarValues& values) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : values)
+    j[name] = std::trunc(v) == v && std::abs(v) < 9.1e15 ? nlohmann::json(static_cast<int64_t>(v)) : nlohmann::json(v);
+  return j;
+}
+
+std::optional<ScalarValues> bind_set(const CheckedOp& op, const std::vector<std::string>& set, std::ostream& err) {
+  auto bound = bind_scalars(op, set);
+  if (const auto* why = std::get_if<std::string>(&bound)) {
+    err << "emmyc: error: --set: " << *why << "\n";
+    return std::nullopt;
+  }
+  return std::get<ScalarValues>(bound);
+}
+
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
            std::ostream& err) {
   const CheckedOp* op = nullptr;
@@ -388,7 +413,9 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   if (!l) return 1;
   std::optional<SizeBindings> sizes = bind_shape(*op, ro.shape, err);
   if (!sizes) return 2;
-  RunContext c{program, *op, *l, lo, ro, *sizes, {}, 0};
+  std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
+  if (!scalars) return 2;
+  RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0};
   c.work = work_estimate(*op, c.sizes);
   try {
     if (ro.interp && ro.bench) {
@@ -412,6 +439,7 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
       err << "emmyc: note: no GPU (" << why << "): running on the SIMT interpreter\n";
     }
     c.inputs = random_inputs(*op, c.sizes, ro.seed);
+    set_scalars(c.inputs, c.scalars);
     return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);
   } catch (const lower::LowerError& e) {
     err << "emmyc: error: " << e.what() << "\n";

@@ -6,13 +6,17 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "driver/lowering.hpp"
+#include "interp/scalar_values.hpp"
 #include "interp/tensor_data.hpp"
 
 namespace emmy {
 
 struct RunOptions {
   std::string shape;          // "B=1,H=2,S=64,D=16"
+  std::vector<std::string> set;  // each --set: "W=3,eps=0.5", values of scalar parameters
   uint64_t seed = 1;
   bool interp = false;        // the CPU SIMT interpreter even when there is a GPU
   bool shuffle_blocks = false;
@@ -38,6 +42,12 @@ double work_estimate(const CheckedOp& op, const SizeBindings& sizes);
 // --shape bound to the op's sizes (sizes left out derived, with a note on `err`); nullopt after
 // printing why it does not bind.
 std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& shape, std::ostream& err);
+
+// --set bound to the op's scalar parameters; nullopt after printing why not.
+std::optional<ScalarValues> bind_set(const CheckedOp& op, const std::vector<std::string>& set, std::ostream& err);
+
+// The values as a JSON object, integers as integers ({"w": 3, "eps": 0.5}).
+nlohmann::json scalars_json(const ScalarValues& values);
 
 // 0 ok, 1 a failed check or an error, 2 a usage error.
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,

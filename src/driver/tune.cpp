@@ -218,6 +218,11 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   const std::optional<SizeBindings> bound = bind_shape(*op, o.shape, err);
   if (!bound) return 2;
   const SizeBindings& sizes = *bound;
+  const std::optional<ScalarValues> scalars = bind_set(*op, o.set, err);
+  if (!scalars) return 2;
+  // The problem tuned: the sizes and the values --set gives (they change the work, e.g. a window).
+  const std::string set_text = scalars_text(*scalars);
+  const std::string problem = set_text.empty() ? sizes_text(sizes) : sizes_text(sizes) + ";" + set_text;
   const TargetInfo& target = *find_target(lo.target);
   const std::string op_name = op->decl->name.name;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -229,8 +234,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                                         tune::enumerate_knobs(program, *op, target, lo.chains, seed), lo.chains, threads);
   tune::Space references;  // --blocks reference: the op's blocks, measured after the search
   if (!seed) references = tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
-  out << fmt::format("{} on {} at {}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
-                     sizes_text(sizes), space.enumerated, space.candidates.size(), clock.seconds(),
+  out << fmt::format("{} on {} at {}{}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
+                     sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated,
+                     space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
   // NVRTC: every candidate now for a dry run; for a search, alongside it (BuildAhead below).
@@ -249,8 +255,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   }
   std::map<std::string, int> pruned_kinds;
   for (const tune::Pruned& p : space.pruned) ++pruned_kinds[p.kind];
-  report = {{"op", op_name}, {"target", std::string(target.name)}, {"sizes", sizes}, {"enumerated", space.enumerated},
-            {"candidates", space.candidates.size()}, {"pruned", pruned_kinds}, {"blocks", o.blocks}};
+  report = {{"op", op_name},           {"target", std::string(target.name)},   {"sizes", sizes},
+            {"set", scalars_json(*scalars)}, {"enumerated", space.enumerated}, {"candidates", space.candidates.size()},
+            {"pruned", pruned_kinds},   {"blocks", o.blocks}};
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
     return 1;
@@ -290,16 +297,17 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     err << "emmyc: warning: " << e.what() << ": measuring without the database\n";
   }
   const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), *device,
-                          sizes_text(sizes), input_dtype(*op)};
+                          problem, input_dtype(*op)};
   std::map<std::string, tune::Point> stored;
   if (db)
     for (tune::Point& p : db->points(key)) stored.emplace(p.knobs, std::move(p));
   size_t unknown = 0;
   for (const tune::Candidate& c : space.candidates) unknown += stored.count(c.knobs) ? 0 : 1;
   const std::string log = (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
-  tune::WorkerMeasurer measurer({o.self, "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes), "--target",
-                                 std::string(target.name), "--seed", std::to_string(o.seed)},
-                                o.timeout_s, log);
+  std::vector<std::string> worker_args{o.self,   "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes),
+                                       "--target", std::string(target.name), "--seed", std::to_string(o.seed)};
+  if (!set_text.empty()) worker_args.insert(worker_args.end(), {"--set", set_text});
+  tune::WorkerMeasurer measurer(worker_args, o.timeout_s, log);
   if (unknown == 0) {
     out << fmt::format("device: {}; every candidate is in the database ({}): nothing to measure\n", *device,
                        db ? db->path() : "");

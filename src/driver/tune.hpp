@@ -16,6 +16,7 @@ namespace emmy {
 struct TuneOptions {
   std::string file;        // the .emmy file (read by the worker, rewritten by --write)
   std::string shape;       // "B=1,H=8,S=4096,D=64"
+  std::vector<std::string> set;  // each --set: "W=3,eps=0.5", values of scalar parameters
   double budget_s = 600;   // wall-clock budget of the search
   bool write = false;      // write the winner into the file
   bool dry_run = false;    // enumerate and prune only: no GPU
@@ -42,7 +43,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
 // `emmyc tune --list`: what the database holds.
 int tune_list(const std::string& db_path, std::ostream& out, std::ostream& err);
 // `emmyc tune-worker`: requests on `in`, one JSON line each; answers on `out`.
-int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std::string& shape, uint64_t seed,
-                std::istream& in, std::ostream& out, std::ostream& err);
+// `set`: the --set lists, as emmyc tune passed them on.
+int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std::string& shape,
+                const std::vector<std::string>& set, uint64_t seed, std::istream& in, std::ostream& out, std::ostream& err);
 
 }  // namespace emmy

@@ -127,20 +127,24 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
 
 }  // namespace
 
-int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std::string& shape, uint64_t seed,
-                std::istream& in, std::ostream& out, std::ostream& err) {
+int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std::string& shape,
+                const std::vector<std::string>& set, uint64_t seed, std::istream& in, std::ostream& out,
+                std::ostream& err) {
   const CheckedOp* op = nullptr;
   if (!lower_for_driver(program, lo, err, &op)) return 1;
   const std::optional<SizeBindings> bound = bind_shape(*op, shape, err);
   if (!bound) return 2;
   const SizeBindings& sizes = *bound;
+  const std::optional<ScalarValues> scalars = bind_set(*op, set, err);
+  if (!scalars) return 2;
   std::string why;
   std::optional<runtime::Driver> driver = runtime::Driver::open(&why);
   if (!driver) {
     err << "emmyc tune-worker: no GPU: " << why << "\n";
     return 1;
   }
-  const TensorMap inputs = random_inputs(*op, sizes, seed);
+  TensorMap inputs = random_inputs(*op, sizes, seed);
+  set_scalars(inputs, *scalars);
   ResidentInputs resident(*driver, sizes, inputs);
   TensorMap reference;
   std::string reference_name;

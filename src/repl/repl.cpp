@@ -94,10 +94,12 @@ const std::vector<Repl::Command>& Repl::commands() {
       {":list", "", "the session's definitions and settings", &Repl::cmd_list},
       {":check", "[OP] [--explain]", "check the session; --explain: each reduction's laws and proofs", &Repl::cmd_check},
       {":ir", "LEVEL OP [--schedule NAME]", "print OP at an IR level: ast tensor loop kernel cuda ptx", &Repl::cmd_ir},
-      {":knobs", "[K=V,...|clear]", "the session's knobs over every schedule (checked against the target)",
-       &Repl::cmd_knobs},
+      {":knobs", "[--merge] [K=V,...|clear]",
+       "the session's knobs: the whole schedule, or with --merge over the op's schedule block", &Repl::cmd_knobs},
       {":target", "[sm_80|sm_90|sm_90a|sm_120]", "the target GPU", &Repl::cmd_target},
       {":shape", "[S=...,...]", "the sizes :run, :bench and :tune use", &Repl::cmd_shape},
+      {":set", "[W=3,...|clear]", "values of scalar parameters for :run, :bench and :tune (else random)",
+       &Repl::cmd_set},
       {":run", "OP [--schedule NAME] [--interp]", "run OP on random inputs, checked against the float64 reference "
                                                   "(the GPU, else the SIMT interpreter)", &Repl::cmd_run},
       {":bench", "OP [--schedule NAME]", "time OP on the GPU against the naive schedule", &Repl::cmd_bench},
@@ -205,8 +207,9 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
 bool Repl::cmd_list(const std::vector<std::string>&) {
   if (session_.definitions().empty()) out_ << "no definitions yet\n";
   for (const Definition& d : session_.definitions()) out_ << fmt::format("{:<56} {}\n", d.key, d.origin);
-  out_ << fmt::format("target {}; shape {}; knobs {}\n", options_.target, shape_.empty() ? "(none)" : shape_,
-                      knobs_.empty() ? "(none)" : knobs_);
+  out_ << fmt::format("target {}; shape {}; set {}; knobs {}{}\n", options_.target, shape_.empty() ? "(none)" : shape_,
+                      set_.empty() ? "(none)" : set_, knobs_.empty() ? "(none)" : knobs_,
+                      knobs_merge_ && !knobs_.empty() ? " (merged over the schedule block)" : "");
   return true;
 }
 
@@ -234,7 +237,7 @@ bool Repl::need_shape() {
 }
 
 LowerOptions Repl::lower_options(const CheckedSession& c, const std::string& op, const std::string& schedule) const {
-  return {op, schedule, options_.target, options_.env_knobs, knobs_, &c.laws.chains};
+  return {op, schedule, options_.target, options_.env_knobs, knobs_, knobs_merge_, &c.laws.chains};
 }
 
 bool Repl::cmd_check(const std::vector<std::string>& given) {
@@ -270,13 +273,25 @@ bool Repl::cmd_ir(const std::vector<std::string>& given) {
   return print_level(*c->program, args[0], lower_options(*c, args[1], schedule), out_, err_) == 0;
 }
 
-bool Repl::cmd_knobs(const std::vector<std::string>& args) {
-  if (args.empty()) {
-    out_ << fmt::format("knobs {}\n", knobs_.empty() ? "(none)" : knobs_);
+std::string Repl::knobs_text() const {
+  if (knobs_.empty()) return "(none)";
+  return knobs_merge_ ? knobs_ + " (merged over the schedule block)" : knobs_ + " (the whole schedule)";
+}
+
+bool Repl::cmd_knobs(const std::vector<std::string>& given) {
+  std::vector<std::string> args = given;
+  const bool merge = take_flag(args, "--merge");
+  if (args.empty() && !merge) {
+    out_ << fmt::format("knobs {}\n", knobs_text());
     return true;
+  }
+  if (args.empty()) {
+    err_ << "error: :knobs --merge takes a knob list, e.g. :knobs --merge FAST_EXP=0\n";
+    return false;
   }
   if (args.size() == 1 && args[0] == "clear") {
     knobs_.clear();
+    knobs_merge_ = false;
     out_ << "knobs cleared\n";
     return true;
   }
@@ -291,7 +306,8 @@ bool Repl::cmd_knobs(const std::vector<std::string>& args) {
     return false;
   }
   knobs_ = text;
-  out_ << fmt::format("knobs {}\n", knobs_);
+  knobs_merge_ = merge;
+  out_ << fmt::format("knobs {}\n", knobs_text());
   return true;
 }
 
@@ -317,6 +333,13 @@ bool Repl::cmd_shape(const std::vector<std::string>& args) {
   return true;
 }
 
+bool Repl::cmd_set(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "clear") set_.clear();
+  else if (!args.empty()) set_ = fmt::format("{}", fmt::join(args, ""));
+  out_ << fmt::format("set {}\n", set_.empty() ? "(none: scalar parameters get random values)" : set_);
+  return true;
+}
+
 bool Repl::run_op_command(const std::vector<std::string>& given, bool bench) {
   std::vector<std::string> args = given;
   const std::string schedule = take_option(args, "--schedule").value_or("");
@@ -324,6 +347,7 @@ bool Repl::run_op_command(const std::vector<std::string>& given, bool bench) {
   ro.interp = take_flag(args, "--interp");
   ro.bench = bench;
   ro.shape = shape_;
+  if (!set_.empty()) ro.set = {set_};
   if (args.size() != 1) {
     err_ << fmt::format("error: {} takes one op, e.g. {} softmax\n", bench ? ":bench" : ":run", bench ? ":bench" : ":run");
     return false;
@@ -355,6 +379,7 @@ bool Repl::cmd_tune(const std::vector<std::string>& given) {
   t.file = (dir / "session.emmy").string();
   std::ofstream(t.file, std::ios::binary) << session_.source();
   t.shape = shape_;
+  if (!set_.empty()) t.set = {set_};
   t.budget_s = *seconds;
   t.self = options_.self;
   t.stdlib_dirs = options_.stdlib_dirs;
@@ -391,7 +416,7 @@ std::vector<std::string> Repl::completions() const {
   for (std::string_view t : target_names()) out.emplace_back(t);
   for (std::string_view l : kLevels) out.emplace_back(l);
   out.emplace_back("--schedule"), out.emplace_back("--interp"), out.emplace_back("--explain");
-  out.emplace_back("--budget"), out.emplace_back("--dry-run");
+  out.emplace_back("--budget"), out.emplace_back("--dry-run"), out.emplace_back("--merge");
   return out;
 }
 

@@ -51,8 +51,10 @@ class Repl {
   bool cmd_check(const std::vector<std::string>& args);
   bool cmd_ir(const std::vector<std::string>& args);
   bool cmd_knobs(const std::vector<std::string>& args);
+  std::string knobs_text() const;
   bool cmd_target(const std::vector<std::string>& args);
   bool cmd_shape(const std::vector<std::string>& args);
+  bool cmd_set(const std::vector<std::string>& args);
   bool cmd_run(const std::vector<std::string>& args);
   bool cmd_bench(const std::vector<std::string>& args);
   bool cmd_tune(const std::vector<std::string>& args);
@@ -68,7 +70,8 @@ class Repl {
   std::string pending_;  // the lines of a definition whose braces are still open
   int inputs_ = 0;       // definitions entered, for their names "<input N>"
   int failures_ = 0;
-  std::string knobs_, shape_;
+  std::string knobs_, shape_, set_;  // set_: :set, values of scalar parameters
+  bool knobs_merge_ = false;          // :knobs --merge: the knobs go over the schedule block
   bool quit_ = false;
 };
 

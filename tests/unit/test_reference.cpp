@@ -9,7 +9,10 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "interp/reference.hpp"
+#include "interp/scalar_values.hpp"
 #include "test_helpers.hpp"
 
 using namespace emmy;
@@ -575,4 +578,37 @@ TEST_CASE("reference: every op of the standard library and the examples evaluate
     }
   }
   CHECK(evaluated > 40);
+}
+
+TEST_CASE("bind_scalars: --set values checked against each scalar parameter's dtype") {
+  auto r = load("op f(x: f32[N], w: i32, h: f16, on: bool) -> (y: f32[N]) {\n  y[n] = x[n] * h;\n}\n");
+  const CheckedOp& op = r->program->ops.at("f");
+  auto ok = bind_scalars(op, {"w=3, h=0.1", "on=true"});
+  REQUIRE(std::holds_alternative<ScalarValues>(ok));
+  const ScalarValues& v = std::get<ScalarValues>(ok);
+  CHECK(v.at("w") == 3);
+  CHECK(v.at("on") == 1);
+  CHECK(v.at("h") != 0.1);                       // rounded to f16, as inputs are
+  CHECK(std::abs(v.at("h") - 0.1) < 1e-4);
+  CHECK(scalars_text(v) == fmt::format("h={},on=1,w=3", v.at("h")));
+  TensorMap in = random_inputs(op, bind(op, "N=4"), 1);
+  set_scalars(in, v);
+  CHECK(in.at("w").data == std::vector<double>{3});
+  CHECK(in.at("x").data.size() == 4);             // tensors keep their random values
+
+  auto error = [&](const std::string& text) {
+    auto b = bind_scalars(op, {text});
+    REQUIRE(std::holds_alternative<std::string>(b));
+    return std::get<std::string>(b);
+  };
+  CHECK(error("ww=3").find("did you mean 'w'?") != std::string::npos);
+  CHECK(error("x=3").find("'x' is a tensor parameter of f (f32[N])") != std::string::npos);
+  CHECK(error("N=3").find("'N' is a size of f: give it in --shape") != std::string::npos);
+  CHECK(error("w=2.5") == "w is an i32 parameter, and 2.5 is not an integer: write e.g. w=2");
+  CHECK(error("on=2").find("out of bool's range") != std::string::npos);
+  CHECK(error("h=70000").find("out of f16's range (-65504 to 65504)") != std::string::npos);
+  CHECK(error("w=inf").find("not a finite number") != std::string::npos);
+  CHECK(error("w=x").find("not a number") != std::string::npos);
+  CHECK(error("w=1,w=2") == "w is set twice: give each parameter once");
+  CHECK(error("=3").find("malformed entry") != std::string::npos);
 }
