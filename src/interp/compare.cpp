@@ -59,6 +59,9 @@ void add(Partial& p, size_t i, double g, double r, const Tolerance& t) {
   }
 }
 
+// A value as the failure line shows it: NaN without its sign (the 0xff poison is a negative NaN).
+std::string value_text(double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{:.6g}", v); }
+
 std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 std::string percent(size_t part, size_t whole) {
@@ -167,9 +170,9 @@ std::string failure_reason(const std::string& name, const Comparison& c, const T
   std::vector<std::string> why;
   if (!c.reference_error.empty()) why.push_back(c.reference_error);
   if (c.off > 0)
-    why.push_back(fmt::format("{} of {} elements off{}, worst {}{}: got {:.6g}, want {:.6g} (bound {:.1e} + {:.1e}*|want|)",
+    why.push_back(fmt::format("{} of {} elements off{}, worst {}{}: got {}, want {} (bound {:.1e} + {:.1e}*|want|)",
                               c.off, c.elements, c.non_finite ? fmt::format(" ({} non-finite)", c.non_finite) : "",
-                              name, index_text(c.worst, shape), c.worst_got, c.worst_want, tolerance.atol,
+                              name, index_text(c.worst, shape), value_text(c.worst_got), value_text(c.worst_want), tolerance.atol,
                               tolerance.rtol));
   if (c.rel_l2 > tolerance.rel_l2) why.push_back(fmt::format("rel L2 {:.2e} > {:.1e}", c.rel_l2, tolerance.rel_l2));
   return fmt::format("{}", fmt::join(why, "; "));
