@@ -49,7 +49,8 @@ constexpr double kMaxInterpreterWork = 2e7;
 struct OutputCheck {
   std::string name;
   Comparison comparison;
-  double tolerance = 0;
+  Tolerance tolerance;
+  std::vector<int64_t> shape;
   bool written = true;
 };
 
@@ -59,6 +60,7 @@ std::vector<OutputCheck> check_outputs(const CheckedOp& op, const TensorMap& got
     OutputCheck c;
     c.name = name;
     c.tolerance = tolerance_for(op, ref.dtype);
+    c.shape = ref.shape;
     auto it = got.find(name);
     c.written = it != got.end();
     if (c.written) c.comparison = compare(it->second, ref, c.tolerance);
@@ -71,25 +73,39 @@ bool all_ok(const std::vector<OutputCheck>& checks) {
   return std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.written && c.comparison.ok; });
 }
 
+// One row an output: the L2 figure and its tolerance, the elements outside atol + rtol*|ref|,
+// the verdict; under the table, why each failed output failed.
 void print_checks(const std::vector<OutputCheck>& checks, std::ostream& out) {
-  out << fmt::format("{:<10} {:>12} {:>12} {:>10}  {}\n", "output", "rel L2", "max |err|", "tolerance", "result");
+  out << fmt::format("{:<10} {:>12} {:>12} {:>10} {:>8}  {}\n", "output", "rel L2", "max |err|", "tolerance", "off",
+                     "result");
+  std::vector<std::string> reasons;
   for (const OutputCheck& c : checks) {
     if (!c.written) {
       out << fmt::format("{:<10} FAIL (the kernels never wrote it)\n", c.name);
       continue;
     }
     const Comparison& m = c.comparison;
-    out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e}  {}\n", c.name, m.rel_l2, m.max_abs, c.tolerance,
-                       m.ok ? "ok" : m.non_finite ? fmt::format("FAIL ({} non-finite)", m.non_finite) : "FAIL");
+    out << fmt::format("{:<10} {:>12.3e} {:>12.3e} {:>10.1e} {:>8}  {}\n", c.name, m.rel_l2, m.max_abs,
+                       c.tolerance.rel_l2, m.off, m.ok ? "ok" : "FAIL");
+    if (!m.ok) reasons.push_back(fmt::format("{}: {}", c.name, failure_reason(c.name, m, c.tolerance, c.shape)));
   }
+  for (const std::string& r : reasons) out << "  " << r << "\n";
 }
 
 nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
   nlohmann::json a = nlohmann::json::array();
-  for (const OutputCheck& c : checks)
-    a.push_back({{"name", c.name}, {"written", c.written}, {"rel_l2", c.comparison.rel_l2},
-                 {"max_abs", c.comparison.max_abs}, {"non_finite", c.comparison.non_finite},
-                 {"tolerance", c.tolerance}, {"ok", c.written && c.comparison.ok}});
+  for (const OutputCheck& c : checks) {
+    const Comparison& m = c.comparison;
+    nlohmann::json j = {{"name", c.name}, {"written", c.written}, {"rel_l2", m.rel_l2}, {"max_abs", m.max_abs},
+                        {"non_finite", m.non_finite}, {"tolerance", c.tolerance.rel_l2}, {"atol", c.tolerance.atol},
+                        {"rtol", c.tolerance.rtol}, {"elements", m.elements}, {"elements_off", m.off},
+                        {"reference_nan", m.reference_nan}, {"reference_inf", m.reference_inf},
+                        {"ok", c.written && m.ok}};
+    if (c.written && m.elements > 0)
+      j["worst"] = {{"index", index_text(m.worst, c.shape)}, {"got", m.worst_got}, {"want", m.worst_want}};
+    if (c.written && !m.ok) j["reason"] = failure_reason(c.name, m, c.tolerance, c.shape);
+    a.push_back(j);
+  }
   return a;
 }
 

@@ -17,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include "support/parallel_chunks.hpp"
 #include "support/suggest.hpp"
 
 namespace emmy {
@@ -174,7 +173,6 @@ private:
 
 constexpr int64_t kDefaultIntBound = 8;
 
-std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 }  // namespace
 
@@ -290,82 +288,53 @@ TensorMap random_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t
   return out;
 }
 
-Comparison compare(const HostTensor& got, const HostTensor& ref, double tolerance) {
-  Comparison c;
-  if (got.shape != ref.shape || got.data.size() != ref.data.size()) {
-    c.shape_error = fmt::format("shape {} ({} values) differs from the reference's {} ({} values)", shape_str(got.shape),
-                                got.data.size(), shape_str(ref.shape), ref.data.size());
-    return c;
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  // Per chunk, merged in chunk order: the sums and the first index of the largest error are
-  // the same on any number of threads.
-  struct Partial {
-    double err2 = 0, ref2 = 0, max_abs = 0;
-    size_t worst = 0, non_finite = 0;
-    bool non_finite_mismatch = false;  // the reference is NaN or infinite and `got` differs
-  };
-  std::vector<Partial> parts(chunk_count(ref.data.size()));
-  parallel_chunks(ref.data.size(), [&](size_t chunk, size_t begin, size_t end) {
-    Partial& p = parts[chunk];
-    for (size_t i = begin; i < end; ++i) {
-      double g = got.data[i], r = ref.data[i];
-      double err = 0;
-      if (std::isfinite(r)) {
-        if (std::isfinite(g)) {
-          err = std::fabs(g - r);
-          p.err2 += err * err;
-          p.ref2 += r * r;
-        } else {
-          ++p.non_finite;
-          err = inf;
-        }
-      } else if (!(std::isnan(r) ? std::isnan(g) : g == r)) {
-        p.non_finite_mismatch = true;
-        err = inf;
-      }
-      if (err > p.max_abs) {
-        p.max_abs = err;
-        p.worst = i;
-      }
-    }
-  });
-  double err2 = 0, ref2 = 0;
-  bool non_finite_mismatch = false;
-  for (const Partial& p : parts) {
-    err2 += p.err2;
-    ref2 += p.ref2;
-    c.non_finite += p.non_finite;
-    non_finite_mismatch = non_finite_mismatch || p.non_finite_mismatch;
-    if (p.max_abs > c.max_abs) {
-      c.max_abs = p.max_abs;
-      c.worst = p.worst;
-    }
-  }
-  c.rel_l2 = non_finite_mismatch ? inf : std::sqrt(err2) / std::max(std::sqrt(ref2), 1e-300);
-  c.ok = c.non_finite == 0 && c.rel_l2 <= tolerance;
-  return c;
-}
+namespace {
 
-double tolerance_for(DType dtype) {
+// The smallest normal magnitude of a float dtype: below it values are subnormal.
+double smallest_normal(DType dtype) {
   switch (dtype) {
-    case DType::F16: return 5e-3;
-    case DType::BF16: return 3e-2;
-    case DType::F32: return 1e-5;
-    case DType::F64: return 1e-12;
-    case DType::Bool:
-    case DType::I32:
-    case DType::I64: return 0;
+    case DType::F16: return std::ldexp(1.0, -14);
+    case DType::F64: return std::numeric_limits<double>::min();
+    default: return std::ldexp(1.0, -126);  // bf16 and f32 share f32's exponent range
   }
-  return 0;
 }
 
-double tolerance_for(const CheckedOp& op, DType output) {
-  double tol = tolerance_for(output);
-  if (tol == 0) return 0;  // integer and bool outputs are exact whatever they were computed from
-  for (const TensorInfo& t : op.tensors)
-    if (t.elem.kind == Type::Kind::Scalar && is_float(t.elem.dtype)) tol = std::max(tol, tolerance_for(t.elem.dtype));
-  return tol;
+// One hostile change to the element at flat index `i` of a float input (`row` elements a row,
+// 0 for rank < 2), `x` its ordinary value; `u` a uniform number in [0, 1).
+double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double x, double u) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  switch (kind) {
+    case HostileKind::Large: return dtype == DType::F16 || dtype == DType::BF16 ? round_to_dtype(x * kHostileScale, dtype) : x;
+    case HostileKind::NegInfRows: return row > 0 && i < row ? neg_inf : x;
+    case HostileKind::LeadingNegInf: return row > 0 && i % row == 0 ? neg_inf : x;
+    case HostileKind::NaN: return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
+    case HostileKind::Denormal:
+      return i % 2 == 0 ? round_to_dtype(std::copysign((0.1 + 0.8 * u) * smallest_normal(dtype), x), dtype) : x;
+  }
+  return x;
+}
+
+}  // namespace
+
+std::string_view hostile_kind_name(HostileKind kind) {
+  static constexpr std::pair<HostileKind, std::string_view> kNames[] = {
+      {HostileKind::Large, "large"}, {HostileKind::NegInfRows, "-inf rows"},
+      {HostileKind::LeadingNegInf, "leading -inf"}, {HostileKind::NaN, "NaN"}, {HostileKind::Denormal, "denormal"}};
+  for (const auto& [k, name] : kNames)
+    if (k == kind) return name;
+  return "?";
+}
+
+TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind) {
+  TensorMap out = random_inputs(op, sizes, seed);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (auto& [name, t] : out) {
+    if (!is_float(t.dtype)) continue;
+    const size_t row = t.shape.size() >= 2 ? static_cast<size_t>(t.shape.back()) : 0;
+    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = hostile_value(kind, t.dtype, i, row, t.data[i], unit(rng));
+  }
+  return out;
 }
 
 }  // namespace emmy

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <variant>
 
+#include "interp/compare.hpp"
 #include "interp/tensor_data.hpp"
 #include "sema/sema.hpp"
 
@@ -29,30 +30,25 @@ std::vector<int64_t> tensor_shape(const TensorInfo& tensor, const SizeBindings& 
 // in [0, C)), deterministic for a seed.
 TensorMap random_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed);
 
+// Inputs that break what ordinary ones let pass: random_inputs with the float inputs changed.
+//   Large         f16/bf16 inputs scaled by kHostileScale (|x| in [1.2, 12]): a product of two
+//                 (an attention score q.k/sqrt(D)) reaches 30-200, so an exp of it overflows
+//                 f16 and, past 88, f32 too, unless the largest term is subtracted first.
+//   NegInfRows    the first row (last axis) of every float input of rank >= 2 is -inf.
+//   LeadingNegInf the first element of every row of every float input of rank >= 2 is -inf.
+//   NaN           every 7th element of every float input is NaN (the reference propagates it).
+//   Denormal      every other element of every float input is subnormal in its dtype.
+enum class HostileKind { Large, NegInfRows, LeadingNegInf, NaN, Denormal };
+inline constexpr HostileKind kHostileKinds[] = {HostileKind::Large, HostileKind::NegInfRows, HostileKind::LeadingNegInf,
+                                                HostileKind::NaN, HostileKind::Denormal};
+inline constexpr double kHostileScale = 12;
+std::string_view hostile_kind_name(HostileKind kind);
+TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind);
+
 // Evaluates every output of `op` (op calls inlined, user monoids through their combine,
 // `where` masks, lets, dims as values) in float64. Casts to float types do not round
 // (the reference is exact math); casts to integer types truncate.
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
                              const TensorMap& inputs);
-
-// Compares a computed tensor with the reference: every element, relative L2 error
-// ||got - ref|| / max(||ref||, tiny); any NaN or Inf where the reference is finite fails.
-struct Comparison {
-  double rel_l2 = 0;
-  double max_abs = 0;
-  size_t worst = 0;        // index of the largest absolute error
-  size_t non_finite = 0;   // NaN/Inf in `got` where the reference is finite
-  bool ok = false;         // rel_l2 <= tolerance and non_finite == 0 and shapes equal
-  std::string shape_error; // non-empty when shapes differ
-};
-Comparison compare(const HostTensor& got, const HostTensor& ref, double tolerance);
-
-// The relative L2 tolerance for an output of `dtype` (f16 5e-3, bf16 3e-2, f32 1e-5,
-// f64 1e-12, integers and bool exact).
-double tolerance_for(DType dtype);
-// The tolerance for an output of `op`: that of the least precise float among the op's
-// tensors, since a value rounded to f16 on the way (x + r of two f16 tensors is an f16)
-// carries f16's error into an f32 output.
-double tolerance_for(const CheckedOp& op, DType output);
 
 }  // namespace emmy

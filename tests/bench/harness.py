@@ -31,7 +31,8 @@ each op family has an Emmy time budget, and the whole run a deadline after which
 are skipped.
 
 Every output (Emmy and peers) is checked element by element against a float32 computation by
-torch on the same inputs (TF32 off): |out - ref| <= atol + rtol |ref|, and finite. A case that
+torch on the same inputs (TF32 off): |out - ref| <= atol + rtol |ref|, and finite; Emmy's
+outputs are NaN-filled before the checked launch, so an element never written fails. A case that
 raises is recorded as a row with the error; the run goes on. Results go to --out
 (tests/bench/results/ by default): results.md, results.json and throughput.png, rewritten
 after every case.
@@ -66,6 +67,10 @@ DECODE_SHAPES = [(8, 32, 16384, 128)]
 # Emmy's portable targets: a "[default]" row runs the device's (sm_90 on an H200) by name, since
 # emmy.load without a target picks the arch-specific one (sm_90a), whose rows are labelled so.
 PORTABLE_TARGETS = ("sm_80", "sm_90", "sm_120")
+
+# A reference NaN or infinite in more than this fraction of its elements fails the check
+# (src/interp/compare.hpp's kMaxNonFiniteReference, the same rule).
+REF_NON_FINITE_MAX = 0.01
 
 # (atol, rtol) per output, for f16 outputs unless noted.
 TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-3)],
@@ -242,20 +247,51 @@ def summary(times):
 
 
 def check(outs, refs, tols):
-    """Element-wise |out - ref| <= atol + rtol |ref| and finite, for each output."""
+    """Element-wise, for each output: |out - ref| <= atol + rtol |ref| where the reference is
+    finite (and the output finite there); NaN where the reference is NaN, the same infinity where
+    it is infinite. The reference itself must be finite in all but REF_NON_FINITE_MAX of the
+    elements, else the check fails (the inputs would test nothing). Reports the worst element."""
     if not isinstance(outs, (tuple, list)):
         outs = (outs,)
-    ok, per = True, []
-    for o, r, (atol, rtol) in zip(outs, refs, tols):
+    ok, per, why = True, [], []
+    for n, (o, r, (atol, rtol)) in enumerate(zip(outs, refs, tols)):
         o32 = o.float()
-        d = (o32 - r).abs()
-        good = bool(torch.isfinite(o32).all()) and bool((d <= atol + rtol * r.abs()).all())
+        finite_ref = torch.isfinite(r)
+        d = torch.where(finite_ref, (o32 - r).abs(), torch.zeros_like(r))
+        d = torch.where(finite_ref & ~torch.isfinite(o32), torch.full_like(r, math.inf), d)
+        same_special = (torch.isnan(r) & torch.isnan(o32)) | (torch.isinf(r) & (o32 == r))
+        d = torch.where(~finite_ref & ~same_special, torch.full_like(r, math.inf), d)
+        bad = d > atol + rtol * r.abs().nan_to_num(posinf=0.0)
+        off = int(bad.sum())
         err = float(d.max()) if d.numel() else 0.0
-        if math.isnan(err):
-            err = float("inf")
         per.append(err)
-        ok = ok and good
-    return {"max_abs_err": per[0] if per else None, "max_abs_err_all": per, "pass": ok}
+        ref_bad = int((~finite_ref).sum())
+        if ref_bad > REF_NON_FINITE_MAX * max(r.numel(), 1):
+            why.append(f"output {n}: the reference is NaN or infinite in {100.0 * ref_bad / r.numel():.3g}% "
+                       f"of the elements (at most {100 * REF_NON_FINITE_MAX:g}%): the inputs check nothing")
+            ok = False
+        if off:
+            excess = d / (atol + rtol * r.abs().nan_to_num(posinf=0.0))
+            flat = int(torch.nan_to_num(excess, nan=math.inf).flatten().argmax())
+            index, rest = [], flat
+            for extent in reversed(r.shape):
+                index.insert(0, rest % extent)
+                rest //= extent
+            why.append(f"output {n}: {off} of {r.numel()} elements off, worst {index}: "
+                       f"got {float(o32.flatten()[flat]):.6g}, want {float(r.flatten()[flat]):.6g}")
+            ok = False
+    row = {"max_abs_err": per[0] if per else None, "max_abs_err_all": per, "pass": ok}
+    if why:
+        row["check_failure"] = "; ".join(why)
+    return row
+
+
+def nan_filled(tensors):
+    """Fills output tensors before a checked launch: NaN for floats, 0x7f.. for integers, so an
+    element the kernels never write fails the check (torch.empty may hold the right answer)."""
+    for t in tensors:
+        t.fill_(math.nan if t.is_floating_point() else torch.iinfo(t.dtype).max)
+    return tensors
 
 
 def sdpa_reference(q, k, v, causal):
@@ -444,7 +480,8 @@ class Harness:
             status = "skipped: " + row["skipped"]
         else:
             status = (f"{row['median_us']:.1f} us (host {row.get('host_us', 0):.0f})  {row['metric']:.4g} {row['unit']}  "
-                      f"check {'pass' if row.get('pass') else 'FAIL'} (max err {row.get('max_abs_err')})")
+                      f"check {'pass' if row.get('pass') else 'FAIL'} (max err {row.get('max_abs_err')})"
+                      + (f": {row['check_failure']}" if row.get("check_failure") else ""))
         print(f"[{self.elapsed():6.1f}s] {row['op']:9s} {row['case']:32s} {row['backend']:45s} {status}", flush=True)
 
     # -- measurements
@@ -481,7 +518,7 @@ class Harness:
             digest = kernel_fingerprint(op.cuda)
             if digest in seen:  # same kernels as a variant measured on this case: not re-measured
                 same = seen[digest]
-                for k in ("median_us", "min_us", "n", "metric", "max_abs_err", "max_abs_err_all", "pass"):
+                for k in ("median_us", "min_us", "n", "metric", "max_abs_err", "max_abs_err_all", "pass", "check_failure"):
                     if k in same:
                         row[k] = same[k]
                 row["note"] = f"same CUDA as [{same['backend']}]; not re-measured"
@@ -515,6 +552,7 @@ class Harness:
                 else:
                     op(*tiny_inputs)
                 launch = op.bind(*inputs)
+                nan_filled(launch.outputs)
                 t1 = self.timer.run(launch, 1)[0]
                 row.update(check(launch.outputs, refs, tols))
                 if t1 > 1e6:
@@ -588,7 +626,7 @@ class Harness:
             tols = TOL["sdpa"]
             self.measure_torch_sdpa(base, (q, k, v), causal, ("flash", "cudnn", "efficient"), ref, tols, work)
             if self.triton_attention is not None:
-                out = torch.empty_like(q)
+                out = torch.full_like(q, math.nan)
                 self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
                                   lambda: self.triton_attention(q, k, v, causal, out), ref, tols, work, "TFLOP/s",
                                   kind="triton")

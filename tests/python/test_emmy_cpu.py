@@ -58,11 +58,14 @@ def bits16(x, dtype):
 class EmmyTestCase(unittest.TestCase):
     def assert_elements(self, got, ref, dtype, abs_tol=0.0, rel_tol=1e-5, what="output"):
         """Every element of `got` (decoded values) against the float64 `ref`: 16-bit floats within
-        1 ULP of the rounded reference or abs_tol; f32/f64 within abs_tol + rel_tol * |ref|."""
+        1 ULP of the rounded reference or abs_tol; f32/f64 within abs_tol + rel_tol * |ref|; a
+        NaN reference needs a NaN, an infinite one the same infinity."""
         self.assertEqual(len(got), len(ref), f"{what}: {len(got)} elements, expected {len(ref)}")
         bad = []
         for i, (g, r) in enumerate(zip(got, ref)):
-            if not math.isfinite(g):
+            if math.isnan(r) or math.isinf(r):
+                ok = math.isnan(g) if math.isnan(r) else g == r  # NaN for NaN, the same infinity
+            elif not math.isfinite(g):
                 ok = False
             elif dtype in ("f16", "bf16"):
                 ulps = abs(ordered16(bits16(g, dtype)) - ordered16(bits16(r, dtype)))

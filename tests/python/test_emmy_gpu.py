@@ -48,7 +48,13 @@ def main():
             subprocess.run(cmd, check=True, capture_output=True)
             op = emmy.load(str(ROOT / file), schedule=schedule).op(opname)
             inputs = [torch.from_numpy(np.load(Path(tmp) / f"{spec.name}.npy")).cuda() for spec in op.inputs]
-            outs = op(*inputs)
+            # Outputs NaN-filled (integers 0x7f..): an element the kernels never write differs.
+            shapes = op._output_shapes([(t.data_ptr(), spec.dtype, tuple(t.shape)) for spec, t in zip(op.inputs, inputs)])
+            given = [torch.empty(shape, dtype=emmy._torch_dtype(torch, spec.dtype), device="cuda")
+                     for spec, shape in zip(op.outputs, shapes)]
+            for t in given:
+                t.fill_(float("nan") if t.is_floating_point() else torch.iinfo(t.dtype).max)
+            outs = op(*inputs, out=given)
             outs = outs if isinstance(outs, tuple) else (outs,)
             torch.cuda.synchronize()
             for spec, got in zip(op.outputs, outs):

@@ -4,6 +4,8 @@
 // lowering's errors, and NVRTC compilation for sm_80, sm_90 and sm_120 without spills.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
@@ -13,6 +15,7 @@
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "hostile_matrix.hpp"
 #include "test_helpers.hpp"
 
 namespace emmy {
@@ -36,23 +39,26 @@ constexpr RowOp kRowOps[] = {
 // ragged; C smaller than the row's threads; C = 1; one row.
 constexpr std::pair<int64_t, int64_t> kShapes[] = {{37, 1000}, {5, 77}, {9, 24}, {3, 1}, {1, 4096}};
 
-std::string run_one(const test::Run& l, const CheckedOp& op, const std::string& knobs, int64_t n, int64_t c) {
+// "" when the op under `knobs` matches the reference at (n, c) on ordinary inputs, or on
+// hostile inputs of `kind` (skipped, with *skipped set, where their reference overflows).
+std::string run_one(const test::Run& l, const CheckedOp& op, const std::string& knobs, int64_t n, int64_t c,
+                    std::optional<HostileKind> kind = std::nullopt, bool* skipped = nullptr) {
   lower::Lowered low = lower::lower_op(*l.program, op, {nullptr, "", knobs}, *find_target("sm_90"));
   std::vector<std::string> problems = verify_program(low.kernels);
   if (!problems.empty()) return fmt::format("verify: {}", fmt::join(problems, "\n"));
   SizeBindings sizes{{"N", n}, {"C", c}};
-  TensorMap inputs = random_inputs(op, sizes, 11);
+  TensorMap inputs = kind ? hostile_inputs(op, sizes, 11, *kind) : random_inputs(op, sizes, 11);
   TensorMap want = evaluate_reference(*l.program, op, sizes, inputs);
+  if (kind && !test::reference_meaningful(want, *kind)) {
+    if (skipped) *skipped = true;
+    return "";
+  }
   TensorMap got = inputs;
   SimtOptions so;
   so.shuffle_blocks = true;
   so.seed = 5;
   run_simt(low.kernels, sizes, got, so);
-  for (const auto& [name, ref] : want) {
-    Comparison cmp = compare(got.at(name), ref, tolerance_for(op, ref.dtype));
-    if (!cmp.ok) return fmt::format("{}: rel L2 {:.3e} max abs {:.3e} non-finite {}", name, cmp.rel_l2, cmp.max_abs, cmp.non_finite);
-  }
-  return "";
+  return test::output_failures(op, got, want, kind);
 }
 
 }  // namespace
@@ -83,6 +89,37 @@ TEST_CASE("coop: row ops at ragged shapes, every thread count and vector width, 
     }
   }
   MESSAGE(fmt::format("{} (op, COOP, shape) runs compared with the reference", runs));
+}
+
+TEST_CASE("coop: row ops on hostile inputs (large, subnormal), every thread count") {
+  int runs = 0, skipped = 0;
+  for (const RowOp& r : kRowOps) {
+    auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + r.file);
+    REQUIRE_MESSAGE(!l->diags->has_errors(), r.file);
+    const CheckedOp& op = l->program->ops.at(r.op);
+    for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec), std::string("COOP=t2/v2"),
+                             fmt::format("COOP=t128/{},PLACE=cut", r.vec)})
+      for (auto [n, c] : {std::pair<int64_t, int64_t>{5, 77}, {9, 24}})
+        for (HostileKind kind : test::kMatrixHostileKinds) {
+          CAPTURE(r.op);
+          CAPTURE(coop);
+          CAPTURE(n);
+          CAPTURE(c);
+          CAPTURE(hostile_kind_name(kind));
+          std::string failure;
+          bool skip = false;
+          try {
+            failure = run_one(*l, op, coop, n, c, kind, &skip);
+          } catch (const std::exception& e) {
+            failure = e.what();
+          }
+          CHECK_MESSAGE(failure.empty(), failure);
+          skipped += skip;
+          runs += !skip;
+        }
+  }
+  MESSAGE(fmt::format("{} (op, COOP, shape, kind) runs compared with the reference, {} left out", runs, skipped));
+  CHECK(runs > 100);
 }
 
 TEST_CASE("coop: the kernel IR splits the row, combines in lane order and moves 16 bytes at a time") {

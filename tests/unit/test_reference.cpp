@@ -437,37 +437,160 @@ TEST_CASE("reference: random inputs are never zero, rounded to their dtype and d
 TEST_CASE("reference: compare measures the relative L2 error and flags NaN and shape mismatches") {
   HostTensor ref = tensor(DType::F32, {2, 2}, {1, 2, 3, 4});
   HostTensor near = tensor(DType::F32, {2, 2}, {1, 2, 3, 4.001});
-  Comparison c = compare(near, ref, 1e-3);
+  Comparison c = compare(near, ref, {1e-3, 2e-3, 0});
   CHECK(c.ok);
   CHECK(c.rel_l2 == doctest::Approx(0.001 / std::sqrt(30.0)));
   CHECK(c.max_abs == doctest::Approx(0.001));
   CHECK(c.worst == 3);
-  CHECK_FALSE(compare(near, ref, 1e-5).ok);
+  CHECK(c.off == 0);
+  CHECK(c.elements == 4);
+  CHECK_FALSE(compare(near, ref, {1e-5, 2e-3, 0}).ok);  // the L2 figure is still required
+  CHECK_FALSE(compare(near, ref, {1e-3, 5e-4, 0}).ok);  // and so is the elementwise bound
 
   HostTensor nan = tensor(DType::F32, {2, 2}, {1, std::nan(""), 3, 4});
-  Comparison n = compare(nan, ref, 1.0);
+  Comparison n = compare(nan, ref, {1.0, 1.0, 0});
   CHECK_FALSE(n.ok);
   CHECK(n.non_finite == 1);
+  CHECK(n.off == 1);
   CHECK(n.worst == 1);
+  CHECK(std::isnan(n.worst_got));
+  CHECK(n.worst_want == 2);
 
   HostTensor wide = tensor(DType::F32, {4}, {1, 2, 3, 4});
-  Comparison s = compare(wide, ref, 1.0);
+  Comparison s = compare(wide, ref, {1.0, 1.0, 1.0});
   CHECK_FALSE(s.ok);
   CHECK(s.shape_error.find("[4]") != std::string::npos);
 
   const double inf = std::numeric_limits<double>::infinity();
   HostTensor ref_inf = tensor(DType::F32, {2}, {-inf, 1});
-  CHECK(compare(tensor(DType::F32, {2}, {-inf, 1}), ref_inf, 0).ok);
-  CHECK_FALSE(compare(tensor(DType::F32, {2}, {0, 1}), ref_inf, 1.0).ok);
+  Comparison exact_inf = compare(tensor(DType::F32, {2}, {-inf, 1}), ref_inf, {0, 0, 0, 1.0});
+  CHECK(exact_inf.ok);
+  CHECK(exact_inf.reference_inf == 1);
+  CHECK_FALSE(compare(tensor(DType::F32, {2}, {0, 1}), ref_inf, {1.0, 1.0, 1.0, 1.0}).ok);
+  CHECK_FALSE(compare(tensor(DType::F32, {2}, {inf, 1}), ref_inf, {1.0, 1.0, 1.0, 1.0}).ok);  // the other infinity
 
   HostTensor ints = tensor(DType::I64, {3}, {0, 1, 2});
   CHECK(compare(ints, ints, tolerance_for(DType::I64)).ok);
-  CHECK_FALSE(compare(tensor(DType::I64, {3}, {0, 1, 3}), ints, tolerance_for(DType::I64)).ok);
-  CHECK(tolerance_for(DType::F16) == 5e-3);
-  CHECK(tolerance_for(DType::BF16) == 3e-2);
-  CHECK(tolerance_for(DType::F32) == 1e-5);
-  CHECK(tolerance_for(DType::F64) == 1e-12);
-  CHECK(tolerance_for(DType::Bool) == 0);
+  Comparison off_by_one = compare(tensor(DType::I64, {3}, {0, 1, 3}), ints, tolerance_for(DType::I64));
+  CHECK_FALSE(off_by_one.ok);
+  CHECK(off_by_one.off == 1);
+  CHECK(off_by_one.worst == 2);
+}
+
+TEST_CASE("reference: the tolerance table, and an op's tolerance is its least precise float's") {
+  struct Row {
+    DType dtype;
+    double rel_l2, atol, rtol;
+  };
+  for (const Row& r : {Row{DType::F16, 5e-3, 1e-3, 1e-2}, Row{DType::BF16, 3e-2, 8e-3, 6e-2}, Row{DType::F32, 1e-5, 1e-5, 1e-4},
+                       Row{DType::F64, 1e-12, 1e-12, 1e-10}, Row{DType::Bool, 0, 0, 0}, Row{DType::I32, 0, 0, 0},
+                       Row{DType::I64, 0, 0, 0}}) {
+    CAPTURE(dtype_name(r.dtype));
+    const Tolerance t = tolerance_for(r.dtype);
+    CHECK(t.rel_l2 == r.rel_l2);
+    CHECK(t.atol == r.atol);
+    CHECK(t.rtol == r.rtol);
+    CHECK(t.max_non_finite_reference == kMaxNonFiniteReference);
+  }
+  auto r = load("op mix(x: f16[N], y: f32[N]) -> (o: f32[N], i: i64[N]) { o[n] = f32(x[n]) + y[n]; i[n] = i64(y[n]); }");
+  REQUIRE(!r->diags->has_errors());
+  const CheckedOp& mix = r->program->ops.at("mix");
+  CHECK(tolerance_for(mix, DType::F32).rtol == tolerance_for(DType::F16).rtol);
+  CHECK(tolerance_for(mix, DType::I64).rel_l2 == 0);
+}
+
+TEST_CASE("reference: compare bounds every element: one element off fails though the L2 figure is fine") {
+  // 1000 elements of 1; one is off by 2e-4, past f32's 1e-5 + 1e-4 * 1 but an L2 error of only
+  // 2e-4 / sqrt(1000) = 6.3e-6, within f32's 1e-5.
+  std::vector<double> ones(1000, 1.0), near = ones;
+  near[617] = 1.0002;
+  const Tolerance f32 = tolerance_for(DType::F32);
+  const Comparison c = compare(tensor(DType::F32, {10, 100}, near), tensor(DType::F32, {10, 100}, ones), f32);
+  CHECK(c.rel_l2 < f32.rel_l2);
+  CHECK_FALSE(c.ok);
+  CHECK(c.off == 1);
+  CHECK(c.worst == 617);
+  CHECK(c.worst_got == 1.0002);
+  CHECK(c.worst_want == 1.0);
+  const std::string why = failure_reason("o", c, f32, {10, 100});
+  CHECK(why == "1 of 1000 elements off, worst o[6, 17]: got 1.0002, want 1 (bound 1.0e-05 + 1.0e-04*|want|)");
+  // Within the bound it passes: 1e-5 + 1e-4 * 1 = 1.1e-4.
+  near[617] = 1.0001;
+  CHECK(compare(tensor(DType::F32, {10, 100}, near), tensor(DType::F32, {10, 100}, ones), f32).ok);
+  // atol alone where the reference is 0; rtol alone scales with |ref|.
+  CHECK(compare(tensor(DType::F32, {2}, {9e-6, 1000.09}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
+  CHECK_FALSE(compare(tensor(DType::F32, {2}, {2e-5, 1000}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
+  CHECK_FALSE(compare(tensor(DType::F32, {2}, {0, 1000.2}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
+}
+
+TEST_CASE("reference: NaN matches NaN at the same place; a reference mostly NaN or infinite fails the check") {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  const Tolerance loose{1, 1, 1, 1.0};  // any fraction of non-finite reference allowed
+  HostTensor ref = tensor(DType::F32, {4}, {1, nan, 3, inf});
+  CHECK(compare(tensor(DType::F32, {4}, {1, nan, 3, inf}), ref, loose).ok);
+  Comparison moved = compare(tensor(DType::F32, {4}, {nan, 2, 3, inf}), ref, loose);
+  CHECK_FALSE(moved.ok);
+  CHECK(moved.off == 2);  // NaN where the reference is 1, 2 where it is NaN
+  CHECK(moved.worst == 0);
+  CHECK(moved.non_finite == 1);
+
+  // All NaN on both sides: equal, but the check tests nothing, so it fails and says why.
+  std::vector<double> all_nan(512, nan);
+  const Comparison c = compare(tensor(DType::F16, {8, 64}, all_nan), tensor(DType::F16, {8, 64}, all_nan),
+                               tolerance_for(DType::F16));
+  CHECK(c.rel_l2 == 0);
+  CHECK(c.off == 0);
+  CHECK(c.reference_nan == 512);
+  CHECK_FALSE(c.ok);
+  CHECK(c.reference_error ==
+        "the reference is NaN in 100% of the elements (512 of 512; at most 1% allowed): these inputs check nothing");
+  CHECK(failure_reason("o", c, tolerance_for(DType::F16), {8, 64}) == c.reference_error);
+
+  // The rule's edge: 1% of the elements may be non-finite (5 of 500), 6 of 500 may not.
+  std::vector<double> some(500, 0.5);
+  for (size_t i = 0; i < 5; ++i) some[i * 100] = -inf;
+  CHECK(compare(tensor(DType::F32, {500}, some), tensor(DType::F32, {500}, some), tolerance_for(DType::F32)).ok);
+  some[1] = nan;
+  const Comparison six = compare(tensor(DType::F32, {500}, some), tensor(DType::F32, {500}, some), tolerance_for(DType::F32));
+  CHECK_FALSE(six.ok);
+  CHECK(six.reference_error.find("NaN or infinite in 1.2%") != std::string::npos);
+}
+
+TEST_CASE("reference: hostile inputs change the float inputs as their kind says, deterministically") {
+  auto r = load("op f(x: f16[N, C], w: f32[C], t: i64[N]) -> (y: f32[N, C]) { y[n, c] = f32(x[n, c]) * w[c] + f32(t[n]); }");
+  REQUIRE(!r->diags->has_errors());
+  const CheckedOp& f = r->program->ops.at("f");
+  const SizeBindings sizes = bind(f, "N=4,C=8");
+  const TensorMap base = random_inputs(f, sizes, 9);
+  for (HostileKind kind : kHostileKinds) {
+    CAPTURE(hostile_kind_name(kind));
+    const TensorMap h = hostile_inputs(f, sizes, 9, kind);
+    CHECK(h.at("t").data == base.at("t").data);  // integers are left alone
+    const std::vector<double>& x = h.at("x").data;
+    REQUIRE(x.size() == 32);
+    if (kind != HostileKind::NaN) CHECK(hostile_inputs(f, sizes, 9, kind).at("x").data == x);  // deterministic
+    switch (kind) {
+      case HostileKind::Large:
+        for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(x[i]) >= 1.19);
+        CHECK(h.at("w").data == base.at("w").data);  // f32 keeps its magnitudes
+        break;
+      case HostileKind::NegInfRows:
+        for (size_t i = 0; i < x.size(); ++i) CHECK((i < 8) == (x[i] == -std::numeric_limits<double>::infinity()));
+        CHECK(h.at("w").data == base.at("w").data);  // rank 1: no rows
+        break;
+      case HostileKind::LeadingNegInf:
+        for (size_t i = 0; i < x.size(); ++i) CHECK((i % 8 == 0) == (x[i] == -std::numeric_limits<double>::infinity()));
+        break;
+      case HostileKind::NaN:
+        for (size_t i = 0; i < x.size(); ++i) CHECK((i % 7 == 3) == std::isnan(x[i]));
+        CHECK(std::isnan(h.at("w").data[3]));
+        break;
+      case HostileKind::Denormal:
+        for (size_t i = 0; i < x.size(); i += 2) CHECK((x[i] != 0 && std::fabs(x[i]) < std::ldexp(1.0, -14)));
+        CHECK(std::fabs(h.at("w").data[0]) < std::ldexp(1.0, -126));
+        break;
+    }
+  }
 }
 
 TEST_CASE("reference: compare over many chunks (threads) agrees with one sequential pass") {
@@ -495,14 +618,14 @@ TEST_CASE("reference: compare over many chunks (threads) agrees with one sequent
       err2 += (got.data[i] - ref.data[i]) * (got.data[i] - ref.data[i]);
       ref2 += ref.data[i] * ref.data[i];
     }
-  const Comparison c = compare(got, ref, 1.0);
+  const Comparison c = compare(got, ref, {1.0, 1.0, 0, 1.0});
   CHECK(c.non_finite == 2);
   CHECK_FALSE(c.ok);  // the NaNs
   CHECK(c.worst == 17);  // a NaN's error is infinite: the first one
   CHECK(c.rel_l2 == doctest::Approx(std::sqrt(err2 / ref2)).epsilon(1e-12));
   got.data[17] = ref.data[17];
   got.data[(size_t{2} << 20) + 1] = ref.data[(size_t{2} << 20) + 1];
-  const Comparison d = compare(got, ref, 1.0);
+  const Comparison d = compare(got, ref, {1.0, 1.0, 0, 1.0});
   CHECK(d.ok);
   CHECK(d.non_finite == 0);
   CHECK(d.worst == first_worst);

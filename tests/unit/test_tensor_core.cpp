@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "algebra/discover.hpp"
 #include "algebra/from_ast.hpp"
@@ -20,6 +21,7 @@
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "hostile_matrix.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 
@@ -41,8 +43,9 @@ SimtReport check_interpreted(const CheckedProgram& program, const CheckedOp& op,
   TensorMap buffers = inputs;
   SimtReport report = run_simt(low.kernels, sizes, buffers, so);
   for (const auto& [out, want] : ref) {
-    Comparison c = compare(buffers.at(out), want, tolerance_for(op, want.dtype));
-    CHECK_MESSAGE(c.ok, fmt::format("{}: rel L2 {:.3e} max abs {:.3e}", out, c.rel_l2, c.max_abs));
+    const Tolerance tol = tolerance_for(op, want.dtype);
+    Comparison c = compare(buffers.at(out), want, tol);
+    CHECK_MESSAGE(c.ok, out << ": " << failure_reason(out, c, tol, want.shape));
   }
   return report;
 }
@@ -73,15 +76,21 @@ TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedul
         tiled.insert(name);
         std::vector<std::string> problems = verify_program(low.kernels);
         CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
-        for (const SizeBindings& sizes : shapes(*op)) {
+        // Ordinary inputs at every shape; each hostile kind at the ragged one.
+        std::vector<std::pair<SizeBindings, std::optional<HostileKind>>> cases;
+        for (const SizeBindings& sizes : shapes(*op)) cases.emplace_back(sizes, std::nullopt);
+        for (HostileKind kind : test::kMatrixHostileKinds) cases.emplace_back(shapes(*op)[0], kind);
+        for (const auto& [sizes, kind] : cases) {
           CAPTURE(test::shape_text(sizes));
-          TensorMap inputs = random_inputs(*op, sizes, 11);
+          CAPTURE((kind ? hostile_kind_name(*kind) : "ordinary"));
+          TensorMap inputs = kind ? hostile_inputs(*op, sizes, 11, *kind) : random_inputs(*op, sizes, 11);
           TensorMap ref;
           try {
             ref = evaluate_reference(*l->program, *op, sizes, inputs);
           } catch (const std::exception&) {
             continue;  // sizes the op rejects (H not a multiple of KH)
           }
+          if (kind && !test::reference_meaningful(ref, *kind)) continue;  // overflowed in exact arithmetic
           TensorMap buffers = inputs;
           SimtOptions so;
           so.shuffle_blocks = true;
@@ -93,11 +102,8 @@ TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedul
             FAIL_CHECK("interpreter: " << e.what());
             continue;
           }
-          for (const auto& [out, want] : ref) {
-            CAPTURE(out);
-            Comparison c = compare(buffers.at(out), want, tolerance_for(*op, want.dtype));
-            CHECK_MESSAGE(c.ok, fmt::format("rel L2 {:.3e} max abs {:.3e} non-finite {}", c.rel_l2, c.max_abs, c.non_finite));
-          }
+          const std::string failures = test::output_failures(*op, buffers, ref, kind);
+          CHECK_MESSAGE(failures.empty(), failures);
           ++runs;
         }
       }

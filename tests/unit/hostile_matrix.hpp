@@ -1,0 +1,82 @@
+// The hostile inputs of the schedule matrices (unit tests on the interpreter, tests/gpu/ on
+// the device): which kinds run, when their reference is meaningful, and the check itself.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "interp/reference.hpp"
+
+namespace emmy::test {
+
+// The kinds the matrices run. LeadingNegInf (rows whose first element is -inf) is left to its
+// own test: Emmy's online-softmax fold gives NaN there (issue 23). NaN and -inf rows run in
+// test_checks.cpp over every op at one schedule, with the ops where kernels and reference
+// disagree on NaN through max (relu) listed there.
+inline constexpr HostileKind kMatrixHostileKinds[] = {HostileKind::Large, HostileKind::Denormal};
+
+// NaN and -inf inputs test propagation: the reference is NaN or infinite wherever they reach,
+// and the output must be so at the same places, however many those are.
+inline bool propagates(HostileKind kind) { return kind == HostileKind::NaN || kind == HostileKind::NegInfRows; }
+
+inline Tolerance hostile_tolerance(const CheckedOp& op, DType output, HostileKind kind) {
+  Tolerance t = tolerance_for(op, output);
+  if (propagates(kind)) t.max_non_finite_reference = 1.0;
+  return t;
+}
+
+// Whether every output of `ref` is finite in all but the allowed fraction of its elements: a
+// check against it means something (unbiased variance over one row, 0 / 0, does not).
+inline bool reference_finite(const TensorMap& ref) {
+  for (const auto& [name, t] : ref) {
+    size_t bad = 0;
+    for (double v : t.data) bad += !std::isfinite(v);
+    if (static_cast<double>(bad) > kMaxNonFiniteReference * static_cast<double>(t.data.size())) return false;
+  }
+  return true;
+}
+
+// Whether no output of `ref` exceeds `bound` in magnitude.
+inline bool reference_within(const TensorMap& ref, double bound) {
+  for (const auto& [name, t] : ref)
+    for (double v : t.data)
+      if (std::fabs(v) > bound) return false;
+  return true;
+}
+
+// Whether a check on `kind` inputs means something: for the propagating kinds always; for
+// subnormal values where the reference stays finite (an output that overflows in exact
+// arithmetic is not one a kernel can be asked to produce); for large ones where, besides, no
+// output grows past twice the inputs' magnitude: large inputs test the range of exp (softmax,
+// attention), while a chain of products (x W, then a product with it again: 250 from inputs of
+// 12) carries the rounding of its 16-bit intermediates at that magnitude, which the exact
+// reference does not have.
+inline bool reference_meaningful(const TensorMap& ref, HostileKind kind) {
+  if (propagates(kind)) return true;
+  if (!reference_finite(ref)) return false;
+  return kind != HostileKind::Large || reference_within(ref, 2 * kHostileScale);
+}
+
+// "" when every output in `got` passes its check (on inputs of `kind`, or ordinary ones); else
+// why each did not.
+inline std::string output_failures(const CheckedOp& op, const TensorMap& got, const TensorMap& ref,
+                                   std::optional<HostileKind> kind = std::nullopt) {
+  std::vector<std::string> why;
+  for (const auto& [name, want] : ref) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      why.push_back(name + ": never written");
+      continue;
+    }
+    const Tolerance tol = kind ? hostile_tolerance(op, want.dtype, *kind) : tolerance_for(op, want.dtype);
+    const Comparison c = compare(it->second, want, tol);
+    if (!c.ok) why.push_back(fmt::format("{}: {}", name, failure_reason(name, c, tol, want.shape)));
+  }
+  return fmt::format("{}", fmt::join(why, "; "));
+}
+
+}  // namespace emmy::test
