@@ -513,14 +513,27 @@ private:
     switch (kind_) {
       case Builtin::Sum: return 0;
       case Builtin::Prod: return 1;
-      case Builtin::Max: return -kInf;
-      case Builtin::Min: return kInf;
+      case Builtin::Max: return integer_limit(true);
+      case Builtin::Min: return integer_limit(false);
       case Builtin::Any: return 0;
       case Builtin::All: return 1;
       case Builtin::ArgMax:
       case Builtin::ArgMin: return 0;
     }
     return 0;
+  }
+
+  // The identity of an integer max (min) is the type's lowest (highest) value, as in
+  // stdlib/monoids.emmy's table of the lowering; -inf (+inf) for floats.
+  double integer_limit(bool low) const {
+    switch (type().dtype) {
+      case DType::I32:
+        return low ? static_cast<double>(std::numeric_limits<int32_t>::min()) : std::numeric_limits<int32_t>::max();
+      case DType::I64:
+        return low ? static_cast<double>(std::numeric_limits<int64_t>::min())
+                   : static_cast<double>(std::numeric_limits<int64_t>::max());
+      default: return low ? -kInf : kInf;
+    }
   }
 
   Builtin kind_;
