@@ -109,7 +109,10 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance
     }
   }
   c.elements = ref.data.size();
-  c.rel_l2 = total.mismatch ? kInf : std::sqrt(total.err2) / std::max(std::sqrt(total.ref2), 1e-300);
+  // Relative to the reference's norm, but never to less than atol per element: an output that
+  // is near zero everywhere is not judged against its own tiny norm.
+  const double floor = tolerance.atol * std::sqrt(static_cast<double>(c.elements));
+  c.rel_l2 = total.mismatch ? kInf : std::sqrt(total.err2) / std::max({std::sqrt(total.ref2), floor, 1e-300});
   c.max_abs = total.max_abs;
   c.worst = total.worst;
   c.worst_got = c.elements ? got.data[c.worst] : 0;

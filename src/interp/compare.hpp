@@ -23,7 +23,7 @@ struct Tolerance {
   constexpr Tolerance(double rel_l2_ = 0, double atol_ = 0, double rtol_ = 0,
                       double max_non_finite_reference_ = kMaxNonFiniteReference)
       : rel_l2(rel_l2_), atol(atol_), rtol(rtol_), max_non_finite_reference(max_non_finite_reference_) {}
-  double rel_l2;                    // on ||got - ref|| / ||ref|| over the finite reference elements
+  double rel_l2;                    // on ||got - ref|| / max(||ref||, atol * sqrt(n)), finite reference elements
   double atol, rtol;
   double max_non_finite_reference;  // fraction of the elements
 };

@@ -46,8 +46,9 @@ std::string_view hostile_kind_name(HostileKind kind);
 TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind);
 
 // Evaluates every output of `op` (op calls inlined, user monoids through their combine,
-// `where` masks, lets, dims as values) in float64. Casts to float types do not round
-// (the reference is exact math); casts to integer types truncate.
+// `where` masks, lets, dims as values) in float64. An explicit cast rounds to its type
+// (f16(x) is x rounded to f16, as in the kernels; nothing else rounds); casts to integer
+// types truncate.
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
                              const TensorMap& inputs);
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
+#include "ir/numeric.hpp"
 
 namespace emmy {
 namespace {
@@ -132,7 +133,7 @@ int64_t to_index(double v, const char* what) {
 enum class Fn {
   Neg, Not, Add, Sub, Mul, Div, IDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge,
   Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Abs, Max, Min,
-  ToBool, ToI32, ToI64, ToFloat,
+  ToBool, ToI32, ToI64, ToF16, ToBf16, ToF32, ToF64,
 };
 
 double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b); }
@@ -183,7 +184,12 @@ double apply(Fn f, double a, double b) {
     case Fn::ToBool: return a != 0 ? 1 : 0;
     case Fn::ToI32: return to_integer(a, DType::I32);
     case Fn::ToI64: return to_integer(a, DType::I64);
-    case Fn::ToFloat: return a;  // the reference is exact: a float cast does not round
+    // An explicit cast is the program's: it rounds to its type as the kernels do (nothing else
+    // rounds in the reference, which is exact math in float64).
+    case Fn::ToF16: return kir::round_to(kir::ScalarType::F16, a);
+    case Fn::ToBf16: return kir::round_to(kir::ScalarType::BF16, a);
+    case Fn::ToF32: return kir::round_to(kir::ScalarType::F32, a);
+    case Fn::ToF64: return a;
   }
   return kNaN;
 }
@@ -622,7 +628,7 @@ Fn call_fn(std::string_view name) {
       {"exp", Fn::Exp},       {"exp2", Fn::Exp2},   {"log", Fn::Log},     {"log2", Fn::Log2},   {"sqrt", Fn::Sqrt},
       {"rsqrt", Fn::Rsqrt},   {"tanh", Fn::Tanh},   {"erf", Fn::Erf},     {"sigmoid", Fn::Sigmoid},
       {"abs", Fn::Abs},       {"max", Fn::Max},     {"min", Fn::Min},     {"bool", Fn::ToBool}, {"i32", Fn::ToI32},
-      {"i64", Fn::ToI64},     {"f16", Fn::ToFloat}, {"bf16", Fn::ToFloat}, {"f32", Fn::ToFloat}, {"f64", Fn::ToFloat},
+      {"i64", Fn::ToI64},     {"f16", Fn::ToF16},   {"bf16", Fn::ToBf16}, {"f32", Fn::ToF32},   {"f64", Fn::ToF64},
   };
   for (const auto& [n, fn] : kFns)
     if (n == name) return fn;
