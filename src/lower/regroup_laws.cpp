@@ -66,23 +66,19 @@ std::string why_not(const MonoidLaws& laws, const Need& n) {
 }  // namespace
 
 MonoidLaws monoid_laws(const algebra::MonoidTerms& terms, const CheckedProgram& checked) {
-  MonoidLaws out;
+  auto user = checked.monoids.find(terms.name);
+  std::string why;
+  std::optional<algebra::MonoidTerms> declared;
+  if (user != checked.monoids.end()) declared = algebra::monoid_terms(*user->second.decl, why);
+  MonoidLaws out = monoid_laws(algebra::check_laws(declared ? *declared : terms));
   out.monoid = terms.name;
   out.atomic = atomic_form(terms);
   out.fields = terms.fields.size();
-  algebra::MonoidTerms proved_on = terms;
-  if (auto it = checked.monoids.find(terms.name); it != checked.monoids.end()) {
+  if (user != checked.monoids.end()) {
     out.user = true;
-    out.assumed_associative = it->second.associative_assumed;
-    out.assumed_commutative = it->second.commutative_assumed;
-    std::string why;
-    if (std::optional<algebra::MonoidTerms> declared = algebra::monoid_terms(*it->second.decl, why)) proved_on = *declared;
+    out.assumed_associative = user->second.associative_assumed;
+    out.assumed_commutative = user->second.commutative_assumed;
   }
-  MonoidLaws proved = monoid_laws(algebra::check_laws(proved_on));
-  out.associative = proved.associative;
-  out.commutative = proved.commutative;
-  out.why_associative = proved.why_associative;
-  out.why_commutative = proved.why_commutative;
   return out;
 }
 
