@@ -1,4 +1,5 @@
 #include "algebra/term.hpp"
+#include "support/ieee_rules.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -139,9 +140,6 @@ double integer_quotient(double a, double b, bool remainder) {
   return static_cast<double>(remainder ? x % y : x / y);
 }
 
-// max and min propagate NaN, as the reference's do (fmax would hide an undefined side).
-double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double min_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
 }  // namespace
 
@@ -160,7 +158,10 @@ double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>
     case TermOp::Mul: return arg(0) * arg(1);
     case TermOp::Div: return arg(0) / arg(1);
     case TermOp::Neg: return -arg(0);
-    case TermOp::Exp: return std::exp(arg(0));
+    case TermOp::Exp:  // Emmy's exp of a difference (support/ieee_rules.hpp), as the kernels compute it
+      if (t.args[0].op == TermOp::Sub)
+        return std::exp(exp_difference(evaluate(t.args[0].args[0], env), evaluate(t.args[0].args[1], env)));
+      return std::exp(arg(0));
     case TermOp::Log: return std::log(arg(0));
     case TermOp::Sqrt: return std::sqrt(arg(0));
     case TermOp::Max: return max_nan(arg(0), arg(1));

@@ -307,6 +307,8 @@ double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double
     case HostileKind::Large: return dtype == DType::F16 || dtype == DType::BF16 ? round_to_dtype(x * kHostileScale, dtype) : x;
     case HostileKind::NegInfRows: return row > 0 && i < row ? neg_inf : x;
     case HostileKind::LeadingNegInf: return row > 0 && i % row == 0 ? neg_inf : x;
+    case HostileKind::TrailingNegInf: return row > 0 && i % row == row - 1 ? neg_inf : x;
+    case HostileKind::NegInfPrefix: return row > 0 && i % row < (row + 1) / 2 ? neg_inf : x;
     case HostileKind::NaN: return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
     case HostileKind::Denormal:
       return i % 2 == 0 ? round_to_dtype(std::copysign((0.1 + 0.8 * u) * smallest_normal(dtype), x), dtype) : x;
@@ -319,7 +321,8 @@ double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double
 std::string_view hostile_kind_name(HostileKind kind) {
   static constexpr std::pair<HostileKind, std::string_view> kNames[] = {
       {HostileKind::Large, "large"}, {HostileKind::NegInfRows, "-inf rows"},
-      {HostileKind::LeadingNegInf, "leading -inf"}, {HostileKind::NaN, "NaN"}, {HostileKind::Denormal, "denormal"}};
+      {HostileKind::LeadingNegInf, "leading -inf"}, {HostileKind::TrailingNegInf, "trailing -inf"},
+      {HostileKind::NegInfPrefix, "-inf first half"}, {HostileKind::NaN, "NaN"}, {HostileKind::Denormal, "denormal"}};
   for (const auto& [k, name] : kNames)
     if (k == kind) return name;
   return "?";

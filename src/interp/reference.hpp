@@ -36,11 +36,16 @@ TensorMap random_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t
 //                 f16 and, past 88, f32 too, unless the largest term is subtracted first.
 //   NegInfRows    the first row (last axis) of every float input of rank >= 2 is -inf.
 //   LeadingNegInf the first element of every row of every float input of rank >= 2 is -inf.
+//   TrailingNegInf the last element of every such row is -inf.
+//   NegInfPrefix  the first half (rounded up) of every such row is -inf: runs of -inf before the
+//                 first finite value, and whole split groups (REDUCE=g<N>) of -inf.
 //   NaN           every 7th element of every float input is NaN (the reference propagates it).
 //   Denormal      every other element of every float input is subnormal in its dtype.
-enum class HostileKind { Large, NegInfRows, LeadingNegInf, NaN, Denormal };
-inline constexpr HostileKind kHostileKinds[] = {HostileKind::Large, HostileKind::NegInfRows, HostileKind::LeadingNegInf,
-                                                HostileKind::NaN, HostileKind::Denormal};
+enum class HostileKind { Large, NegInfRows, LeadingNegInf, TrailingNegInf, NegInfPrefix, NaN, Denormal };
+inline constexpr HostileKind kHostileKinds[] = {HostileKind::Large,          HostileKind::NegInfRows,
+                                                HostileKind::LeadingNegInf,  HostileKind::TrailingNegInf,
+                                                HostileKind::NegInfPrefix,   HostileKind::NaN,
+                                                HostileKind::Denormal};
 inline constexpr double kHostileScale = 12;
 std::string_view hostile_kind_name(HostileKind kind);
 TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
+#include "support/ieee_rules.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy {
@@ -130,14 +131,13 @@ int64_t to_index(double v, const char* what) {
 
 // ---- elementwise functions ------------------------------------------------------------------
 
+// ExpSub: a - b as the argument of exp or exp2, where -inf - -inf is -inf (support/ieee_rules.hpp).
 enum class Fn {
-  Neg, Not, Add, Sub, Mul, Div, IDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge,
+  Neg, Not, Add, Sub, ExpSub, Mul, Div, IDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge,
   Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Abs, Max, Min,
   ToBool, ToI32, ToI64, ToF16, ToBf16, ToF32, ToF64,
 };
 
-double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b); }
-double min_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b); }
 
 double to_integer(double x, DType dtype) {
   double t = std::trunc(x);
@@ -159,6 +159,7 @@ double apply(Fn f, double a, double b) {
     case Fn::Not: return a == 0 ? 1 : 0;
     case Fn::Add: return a + b;
     case Fn::Sub: return a - b;
+    case Fn::ExpSub: return exp_difference(a, b);
     case Fn::Mul: return a * b;
     case Fn::Div: return a / b;
     case Fn::IDiv: return integer_quotient(a, b, false);
@@ -502,7 +503,8 @@ public:
         case Builtin::ArgMax:
         case Builtin::ArgMin: {
           auto j = static_cast<double>(s.slots[axes_.slots[0]]);
-          bool better = kind_ == Builtin::ArgMax ? x > best : x < best;
+          // The first NaN wins, as in PyTorch (stdlib/monoids.emmy).
+          bool better = !std::isnan(best) && (std::isnan(x) || (kind_ == Builtin::ArgMax ? x > best : x < best));
           if (better || (x == best && j < acc)) {
             best = x;
             acc = j;
@@ -743,7 +745,8 @@ protected:
     fail(fmt::format("unsupported unary operator '{}'", e.text));
   }
 
-  NodePtr binary(const ast::Expr& e) {
+  // `in_exp`: the argument of exp or exp2, where a difference is Fn::ExpSub.
+  NodePtr binary(const ast::Expr& e, bool in_exp = false) {
     NodePtr a = compile(e.args[0]);
     NodePtr b = compile(e.args[1]);
     size_t w = joint_width({a.get(), b.get()});
@@ -757,6 +760,7 @@ protected:
       t = Type::scalar(DType::Bool);
     }
     Fn fn = binary_fn(e.text, is_int(materialize(t)));
+    if (in_exp && fn == Fn::Sub) fn = Fn::ExpSub;
     if (fn == Fn::Mod && !is_int(materialize(t))) fail("'%' of non-integers");
     return std::make_unique<MapNode>(fn, vec(std::move(a), std::move(b)), t, w, frame_);
   }
@@ -767,7 +771,9 @@ protected:
     if (static_cast<int>(e.args.size()) != fn->arity)
       fail(fmt::format("{} takes {} arguments, got {}", e.text, fn->arity, e.args.size()));
     std::vector<NodePtr> args;
-    for (const ast::Expr& a : e.args) args.push_back(compile(a));
+    const bool exp = e.text == "exp" || e.text == "exp2";
+    for (const ast::Expr& a : e.args)
+      args.push_back(exp && a.kind == ast::ExprKind::Binary && a.text == "-" ? binary(a, true) : compile(a));
     std::vector<const Node*> raw;
     for (const NodePtr& a : args) raw.push_back(a.get());
     size_t w = joint_width(raw);

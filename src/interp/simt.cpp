@@ -1,6 +1,7 @@
 // The SIMT interpreter: a block's threads advance in lockstep, every register a vector over
 // them; shared memory, asynchronous copies, mbarriers, bank conflicts and races are modelled.
 #include "interp/simt.hpp"
+#include "support/ieee_rules.hpp"
 
 #include <algorithm>
 #include <array>
@@ -189,8 +190,10 @@ void float_binary(BinOp op, const std::vector<double>& a, const std::vector<doub
     case BinOp::Mul: each([](T x, T y) { return x * y; }); break;
     case BinOp::Div: each([](T x, T y) { return x / y; }); break;
     case BinOp::Rem: each([](T x, T y) { return std::fmod(x, y); }); break;
-    case BinOp::Min: each([](T x, T y) { return std::fmin(x, y); }); break;
-    case BinOp::Max: each([](T x, T y) { return std::fmax(x, y); }); break;
+    // NaN through max and min, as the kernels' max.NaN (support/ieee_rules.hpp); max of a value held in T
+    // is that value, so rounding to T and back changes nothing.
+    case BinOp::Min: each([](T x, T y) { return static_cast<T>(min_nan(x, y)); }); break;
+    case BinOp::Max: each([](T x, T y) { return static_cast<T>(max_nan(x, y)); }); break;
     case BinOp::Pow: each([](T x, T y) { return std::pow(x, y); }); break;
     default: break;  // comparisons, logic and bit ops: the caller's
   }

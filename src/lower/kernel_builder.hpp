@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "algebra/from_ast.hpp"
+#include "ir/ieee_rules.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
@@ -187,8 +188,17 @@ class KernelBuilder {
     return kir::unary(kir::UnOp::Exp2Ftz, kir::binary(kir::BinOp::Mul, std::move(x), kir::cf(kLog2e, ScalarType::F32)));
   }
 
-  // op(x), every exp through exp_value (the one place FAST_EXP acts).
-  K unary_value(kir::UnOp op, K x) const {
+  // op(x), every exp through exp_value (the one place FAST_EXP acts); an exp or exp2 of a
+  // difference takes it as kir::exp_difference (-inf - -inf is -inf there: ir/ieee_rules.hpp).
+  K unary_value(kir::UnOp op, K x) {
+    if (op != kir::UnOp::Exp && op != kir::UnOp::Exp2) return kir::unary(op, std::move(x));
+    K* d = &x;
+    while (d->kind == K::Kind::Cast) d = &d->args[0];
+    if (d->kind == K::Kind::Binary && d->bin == kir::BinOp::Sub && kir::is_float(d->type)) {
+      auto operand = [&](K v) { return v.kind == K::Kind::Var || v.kind == K::Kind::Const ? v : shared(std::move(v)); };
+      K a = operand(d->args[0]), b = operand(d->args[1]);
+      *d = kir::exp_difference(std::move(a), std::move(b));
+    }
     return op == kir::UnOp::Exp ? exp_value(std::move(x)) : kir::unary(op, std::move(x));
   }
 

@@ -47,9 +47,14 @@ MonoidLowering index_of(ScalarType value, TermOp better) {
   m.fields = {"v", "i"};
   m.types = {value, ScalarType::I64};
   m.identity = {extreme(value, better == TermOp::Gt), num(0)};
-  // Ties go to the smaller index (stdlib/monoids.emmy): associative and commutative.
-  Term take_b = op(TermOp::Or, op(better, b("v"), a("v")),
-                   op(TermOp::And, op(TermOp::Eq, b("v"), a("v")), op(TermOp::Lt, b("i"), a("i"))));
+  // Ties go to the smaller index, and NaN beats every value, as in PyTorch (stdlib/monoids.emmy):
+  // associative and commutative.
+  Term a_nan = op(TermOp::Ne, a("v"), a("v")), b_nan = op(TermOp::Ne, b("v"), b("v"));
+  Term earlier = op(TermOp::Lt, b("i"), a("i"));
+  Term ordinary = op(TermOp::Or, b_nan, op(TermOp::Or, op(better, b("v"), a("v")),
+                                           op(TermOp::And, op(TermOp::Eq, b("v"), a("v")), earlier)));
+  Term take_b = op(TermOp::Or, op(TermOp::And, op(TermOp::And, a_nan, b_nan), earlier),
+                   op(TermOp::And, Term::make(TermOp::Not, {a_nan}), ordinary));
   m.combine = {Term::make(TermOp::Select, {take_b, b("v"), a("v")}), Term::make(TermOp::Select, {take_b, b("i"), a("i")})};
   m.lift = {Term::var("x"), Term::var("j")};
   m.lift_params = {"x"};

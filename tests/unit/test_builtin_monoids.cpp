@@ -1,6 +1,6 @@
 // The built-in reductions are their definitions: each row of the lowering's table agrees with
 // its monoid in stdlib/monoids.emmy (identity exactly, combine and lift at every point of a grid
-// with ties and infinities), both are proved the same, and integer identities are the limits.
+// with ties, infinities and NaN), both are proved the same, and integer identities are the limits.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,7 +31,7 @@ bool same(double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == 
 // Every assignment of `values` to the variables "a.f", "b.f" of each field (index fields, the
 // argmax family's i, take small naturals; bool fields 0 and 1).
 std::vector<Env> grid(const algebra::MonoidTerms& m) {
-  const std::vector<double> reals = {-INFINITY, -3, -1, -0.5, 0, 0.5, 1, 3, INFINITY};
+  const std::vector<double> reals = {-INFINITY, -3, -1, -0.5, 0, 0.5, 1, 3, INFINITY, NAN};
   const std::vector<double> naturals = {0, 1, 2, 7}, bools = {0, 1};
   std::vector<std::pair<std::string, const std::vector<double>*>> vars;
   for (const char* side : {"a.", "b."})

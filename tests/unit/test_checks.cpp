@@ -1,6 +1,6 @@
 // The checks fail when they should: an output element no kernel writes, a reference that is
 // NaN everywhere, and a deliberately broken online-softmax fold (kernel IR mutated after
-// lowering) on hostile and on ordinary inputs. Also issue 23's known failure, kept visible.
+// lowering) on hostile and on ordinary inputs.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -171,18 +171,8 @@ TEST_CASE("checks: a fold that does not rescale its running sum fails on ordinar
   }
 }
 
-// Ops whose kernels drop a NaN that the reference propagates: max and min in the kernels are
-// IEEE maxNum/minNum (fmaxf: max(NaN, 0) = 0, so relu(NaN) = 0), in the reference they return
-// NaN. Which of the two the language means is open (reported with Step 8's checks); until it is
-// decided these ops are expected to fail the propagation check, and the test says when one
-// stops failing.
-const std::set<std::string> kDropsNaNThroughMax = {
-    "matmul_bias_relu", "linear_residual_relu", "bmm_nt_bias_relu",
-};
-
-TEST_CASE("checks: NaN and -inf rows propagate to the same places on every op (known max/relu divergence listed)") {
+TEST_CASE("checks: NaN and -inf rows propagate to the same places on every op") {
   int runs = 0;
-  std::set<std::string> diverging;
   for (const std::string& file : test::program_files(EMMY_SOURCE_DIR)) {
     auto l = test::check_file(file);
     REQUIRE(!l->diags->has_errors());
@@ -203,30 +193,12 @@ TEST_CASE("checks: NaN and -inf rows propagate to the same places on every op (k
         TensorMap got = inputs;
         run_simt(low.kernels, sizes, got, {});
         const std::string why = test::output_failures(*op, got, ref, kind);
-        if (kDropsNaNThroughMax.count(name)) {
-          if (!why.empty()) diverging.insert(name);
-        } else {
-          CHECK_MESSAGE(why.empty(), why);
-        }
+        CHECK_MESSAGE(why.empty(), why);  // relu's max(x, 0) included: NaN propagates (issue 23)
         ++runs;
       }
     }
   }
-  CHECK(diverging == kDropsNaNThroughMax);  // each listed op still diverges: the list stays exact
   CHECK(runs > 80);
-}
-
-// Issue 23: Emmy's online fold gives NaN on a row whose first element is -inf (the running max
-// starts at -inf, and exp(-inf - -inf) is NaN) where the reference is finite. An expected
-// failure: when issue 23 is fixed this test fails ("should have failed"); then drop the mark.
-TEST_CASE("checks: rows that start with -inf (issue 23: expected to fail until it is fixed)" * doctest::should_fail()) {
-  // logsumexp written naively (a max, then a sum of exp(x - max)) lowers to the online fold; its
-  // reference takes the max first and stays finite.
-  Case c = lowered("/stdlib/nn.emmy", "logsumexp", "TILE=a:scalar");
-  const SizeBindings sizes{{"N", 7}, {"C", 50}};
-  const std::string why =
-      interpreted_verdict(c, c.low.kernels, sizes, hostile_inputs(*c.op, sizes, 5, HostileKind::LeadingNegInf));
-  CHECK_MESSAGE(why.empty(), why);
 }
 
 }  // namespace emmy

@@ -584,6 +584,13 @@ TEST_CASE("reference: hostile inputs change the float inputs as their kind says,
       case HostileKind::LeadingNegInf:
         for (size_t i = 0; i < x.size(); ++i) CHECK((i % 8 == 0) == (x[i] == -std::numeric_limits<double>::infinity()));
         break;
+      case HostileKind::TrailingNegInf:
+        for (size_t i = 0; i < x.size(); ++i) CHECK((i % 8 == 7) == (x[i] == -std::numeric_limits<double>::infinity()));
+        break;
+      case HostileKind::NegInfPrefix:
+        for (size_t i = 0; i < x.size(); ++i) CHECK((i % 8 < 4) == (x[i] == -std::numeric_limits<double>::infinity()));
+        CHECK(h.at("w").data == base.at("w").data);
+        break;
       case HostileKind::NaN:
         for (size_t i = 0; i < x.size(); ++i) CHECK((i % 7 == 3) == std::isnan(x[i]));
         CHECK(std::isnan(h.at("w").data[3]));

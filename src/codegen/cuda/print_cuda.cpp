@@ -82,12 +82,29 @@ constexpr std::array kUnary{
     UnRow{UnOp::Sigmoid, kF64, {"1.0 / (1.0 + exp(-$))", kPrecUnary, kPrecMultiplicative}},
 };
 
-// Binary operators: infix (C operator) or a call `name(a, b)`.
+// max and min propagate NaN (ir/ieee_rules.hpp; fmaxf and fminf drop it): f32 as one
+// max.NaN / min.NaN (sm_80 and later), f64 by a compare, f16 and bf16 as __hmax_nan/__hmin_nan.
+constexpr std::string_view kMinMaxNaN = R"(__device__ __forceinline__ float emmy_fmaxf(float a, float b) {
+  float y;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+__device__ __forceinline__ float emmy_fminf(float a, float b) {
+  float y;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+__device__ __forceinline__ double emmy_fmax(double a, double b) { return a != a || a > b ? a : b; }
+__device__ __forceinline__ double emmy_fmin(double a, double b) { return a != a || a < b ? a : b; }
+)";
+
+// Binary operators: infix (C operator) or a call `name(a, b)`; `helper` as for UnRow.
 struct BinRow {
   BinOp op;
   TypeSet types;
   std::string_view text;
   bool call = false;
+  std::string_view helper = {};
 };
 constexpr TypeSet kArith = kInts | kF32 | kF64 | kHalf;
 constexpr std::array kBinary{
@@ -99,13 +116,13 @@ constexpr std::array kBinary{
     BinRow{BinOp::Rem, kF32, "fmodf", true},
     BinRow{BinOp::Rem, kF64, "fmod", true},
     BinRow{BinOp::Min, kInts, "min", true},
-    BinRow{BinOp::Min, kF32, "fminf", true},
-    BinRow{BinOp::Min, kF64, "fmin", true},
-    BinRow{BinOp::Min, kHalf, "__hmin", true},
+    BinRow{BinOp::Min, kF32, "emmy_fminf", true, kMinMaxNaN},
+    BinRow{BinOp::Min, kF64, "emmy_fmin", true, kMinMaxNaN},
+    BinRow{BinOp::Min, kHalf, "__hmin_nan", true},
     BinRow{BinOp::Max, kInts, "max", true},
-    BinRow{BinOp::Max, kF32, "fmaxf", true},
-    BinRow{BinOp::Max, kF64, "fmax", true},
-    BinRow{BinOp::Max, kHalf, "__hmax", true},
+    BinRow{BinOp::Max, kF32, "emmy_fmaxf", true, kMinMaxNaN},
+    BinRow{BinOp::Max, kF64, "emmy_fmax", true, kMinMaxNaN},
+    BinRow{BinOp::Max, kHalf, "__hmax_nan", true},
     BinRow{BinOp::Pow, kF32, "powf", true},
     BinRow{BinOp::Pow, kF64, "pow", true},
     BinRow{BinOp::Lt, kAll, "<"},
@@ -467,10 +484,12 @@ struct Uses {
   std::set<int> intrinsics;
   bool tensor_map = false;
   std::set<UnOp> unary;
+  std::set<std::pair<BinOp, ST>> binary;  // operator, operand type
 
   void expr(const Expr& e) {
     types |= bit(e.type);
     if (e.kind == Expr::Kind::Unary) unary.insert(e.un);
+    if (e.kind == Expr::Kind::Binary) binary.insert({e.bin, e.args[0].type});
     for (const Expr& a : e.args) this->expr(a);
   }
   void stmts(const std::vector<Stmt>& body) {
@@ -522,6 +541,11 @@ std::string helpers(const Uses& uses) {
   std::string out;
   for (const UnRow& r : kUnary)
     if (!r.helper.empty() && uses.unary.count(r.op)) out += fmt::format("\n{}", r.helper);
+  std::set<std::string_view> printed;  // one helper text serves several rows
+  for (const BinRow& r : kBinary)
+    for (const auto& [op, type] : uses.binary)
+      if (!r.helper.empty() && r.op == op && (r.types & bit(type)) && printed.insert(r.helper).second)
+        out += fmt::format("\n{}", r.helper);
   for (const IntrinsicInfo& info : intrinsic_table())
     if (uses.intrinsics.count(static_cast<int>(info.id))) out += fmt::format("\n{}", info.helper_source);
   return out;
