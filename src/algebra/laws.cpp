@@ -169,9 +169,9 @@ std::vector<std::string> identity_hazards(const MonoidTerms& m) {
   for (size_t i = 0; i < both.size(); ++i)
     if (std::isnan(evaluate(both[i], {}))) {
       out.push_back(fmt::format(
-          "combine(identity, identity) is NaN in IEEE arithmetic (field {}): an infinite identity meets itself, "
-          "as in exp(-inf - -inf); generated code must guard this case (FA-2 tests the running max against -inf "
-          "before rescaling)",
+          "combine(identity, identity) is NaN in IEEE arithmetic (field {}): an infinite identity meets itself "
+          "outside the exp of a difference (where -inf - -inf is -inf, docs/language.md \"Infinities and NaN\"); "
+          "every schedule and the reference give NaN there: rewrite combine",
           m.fields[i]));
       break;
     }
@@ -336,6 +336,36 @@ std::string explain(const MonoidReport& r) {
     out += fmt::format("  domain: {} (every lift starts it positive and combine keeps it so)\n", fmt::join(r.domain, ", "));
   for (const std::string& n : r.notes) out += fmt::format("  note: {}\n", n);
   return out;
+}
+
+bool identity_unsafe(const MonoidTerms& m) {
+  // Each field over its kind's points: -inf (a masked value; +inf makes NaN in any order), a
+  // zero and two finite values; integers and bools over a few of their values. A NaN counts
+  // when the identity causes it: combine with an ordinary finite carrier y instead has none.
+  static const std::vector<double> kReals = {-INFINITY, 0.0, 1.5, -2.0}, kInts = {0, 1, 7}, kBools = {0, 1};
+  const size_t n = m.fields.size();
+  std::vector<const std::vector<double>*> points;
+  Carrier y;
+  for (const std::string& f : m.fields) {
+    auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), f) != v.end(); };
+    const bool small = in(m.bool_fields) || in(m.int_fields);
+    points.push_back(in(m.bool_fields) ? &kBools : in(m.int_fields) ? &kInts : &kReals);
+    y.push_back(Term::constant(small ? Rational::of(1) : Rational::of(3, 2)));
+  }
+  const Carrier a = vars(m, "a");
+  const Carrier sides[][2] = {{apply(m, m.identity, a), apply(m, y, a)}, {apply(m, a, m.identity), apply(m, a, y)}};
+  std::vector<size_t> at(n, 0);
+  for (int budget = 4096; budget > 0; --budget) {  // 4^6 points at most: carriers are small
+    Env env;
+    for (size_t i = 0; i < n; ++i) env.emplace_back("a." + m.fields[i], (*points[i])[at[i]]);
+    for (const auto& [with_identity, with_y] : sides)
+      for (size_t i = 0; i < n; ++i)
+        if (std::isnan(evaluate(with_identity[i], env)) && !std::isnan(evaluate(with_y[i], env))) return true;
+    size_t i = 0;
+    while (i < n && ++at[i] == points[i]->size()) at[i++] = 0;
+    if (i == n) break;
+  }
+  return false;
 }
 
 }  // namespace emmy::algebra

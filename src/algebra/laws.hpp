@@ -40,6 +40,12 @@ struct MonoidReport {
 
 MonoidReport check_laws(const MonoidTerms& m);
 
+// Whether combine(identity, x) or combine(x, identity) is NaN in a field for some x without NaN
+// (IEEE, with Emmy's rules: support/ieee_rules.hpp), as Welford's 0 * inf at a mean of -inf. A
+// fold of such a monoid starts from its first element, not from the identity — the identity
+// law makes the two equal in exact arithmetic — in the reference and in every kernel alike.
+bool identity_unsafe(const MonoidTerms& m);
+
 // The report as `emmyc check --explain` prints it.
 std::string explain(const MonoidReport& r);
 

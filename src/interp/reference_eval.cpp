@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
+#include "algebra/from_ast.hpp"
+#include "algebra/laws.hpp"
 #include "support/ieee_rules.hpp"
 #include "ir/numeric.hpp"
 
@@ -575,6 +577,7 @@ struct CompiledMonoid {
   std::vector<size_t> arg_offsets;       // where each reduction argument is written
   size_t acc = 0, a = 0, b = 0, tmp = 0;
   bool has_lift = false;
+  bool first_element = false;  // the fold starts from its first element (algebra::identity_unsafe)
 };
 
 // A user-monoid reduction: acc = combine(acc, lift(args)) over the points, in index order.
@@ -593,10 +596,16 @@ public:
     double* l = s.locals.data();
     size_t w = width();
     write_carrier(s, m_.identity, l + m_.acc);
+    bool first = m_.first_element;
     for_each_point(s, axes_, [&] {
       if (where_ && where_->scalar(s) == 0) return;
       for (size_t k = 0; k < args_.size(); ++k) args_[k]->eval(s, l + m_.arg_offsets[k]);
       if (m_.has_lift) write_carrier(s, m_.lift, l + m_.b);
+      if (first) {  // combine(identity, x) = x, without the identity meeting x in floats
+        std::copy_n(l + m_.b, w, l + m_.acc);
+        first = false;
+        return;
+      }
       std::copy_n(l + m_.acc, w, l + m_.a);
       for (const auto& [value, offset] : m_.lets) value->eval(s, l + offset);
       write_carrier(s, m_.yield, l + m_.tmp);
@@ -899,6 +908,9 @@ CompiledMonoid compile_monoid(const ast::MonoidDecl& d, const std::vector<size_t
   m.b = frame.region(w);
   m.tmp = frame.region(w);
   m.has_lift = d.lift_value.has_value();
+  std::string why;
+  if (std::optional<algebra::MonoidTerms> terms = algebra::monoid_terms(d, why))
+    m.first_element = algebra::identity_unsafe(*terms);
   if (!d.identity) fail(fmt::format("monoid {} has no identity", d.name.name));
   if (!d.has_combine || !d.combine_yield) fail(fmt::format("monoid {} has no combine", d.name.name));
 

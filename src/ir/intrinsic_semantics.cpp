@@ -210,11 +210,13 @@ void atomic_rmw(const IntrinsicCall& call, Combine combine) {
   }
 }
 
-// The CUDA helpers' float max/min: an integer atomic on the bits (see intrinsics.cpp).
+// The CUDA helpers' float max/min: an integer atomic on the bits (see intrinsics.cpp), a NaN
+// first made the bits that win (0x7fffffff for max, 0xffffffff for min), so it propagates.
 float float_extreme(float old, float v, bool max) {
   int32_t ov, vv;
   std::memcpy(&ov, &old, 4);
   std::memcpy(&vv, &v, 4);
+  if (v != v) vv = max ? 0x7fffffff : -1;
   uint32_t ou = static_cast<uint32_t>(ov), vu = static_cast<uint32_t>(vv);
   int32_t r = vv >= 0 ? (max ? std::max(ov, vv) : std::min(ov, vv))
                       : static_cast<int32_t>(max ? std::min(ou, vu) : std::max(ou, vu));

@@ -237,14 +237,14 @@ constexpr std::string_view kAtomicAddI32 =
 )";
 constexpr std::string_view kAtomicMaxF32 =
     R"(__device__ __forceinline__ void emmy_atomic_max_f32(float* p, float v) {
-  int b = __float_as_int(v);
+  int b = v != v ? 0x7fffffff : __float_as_int(v);  // NaN as the largest int: it wins and stays
   if (b >= 0) asm volatile("red.max.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
   else asm volatile("red.min.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
 }
 )";
 constexpr std::string_view kAtomicMinF32 =
     R"(__device__ __forceinline__ void emmy_atomic_min_f32(float* p, float v) {
-  int b = __float_as_int(v);
+  int b = v != v ? -1 : __float_as_int(v);  // NaN as 0xffffffff: the largest unsigned, below every int
   if (b >= 0) asm volatile("red.min.s32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
   else asm volatile("red.max.u32 [%0], %1;\n" :: "l"(p), "r"(b) : "memory");
 }

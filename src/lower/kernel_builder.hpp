@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "algebra/from_ast.hpp"
+#include "algebra/laws.hpp"
 #include "ir/ieee_rules.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/monoid_table.hpp"
@@ -465,21 +466,24 @@ class KernelBuilder {
       carrier.values.push_back(let(fresh(m.fields.size() == 1 ? base : base + "_" + m.fields[i]), init));
     }
     K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
-    std::optional<K> has;  // COOP: whether this thread's share combined an element
+    // Whether this thread's fold combined an element: for COOP's shares, and where the identity
+    // must not meet a value (algebra::identity_unsafe: the fold starts from its first element).
+    const bool first_element = algebra::identity_unsafe(terms_of(e.op, m));
+    std::optional<K> has;
+    if (coop_top() || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
     auto element = [&] {
       auto body = [&] {
         bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
         widen_half_ += widen;
         std::map<std::string, K> lifted = lift(e, m, vector_elem);
         widen_half_ -= widen;
-        combine_into(carrier, m, lifted);
+        combine_into(carrier, m, lifted, first_element ? has : std::nullopt);
         if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (e.where.empty()) return body();
       emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
     };
     if (coop_top()) {
-      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
       coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine}, carrier.values, *has, element);
     } else {
       std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
@@ -557,16 +561,21 @@ class KernelBuilder {
   }
 
   // carrier <- combine(carrier, lifted), every field from the old values.
-  void combine_into(Carrier& c, const MonoidLowering& m, const std::map<std::string, K>& lifted) {
+  // With `has` (the fold starts from its first element): the lifted value itself until has.
+  void combine_into(Carrier& c, const MonoidLowering& m, const std::map<std::string, K>& lifted,
+                    const std::optional<K>& has = std::nullopt) {
     std::map<std::string, K> env = lifted;
     for (size_t i = 0; i < m.fields.size(); ++i) env["a." + m.fields[i]] = c.values[i];
+    auto value = [&](size_t i) {
+      K v = as(term_value(m.combine[i], env, m.types[i]), m.types[i]);
+      return has ? kir::select(*has, v, as(lifted.at("b." + m.fields[i]), m.types[i])) : v;
+    };
     if (m.fields.size() == 1) {  // nothing to keep consistent: update in place
-      emit(kir::assign(c.values[0].reg, as(term_value(m.combine[0], env, m.types[0]), m.types[0])));
+      emit(kir::assign(c.values[0].reg, value(0)));
       return;
     }
     std::vector<K> next;
-    for (size_t i = 0; i < m.fields.size(); ++i)
-      next.push_back(let(fresh("new_" + m.fields[i]), as(term_value(m.combine[i], env, m.types[i]), m.types[i])));
+    for (size_t i = 0; i < m.fields.size(); ++i) next.push_back(let(fresh("new_" + m.fields[i]), value(i)));
     for (size_t i = 0; i < m.fields.size(); ++i) emit(kir::assign(c.values[i].reg, next[i]));
   }
 
@@ -741,7 +750,13 @@ class KernelBuilder {
       if (!s.fields[i].per_tile) return scalars[i];
       return kir::var({array_names[i], tile > 1 ? u : -1}, scalar_of(s.fields[i].dtype));
     };
-    std::optional<K> has;  // COOP: whether this thread's share combined an element
+    // Whether this thread's fold combined an element: for COOP's shares, and where the identity
+    // must not meet a value (algebra::identity_unsafe: the fold starts from its first element).
+    const bool first_element = algebra::identity_unsafe(s.terms);
+    const bool per_tile = std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
+    const bool coop = coop_top() && tile == 1 && !per_tile && s.range.empty();
+    std::optional<K> has;
+    if (coop || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
     auto element = [&] {
       auto body = [&] {
         // Lift the element once for scalar fields, once per tile element for per-tile ones.
@@ -762,7 +777,9 @@ class KernelBuilder {
               env["b." + s.fields[j].name] = lifted[j][uj];
             }
             ScalarType t = scalar_of(s.fields[i].dtype);
-            next[i].push_back(let(fresh("next_" + s.fields[i].name), as(term_value(s.terms.combine[i], env, t), t)));
+            K v = as(term_value(s.terms.combine[i], env, t), t);
+            if (first_element) v = kir::select(*has, v, lifted[i][s.fields[i].per_tile ? u : 0]);
+            next[i].push_back(let(fresh("next_" + s.fields[i].name), v));
           }
         for (size_t i = 0; i < s.fields.size(); ++i)
           for (size_t u = 0; u < next[i].size(); ++u) emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
@@ -771,14 +788,12 @@ class KernelBuilder {
       if (s.where.empty()) return body();
       emit(kir::if_then(as(lower(s.where[0]), ScalarType::Pred), nested(body)));
     };
-    bool per_tile = std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
-    if (coop_top() && tile == 1 && !per_tile && s.range.empty()) {
+    if (coop) {
       CarrierSpec spec;
       spec.fields = names;
       for (const lir::CarrierField& f : s.fields) spec.types.push_back(scalar_of(f.dtype));
       spec.identity = s.terms.identity;
       spec.combine = s.terms.combine;
-      has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
       coop_reduce(s.monoid, {s.axis}, spec, scalars, *has, element);
     } else {
       std::vector<kir::Stmt> loop = axis_loops({s.axis}, element);
