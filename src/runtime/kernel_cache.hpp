@@ -22,9 +22,9 @@ std::string default_cache_dir();
 // Why `dir` cannot hold the cache ("" when it can); a missing directory is created.
 std::string cache_dir_problem(const std::string& dir);
 
-// The warning compile_cuda_cached gives before it compiles: "" when the cache is usable or
-// disabled, else "the kernel cache is off: '/x' is not a directory; compiling without it". A
-// caller that compiles many times (the tuner) prints it once.
+// The warning compile_cuda_cached gives before it compiles: "" when the cache is usable (its
+// directory created if missing) or disabled, else "the kernel cache is off: '/x' is not a
+// directory; compiling without it". A caller that compiles many times (the tuner) prints it once.
 std::string cache_warning(const CacheOptions& cache);
 
 struct CachedCompile {

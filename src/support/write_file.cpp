@@ -30,8 +30,8 @@ std::string errno_text(int error) {
 }
 
 std::string failure(const fs::path& path, const std::string& why, bool existed) {
-  return fmt::format("cannot write '{}': {}{}", path.string(), why,
-                     existed ? " (the file is left as it was)" : " (nothing was written)");
+  return fmt::format("cannot write '{}': {}; {}", path.string(), why,
+                     existed ? "the file is left as it was" : "nothing was written");
 }
 
 // SIGXFSZ blocked on this thread for the object's life, so that going over `ulimit -f` makes

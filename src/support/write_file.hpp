@@ -14,7 +14,7 @@ struct WriteOptions {
 };
 
 // Writes `content` to `path` as a whole or not at all, and returns "" on success or one line
-// saying what failed ("cannot write 'x.emmy': No space left on device; it is left as it was").
+// saying what failed ("cannot write 'x.emmy': No space left on device; the file is left as it was").
 // A symlink is followed to its final target, which is replaced (the link stays a link). The new
 // file gets the old one's mode (and owner, where permitted); a new file gets 0666 less the umask.
 // Refused, with the file untouched: a target that is read-only (no write bit, even for root), a
