@@ -1,6 +1,6 @@
 #include "driver/commands.hpp"
 
-#include <fstream>
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
 #include "sema/sema.hpp"
+#include "support/write_file.hpp"
 #include "syntax/format.hpp"
 #include "syntax/parse.hpp"
 
@@ -131,16 +132,22 @@ int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_plac
     std::optional<std::string> formatted = diags.has_errors() ? std::nullopt : format_source(text);
     if (!formatted) {
       diags.render(err);
-      status = kUserError;
+      status = std::max(status, static_cast<int>(kUserError));
       continue;
     }
     if (check_only) {
       if (*formatted != text) {
         out << fmt::format("{}: not formatted (run emmyc fmt -i {})\n", path, path);
-        status = kUserError;
+        status = std::max(status, static_cast<int>(kUserError));
       }
     } else if (in_place) {
-      if (*formatted != text) std::ofstream(path, std::ios::binary) << *formatted;
+      // A file that cannot be replaced is a usage error, like one that cannot be read; the
+      // other files are still formatted.
+      const std::string failed = *formatted == text ? "" : write_file(path, *formatted);
+      if (!failed.empty()) {
+        err << "emmyc: error: " << failed << "\n";
+        status = kUsageError;
+      }
     } else {
       out << *formatted;
     }

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
 #include "runtime/time_program.hpp"
+#include "support/write_file.hpp"
 
 namespace emmy {
 
@@ -126,19 +126,20 @@ void write_npy(const std::filesystem::path& path, const HostTensor& t) {
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", f.descr, shape);
   header.append(63 - (10 + header.size()) % 64, ' ');  // the data starts at a multiple of 64
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
+  std::string file("\x93NUMPY\x01\x00", 8);
   const auto len = static_cast<uint16_t>(header.size());
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out << header;
+  file += static_cast<char>(len & 0xff);
+  file += static_cast<char>(len >> 8);
+  file += header;
   const std::vector<uint8_t> bytes = kir::encode_values(f.type, t.data);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + path.string());
+  file.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (const std::string failed = write_file(path, file); !failed.empty()) throw std::runtime_error(failed);
 }
 
 void save_tensors(const std::string& dir, const TensorMap& inputs, const TensorMap& outputs) {
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("--save: cannot create the directory '{}': {}", dir, ec.message()));
   for (const TensorMap* map : {&inputs, &outputs})
     for (const auto& [name, t] : *map) write_npy(std::filesystem::path(dir) / (name + ".npy"), t);
 }

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -19,9 +18,11 @@
 
 #include "driver/run.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "runtime/nvrtc.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
+#include "support/write_file.hpp"
 #include "tune/build_ahead.hpp"
 #include "tune/database.hpp"
 #include "tune/measure_gpu.hpp"
@@ -167,7 +168,7 @@ BlockComparison compare_with_blocks(const tune::Scored& winner, const std::vecto
   return c;
 }
 
-// --write: the block into the file, checked, in one rename.
+// --write: the block into the file, checked, in one rename (write_file: symlinks followed, mode kept).
 int write_winner(const TuneOptions& o, const tune::TunedBlock& block, std::ostream& out, std::ostream& err) {
   std::optional<std::string> text = read_file(o.file);
   if (!text) {
@@ -176,12 +177,7 @@ int write_winner(const TuneOptions& o, const tune::TunedBlock& block, std::ostre
   }
   try {
     tune::WriteBack wb = tune::write_tuned_block(o.file, *text, block, o.stdlib_dirs);
-    const std::string tmp = o.file + ".tune-tmp";
-    std::ofstream file(tmp, std::ios::binary);
-    file << wb.text;
-    file.close();
-    if (!file) throw std::runtime_error(fmt::format("cannot write '{}' (the file is left as it was)", tmp));
-    std::filesystem::rename(tmp, o.file);
+    if (const std::string failed = write_file(o.file, wb.text); !failed.empty()) throw std::runtime_error(failed);
     out << fmt::format("{}: {}\n", o.file, wb.action);
   } catch (const std::exception& e) {
     err << "emmyc: error: " << e.what() << "\n";
@@ -243,6 +239,9 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   std::string no_nvrtc;
   const size_t before = space.pruned.size();
   const bool nvrtc = runtime::nvrtc_available(&no_nvrtc);
+  // The builds go through the kernel cache, which the measuring worker loads from: an unusable
+  // one is said once here, not once a candidate.
+  if (const std::string off = nvrtc ? runtime::cache_warning({}) : ""; !off.empty()) err << "emmyc: warning: " << off << "\n";
   if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
   if (nvrtc && o.dry_run) {
     tune::prune_by_ptxas(space, target, threads, &no_nvrtc);

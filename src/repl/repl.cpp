@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
@@ -19,6 +18,7 @@
 #include "sema/print_checked.hpp"
 #include "support/paths.hpp"
 #include "support/suggest.hpp"
+#include "support/write_file.hpp"
 #include "syntax/format.hpp"
 
 namespace emmy::repl {
@@ -377,7 +377,10 @@ bool Repl::cmd_tune(const std::vector<std::string>& given) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("emmy-repl-{}", getpid());
   std::filesystem::create_directories(dir);
   t.file = (dir / "session.emmy").string();
-  std::ofstream(t.file, std::ios::binary) << session_.source();
+  if (const std::string failed = write_file(t.file, session_.source(), {false}); !failed.empty()) {
+    err_ << "error: " << failed << "\n";
+    return false;
+  }
   t.shape = shape_;
   if (!set_.empty()) t.set = {set_};
   t.budget_s = *seconds;
@@ -393,11 +396,8 @@ bool Repl::cmd_save(const std::vector<std::string>& args) {
     return false;
   }
   const std::string text = session_.source();
-  std::ofstream file(args[0], std::ios::binary);
-  file << format_source(text).value_or(text);
-  file.close();
-  if (!file) {
-    err_ << fmt::format("error: cannot write '{}'\n", args[0]);
+  if (const std::string failed = write_file(args[0], format_source(text).value_or(text)); !failed.empty()) {
+    err_ << "error: " << failed << "\n";
     return false;
   }
   out_ << fmt::format("saved {} to {}\n", plural(session_.definitions().size(), "definition", "definitions"), args[0]);

@@ -1,20 +1,25 @@
-// The kernel cache: KEY.cu (the source, compared on a hit), KEY.ptx, KEY.cubin and KEY.log (the
-// NVRTC log with the ptxas report) in one directory; written to a temporary name and renamed.
+// The kernel cache: KEY.cu (the source, compared on a hit), KEY.ptx, KEY.cubin, KEY.log (the
+// NVRTC log with the ptxas report) and KEY.manifest, written last, which vouches for the others
+// (cache_manifest.hpp); each file is written to a temporary name and renamed.
 #include "runtime/kernel_cache.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "emmy/version.hpp"
+#include "runtime/cache_manifest.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
+#include "support/write_file.hpp"
 
 namespace emmy::runtime {
 namespace {
@@ -29,43 +34,49 @@ std::string cache_key(std::string_view source, const CompileOptions& options) {
   return fmt::format("{:016x}", fnv1a(source, fnv1a(salt)));
 }
 
-// Writes through a temporary file and a rename, so a reader never sees half an entry file.
-bool write_all(const fs::path& path, std::string_view data) {
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out.write(data.data(), static_cast<std::streamsize>(data.size()))) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
-}
+fs::path with_extension(const fs::path& base, const char* extension) { return fs::path(base).replace_extension(extension); }
 
-std::optional<CompileResult> load_entry(const fs::path& base, std::string_view source) {
-  auto stored = read_file(fs::path(base).replace_extension(".cu"));
-  if (!stored || *stored != source) return std::nullopt;
-  auto ptx = read_file(fs::path(base).replace_extension(".ptx"));
-  auto cubin = read_file(fs::path(base).replace_extension(".cubin"));
-  auto log = read_file(fs::path(base).replace_extension(".log"));
-  if (!ptx || !cubin || !log) return std::nullopt;
+// The entry's files as a compile left them, or why they cannot be used (`why`).
+std::optional<CompileResult> load_entry(const fs::path& base, std::string_view source, bool cubin, std::string& why) {
+  const std::optional<std::string> stored = read_file(with_extension(base, ".cu"));
+  if (!stored) return std::nullopt;  // no entry: a plain miss
+  if (*stored != source) {
+    why = "the stored .cu is another source (a colliding or corrupt entry)";
+    return std::nullopt;
+  }
+  const std::optional<std::string> ptx = read_file(with_extension(base, ".ptx"));
+  const std::optional<std::string> binary = read_file(with_extension(base, ".cubin"));
+  const std::optional<std::string> log = read_file(with_extension(base, ".log"));
+  const std::optional<std::string> manifest = read_file(with_extension(base, ".manifest"));
+  if (!ptx || !binary || !log) {
+    why = fmt::format("the entry's .{} is missing or unreadable", !ptx ? "ptx" : !binary ? "cubin" : "log");
+    return std::nullopt;
+  }
   CompileResult r;
   r.ok = true;
-  r.ptx = std::move(*ptx);
-  r.cubin.assign(cubin->begin(), cubin->end());
-  r.log = std::move(*log);
-  r.resources = parse_ptxas_report(r.log);
+  r.resources = parse_ptxas_report(*log);
+  why = check_entry(manifest.value_or(""), {*stored, *ptx, *binary, *log}, r.resources, cubin);
+  if (!why.empty()) return std::nullopt;
+  r.ptx = *ptx;
+  r.cubin.assign(binary->begin(), binary->end());
+  r.log = *log;
   return r;
 }
 
-// The .cu goes last: it is what marks the entry complete.
-bool store_entry(const fs::path& base, std::string_view source, const CompileResult& r) {
-  return write_all(fs::path(base).replace_extension(".ptx"), r.ptx) &&
-         write_all(fs::path(base).replace_extension(".cubin"), std::string_view(r.cubin.data(), r.cubin.size())) &&
-         write_all(fs::path(base).replace_extension(".log"), r.log) &&
-         write_all(fs::path(base).replace_extension(".cu"), source);
+// The manifest goes first (removed) and last (written): an entry is never complete halfway.
+std::string store_entry(const fs::path& base, std::string_view source, const CompileResult& r) {
+  const fs::path manifest = with_extension(base, ".manifest");
+  std::error_code ec;
+  fs::remove(manifest, ec);
+  const WriteOptions fast{false};  // every read checks the entry: no fsync needed
+  const EntryFiles files{std::string(source), r.ptx, std::string(r.cubin.begin(), r.cubin.end()), r.log};
+  for (const auto& [extension, content] : {std::pair<const char*, const std::string*>{".cu", &files.cu},
+                                          {".ptx", &files.ptx}, {".cubin", &files.cubin}, {".log", &files.log}})
+    if (std::string failed = write_file(with_extension(base, extension), *content, fast); !failed.empty()) return failed;
+  return write_file(manifest, format_manifest(files, r.resources), fast);
 }
+
+std::string off(const std::string& why) { return "the kernel cache is off: " + why + "; compiling without it"; }
 
 }  // namespace
 
@@ -77,28 +88,49 @@ std::string default_cache_dir() {
   return "";
 }
 
+std::string cache_dir_problem(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return fmt::format("'{}': {}", dir, std::error_code(errno, std::generic_category()).message());
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return fmt::format("cannot create the directory '{}': {}", dir, ec.message());
+    if (::stat(dir.c_str(), &st) != 0) return fmt::format("'{}' vanished after it was created", dir);
+  }
+  if (!S_ISDIR(st.st_mode)) return fmt::format("'{}' is not a directory", dir);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("'{}' is not writable: {}", dir, std::error_code(errno, std::generic_category()).message());
+  return "";
+}
+
+std::string cache_warning(const CacheOptions& cache) {
+  if (!cache.enabled) return "";
+  const std::string dir = cache.dir.empty() ? default_cache_dir() : cache.dir;
+  if (dir.empty()) return off("no cache directory ($EMMY_CACHE_DIR, $XDG_CACHE_HOME and $HOME are unset)");
+  const std::string problem = cache_dir_problem(dir);
+  return problem.empty() ? "" : off(problem);
+}
+
 CachedCompile compile_cuda_cached(std::string_view source, std::string_view program_name, const CompileOptions& options,
                                   const CacheOptions& cache) {
   CachedCompile out;
-  const std::string dir = cache.dir.empty() ? default_cache_dir() : cache.dir;
-  if (!cache.enabled || dir.empty()) {
+  out.warning = cache_warning(cache);
+  if (!cache.enabled || !out.warning.empty()) {
     out.result = compile_cuda(source, program_name, options);
-    if (cache.enabled) out.warning = "no cache directory ($EMMY_CACHE_DIR, $XDG_CACHE_HOME and $HOME are unset)";
     return out;
   }
+  const std::string dir = cache.dir.empty() ? default_cache_dir() : cache.dir;
   const fs::path base = fs::path(dir) / cache_key(source, options);
   out.path = base.string();
-  if (auto entry = load_entry(base, source)) {
+  if (auto entry = load_entry(base, source, options.cubin, out.invalid)) {
     out.result = std::move(*entry);
     out.hit = true;
     return out;
   }
   out.result = compile_cuda(source, program_name, options);
   if (!out.result.ok) return out;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !store_entry(base, source, out.result)) {
-    out.warning = fmt::format("cannot write the kernel cache in {}{}", dir, ec ? ": " + ec.message() : "");
+  if (std::string failed = store_entry(base, source, out.result); !failed.empty()) {
+    out.warning = off(failed);
     out.path.clear();
   }
   return out;

@@ -19,15 +19,27 @@ struct CacheOptions {
 // $EMMY_CACHE_DIR, else $XDG_CACHE_HOME/emmy/kernels, else $HOME/.cache/emmy/kernels; "" when none is set.
 std::string default_cache_dir();
 
+// Why `dir` cannot hold the cache ("" when it can); a missing directory is created.
+std::string cache_dir_problem(const std::string& dir);
+
+// The warning compile_cuda_cached gives before it compiles: "" when the cache is usable (its
+// directory created if missing) or disabled, else "the kernel cache is off: '/x' is not a
+// directory; compiling without it". A caller that compiles many times (the tuner) prints it once.
+std::string cache_warning(const CacheOptions& cache);
+
 struct CachedCompile {
   CompileResult result;
   bool hit = false;
   std::string path;     // the entry's files without extension; "" when the cache was not used
-  std::string warning;  // why the cache was skipped (an unwritable directory); the compile still ran
+  std::string warning;  // why the cache was skipped (an unusable directory, a failed write); the compile still ran
+  std::string invalid;  // on a miss, why the entry found was not used ("the .cubin does not match the manifest ...")
 };
 
-// compile_cuda through the cache. Only successful compiles are stored; a corrupt or colliding
-// entry (its stored CUDA differs) is treated as a miss and overwritten.
+// compile_cuda through the cache. Only successful compiles are stored. An entry is used only as
+// a whole: its manifest, written last, must give the size and hash of every other file and the
+// ptxas report its log parses to, the stored CUDA must be the source, the PTX non-empty, the
+// CUBIN an ELF file with a report for every entry function. Anything else (an emptied .cubin, a
+// forged .log, a missing file or manifest) is a miss: recompiled, and the entry overwritten.
 CachedCompile compile_cuda_cached(std::string_view source, std::string_view program_name, const CompileOptions& options,
                                   const CacheOptions& cache);
 
