@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@ namespace emmy::test {
 // The kinds the matrices run: every kind (kHostileKinds) — large magnitudes, subnormals, NaN,
 // and -inf rows, leading, trailing and over the first half of every row (issue 23).
 inline constexpr auto& kMatrixHostileKinds = kHostileKinds;
+
+// The interpreter matrix over every scalar-tier schedule (test_schedules.cpp) runs large and
+// subnormal inputs under each schedule and one propagating kind (NaN, -inf rows of each shape)
+// a schedule in turn, the i-th schedule the (i mod 5)-th: an op's first five schedules meet all
+// five. The full product is the GPU matrix's (tests/gpu/).
+inline std::vector<HostileKind> rotated_hostile_kinds(size_t schedule_index) {
+  static constexpr HostileKind kTurns[] = {HostileKind::LeadingNegInf, HostileKind::NegInfPrefix, HostileKind::NaN,
+                                           HostileKind::TrailingNegInf, HostileKind::NegInfRows};
+  return {HostileKind::Large, HostileKind::Denormal, kTurns[schedule_index % std::size(kTurns)]};
+}
 
 // NaN and -inf inputs test propagation: the reference is NaN or infinite wherever they reach,
 // and the output must be so at the same places, however many those are.

@@ -105,8 +105,10 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, i
 }
 
 TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, on hostile inputs") {
-  // Large magnitudes and subnormals at the ragged shape (distinct sizes no tile divides); NaN
-  // and -inf rows run over every op in test_checks.cpp.
+  // Large magnitudes and subnormals at the ragged shape (distinct sizes no tile divides) under
+  // every schedule; NaN and the -inf rows, one kind a schedule in turn (test::rotated_hostile_kinds),
+  // so that every op meets each of them; test_checks.cpp runs NaN and -inf rows over every op, and
+  // test_split_reduce.cpp every kind under every split schedule.
   const TargetInfo& target = *find_target("sm_90");
   int runs = 0, not_meaningful = 0;
   for (const std::string& file : program_files()) {
@@ -114,7 +116,9 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, o
     REQUIRE_MESSAGE(!l->diags->has_errors(), file);
     for (const CheckedOp* op : main_ops(*l->program)) {
       const SizeBindings sizes = test::cycled_sizes(*op, test::matrix_size_cycles()[1]);
+      size_t schedule_index = 0;
       for (const std::string& knobs : schedules(*l->program, *op)) {
+        const std::vector<HostileKind> kinds = test::rotated_hostile_kinds(schedule_index++);
         CAPTURE(file);
         CAPTURE(op->decl->name.name);
         CAPTURE(knobs);
@@ -125,7 +129,7 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, o
         } catch (const lower::LowerError&) {
           continue;  // the ordinary matrix above reports it
         }
-        for (HostileKind kind : test::kMatrixHostileKinds) {
+        for (HostileKind kind : kinds) {
           CAPTURE(hostile_kind_name(kind));
           TensorMap inputs = hostile_inputs(*op, sizes, 7, kind);
           TensorMap ref;
