@@ -397,7 +397,7 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
 // ---- the GPU side -------------------------------------------------------------------------------
 
 struct Totals {
-  int ops = 0, schedules = 0, programs = 0, runs = 0, comparisons = 0, failed = 0;
+  int ops = 0, schedules = 0, programs = 0, runs = 0, comparisons = 0, failed = 0, known = 0;
   double gpu_ms = 0;
 };
 
@@ -469,6 +469,11 @@ void run_op(const OpWork& w, const Context& ctx, Totals& totals) {
         const Tolerance tol = c.kind ? test::hostile_tolerance(*w.checked, want.dtype, *c.kind)
                                      : tolerance_for(*w.checked, want.dtype);
         Comparison cmp = compare(it->second, want, tol);
+        if (!cmp.ok && c.kind && test::known_divergence(w.op, v.label, *c.kind)) {
+          ++totals.known;  // documented (hostile_matrix.hpp): reported, not a failure
+          parts.push_back(fmt::format("{} KNOWN: {}", name, test::known_divergence(w.op, v.label, *c.kind)));
+          continue;
+        }
         all_ok = all_ok && cmp.ok;
         parts.push_back(fmt::format("{} rel {:.2e} max {:.2e} tol {:.0e} off {}", name, cmp.rel_l2, cmp.max_abs, tol.rel_l2,
                                     cmp.off));
@@ -542,8 +547,8 @@ TEST_CASE("gpu: every op of stdlib and examples, every scalar-tier schedule, on 
 
   const std::string summary =
       fmt::format("emmy_gpu_tests: {} ops, {} schedules ({} distinct programs), {} (op, schedule, shape) runs, {} output "
-                  "comparisons, {} failed; GPU {:.1f} ms, CPU workers {:.1f} s, wall {:.1f} s",
-                  totals.ops, totals.schedules, totals.programs, totals.runs, totals.comparisons, totals.failed,
+                  "comparisons, {} failed, {} known divergences; GPU {:.1f} ms, CPU workers {:.1f} s, wall {:.1f} s",
+                  totals.ops, totals.schedules, totals.programs, totals.runs, totals.comparisons, totals.failed, totals.known,
                   totals.gpu_ms, cpu_seconds, seconds_since(start));
   fmt::print("{}\n", summary);
   std::fflush(stdout);

@@ -103,7 +103,9 @@ TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedul
             continue;
           }
           const std::string failures = test::output_failures(*op, buffers, ref, kind);
-          CHECK_MESSAGE(failures.empty(), failures);
+          // A documented divergence must still diverge: the list stays exact.
+          if (kind && test::known_divergence(name, knobs, *kind)) CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
+          else CHECK_MESSAGE(failures.empty(), failures);
           ++runs;
         }
       }
