@@ -579,6 +579,23 @@ class KernelBuilder {
     for (size_t i = 0; i < m.fields.size(); ++i) emit(kir::assign(c.values[i].reg, next[i]));
   }
 
+  // exp(x - max(..., x, ...)), online softmax's rescale: the maximum n is never below x, so
+  // -inf - -inf arises only where n is -inf, and n replaced by 0 there (once, shared by every
+  // exp against it) is the exp of a difference's rule at one select a carrier, not one an exp.
+  std::optional<K> exp_below_max(const Term& d, const std::map<std::string, K>& env, ScalarType hint) {
+    if (d.op != TermOp::Sub || d.args[1].op != TermOp::Max) return std::nullopt;
+    const std::string x = d.args[0].str();
+    const Term& n = d.args[1];
+    if (x != n.args[0].str() && x != n.args[1].str()) return std::nullopt;
+    K a = term_value(d.args[0], env, hint), m = term_value(n, env, hint);
+    if (!kir::is_float(a.type) || !kir::is_float(m.type)) return std::nullopt;
+    ScalarType ct = compute_type(wider(a.type, m.type));
+    m = as(m, ct);
+    K safe = shared(kir::select(kir::binary(kir::BinOp::Eq, m, kir::cf(-std::numeric_limits<double>::infinity(), ct)),
+                                kir::cf(0, ct), m));
+    return shared(exp_value(kir::binary(kir::BinOp::Sub, as(a, ct), safe)));
+  }
+
   // A term of the monoid as a kernel expression; `hint` types constants and infinities.
   K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint) {
     ScalarType ft = kir::is_float(hint) ? compute_type(hint) : hint;
@@ -602,6 +619,8 @@ class KernelBuilder {
       }
       case TermOp::Not: return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
       case TermOp::Exp:
+        if (std::optional<K> e = exp_below_max(t.args[0], env, hint)) return *e;
+        [[fallthrough]];
       case TermOp::Log:
       case TermOp::Sqrt: {
         K a = term_value(t.args[0], env, hint);
