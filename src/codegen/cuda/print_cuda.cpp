@@ -84,7 +84,10 @@ constexpr std::array kUnary{
 
 // max and min propagate NaN (ir/ieee_rules.hpp; fmaxf and fminf drop it): f32 as one
 // max.NaN / min.NaN (sm_80 and later), f64 by a compare, f16 and bf16 as __hmax_nan/__hmin_nan.
-constexpr std::string_view kMinMaxNaN = R"(__device__ __forceinline__ float emmy_fmaxf(float a, float b) {
+// Guarded: the printed programs of several ops may share one translation unit.
+constexpr std::string_view kMinMaxNaN = R"(#ifndef EMMY_MINMAX_NAN
+#define EMMY_MINMAX_NAN
+__device__ __forceinline__ float emmy_fmaxf(float a, float b) {
   float y;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
   return y;
@@ -96,6 +99,7 @@ __device__ __forceinline__ float emmy_fminf(float a, float b) {
 }
 __device__ __forceinline__ double emmy_fmax(double a, double b) { return a != a || a > b ? a : b; }
 __device__ __forceinline__ double emmy_fmin(double a, double b) { return a != a || a < b ? a : b; }
+#endif
 )";
 
 // Binary operators: infix (C operator) or a call `name(a, b)`; `helper` as for UnRow.
