@@ -8,4 +8,5 @@ emmy_install_deps
 emmy_build
 # Where the CUDA toolkit is installed, the NVRTC tests must run, not skip.
 if [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvrtc.so" ]; then export EMMY_REQUIRE_NVRTC=1; fi
-ctest --test-dir build --output-on-failure "$@"
+# Two tests at a time on two cores (the unit tests are two single-threaded halves: unit, unit_matrices).
+ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
