@@ -20,6 +20,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
+#include "support/large_stack.hpp"
 #include "support/paths.hpp"
 #include "support/suggest.hpp"
 
@@ -84,7 +85,24 @@ struct Program::Impl {
   std::vector<std::string> ops;
 };
 
+namespace {
+
+// The passes recurse on expression trees: they run on a large stack, whatever the caller's thread
+// (a Python thread's stack may be small).
+template <class F>
+auto on_large_stack(F&& body) {
+  std::optional<decltype(body())> result;
+  run_on_large_stack([&] { result.emplace(body()); });
+  return std::move(*result);
+}
+
+}  // namespace
+
 Program Program::from_source(std::string_view source, std::string_view name, const Options& options) {
+  return on_large_stack([&] { return check_source(source, name, options); });
+}
+
+Program Program::check_source(std::string_view source, std::string_view name, const Options& options) {
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
@@ -168,6 +186,10 @@ const runtime::LoadedProgram& Op::Impl::load_locked() {
 }
 
 Op Program::op(const std::string& name) const {
+  return on_large_stack([&] { return lower(name); });
+}
+
+Op Program::lower(const std::string& name) const {
   auto it = impl_->checked->ops.find(name);
   if (it == impl_->checked->ops.end() || std::find(impl_->ops.begin(), impl_->ops.end(), name) == impl_->ops.end()) {
     std::string guess = closest_name(name, impl_->ops);
@@ -336,7 +358,7 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
     h.data = kir::decode_values(kir::scalar_of(h.dtype), static_cast<const uint8_t*>(inputs[i].data), count);
   }
   try {
-    run_simt(impl_->kernels, sizes, buffers, SimtOptions{});
+    run_on_large_stack([&] { run_simt(impl_->kernels, sizes, buffers, SimtOptions{}); });
   } catch (const SimtError& e) {
     fail(ErrorKind::Internal, fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}",
                                           impl_->name, e.what()));
