@@ -13,6 +13,7 @@
 #include "algebra/classify.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "emmy/emmy.hpp"
+#include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
 #include "ir/verify_kernel.hpp"
@@ -309,6 +310,8 @@ Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor
   check_count(impl.name, "inputs", inputs.size(), impl.inputs);
   check_count(impl.name, "outputs", outputs.size(), impl.outputs);
   Sizes sizes = op.bind_sizes(inputs, outputs);
+  if (std::optional<std::string> why = too_many_elements(impl.program->checked->ops.at(impl.name), sizes))
+    fail(ErrorKind::Argument, fmt::format("{}: {}", impl.name, *why));
   for (const kir::Kernel& k : impl.kernels.kernels)
     for (const kir::Param& p : k.params)
       if (p.kind == kir::Param::Kind::Scalar && !sizes.count(p.name))

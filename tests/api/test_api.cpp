@@ -301,7 +301,7 @@ TEST_CASE("api: a 1000-deep expression checks, lowers and runs from a thread wit
   // The deepest pass needs about 1.5 MB here (1.5 KB a level): libemmy runs them on its own stack.
   std::string body = "x[i]";
   for (int i = 1; i < 1000; ++i) body += " + x[i]";
-  SmallStackRun run{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + ";\n}\n"};
+  SmallStackRun run{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + ";\n}\n", -1, ""};
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -311,7 +311,7 @@ TEST_CASE("api: a 1000-deep expression checks, lowers and runs from a thread wit
   pthread_attr_destroy(&attr);
   CHECK_MESSAGE(run.status == EMMY_OK, run.error);
   // One level more is E004, an error and not a crash.
-  SmallStackRun deeper{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + " + x[i];\n}\n"};
+  SmallStackRun deeper{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + " + x[i];\n}\n", -1, ""};
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   REQUIRE(pthread_create(&thread, &attr, compile_on_small_stack, &deeper) == 0);

@@ -195,7 +195,9 @@ TEST_CASE("E004: the AST is at most 1000 operators deep; a chain nests one level
     CHECK(deep->module.items.empty());
   }
   // A chain as deep inside brackets adds to the depth of the chain around it.
-  std::string inner = "(" + chain("+", 600) + ")";
+  std::string inner = chain("+", 600);
+  inner.insert(0, 1, '(');
+  inner += ')';
   CHECK(parse("op f(x: f32) -> (y: f32) { y = " + inner + " * " + inner + "; }")->diags->error_count() == 0);
   CHECK(parse("op f(x: f32) -> (y: f32) { y = " + inner + " * " + chain("+", 500) + "; }")->diags->error_count() == 1);
   // Postfix chains count too; the builder stops at the limit (100,000 of them are cheap).
