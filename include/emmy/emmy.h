@@ -30,14 +30,16 @@ typedef enum emmy_status {
   EMMY_ERROR_ARGUMENT = 2, /* a bad argument: unknown op, wrong tensor count, shape or dtype */
   EMMY_ERROR_COMPILE = 3,  /* lowering or NVRTC failed */
   EMMY_ERROR_DEVICE = 4,   /* no CUDA driver or device, or a driver call failed */
-  EMMY_ERROR_INTERNAL = 5  /* a compiler bug; please report it */
+  EMMY_ERROR_INTERNAL = 5, /* a compiler bug; please report it */
+  EMMY_ERROR_RESOURCE = 6  /* out of memory, a file that cannot be read or written, another limit of the machine */
 } emmy_status;
 
 typedef struct emmy_program emmy_program; /* a checked source with its imports */
 typedef struct emmy_op emmy_op;           /* one op, lowered; compiled for the GPU on first launch */
 
 /* A tensor: row-major and contiguous; `data` is a device pointer for emmy_op_launch and a host
- * pointer for emmy_op_run_host. */
+ * pointer for emmy_op_run_host (NULL only when it has no elements). `rank` must be the
+ * parameter's rank: a tensor of another rank is refused before `shape` is read. */
 typedef struct emmy_tensor {
   void* data;
   int32_t dtype; /* an emmy_dtype */

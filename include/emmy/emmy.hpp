@@ -21,7 +21,7 @@
 namespace emmy::api {
 
 // Why a call failed; the values are the C ABI's emmy_status.
-enum class ErrorKind { Source = 1, Argument = 2, Compile = 3, Device = 4, Internal = 5 };
+enum class ErrorKind { Source = 1, Argument = 2, Compile = 3, Device = 4, Internal = 5, Resource = 6 };
 
 class Error : public std::runtime_error {
  public:
@@ -89,6 +89,9 @@ class Program {
 
  private:
   explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  // from_source and op on the caller's stack (they run these on a large one).
+  static Program check_source(std::string_view source, std::string_view name, const Options& options);
+  Op lower(const std::string& name) const;
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -53,6 +53,7 @@ class ErrorKind(enum.IntEnum):
     COMPILE = 3   # lowering or NVRTC failed
     DEVICE = 4    # no CUDA driver or device, or a driver call failed
     INTERNAL = 5  # a compiler bug
+    RESOURCE = 6  # out of memory, a file that cannot be read or written, another limit of the machine
 
 
 class EmmyWarning(UserWarning):
@@ -161,6 +162,14 @@ class _Source:
         self.path, self.text, self.name = path, text, name if path is None else path
 
 
+def _nul_message(name, text):
+    at = text.index(b"\0")
+    line = text.count(b"\n", 0, at) + 1
+    column = at - (text.rfind(b"\n", 0, at) + 1) + 1
+    return (f"{name}:{line}:{column}: error: the source holds a NUL byte (U+0000), which no .emmy source "
+            f"may contain\n  help: remove it (a file read in binary mode, or a C string's terminator copied in?)")
+
+
 class Program:
     """A checked .emmy source with its imports. `ops` lists the ops it defines; `op(name)`
     lowers one (cached per name). Create with emmy.load() or emmy.compile()."""
@@ -182,8 +191,10 @@ class Program:
         if source.path is not None:
             _check(lib.emmy_program_from_file(source.path.encode(), ctypes.byref(opts), ctypes.byref(handle)))
         else:
-            _check(lib.emmy_program_from_source(source.text.encode(), source.name.encode(), ctypes.byref(opts),
-                                                ctypes.byref(handle)))
+            text = source.text.encode()
+            if b"\0" in text:  # the C ABI takes a NUL-terminated string: the rest would be dropped
+                raise Error(ErrorKind.SOURCE, _nul_message(source.name, text))
+            _check(lib.emmy_program_from_source(text, source.name.encode(), ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle
         self._free = _finalizer(self, lib.emmy_program_free, handle)
         count = lib.emmy_program_op_count(handle)
@@ -352,7 +363,8 @@ class Op:
             outs = [_host_empty(inputs[0] if inputs else None, spec.dtype, shape)
                     for spec, shape in zip(self.outputs, shapes)]
         else:
-            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            # One (buffer, shape) pair is one output, not a sequence of two.
+            outs = list(out) if isinstance(out, (list, tuple)) and not _is_buffer_shape_pair(out) else [out]
             if len(outs) != len(self.outputs):
                 raise _arg_error(f"{self.name} has {len(self.outputs)} output(s), out= gives {len(outs)}")
         out_items = [_host_item(self.name, spec, x, keep, True) for spec, x in zip(self.outputs, outs)]
@@ -515,6 +527,8 @@ def _host_item(opname, spec, x, keep, writable):
         return (x.data_ptr() if x.numel() else None), names[x.dtype], tuple(x.shape)
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], (tuple, list)):
         buf, shape = x[0], tuple(int(d) for d in x[1])
+        if any(d < 0 for d in shape):
+            raise _arg_error(f"{what}: shape {shape} has a negative extent")
     else:
         try:
             mv = memoryview(x)
@@ -530,6 +544,13 @@ def _host_item(opname, spec, x, keep, writable):
         buf = x
     ptr = _buffer_pointer(buf, _numel(shape) * dtype_size(spec.dtype), keep, writable, what)
     return ptr, spec.dtype, shape
+
+
+def _is_buffer_shape_pair(x):
+    """Whether x is one (buffer, shape) host tensor: a shape is a sequence of ints, which no
+    output tensor is."""
+    return (isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], (tuple, list)) and
+            all(isinstance(d, int) and not isinstance(d, bool) for d in x[1]))
 
 
 def _numpy_dtype_name(np, dt, declared):

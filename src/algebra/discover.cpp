@@ -54,9 +54,9 @@ std::vector<std::string> lhs_names(const ast::AssignStmt& s) {
 Expr rename(const Expr& e, const std::map<std::string, Expr>& by) {
   if (e.kind == ExprKind::Name)
     if (auto it = by.find(e.text); it != by.end()) return it->second;
-  Expr out = e;
-  for (Expr& a : out.args) a = rename(a, by);
-  for (Expr& w : out.where_) w = rename(w, by);
+  Expr out = ast::node_of(e);
+  for (const Expr& a : e.args) out.args.push_back(rename(a, by));
+  for (const Expr& w : e.where_) out.where_.push_back(rename(w, by));
   return out;
 }
 
@@ -73,8 +73,9 @@ Expr inline_elementwise(const Expr& e, const Defs& defs) {
       }
       return inline_elementwise(rename(it->second->value, by), defs);
     }
-  Expr out = e;
-  for (Expr& a : out.args) a = inline_elementwise(a, defs);
+  Expr out = ast::node_of(e);
+  out.where_ = e.where_;
+  for (const Expr& a : e.args) out.args.push_back(inline_elementwise(a, defs));
   return out;
 }
 
@@ -84,9 +85,9 @@ Expr strip_casts(const Expr& e) {
   if (e.kind == ExprKind::Call && e.args.size() == 1)
     for (const char* c : kCasts)
       if (e.text == c) return strip_casts(e.args[0]);
-  Expr out = e;
-  for (Expr& a : out.args) a = strip_casts(a);
-  for (Expr& w : out.where_) w = strip_casts(w);
+  Expr out = ast::node_of(e);
+  for (const Expr& a : e.args) out.args.push_back(strip_casts(a));
+  for (const Expr& w : e.where_) out.where_.push_back(strip_casts(w));
   return out;
 }
 

@@ -3,9 +3,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "emmy/emmy.h"
 #include "emmy/emmy.hpp"
 #include "emmy/version.hpp"
+#include "support/failure.hpp"
 #include "support/paths.hpp"
 
 struct emmy_program {
@@ -41,8 +44,10 @@ int guarded(F&& body) {
     return EMMY_OK;
   } catch (const Error& e) {
     return set_error(static_cast<int>(e.kind()), e.what());
-  } catch (const std::exception& e) {
-    return set_error(EMMY_ERROR_INTERNAL, std::string("internal error (a bug; please report it): ") + e.what());
+  } catch (...) {
+    const emmy::Failure f = emmy::describe_failure(std::current_exception());
+    if (f.kind != emmy::FailureKind::Internal) return set_error(EMMY_ERROR_RESOURCE, f.message);
+    return set_error(EMMY_ERROR_INTERNAL, "internal error (a bug; please report it): " + f.message);
   }
 }
 
@@ -62,16 +67,35 @@ emmy::api::Options options_of(const emmy_options* o) {
   return out;
 }
 
-std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count) {
+// The tensors of one call, checked against the op's parameters (or outputs) `specs` before a
+// shape or data pointer is read: a rank other than the parameter's is refused without reading
+// `shape`, and a tensor with elements must have data (unless only shapes are read).
+std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count, const std::vector<emmy::api::TensorSpec>& specs,
+                               const char* role, const std::string& op, bool need_data = true) {
   if (count < 0 || (count > 0 && !tensors)) throw Error(ErrorKind::Argument, "a tensor list is null or its count negative");
+  if (static_cast<size_t>(count) != specs.size())
+    throw Error(ErrorKind::Argument, fmt::format("{} takes {} {}s, {} given", op, specs.size(), role, count));
   std::vector<Tensor> out;
   for (int32_t i = 0; i < count; ++i) {
     const emmy_tensor& t = tensors[i];
+    const std::string which = fmt::format("{}: {} {}", op, role, i);
     if (t.dtype < EMMY_BOOL || t.dtype > EMMY_F64)
-      throw Error(ErrorKind::Argument, "tensor " + std::to_string(i) + " has an unknown dtype " + std::to_string(t.dtype));
-    if (t.rank < 0 || (t.rank > 0 && !t.shape))
-      throw Error(ErrorKind::Argument, "tensor " + std::to_string(i) + " has no shape");
-    out.push_back({t.data, static_cast<DType>(t.dtype), std::vector<int64_t>(t.shape, t.shape + t.rank)});
+      throw Error(ErrorKind::Argument, fmt::format("{} has an unknown dtype {}", which, t.dtype));
+    if (static_cast<size_t>(t.rank) != specs[i].dims.size())
+      throw Error(ErrorKind::Argument, fmt::format("{} ({}) has rank {}; the tensor given has rank {}", which,
+                                                   specs[i].name, specs[i].dims.size(), t.rank));
+    if (t.rank < 0 || (t.rank > 0 && !t.shape)) throw Error(ErrorKind::Argument, which + " has no shape");
+    std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+    int64_t elements = 1;
+    for (int64_t d : shape) {
+      if (d < 0) throw Error(ErrorKind::Argument, fmt::format("{} has a negative extent {}", which, d));
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60))
+        throw Error(ErrorKind::Argument, fmt::format("{} has shape [{}]: more elements than memory can hold", which,
+                                                     fmt::join(shape, ", ")));
+    }
+    if (need_data && elements > 0 && !t.data)
+      throw Error(ErrorKind::Argument, fmt::format("{} has {} elements but its data pointer is NULL", which, elements));
+    out.push_back({t.data, static_cast<DType>(t.dtype), std::move(shape)});
   }
   return out;
 }
@@ -143,8 +167,8 @@ int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t n
     return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " takes " + std::to_string(emmy_op_num_inputs(op)) +
                                               " inputs, " + std::to_string(num_inputs) + " given");
   return guarded([&] {
-    std::vector<int64_t> s = op->op.output_shape(static_cast<size_t>(index),
-                                                 op->op.bind_sizes(tensors_of(inputs, num_inputs)));
+    std::vector<int64_t> s = op->op.output_shape(
+        static_cast<size_t>(index), op->op.bind_sizes(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name(), false)));
     std::copy(s.begin(), s.end(), shape);
   });
 }
@@ -152,13 +176,19 @@ int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t n
 int emmy_op_launch(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
                    int32_t num_outputs, void* stream) {
   if (!op) return null_argument("op");
-  return guarded([&] { op->op.launch(tensors_of(inputs, num_inputs), tensors_of(outputs, num_outputs), stream); });
+  return guarded([&] {
+    op->op.launch(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name()),
+                  tensors_of(outputs, num_outputs, op->op.outputs(), "output", op->op.name()), stream);
+  });
 }
 
 int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
                      int32_t num_outputs) {
   if (!op) return null_argument("op");
-  return guarded([&] { op->op.run_on_interpreter(tensors_of(inputs, num_inputs), tensors_of(outputs, num_outputs)); });
+  return guarded([&] {
+    op->op.run_on_interpreter(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name()),
+                              tensors_of(outputs, num_outputs, op->op.outputs(), "output", op->op.name()));
+  });
 }
 
 int32_t emmy_op_warning_count(const emmy_op* op) { return op ? static_cast<int32_t>(op->op.warnings().size()) : 0; }

@@ -13,6 +13,7 @@
 #include "algebra/classify.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "emmy/emmy.hpp"
+#include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
 #include "ir/verify_kernel.hpp"
@@ -20,6 +21,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
+#include "support/large_stack.hpp"
 #include "support/paths.hpp"
 #include "support/suggest.hpp"
 
@@ -84,7 +86,24 @@ struct Program::Impl {
   std::vector<std::string> ops;
 };
 
+namespace {
+
+// The passes recurse on expression trees: they run on a large stack, whatever the caller's thread
+// (a Python thread's stack may be small).
+template <class F>
+auto on_large_stack(F&& body) {
+  std::optional<decltype(body())> result;
+  run_on_large_stack([&] { result.emplace(body()); });
+  return std::move(*result);
+}
+
+}  // namespace
+
 Program Program::from_source(std::string_view source, std::string_view name, const Options& options) {
+  return on_large_stack([&] { return check_source(source, name, options); });
+}
+
+Program Program::check_source(std::string_view source, std::string_view name, const Options& options) {
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
@@ -168,6 +187,10 @@ const runtime::LoadedProgram& Op::Impl::load_locked() {
 }
 
 Op Program::op(const std::string& name) const {
+  return on_large_stack([&] { return lower(name); });
+}
+
+Op Program::lower(const std::string& name) const {
   auto it = impl_->checked->ops.find(name);
   if (it == impl_->checked->ops.end() || std::find(impl_->ops.begin(), impl_->ops.end(), name) == impl_->ops.end()) {
     std::string guess = closest_name(name, impl_->ops);
@@ -287,6 +310,8 @@ Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor
   check_count(impl.name, "inputs", inputs.size(), impl.inputs);
   check_count(impl.name, "outputs", outputs.size(), impl.outputs);
   Sizes sizes = op.bind_sizes(inputs, outputs);
+  if (std::optional<std::string> why = too_many_elements(impl.program->checked->ops.at(impl.name), sizes))
+    fail(ErrorKind::Argument, fmt::format("{}: {}", impl.name, *why));
   for (const kir::Kernel& k : impl.kernels.kernels)
     for (const kir::Param& p : k.params)
       if (p.kind == kir::Param::Kind::Scalar && !sizes.count(p.name))
@@ -336,7 +361,7 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
     h.data = kir::decode_values(kir::scalar_of(h.dtype), static_cast<const uint8_t*>(inputs[i].data), count);
   }
   try {
-    run_simt(impl_->kernels, sizes, buffers, SimtOptions{});
+    run_on_large_stack([&] { run_simt(impl_->kernels, sizes, buffers, SimtOptions{}); });
   } catch (const SimtError& e) {
     fail(ErrorKind::Internal, fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}",
                                           impl_->name, e.what()));

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
+#include "driver/guard.hpp"
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
 #include "emmy/version.hpp"
@@ -26,9 +27,7 @@ std::vector<std::string> stdlib_dirs(const char* argv0) {
   return emmy::stdlib_search_path(exe, EMMY_STDLIB_DIR);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"emmyc — the Emmy tensor compiler", "emmyc"};
   app.set_version_flag("--version", std::string("emmyc ") + EMMY_VERSION_STRING);
   app.require_subcommand(1);
@@ -96,7 +95,7 @@ int main(int argc, char** argv) {
   run->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   run->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
       ->check(CLI::IsMember(targets));
-  run->add_option("--seed", run_opt.seed, "seed of the random inputs");
+  run->add_option("--seed", run_opt.seed, "seed of the random inputs")->check(CLI::NonNegativeNumber);
   run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");
   run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "interpreter: run thread blocks in a random order");
   run->add_flag("--bench", run_opt.bench, "time it on the GPU against the naive cut+scalar schedule; print both tables");
@@ -128,7 +127,7 @@ int main(int argc, char** argv) {
   tune->add_option("--db", tune_opt.db_path, "the tuning database (default $EMMY_TUNE_DB, else ~/.cache/emmy/tune.sqlite)");
   tune->add_option("--timeout", tune_opt.timeout_s, "seconds one measurement may take before its worker is killed (60)");
   tune->add_option("--threads", tune_opt.threads, "threads for lowering and NVRTC (default: every core)");
-  tune->add_option("--seed", tune_opt.seed, "seed of the random inputs");
+  tune->add_option("--seed", tune_opt.seed, "seed of the random inputs")->check(CLI::NonNegativeNumber);
   tune->add_option("--blocks", tune_opt.blocks,
                    "the op's own schedule blocks: candidates (seed, the default) or measured after the search for "
                    "comparison only (reference)")
@@ -140,7 +139,7 @@ int main(int argc, char** argv) {
   worker->add_option("--op", opt.op, "the op");
   worker->add_option("--shape", run_opt.shape, "sizes")->required();
   worker->add_option("--target", opt.target, "target")->check(CLI::IsMember(targets));
-  worker->add_option("--seed", worker_seed, "seed of the random inputs");
+  worker->add_option("--seed", worker_seed, "seed of the random inputs")->check(CLI::NonNegativeNumber);
   worker->add_option("--set", run_opt.set, "values of scalar parameters")->expected(1)->take_all();
 
   bool repl_plain = false;
@@ -212,4 +211,12 @@ int main(int argc, char** argv) {
     return emmy::run_tune(file, tune_opt, opt, std::cout, std::cerr);
   }
   return emmy::run_fmt(files, fmt_check, in_place, std::cout, std::cerr);
+}
+
+}  // namespace
+
+// The whole command on a large stack (the passes recurse on expression trees); an exception that
+// escapes becomes one line and exit status 1 or 2, never an abort.
+int main(int argc, char** argv) {
+  return emmy::run_guarded([&] { return run_main(argc, argv); }, std::cerr, "emmyc: ");
 }

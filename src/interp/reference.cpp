@@ -241,7 +241,51 @@ std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::str
   if (!missing.empty())
     return fmt::format("missing size{} {} for op {}: bind every size, e.g. {}", missing.size() == 1 ? "" : "s",
                        fmt::join(missing, ", "), op_name, example_binding(missing));
+  if (std::optional<std::string> why = too_many_elements(op, out)) return *why;
   return out;
+}
+
+std::optional<std::string> too_many_elements(const CheckedOp& op, const SizeBindings& sizes) {
+  constexpr int64_t kMax = int64_t{1} << 60;
+  auto count = [&](const std::vector<Size>& shape, std::vector<std::string>& factors) {
+    int64_t n = 1;
+    bool over = false;
+    for (const Size& s : shape) {
+      auto it = s.symbol.empty() ? sizes.end() : sizes.find(s.symbol);
+      const int64_t d = s.symbol.empty() ? s.literal : it == sizes.end() ? 1 : it->second;
+      factors.push_back(s.symbol.empty() ? std::to_string(d) : fmt::format("{}={}", s.symbol, d));
+      over = over || d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMax;
+    }
+    return over;
+  };
+  for (const TensorInfo& t : op.tensors) {
+    std::vector<std::string> factors;
+    if (count(t.shape, factors))
+      return fmt::format("tensor {} of op {} would hold {} elements, more than 2^60: pass smaller sizes", t.name,
+                         op.decl ? op.decl->name.name : "?", fmt::join(factors, " x "));
+  }
+  for (const ReductionInfo& r : op.reductions) {
+    std::vector<std::string> factors;
+    if (count(r.axis_sizes, factors))
+      return fmt::format("the reduction over {} of op {} would run {} steps, more than 2^60: pass smaller sizes",
+                         fmt::join(r.axes, ", "), op.decl ? op.decl->name.name : "?", fmt::join(factors, " x "));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> shape_syntax_error(std::string_view text) {
+  for (std::string_view raw : split(text, ',')) {
+    std::string_view entry = trim(raw);
+    const size_t eq = entry.find('=');
+    std::string_view name = trim(entry.substr(0, eq));
+    if (eq == std::string_view::npos || !is_identifier(name))
+      return fmt::format("malformed size binding '{}': write NAME=VALUE, e.g. N=64", entry);
+    std::string_view value_text = trim(entry.substr(eq + 1));
+    std::optional<int64_t> value = parse_int(value_text);
+    if (!value) return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name, name);
+    if (*value <= 0) return fmt::format("size {} must be positive, got {}: write e.g. {}=64", name, *value, name);
+  }
+  return std::nullopt;
 }
 
 std::vector<int64_t> tensor_shape(const TensorInfo& tensor, const SizeBindings& sizes) {

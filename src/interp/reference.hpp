@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,6 +22,14 @@ namespace emmy {
 // described in `defaulted`, e.g. "T=4096 (as S of q)".
 std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::string_view text,
                                                    std::vector<std::string>* defaulted = nullptr);
+
+// Whether a tensor of the op, or a reduction's steps, would hold more than 2^60 elements under
+// the bindings (the count wraps 64-bit indices or byte sizes): the message names the shape.
+std::optional<std::string> too_many_elements(const CheckedOp& op, const SizeBindings& sizes);
+
+// The form of a size list alone, op unknown (the REPL's :shape): NAME=VALUE entries with positive
+// integer values; the message of the first malformed entry.
+std::optional<std::string> shape_syntax_error(std::string_view text);
 
 // The shape of a parameter or output under the bindings.
 std::vector<int64_t> tensor_shape(const TensorInfo& tensor, const SizeBindings& sizes);

@@ -110,9 +110,35 @@ Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& 
   if (e.kind == Expr::Kind::Index)
     for (const auto& [name, value] : by)
       if (name == e.name) return value;
-  Expr out = e;
-  for (Expr& a : out.args) a = substitute(a, by);
-  for (Expr& w : out.where) w = substitute(w, by);
+  return map_operands(e, [&](const Expr& x) { return substitute(x, by); });
+}
+
+Expr node_of(const Expr& e) {
+  Expr out;
+  out.kind = e.kind;
+  out.dtype = e.dtype;
+  out.record = e.record;
+  out.value = e.value;
+  out.name = e.name;
+  out.op = e.op;
+  out.axes = e.axes;
+  return out;
+}
+
+Expr map_operands(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+  Expr out = node_of(e);
+  out.args.reserve(e.args.size());
+  for (const Expr& a : e.args) out.args.push_back(f(a));
+  out.where.reserve(e.where.size());
+  for (const Expr& w : e.where) out.where.push_back(f(w));
+  return out;
+}
+
+Expr map_args(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+  Expr out = node_of(e);
+  out.args.reserve(e.args.size());
+  for (const Expr& a : e.args) out.args.push_back(f(a));
+  out.where = e.where;
   return out;
 }
 

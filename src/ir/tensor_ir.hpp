@@ -2,6 +2,7 @@
 // elementwise calls substituted, bare tensor names indexed, reduction axes sized.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -72,5 +73,13 @@ bool reads(const Expr& e, const std::string& tensor);
 bool uses_index(const Expr& e, const std::string& index);  // the index variable appears in e
 // Replaces index variables by expressions (for inlining a definition at a use).
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by);
+
+// Rewrites build the result node by node: `Expr out = e;` then rewriting out.args copies every
+// subtree once per level above it (quadratic in depth: a 4,000-term chain took 2 GB).
+// node_of(e) is e without its operands (args, where); map_operands applies f to each operand
+// (args, then where), map_args to the args only (where copied as it is).
+Expr node_of(const Expr& e);
+Expr map_operands(const Expr& e, const std::function<Expr(const Expr&)>& f);
+Expr map_args(const Expr& e, const std::function<Expr(const Expr&)>& f);
 
 }  // namespace emmy::tir

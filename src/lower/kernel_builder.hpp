@@ -409,22 +409,19 @@ class KernelBuilder {
   }
 
   Expr fresh_axes(const Expr& e) {
-    Expr out = e;
-    if (out.kind == Expr::Kind::Reduce) {
-      std::vector<std::pair<std::string, Expr>> by;
-      for (tir::Axis& a : out.axes) {
-        Expr i;
-        i.kind = Expr::Kind::Index;
-        i.dtype = DType::I64;
-        i.name = fresh(a.name);
-        by.emplace_back(a.name, i);
-        a.name = i.name;
-      }
-      for (Expr& x : out.args) x = tir::substitute(x, by);
-      for (Expr& w : out.where) w = tir::substitute(w, by);
+    if (e.kind != Expr::Kind::Reduce) return tir::map_operands(e, [&](const Expr& x) { return fresh_axes(x); });
+    Expr out = tir::node_of(e);
+    std::vector<std::pair<std::string, Expr>> by;
+    for (tir::Axis& a : out.axes) {
+      Expr i;
+      i.kind = Expr::Kind::Index;
+      i.dtype = DType::I64;
+      i.name = fresh(a.name);
+      by.emplace_back(a.name, i);
+      a.name = i.name;
     }
-    for (Expr& x : out.args) x = fresh_axes(x);
-    for (Expr& w : out.where) w = fresh_axes(w);
+    for (const Expr& x : e.args) out.args.push_back(fresh_axes(tir::substitute(x, by)));
+    for (const Expr& w : e.where) out.where.push_back(fresh_axes(tir::substitute(w, by)));
     return out;
   }
 
@@ -546,17 +543,15 @@ class KernelBuilder {
 
   // v[b, h, j, :] at element `elem`: the slice replaced by the element index.
   Expr with_elem(const Expr& e, const K& elem) {
-    Expr out = e;
-    for (Expr& a : out.args) {
-      if (a.kind == Expr::Kind::Slice) {
-        a.kind = Expr::Kind::Reg;
-        a.name = "<elem>";
-        a.dtype = DType::I64;
-        scopes_.back().regs["<elem>"] = elem;
-      } else {
-        a = with_elem(a, elem);
-      }
-    }
+    Expr out = tir::map_args(e, [&](const Expr& a) {
+      if (a.kind != Expr::Kind::Slice) return with_elem(a, elem);
+      Expr r = tir::node_of(a);
+      r.kind = Expr::Kind::Reg;
+      r.name = "<elem>";
+      r.dtype = DType::I64;
+      scopes_.back().regs["<elem>"] = elem;
+      return r;
+    });
     return out;
   }
 
@@ -843,7 +838,14 @@ class KernelBuilder {
     std::string part = k.name.empty() ? "" : "_" + k.name;
     uint64_t h = 1469598103934665603ull;
     for (char c : program.knobs + part) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    out.name = fmt::format("k_{}{}_{:06x}", p_.tensors.op, part, h & 0xffffff);
+    // A long op or statement name is cut (NVRTC and the driver take kernel names, not novels);
+    // the hash then covers the whole name.
+    std::string base = p_.tensors.op + part;
+    if (base.size() > 96) {
+      for (char c : base) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+      base.resize(96);
+    }
+    out.name = fmt::format("k_{}_{:06x}", base, h & 0xffffff);
     out.doc = k.doc;
     if (knobs_.mma && !k.scalar_tier) {
       std::string why;

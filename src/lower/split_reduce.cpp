@@ -76,8 +76,7 @@ std::vector<Expr> group_range(const tir::Axis& axis, const std::string& g, int g
 // Inside an f32 sum of 16-bit values the terms stay in f32 (as the kernel builder's serial
 // reductions do): every 16-bit node but reads and explicit casts computes in f32.
 Expr widened(const Expr& e) {
-  Expr out = e;
-  for (Expr& a : out.args) a = widened(a);
+  Expr out = tir::map_args(e, widened);
   bool cast = out.kind == Expr::Kind::Call && parse_dtype(out.op).has_value();
   if (out.kind != Expr::Kind::Read && !cast && (out.dtype == DType::F16 || out.dtype == DType::BF16))
     out.dtype = DType::F32;
@@ -115,27 +114,22 @@ Expr replace_reduce(const Expr& e, const std::string& key, const std::map<std::s
       tir::print_expr(e.args[0]) == key)
     if (auto it = fields.find(e.name); it != fields.end()) return it->second;
   if (e.kind == Expr::Kind::Reduce && tir::print_expr(e) == key) return fields.at(result);
-  Expr out = e;
-  for (Expr& a : out.args) a = replace_reduce(a, key, fields, result);
-  return out;
+  return tir::map_args(e, [&](const Expr& x) { return replace_reduce(x, key, fields, result); });
 }
 
 // The definition of `tensor` with its reductions' axes renamed <axis>_<tensor>, so that
 // inlining it where an axis of the same name is bound captures nothing (the same names each
 // time: the search and the rewrite must see the same reduction).
 Expr own_axes(const Expr& e, const std::string& tensor) {
-  Expr out = e;
-  if (out.kind == Expr::Kind::Reduce) {
-    std::vector<std::pair<std::string, Expr>> by;
-    for (tir::Axis& a : out.axes) {
-      by.emplace_back(a.name, index_expr(a.name + "_" + tensor));
-      a.name += "_" + tensor;
-    }
-    for (Expr& x : out.args) x = tir::substitute(x, by);
-    for (Expr& w : out.where) w = tir::substitute(w, by);
+  if (e.kind != Expr::Kind::Reduce) return tir::map_operands(e, [&](const Expr& x) { return own_axes(x, tensor); });
+  Expr out = tir::node_of(e);
+  std::vector<std::pair<std::string, Expr>> by;
+  for (tir::Axis& a : out.axes) {
+    by.emplace_back(a.name, index_expr(a.name + "_" + tensor));
+    a.name += "_" + tensor;
   }
-  for (Expr& x : out.args) x = own_axes(x, tensor);
-  for (Expr& w : out.where) w = own_axes(w, tensor);
+  for (const Expr& x : e.args) out.args.push_back(own_axes(tir::substitute(x, by), tensor));
+  for (const Expr& w : e.where) out.where.push_back(own_axes(tir::substitute(w, by), tensor));
   return out;
 }
 
@@ -143,8 +137,7 @@ Expr own_axes(const Expr& e, const std::string& tensor) {
 // kernel builder inlines), so that a reduction behind them (an op call's output, a record
 // read by several statements) can be split.
 Expr inline_reads(const Expr& e, const lir::Program& p) {
-  Expr out = e;
-  for (Expr& a : out.args) a = inline_reads(a, p);
+  Expr out = tir::map_args(e, [&](const Expr& x) { return inline_reads(x, p); });
   if (out.kind != Expr::Kind::Read) return out;
   const tir::Tensor* t = p.tensors.find(out.name);
   const tir::Stmt* def = p.tensors.def(out.name);

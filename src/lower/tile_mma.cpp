@@ -167,11 +167,12 @@ class MmaTier {
       reg.dtype = DType::F32;
       return reg;
     }
-    Expr out = e;
-    for (Expr& a : out.args) {
+    Expr out = tir::node_of(e);
+    out.where = e.where;
+    for (const Expr& a : e.args) {
       std::optional<Expr> sub = extract(a, row_axis, col_axis, found);
       if (!sub) return std::nullopt;
-      a = *sub;
+      out.args.push_back(std::move(*sub));
     }
     return out;
   }

@@ -37,9 +37,7 @@ bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector
 
 // Replaces the reads of register statements (indexed by their own variables) by Reg nodes.
 Expr to_regs(const Expr& e, const std::map<std::string, const tir::Stmt*>& regs) {
-  Expr out = e;
-  for (Expr& a : out.args) a = to_regs(a, regs);
-  for (Expr& w : out.where) w = to_regs(w, regs);
+  Expr out = tir::map_operands(e, [&](const Expr& x) { return to_regs(x, regs); });
   if (out.kind != Expr::Kind::Read) return out;
   auto it = regs.find(out.name);
   if (it == regs.end()) return out;
@@ -63,9 +61,7 @@ bool mentions_reg(const Expr& e, const std::string& name) {
 Expr strip_float_casts(const Expr& e) {
   if (e.kind == Expr::Kind::Call && e.args.size() == 1 && (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64"))
     return strip_float_casts(e.args[0]);
-  Expr out = e;
-  for (Expr& a : out.args) a = strip_float_casts(a);
-  return out;
+  return tir::map_args(e, strip_float_casts);
 }
 
 bool same_value(const Expr& a, const Expr& b) {

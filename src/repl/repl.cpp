@@ -10,9 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "driver/guard.hpp"
 #include "driver/lowering.hpp"
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
+#include "interp/reference.hpp"
 #include "schedule/knobs.hpp"
 #include "schedule/targets.hpp"
 #include "sema/print_checked.hpp"
@@ -115,6 +117,19 @@ Repl::Repl(ReplOptions options, std::ostream& out, std::ostream& err)
     : options_(std::move(options)), out_(out), err_(err), session_(options_.stdlib_dirs) {}
 
 bool Repl::feed(const std::string& line) {
+  bool more = true;
+  const auto body = [&] {
+    more = feed_line(line);
+    return 0;
+  };
+  if (run_guarded(body, err_, "") != 0) {
+    ++failures_;
+    pending_.clear();
+  }
+  return more;
+}
+
+bool Repl::feed_line(const std::string& line) {
   out_ << std::flush;  // a command's output before the next one's diagnostics, when both go to a pipe
   struct Flush {
     std::ostream& out;
@@ -192,7 +207,9 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
   }
   const std::optional<std::string> text = read_file(args[0]);
   if (!text) {
-    err_ << fmt::format("error: cannot read '{}'\n", args[0]);
+    std::error_code ec;
+    err_ << fmt::format("error: cannot read '{}'{}\n", args[0],
+                        std::filesystem::is_directory(args[0], ec) ? ": it is a directory; :load takes a .emmy file" : "");
     return false;
   }
   std::optional<std::vector<Session::Added>> keys = session_.define(args[0], *text, err_, options_.color);
@@ -328,7 +345,14 @@ bool Repl::cmd_target(const std::vector<std::string>& args) {
 }
 
 bool Repl::cmd_shape(const std::vector<std::string>& args) {
-  if (!args.empty()) shape_ = fmt::format("{}", fmt::join(args, ""));
+  if (!args.empty()) {
+    const std::string text = fmt::format("{}", fmt::join(args, ""));
+    if (std::optional<std::string> why = shape_syntax_error(text)) {
+      err_ << fmt::format("error: :shape: {} (the shape is unchanged)\n", *why);
+      return false;
+    }
+    shape_ = text;
+  }
   out_ << fmt::format("shape {}\n", shape_.empty() ? "(none)" : shape_);
   return true;
 }
@@ -374,11 +398,16 @@ bool Repl::cmd_tune(const std::vector<std::string>& given) {
   std::unique_ptr<CheckedSession> c = need_shape() ? checked_session() : nullptr;
   if (!c || !need_op(*c, args[0])) return false;
   // The measuring worker reads the op from a file: the session, written out.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("emmy-repl-{}", getpid());
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  const std::filesystem::path dir = tmp / fmt::format("emmy-repl-{}", getpid());
+  if (!ec) std::filesystem::create_directories(dir, ec);
   t.file = (dir / "session.emmy").string();
-  if (const std::string failed = write_file(t.file, session_.source(), {false}); !failed.empty()) {
-    err_ << "error: " << failed << "\n";
+  const std::string failed = ec ? ec.message() : write_file(t.file, session_.source(), {false});
+  if (!failed.empty()) {
+    const char* env = std::getenv("TMPDIR");
+    err_ << fmt::format("error: :tune writes the session to a temporary file and cannot: {}{}\n", failed,
+                        env ? fmt::format(" (TMPDIR is '{}'; point it at a writable directory)", env) : "");
     return false;
   }
   t.shape = shape_;

@@ -25,7 +25,8 @@ class Repl {
   Repl(ReplOptions options, std::ostream& out, std::ostream& err);
 
   // One line: a command (`:name args`, when no definition is open) or part of a definition.
-  // A definition is checked once its braces balance. False after :quit.
+  // A definition is checked once its braces balance. False after :quit. Runs on a large stack;
+  // an exception that escapes a command is one error line, and the session goes on.
   bool feed(const std::string& line);
   bool in_definition() const { return !pending_.empty(); }
   // The end of input: a definition still open is an error (not added).
@@ -38,6 +39,7 @@ class Repl {
   struct Command;
 
  private:
+  bool feed_line(const std::string& line);
   void define(const std::string& text);
   bool run_command(const std::string& line);
   std::unique_ptr<CheckedSession> checked_session();

@@ -16,6 +16,19 @@ std::string sizes_str(const std::vector<Size>& s) {
   return "[" + out + "]";
 }
 
+// Tensors and loops are indexed with 64-bit integers and allocated in bytes: a shape whose
+// literal dims alone hold more than 2^60 elements is refused (E049).
+constexpr int64_t kMaxElements = int64_t{1} << 60;
+
+bool literal_elements_fit(const std::vector<Size>& shape) {
+  int64_t n = 1;
+  for (const Size& s : shape)
+    if (s.symbol.empty() && s.literal > 0 && (__builtin_mul_overflow(n, s.literal, &n) || n > kMaxElements)) return false;
+  return true;
+}
+
+const char* kElementsHint = "a tensor or a loop nest holds at most 2^60 elements (indices are 64-bit); use smaller dims";
+
 // The size of an index variable whose size an earlier error left unknown: it matches
 // every size, so one mistake is reported once and not again at every use.
 const Size kUnknownSize{"<unknown>", -1};
@@ -103,6 +116,10 @@ private:
         diags_.error("E014", p.dtype.range, fmt::format("unknown dtype '{}'", p.dtype.name)).hint(dtype_hint(p.dtype.name));
       t.elem = Type::scalar(dt.value_or(DType::F32));
       for (const ast::Dim& d : p.dims) t.shape.push_back(d.is_literal() ? Size{"", d.value} : Size{d.name, 0});
+      if (!literal_elements_fit(t.shape))
+        diags_.error("E049", {p.dims.front().range.file, p.dims.front().range.begin, p.dims.back().range.end},
+                     fmt::format("'{}' of shape {} has more than 2^60 elements", t.name, sizes_str(t.shape)))
+            .hint(kElementsHint);
       if (dims_.count(t.name))
         diags_.error("E019", p.name.range, fmt::format("'{}' is both a tensor and a dim", t.name))
             .hint("rename the tensor (tensors are usually lower-case, dims upper-case)");
@@ -232,6 +249,11 @@ private:
     }
     if (!sized) value = Type::error();
     if (lhs_rejected_) shape.assign(a.indices.size(), kUnknownSize);  // later uses index it as written
+    if (sized && !literal_elements_fit(shape)) {
+      diags_.error("E049", a.target.range, fmt::format("'{}' of shape {} has more than 2^60 elements", name, sizes_str(shape)))
+          .hint(kElementsHint);
+      value = Type::error();
+    }
     TensorInfo t{name, TensorInfo::Role::Intermediate, value, shape, lhs_vars_, a.target.range};
     if (!value.is_error() && value.kind == Type::Kind::Scalar) t.elem = Type::scalar(materialize(value));
     if (add_tensor(std::move(t), a.target)) defined_.insert(name);
@@ -692,6 +714,13 @@ private:
       }
     }
     scopes_.pop_back();
+    if (!result.is_error() && !literal_elements_fit(info.axis_sizes)) {
+      diags_.error("E049", e.callee_range,
+                   fmt::format("this reduction over {} runs more than 2^60 steps ({})", fmt::join(info.axes, ", "),
+                               sizes_str(info.axis_sizes)))
+          .hint(kElementsHint);
+      result = Type::error();
+    }
     out_.reductions.push_back(std::move(info));
     return result;
   }

@@ -1,5 +1,8 @@
 #include "sema/expr_typer.hpp"
 
+#include <cstdint>
+#include <optional>
+
 #include <fmt/format.h>
 
 namespace emmy::sema {
@@ -25,8 +28,53 @@ Type ExprTyper::check(const ast::Expr& e) {
     case K::Reduce: t = reduce(e); break;
     case K::Tuple: t = tuple(e); break;
   }
+  if (t.is_scalar() && is_int(t.dtype)) fold_int(e);
   types_[e.id] = t;
   return t;
+}
+
+void ExprTyper::fold_int(const ast::Expr& e) {
+  auto constant = [&](size_t i) -> std::optional<int64_t> {
+    if (i >= e.args.size()) return std::nullopt;
+    auto it = int_constants_.find(e.args[i].id);
+    return it == int_constants_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  if (e.kind == ast::ExprKind::Int) {
+    int_constants_[e.id] = e.int_value;
+    return;
+  }
+  std::optional<int64_t> a = constant(0), b = constant(1);
+  int64_t v = 0;
+  bool overflow = false;
+  if (e.kind == ast::ExprKind::Unary && e.text == "-" && a) {
+    overflow = __builtin_sub_overflow(int64_t{0}, *a, &v);
+  } else if (e.kind == ast::ExprKind::Binary && a && b) {
+    if ((e.text == "/" || e.text == "%") && *b == 0) {
+      diags_.error("E063", e.range, fmt::format("integer {} by zero: {} {} 0", e.text == "/" ? "division" : "remainder",
+                                                *a, e.text))
+          .hint("divide by a nonzero constant");
+      return;
+    }
+    if (e.text == "+") overflow = __builtin_add_overflow(*a, *b, &v);
+    else if (e.text == "-") overflow = __builtin_sub_overflow(*a, *b, &v);
+    else if (e.text == "*") overflow = __builtin_mul_overflow(*a, *b, &v);
+    else if (e.text == "/" || e.text == "%") {
+      overflow = *a == INT64_MIN && *b == -1;
+      if (!overflow) v = e.text == "/" ? *a / *b : *a % *b;
+    } else {
+      return;  // a comparison
+    }
+  } else {
+    return;
+  }
+  if (overflow) {
+    diags_.error("E063", e.range, fmt::format("integer constant arithmetic overflows i64: {}", 
+                                              e.kind == ast::ExprKind::Unary ? fmt::format("-({})", *a)
+                                                                             : fmt::format("{} {} {}", *a, e.text, *b)))
+        .hint("integers are 64-bit (at most 9223372036854775807); write a float literal (9.2e18) for a larger value");
+    return;
+  }
+  int_constants_[e.id] = v;
 }
 
 bool ExprTyper::require_value(const ast::Expr& e, const Type& t, const char* where) {

@@ -34,6 +34,13 @@ protected:
 
   Diagnostics& diags_;
   std::unordered_map<uint32_t, Type>& types_;
+
+private:
+  // Integer literal arithmetic (`2 * 3`, `-(1 << 62)` written out): its value, by expr id, so an
+  // operation on two constants that overflows i64 (or divides by zero) is reported here, not
+  // emitted as undefined CUDA.
+  void fold_int(const ast::Expr& e);
+  std::unordered_map<uint32_t, int64_t> int_constants_;
 };
 
 }  // namespace emmy::sema

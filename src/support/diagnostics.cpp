@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -71,21 +72,39 @@ ShownLine show(std::string_view line) {
   return out;
 }
 
+// Lines longer than this (generated or minified sources) are shown as a window around the range.
+constexpr size_t kLongLine = 240;
+constexpr size_t kBeforeRange = 60;
+
 // The source line with a caret under the range (clipped to the first line), aligned by
-// characters, not bytes.
+// characters, not bytes; a very long line shows a window of it, cut with "...".
 void snippet(std::ostringstream& out, const SourceManager& sm, SourceRange r, const Style& st) {
   if (!r.valid()) return;
   const SourceFile& f = sm.file(r.file);
   LineCol lc = f.line_col(r.begin);
-  std::string_view line = f.line_text(lc.line);
+  std::string_view full = f.line_text(lc.line);
+  size_t begin = std::min(static_cast<size_t>(lc.column - 1), full.size());
+  size_t end = std::min(full.size(), begin + (r.end > r.begin ? r.end - r.begin : 1));
+  size_t from = 0, to = full.size();
+  if (full.size() > kLongLine) {
+    auto boundary = [&](size_t i) {
+      while (i > 0 && i < full.size() && (static_cast<unsigned char>(full[i]) & 0xC0) == 0x80) --i;
+      return i;
+    };
+    from = boundary(begin > kBeforeRange ? begin - kBeforeRange : 0);
+    to = boundary(std::min(full.size(), from + kLongLine));
+    end = std::min(end, to);
+  }
+  const std::string lead = from > 0 ? "..." : "", trail = to < full.size() ? "..." : "";
+  std::string_view line = full.substr(from, to - from);
+  begin -= from;
+  end -= from;
   ShownLine shown = show(line);
   std::string gutter = std::to_string(lc.line);
-  out << fmt::format(" {} | {}\n", gutter, shown.text);
-  size_t begin = std::min(static_cast<size_t>(lc.column - 1), line.size());
-  size_t end = std::min(line.size(), begin + (r.end > r.begin ? r.end - r.begin : 1));
+  out << fmt::format(" {} | {}{}{}\n", gutter, lead, shown.text, trail);
   size_t first = shown.column_of[begin];
   size_t width = std::max<size_t>(1, shown.column_of[end] - first);
-  std::string pad;
+  std::string pad(lead.size(), ' ');
   for (size_t i = 0; i < begin;) {  // keep tabs so the caret lines up under them
     size_t n = std::max<size_t>(utf8_sequence_length(line, i), 1);
     pad += line[i] == '\t' ? '\t' : ' ';
@@ -119,10 +138,9 @@ void Diagnostics::render(std::ostream& out, bool color) const {
 }
 
 void internal_error(const char* file, int line, const std::string& what) {
-  std::cerr << fmt::format("emmyc: internal compiler error at {}:{}: {}\n"
-                           "This is a bug in Emmy, not in your program; please report it.\n",
-                           file, line, what);
-  std::abort();
+  // Thrown, not aborted: the command's guard reports it as an internal error, exit status 1.
+  throw std::logic_error(fmt::format("internal compiler error at {}:{}: {} (a bug in Emmy, not in your program)",
+                                     file, line, what));
 }
 
 }  // namespace emmy

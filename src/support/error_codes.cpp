@@ -10,6 +10,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E002", "syntax", "syntax error: unexpected token"},
       {"E003", "syntax", "numeric literal out of range"},
       {"E004", "syntax", "expression nested too deeply"},
+      {"E005", "syntax", "name longer than 255 characters"},
       {"E010", "sema", "unknown import module"},
       {"E011", "sema", "duplicate definition of an op or monoid"},
       {"E012", "sema", "unknown name"},
@@ -47,6 +48,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E044", "sema", "monoid reduction given the wrong number of arguments"},
       {"E045", "sema", "value has no shape in this context (bare name of a tensor whose indices are not in scope)"},
       {"E046", "sema", "constant index out of range"},
+      {"E049", "sema", "tensor or reduction with more than 2^60 elements"},
       {"E047", "algebra", "monoid is not associative (counterexample given)"},
       {"E048", "algebra", "monoid identity is not neutral (counterexample given)"},
       {"W001", "algebra", "monoid associativity unproved (reductions stay serial) or only assumed"},
@@ -63,6 +65,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E060", "schedule", "schedule for an unknown op"},
       {"E061", "schedule", "two schedules of one op and target with the same name"},
       {"E062", "lower", "a knob regroups a reduction whose monoid lacks the law it needs (unproved, not assumed)"},
+      {"E063", "sema", "integer constant arithmetic overflows i64 or divides by zero"},
   };
   return table;
 }

@@ -8,11 +8,17 @@
 namespace emmy {
 
 std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return std::nullopt;  // opens, then fails (throws) on the first read
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
+  try {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return std::nullopt;
+    return text;
+  } catch (const std::ios_base::failure&) {  // a read error (EISDIR, EIO) thrown by the stream buffer
+    return std::nullopt;
+  }
 }
 
 std::vector<std::string> split_path_list(std::string_view list) {

@@ -48,6 +48,10 @@ struct Expr {
   SourceRange callee_range;   // Call/Reduce/Field: the range of the name
 };
 
+// `e` without its operands (args, where_): the start of a rewrite that rebuilds them, so a
+// rewrite costs the tree's size, not size x depth (copying e, then its operands again).
+Expr node_of(const Expr& e);
+
 // A dim of a parameter's shape: a size variable (B, S...) or a literal (64).
 struct Dim {
   std::string name;  // empty for a literal

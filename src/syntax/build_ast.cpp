@@ -19,7 +19,9 @@ namespace {
 using P = EmmyParser;
 constexpr size_t kDocChannel = 2;
 constexpr size_t kErrorChannel = 3;
-constexpr int kMaxNesting = 200;
+constexpr int kMaxNesting = 200;      // brackets and unary operators: ANTLR's recursion
+constexpr uint32_t kMaxExprDepth = 1000;  // the AST's height: the later passes' recursion
+constexpr size_t kMaxNameLength = 255;
 
 // ANTLR counts characters in code points; diagnostics count bytes.
 class OffsetMap {
@@ -318,8 +320,11 @@ public:
     antlr4::Token* t = recognizer->getCurrentToken();
     antlr4::ParserRuleContext* ctx = recognizer->getContext();
     bool top = dynamic_cast<P::ModuleContext*>(ctx) != nullptr;
-    bool body = dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && !ctx->children.empty() &&
-                (ctx->children.back()->getText() == "{" || dynamic_cast<P::StmtContext*>(ctx->children.back()));
+    // (The last child's token, not getText(): that would print a whole statement at every sync.)
+    antlr4::tree::ParseTree* last = ctx->children.empty() ? nullptr : ctx->children.back();
+    auto* brace = dynamic_cast<antlr4::tree::TerminalNode*>(last);
+    bool body = dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && last &&
+                ((brace && brace->getSymbol()->getText() == "{") || dynamic_cast<P::StmtContext*>(last));
     if (t->getType() == antlr4::Token::EOF || !(top || body) || recognizer->getExpectedTokens().contains(t->getType())) {
       antlr4::DefaultErrorStrategy::sync(recognizer);
       return;
@@ -471,26 +476,44 @@ private:
     e.kind = kind;
     e.range = r;
     e.id = next_id_++;
+    height_.push_back(0);  // a leaf; sealed() sets an operator's
     return e;
   }
 
-  ast::Expr binary(std::string op, ast::Expr lhs, ast::Expr rhs) {
+  // Records the height of `e`'s subtree, its operands built; the first node to pass
+  // kMaxExprDepth is reported at `at` (every later pass recurses on the tree).
+  ast::Expr sealed(ast::Expr e, SourceRange at) {
+    uint32_t below = 0;
+    for (const ast::Expr& a : e.args) below = std::max(below, height_[a.id]);
+    for (const ast::Expr& w : e.where_) below = std::max(below, height_[w.id]);
+    height_[e.id] = below + 1;
+    if (below + 1 > kMaxExprDepth && !too_deep_) {
+      too_deep_ = true;
+      diags_.error("E004", at, fmt::format("expression nested more than {} levels deep", kMaxExprDepth))
+          .note(e.range, "each operator of a chain such as a + b + c nests one level deeper")
+          .hint("split the expression with 'let' bindings, e.g. let s = a + b + c; ... = s + d + e");
+    }
+    return e;
+  }
+
+  ast::Expr binary(antlr4::tree::ParseTree* op, ast::Expr lhs, ast::Expr rhs) {
     SourceRange r{file_, lhs.range.begin, rhs.range.end};
     ast::Expr e = node(ast::ExprKind::Binary, r);
-    e.text = std::move(op);
+    e.text = op->getText();
     e.args.push_back(std::move(lhs));
     e.args.push_back(std::move(rhs));
-    return e;
+    auto* token = dynamic_cast<antlr4::tree::TerminalNode*>(op);
+    auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(op);
+    return sealed(std::move(e), token ? range(token) : rule ? range(rule) : r);
   }
 
-  // Folds `x (op y)*` left-associatively; operators are the odd children.
+  // Folds `x (op y)*` left-associatively; operators are the odd children. A chain too deep
+  // for the later passes stops at the operator that passes the limit.
   template <typename Operand, typename Fn>
   ast::Expr fold_left(antlr4::ParserRuleContext* c, const std::vector<Operand*>& operands, Fn&& sub) {
     ast::Expr acc = sub(operands[0]);
-    for (size_t i = 1; i < operands.size(); ++i) {
-      std::string op = c->children[2 * i - 1]->getText();
-      acc = binary(op, std::move(acc), sub(operands[i]));
-    }
+    for (size_t i = 1; i < operands.size() && !too_deep_; ++i)
+      acc = binary(c->children[2 * i - 1], std::move(acc), sub(operands[i]));
     return acc;
   }
 
@@ -515,12 +538,14 @@ private:
     ast::Expr e = node(ast::ExprKind::Unary, range(c));
     e.text = c->children[0]->getText();
     e.args.push_back(unary_expr(c->unaryExpr()));
-    return e;
+    SourceRange at = e.range;
+    return sealed(std::move(e), at);
   }
 
   ast::Expr postfix_expr(P::PostfixExprContext* c) {
     ast::Expr acc = primary(c->primary());
     for (P::PostfixContext* pf : c->postfix()) {
+      if (too_deep_) break;
       SourceRange r{file_, acc.range.begin, range(pf).end};
       if (auto* ix = dynamic_cast<P::IndexPostfixContext*>(pf)) {
         ast::Expr e = node(ast::ExprKind::Index, r);
@@ -530,14 +555,14 @@ private:
             if (i->expr()) e.args.push_back(expr(i->expr()));
             else e.args.push_back(node(ast::ExprKind::Slice, range(i)));
           }
-        acc = std::move(e);
+        acc = sealed(std::move(e), range(pf));
       } else {
         auto* f = dynamic_cast<P::FieldPostfixContext*>(pf);
         ast::Expr e = node(ast::ExprKind::Field, r);
         e.text = f->ID()->getText();
         e.callee_range = range(f->ID());
         e.args.push_back(std::move(acc));
-        acc = std::move(e);
+        acc = sealed(std::move(e), range(pf));
       }
     }
     return acc;
@@ -580,7 +605,7 @@ private:
       for (size_t i = 1; i < x->ID().size(); ++i) e.axes.push_back(ident(x->ID(i)));
       if (x->expr()) e.where_.push_back(expr(x->expr()));
       for (auto* a : x->exprList()->expr()) e.args.push_back(expr(a));
-      return e;
+      return sealed(std::move(e), r);
     }
     if (auto* x = dynamic_cast<P::CallContext*>(c)) {
       ast::Expr e = node(ast::ExprKind::Call, r);
@@ -588,7 +613,7 @@ private:
       e.callee_range = range(x->ID());
       if (auto* list = x->exprList())
         for (auto* a : list->expr()) e.args.push_back(expr(a));
-      return e;
+      return sealed(std::move(e), r);
     }
     if (auto* x = dynamic_cast<P::NameContext*>(c)) {
       ast::Expr e = node(ast::ExprKind::Name, r);
@@ -601,7 +626,7 @@ private:
     e.args.push_back(expr(x->expr()));
     if (auto* list = x->exprList())
       for (auto* a : list->expr()) e.args.push_back(expr(a));
-    return e;
+    return sealed(std::move(e), r);
   }
 
   std::vector<ast::Field> fields(P::FieldListContext* c) {
@@ -688,9 +713,11 @@ private:
   antlr4::CommonTokenStream& tokens_;
   Diagnostics& diags_;
   uint32_t next_id_ = 1;
+  std::vector<uint32_t> height_{0};  // by expr id: operators on the longest path down (x[i] is 1)
 
 public:
   bool bad_literal_ = false;  // an E003 was reported: that literal is stored as 0
+  bool too_deep_ = false;     // an E004 was reported: the expression was cut short
 };
 
 // The code point of one UTF-8 encoded character.
@@ -735,15 +762,46 @@ void report_lexical_errors(antlr4::CommonTokenStream& tokens, const OffsetMap& m
   }
 }
 
-// ANTLR's recursive descent has no depth limit: refuse pathological nesting up front.
+// Whether a token ends an operand: a '-' after it is binary, not unary.
+bool ends_operand(antlr4::Token* t) {
+  const size_t type = t->getType();
+  const std::string s = t->getText();
+  return type == EmmyLexer::ID || type == EmmyLexer::INT || type == EmmyLexer::FLOAT || s == ")" || s == "]" ||
+         s == "true" || s == "false" || s == "inf";
+}
+
+// ANTLR's recursive descent has no depth limit: refuse pathological nesting up front. Each open
+// bracket is a level, and so is each unary operator until its operand ends (at the next binary
+// operator, comma or closing bracket of its level): `- - - x` nests three deep, `a - b - c` none.
 bool nesting_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file, Diagnostics& diags) {
+  std::vector<int> unary{0};  // per open bracket: the unary operators pending at that level
   int depth = 0;
+  antlr4::Token* prev = nullptr;
   for (antlr4::Token* t : tokens.getTokens()) {
     if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
-    std::string s = t->getText();
-    if (s == "(" || s == "[" || s == "{" || s == "-" || s == "!") ++depth;
-    else if (s == ")" || s == "]" || s == "}") depth = std::max(0, depth - 1);
-    else if (s == ";") depth = 0;
+    const std::string s = t->getText();
+    if (s == "(" || s == "[" || s == "{") {
+      ++depth;
+      unary.push_back(0);
+    } else if (s == ")" || s == "]" || s == "}") {
+      if (unary.size() > 1) {
+        depth -= unary.back() + 1;
+        unary.pop_back();
+      }
+      depth -= unary.back();  // the bracket closes the operand of the level's unary operators
+      unary.back() = 0;
+    } else if (s == ";") {
+      depth = 0;
+      unary.assign(1, 0);
+    } else if (s == "!" || (s == "-" && !(prev && ends_operand(prev)))) {
+      ++depth;
+      ++unary.back();
+    } else if (t->getType() != EmmyLexer::ID && t->getType() != EmmyLexer::INT && t->getType() != EmmyLexer::FLOAT &&
+               s != "." && s != "true" && s != "false" && s != "inf") {
+      depth -= unary.back();  // a binary operator, ',' or ':' ends the operand
+      unary.back() = 0;
+    }
+    prev = t;
     if (depth > kMaxNesting) {
       SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStopIndex() + 1)};
       diags.error("E004", r, fmt::format("expression nested more than {} levels deep", kMaxNesting))
@@ -752,6 +810,20 @@ bool nesting_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_
     }
   }
   return true;
+}
+
+// Names reach kernel names, file names and NVRTC: refuse the absurd ones up front.
+bool names_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file, Diagnostics& diags) {
+  bool ok = true;
+  for (antlr4::Token* t : tokens.getTokens()) {
+    if (t->getType() != EmmyLexer::ID || t->getText().size() <= kMaxNameLength) continue;
+    SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStartIndex()) + 1};
+    diags.error("E005", r, fmt::format("name '{}...' is {} characters long; names have at most {}",
+                                       t->getText().substr(0, 16), t->getText().size(), kMaxNameLength))
+        .hint("choose a shorter name");
+    ok = false;
+  }
+  return ok;
 }
 
 }  // namespace
@@ -774,7 +846,7 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
   tokens.fill();
   int before = diags.error_count();
   report_lexical_errors(tokens, map, file, diags);
-  if (!nesting_ok(tokens, map, file, diags)) return empty;
+  if (!names_ok(tokens, map, file, diags) || !nesting_ok(tokens, map, file, diags)) return empty;
 
   EmmyParser parser(&tokens);
   parser.setErrorHandler(std::make_shared<ErrorStrategy>());
@@ -786,7 +858,7 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
 
   Builder builder(text, file, map, tokens, diags);
   ast::Module m = builder.module(tree);
-  if (builder.bad_literal_) return empty;  // checking a literal stored as 0 would only add follow-on errors
+  if (builder.bad_literal_ || builder.too_deep_) return empty;  // a literal stored as 0, a cut expression
   return m;
 }
 

@@ -2,6 +2,8 @@
 // for each verdict just before measuring (build_ahead.hpp).
 #include "tune/build_ahead.hpp"
 
+#include "support/large_stack.hpp"
+
 namespace emmy::tune {
 
 BuildAhead::BuildAhead(std::vector<Candidate>& candidates, const TargetInfo& target, int threads,
@@ -12,9 +14,13 @@ BuildAhead::BuildAhead(std::vector<Candidate>& candidates, const TargetInfo& tar
       max_spill_bytes_(max_spill_bytes),
       states_(candidates.size()),
       verdicts_(candidates.size()) {
+  // NVRTC recurses on the generated CUDA (a fused chain may be one 10,000-deep expression): each
+  // builder runs on a large stack (build_verdict turns what NVRTC throws into a verdict).
   for (int t = 0; t < threads; ++t)
     pool_.emplace_back([this] {
-      for (size_t k = next_++; k < order_.size() && !stop_; k = next_++) claim_and_build(order_[k]);
+      run_on_large_stack([this] {
+        for (size_t k = next_++; k < order_.size() && !stop_; k = next_++) claim_and_build(order_[k]);
+      });
     });
 }
 

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cmath>
 #include <cstdint>
@@ -225,3 +226,97 @@ TEST_CASE("api: the C ABI reports errors through emmy_last_error and runs on the
   emmy_program_free(program);
 }
 
+
+TEST_CASE("api: the C ABI checks every tensor before it reads through it") {
+  emmy_options o{};
+  std::string stdlib = std::string(EMMY_SOURCE_DIR) + "/stdlib";
+  o.stdlib_path = stdlib.c_str();
+  emmy_program* program = nullptr;
+  REQUIRE(emmy_program_from_source(kRowOps, "row.emmy", &o, &program) == EMMY_OK);
+  emmy_op* op = nullptr;
+  REQUIRE(emmy_op_get(program, "scale", &op) == EMMY_OK);
+  const int64_t shape[1] = {4};
+  std::vector<float> x = {1, 2, 3, 4}, y(4, 0.0f);
+  emmy_tensor in{x.data(), EMMY_F32, 1, shape}, out{y.data(), EMMY_F32, 1, shape};
+
+  emmy_tensor null_data{nullptr, EMMY_F32, 1, shape};
+  CHECK(emmy_op_run_host(op, &null_data, 1, &out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale: input 0 has 4 elements but its data pointer is NULL");
+  CHECK(emmy_op_run_host(op, &in, 1, &null_data, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale: output 0 has 4 elements but its data pointer is NULL");
+  // A rank past the one-entry shape array: refused before `shape` is read (it used to be copied).
+  emmy_tensor wide{x.data(), EMMY_F32, 1 << 28, shape};
+  CHECK(emmy_op_run_host(op, &wide, 1, &out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale: input 0 (x) has rank 1; the tensor given has rank 268435456");
+  int64_t out_shape[1] = {0};
+  CHECK(emmy_op_output_shape(op, &wide, 1, 0, out_shape) == EMMY_ERROR_ARGUMENT);
+  const int64_t negative[1] = {-4};
+  emmy_tensor neg{x.data(), EMMY_F32, 1, negative};
+  CHECK(emmy_op_run_host(op, &neg, 1, &out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale: input 0 has a negative extent -4");
+  CHECK(emmy_op_run_host(op, &in, 2, &out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) == "scale takes 1 inputs, 2 given");
+  // Shapes alone (output_shape) need no data.
+  CHECK(emmy_op_output_shape(op, &null_data, 1, 0, out_shape) == EMMY_OK);
+  CHECK(out_shape[0] == 4);
+  REQUIRE(emmy_op_run_host(op, &in, 1, &out, 1) == EMMY_OK);
+  CHECK(y == std::vector<float>{2, 4, 6, 8});
+  emmy_op_free(op);
+  emmy_program_free(program);
+}
+
+namespace {
+
+struct SmallStackRun {
+  std::string source;
+  int status = -1;
+  std::string error;
+};
+
+void* compile_on_small_stack(void* arg) {
+  auto* run = static_cast<SmallStackRun*>(arg);
+  emmy_options o{};
+  std::string stdlib = std::string(EMMY_SOURCE_DIR) + "/stdlib";
+  o.stdlib_path = stdlib.c_str();
+  emmy_program* program = nullptr;
+  run->status = emmy_program_from_source(run->source.c_str(), "deep.emmy", &o, &program);
+  run->error = emmy_last_error();
+  emmy_op* op = nullptr;
+  if (run->status == EMMY_OK) {
+    run->status = emmy_op_get(program, "f", &op);
+    std::vector<float> x(8, 1.0f), y(8, 0.0f);
+    const int64_t shape[1] = {8};
+    emmy_tensor in{x.data(), EMMY_F32, 1, shape}, out{y.data(), EMMY_F32, 1, shape};
+    if (run->status == EMMY_OK) run->status = emmy_op_run_host(op, &in, 1, &out, 1);
+    if (run->status == EMMY_OK && y[0] != 1000.0f) run->status = 99;
+  }
+  emmy_op_free(op);
+  emmy_program_free(program);
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("api: a 1000-deep expression checks, lowers and runs from a thread with a 256 KB stack") {
+  // The deepest pass needs about 1.5 MB here (1.5 KB a level): libemmy runs them on its own stack.
+  std::string body = "x[i]";
+  for (int i = 1; i < 1000; ++i) body += " + x[i]";
+  SmallStackRun run{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + ";\n}\n", -1, ""};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, &attr, compile_on_small_stack, &run) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK_MESSAGE(run.status == EMMY_OK, run.error);
+  // One level more is E004, an error and not a crash.
+  SmallStackRun deeper{"op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + " + x[i];\n}\n", -1, ""};
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  REQUIRE(pthread_create(&thread, &attr, compile_on_small_stack, &deeper) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK(deeper.status == EMMY_ERROR_SOURCE);
+  CHECK(deeper.error.find("error[E004]: expression nested more than 1000 levels deep") != std::string::npos);
+}

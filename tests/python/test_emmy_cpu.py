@@ -377,6 +377,49 @@ class Errors(EmmyTestCase):
         self.assert_error(emmy.ErrorKind.ARGUMENT, op.run_host, x, out=[(bytes(12), (2, 3))])  # read-only output
         self.assert_error(emmy.ErrorKind.ARGUMENT, op, x)  # the GPU call takes torch tensors
 
+    def test_nul_byte_in_source(self):
+        """The C ABI takes a C string: a NUL would silently end the source there."""
+        src = "op f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\nop g(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x\0[i];\n}\n"
+        e = self.assert_error(emmy.ErrorKind.SOURCE, emmy.compile, src, name="nul.emmy", stdlib_path=STDLIB)
+        self.assertTrue(e.message.startswith("nul.emmy:3:11: error: the source holds a NUL byte"), e.message)
+
+    def test_out_is_one_buffer_shape_pair(self):
+        prog = emmy.compile("op f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }", stdlib_path=STDLIB, cache=False)
+        x = array.array("f", [1, 2, 3])
+        y = array.array("f", [0, 0, 0])
+        got = prog.op("f").run_host((x, (3,)), out=(y, (3,)))
+        self.assertEqual(list(y), [2.0, 4.0, 6.0])
+        self.assertEqual(got, (y, (3,)))
+        self.assert_error(emmy.ErrorKind.ARGUMENT, prog.op("f").run_host, (x, (3,)), out=(y, (-3,)))
+
+    def test_deep_expression_in_a_small_thread(self):
+        """A 1000-deep expression from a thread with a 256 KB stack: the library runs its passes
+        on its own large stack; one level more is E004, not a crash."""
+        import threading
+        results = {}
+
+        def work():
+            chain = " + ".join(["x[i]"] * 1000)
+            src = "op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = %s;\n}\n"
+            prog = emmy.compile(src % chain, stdlib_path=STDLIB, cache=False)
+            results["ok"] = prog.op("f").run_host(emmy.HostTensor.from_values([1.0] * 4, (4,), "f32")).values()
+            try:
+                emmy.compile(src % (chain + " + x[i]"), name="deep.emmy", stdlib_path=STDLIB, cache=False)
+            except emmy.Error as e:
+                results["deep"] = e
+
+        old = threading.stack_size(256 * 1024)
+        try:
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+        finally:
+            threading.stack_size(old)
+        self.assertEqual(results.get("ok"), [1000.0] * 4)
+        self.assertEqual(results["deep"].kind, emmy.ErrorKind.SOURCE)
+        self.assertIn("deep.emmy:2:", results["deep"].message)
+        self.assertIn("error[E004]", results["deep"].message)
+
     def test_raw_c_abi_checks(self):
         """The library's own checks, without the module's: tensor counts, dtype, output shape."""
         lib = emmy.library()

@@ -168,3 +168,69 @@ TEST_CASE("keywords come from the grammar") {
     CHECK(std::find(k.begin(), k.end(), std::string(w)) != k.end());
   CHECK(std::find(k.begin(), k.end(), std::string("(")) == k.end());
 }
+
+namespace {
+
+std::string chain(const std::string& op, size_t terms) {
+  std::string out = "x";
+  for (size_t i = 1; i < terms; ++i) out += " " + op + " x";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("E004: the AST is at most 1000 operators deep; a chain nests one level per operator") {
+  for (const char* op : {"+", "*", "&&", "-"}) {
+    CAPTURE(op);
+    auto ok = parse("op f(x: f32) -> (y: f32) { y = " + chain(op, 1001) + "; }");  // 1000 operators
+    CHECK_FALSE(ok->diags->has_errors());
+    auto deep = parse("op f(x: f32) -> (y: f32) { y = " + chain(op, 1002) + "; }");
+    REQUIRE(deep->diags->error_count() == 1);
+    const Diagnostic& d = deep->diags->all()[0];
+    CHECK(d.code == "E004");
+    CHECK(d.message == "expression nested more than 1000 levels deep");
+    CHECK(d.help.find("'let'") != std::string::npos);
+    const size_t column = 32 + (std::string(op).size() + 3) * 1000 + 2;  // the 1001st operator
+    CHECK(at(*deep, d.range) == "1:" + std::to_string(column) + ":" + op);
+    CHECK(deep->module.items.empty());
+  }
+  // A chain as deep inside brackets adds to the depth of the chain around it.
+  std::string inner = chain("+", 600);
+  inner.insert(0, 1, '(');
+  inner += ')';
+  CHECK(parse("op f(x: f32) -> (y: f32) { y = " + inner + " * " + inner + "; }")->diags->error_count() == 0);
+  CHECK(parse("op f(x: f32) -> (y: f32) { y = " + inner + " * " + chain("+", 500) + "; }")->diags->error_count() == 1);
+  // Postfix chains count too; the builder stops at the limit (100,000 of them are cheap).
+  std::string fields;
+  for (int i = 0; i < 100000; ++i) fields += ".f";
+  auto postfix = parse("op f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]" + fields + "; }");
+  REQUIRE(postfix->diags->error_count() == 1);
+  CHECK(postfix->diags->all()[0].code == "E004");
+}
+
+TEST_CASE("E004 nesting counts brackets and unary operators, not binary minus") {
+  CHECK_FALSE(parse("op f(x: f32) -> (y: f32) { y = " + chain("-", 400) + "; }")->diags->has_errors());
+  std::string unary;
+  for (int i = 0; i < 201; ++i) unary += "- ";
+  auto u = parse("op f(x: f32) -> (y: f32) { y = " + unary + "x; }");
+  REQUIRE(u->diags->error_count() == 1);
+  CHECK(u->diags->all()[0].message == "expression nested more than 200 levels deep");
+  // Unary operators end with their operand: 300 of them, one per term, nest one level.
+  CHECK_FALSE(parse("op f(x: f32) -> (y: f32) { y = " + chain("- -", 300) + "; }")->diags->has_errors());
+  std::string mixed;
+  for (int i = 0; i < 101; ++i) mixed += "-(";
+  auto m = parse("op f(x: f32) -> (y: f32) { y = " + mixed + "x" + std::string(101, ')') + "; }");
+  REQUIRE(m->diags->error_count() == 1);
+  CHECK(m->diags->all()[0].code == "E004");
+}
+
+TEST_CASE("E005: names have at most 255 characters") {
+  CHECK_FALSE(parse("op " + std::string(255, 'f') + "(x: f32) -> (y: f32) { y = x; }")->diags->has_errors());
+  auto p = parse("op " + std::string(100000, 'f') + "(x: f32) -> (" + std::string(300, 'y') + ": f32) { y = x; }");
+  REQUIRE(p->diags->error_count() == 2);
+  CHECK(p->diags->all()[0].code == "E005");
+  CHECK(p->diags->all()[0].message == "name 'ffffffffffffffff...' is 100000 characters long; names have at most 255");
+  CHECK(at(*p, p->diags->all()[0].range) == "1:4:f");
+  CHECK(p->diags->all()[1].message == "name 'yyyyyyyyyyyyyyyy...' is 300 characters long; names have at most 255");
+  CHECK(p->module.items.empty());
+}

@@ -666,3 +666,27 @@ TEST_CASE("tune: measured in turns, two equal kernels on a drifting GPU come out
 
 }  // namespace emmy
 
+
+namespace emmy {
+
+TEST_CASE("tune: prune_space lowers a 10,000-deep fused expression on its worker threads") {
+  // Ten statements of 1,000 terms, fused into one expression: about 10 MB of stack to lower, past
+  // a std::thread's 8 MB (the workers crashed); each worker runs on a large stack.
+  std::string src = "op f(x: f32[N]) -> (y: f32[N]) {\n  t0[i] = x[i];\n";
+  for (int k = 1; k <= 10; ++k) {
+    src += fmt::format("  t{}[i] = t{}[i]", k, k - 1);
+    for (int j = 0; j < 998; ++j) src += " + x[i]";
+    src += ";\n";
+  }
+  src += "  y[i] = t10[i];\n}\n";
+  std::unique_ptr<test::Run> l = test::check_source(src);
+  REQUIRE_FALSE(l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("f");
+  std::vector<tune::Enumerated> points(4, tune::Enumerated{"", "enumerated"});  // one per worker
+  tune::Space s = tune::prune_space(*l->program, op, *find_target("sm_90"), {{"N", 64}}, points, nullptr, 4);
+  CHECK(s.enumerated == 4);
+  REQUIRE(s.candidates.size() == 1);  // the other three are its duplicates
+  CHECK(s.candidates[0].cuda.find("__global__") != std::string::npos);
+}
+
+}  // namespace emmy

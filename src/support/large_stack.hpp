@@ -1,0 +1,18 @@
+// Runs a function on a thread with a large stack: the passes recurse on expression trees, and
+// the caller's stack (a Python thread's, a small `ulimit -s`) may be far smaller than the 8 MB
+// the expression-depth limit (E004) is measured against.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace emmy {
+
+// Reserved, not committed: only the pages a deep recursion touches are ever backed.
+inline constexpr size_t kLargeStackBytes = size_t{256} << 20;
+
+// Runs `body` to completion on a fresh thread whose stack holds `bytes` and rethrows what it
+// throws; runs it on the calling thread when no such thread can be started (a process limit).
+void run_on_large_stack(const std::function<void()>& body, size_t bytes = kLargeStackBytes);
+
+}  // namespace emmy

@@ -1,0 +1,11 @@
+# expect-exit: 1
+# expect-output: error\[E004\]
+# expect-output: split
+# reject-output: internal error|Segmentation|Aborted|core dumped
+# Guards against: a flat 9000-term '+' chain overflowing the stack in the type checker (it is refused with E004).
+python3 - <<'PY'
+n = 9000
+body = " + ".join(["x[i]"] * n)
+open("chain.emmy", "w").write("op f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + body + ";\n}\n")
+PY
+exec "$EMMYC" check chain.emmy
