@@ -88,7 +88,7 @@ Program Program::from_source(std::string_view source, std::string_view name, con
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
-  impl->diags = std::make_unique<Diagnostics>(impl->sources);
+  impl->diags = std::make_unique<Diagnostics>(impl->sources, kDefaultErrorLimit);
   SemaOptions sema{impl->options.stdlib_dirs, std::nullopt, {}};
   if (!options.dtype.empty()) {
     std::optional<emmy::DType> half = parse_dtype(options.dtype);
@@ -109,7 +109,7 @@ Program Program::from_source(std::string_view source, std::string_view name, con
 }
 
 Program Program::from_file(const std::string& path, const Options& options) {
-  std::optional<std::string> text = read_file(path);
+  std::optional<std::string> text = read_file(path, kMaxSourceBytes + 1);  // E005 past the limit
   if (!text) fail(ErrorKind::Argument, fmt::format("cannot read '{}'", path));
   return from_source(*text, path, options);
 }

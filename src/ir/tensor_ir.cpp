@@ -1,6 +1,8 @@
 // The tensor IR's printer and small queries.
 #include "ir/tensor_ir.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace emmy::tir {
@@ -85,6 +87,22 @@ bool has_reduce(const Expr& e) {
   return false;
 }
 
+size_t node_count(const Expr& e, size_t cap) {
+  size_t n = 1;
+  for (const std::vector<Expr>* list : {&e.args, &e.where})
+    for (const Expr& a : *list) {
+      if (n >= cap) return cap;
+      n += node_count(a, cap - n);
+    }
+  return std::min(n, cap);
+}
+
+void add_reads(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == Expr::Kind::Read) out.insert(e.name);
+  for (const std::vector<Expr>* list : {&e.args, &e.where})
+    for (const Expr& a : *list) add_reads(a, out);
+}
+
 namespace {
 // Whether `match` holds for e or any node below it (arguments and predicates).
 template <class Match>
@@ -106,13 +124,26 @@ bool uses_index(const Expr& e, const std::string& index) {
   return any_node(e, [&](const Expr& x) { return x.kind == Expr::Kind::Index && x.name == index; });
 }
 
+Expr childless(const Expr& e) {
+  Expr out;
+  out.kind = e.kind;
+  out.dtype = e.dtype;
+  out.record = e.record;
+  out.value = e.value;
+  out.name = e.name;
+  out.op = e.op;
+  out.axes = e.axes;
+  return out;
+}
+
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by) {
   if (e.kind == Expr::Kind::Index)
     for (const auto& [name, value] : by)
       if (name == e.name) return value;
-  Expr out = e;
-  for (Expr& a : out.args) a = substitute(a, by);
-  for (Expr& w : out.where) w = substitute(w, by);
+  Expr out = childless(e);
+  out.args.reserve(e.args.size());
+  for (const Expr& a : e.args) out.args.push_back(substitute(a, by));
+  for (const Expr& w : e.where) out.where.push_back(substitute(w, by));
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Substitutes every elementwise intermediate (no reduction in its definition) into its
-// uses, so a thread recomputes it where needed; PLACE@name=cut keeps it a tensor.
+// uses, so a thread recomputes it where needed; PLACE@name=cut keeps it a tensor, and so does
+// a definition of tir::kMaxCopiedNodes nodes or more.
 #include "lower/passes.hpp"
 
 #include <map>
@@ -10,9 +11,10 @@ namespace {
 using tir::Expr;
 
 Expr inline_reads(const Expr& e, const std::map<std::string, const tir::Stmt*>& defs) {
-  Expr out = e;
-  for (Expr& a : out.args) a = inline_reads(a, defs);
-  for (Expr& w : out.where) w = inline_reads(w, defs);
+  Expr out = tir::childless(e);
+  out.args.reserve(e.args.size());
+  for (const Expr& a : e.args) out.args.push_back(inline_reads(a, defs));
+  for (const Expr& w : e.where) out.where.push_back(inline_reads(w, defs));
   if (out.kind != Expr::Kind::Read) return out;
   auto it = defs.find(out.name);
   if (it == defs.end()) return out;
@@ -34,8 +36,10 @@ tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs) {
     tir::Stmt t = s;
     t.value = inline_reads(s.value, defs);
     const tir::Tensor* info = program.find(s.name);
+    // A large one stays a tensor: copied into each read, nested definitions would grow with the
+    // size of their expansion (exponentially in the nesting), not their own.
     bool pointwise = info && info->role == tir::Tensor::Role::Intermediate && info->record.empty() &&
-                     !tir::has_reduce(t.value);
+                     !tir::has_reduce(t.value) && tir::node_count(t.value, tir::kMaxCopiedNodes) < tir::kMaxCopiedNodes;
     auto cut = knobs.place_at.find(s.name);
     kept.push_back(std::move(t));
     if (pointwise && !(cut != knobs.place_at.end() && !cut->second)) defs[s.name] = &kept.back();
