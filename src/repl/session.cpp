@@ -23,10 +23,10 @@ std::string name_of(const ast::Item& item) {
   return "";
 }
 
-std::set<std::string> words_of(const std::string& text) {
+std::set<std::string, std::less<>> words_of(const std::string& text) {
   std::vector<Token> tokens;
   lex_all(text, tokens);
-  std::set<std::string> out;
+  std::set<std::string, std::less<>> out;
   for (const Token& t : tokens)
     if (t.kind == TokenKind::Word) out.insert(t.text);
   return out;
@@ -104,7 +104,7 @@ std::vector<const Definition*> relevant(const std::vector<const Definition*>& ke
   auto take = [&](size_t i) {
     if (!in[i]) in[i] = true, work.push_back(i);
   };
-  auto take_defining = [&](const std::set<std::string>& words) {
+  auto take_defining = [&](const std::set<std::string, std::less<>>& words) {
     for (const std::string& w : words)
       if (auto it = defining.find(w); it != defining.end())
         for (size_t i : it->second) take(i);
@@ -117,7 +117,7 @@ std::vector<const Definition*> relevant(const std::vector<const Definition*>& ke
   for (size_t i = 0; i < kept.size(); ++i) {
     if (is_import(*kept[i])) take(i);
     for (std::string_view name : defined)
-      if (kept[i]->words.count(std::string(name))) take(i);
+      if (kept[i]->words.count(name)) take(i);
   }
   while (!work.empty()) {
     const size_t i = work.back();
@@ -155,7 +155,7 @@ std::optional<std::vector<Session::Added>> Session::define(const std::string& or
   for (const ast::Item& item : module.items) {
     const uint32_t end = range_of(item).end;
     std::string def = trimmed(text.substr(from, end - from));
-    std::set<std::string> words = words_of(def);
+    std::set<std::string, std::less<>> words = words_of(def);
     added.push_back({key_of(item), std::move(def), origin, name_of(item), std::move(words)});
     from = end;
   }

@@ -22,7 +22,7 @@ struct Definition {
   std::string text;    // its source, doc comments included
   std::string origin;  // where it was entered: "<input 3>" or a file's path
   std::string name;    // the op or monoid it defines; a schedule block: its op
-  std::set<std::string> words;  // every name its text mentions (the definitions it may use)
+  std::set<std::string, std::less<>> words;  // every name its text mentions (the definitions it may use)
 };
 
 // A program checked from the session's definitions (or with a new input), kept alive together
