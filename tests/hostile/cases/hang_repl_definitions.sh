@@ -7,7 +7,7 @@ python3 - <<'PY'
 with open("script.txt", "w") as f:
     f.write("import std.monoids;\n")
     for k in range(2000):
-        callee = f"  t[i] = d{k - 1}(x)[i];\n  y[i] = t[i] + 1.0;\n" if k % 10 else "  y[i] = x[i] * 2.0;\n"
+        callee = f"  t[i] = d{k - 1}(x)[i];\n  y[i] = t[i] + 1.0;\n" if k % 5 else "  y[i] = x[i] * 2.0;\n"
         f.write(f"op d{k}(x: f32[N]) -> (y: f32[N]) {{\n{callee}}}\n")
     f.write(":check\n")
 PY
