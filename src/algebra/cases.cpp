@@ -14,8 +14,12 @@ struct Ineq {
   bool strict;
 };
 
+constexpr size_t kMaxInequalities = 4000;
+
 // Is the conjunction satisfiable over the reals? (Fourier–Motzkin elimination.)
-bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
+// `work` grows by the inequalities each elimination round handles, the measure of its cost.
+bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs, size_t& work) {
+  work += ineqs.size() + eqs.size();
   for (size_t i = 0; i < eqs.size(); ++i) {
     auto s = solve(eqs[i]);
     if (!s) {
@@ -36,13 +40,16 @@ bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
       if (it == q.form.coef.end()) rest.push_back(q);
       else (it->second.sign() > 0 ? pos : neg).push_back(q);
     }
+    // Too large to refute: assume satisfiable (a case kept that cannot occur costs a proof,
+    // never makes a wrong one) before building the products, not after.
+    if (rest.size() + pos.size() * neg.size() > kMaxInequalities) return true;
+    work += ineqs.size() + pos.size() * neg.size();
     for (const Ineq& p : pos)
       for (const Ineq& n : neg) {
         Rational cp = p.form.coef.at(var), cn = -n.form.coef.at(var);
         rest.push_back({plus(scaled(p.form, cn), scaled(n.form, cp)), p.strict || n.strict});
       }
     ineqs = std::move(rest);
-    if (ineqs.size() > 4000) return true;  // too large to refute: assume satisfiable
   }
   for (const Ineq& q : ineqs) {
     int s = q.form.constant.sign();
@@ -51,8 +58,12 @@ bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs) {
   return true;
 }
 
-// Can the case's premises and one more hold together?
-bool consistent_with(const Case& c, const Premise& extra) {
+void spend(int& budget, int cost = kCaseCost);
+
+// Can the case's premises and one more hold together? With a budget, the check is paid for:
+// 1, plus 1 for every kFmWorkPerUnit inequalities the elimination handles.
+constexpr size_t kFmWorkPerUnit = 64;
+bool consistent_with(const Case& c, const Premise& extra, int* budget = nullptr) {
   std::vector<Ineq> ineqs;
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
@@ -61,13 +72,19 @@ bool consistent_with(const Case& c, const Premise& extra) {
   }
   if (extra.rel == Rel::Eq) eqs.push_back(extra.form);
   else ineqs.push_back({extra.form, extra.rel == Rel::Gt});
-  return feasible(ineqs, eqs);
+  size_t work = 0;
+  const bool ok = feasible(ineqs, eqs, work);
+  if (budget) spend(*budget, 1 + static_cast<int>(std::min<size_t>(work / kFmWorkPerUnit, 1 << 20)));
+  return ok;
 }
 
-bool consistent(const Case& c, const LinearForm& f, int sign) {
-  if (sign == 0) return consistent_with(c, {f, Rel::Eq});
-  return consistent_with(c, {scaled(f, Rational::of(sign)), Rel::Gt});
+bool consistent(const Case& c, const LinearForm& f, int sign, int* budget = nullptr) {
+  if (sign == 0) return consistent_with(c, {f, Rel::Eq}, budget);
+  return consistent_with(c, {scaled(f, Rational::of(sign)), Rel::Gt}, budget);
 }
+
+// implied_sign, paid for.
+int implied_sign_within(const Case& c, const LinearForm& f, int* budget);
 
 Case with(const Case& c, const LinearForm& f, Rel rel) {
   Case out = c;
@@ -75,8 +92,12 @@ Case with(const Case& c, const LinearForm& f, Rel rel) {
   return out;
 }
 
-void spend(int& budget) {
-  if (--budget < 0) throw Undecided{"the case analysis needs more cases than its budget"};
+// A case split costs kCaseCost of the budget, a feasibility check 1 or more: both bound the work.
+void spend(int& budget, int cost) {
+  budget -= cost;
+  if (budget < 0)
+    throw Undecided{"undecided (budget): the case analysis needs more work (cases and feasibility checks) than the "
+                    "prover's budget"};
 }
 
 // The sign of a form that mentions an infinity is that of the infinity's coefficient.
@@ -124,7 +145,7 @@ std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
         bool strict = t.op == TermOp::Gt || t.op == TermOp::Lt;
         Premise yes{f, strict ? Rel::Gt : Rel::Ge};
         Premise no{scaled(f, Rational::of(-1)), strict ? Rel::Ge : Rel::Gt};
-        bool can_yes = consistent_with(y.where, yes), can_no = consistent_with(y.where, no);
+        bool can_yes = consistent_with(y.where, yes, &budget), can_no = consistent_with(y.where, no, &budget);
         if (can_yes != can_no) {
           out.push_back({y.where, can_yes});
           continue;
@@ -135,14 +156,14 @@ std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
         }
         continue;
       }
-      int known = implied_sign(y.where, *form);
+      int known = implied_sign_within(y.where, *form, &budget);
       if (known != 2) {
         out.push_back({y.where, holds(known)});
         continue;
       }
       const std::pair<int, Rel> splits[] = {{1, Rel::Gt}, {0, Rel::Eq}, {-1, Rel::Gt}};
       for (const auto& [sign, rel] : splits) {
-        if (!consistent(y.where, *form, sign)) continue;
+        if (!consistent(y.where, *form, sign, &budget)) continue;
         spend(budget);
         out.push_back({with(y.where, sign < 0 ? scaled(*form, Rational::of(-1)) : *form, rel), holds(sign)});
       }
@@ -185,7 +206,7 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       is_zero.coef[t.name] = Rational::of(1);
       std::vector<Truth> out;
       for (auto [form, value] : {std::pair{is_one, true}, std::pair{is_zero, false}}) {
-        if (!consistent(within, form, 0)) continue;
+        if (!consistent(within, form, 0, &budget)) continue;
         spend(budget);
         out.push_back({with(within, form, Rel::Eq), value});
       }
@@ -201,7 +222,7 @@ std::vector<Normalized> exp_of_log(const Term& u, const Case& within, int& budge
   std::vector<Normalized> out = normalize(u, within, budget);
   for (Normalized& n : out) {
     bool positive = false;
-    if (auto l = n.value.as_linear()) positive = implied_sign(n.where, *l) == 1;
+    if (auto l = n.value.as_linear()) positive = implied_sign_within(n.where, *l, &budget) == 1;
     else if (auto d = n.value.den.as_constant(); d && d->sign() > 0) {
       positive = !n.value.num.terms.empty();
       for (const auto& [mono, c] : n.value.num.terms) positive = positive && mono.powers.empty() && c.sign() > 0;
@@ -260,19 +281,23 @@ std::string Case::str() const {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-int implied_sign(const Case& c, const LinearForm& f) {
+namespace {
+int implied_sign_within(const Case& c, const LinearForm& f, int* budget) {
   if (auto s = infinite_sign(f)) return *s;
   if (f.coef.empty()) return f.constant.sign();
-  bool pos = consistent(c, f, 1), zero = consistent(c, f, 0), neg = consistent(c, f, -1);
+  bool pos = consistent(c, f, 1, budget), zero = consistent(c, f, 0, budget), neg = consistent(c, f, -1, budget);
   if (pos + zero + neg != 1) return 2;
   return pos ? 1 : zero ? 0 : -1;
 }
+}  // namespace
 
-Equalities solve_equalities(const Case& c, bool forced_too) {
+int implied_sign(const Case& c, const LinearForm& f) { return implied_sign_within(c, f, nullptr); }
+
+Equalities solve_equalities(const Case& c, bool forced_too, int* budget) {
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
     // f >= 0 where f > 0 is impossible means f == 0 (x >= y and y >= x).
-    bool forced = forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt});
+    bool forced = forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt}, budget);
     if (p.rel == Rel::Eq || forced) eqs.push_back(p.form);
   }
   Equalities out;

@@ -15,7 +15,16 @@ std::string brief(const std::string& why) {
 
 }  // namespace
 
-ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
+std::string law_memo_key(const MonoidTerms& m) {
+  std::string key = m.name + "(" + fmt::format("{}", fmt::join(m.fields, ",")) + ")";
+  for (const auto* list : {&m.identity, &m.combine, &m.lift}) {
+    key += "|";
+    for (const Term& t : *list) key += t.str() + ";";
+  }
+  return key + "|" + fmt::format("{}", fmt::join(m.bool_fields, ",")) + "|" + fmt::format("{}", fmt::join(m.int_fields, ","));
+}
+
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo) {
   ProgramLaws out;
   for (const auto& entry : program.monoids) {
     const std::string& name = entry.first;  // named, not bound: clang 14 lambdas cannot capture bindings
@@ -35,7 +44,15 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags) {
       unproved(why);
       continue;
     }
-    MonoidReport r = check_laws(*terms);
+    MonoidReport r;
+    if (!memo) {
+      r = check_laws(*terms);
+    } else {
+      const std::string key = law_memo_key(*terms);
+      auto it = memo->find(key);
+      if (it == memo->end()) it = memo->emplace(key, check_laws(*terms)).first;
+      r = it->second;
+    }
     const LawReport& a = r.associative;
     if (a.outcome == Outcome::Refuted)
       diags.error("E047", m.decl->name.range, fmt::format("monoid {} is not associative: {}", name, a.counterexample))

@@ -17,7 +17,12 @@ struct ProgramLaws {
   std::vector<DiscoveredChain> chains;                // secretly associative chains, the own modules' ops
 };
 
-ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags);
+// Reports already proved, by the monoid's terms (law_memo_key): a caller checking many programs
+// that share monoids (the REPL, at each definition, with its imports) proves each once.
+using LawMemo = std::map<std::string, MonoidReport>;
+std::string law_memo_key(const MonoidTerms& m);
+
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo = nullptr);
 
 // `emmyc check --explain`: every reduction of the own modules' ops (the main file's, and the
 // REPL's sources beside it), then every monoid defined there, with the verdict and the proof

@@ -19,6 +19,34 @@ using ExactEnv = std::vector<std::pair<std::string, Rational>>;
 
 constexpr int kVariantsPerCase = 6;
 constexpr size_t kCasesTried = 24;
+// The work one search may do, in term nodes evaluated (every field's two sides at each point):
+// 4,000 points (search_small's random draws) for sides of up to 4,096 nodes, so the stdlib's
+// largest (argmax with its NaN rule, 1,364) is checked at every point; a combine of a few
+// hundred terms has sides of ~10^5 nodes and gets fewer points instead of minutes of evaluation.
+constexpr size_t kSearchWork = 4000 * 4096;
+
+size_t term_nodes(const Term& t) {
+  size_t n = 1;
+  for (const Term& a : t.args) n += term_nodes(a);
+  return n;
+}
+
+// The points a search can still evaluate; `exhausted` once it wanted more.
+struct PointBudget {
+  size_t left = 0;
+  bool exhausted = false;
+  explicit PointBudget(const Sides& s) {
+    size_t cost = 1;
+    for (const std::vector<Term>* side : {&s.lhs, &s.rhs})
+      for (const Term& t : *side) cost += term_nodes(t);
+    left = kSearchWork / cost;
+  }
+  bool spend() {
+    if (left == 0) return !(exhausted = true);
+    --left;
+    return true;
+  }
+};
 
 std::string fmt_double(double v) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
@@ -181,10 +209,11 @@ Refutation report_search(const MonoidTerms& m, const Sides& s, const Env& env, s
 
 // Small search: small integers first, then reals in [-4, 4]; then every point of a small
 // integer grid when the variables are few (ties and orderings random draws rarely hit).
-std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case& domain, bool grid) {
+std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case& domain, bool grid,
+                                PointBudget& budget) {
   std::vector<std::string> names = variable_names(m, s);
   std::mt19937_64 rng(12345);
-  for (int trial = 0; trial < 4000; ++trial) {
+  for (int trial = 0; trial < 4000 && budget.spend(); ++trial) {
     Env env;
     for (const std::string& n : names) {
       double v = trial < 2000 ? static_cast<double>(static_cast<int>(rng() % 9) - 4)
@@ -201,7 +230,7 @@ std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case
   if (!grid || names.size() > 7) return std::nullopt;
   size_t points = 1;
   for (size_t k = 0; k < names.size(); ++k) points *= 4;
-  for (size_t p = 0; p < points; ++p) {
+  for (size_t p = 0; p < points && budget.spend(); ++p) {
     Env env;
     size_t code = p;
     for (const std::string& n : names) {
@@ -244,13 +273,13 @@ std::vector<double> pool_for(const MonoidTerms& m, const std::string& var) {
   return pool;
 }
 
-std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case& domain) {
+std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case& domain, PointBudget& budget) {
   std::vector<std::string> names = variable_names(m, s);
   std::vector<std::vector<double>> pools;
   for (const std::string& n : names) pools.push_back(pool_for(m, n));
   std::mt19937_64 rng(67890);
   std::uniform_real_distribution<double> unit(0, 1);
-  for (int trial = 0; trial < 3000; ++trial) {
+  for (int trial = 0; trial < 3000 && budget.spend(); ++trial) {
     Env env;
     for (size_t i = 0; i < names.size(); ++i) {
       double r = unit(rng), v;
@@ -272,13 +301,22 @@ bool fits(const MonoidTerms& m, const std::string& var, Rational v) {
 
 }  // namespace
 
-std::optional<Refutation> search(const MonoidTerms& m, const Sides& s, const Case& domain, Search how) {
+std::optional<Refutation> search(const MonoidTerms& m, const Sides& s, const Case& domain, Search how,
+                                 bool* exhausted) {
+  PointBudget budget(s);
+  struct Report {
+    const PointBudget& budget;
+    bool* out;
+    ~Report() {
+      if (out) *out = budget.exhausted;
+    }
+  } report_exhausted{budget, exhausted};
   if (how == Search::Wide) {
-    std::optional<Env> env = search_wide(m, s, domain);
+    std::optional<Env> env = search_wide(m, s, domain, budget);
     if (!env) return std::nullopt;
     return report_search(m, s, *env, *mismatch(s, *env, nullptr, true));
   }
-  std::optional<Env> found = search_small(m, s, domain, how == Search::Small);
+  std::optional<Env> found = search_small(m, s, domain, how == Search::Small, budget);
   if (!found) return std::nullopt;
   Env env = shrink(m, s, domain, *found);
   return report_search(m, s, env, *mismatch(s, env));

@@ -29,8 +29,11 @@ struct Refutation {
 // (its infinities too), where a difference counts only if exact arithmetic confirms it (or,
 // with exp/log, at inputs of magnitude <= 64 or infinite, where both IEEE sides are
 // finite or an input is infinite).
+// Each search evaluates at most a fixed amount of term nodes: with large sides it tries fewer
+// points, and sets `exhausted` when it stopped short of all it meant to try.
 enum class Search { Small, NoGrid, Wide };
-std::optional<Refutation> search(const MonoidTerms& m, const Sides& s, const Case& domain, Search how);
+std::optional<Refutation> search(const MonoidTerms& m, const Sides& s, const Case& domain, Search how,
+                                 bool* exhausted = nullptr);
 
 // Solves each failing case's premises for points (several per case) and reports the first
 // where the sides evaluate differently.

@@ -8,7 +8,7 @@
 namespace emmy::algebra {
 namespace {
 
-constexpr int kBudget = 64;
+constexpr int kBudget = 64 * kCaseCost;
 
 Term var(const std::string& side, const std::string& field) { return Term::var(side + "." + field); }
 

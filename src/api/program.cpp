@@ -107,7 +107,7 @@ Program Program::check_source(std::string_view source, std::string_view name, co
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   if (impl->options.stdlib_dirs.empty()) impl->options.stdlib_dirs = default_stdlib_dirs();
-  impl->diags = std::make_unique<Diagnostics>(impl->sources);
+  impl->diags = std::make_unique<Diagnostics>(impl->sources, kDefaultErrorLimit);
   SemaOptions sema{impl->options.stdlib_dirs, std::nullopt, {}};
   if (!options.dtype.empty()) {
     std::optional<emmy::DType> half = parse_dtype(options.dtype);
@@ -128,7 +128,7 @@ Program Program::check_source(std::string_view source, std::string_view name, co
 }
 
 Program Program::from_file(const std::string& path, const Options& options) {
-  std::optional<std::string> text = read_file(path);
+  std::optional<std::string> text = read_file(path, kMaxSourceBytes + 1);  // E006 past the limit
   if (!text) fail(ErrorKind::Argument, fmt::format("cannot read '{}'", path));
   return from_source(*text, path, options);
 }

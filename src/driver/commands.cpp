@@ -30,8 +30,8 @@ struct Checked {
 };
 
 // Loads and checks one file; returns false (after printing) when it cannot be read.
-bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err) {
-  c.diags = std::make_unique<Diagnostics>(c.sources);
+bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err, bool every_error = false) {
+  c.diags = std::make_unique<Diagnostics>(c.sources, every_error ? 0 : opt.error_limit);
   c.file = c.sources.load(path);
   if (c.file == 0) {
     err << fmt::format("emmyc: error: cannot read '{}'\n", path);
@@ -70,7 +70,7 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
   int status = kOk;
   for (const std::string& path : files) {
     Checked c;
-    if (!check_one(path, opt, c, err)) return kUsageError;
+    if (!check_one(path, opt, c, err, verify)) return kUsageError;  // --verify matches every error
     if (verify) {
       if (!verify_diagnostics(*c.diags, c.file, out)) status = kUserError;
       continue;

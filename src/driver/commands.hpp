@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "support/diagnostics.hpp"
+
 namespace emmy {
 
 // Process exit codes.
@@ -22,6 +24,7 @@ struct DriverOptions {
   std::string op;             // compile/run --op
   std::string schedule;       // compile/run --schedule: a named schedule block
   std::string dtype;          // compile/run --dtype: f16/bf16 signature tensors read as this
+  int error_limit = kDefaultErrorLimit;  // --error-limit: errors shown per file (0: all); check --verify sees all
 };
 
 struct RunOptions;

@@ -55,6 +55,8 @@ int run_main(int argc, char** argv) {
   std::string color = "auto";
   app.add_option("--color", color, "color diagnostics: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--error-limit", opt.error_limit, "errors shown per file before stopping (default 20; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
 
   std::vector<std::string> targets;
   for (auto t : emmy::target_names()) targets.emplace_back(t);
@@ -177,7 +179,7 @@ int run_main(int argc, char** argv) {
     const bool interactive = isatty(0) && !repl_plain;
     std::error_code ec;
     emmy::repl::Repl session({opt.stdlib_dirs, opt.color, interactive, opt.target, opt.env_knobs,
-                              std::filesystem::canonical("/proc/self/exe", ec).string()},
+                              std::filesystem::canonical("/proc/self/exe", ec).string(), opt.error_limit},
                              std::cout, std::cerr);
     for (const std::string& f : files) session.feed(":load " + f);
     std::unique_ptr<emmy::repl::LineReader> reader =

@@ -1,6 +1,8 @@
 // The tensor IR's printer and small queries.
 #include "ir/tensor_ir.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace emmy::tir {
@@ -83,6 +85,22 @@ bool has_reduce(const Expr& e) {
   for (const Expr& a : e.args)
     if (has_reduce(a)) return true;
   return false;
+}
+
+size_t node_count(const Expr& e, size_t cap) {
+  size_t n = 1;
+  for (const std::vector<Expr>* list : {&e.args, &e.where})
+    for (const Expr& a : *list) {
+      if (n >= cap) return cap;
+      n += node_count(a, cap - n);
+    }
+  return std::min(n, cap);
+}
+
+void add_reads(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == Expr::Kind::Read) out.insert(e.name);
+  for (const std::vector<Expr>* list : {&e.args, &e.where})
+    for (const Expr& a : *list) add_reads(a, out);
 }
 
 namespace {

@@ -2,7 +2,9 @@
 // elementwise calls substituted, bare tensor names indexed, reduction axes sized.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,7 +71,15 @@ std::string print_expr(const Expr& e);
 std::string print_program(const Program& program);  // `emmyc compile --ir tensor`
 
 bool has_reduce(const Expr& e);
+// The nodes of e (arguments and predicates), counted up to `cap`: min(count, cap).
+size_t node_count(const Expr& e, size_t cap);
+// The most nodes an expression may have and still be copied into its uses (a let into each
+// reference, an elementwise intermediate into each read); a larger one is a tensor of its own,
+// computed once, so that nested definitions cost their size, not the size of their expansion.
+constexpr size_t kMaxCopiedNodes = 256;
 bool reads(const Expr& e, const std::string& tensor);
+// Every tensor e reads, added to `out` (one walk for what `reads` asks name by name).
+void add_reads(const Expr& e, std::set<std::string>& out);
 bool uses_index(const Expr& e, const std::string& index);  // the index variable appears in e
 // Replaces index variables by expressions (for inlining a definition at a use).
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by);

@@ -1,5 +1,6 @@
 // Substitutes every elementwise intermediate (no reduction in its definition) into its
-// uses, so a thread recomputes it where needed; PLACE@name=cut keeps it a tensor.
+// uses, so a thread recomputes it where needed; PLACE@name=cut keeps it a tensor, and so does
+// a definition of tir::kMaxCopiedNodes nodes or more.
 #include "lower/passes.hpp"
 
 #include <map>
@@ -32,8 +33,10 @@ tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs) {
     tir::Stmt t = s;
     t.value = inline_reads(s.value, defs);
     const tir::Tensor* info = program.find(s.name);
+    // A large one stays a tensor: copied into each read, nested definitions would grow with the
+    // size of their expansion (exponentially in the nesting), not their own.
     bool pointwise = info && info->role == tir::Tensor::Role::Intermediate && info->record.empty() &&
-                     !tir::has_reduce(t.value);
+                     !tir::has_reduce(t.value) && tir::node_count(t.value, tir::kMaxCopiedNodes) < tir::kMaxCopiedNodes;
     auto cut = knobs.place_at.find(s.name);
     kept.push_back(std::move(t));
     if (pointwise && !(cut != knobs.place_at.end() && !cut->second)) defs[s.name] = &kept.back();

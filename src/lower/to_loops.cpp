@@ -152,11 +152,24 @@ class LoopBuilder {
     return t && t->role == tir::Tensor::Role::Intermediate;
   }
 
+  // The tensors each statement reads, by statement name: one walk of each value, not one per
+  // pair of statements.
+  std::map<std::string, std::set<std::string>> reads_by_stmt() const {
+    std::map<std::string, std::set<std::string>> out;
+    for (const tir::Stmt& y : p_.stmts) tir::add_reads(y.value, out[y.name]);
+    return out;
+  }
+
   void decide_materialized(lir::Program& out) {
+    const std::map<std::string, std::set<std::string>> reads = reads_by_stmt();
+    std::map<std::string, std::vector<const tir::Stmt*>> readers;  // tensor -> the statements reading it, in order
+    for (const tir::Stmt& y : p_.stmts)
+      for (const std::string& t : reads.at(y.name)) readers[t].push_back(&y);
     for (const tir::Stmt& x : p_.stmts) {
       std::vector<std::string> seam_readers;
-      for (const tir::Stmt& y : p_.stmts)
-        if (tir::reads(y.value, x.name) && !reads_row_local(y.value, x.name, y.vars)) seam_readers.push_back(y.name);
+      if (auto it = readers.find(x.name); it != readers.end())
+        for (const tir::Stmt* y : it->second)
+          if (!reads_row_local(y->value, x.name, y->vars)) seam_readers.push_back(y->name);
       std::string readers = fmt::format("{}", fmt::join(seam_readers, ", "));
       if (!is_intermediate(x.name)) {
         // An output that another statement reads across rows must be complete before that
@@ -184,26 +197,27 @@ class LoopBuilder {
       decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
                                        x.name, x.name, vars_text(x.vars)));
     }
-    materialize_what_cuts_read(out);
+    materialize_what_cuts_read(out, reads);
   }
 
   // A kernel of its own runs before the main kernel, so whatever statement it reads must be
   // complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
   // mean, so mean is written first). Then the kernels in statement order.
-  void materialize_what_cuts_read(lir::Program& out) {
-    auto materialized = [&](const std::string& name) {
-      return std::count(out.materialized.begin(), out.materialized.end(), name) > 0;
-    };
+  void materialize_what_cuts_read(lir::Program& out, const std::map<std::string, std::set<std::string>>& reads) {
+    std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
+    auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
     for (auto x = p_.stmts.rbegin(); x != p_.stmts.rend(); ++x) {
       if (!materialized(x->name)) continue;
+      const std::set<std::string>& read = reads.at(x->name);
       for (const tir::Stmt& y : p_.stmts) {
-        if (&y == &*x || materialized(y.name) || !tir::reads(x->value, y.name)) continue;
+        if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
         if (!p_.find(y.name)->record.empty())
           throw LowerError(fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
                                        "carrier of the fused kernel, which is not written to global memory\n"
                                        "  help: fuse {} (PLACE@{}=fuse)",
                                        x->name, y.name, x->name, x->name));
         out.materialized.push_back(y.name);
+        cut.insert(y.name);
         decisions_.push_back(fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it",
                                          y.name, p_.op, y.name, x->name));
       }

@@ -34,7 +34,20 @@ class TensorBuilder {
     std::map<std::string, std::string> outputs;
     for (const ast::Stmt& s : scope.op->decl->body) {
       if (const auto* let = std::get_if<ast::LetStmt>(&s)) {
-        scope.lets[let->name.name] = convert(let->value, scope, {});
+        Expr value = convert(let->value, scope, {});
+        if (tir::node_count(value, tir::kMaxCopiedNodes) < tir::kMaxCopiedNodes) {
+          scope.lets[let->name.name] = std::move(value);
+          continue;
+        }
+        // A large let is a scalar intermediate, computed once and read where it is used: copied
+        // into each use, a chain of lets grows with its expansion, exponentially.
+        const TensorInfo* info = scope.op->find(let->name.name);
+        tir::Stmt stmt;
+        stmt.name = tensor_name(scope, let->name.name);
+        stmt.value = std::move(value);
+        if (!out_.find(stmt.name)) out_.tensors.push_back(tensor_of(scope, *info, stmt.name, tir::Tensor::Role::Intermediate));
+        scope.lets[let->name.name] = read_bare(let->name.name, *info, scope);
+        out_.stmts.push_back(std::move(stmt));
         continue;
       }
       const auto& a = std::get<ast::AssignStmt>(s);

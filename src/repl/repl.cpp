@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
@@ -73,16 +74,6 @@ std::string explain_of(const std::string& text, const std::string& op) {
   return out;
 }
 
-// Nothing but blank lines and `///` lines: no definition has started.
-bool only_doc_comments(const std::string& text) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first != std::string::npos && line.compare(first, 3, "///") != 0) return false;
-  }
-  return true;
-}
-
 std::string plural(size_t n, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -114,7 +105,7 @@ const std::vector<Repl::Command>& Repl::commands() {
 }
 
 Repl::Repl(ReplOptions options, std::ostream& out, std::ostream& err)
-    : options_(std::move(options)), out_(out), err_(err), session_(options_.stdlib_dirs) {}
+    : options_(std::move(options)), out_(out), err_(err), session_(options_.stdlib_dirs, options_.error_limit) {}
 
 bool Repl::feed(const std::string& line) {
   bool more = true;
@@ -137,28 +128,59 @@ bool Repl::feed_line(const std::string& line) {
   } flush{out_};
   const size_t first = line.find_first_not_of(" \t");
   const bool blank = first == std::string::npos;
+  // `:name ...`: a command, even in the middle of a definition (no definition line starts
+  // with ':' and a letter).
+  const bool command = !blank && line[first] == ':' && first + 1 < line.size() &&
+                       std::isalpha(static_cast<unsigned char>(line[first + 1]));
   // Between definitions (nothing pending but doc comments): skip blank lines and plain
   // comments, run commands (doc comments before a command document nothing: dropped).
-  if (only_doc_comments(pending_)) {
+  if (!pending_started_) {
     if (blank && pending_.empty()) return true;
     if (!blank && line.compare(first, 2, "//") == 0 && line.compare(first, 3, "///") != 0) return true;
-    if (!blank && line[first] == ':') {
+    if (command) {
       pending_.clear();
       if (!run_command(line.substr(first))) ++failures_;
       return !quit_;
     }
+  } else if (command || (blank && pending_braces_ <= 0)) {
+    // A definition left unfinished (a missing ';' or '}') ends here, with the parser's error,
+    // instead of swallowing what follows.
+    end_pending(command ? fmt::format("a command ({}) came", line.substr(first, line.find_first_of(" \t", first) - first))
+                        : "a blank line came");
+    if (!command) return true;
+    if (!run_command(line.substr(first))) ++failures_;
+    return !quit_;
   }
   pending_ += line + "\n";
+  pending_braces_ += open_braces(line);  // comments and strings end with their line
+  if (!blank && line.compare(first, 3, "///") != 0) pending_started_ = true;
   // A definition ends when its braces balance and it ends a declaration: `}` or `;`.
-  const size_t last = pending_.find_last_not_of(" \t\r\n");
-  const bool complete = open_braces(pending_) <= 0 && last != std::string::npos &&
-                        (pending_[last] == '}' || pending_[last] == ';');
+  const size_t last = line.find_last_not_of(" \t\r");
+  const bool complete = pending_started_ && pending_braces_ <= 0 && last != std::string::npos &&
+                        (line[last] == '}' || line[last] == ';');
   if (complete) {
     std::string text;
     std::swap(text, pending_);
+    pending_braces_ = 0;
+    pending_started_ = false;
     define(text);
   }
   return true;
+}
+
+void Repl::end_pending(const std::string& by) {
+  std::string text;
+  std::swap(text, pending_);
+  const int open = pending_braces_;
+  pending_braces_ = 0;
+  pending_started_ = false;
+  if (open > 0) {
+    ++failures_;
+    err_ << fmt::format("error: {} inside a definition ({} brace{} still open); it was not added\n", by, open,
+                        open == 1 ? "" : "s");
+    return;
+  }
+  define(text);  // the parser says what is missing (e.g. expected ';')
 }
 
 void Repl::define(const std::string& text) {
@@ -205,7 +227,7 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
     err_ << "error: :load takes one file, e.g. :load examples/softmax.emmy\n";
     return false;
   }
-  const std::optional<std::string> text = read_file(args[0]);
+  const std::optional<std::string> text = read_file(args[0], kMaxSourceBytes + 1);  // E006 past the limit
   if (!text) {
     std::error_code ec;
     err_ << fmt::format("error: cannot read '{}'{}\n", args[0],
@@ -450,11 +472,11 @@ std::vector<std::string> Repl::completions() const {
 }
 
 void Repl::end_of_input() {
-  if (pending_.empty()) return;
-  ++failures_;
-  err_ << fmt::format("error: the input ended inside a definition ({} brace{} still open); it was not added\n",
-                      open_braces(pending_), open_braces(pending_) == 1 ? "" : "s");
-  pending_.clear();
+  if (!pending_started_) {
+    pending_.clear();  // doc comments that document nothing
+    return;
+  }
+  end_pending("the input ended");
 }
 
 int run_repl(Repl& repl, LineReader& reader) {

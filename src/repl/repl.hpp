@@ -18,6 +18,7 @@ struct ReplOptions {
   std::string target = "sm_90";
   std::string env_knobs;      // EMMY_KNOBS, under the session's :knobs
   std::string self;           // emmyc's own path: :tune starts it as the measuring worker
+  int error_limit = kDefaultErrorLimit;  // errors shown per input (0: all)
 };
 
 class Repl {
@@ -41,6 +42,9 @@ class Repl {
  private:
   bool feed_line(const std::string& line);
   void define(const std::string& text);
+  // Ends the pending definition early (`by`: what ended it): checked as it is when its braces
+  // balance, so that the parser says what is missing; else an error. Either way not pending.
+  void end_pending(const std::string& by);
   bool run_command(const std::string& line);
   std::unique_ptr<CheckedSession> checked_session();
   bool need_op(const CheckedSession& c, const std::string& op);
@@ -70,6 +74,8 @@ class Repl {
   std::ostream& err_;
   Session session_;
   std::string pending_;  // the lines of a definition whose braces are still open
+  int pending_braces_ = 0;        // braces open in pending_
+  bool pending_started_ = false;  // pending_ has more than blank lines and doc comments
   int inputs_ = 0;       // definitions entered, for their names "<input N>"
   int failures_ = 0;
   std::string knobs_, shape_, set_;  // set_: :set, values of scalar parameters

@@ -2,6 +2,7 @@
 // call graph), and schedules.
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,22 +19,44 @@ const TensorInfo* CheckedOp::find(std::string_view name) const {
 namespace sema {
 namespace {
 
+// A name defined twice. When one side is the user's own code (the main file, or a source beside
+// it) and the other an import, the error is the user's, at their definition, which wins (an
+// imported module's definitions are not the user's to rename); otherwise it is at the second.
 template <typename Decl>
-void collect(std::map<std::string, const Decl*>& table, const Decl& d, const char* what, Diagnostics& diags) {
+void collect(std::map<std::string, const Decl*>& table, std::map<std::string, size_t>& module_of, const Decl& d,
+             size_t module, const CheckedProgram& program, const char* what, std::set<std::string>& clashed,
+             Diagnostics& diags) {
   auto [it, fresh] = table.emplace(d.name.name, &d);
-  if (!fresh)
-    diags.error("E011", d.name.range, fmt::format("{} '{}' is defined twice", what, d.name.name))
-        .note(it->second->name.range, "first defined here")
-        .hint("rename one of them");
+  if (fresh) {
+    module_of[d.name.name] = module;
+    return;
+  }
+  clashed.insert(d.name.name);
+  const size_t first = module_of.at(d.name.name);
+  const bool first_own = first < program.own_modules, second_own = module < program.own_modules;
+  if (first_own && !second_own) {
+    const std::string& by = program.modules[module].name;
+    diags.error("E011", it->second->name.range, fmt::format("{} '{}' is already defined by {}", what, d.name.name, by))
+        .note(d.name.range, fmt::format("{} defines it here", by))
+        .hint(fmt::format("rename yours, or drop the import of {} if you mean to replace its {}", by, what));
+    return;
+  }
+  diags.error("E011", d.name.range, fmt::format("{} '{}' is defined twice", what, d.name.name))
+      .note(it->second->name.range, "first defined here")
+      .hint("rename one of them");
 }
 
 Globals collect_globals(const CheckedProgram& program, Diagnostics& diags) {
   Globals g;
-  for (const LoadedModule& m : program.modules)
-    for (const ast::Item& item : m.ast.items) {
-      if (const auto* op = std::get_if<ast::OpDecl>(&item)) collect(g.ops, *op, "op", diags);
-      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item)) collect(g.monoids, *mo, "monoid", diags);
+  std::map<std::string, size_t> op_module, monoid_module;
+  for (size_t m = 0; m < program.modules.size(); ++m)
+    for (const ast::Item& item : program.modules[m].ast.items) {
+      if (const auto* op = std::get_if<ast::OpDecl>(&item))
+        collect(g.ops, op_module, *op, m, program, "op", g.clashed_ops, diags);
+      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
+        collect(g.monoids, monoid_module, *mo, m, program, "monoid", g.clashed_monoids, diags);
     }
+  for (const auto& [name, m] : op_module) g.op_module[name] = m;
   return g;
 }
 
@@ -64,6 +87,13 @@ void check_call_graph(const CheckedProgram& program, Diagnostics& diags) {
   };
   for (const auto& [name, _] : program.ops)
     if (state[name] == 0) visit(name);
+}
+
+bool defines_op(const ast::Module& module, const std::string& name) {
+  return std::any_of(module.items.begin(), module.items.end(), [&](const ast::Item& i) {
+    const auto* op = std::get_if<ast::OpDecl>(&i);
+    return op && op->name.name == name;
+  });
 }
 
 // --dtype: rewrites the signatures before anything is typed, so every pass sees one dtype.
@@ -98,10 +128,15 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
 
   // Schedules: unique (op, target, name), each checked against the codec.
   std::map<std::tuple<std::string, std::string, std::string>, SourceRange> labels;
-  for (const LoadedModule& m : program->modules)
-    for (const ast::Item& item : m.ast.items) {
+  for (size_t mi = 0; mi < program->modules.size(); ++mi)
+    for (const ast::Item& item : program->modules[mi].ast.items) {
       const auto* s = std::get_if<ast::ScheduleDecl>(&item);
       if (!s) continue;
+      // A module's schedule blocks for an op whose name another module took (E011) are about
+      // its own op, not the one in force: checking them against it would only cascade.
+      if (globals.clashed_ops.count(s->op.name) && globals.op_module.at(s->op.name) != mi &&
+          sema::defines_op(program->modules[mi].ast, s->op.name))
+        continue;
       std::string label = s->label ? s->label->name : "";
       auto [it, fresh] =
           labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->label ? s->label->range : s->op.range);

@@ -1,11 +1,15 @@
 // Loads the main file and every module it imports (std.X from the stdlib directories,
-// a.b from a/b.emmy beside the importing file), each once.
+// a.b from a/b.emmy beside the importing file), each file once.
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "sema/passes.hpp"
+#include "support/paths.hpp"
 #include "syntax/parse.hpp"
 
 namespace emmy::sema {
@@ -69,16 +73,57 @@ void report_missing(const ast::ImportDecl& imp, const std::vector<std::string>& 
   diags.error("E010", at, fmt::format("cannot find module '{}'", name)).hint(hint);
 }
 
+std::string lower_first(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
+// Where one import was found: a loaded source (id), or why not (both empty: no candidate exists).
+struct Found {
+  uint32_t id = 0;
+  std::optional<FileId> file;
+  std::string path, why;  // the candidate that exists but cannot be read, and why
+  const ast::Module* parsed = nullptr;  // SemaOptions::parsed had it
+};
+
+Found find_module(SourceManager& sources, const std::vector<std::string>& paths, const std::set<FileId>& loaded,
+                  const std::map<FileId, ParsedFile>* parsed) {
+  Found f;
+  for (const std::string& path : paths) {
+    int error = 0;
+    std::optional<FileId> id = file_id(path, &error);
+    if (!id && (error == ENOENT || error == ENOTDIR)) continue;
+    if (!id || id->directory) {
+      if (f.why.empty()) f = {0, std::nullopt, path, id ? "it is a directory" : lower_first(std::strerror(error))};
+      continue;
+    }
+    if (loaded.count(*id)) return {0, id, path, ""};  // loaded already, under any path
+    if (parsed)
+      if (auto it = parsed->find(*id);
+          it != parsed->end() && it->second.file.size == id->size && it->second.file.mtime_ns == id->mtime_ns)
+        return {it->second.source, id, path, "", it->second.module};
+    if (uint32_t source = sources.load(path)) return {source, id, path, ""};
+    if (f.why.empty()) f = {0, std::nullopt, path, "it cannot be read"};
+  }
+  return f;
+}
+
 }  // namespace
 
 void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions& options, CheckedProgram& program,
                   Diagnostics& diags) {
+  // Modules are files: each is loaded once, however it is reached (a diamond, a cycle back to
+  // the main file, a self-import, a symlink or a second path to it).
+  std::set<FileId> loaded;
+  auto remember = [&](uint32_t id) {
+    if (std::optional<FileId> f = file_id(sources.file(id).path())) loaded.insert(*f);
+  };
   program.modules.push_back(
       {module_name(sources.file(main_file).path(), options), parse_module(sources, main_file, diags)});
-  std::set<std::string> loaded = {program.modules.front().name};
+  remember(main_file);
   for (uint32_t id : options.beside) {
     program.modules.push_back({sources.file(id).path(), parse_module(sources, id, diags)});
-    loaded.insert(program.modules.back().name);
+    remember(id);
   }
   program.own_modules = program.modules.size();
   for (size_t m = 0; m < program.modules.size(); ++m) {
@@ -88,18 +133,19 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
     for (const ast::Item& item : mod.items) {
       const auto* imp = std::get_if<ast::ImportDecl>(&item);
       if (!imp) continue;
-      std::string name = imp->dotted();
-      if (loaded.count(name)) continue;
-      loaded.insert(name);
       std::vector<std::string> paths = candidates(*imp, importer, options);
-      uint32_t id = 0;
-      for (const std::string& path : paths)
-        if (fs::is_regular_file(path) && (id = sources.load(path))) break;
-      if (!id) {
-        report_missing(*imp, paths, options, diags);
+      Found found = find_module(sources, paths, loaded, options.parsed);
+      if (found.file && !found.id) continue;  // the same file again
+      if (!found.id) {
+        if (found.why.empty()) report_missing(*imp, paths, options, diags);
+        else
+          diags.error("E010", {imp->range.file, imp->path.front().range.begin, imp->path.back().range.end},
+                      fmt::format("cannot read module '{}' ({}): {}", imp->dotted(), found.path, found.why))
+              .hint("an import names a readable .emmy file; fix or remove the file, or the import");
         continue;
       }
-      program.modules.push_back({name, parse_module(sources, id, diags)});
+      loaded.insert(*found.file);
+      program.modules.push_back({imp->dotted(), found.parsed ? *found.parsed : parse_module(sources, found.id, diags)});
     }
   }
 }

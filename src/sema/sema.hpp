@@ -13,6 +13,7 @@
 #include "schedule/knobs.hpp"
 #include "schedule/targets.hpp"
 #include "sema/types.hpp"
+#include "support/paths.hpp"
 #include "support/diagnostics.hpp"
 #include "syntax/ast.hpp"
 
@@ -87,6 +88,12 @@ struct CheckedProgram {
   std::vector<CheckedSchedule> schedules;
 };
 
+struct ParsedFile {
+  uint32_t source = 0;  // its id in the SourceManager
+  FileId file;          // as it was when read
+  const ast::Module* module = nullptr;
+};
+
 struct SemaOptions {
   std::vector<std::string> stdlib_dirs;   // where `import std.X` looks for X.emmy
   // emmyc --dtype: the 16-bit float tensors (f16, bf16) of every op's signature are read as
@@ -95,6 +102,10 @@ struct SemaOptions {
   // Sources (ids in the SourceManager) loaded as modules after the main file, as if it imported
   // them: the REPL checks a new input against its earlier definitions this way.
   std::vector<uint32_t> beside;
+  // Files already parsed into the SourceManager (its source id and AST), by identity: an import
+  // of one of them, unchanged on disk since (size and mtime), is not read or parsed again. The
+  // REPL keeps its imports so, parsed once for every definition.
+  const std::map<FileId, ParsedFile>* parsed = nullptr;
 };
 
 // Parses and checks `file` and everything it imports. Errors go to `diags`; the

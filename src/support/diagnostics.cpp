@@ -11,20 +11,24 @@
 
 namespace emmy {
 
-Diagnostic& Diagnostics::error(std::string code, SourceRange range, std::string message) {
-  diags_.push_back({Severity::Error, std::move(code), range, std::move(message), {}, {}});
+Diagnostic& Diagnostics::add(Diagnostic d) {
+  const bool past = at_limit();
+  if (d.severity == Severity::Error) ++errors_;
+  if (past) {
+    ++left_out_;
+    dropped_ = std::move(d);
+    return dropped_;
+  }
+  diags_.push_back(std::move(d));
   return diags_.back();
+}
+
+Diagnostic& Diagnostics::error(std::string code, SourceRange range, std::string message) {
+  return add({Severity::Error, std::move(code), range, std::move(message), {}, {}});
 }
 
 Diagnostic& Diagnostics::warning(std::string code, SourceRange range, std::string message) {
-  diags_.push_back({Severity::Warning, std::move(code), range, std::move(message), {}, {}});
-  return diags_.back();
-}
-
-int Diagnostics::error_count() const {
-  return static_cast<int>(std::count_if(diags_.begin(), diags_.end(), [](const Diagnostic& d) {
-    return d.severity == Severity::Error;
-  }));
+  return add({Severity::Warning, std::move(code), range, std::move(message), {}, {}});
 }
 
 namespace {
@@ -51,11 +55,32 @@ std::string location(const SourceManager& sm, SourceRange r) {
 }
 
 
-// The line as shown (invalid bytes as '?'), and the display column of each byte offset.
+// The line as shown (invalid bytes as '?', control characters but tab as their Unicode
+// control pictures: NUL as U+2400 '\u2400'), and the display column of each byte offset.
 struct ShownLine {
   std::string text;
   std::vector<size_t> column_of;  // byte offset -> display column; size = bytes + 1
 };
+
+// U+2400 + c for a C0 control character c, U+2421 for DEL, in UTF-8; "" for the others.
+std::string control_picture(unsigned char c) {
+  if (c == '\t' || (c >= 0x20 && c != 0x7F)) return "";
+  const unsigned code = c == 0x7F ? 0x2421u : 0x2400u + c;
+  return {static_cast<char>(0xE0 | (code >> 12)), static_cast<char>(0x80 | ((code >> 6) & 0x3F)),
+          static_cast<char>(0x80 | (code & 0x3F))};
+}
+
+// A message with its control characters (a NUL from the source) as control pictures; tabs and
+// newlines kept.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    std::string pic = c == '\n' ? "" : control_picture(static_cast<unsigned char>(c));
+    if (pic.empty()) out += c;
+    else out += pic;
+  }
+  return out;
+}
 
 ShownLine show(std::string_view line) {
   ShownLine out;
@@ -64,6 +89,7 @@ ShownLine show(std::string_view line) {
     size_t n = utf8_sequence_length(line, i);
     for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) out.column_of.push_back(col);
     if (n == 0) out.text += '?';
+    else if (std::string pic = control_picture(static_cast<unsigned char>(line[i])); n == 1 && !pic.empty()) out.text += pic;
     else out.text.append(line.substr(i, n));
     i += std::max<size_t>(n, 1);
     ++col;
@@ -123,18 +149,23 @@ std::string Diagnostics::render_one(const Diagnostic& d, bool color) const {
   const char* kc = d.severity == Severity::Error ? st.red : st.yellow;
   std::string code = d.code.empty() ? "" : "[" + d.code + "]";
   out << st.bold << location(sources_, d.range) << kc << kind << code << st.reset << st.bold << ": "
-      << d.message << st.reset << "\n";
+      << printable(d.message) << st.reset << "\n";
   snippet(out, sources_, d.range, st);
   for (const DiagnosticNote& n : d.notes) {
-    out << location(sources_, n.range) << st.cyan << "note" << st.reset << ": " << n.message << "\n";
+    out << location(sources_, n.range) << st.cyan << "note" << st.reset << ": " << printable(n.message) << "\n";
     snippet(out, sources_, n.range, st);
   }
-  if (!d.help.empty()) out << "  " << st.cyan << "help" << st.reset << ": " << d.help << "\n";
+  if (!d.help.empty()) out << "  " << st.cyan << "help" << st.reset << ": " << printable(d.help) << "\n";
   return out.str();
 }
 
 void Diagnostics::render(std::ostream& out, bool color) const {
   for (const Diagnostic& d : diags_) out << render_one(d, color);
+  if (left_out_ == 0) return;
+  Style st = style_for(color);
+  out << fmt::format("{}{}error{}{}: too many errors emitted, stopping now: {} more not shown (the limit is {} "
+                     "errors; emmyc --error-limit N changes it, 0 = no limit){}\n",
+                     st.bold, st.red, st.reset, st.bold, left_out_, error_limit_, st.reset);
 }
 
 void internal_error(const char* file, int line, const std::string& what) {

@@ -35,17 +35,28 @@ struct Diagnostic {
   }
 };
 
+// The errors emmyc, the REPL and the API keep per compilation (emmyc --error-limit N).
+constexpr int kDefaultErrorLimit = 20;
+
 // Collects diagnostics of one compilation; passes report into it and go on, so that
-// one run shows every independent error.
+// one run shows every independent error. With an error limit (0 = none), the errors past
+// it (and every warning after them) are counted, not kept: render() ends with a line
+// saying how many were left out.
 class Diagnostics {
 public:
-  explicit Diagnostics(const SourceManager& sources) : sources_(sources) {}
+  explicit Diagnostics(const SourceManager& sources, int error_limit = 0)
+      : sources_(sources), error_limit_(error_limit) {}
 
   Diagnostic& error(std::string code, SourceRange range, std::string message);
   Diagnostic& warning(std::string code, SourceRange range, std::string message);
 
-  int error_count() const;
-  bool has_errors() const { return error_count() > 0; }
+  // Every error reported, the ones past the limit included.
+  int error_count() const { return errors_; }
+  bool has_errors() const { return errors_ > 0; }
+  // The limit was reached: what is reported now is only counted (passes may stop early).
+  bool at_limit() const { return error_limit_ > 0 && errors_ >= error_limit_; }
+  int left_out() const { return left_out_; }  // errors and warnings past the limit
+  void set_error_limit(int limit) { error_limit_ = limit; }
   const std::vector<Diagnostic>& all() const { return diags_; }
   const SourceManager& sources() const { return sources_; }
 
@@ -54,8 +65,14 @@ public:
   std::string render_one(const Diagnostic& d, bool color = false) const;
 
 private:
+  Diagnostic& add(Diagnostic d);
+
   const SourceManager& sources_;
   std::vector<Diagnostic> diags_;
+  int error_limit_ = 0;
+  int errors_ = 0;
+  int left_out_ = 0;
+  Diagnostic dropped_;  // what a report past the limit fills in, then forgets
 };
 
 // An internal compiler error: a broken invariant, never a user mistake.

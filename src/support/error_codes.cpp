@@ -11,6 +11,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E003", "syntax", "numeric literal out of range"},
       {"E004", "syntax", "expression nested too deeply"},
       {"E005", "syntax", "name longer than 255 characters"},
+      {"E006", "syntax", "source file too large"},
       {"E010", "sema", "unknown import module"},
       {"E011", "sema", "duplicate definition of an op or monoid"},
       {"E012", "sema", "unknown name"},

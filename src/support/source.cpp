@@ -34,7 +34,7 @@ uint32_t SourceManager::add(std::string path, std::string text) {
 }
 
 uint32_t SourceManager::load(const std::string& path) {
-  std::optional<std::string> text = read_file(path);
+  std::optional<std::string> text = read_file(path, kMaxSourceBytes + 1);
   return text ? add(path, std::move(*text)) : 0;
 }
 

@@ -1,6 +1,7 @@
 // Source files and byte ranges inside them: the locations every diagnostic points at.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -8,6 +9,10 @@
 #include <vector>
 
 namespace emmy {
+
+// The largest source the parser takes (E006 past it): parsing holds ~30 bytes of memory per
+// byte of source, and offsets are 32-bit. SourceManager::load reads no more than one byte past it.
+constexpr size_t kMaxSourceBytes = size_t{16} << 20;
 
 struct LineCol {
   int line = 0;    // 1-based
@@ -44,7 +49,7 @@ struct SourceRange {
 class SourceManager {
 public:
   uint32_t add(std::string path, std::string text);
-  // Reads a file from disk; returns 0 when it cannot be read.
+  // Reads a file from disk (at most kMaxSourceBytes + 1 bytes of it); returns 0 when it cannot be read.
   uint32_t load(const std::string& path);
   const SourceFile& file(uint32_t id) const { return *files_.at(id - 1); }
   std::string_view text(SourceRange r) const;

@@ -49,6 +49,12 @@ std::string describe_token(const antlr4::Token* t) {
   return fmt::format("'{}'", t->getText());
 }
 
+// A token (not a rule: its getText would build the text of the whole subtree) spelled `text`.
+bool is_token(antlr4::tree::ParseTree* node, std::string_view text) {
+  auto* t = dynamic_cast<antlr4::tree::TerminalNode*>(node);
+  return t && t->getText() == text;
+}
+
 bool is_open(const std::string& s) { return s == "(" || s == "[" || s == "{"; }
 bool is_close(const std::string& s) { return s == ")" || s == "]" || s == "}"; }
 std::string closer_of(const std::string& open) { return open == "(" ? ")" : open == "[" ? "]" : "}"; }
@@ -448,8 +454,13 @@ private:
     ast::OpDecl op;
     op.doc = doc_before(c);
     op.name = ident(c->ID());
-    op.params = params(c->paramList(0));
-    op.outputs = params(c->paramList(1));
+    // Either list may be empty, so paramList(0) is the outputs of `op f() -> (y: ...)`: the
+    // side of '->' tells them apart.
+    bool after_arrow = false;
+    for (antlr4::tree::ParseTree* child : c->children) {
+      if (auto* list = dynamic_cast<P::ParamListContext*>(child)) (after_arrow ? op.outputs : op.params) = params(list);
+      else if (is_token(child, "->")) after_arrow = true;
+    }
     for (P::StmtContext* s : c->stmt()) {
       if (auto* l = s->letStmt()) op.body.push_back(let_stmt(l));
       else op.body.push_back(assign_stmt(s->assignStmt()));
@@ -756,7 +767,8 @@ void report_lexical_errors(antlr4::CommonTokenStream& tokens, const OffsetMap& m
     } else {
       std::string c = t->getText();
       uint32_t cp = code_point(c);
-      std::string shown = cp < 0x80 ? fmt::format("'{}'", c) : fmt::format("'{}' (U+{:04X})", c, cp);
+      const bool plain = cp >= 0x20 && cp < 0x7F;  // a control character is named by its code point too
+      std::string shown = plain ? fmt::format("'{}'", c) : fmt::format("'{}' (U+{:04X})", c, cp);
       diags.error("E001", r, fmt::format("unexpected character {}", shown)).hint(character_hint(c, cp));
     }
   }
@@ -832,6 +844,11 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
   const std::string& text = sources.file(file).text();
   ast::Module empty;
   empty.file = file;
+  if (text.size() > kMaxSourceBytes) {  // the parser holds ~30 bytes a byte of source
+    diags.error("E006", {file, 0, 1}, fmt::format("source file is larger than {} MiB, the limit", kMaxSourceBytes >> 20))
+        .hint("split it into modules (import a.b loads a/b.emmy), or generate less");
+    return empty;
+  }
   if (size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
     diags.error("E001", {file, static_cast<uint32_t>(bad), static_cast<uint32_t>(bad + 1)},
                 "source is not valid UTF-8")

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target with clang (ASan + UBSan) in build-fuzz/ and runs it for
-# SECONDS (default 60) over a seed corpus of every .emmy file in the repository.
+# SECONDS (default 60) over a seed corpus of every .emmy file in the repository, with the
+# dictionary of the language's words (tests/fuzz/emmy.dict, from make_dict.py) and inputs up
+# to 64 KiB.
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 seconds="${1:-60}"
 build="$root/build-fuzz"
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMMY_FUZZ=ON >/dev/null
+  launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMMY_FUZZ=ON \
+    "${launcher[@]}" >/dev/null
 fi
 cmake --build "$build" --target emmy_fuzz > "$build/build.log" 2>&1 || { cat "$build/build.log"; exit 1; }
 corpus="$build/corpus"
@@ -15,5 +20,6 @@ mkdir -p "$corpus"
 find "$root/stdlib" "$root/examples" "$root/tests/lit" -name '*.emmy' -exec cp {} "$corpus/" \;
 cp "$root"/tests/fuzz/regressions/* "$corpus/"  # inputs that once crashed
 cd "$build"
-"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=2048 -max_len=8192 \
+"$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=2048 -max_len=65536 \
+  -dict="$root/tests/fuzz/emmy.dict" \
   -print_final_stats=1 "$corpus" 2>&1 | tail -n 25

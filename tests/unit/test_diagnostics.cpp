@@ -100,3 +100,52 @@ TEST_CASE("strict UTF-8: overlong forms, surrogates and out-of-range code points
   CHECK(first_invalid_utf8("ok \xc3\xa9 \xf0\x8c\x9c\x97") == 6);
   CHECK(first_invalid_utf8("fine") == std::string_view::npos);
 }
+
+TEST_CASE("an error limit keeps the first errors, counts the rest, and says so once") {
+  SourceManager sm;
+  uint32_t f = sm.add("l.emmy", "let s = 1;\n");
+  Diagnostics d(sm, 3);
+  for (int i = 0; i < 1000; ++i) d.error("E015", {f, 4, 5}, "'s' is already defined").note({f, 4, 5}, "here");
+  d.warning("W001", {f, 0, 3}, "a warning after the limit");
+  CHECK(d.error_count() == 1000);
+  CHECK(d.has_errors());
+  CHECK(d.at_limit());
+  CHECK(d.all().size() == 3);
+  CHECK(d.left_out() == 998);
+  std::ostringstream out;
+  d.render(out);
+  const std::string text = out.str();
+  size_t shown = 0;
+  for (size_t at = text.find("error[E015]"); at != std::string::npos; at = text.find("error[E015]", at + 1)) ++shown;
+  CHECK(shown == 3);
+  CHECK(text.find("a warning after the limit") == std::string::npos);
+  CHECK(text.find("error: too many errors emitted, stopping now: 998 more not shown (the limit is 3 errors") !=
+        std::string::npos);
+  // No limit: every one kept, no closing line.
+  Diagnostics all(sm);
+  for (int i = 0; i < 50; ++i) all.error("E015", {f, 4, 5}, "again");
+  CHECK(all.all().size() == 50);
+  std::ostringstream every;
+  all.render(every);
+  CHECK(every.str().find("too many errors") == std::string::npos);
+}
+
+TEST_CASE("control characters show as control pictures in the line and the message, carets aligned") {
+  SourceManager sm;
+  const char line[] = "y = x \0+ 1;\tz\x1b;\n";
+  const char message[] = "unexpected character '\0'";
+  uint32_t f = sm.add("n.emmy", std::string(line, sizeof line - 1));
+  Diagnostics d(sm);
+  d.error("E001", {f, 6, 7}, std::string(message, sizeof message - 1));
+  d.error("E001", {f, 9, 10}, "after it");
+  std::ostringstream out;
+  d.render(out);
+  CHECK(out.str() ==
+        "n.emmy:1:7: error[E001]: unexpected character '\xe2\x90\x80'\n"
+        " 1 | y = x \xe2\x90\x80+ 1;\tz\xe2\x90\x9b;\n"
+        "   |       ^\n"
+        "n.emmy:1:10: error[E001]: after it\n"
+        " 1 | y = x \xe2\x90\x80+ 1;\tz\xe2\x90\x9b;\n"
+        "   |          ^\n");
+  CHECK(out.str().find('\0') == std::string::npos);
+}

@@ -234,3 +234,25 @@ TEST_CASE("E005: names have at most 255 characters") {
   CHECK(p->diags->all()[1].message == "name 'yyyyyyyyyyyyyyyy...' is 300 characters long; names have at most 255");
   CHECK(p->module.items.empty());
 }
+
+TEST_CASE("an op without inputs: its one parameter list is the outputs") {
+  auto p = parse("op ramp() -> (y: f32[8]) {\n  y[i] = 1.0;\n}\nop sink(x: f32[N]) -> () {\n}\n");
+  REQUIRE_FALSE(p->diags->has_errors());
+  REQUIRE(p->module.items.size() == 2);
+  const auto& ramp = std::get<ast::OpDecl>(p->module.items[0]);
+  CHECK(ramp.params.empty());
+  REQUIRE(ramp.outputs.size() == 1);
+  CHECK(ramp.outputs[0].name.name == "y");
+  const auto& sink = std::get<ast::OpDecl>(p->module.items[1]);
+  REQUIRE(sink.params.size() == 1);
+  CHECK(sink.params[0].name.name == "x");
+  CHECK(sink.outputs.empty());
+}
+
+TEST_CASE("a source over kMaxSourceBytes is one located error (E006), not parsed") {
+  auto p = parse(std::string(kMaxSourceBytes + 1, ' '));
+  REQUIRE(p->diags->error_count() == 1);
+  CHECK(p->diags->all()[0].code == "E006");
+  CHECK(p->diags->all()[0].range.begin == 0);
+  CHECK(p->module.items.empty());
+}

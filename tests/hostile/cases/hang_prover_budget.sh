@@ -1,0 +1,19 @@
+# expect-exit: 0
+# expect-output: monoid m: associative (proved|unproved)
+# reject-output: refuted|internal error|Aborted|timed out
+# Guards against the law prover running unbounded on a large combine (300 terms took 25 s): every
+# search has a work budget, and running out is "undecided (budget)", never a wrong verdict.
+python3 - <<'PY'
+terms = " + ".join(["a.x", "b.x"] + ["0.0 * a.x"] * 300)
+open("big.emmy", "w").write(
+    "monoid m(x: f32) {\n  identity = 0;\n  combine(a, b) {\n    yield " + terms + ";\n  }\n}\n"
+    "op f(v: f32[N]) -> (y: f32) {\n  y = m(i: v[i]).x;\n}\n")
+PY
+start=$(date +%s%N)
+"$EMMYC" check --explain big.emmy > out.txt 2>&1
+status=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+grep -E "^monoid m:|undecided|W001" out.txt | cut -c1-300
+echo "checked in ${ms} ms"
+[ "$ms" -lt 2000 ] || { echo "timed out: ${ms} ms"; exit 3; }
+exit $status
