@@ -20,10 +20,13 @@ using ExactEnv = std::vector<std::pair<std::string, Rational>>;
 constexpr int kVariantsPerCase = 6;
 constexpr size_t kCasesTried = 24;
 // The work one search may do, in term nodes evaluated (every field's two sides at each point):
-// 4,000 points (search_small's random draws) for sides of up to 4,096 nodes, so the stdlib's
-// largest (argmax with its NaN rule, 1,364) is checked at every point; a combine of a few
-// hundred terms has sides of ~10^5 nodes and gets fewer points instead of minutes of evaluation.
-constexpr size_t kSearchWork = 4000 * 4096;
+// a combine of a few hundred terms has sides of ~10^5 nodes, so it gets fewer points instead of
+// minutes of evaluation (~0.1 s a search). Sides of up to kFullSearchNodes nodes get every point
+// a search draws (search_small's 4,000), whatever that costs: the stdlib's largest, argmax with
+// its NaN rule, has 1,364.
+constexpr size_t kSearchWork = 4'000'000;
+constexpr size_t kFullSearchNodes = 4096;
+constexpr size_t kFullSearchPoints = 4000;
 
 size_t term_nodes(const Term& t) {
   size_t n = 1;
@@ -39,7 +42,7 @@ struct PointBudget {
     size_t cost = 1;
     for (const std::vector<Term>* side : {&s.lhs, &s.rhs})
       for (const Term& t : *side) cost += term_nodes(t);
-    left = kSearchWork / cost;
+    left = cost <= kFullSearchNodes ? std::max(kFullSearchPoints, kSearchWork / cost) : kSearchWork / cost;
   }
   bool spend() {
     if (left == 0) return !(exhausted = true);
