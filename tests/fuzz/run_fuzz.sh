@@ -17,7 +17,8 @@ fi
 cmake --build "$build" --target emmy_fuzz > "$build/build.log" 2>&1 || { cat "$build/build.log"; exit 1; }
 corpus="$build/corpus"
 mkdir -p "$corpus"
-find "$root/stdlib" "$root/examples" "$root/tests/lit" -name '*.emmy' -exec cp {} "$corpus/" \;
+# (lit's Output/ folders are left out: they hold the tests' scratch files, symlink loops among them.)
+find "$root/stdlib" "$root/examples" "$root/tests/lit" -name Output -prune -o -name '*.emmy' -type f -exec cp {} "$corpus/" \;
 cp "$root"/tests/fuzz/regressions/* "$corpus/"  # inputs that once crashed
 cd "$build"
 "$build/tests/emmy_fuzz" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=2048 -max_len=65536 \
