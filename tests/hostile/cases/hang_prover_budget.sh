@@ -9,11 +9,12 @@ open("big.emmy", "w").write(
     "monoid m(x: f32) {\n  identity = 0;\n  combine(a, b) {\n    yield " + terms + ";\n  }\n}\n"
     "op f(v: f32[N]) -> (y: f32) {\n  y = m(i: v[i]).x;\n}\n")
 PY
-start=$(date +%s%N)
-"$EMMYC" check --explain big.emmy > out.txt 2>&1
+# CPU seconds, not wall time: the corpus runs its cases side by side on CI's two cores.
+TIMEFORMAT=%U+%S
+{ time "$EMMYC" check --explain big.emmy > out.txt 2>&1; } 2> cpu.txt
 status=$?
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
+ms=$(python3 -c "print(int(1000 * ($(tail -n 1 cpu.txt))))")
 grep -E "^monoid m:|undecided|W001" out.txt | cut -c1-300
-echo "checked in ${ms} ms"
-[ "$ms" -lt 2000 ] || { echo "timed out: ${ms} ms"; exit 3; }
+echo "checked in ${ms} ms of CPU"
+[ "$ms" -lt 2000 ] || { echo "timed out: ${ms} ms of CPU"; exit 3; }
 exit $status
