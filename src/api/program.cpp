@@ -16,7 +16,6 @@
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
-#include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -214,12 +213,11 @@ Op Program::lower(const std::string& name) const {
     impl->warnings = l.knobs.warnings;
     impl->warnings.insert(impl->warnings.end(), l.loops.warnings.begin(), l.loops.warnings.end());
     impl->warnings.insert(impl->warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
-    if (std::vector<std::string> problems = verify_program(l.kernels); !problems.empty())
-      fail(ErrorKind::Internal, fmt::format("the kernel IR does not verify (a compiler bug; please report it):\n  {}",
-                                            fmt::join(problems, "\n  ")));
-    impl->kernels = std::move(l.kernels);
+    impl->kernels = std::move(l.kernels);  // verified by lower_op
   } catch (const lower::LowerError& e) {
     fail(ErrorKind::Compile, e.what());
+  } catch (const std::logic_error& e) {  // an IR that does not verify (EMMY_INTERNAL_ASSERT)
+    fail(ErrorKind::Internal, e.what());
   }
   impl->knobs = impl->kernels.knobs;
   impl->cuda = print_cuda(impl->kernels);

@@ -48,7 +48,8 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
 }
 
 LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
-  return {opt.op, opt.schedule, opt.target, opt.env_knobs, opt.knobs, opt.knobs_merge, &c.laws.chains};
+  return {opt.op,          opt.schedule,   opt.target, opt.env_knobs, opt.knobs, opt.knobs_merge, &c.laws.chains,
+          {opt.print_after, opt.verify_each, nullptr}};
 }
 
 // Checks `file` and renders its diagnostics, then runs `body` on the checked program (with its
@@ -90,6 +91,11 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   if (ir == "ast") {
+    if (!opt.print_after.empty() || opt.verify_each) {
+      err << "emmyc: error: --print-after and --verify-each watch the lowering passes; pick a lowered level "
+             "(--ir tensor, loop, kernel, cuda or ptx)\n";
+      return kUsageError;
+    }
     out << print_checked(*c.program);
     return kOk;
   }

@@ -25,6 +25,8 @@ struct DriverOptions {
   std::string schedule;       // compile/run --schedule: a named schedule block
   std::string dtype;          // compile/run --dtype: f16/bf16 signature tensors read as this
   int error_limit = kDefaultErrorLimit;  // --error-limit: errors shown per file (0: all); check --verify sees all
+  std::vector<std::string> print_after;  // compile --print-after: pass names or "all"
+  bool verify_each = false;              // compile --verify-each
 };
 
 struct RunOptions;

@@ -20,6 +20,7 @@ struct LowerOptions {
   // go over the op's block (the target's, or --schedule NAME's) entry by entry.
   bool knobs_merge = false;
   const std::vector<algebra::DiscoveredChain>* chains = nullptr;  // proved by the checker already
+  lower::PipelineOptions pipeline;  // --print-after (its out set by print_level), --verify-each
 };
 
 

@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "driver/commands.hpp"
 #include "driver/guard.hpp"
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
 #include "emmy/version.hpp"
+#include "lower/passes.hpp"
 #include "repl/repl.hpp"
 #include "runtime/driver.hpp"
 #include "schedule/targets.hpp"
@@ -83,6 +85,14 @@ int run_main(int argc, char** argv) {
   const auto dtypes = CLI::IsMember({"f16", "bf16", "f32"});
   const char* dtype_help = "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32";
   compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
+  std::vector<std::string> passes = emmy::lower::pass_names();
+  passes.emplace_back("all");
+  compile->add_option("--print-after", opt.print_after,
+                      fmt::format("print the IR after these lowering passes (comma-separated: {})", fmt::join(passes, ", ")))
+      ->delimiter(',')
+      ->check(CLI::IsMember(passes));
+  compile->add_flag("--verify-each", opt.verify_each,
+                    "verify the tensor and loop IR after every lowering pass (the kernel IR is verified always)");
 
   emmy::RunOptions run_opt;
   CLI::App* run = app.add_subcommand("run", "run an op on random inputs and compare with the float64 reference");

@@ -5,9 +5,11 @@
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
 //   to_kernel        loop IR + knobs -> kernel IR (scalar tier: threads, loops, carriers)
-// pipeline.cpp runs them in order and can keep the IR after each.
+// pipeline.cpp runs them as a list (pass_names()), printing and verifying the IR after each
+// pass that PipelineOptions names.
 #pragma once
 
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +30,11 @@ namespace emmy::lower {
 // user-facing one-line message (the driver prints it as an error).
 struct LowerError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// The schedule's kernels need more shared memory a block than the target has (too many
+// pipeline stages, too large tiles): the tuner prunes such points as "shared memory".
+struct SharedMemoryError : LowerError {
+  using LowerError::LowerError;
 };
 
 // TILE with an mma atom: the warp grid, each warp's fragments and the K chunk, in atoms.
@@ -135,9 +142,20 @@ struct Lowered {
   lir::Program loops;
   kir::Program kernels;
 };
+// What the pipeline shows and checks as it runs (emmyc compile --print-after, --verify-each).
+struct PipelineOptions {
+  std::vector<std::string> print_after;  // pass names (pass_names()), or "all"
+  bool verify_each = false;              // verify the tensor and loop IR after each pass too
+  std::ostream* out = nullptr;           // where print_after writes
+};
+// The passes of lower_op, in order: to-tensor, inline-pointwise, to-loops, split-reduce, to-kernel.
+const std::vector<std::string>& pass_names();
+
 // `chains`: the algebra layer's discovered chains (algebra::classify proves them once for
-// the program); when null they are discovered and proved here.
+// the program); when null they are discovered and proved here. The kernel IR is verified
+// after to-kernel on every call; a verifier's complaint is an internal error (std::logic_error).
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
-                 const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains = nullptr);
+                 const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains = nullptr,
+                 const PipelineOptions& options = {});
 
 }  // namespace emmy::lower

@@ -276,7 +276,7 @@ bool Repl::need_shape() {
 }
 
 LowerOptions Repl::lower_options(const CheckedSession& c, const std::string& op, const std::string& schedule) const {
-  return {op, schedule, options_.target, options_.env_knobs, knobs_, knobs_merge_, &c.laws.chains};
+  return {op, schedule, options_.target, options_.env_knobs, knobs_, knobs_merge_, &c.laws.chains, {}};
 }
 
 bool Repl::cmd_check(const std::vector<std::string>& given) {

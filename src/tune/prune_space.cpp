@@ -44,6 +44,8 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
   lower::Lowered l;
   try {
     l = lower::lower_op(program, op, {nullptr, "", point.knobs}, target, chains);
+  } catch (const lower::SharedMemoryError& e) {
+    return {std::nullopt, "shared memory", e.what()};
   } catch (const std::exception& e) {
     return {std::nullopt, "not lowered", e.what()};
   }
@@ -82,9 +84,6 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
     c.smem_bytes = std::max(c.smem_bytes, kir::shared_bytes(k));
     c.block_threads = std::max(c.block_threads, k.block_threads);
   }
-  if (c.smem_bytes > target.smem_per_block_bytes)
-    return {std::nullopt, "shared memory",
-            fmt::format("{} bytes, over {}'s {}", c.smem_bytes, target.name, target.smem_per_block_bytes)};
   c.cuda = print_cuda(l.kernels);
   c.cuda_hash = identity_hash(c.cuda, l.kernels);
   return {std::move(c), "", ""};
