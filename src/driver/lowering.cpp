@@ -71,10 +71,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
     std::string first = text.substr(0, text.find('\n'));
     bool located = first.find(": error: ") != std::string::npos || first.find(": error[") != std::string::npos;
-    const char* prefix = located                              ? ""
-                         : text.rfind("internal:", 0) == 0   ? "emmyc: internal error (a compiler bug; please report it): "
-                         : text.rfind("error", 0) == 0        ? "emmyc: "
-                                                              : "emmyc: error: ";
+    const char* prefix = located ? "" : text.rfind("error", 0) == 0 ? "emmyc: " : "emmyc: error: ";
     err << prefix << text << "\n";
     return std::nullopt;
   }

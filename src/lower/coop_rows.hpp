@@ -7,6 +7,7 @@
 
 #include "ir/intrinsics.hpp"
 #include "lower/kernel_builder.hpp"
+#include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
 
@@ -68,7 +69,7 @@ inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vec
   const MonoidLaws& laws = coop_laws(monoid, spec);
   bool contiguous = !missing_laws(laws, Regroup::Reorder).empty();
   auto use = knobs_.uses.find(Knob::Coop);
-  if (use == knobs_.uses.end()) throw LowerError("internal: COOP in force without its setting");
+  if (use == knobs_.uses.end()) internal_error(__FILE__, __LINE__, "COOP in force without its setting");
   require_laws(laws, contiguous ? Regroup::Tree : Regroup::Reorder, use->second,
                fmt::format("splits the reduction over {} between the {} threads of a row", axes[0].name,
                            knobs_.coop_threads),
@@ -435,7 +436,7 @@ inline K KernelBuilder::shuffle_xor(const K& value, int mask) {
                                              kir::binary(kir::BinOp::BitAnd, kir::cast(lo, I), kir::ci(0xffffffffLL, I))));
     }
   }
-  throw LowerError("internal: no shuffle for this carrier type");
+  internal_error(__FILE__, __LINE__, "no shuffle for this carrier type");
 }
 
 }  // namespace emmy::lower::detail

@@ -20,6 +20,7 @@
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/regroup_laws.hpp"
+#include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
 
@@ -121,7 +122,7 @@ struct Carrier {
   const K& at(const std::string& field) const {
     for (size_t i = 0; i < fields.size(); ++i)
       if (fields[i] == field) return values[i];
-    throw LowerError(fmt::format("internal: no carrier field '{}'", field));
+    internal_error(__FILE__, __LINE__, fmt::format("no carrier field '{}'", field));
   }
 };
 
@@ -324,11 +325,11 @@ class KernelBuilder {
       case Expr::Kind::Size: return size_value(e.name);
       case Expr::Kind::Index: {
         if (const K* v = find_index(e.name)) return *v;
-        throw LowerError(fmt::format("internal: index '{}' is unbound", e.name));
+        internal_error(__FILE__, __LINE__, fmt::format("index '{}' is unbound", e.name));
       }
       case Expr::Kind::Reg: {
         if (const K* v = find_reg(e.name)) return *v;
-        throw LowerError(fmt::format("internal: register '{}' is unbound", e.name));
+        internal_error(__FILE__, __LINE__, fmt::format("register '{}' is unbound", e.name));
       }
       case Expr::Kind::Read: return read(e);
       case Expr::Kind::Unary: {
@@ -381,7 +382,7 @@ class KernelBuilder {
       if (vec_)
         if (std::optional<K> v = vec_read(e)) return *v;
       const tir::Tensor& t = *p_.tensors.find(e.name);
-      if (!t.record.empty()) throw LowerError(fmt::format("internal: carrier '{}' read as a value", e.name));
+      if (!t.record.empty()) internal_error(__FILE__, __LINE__, fmt::format("carrier '{}' read as a value", e.name));
       std::vector<K> idx;
       for (const Expr& a : e.args) idx.push_back(lower(a));
       return kir::load(kir::Space::Global, e.name, linear_index(t, idx), scalar_of(t.dtype));
@@ -402,7 +403,7 @@ class KernelBuilder {
   // The definition of an intermediate at the read's indices, its own axes renamed fresh.
   Expr inline_def(const Expr& e) {
     const tir::Stmt* def = p_.tensors.def(e.name);
-    if (!def) throw LowerError(fmt::format("internal: '{}' has no definition", e.name));
+    if (!def) internal_error(__FILE__, __LINE__, fmt::format("'{}' has no definition", e.name));
     std::vector<std::pair<std::string, Expr>> by;
     for (size_t k = 0; k < def->vars.size(); ++k) by.emplace_back(def->vars[k].name, e.args[k]);
     return fresh_axes(tir::substitute(def->value, by));
@@ -600,7 +601,7 @@ class KernelBuilder {
         return kir::cf(t.value.value(), kir::is_float(ft) ? ft : ScalarType::F32);  // 0.5 is a float literal
       case TermOp::Var: {
         auto it = env.find(t.name);
-        if (it == env.end()) throw LowerError(fmt::format("internal: monoid variable '{}' is unbound", t.name));
+        if (it == env.end()) internal_error(__FILE__, __LINE__, fmt::format("monoid variable '{}' is unbound", t.name));
         return it->second;
       }
       case TermOp::NegInf:
@@ -646,7 +647,7 @@ class KernelBuilder {
         K v = binop(r.op, a, b, rt);
         return r.term == TermOp::Max || r.term == TermOp::Min ? shared(std::move(v)) : v;
       }
-    throw LowerError(fmt::format("internal: monoid term '{}' has no lowering", t.str()));
+    internal_error(__FILE__, __LINE__, fmt::format("monoid term '{}' has no lowering", t.str()));
   }
 
   // ---- loop IR statements -----------------------------------------------------------------
@@ -677,7 +678,7 @@ class KernelBuilder {
   // A split reduction's partial combined into its accumulator (REDUCE=g<N>a).
   static kir::Stmt atomic_store(const lir::Stmt& s, const tir::Tensor& t, K index, K value) {
     std::optional<kir::IntrinsicId> id = kir::atomic_intrinsic(s.atomic, scalar_of(t.dtype));
-    if (!id) throw LowerError(fmt::format("internal: no atomic {} of {}", s.atomic, dtype_name(t.dtype)));
+    if (!id) internal_error(__FILE__, __LINE__, fmt::format("no atomic {} of {}", s.atomic, dtype_name(t.dtype)));
     return kir::intrinsic(*id, {}, {std::move(index), std::move(value)}, {}, s.tensor);
   }
 

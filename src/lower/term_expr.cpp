@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lower/passes.hpp"
+#include "support/diagnostics.hpp"
 
 namespace emmy::lower {
 
@@ -43,7 +44,7 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
     case TermOp::PosInf: return const_expr(INFINITY, dtype);
     case TermOp::Var:
       if (auto it = params.find(t.name); it != params.end()) return it->second;
-      throw LowerError(fmt::format("internal: the monoid term variable '{}' is unbound", t.name));
+      internal_error(__FILE__, __LINE__, fmt::format("the monoid term variable '{}' is unbound", t.name));
     case TermOp::Neg:
     case TermOp::Not: {
       Expr e;
@@ -68,7 +69,7 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
     if (op == t.op) e.kind = Expr::Kind::Binary, e.op = spelling;
   for (const auto& [op, spelling] : kCalls)
     if (op == t.op) e.kind = Expr::Kind::Call, e.op = spelling;
-  if (e.op.empty()) throw LowerError(fmt::format("internal: no tensor-IR form for the monoid term '{}'", t.str()));
+  if (e.op.empty()) internal_error(__FILE__, __LINE__, fmt::format("no tensor-IR form for the monoid term '{}'", t.str()));
   for (const algebra::Term& a : t.args) e.args.push_back(term_expr(a, params, dtype));
   bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/" && e.op != "%";
   e.dtype = predicate ? DType::Bool : e.args.back().dtype;

@@ -11,6 +11,7 @@
 #include "ir/expr_facts.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/kernel_builder.hpp"
+#include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
 namespace {
@@ -318,7 +319,7 @@ class MmaTier {
   // combine in trees: both reorder the reduction, which its monoid's laws must allow.
   void require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {
     auto use = b_.knobs_.uses.find(Knob::Tile);
-    if (use == b_.knobs_.uses.end()) throw LowerError("internal: a tensor-core tile without its TILE setting");
+    if (use == b_.knobs_.uses.end()) internal_error(__FILE__, __LINE__, "a tensor-core tile without its TILE setting");
     require_laws(monoid_laws(terms, b_.checked_), Regroup::Reorder, use->second, what, b_.law_warnings_);
   }
 
