@@ -1022,8 +1022,8 @@ class MmaTier {
                    bool barrier_free = false) {
     const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
     // With `barrier_free`, a ring whose every tile comes by TMA synchronises through the
-    // mbarriers alone (the contraction: 401.6 -> 314.0 us at 4096^3 with mma.sync on the H200;
-    // the fold keeps its barrier a tile, measured with it).
+    // mbarriers alone (the contraction; the fold keeps its barrier a tile). Measurements:
+    // tests/bench/RESULTS.md, "Measurements that were code comments".
     const bool boxes_only = barrier_free && dist > 0 && !slabs.empty() &&
                             std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
     if (boxes_only && tma_free_.empty()) tma_free_setup();
@@ -1217,8 +1217,8 @@ class MmaTier {
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
     // wgmma by TMA: the next tile's boxes go under this tile's wgmma batch (the issuing thread
-    // waits for every warp to release the buffer meanwhile); 227.0 vs 254.3 us at 4096^3 on the
-    // H200. mma.sync: first (late, 336.9 vs 314.0).
+    // waits for every warp to release the buffer meanwhile); mma.sync issues them first, which
+    // measured faster there (tests/bench/RESULTS.md, "Measurements that were code comments").
     const bool late = wgmma() && sa && !sa->map.empty() && sb && !sb->map.empty();
     stream_loop(kv, i64(0), ksize, chunk, slabs, late, [&](const K& k0, const K& buf, const Issue& issue) {
       if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
@@ -1667,10 +1667,10 @@ class MmaTier {
     };
     // Once a row's max settles its rescale is exactly 1. Where the thread holds more of o than
     // the block has keys (hd128 over 32-key blocks: 128 multiplies a block, as many as its mma),
-    // the multiplies are skipped unless a row of the thread moved (H200: 8% faster at
-    // (4,16,4096,128)). With fewer (hd64 over 64 keys) the branch costs more than it saves (1%
-    // slower), and under a key bound (causal) it costs registers (40 B of spill, not 32; 2-3%
-    // slower): there the multiplies always run.
+    // the multiplies are skipped unless a row of the thread moved. With fewer (hd64 over 64
+    // keys) the branch costs more than it saves, and under a key bound (causal) it costs
+    // registers: there the multiplies always run (tests/bench/RESULTS.md, "Measurements that
+    // were code comments").
     if (fm * ne * 4 > fn * kAtomN && !key_limit_) {
       std::optional<K> moved;
       for (const K& al : alpha) {

@@ -18,8 +18,8 @@ struct TargetInfo {
   int max_regs_per_thread;
   int max_threads_per_block;
   // The scalar tier's register tile for a fold that carries one register per output element,
-  // when no TILE@axis knob sets it: the widest that compiles without spills here (measured:
-  // 64 on sm_90 = the seed's FA-1, 1.96x the two-kernel baseline on an H200; 64 spills on sm_120).
+  // when no TILE@axis knob sets it: the widest that compiles without spills on the target
+  // (tests/bench/RESULTS.md, "Measurements that were code comments").
   int scalar_carrier_tile;
 };
 
