@@ -42,7 +42,7 @@ struct PointBudget {
     size_t cost = 1;
     for (const std::vector<Term>* side : {&s.lhs, &s.rhs})
       for (const Term& t : *side) cost += term_nodes(t);
-    left = cost <= kFullSearchNodes ? std::max(kFullSearchPoints, kSearchWork / cost) : kSearchWork / cost;
+    left = std::max(kSearchWork / cost, cost <= kFullSearchNodes ? kFullSearchPoints : 0);
   }
   bool spend() {
     if (left == 0) return !(exhausted = true);

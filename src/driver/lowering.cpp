@@ -63,10 +63,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     for (const std::string& w : l.kernels.warnings) err << "emmyc: warning: " << w << "\n";
     if (op_out) *op_out = op;
     return l;
-  } catch (const std::logic_error& e) {  // an IR that does not verify (EMMY_INTERNAL_ASSERT)
-    err << "emmyc: " << e.what() << "\n";
-    return std::nullopt;
-  } catch (const lower::LowerError& e) {
+  } catch (const lower::LowerError& e) {  // (an internal error, EMMY_INTERNAL_ASSERT, is run_guarded's to report)
     std::string text = e.what();
     // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
     std::string first = text.substr(0, text.find('\n'));
