@@ -1,4 +1,4 @@
-// Builds the AST from ANTLR's parse tree; no ANTLR type escapes this file.
+// Builds the AST from ANTLR's parse tree; no ANTLR type escapes this file and token_checks.*.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "antlr4-runtime.h"
 #include "support/utf8.hpp"
 #include "syntax/parse.hpp"
+#include "syntax/token_checks.hpp"
 
 namespace emmy {
 namespace {
@@ -19,29 +20,8 @@ namespace {
 using P = EmmyParser;
 constexpr size_t kDocChannel = 2;
 constexpr size_t kErrorChannel = 3;
-constexpr int kMaxNesting = 200;      // brackets and unary operators: ANTLR's recursion
 constexpr uint32_t kMaxExprDepth = 1000;  // the AST's height: the later passes' recursion
-constexpr size_t kMaxNameLength = 255;
 
-// ANTLR counts characters in code points; diagnostics count bytes.
-class OffsetMap {
-public:
-  explicit OffsetMap(std::string_view text) {
-    bool ascii = true;
-    for (unsigned char c : text) ascii = ascii && c < 0x80;
-    if (ascii) return;
-    for (uint32_t i = 0; i < text.size(); ++i)
-      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
-    starts_.push_back(static_cast<uint32_t>(text.size()));
-  }
-  uint32_t byte(size_t cp) const {
-    if (starts_.empty()) return static_cast<uint32_t>(cp);
-    return starts_[std::min(cp, starts_.size() - 1)];
-  }
-
-private:
-  std::vector<uint32_t> starts_;
-};
 
 
 std::string describe_token(const antlr4::Token* t) {
@@ -326,11 +306,9 @@ public:
     antlr4::Token* t = recognizer->getCurrentToken();
     antlr4::ParserRuleContext* ctx = recognizer->getContext();
     bool top = dynamic_cast<P::ModuleContext*>(ctx) != nullptr;
-    // (The last child's token, not getText(): that would print a whole statement at every sync.)
+    // (is_token, not getText(): a rule's text would print a whole statement at every sync.)
     antlr4::tree::ParseTree* last = ctx->children.empty() ? nullptr : ctx->children.back();
-    auto* brace = dynamic_cast<antlr4::tree::TerminalNode*>(last);
-    bool body = dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && last &&
-                ((brace && brace->getSymbol()->getText() == "{") || dynamic_cast<P::StmtContext*>(last));
+    bool body = dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && (is_token(last, "{") || dynamic_cast<P::StmtContext*>(last));
     if (t->getType() == antlr4::Token::EOF || !(top || body) || recognizer->getExpectedTokens().contains(t->getType())) {
       antlr4::DefaultErrorStrategy::sync(recognizer);
       return;
@@ -774,70 +752,6 @@ void report_lexical_errors(antlr4::CommonTokenStream& tokens, const OffsetMap& m
   }
 }
 
-// Whether a token ends an operand: a '-' after it is binary, not unary.
-bool ends_operand(antlr4::Token* t) {
-  const size_t type = t->getType();
-  const std::string s = t->getText();
-  return type == EmmyLexer::ID || type == EmmyLexer::INT || type == EmmyLexer::FLOAT || s == ")" || s == "]" ||
-         s == "true" || s == "false" || s == "inf";
-}
-
-// ANTLR's recursive descent has no depth limit: refuse pathological nesting up front. Each open
-// bracket is a level, and so is each unary operator until its operand ends (at the next binary
-// operator, comma or closing bracket of its level): `- - - x` nests three deep, `a - b - c` none.
-bool nesting_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file, Diagnostics& diags) {
-  std::vector<int> unary{0};  // per open bracket: the unary operators pending at that level
-  int depth = 0;
-  antlr4::Token* prev = nullptr;
-  for (antlr4::Token* t : tokens.getTokens()) {
-    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
-    const std::string s = t->getText();
-    if (s == "(" || s == "[" || s == "{") {
-      ++depth;
-      unary.push_back(0);
-    } else if (s == ")" || s == "]" || s == "}") {
-      if (unary.size() > 1) {
-        depth -= unary.back() + 1;
-        unary.pop_back();
-      }
-      depth -= unary.back();  // the bracket closes the operand of the level's unary operators
-      unary.back() = 0;
-    } else if (s == ";") {
-      depth = 0;
-      unary.assign(1, 0);
-    } else if (s == "!" || (s == "-" && !(prev && ends_operand(prev)))) {
-      ++depth;
-      ++unary.back();
-    } else if (t->getType() != EmmyLexer::ID && t->getType() != EmmyLexer::INT && t->getType() != EmmyLexer::FLOAT &&
-               s != "." && s != "true" && s != "false" && s != "inf") {
-      depth -= unary.back();  // a binary operator, ',' or ':' ends the operand
-      unary.back() = 0;
-    }
-    prev = t;
-    if (depth > kMaxNesting) {
-      SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStopIndex() + 1)};
-      diags.error("E004", r, fmt::format("expression nested more than {} levels deep", kMaxNesting))
-          .hint("split the expression with 'let' bindings");
-      return false;
-    }
-  }
-  return true;
-}
-
-// Names reach kernel names, file names and NVRTC: refuse the absurd ones up front.
-bool names_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file, Diagnostics& diags) {
-  bool ok = true;
-  for (antlr4::Token* t : tokens.getTokens()) {
-    if (t->getType() != EmmyLexer::ID || t->getText().size() <= kMaxNameLength) continue;
-    SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStartIndex()) + 1};
-    diags.error("E005", r, fmt::format("name '{}...' is {} characters long; names have at most {}",
-                                       t->getText().substr(0, 16), t->getText().size(), kMaxNameLength))
-        .hint("choose a shorter name");
-    ok = false;
-  }
-  return ok;
-}
-
 }  // namespace
 
 ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostics& diags) {
@@ -863,7 +777,7 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
   tokens.fill();
   int before = diags.error_count();
   report_lexical_errors(tokens, map, file, diags);
-  if (!names_ok(tokens, map, file, diags) || !nesting_ok(tokens, map, file, diags)) return empty;
+  if (!names_ok(tokens, map, file, diags) || !nesting_ok(tokens, map, file, diags)) return empty;  // token_checks.hpp
 
   EmmyParser parser(&tokens);
   parser.setErrorHandler(std::make_shared<ErrorStrategy>());
