@@ -10,6 +10,7 @@
 #include "emmy/version.hpp"
 #include "support/failure.hpp"
 #include "support/paths.hpp"
+#include "support/limits.hpp"
 
 struct emmy_program {
   emmy::api::Program program;
@@ -89,7 +90,7 @@ std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count, const 
     int64_t elements = 1;
     for (int64_t d : shape) {
       if (d < 0) throw Error(ErrorKind::Argument, fmt::format("{} has a negative extent {}", which, d));
-      if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60))
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > emmy::kMaxElements)
         throw Error(ErrorKind::Argument, fmt::format("{} has shape [{}]: more elements than memory can hold", which,
                                                      fmt::join(shape, ", ")));
     }

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "support/suggest.hpp"
+#include "support/limits.hpp"
 
 namespace emmy {
 namespace {
@@ -246,7 +247,6 @@ std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::str
 }
 
 std::optional<std::string> too_many_elements(const CheckedOp& op, const SizeBindings& sizes) {
-  constexpr int64_t kMax = int64_t{1} << 60;
   auto count = [&](const std::vector<Size>& shape, std::vector<std::string>& factors) {
     int64_t n = 1;
     bool over = false;
@@ -254,7 +254,7 @@ std::optional<std::string> too_many_elements(const CheckedOp& op, const SizeBind
       auto it = s.symbol.empty() ? sizes.end() : sizes.find(s.symbol);
       const int64_t d = s.symbol.empty() ? s.literal : it == sizes.end() ? 1 : it->second;
       factors.push_back(s.symbol.empty() ? std::to_string(d) : fmt::format("{}={}", s.symbol, d));
-      over = over || d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMax;
+      over = over || d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements;
     }
     return over;
   };

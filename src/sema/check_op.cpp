@@ -6,6 +6,7 @@
 
 #include "sema/expr_typer.hpp"
 #include "sema/passes.hpp"
+#include "support/limits.hpp"
 
 namespace emmy::sema {
 namespace {
@@ -16,9 +17,7 @@ std::string sizes_str(const std::vector<Size>& s) {
   return "[" + out + "]";
 }
 
-// Tensors and loops are indexed with 64-bit integers and allocated in bytes: a shape whose
-// literal dims alone hold more than 2^60 elements is refused (E049).
-constexpr int64_t kMaxElements = int64_t{1} << 60;
+// A shape whose literal dims alone hold more than kMaxElements (2^60) is refused (E049).
 
 bool literal_elements_fit(const std::vector<Size>& shape) {
   int64_t n = 1;
