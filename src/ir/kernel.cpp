@@ -263,4 +263,52 @@ std::optional<std::string> check_limits(const Program& program, const std::map<s
   return std::nullopt;
 }
 
+void visit(const Expr& e, const std::function<void(const Expr&)>& f) {
+  f(e);
+  for (const Expr& a : e.args) visit(a, f);
+}
+
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+  Expr out;  // the node without its operands: copying e would copy every subtree once more
+  out.kind = e.kind;
+  out.type = e.type;
+  out.fval = e.fval;
+  out.ival = e.ival;
+  out.reg = e.reg;
+  out.name = e.name;
+  out.special = e.special;
+  out.un = e.un;
+  out.bin = e.bin;
+  out.space = e.space;
+  out.args.reserve(e.args.size());
+  for (const Expr& a : e.args) out.args.push_back(f(a));
+  return out;
+}
+
+void visit(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : body) {
+    f(s);
+    visit(s.body, f);
+    visit(s.orelse, f);
+  }
+}
+
+void visit_exprs(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& f) {
+  visit(body, [&](const Stmt& s) {
+    for (const Expr& a : s.args) visit(a, f);
+  });
+}
+
+std::vector<Stmt> map_stmts(const std::vector<Stmt>& body, const std::function<std::vector<Stmt>(Stmt)>& f) {
+  std::vector<Stmt> out;
+  out.reserve(body.size());
+  for (const Stmt& s : body) {
+    Stmt c = s;
+    c.body = map_stmts(s.body, f);
+    c.orelse = map_stmts(s.orelse, f);
+    for (Stmt& r : f(std::move(c))) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace emmy::kir

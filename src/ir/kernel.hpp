@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -140,6 +141,18 @@ Stmt vec_load(std::string array, ScalarType type, int count, std::string buffer,
               Space space = Space::Global);
 Stmt vec_store(std::string buffer, Expr index, std::string array, ScalarType type, int count,
                Space space = Space::Global);
+
+// Walkers. visit calls f on a node and every node below it, parents first; map_children
+// rebuilds a node with f applied to each operand (one level: f recurses if it wants to).
+void visit(const Expr& e, const std::function<void(const Expr&)>& f);
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f);
+// Every statement of `body` and those nested in it (For and If bodies, else branches), parents
+// first; and every expression node of those statements.
+void visit(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& f);
+void visit_exprs(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& f);
+// The statements of `body` with f applied to each; f sees a statement after its nested
+// statement lists were mapped, and may return any number of statements in its place.
+std::vector<Stmt> map_stmts(const std::vector<Stmt>& body, const std::function<std::vector<Stmt>(Stmt)>& f);
 
 // A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
 // new sequence length is a new argument, not a new kernel).

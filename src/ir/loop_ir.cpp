@@ -60,4 +60,27 @@ std::string print_program(const Program& program) {
   return out;
 }
 
+void visit(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : body) {
+    f(s);
+    visit(s.results, f);
+    visit(s.body, f);
+  }
+}
+
+void visit(std::vector<Stmt>& body, const std::function<void(Stmt&)>& f) {
+  for (Stmt& s : body) {
+    f(s);
+    visit(s.results, f);
+    visit(s.body, f);
+  }
+}
+
+void visit_exprs(const Stmt& s, const std::function<void(const tir::Expr&)>& f) {
+  f(s.value);
+  for (const tir::Expr& w : s.where) f(w);
+  for (const tir::Expr& r : s.range) f(r);
+  for (const CarrierField& c : s.fields) f(c.lift);
+}
+
 }  // namespace emmy::lir

@@ -2,6 +2,7 @@
 // each thread runs — registers, folds (reductions carried together), stores.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,12 @@ struct Program {
 };
 
 std::string print_program(const Program& program);  // `emmyc compile --ir loop`
+
+// Walkers: every statement of `body` and those nested in it (a loop's body, a fold's results),
+// parents first; and the expressions one statement holds itself (value, where, range, the
+// fields' lifts), not those of the statements nested in it.
+void visit(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& f);
+void visit(std::vector<Stmt>& body, const std::function<void(Stmt&)>& f);
+void visit_exprs(const Stmt& s, const std::function<void(const tir::Expr&)>& f);
 
 }  // namespace emmy::lir

@@ -80,11 +80,20 @@ std::string print_program(const Program& program) {
   return out;
 }
 
+void visit(const Expr& e, const std::function<void(const Expr&)>& f) {
+  f(e);
+  for (const Expr& a : e.args) visit(a, f);
+  for (const Expr& w : e.where) visit(w, f);
+}
+
+bool any_node(const Expr& e, const std::function<bool(const Expr&)>& match) {
+  if (match(e)) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return any_node(a, match); }) ||
+         std::any_of(e.where.begin(), e.where.end(), [&](const Expr& w) { return any_node(w, match); });
+}
+
 bool has_reduce(const Expr& e) {
-  if (e.kind == Expr::Kind::Reduce) return true;
-  for (const Expr& a : e.args)
-    if (has_reduce(a)) return true;
-  return false;
+  return any_node(e, [](const Expr& x) { return x.kind == Expr::Kind::Reduce; });
 }
 
 size_t node_count(const Expr& e, size_t cap) {
@@ -98,23 +107,10 @@ size_t node_count(const Expr& e, size_t cap) {
 }
 
 void add_reads(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == Expr::Kind::Read) out.insert(e.name);
-  for (const std::vector<Expr>* list : {&e.args, &e.where})
-    for (const Expr& a : *list) add_reads(a, out);
+  visit(e, [&](const Expr& x) {
+    if (x.kind == Expr::Kind::Read) out.insert(x.name);
+  });
 }
-
-namespace {
-// Whether `match` holds for e or any node below it (arguments and predicates).
-template <class Match>
-bool any_node(const Expr& e, const Match& match) {
-  if (match(e)) return true;
-  for (const Expr& a : e.args)
-    if (any_node(a, match)) return true;
-  for (const Expr& w : e.where)
-    if (any_node(w, match)) return true;
-  return false;
-}
-}  // namespace
 
 bool reads(const Expr& e, const std::string& tensor) {
   return any_node(e, [&](const Expr& x) { return x.kind == Expr::Kind::Read && x.name == tensor; });
@@ -128,7 +124,7 @@ Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& 
   if (e.kind == Expr::Kind::Index)
     for (const auto& [name, value] : by)
       if (name == e.name) return value;
-  return map_operands(e, [&](const Expr& x) { return substitute(x, by); });
+  return map_children(e, [&](const Expr& x) { return substitute(x, by); });
 }
 
 Expr node_of(const Expr& e) {
@@ -143,7 +139,7 @@ Expr node_of(const Expr& e) {
   return out;
 }
 
-Expr map_operands(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
   Expr out = node_of(e);
   out.args.reserve(e.args.size());
   for (const Expr& a : e.args) out.args.push_back(f(a));

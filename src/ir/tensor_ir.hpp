@@ -70,6 +70,11 @@ struct Program {
 std::string print_expr(const Expr& e);
 std::string print_program(const Program& program);  // `emmyc compile --ir tensor`
 
+// Walkers: visit calls f on e and every node below it (arguments and predicates), parents
+// first; any_node says whether `match` holds for one of them.
+void visit(const Expr& e, const std::function<void(const Expr&)>& f);
+bool any_node(const Expr& e, const std::function<bool(const Expr&)>& match);
+
 bool has_reduce(const Expr& e);
 // The nodes of e (arguments and predicates), counted up to `cap`: min(count, cap).
 size_t node_count(const Expr& e, size_t cap);
@@ -86,10 +91,10 @@ Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& 
 
 // Rewrites build the result node by node: `Expr out = e;` then rewriting out.args copies every
 // subtree once per level above it (quadratic in depth: a 4,000-term chain took 2 GB).
-// node_of(e) is e without its operands (args, where); map_operands applies f to each operand
+// node_of(e) is e without its operands (args, where); map_children applies f to each operand
 // (args, then where), map_args to the args only (where copied as it is).
 Expr node_of(const Expr& e);
-Expr map_operands(const Expr& e, const std::function<Expr(const Expr&)>& f);
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f);
 Expr map_args(const Expr& e, const std::function<Expr(const Expr&)>& f);
 
 }  // namespace emmy::tir

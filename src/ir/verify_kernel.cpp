@@ -80,10 +80,11 @@ bool well_shaped(const Stmt& s) {
 
 Vary vary_of(const Expr& e, const Taint& taint) {
   Vary v = Vary::Uniform;
-  if (e.kind == Expr::Kind::Special) v = kSpecialVary[idx(e.special)];
-  if (e.kind == Expr::Kind::Var)
-    if (auto it = taint.find(e.reg.name); it != taint.end()) v = it->second;
-  for (const Expr& a : e.args) v = std::max(v, vary_of(a, taint));
+  visit(e, [&](const Expr& x) {
+    if (x.kind == Expr::Kind::Special) v = std::max(v, kSpecialVary[idx(x.special)]);
+    if (x.kind == Expr::Kind::Var)
+      if (auto it = taint.find(x.reg.name); it != taint.end()) v = std::max(v, it->second);
+  });
   return v;
 }
 
@@ -210,13 +211,14 @@ class Checker {
     where_.clear();
   }
 
-  void grid_operands(const Expr& e) {
-    bool launch_time = e.kind == Expr::Kind::Const || e.kind == Expr::Kind::Param || e.kind == Expr::Kind::Unary ||
-                       e.kind == Expr::Kind::Binary || e.kind == Expr::Kind::Select || e.kind == Expr::Kind::Cast;
-    if (!launch_time)
-      error(fmt::format("the grid may use scalar parameters only, not the {} '{}'", kExprKind[idx(e.kind)],
-                        print_expr(e)));
-    for (const Expr& a : e.args) grid_operands(a);
+  void grid_operands(const Expr& grid) {
+    visit(grid, [&](const Expr& e) {
+      bool launch_time = e.kind == Expr::Kind::Const || e.kind == Expr::Kind::Param || e.kind == Expr::Kind::Unary ||
+                         e.kind == Expr::Kind::Binary || e.kind == Expr::Kind::Select || e.kind == Expr::Kind::Cast;
+      if (!launch_time)
+        error(fmt::format("the grid may use scalar parameters only, not the {} '{}'", kExprKind[idx(e.kind)],
+                          print_expr(e)));
+    });
   }
 
   // ---- expressions ----

@@ -11,7 +11,7 @@ namespace {
 using tir::Expr;
 
 Expr inline_reads(const Expr& e, const std::map<std::string, const tir::Stmt*>& defs) {
-  Expr out = tir::map_operands(e, [&](const Expr& x) { return inline_reads(x, defs); });
+  Expr out = tir::map_children(e, [&](const Expr& x) { return inline_reads(x, defs); });
   if (out.kind != Expr::Kind::Read) return out;
   auto it = defs.find(out.name);
   if (it == defs.end()) return out;

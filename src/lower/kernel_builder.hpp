@@ -410,7 +410,7 @@ class KernelBuilder {
   }
 
   Expr fresh_axes(const Expr& e) {
-    if (e.kind != Expr::Kind::Reduce) return tir::map_operands(e, [&](const Expr& x) { return fresh_axes(x); });
+    if (e.kind != Expr::Kind::Reduce) return tir::map_children(e, [&](const Expr& x) { return fresh_axes(x); });
     Expr out = tir::node_of(e);
     std::vector<std::pair<std::string, Expr>> by;
     for (tir::Axis& a : out.axes) {

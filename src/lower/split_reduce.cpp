@@ -84,13 +84,13 @@ Expr widened(const Expr& e) {
 }
 
 void collect_regs(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == Expr::Kind::Reg) out.insert(e.name);
-  for (const Expr& a : e.args) collect_regs(a, out);
-  for (const Expr& w : e.where) collect_regs(w, out);
+  tir::visit(e, [&](const Expr& x) {
+    if (x.kind == Expr::Kind::Reg) out.insert(x.name);
+  });
 }
 
 bool has_slice(const Expr& e) {
-  return e.kind == Expr::Kind::Slice || std::any_of(e.args.begin(), e.args.end(), has_slice);
+  return tir::any_node(e, [](const Expr& x) { return x.kind == Expr::Kind::Slice; });
 }
 
 // The first reduction of `e` over `axis` (any axis when empty), not inside another reduction
@@ -121,7 +121,7 @@ Expr replace_reduce(const Expr& e, const std::string& key, const std::map<std::s
 // inlining it where an axis of the same name is bound captures nothing (the same names each
 // time: the search and the rewrite must see the same reduction).
 Expr own_axes(const Expr& e, const std::string& tensor) {
-  if (e.kind != Expr::Kind::Reduce) return tir::map_operands(e, [&](const Expr& x) { return own_axes(x, tensor); });
+  if (e.kind != Expr::Kind::Reduce) return tir::map_children(e, [&](const Expr& x) { return own_axes(x, tensor); });
   Expr out = tir::node_of(e);
   std::vector<std::pair<std::string, Expr>> by;
   for (tir::Axis& a : out.axes) {
@@ -154,10 +154,9 @@ Expr inline_reads(const Expr& e, const lir::Program& p) {
 // a split folds only N partials an element: the register tile that paid for the long fold
 // (TILE@e=f128) would leave it a thread per row and the GPU nearly idle.
 void drop_per_tile(std::vector<Stmt>& body) {
-  for (Stmt& s : body) {
+  lir::visit(body, [](Stmt& s) {
     for (lir::CarrierField& f : s.fields) f.per_tile = false;
-    drop_per_tile(s.body);
-  }
+  });
 }
 
 lir::Kernel threads_over_register_tiles(lir::Kernel k) {
@@ -439,10 +438,11 @@ class Splitter {
   }
 
   static void collect_axes(const Expr& e, std::vector<std::string>& out) {
-    if (e.kind == Expr::Kind::Reduce)
-      for (const tir::Axis& a : e.axes)
-        if (std::find(out.begin(), out.end(), a.name) == out.end()) out.push_back(a.name);
-    for (const Expr& a : e.args) collect_axes(a, out);
+    tir::visit(e, [&](const Expr& x) {
+      if (x.kind == Expr::Kind::Reduce)
+        for (const tir::Axis& a : x.axes)
+          if (std::find(out.begin(), out.end(), a.name) == out.end()) out.push_back(a.name);
+    });
   }
 
   // Every name an index, register or buffer of the program has, so that new ones differ.

@@ -25,19 +25,16 @@ bool has_var(const std::vector<tir::Axis>& vars, const std::string& name) {
 
 // Every read of `tensor` in `e` indexes it by plain index variables of `vars`.
 bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars) {
-  if (e.kind == Expr::Kind::Read && e.name == tensor)
-    for (const Expr& a : e.args)
-      if (a.kind != Expr::Kind::Index || !has_var(vars, a.name)) return false;
-  for (const Expr& a : e.args)
-    if (!reads_row_local(a, tensor, vars)) return false;
-  for (const Expr& w : e.where)
-    if (!reads_row_local(w, tensor, vars)) return false;
-  return true;
+  return !tir::any_node(e, [&](const Expr& x) {
+    return x.kind == Expr::Kind::Read && x.name == tensor &&
+           std::any_of(x.args.begin(), x.args.end(),
+                       [&](const Expr& a) { return a.kind != Expr::Kind::Index || !has_var(vars, a.name); });
+  });
 }
 
 // Replaces the reads of register statements (indexed by their own variables) by Reg nodes.
 Expr to_regs(const Expr& e, const std::map<std::string, const tir::Stmt*>& regs) {
-  Expr out = tir::map_operands(e, [&](const Expr& x) { return to_regs(x, regs); });
+  Expr out = tir::map_children(e, [&](const Expr& x) { return to_regs(x, regs); });
   if (out.kind != Expr::Kind::Read) return out;
   auto it = regs.find(out.name);
   if (it == regs.end()) return out;
@@ -503,11 +500,12 @@ class LoopBuilder {
 
   // Whether `body` folds a carrier with a register per element of the enclosing tile.
   static bool carries_per_element(const std::vector<lir::Stmt>& body) {
-    return std::any_of(body.begin(), body.end(), [](const lir::Stmt& st) {
-      return (st.kind == lir::Stmt::Kind::Fold &&
-              std::any_of(st.fields.begin(), st.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; })) ||
-             carries_per_element(st.body);
+    bool found = false;
+    lir::visit(body, [&](const lir::Stmt& st) {
+      found = found || (st.kind == lir::Stmt::Kind::Fold &&
+                        std::any_of(st.fields.begin(), st.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; }));
     });
+    return found;
   }
 
   static lir::Stmt fold_stmt(const Fold& f) {

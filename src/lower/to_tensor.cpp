@@ -227,7 +227,7 @@ class TensorBuilder {
                         const std::vector<std::string>&) {
     const CheckedOp& callee = program_.ops.at(call.text);
     std::vector<std::string> args{call.text};
-    for (const ast::Expr& a : call.args) args.push_back(tensor_name(scope, a.text));
+    for (const ast::Expr& a : call.args) args.push_back(argument_key(scope, a.text));
     std::string key = fmt::format("{}", fmt::join(args, ","));
     auto done = inlined_.find(key);
     if (done == inlined_.end()) done = inlined_.emplace(key, inline_call(call, callee, scope)).first;
@@ -242,6 +242,12 @@ class TensorBuilder {
     return r;
   }
 
+  // What identifies one call argument: the tensor it names, or a let's value.
+  std::string argument_key(const Scope& scope, const std::string& arg) {
+    if (auto let = scope.lets.find(arg); let != scope.lets.end()) return "let " + tir::print_expr(let->second);
+    return tensor_name(scope, arg);
+  }
+
   std::map<std::string, std::string> inline_call(const ast::Expr& call, const CheckedOp& callee, Scope& scope) {
     Scope inner;
     inner.op = &callee;
@@ -249,7 +255,9 @@ class TensorBuilder {
     for (size_t k = 0; k < call.args.size(); ++k) {
       const std::string& arg = call.args[k].text;
       const ast::Param& p = callee.decl->params[k];
-      inner.tensors[p.name.name] = tensor_name(scope, arg);
+      // A let passed to a scalar parameter is its value there (a small let has no tensor).
+      if (auto let = scope.lets.find(arg); let != scope.lets.end()) inner.lets[p.name.name] = let->second;
+      else inner.tensors[p.name.name] = tensor_name(scope, arg);
       const TensorInfo* at = scope.op->find(arg);
       for (size_t d = 0; d < p.dims.size() && at; ++d)
         if (!p.dims[d].is_literal()) inner.sizes[p.dims[d].name] = map_size(scope, at->shape[d]);

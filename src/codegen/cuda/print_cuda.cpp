@@ -494,19 +494,17 @@ struct Uses {
     types |= bit(e.type);
     if (e.kind == Expr::Kind::Unary) unary.insert(e.un);
     if (e.kind == Expr::Kind::Binary) binary.insert({e.bin, e.args[0].type});
-    for (const Expr& a : e.args) this->expr(a);
+  }
+  void stmt(const Stmt& s) {
+    if (s.kind == Stmt::Kind::Decl || s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::VecLoad ||
+        s.kind == Stmt::Kind::VecStore)
+      types |= bit(s.type);
+    if (s.kind == Stmt::Kind::Intrinsic && s.intrinsic >= 0 && s.intrinsic < static_cast<int>(IntrinsicId::Count))
+      intrinsics.insert(s.intrinsic);
   }
   void stmts(const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (s.kind == Stmt::Kind::Decl || s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::VecLoad ||
-          s.kind == Stmt::Kind::VecStore)
-        types |= bit(s.type);
-      if (s.kind == Stmt::Kind::Intrinsic && s.intrinsic >= 0 && s.intrinsic < static_cast<int>(IntrinsicId::Count))
-        intrinsics.insert(s.intrinsic);
-      for (const Expr& a : s.args) expr(a);
-      stmts(s.body);
-      stmts(s.orelse);
-    }
+    kir::visit(body, [&](const Stmt& s) { stmt(s); });
+    kir::visit_exprs(body, [&](const Expr& e) { expr(e); });
   }
   void kernel(const Kernel& k) {
     for (const Param& p : k.params) {
