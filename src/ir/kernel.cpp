@@ -28,6 +28,14 @@ constexpr std::array<TypeRow, 8> kTypes{{
     {ScalarType::F64, "f64", "double", 8, true},
 }};
 const TypeRow& row(ScalarType type) { return kTypes[static_cast<size_t>(type)]; }
+// The table in enum order, and is_float (inline in the header, for the interpreter's inner
+// loops) agreeing with its column.
+constexpr bool table_agrees() {
+  for (size_t k = 0; k < kTypes.size(); ++k)
+    if (static_cast<size_t>(kTypes[k].type) != k || is_float(kTypes[k].type) != kTypes[k].is_float) return false;
+  return true;
+}
+static_assert(table_agrees());
 
 constexpr std::array<std::string_view, 6> kSpecials{"threadIdx.x", "blockIdx.x", "blockDim.x",
                                                     "gridDim.x",   "lane",       "warp"};
@@ -41,7 +49,6 @@ constexpr std::array<std::string_view, 21> kBinOps{"+",  "-",  "*",  "/",  "%", 
 
 std::string_view type_name(ScalarType type) { return row(type).name; }
 std::string_view cuda_type(ScalarType type) { return row(type).cuda; }
-bool is_float(ScalarType type) { return row(type).is_float; }
 int type_bytes(ScalarType type) { return row(type).bytes; }
 std::string_view special_name(Special special) { return kSpecials[static_cast<size_t>(special)]; }
 std::string_view unop_name(UnOp op) { return kUnOps[static_cast<size_t>(op)]; }

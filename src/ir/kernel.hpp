@@ -17,7 +17,7 @@ namespace emmy::kir {
 enum class ScalarType : uint8_t { Pred, I32, I64, U32, F16, BF16, F32, F64 };
 std::string_view type_name(ScalarType type);   // "f32"
 std::string_view cuda_type(ScalarType type);   // "float", "__half", "long long"...
-bool is_float(ScalarType type);
+constexpr bool is_float(ScalarType type) { return type >= ScalarType::F16; }  // F16, BF16, F32, F64 (the enum's order)
 int type_bytes(ScalarType type);               // Pred: 1
 
 // Per-thread values of the launch.

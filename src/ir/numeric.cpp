@@ -13,13 +13,14 @@ namespace {
 struct Format16 {
   int exp_bits, man_bits;
   bool quiet_nans;  // a NaN is made quiet (bf16); else its payload is kept as it is (f16)
+  float subnormal_unit;  // the value of fraction 1 with exponent field 0: 2^(1 - bias - man_bits)
   int bias() const { return (1 << (exp_bits - 1)) - 1; }
   uint32_t sign_bit() const { return 1u << (exp_bits + man_bits); }
   uint32_t inf_bits() const { return ((1u << exp_bits) - 1) << man_bits; }
   uint32_t quiet_bit() const { return 1u << (man_bits - 1); }
 };
-constexpr Format16 kF16{5, 10, false};
-constexpr Format16 kBF16{8, 7, true};
+constexpr Format16 kF16{5, 10, false, 0x1p-24f};
+constexpr Format16 kBF16{8, 7, true, 0x1p-133f};
 
 constexpr int kDoubleManBits = 52;
 constexpr uint64_t kDoubleManMask = (uint64_t{1} << kDoubleManBits) - 1;
@@ -74,33 +75,25 @@ uint16_t encode_f64(double value, const Format16& f) {
   return nan16(bits >> 63, static_cast<uint32_t>((bits & kDoubleManMask) >> (kDoubleManBits - f.man_bits)), f);
 }
 
-bool is_nan16(uint16_t bits, const Format16& f) {
-  uint32_t magnitude = bits & (f.sign_bit() - 1);
-  return magnitude > f.inf_bits();
-}
-
-// The exact value of a non-NaN 16-bit pattern of format `f`.
-double decode(uint16_t bits, const Format16& f) {
+// The exact float of a 16-bit pattern of format `f`, by bits (the interpreter decodes every f16
+// it loads and rounds to): a normal value moves its exponent and fraction into place; a
+// subnormal is its fraction times the unit (exact: at most 10 significant bits); a NaN keeps
+// its sign and payload bit for bit.
+float decode_f32(uint16_t bits, const Format16& f) {
+  uint32_t sign = (bits & f.sign_bit()) ? 0x80000000u : 0;
   uint32_t field = (bits >> f.man_bits) & ((1u << f.exp_bits) - 1);
   uint32_t man = bits & ((1u << f.man_bits) - 1);
-  double sign = (bits & f.sign_bit()) ? -1.0 : 1.0;
-  if (field == (1u << f.exp_bits) - 1) return sign * INFINITY;
-  int exponent = field == 0 ? 1 - f.bias() : static_cast<int>(field) - f.bias();
-  double significand = field == 0 ? man : man + static_cast<double>(1u << f.man_bits);
-  return sign * std::ldexp(significand, exponent - f.man_bits);
+  uint32_t fraction = man << (kFloatManBits - f.man_bits);
+  if (field == (1u << f.exp_bits) - 1) return std::bit_cast<float>(sign | 0x7f800000u | fraction);  // inf, NaN
+  if (field == 0) {
+    float magnitude = static_cast<float>(man) * f.subnormal_unit;
+    return sign ? -magnitude : magnitude;
+  }
+  uint32_t exponent = field - static_cast<uint32_t>(f.bias()) + 127;  // f32's bias
+  return std::bit_cast<float>(sign | (exponent << kFloatManBits) | fraction);
 }
 
-// A NaN keeps its sign and payload bit for bit (no double in between, which would quiet it).
-float decode_f32(uint16_t bits, const Format16& f) {
-  if (!is_nan16(bits, f)) return static_cast<float>(decode(bits, f));
-  uint32_t sign = (bits & f.sign_bit()) ? 0x80000000u : 0;
-  uint32_t payload = (bits & ((1u << f.man_bits) - 1)) << (kFloatManBits - f.man_bits);
-  return std::bit_cast<float>(sign | 0x7f800000u | payload);
-}
-
-double decode_f64(uint16_t bits, const Format16& f) {
-  return is_nan16(bits, f) ? static_cast<double>(decode_f32(bits, f)) : decode(bits, f);
-}
+double decode_f64(uint16_t bits, const Format16& f) { return static_cast<double>(decode_f32(bits, f)); }
 
 // `value` truncated toward zero and wrapped to `bits` bits (NaN and infinities give 0,
 // as cvt.rzi does for NaN).

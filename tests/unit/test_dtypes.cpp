@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/dtypes.hpp"
+#include "ir/numeric.hpp"
 
 using namespace emmy;
 using kir::ScalarType;
@@ -33,4 +34,41 @@ TEST_CASE("dtypes: a pred byte other than 0 or 1 (the 0xff poison of an unwritte
   CHECK(std::isnan(v[0]));
   CHECK(v[1] == 1);
   CHECK(std::isnan(v[2]));
+}
+
+namespace {
+
+// The value of a 16-bit pattern from its definition: (-1)^s * 2^(e - bias) * 1.f, or
+// 2^(1 - bias) * 0.f for exponent field 0.
+double value_of(uint16_t bits, int exp_bits, int man_bits) {
+  int bias = (1 << (exp_bits - 1)) - 1;
+  int field = (bits >> man_bits) & ((1 << exp_bits) - 1);
+  int man = bits & ((1 << man_bits) - 1);
+  double sign = (bits >> (exp_bits + man_bits)) ? -1.0 : 1.0;
+  if (field == 0) return sign * std::ldexp(man, 1 - bias - man_bits);
+  return sign * std::ldexp(man + (1 << man_bits), field - bias - man_bits);
+}
+
+}  // namespace
+
+TEST_CASE("dtypes: every f16 and bf16 pattern decodes to its exact value; NaNs keep sign and payload") {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const auto bits = static_cast<uint16_t>(b);
+    for (bool bf16 : {false, true}) {
+      const int exp_bits = bf16 ? 8 : 5, man_bits = bf16 ? 7 : 10;
+      const float got = bf16 ? kir::bf16_bits_to_f32(bits) : kir::f16_bits_to_f32(bits);
+      const int field = (bits >> man_bits) & ((1 << exp_bits) - 1);
+      const int man = bits & ((1 << man_bits) - 1);
+      const bool sign = bits >> 15;
+      if (field == (1 << exp_bits) - 1) {
+        const uint32_t want = (sign ? 0x80000000u : 0) | 0x7f800000u | (static_cast<uint32_t>(man) << (23 - man_bits));
+        CHECK(kir::f32_bits(got) == want);  // infinity, or a NaN with the same payload
+        continue;
+      }
+      CHECK(static_cast<double>(got) == value_of(bits, exp_bits, man_bits));
+      CHECK(std::signbit(got) == sign);
+      // Decoding is exact, so encoding the decoded value gives the pattern back.
+      CHECK((bf16 ? kir::f32_to_bf16_bits(got) : kir::f32_to_f16_bits(got)) == bits);
+    }
+  }
 }
