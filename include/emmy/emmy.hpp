@@ -104,7 +104,8 @@ class Op {
   const std::string& knobs() const;  // the knobs it was lowered with
   const std::string& cuda() const;   // the generated CUDA C++
   const std::string& target() const;
-  // Knobs that had no effect, fallbacks taken, a kernel cache that could not be written.
+  // Knobs that had no effect, fallbacks taken, a kernel cache that could not be written: each
+  // "CODE: text", the code one of docs/errors.md (W050-W055, W070).
   const std::vector<std::string>& warnings() const;
 
   // The sizes the given tensors bind (every dim of every tensor given; throws on a mismatch).

@@ -165,7 +165,7 @@ const runtime::CompileResult& Op::Impl::compile_locked() {
   runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, kernels.op + ".cu", co, cache);
   if (!c.result.ok)
     fail(ErrorKind::Internal, "NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + c.result.log);
-  if (!c.warning.empty()) warnings.push_back(c.warning);
+  if (!c.warning.empty()) warnings.push_back("W070: " + c.warning);
   compiled = std::move(c.result);
   return *compiled;
 }
@@ -210,9 +210,8 @@ Op Program::lower(const std::string& name) const {
     lower::Lowered l = lower::lower_op(*impl_->checked, op,
                                        {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
                                        *impl->target, &impl_->laws.chains);
-    impl->warnings = l.knobs.warnings;
-    impl->warnings.insert(impl->warnings.end(), l.loops.warnings.begin(), l.loops.warnings.end());
-    impl->warnings.insert(impl->warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
+    for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
+      for (const Warning& w : *level) impl->warnings.push_back(w.code + ": " + w.text);
     impl->kernels = std::move(l.kernels);  // verified by lower_op
   } catch (const lower::LowerError& e) {
     fail(ErrorKind::Compile, e.what());

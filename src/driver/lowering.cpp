@@ -58,9 +58,9 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   try {
     lower::Lowered l =
         lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains, lo.pipeline);
-    for (const std::string& w : l.knobs.warnings) err << "emmyc: warning: " << w << "\n";
-    for (const std::string& w : l.loops.warnings) err << "emmyc: warning: " << w << "\n";
-    for (const std::string& w : l.kernels.warnings) err << "emmyc: warning: " << w << "\n";
+    for (const Warning& w : l.knobs.warnings) err << "emmyc: " << render_warning(w) << "\n";
+    for (const Warning& w : l.loops.warnings) err << "emmyc: " << render_warning(w) << "\n";
+    for (const Warning& w : l.kernels.warnings) err << "emmyc: " << render_warning(w) << "\n";
     if (op_out) *op_out = op;
     return l;
   } catch (const lower::LowerError& e) {  // (an internal error, EMMY_INTERNAL_ASSERT, is run_guarded's to report)

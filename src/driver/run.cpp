@@ -16,6 +16,7 @@
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
 #include "runtime/time_program.hpp"
+#include "support/warning.hpp"
 #include "support/write_file.hpp"
 
 namespace emmy {
@@ -348,7 +349,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                      program.knobs.empty() ? "(defaults)" : program.knobs, set_note(c.scalars));
   out << fmt::format("compiled in {:.0f} ms{}\n", compiled.ms,
                      compiled.cache_hit ? " (from the kernel cache)" : compiled.cache_path.empty() ? "" : " (now cached)");
-  if (!compiled.cache_warning.empty()) err << "emmyc: warning: " << compiled.cache_warning << "\n";
+  if (!compiled.cache_warning.empty()) err << "emmyc: " << render_warning({"W070", compiled.cache_warning}) << "\n";
   out << "reference: " << reference << "\n";
   if (c.ro.check != "none") print_checks(checks, out);
   if (c.ro.bench) {

@@ -22,6 +22,7 @@
 #include "runtime/nvrtc.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
+#include "support/warning.hpp"
 #include "support/write_file.hpp"
 #include "tune/build_ahead.hpp"
 #include "tune/database.hpp"
@@ -241,7 +242,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   const bool nvrtc = runtime::nvrtc_available(&no_nvrtc);
   // The builds go through the kernel cache, which the measuring worker loads from: an unusable
   // one is said once here, not once a candidate.
-  if (const std::string off = nvrtc ? runtime::cache_warning({}) : ""; !off.empty()) err << "emmyc: warning: " << off << "\n";
+  if (const std::string off = nvrtc ? runtime::cache_warning({}) : ""; !off.empty()) err << "emmyc: " << render_warning({"W070", off}) << "\n";
   if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
   if (nvrtc && o.dry_run) {
     tune::prune_by_ptxas(space, target, threads, &no_nvrtc);

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/warning.hpp"
+
 namespace emmy::kir {
 
 // Scalar types of registers, buffers and parameters. U32 doubles as the b32 register that
@@ -220,7 +222,7 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<SizeLimit> limits;
-  std::vector<std::string> warnings;  // schedule parts the kernels could not honour, and why
+  std::vector<Warning> warnings;  // schedule parts the kernels could not honour, and why (W054, W055, W053)
 };
 
 // Shared memory: each array at its alignment, in order. Past the 48 KB a kernel may declare

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algebra/laws.hpp"
+#include "support/warning.hpp"
 #include "ir/tensor_ir.hpp"
 
 namespace emmy::lir {
@@ -60,7 +61,7 @@ struct Program {
   std::vector<std::string> materialized;  // intermediates a cut writes to global memory
   std::vector<Kernel> kernels;            // launch order
   std::vector<std::string> decisions;     // one line per PLACE/TILE decision, for --ir loop
-  std::vector<std::string> warnings;      // knobs that name something with nothing to decide
+  std::vector<Warning> warnings;          // knobs with nothing to decide (W050), assumed laws (W053)
 };
 
 std::string print_program(const Program& program);  // `emmyc compile --ir loop`

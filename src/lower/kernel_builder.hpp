@@ -855,7 +855,7 @@ class KernelBuilder {
         collect_params(out, program);
         return out;
       }
-      program.warnings.push_back(fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why));
+      program.warnings.push_back({"W054", fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why)});
     }
     out.block_threads = knobs_.block_threads;
     out.min_blocks_per_sm = 1;
@@ -969,7 +969,7 @@ class KernelBuilder {
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
   std::set<std::string> coop_axes_;   // the thread-space axes (a row's index variables)
   std::map<std::string, MonoidLaws> laws_;   // by monoid, as the algebra layer proved it
-  std::vector<std::string> law_warnings_;    // regroupings that rely on assumed laws
+  std::vector<Warning> law_warnings_;        // regroupings that rely on assumed laws (W053)
   std::optional<VecChunk> vec_;
   std::vector<K> vec_conds_;          // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;                  // vector accesses the current split made

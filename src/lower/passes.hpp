@@ -98,7 +98,7 @@ struct Knobs {
   std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
   std::vector<SplitKnob> splits;                // REDUCE (at most one)
   std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
-  std::vector<std::string> warnings;            // knobs that have no effect here, and why
+  std::vector<Warning> warnings;                // knobs that have no effect here, and why (W050-W052)
   int block_threads = 128;
   int carrier_tile = 32;                        // TILE@axis default for per-element carriers (the target's)
   int coop_threads = 1;                         // COOP=t<N>: threads per point of a kernel's thread space

@@ -107,7 +107,7 @@ std::vector<std::string> assumed_laws(const MonoidLaws& laws, Regroup how) {
 }
 
 void require_laws(const MonoidLaws& laws, Regroup how, const KnobUse& knob, const std::string& what,
-                  std::vector<std::string>& warnings) {
+                  std::vector<Warning>& warnings) {
   const std::string entry = print_knob(knob.setting);
   for (const Need* n : needs(how)) {
     if (n->has(laws)) continue;
@@ -127,8 +127,9 @@ void require_laws(const MonoidLaws& laws, Regroup how, const KnobUse& knob, cons
                                 help, "E062"));
   }
   for (const std::string& law : assumed_laws(laws, how))
-    warnings.push_back(fmt::format("{} {}: monoid {} is assumed {}, not proved; the result relies on the assumption",
-                                   entry, what, laws.monoid, law));
+    warnings.push_back({"W053", fmt::format("{} {}: monoid {} is assumed {}, not proved; the result relies on the "
+                                            "assumption",
+                                            entry, what, laws.monoid, law)});
 }
 
 }  // namespace emmy::lower

@@ -48,6 +48,6 @@ std::vector<std::string> assumed_laws(const MonoidLaws& laws, Regroup how);
 // not decide it ..."; a law that is only assumed appends a warning to `warnings`. `what` says
 // what the knob does to the reduction ("splits the reduction over c into 4 groups").
 void require_laws(const MonoidLaws& laws, Regroup how, const KnobUse& knob, const std::string& what,
-                  std::vector<std::string>& warnings);
+                  std::vector<Warning>& warnings);
 
 }  // namespace emmy::lower

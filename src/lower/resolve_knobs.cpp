@@ -117,9 +117,9 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
   }
   bool tensor_core = atom && atom->tier != AtomTier::Scalar;
   if (tensor_core && from_block) {
-    k.warnings.push_back(fmt::format("the schedule block's {} needs sm_90a (wgmma), which {} does not have: using "
-                                     "TILE=a:scalar",
-                                     print_knob(s), target.name));
+    k.warnings.push_back({"W051", fmt::format("the schedule block's {} needs sm_90a (wgmma), which {} does not have: "
+                                              "using TILE=a:scalar",
+                                              print_knob(s), target.name)});
     return true;
   }
   if (tensor_core)
@@ -128,8 +128,8 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
         "use an mma.sync atom (TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4) or TILE=a:scalar"));
   if (tile.scalar_f) {
     if (s.site.empty())
-      k.warnings.push_back(fmt::format("{} has no effect: a register tile needs an axis, e.g. TILE@e=f{}", print_knob(s),
-                                       *tile.scalar_f));
+      k.warnings.push_back({"W050", fmt::format("{} has no effect: a register tile needs an axis, e.g. TILE@e=f{}",
+                                                print_knob(s), *tile.scalar_f)});
     else
       k.scalar_tile[s.site] = *tile.scalar_f;
   }
@@ -146,7 +146,7 @@ void apply_stage(Knobs& k, const KnobSetting& s) {
   st.ring = v.ring && st.depth > 1;
   st.tma = v.transport == "tma";
   if (v.ring && st.depth == 1)
-    k.warnings.push_back(fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s)));
+    k.warnings.push_back({"W052", fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s))});
   k.stage = st;
 }
 
@@ -154,9 +154,9 @@ void apply_stage(Knobs& k, const KnobSetting& s) {
 void apply_coop(Knobs& k, const KnobSetting& s) {
   if (s.off) return;
   if (!s.site.empty()) {
-    k.warnings.push_back(fmt::format("{} has no effect: COOP applies to every kernel of the op, not to one site; "
-                                     "write COOP={}",
-                                     print_knob(s), print_knob_value(s)));
+    k.warnings.push_back({"W050", fmt::format("{} has no effect: COOP applies to every kernel of the op, not to one "
+                                              "site; write COOP={}",
+                                              print_knob(s), print_knob_value(s))});
     return;
   }
   const auto& c = std::get<CoopValue>(s.value);
@@ -248,8 +248,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           break;
         }
         if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
-          k.warnings.push_back(fmt::format("{} has no effect on {}: ignored", print_knob(s),
-                                           k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)"));
+          k.warnings.push_back({"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
+                                                    k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});
         break;
     }
   }

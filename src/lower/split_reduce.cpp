@@ -657,7 +657,7 @@ class Splitter {
   std::map<std::string, Expr> fields_;  // a converted reduction's monoid fields -> carrier registers
   MonoidLaws laws_;                     // the split fold's monoid, as the prover found it
   std::string atomic_;                  // REDUCE=g<N>a: the atomic that combines the partials
-  std::vector<std::string> warnings_;   // laws the split relies on that are only assumed
+  std::vector<Warning> warnings_;       // laws the split relies on that are only assumed (W053)
 };
 
 }  // namespace

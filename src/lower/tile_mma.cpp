@@ -463,7 +463,7 @@ class MmaTier {
         swizzled = true;
         s.map = tensor_map_param(s);
       } else {
-        std::string w = fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", read.name, why);
+        Warning w{"W055", fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", read.name, why)};
         if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
           program_->warnings.push_back(std::move(w));
       }

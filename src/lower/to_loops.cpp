@@ -127,18 +127,21 @@ class LoopBuilder {
   }
 
   // PLACE@x=cut where x has no seam to cut: say so rather than ignore it silently.
-  std::vector<std::string> unused_cuts(const lir::Program& out) const {
-    std::vector<std::string> w;
+  std::vector<Warning> unused_cuts(const lir::Program& out) const {
+    std::vector<Warning> w;
     for (const auto& [site, fuse] : knobs_.place_at) {
       if (fuse || std::count(out.materialized.begin(), out.materialized.end(), site) || chain_heads_.count(site)) continue;
       const tir::Tensor* t = p_.find(site);
       if (!t)
-        w.push_back(fmt::format("PLACE@{}=cut has no effect: {} names no intermediate statement of {}", site, site, p_.op));
+        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: {} names no intermediate statement of {}", site, site,
+                                         p_.op)});
       else if (t->role != tir::Tensor::Role::Intermediate)
-        w.push_back(fmt::format("PLACE@{}=cut has no effect: {} is an output, always written to global memory", site, site));
+        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: {} is an output, always written to global memory",
+                                         site, site)});
       else
-        w.push_back(fmt::format("PLACE@{}=cut has no effect: every reader of {} runs on {}'s own row, so nothing is "
-                                "recomputed and there is no seam to cut", site, site, site));
+        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: every reader of {} runs on {}'s own row, so nothing "
+                                         "is recomputed and there is no seam to cut",
+                                         site, site, site)});
     }
     return w;
   }

@@ -52,9 +52,9 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
   // A hand-written block is measured as written; an enumerated point the lowering could not
   // honour entirely duplicates another point (or is not what it asks for).
   const bool enumerated = point.origin == "enumerated";
-  std::vector<std::string> warnings = l.knobs.warnings;
+  std::vector<Warning> warnings = l.knobs.warnings;
   warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
-  if (enumerated && !warnings.empty()) return {std::nullopt, "not honoured", warnings.front()};
+  if (enumerated && !warnings.empty()) return {std::nullopt, "not honoured", render_warning(warnings.front())};
   if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) return {std::nullopt, "sizes", *broken};
   // A register bound (a K chunk held in registers) of twice the size or more only adds zero
   // padding: the half as deep chunk is in the space too.

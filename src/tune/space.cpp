@@ -65,8 +65,8 @@ bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const Target
                 const std::vector<algebra::DiscoveredChain>* chains) {
   try {
     lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
-    for (const std::string& w : l.kernels.warnings)
-      if (w.find("scalar tier") != std::string::npos) return false;
+    for (const Warning& w : l.kernels.warnings)
+      if (w.code == "W054") return false;  // the tensor-core tier refused: the scalar tier runs
     return true;
   } catch (const std::exception&) {
     return false;

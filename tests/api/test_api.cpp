@@ -120,7 +120,7 @@ TEST_CASE("api: knobs that have no effect are warnings of the op") {
   o.knobs = "STAGE=d2/tma/ring";
   api::Op op = api::Program::from_source(kRowOps, "row.emmy", o).op("scale");
   REQUIRE(op.warnings().size() == 1);
-  CHECK(op.warnings()[0] == "STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored");
+  CHECK(op.warnings()[0] == "W050: STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored");
 }
 
 TEST_CASE("api: sizes bind from the tensors' shapes; mismatches name the tensor and the size") {

@@ -175,9 +175,9 @@ class Program(EmmyTestCase):
 
     def test_warnings_and_dtype(self):
         prog = emmy.load(NN, knobs="STAGE=d2/tma/ring", stdlib_path=STDLIB, cache=False)
-        with self.assertWarnsRegex(emmy.EmmyWarning, r"softmax: STAGE=d2/tma/ring has no effect on the scalar tier"):
+        with self.assertWarnsRegex(emmy.EmmyWarning, r"softmax: W050: STAGE=d2/tma/ring has no effect on the scalar tier"):
             op = prog.op("softmax")
-        self.assertEqual(op.warnings, ["STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored"])
+        self.assertEqual(op.warnings, ["W050: STAGE=d2/tma/ring has no effect on the scalar tier (TILE=a:scalar): ignored"])
         bf16 = emmy.load(NN, dtype="bf16", stdlib_path=STDLIB, cache=False).op("layernorm")
         self.assertEqual(bf16.outputs, [("y", "bf16", 2), ("mean", "f32", 1), ("rstd", "f32", 1)])
         with self.assertRaises(emmy.Error) as ctx:

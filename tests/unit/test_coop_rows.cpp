@@ -175,7 +175,8 @@ TEST_CASE("coop: the schedule blocks of the row ops lower, and COOP@site is a wa
   CHECK(blocks >= 20);
   lower::Lowered low = lower::lower_op(*l->program, l->program->ops.at("softmax"), {nullptr, "", "COOP@c=t32"}, *find_target("sm_90"));
   REQUIRE(low.knobs.warnings.size() == 1);
-  CHECK(low.knobs.warnings[0].find("COOP@c=t32 has no effect") != std::string::npos);
+  CHECK(low.knobs.warnings[0].code == "W050");
+  CHECK(low.knobs.warnings[0].text.find("COOP@c=t32 has no effect") != std::string::npos);
 }
 
 TEST_CASE("coop: the row ops' kernels compile with NVRTC for sm_80, sm_90 and sm_120 without spills") {

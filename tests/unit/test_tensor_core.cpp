@@ -51,9 +51,16 @@ SimtReport check_interpreted(const CheckedProgram& program, const CheckedOp& op,
 }
 
 bool took_tensor_cores(const lower::Lowered& low) {
-  for (const std::string& w : low.kernels.warnings)
-    if (w.find("scalar tier") != std::string::npos) return false;
+  for (const Warning& w : low.kernels.warnings)
+    if (w.code == "W054") return false;  // the tier refused: the scalar tier runs
   return true;
+}
+
+// The warnings' texts, one a line.
+std::string texts(const std::vector<Warning>& warnings) {
+  std::string out;
+  for (const Warning& w : warnings) out += w.text + "\n";
+  return out;
 }
 
 }  // namespace
@@ -309,7 +316,7 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
       const CheckedOp& op = l->program->ops.at(name);
       lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", c.knobs}, *find_target(c.target));
       REQUIRE(took_tensor_cores(low));
-      CHECK_MESSAGE(low.kernels.warnings.empty(), fmt::format("{}", fmt::join(low.kernels.warnings, "; ")));
+      CHECK_MESSAGE(low.kernels.warnings.empty(), texts(low.kernels.warnings));
       CHECK(verify_program(low.kernels).empty());
       const std::string cuda = print_cuda(low.kernels);
       CHECK(cuda.find("cp.async.bulk.tensor.") != std::string::npos);
@@ -357,7 +364,8 @@ TEST_CASE("tensor cores: a tile that is no TMA box is copied with cp.async, and 
                                        *find_target("sm_90"));
   REQUIRE(took_tensor_cores(low));
   REQUIRE(low.kernels.warnings.size() == 1);
-  CHECK(low.kernels.warnings[0] ==
+  CHECK(low.kernels.warnings[0].code == "W055");
+  CHECK(low.kernels.warnings[0].text ==
         "STAGE with tma: a's tiles are copied with cp.async: tile rows of 32 elements (boxes of 64: the 128-byte swizzle)");
   const std::string cuda = print_cuda(low.kernels);
   CHECK(cuda.find("emmy_tma_load_2d(&b_map") != std::string::npos);
@@ -403,12 +411,12 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
   lower::Lowered mm = lower::lower_op(*la->program, la->program->ops.at("matmul"),
                                       {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x2/k4,STAGE=d2/cp/ring"}, *find_target("sm_90a"));
   REQUIRE(!took_tensor_cores(mm));
-  CHECK(fmt::format("{}", fmt::join(mm.kernels.warnings, "\n")).find("stack along the rows (w<M>x1)") != std::string::npos);
+  CHECK(texts(mm.kernels.warnings).find("stack along the rows (w<M>x1)") != std::string::npos);
   // K and V must be staged: the atom reads B from shared memory.
   lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4"},
                                        *find_target("sm_90a"));
   REQUIRE(!took_tensor_cores(low));
-  CHECK(fmt::format("{}", fmt::join(low.kernels.warnings, "\n")).find("needs STAGE with an asynchronous copy, cp or tma") != std::string::npos);
+  CHECK(texts(low.kernels.warnings).find("needs STAGE with an asynchronous copy, cp or tma") != std::string::npos);
   // One atom a warpgroup: f1x1.
   CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
                                        *find_target("sm_90a")),
@@ -459,13 +467,14 @@ TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still ru
   lower::Lowered split = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
                                          {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f1x2/k4"}, sm90);
   REQUIRE(split.kernels.warnings.size() == 1);
-  CHECK(split.kernels.warnings[0].find("w<M>x1") != std::string::npos);
-  CHECK(split.kernels.warnings[0].find("scalar tier") != std::string::npos);
+  CHECK(split.kernels.warnings[0].code == "W054");
+  CHECK(split.kernels.warnings[0].text.find("w<M>x1") != std::string::npos);
   // softmax has no contraction: the scalar tier, with the reason.
   lower::Lowered soft = lower::lower_op(*l->program, l->program->ops.at("softmax"),
                                         {nullptr, "", "TILE=a:mma_m16n8k16_f16/w4x1/f1x8/k4"}, sm90);
   REQUIRE(soft.kernels.warnings.size() == 1);
-  CHECK(soft.kernels.warnings[0].find("not a contraction") != std::string::npos);
+  CHECK(soft.kernels.warnings[0].code == "W054");
+  CHECK(soft.kernels.warnings[0].text.find("not a contraction") != std::string::npos);
   // The contraction kept in registers bounds its length: a larger size is refused at launch.
   lower::Lowered sdpa = lower::lower_op(*l->program, l->program->ops.at("sdpa"),
                                         {nullptr, "", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k2"}, sm90);

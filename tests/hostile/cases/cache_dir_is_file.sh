@@ -3,7 +3,7 @@
 # The cache is reached through `emmyc tune --dry-run`, which builds every candidate with NVRTC (no GPU needed, NVRTC required,
 # as for tests/lit/tune/dry_run.emmy).
 # expect-exit: 0
-# expect-output: emmyc: warning: the kernel cache is off: '.*/not-a-dir' is not a directory; compiling without it
+# expect-output: emmyc: warning\[W070\]: the kernel cache is off: '.*/not-a-dir' is not a directory; compiling without it
 # expect-output: NVRTC: [1-9][0-9]* candidates build
 # reject-output: FAIL|internal error|Aborted|Segmentation
 set -u
