@@ -851,10 +851,17 @@ class KernelBuilder {
     if (knobs_.mma && !k.scalar_tier) {
       std::string why;
       counter_ = 0;
-      if (mma_kernel(k, out, program, why)) {
-        collect_params(out, program);
-        return out;
+      // The tier builds into a copy: a refusal leaves neither its shared arrays and tensor-map
+      // parameters in the kernel the scalar tier then builds, nor its limits and warnings.
+      kir::Kernel attempt = out;
+      const size_t warnings = program.warnings.size(), limits = program.limits.size(), laws = law_warnings_.size();
+      if (mma_kernel(k, attempt, program, why)) {
+        collect_params(attempt, program);
+        return attempt;
       }
+      program.warnings.resize(warnings);
+      program.limits.resize(limits);
+      law_warnings_.resize(laws);
       program.warnings.push_back({"W054", fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why)});
     }
     out.block_threads = knobs_.block_threads;

@@ -278,7 +278,19 @@ class MmaTier {
     for (size_t i = 1; tile_loop_ && i < tile_loop_->body.size(); ++i)
       if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store)
         return reject("the register tile holds statements other than the fold and its stores");
+    for (size_t f = 0; f < fold.fields.size(); ++f)
+      if (!(f == value_field_ && value_read_) && !is_flag(f) && scalar_of(fold.fields[f].dtype) != F32)
+        return reject(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name,
+                                  kir::type_name(scalar_of(fold.fields[f].dtype))));
+    // wgmma reads the row operand's slab K-major (with wgmma it always waits in a slab).
+    if (wgmma() && innermost_is(first_.row, row_axis_.name))
+      return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
     return true;
+  }
+
+  // Whether the read's last subscript is the bare index `axis` (its contiguous axis).
+  static bool innermost_is(const Expr& read, const std::string& axis) {
+    return !read.args.empty() && read.args.back().kind == Expr::Kind::Index && read.args.back().name == axis;
   }
 
   // The body: statements computed per output element (the epilogue chain) and stores, one of
@@ -310,6 +322,9 @@ class MmaTier {
       contraction_stmt_ = static_cast<int>(i);
     }
     if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
+    // wgmma reads A's slab K-major.
+    if (wgmma() && innermost_is(first_.row, row_axis_.name))
+      return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
     require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
                     fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
     return true;
@@ -659,7 +674,7 @@ class MmaTier {
   // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup. The caller brackets a batch
   // with wgmma_fence / wgmma_done.
   void wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b) {
-    if (n != 64 && n != 128) unsupported(fmt::format("a wgmma of N = {} (the lowering issues N = 64 or 128)", n));
+    EMMY_INTERNAL_ASSERT(n == 64 || n == 128, fmt::format("a wgmma of N = {} (the plan admits 64 and 128)", n));
     std::vector<kir::Reg> outs;
     std::vector<K> ins;
     for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
@@ -1211,8 +1226,7 @@ class MmaTier {
       sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
                      axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_, 0, wgmma());
       sa->stream = sb->stream = first_.axis.name;
-      if (wgmma() && sa->inner.name != first_.axis.name)
-        unsupported(fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
+      EMMY_INTERNAL_ASSERT(!wgmma() || sa->inner.name == first_.axis.name, "A's slab is not K-major (the plan checks it)");
     }
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
@@ -1336,8 +1350,7 @@ class MmaTier {
       const int rows_per_block = t_.warps_m * rows_per_warp_;
       qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
                         axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
-      if (wgmma() && qslab->inner.name != first_.axis.name)
-        unsupported(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
+      EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name, "the row slab is not K-major (the plan checks it)");
       fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
            qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
       commit();
@@ -1358,7 +1371,7 @@ class MmaTier {
         }
         if (is_flag(f)) continue;
         double init = f == rescaled_.key ? -std::numeric_limits<double>::infinity() : 0.0;
-        if (t != F32) unsupported(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name, kir::type_name(t)));
+        EMMY_INTERNAL_ASSERT(t == F32, "a carrier field that is not f32 (the plan checks it)");
         emit(kir::decl(carrier[f], F32, kir::cf(init, F32), fm * 2));
       }
       // wgmma reads B from shared memory, and every P fragment of the block stays live until

@@ -621,4 +621,22 @@ TEST_CASE("FAST_EXP's ex2.ftz: results below 2^-126 flush to zero, as the GPU's 
   }
 }
 
+TEST_CASE("tensor cores: a tier that refuses while emitting leaves nothing in the scalar kernel") {
+  // k2 makes A's tile 32 columns, which wgmma's 128-byte swizzle cannot read: the tier refuses
+  // after its TMA attempt on A (a warning, a tensor-map parameter); neither survives the fallback.
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!la->diags->has_errors());
+  lower::Lowered low = lower::lower_op(*la->program, la->program->ops.at("matmul"),
+                                       {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x1/k2,STAGE=d2/tma/ring"},
+                                       *find_target("sm_90a"));
+  REQUIRE(low.kernels.warnings.size() == 1);
+  CHECK(low.kernels.warnings[0].code == "W054");
+  CHECK(low.kernels.warnings[0].text.find("128-byte swizzled rows") != std::string::npos);
+  CHECK(low.kernels.limits.empty());
+  for (const kir::Kernel& k : low.kernels.kernels) {
+    CHECK(k.shared.empty());
+    for (const kir::Param& p : k.params) CHECK(p.kind != kir::Param::Kind::TensorMap);
+  }
+}
+
 }  // namespace emmy
