@@ -6,7 +6,7 @@ set -euo pipefail
 EMMY_APT_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev python3 default-jre-headless
   antlr4 libantlr4-runtime-dev libfmt-dev doctest-dev libedit-dev libcli11-dev
-  nlohmann-json3-dev libsqlite3-dev llvm-14-tools tmux vim
+  nlohmann-json3-dev libsqlite3-dev llvm-14-tools clang-format-14 tmux vim
 )
 
 emmy_install_deps() {

@@ -58,8 +58,7 @@ std::vector<double> softmax_reference(const std::vector<float>& x, int64_t n, in
   return y;
 }
 
-std::vector<double> rmsnorm_reference(const std::vector<float>& x, const std::vector<float>& w, int64_t n,
-                                      int64_t c) {
+std::vector<double> rmsnorm_reference(const std::vector<float>& x, const std::vector<float>& w, int64_t n, int64_t c) {
   std::vector<double> y(x.size());
   for (int64_t i = 0; i < n; ++i) {
     double ms = 0;

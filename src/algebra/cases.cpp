@@ -37,8 +37,10 @@ bool feasible(std::vector<Ineq> ineqs, std::vector<LinearForm> eqs, size_t& work
     std::vector<Ineq> pos, neg, rest;
     for (const Ineq& q : ineqs) {
       auto it = q.form.coef.find(var);
-      if (it == q.form.coef.end()) rest.push_back(q);
-      else (it->second.sign() > 0 ? pos : neg).push_back(q);
+      if (it == q.form.coef.end())
+        rest.push_back(q);
+      else
+        (it->second.sign() > 0 ? pos : neg).push_back(q);
     }
     // Too large to refute: assume satisfiable (a case kept that cannot occur costs a proof,
     // never makes a wrong one) before building the products, not after.
@@ -67,11 +69,15 @@ bool consistent_with(const Case& c, const Premise& extra, int* budget = nullptr)
   std::vector<Ineq> ineqs;
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
-    if (p.rel == Rel::Eq) eqs.push_back(p.form);
-    else ineqs.push_back({p.form, p.rel == Rel::Gt});
+    if (p.rel == Rel::Eq)
+      eqs.push_back(p.form);
+    else
+      ineqs.push_back({p.form, p.rel == Rel::Gt});
   }
-  if (extra.rel == Rel::Eq) eqs.push_back(extra.form);
-  else ineqs.push_back({extra.form, extra.rel == Rel::Gt});
+  if (extra.rel == Rel::Eq)
+    eqs.push_back(extra.form);
+  else
+    ineqs.push_back({extra.form, extra.rel == Rel::Gt});
   size_t work = 0;
   const bool ok = feasible(ineqs, eqs, work);
   if (budget) spend(*budget, 1 + static_cast<int>(std::min<size_t>(work / kFmWorkPerUnit, 1 << 20)));
@@ -96,8 +102,9 @@ Case with(const Case& c, const LinearForm& f, Rel rel) {
 void spend(int& budget, int cost) {
   budget -= cost;
   if (budget < 0)
-    throw Undecided{"undecided (budget): the case analysis needs more work (cases and feasibility checks) than the "
-                    "prover's budget"};
+    throw Undecided{
+        "undecided (budget): the case analysis needs more work (cases and feasibility checks) than the "
+        "prover's budget"};
 }
 
 // The sign of a form that mentions an infinity is that of the infinity's coefficient.
@@ -124,12 +131,18 @@ std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
       if (!form) throw Undecided{fmt::format("cannot decide the sign of {}", d.str())};
       auto holds = [&](int sign) {
         switch (t.op) {
-          case TermOp::Lt: return sign < 0;
-          case TermOp::Le: return sign <= 0;
-          case TermOp::Gt: return sign > 0;
-          case TermOp::Ge: return sign >= 0;
-          case TermOp::Eq: return sign == 0;
-          default: return sign != 0;
+          case TermOp::Lt:
+            return sign < 0;
+          case TermOp::Le:
+            return sign <= 0;
+          case TermOp::Gt:
+            return sign > 0;
+          case TermOp::Ge:
+            return sign >= 0;
+          case TermOp::Eq:
+            return sign == 0;
+          default:
+            return sign != 0;
         }
       };
       if (auto s = infinite_sign(*form)) {
@@ -178,7 +191,8 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
     case TermOp::Gt:
     case TermOp::Ge:
     case TermOp::Eq:
-    case TermOp::Ne: return compare(t, within, budget);
+    case TermOp::Ne:
+      return compare(t, within, budget);
     case TermOp::Not: {
       std::vector<Truth> out = decide(t.args[0], within, budget);
       for (Truth& x : out) x.value = !x.value;
@@ -197,7 +211,8 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       }
       return out;
     }
-    case TermOp::Const: return {{within, !t.value.is_zero()}};
+    case TermOp::Const:
+      return {{within, !t.value.is_zero()}};
     case TermOp::Var: {
       // A bool variable (sema lets only bools stand as conditions) is 0 or 1.
       LinearForm is_one, is_zero;
@@ -212,7 +227,8 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       }
       return out;
     }
-    default: throw Undecided{fmt::format("'{}' is not a condition", t.str())};
+    default:
+      throw Undecided{fmt::format("'{}' is not a condition", t.str())};
   }
 }
 
@@ -222,7 +238,8 @@ std::vector<Normalized> exp_of_log(const Term& u, const Case& within, int& budge
   std::vector<Normalized> out = normalize(u, within, budget);
   for (Normalized& n : out) {
     bool positive = false;
-    if (auto l = n.value.as_linear()) positive = implied_sign_within(n.where, *l, &budget) == 1;
+    if (auto l = n.value.as_linear())
+      positive = implied_sign_within(n.where, *l, &budget) == 1;
     else if (auto d = n.value.den.as_constant(); d && d->sign() > 0) {
       positive = !n.value.num.terms.empty();
       for (const auto& [mono, c] : n.value.num.terms) positive = positive && mono.powers.empty() && c.sign() > 0;
@@ -238,12 +255,16 @@ std::vector<Normalized> exp_of_log(const Term& u, const Case& within, int& budge
 std::vector<Normalized> normalize_exp(const Term& x, const Case& within, int& budget) {
   auto e = [](const Term& a) { return Term::make(TermOp::Exp, {a}); };
   switch (x.op) {
-    case TermOp::Add: return normalize(Term::make(TermOp::Mul, {e(x.args[0]), e(x.args[1])}), within, budget);
-    case TermOp::Sub: return normalize(Term::make(TermOp::Div, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Add:
+      return normalize(Term::make(TermOp::Mul, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Sub:
+      return normalize(Term::make(TermOp::Div, {e(x.args[0]), e(x.args[1])}), within, budget);
     case TermOp::Neg:
       return normalize(Term::make(TermOp::Div, {Term::constant(Rational::of(1)), e(x.args[0])}), within, budget);
-    case TermOp::Log: return exp_of_log(x.args[0], within, budget);
-    default: break;
+    case TermOp::Log:
+      return exp_of_log(x.args[0], within, budget);
+    default:
+      break;
   }
   std::vector<Normalized> out = normalize(x, within, budget);
   for (Normalized& n : out) n.value = exp_of(n.value);
@@ -263,7 +284,8 @@ Fraction integer_op(const Term& t, const Fraction& x, const Fraction& y) {
 // A cast to an integer type truncates: an opaque atom but for a constant.
 Fraction cast_of(const std::string& dtype, const Fraction& x) {
   if (auto a = x.as_linear(); a && a->coef.empty())
-    if (auto v = evaluate_exact(Term::cast(dtype, Term::constant(a->constant)), {})) return Fraction::of(Poly::constant(*v));
+    if (auto v = evaluate_exact(Term::cast(dtype, Term::constant(a->constant)), {}))
+      return Fraction::of(Poly::constant(*v));
   return opaque(dtype, {x});
 }
 
@@ -297,7 +319,8 @@ Equalities solve_equalities(const Case& c, bool forced_too, int* budget) {
   std::vector<LinearForm> eqs;
   for (const Premise& p : c.premises) {
     // f >= 0 where f > 0 is impossible means f == 0 (x >= y and y >= x).
-    bool forced = forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt}, budget);
+    bool forced =
+        forced_too && p.rel == Rel::Ge && !infinite_sign(p.form) && !consistent_with(c, {p.form, Rel::Gt}, budget);
     if (p.rel == Rel::Eq || forced) eqs.push_back(p.form);
   }
   Equalities out;
@@ -332,45 +355,58 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
     return out;
   };
   switch (t.op) {
-    case TermOp::Const: return {{within, Fraction::of(Poly::constant(t.value))}};
-    case TermOp::Var: return {{within, Fraction::of(Poly::var(t.name))}};
-    case TermOp::NegInf: return {{within, Fraction::of(Poly::var(kNegInf))}};
-    case TermOp::PosInf: return {{within, Fraction::of(Poly::var(kPosInf))}};
-    case TermOp::Add: return binary(add);
-    case TermOp::Sub: return binary(sub);
-    case TermOp::Mul: return binary(mul);
-    case TermOp::Div: return binary(div);
-    case TermOp::Neg: return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
-    case TermOp::Exp: return normalize_exp(t.args[0], within, budget);
+    case TermOp::Const:
+      return {{within, Fraction::of(Poly::constant(t.value))}};
+    case TermOp::Var:
+      return {{within, Fraction::of(Poly::var(t.name))}};
+    case TermOp::NegInf:
+      return {{within, Fraction::of(Poly::var(kNegInf))}};
+    case TermOp::PosInf:
+      return {{within, Fraction::of(Poly::var(kPosInf))}};
+    case TermOp::Add:
+      return binary(add);
+    case TermOp::Sub:
+      return binary(sub);
+    case TermOp::Mul:
+      return binary(mul);
+    case TermOp::Div:
+      return binary(div);
+    case TermOp::Neg:
+      return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
+    case TermOp::Exp:
+      return normalize_exp(t.args[0], within, budget);
     case TermOp::IDiv:
-    case TermOp::Mod: return binary([&](const Fraction& x, const Fraction& y) { return integer_op(t, x, y); });
+    case TermOp::Mod:
+      return binary([&](const Fraction& x, const Fraction& y) { return integer_op(t, x, y); });
     case TermOp::Cast:
       if (!integer_cast(t)) return normalize(t.args[0], within, budget);  // a float cast: the identity
       return unary([&](const Fraction& x) { return cast_of(t.name, x); });
-    case TermOp::Log: return unary([](const Fraction& x) {
-      // log(exp(L)) = L: the one closed form this fragment needs.
-      bool plain_exp = x.den == Poly::constant(Rational::of(1)) && x.num.terms.size() == 1 &&
-                       x.num.terms.begin()->first.powers.empty() && x.num.terms.begin()->second == Rational::of(1);
-      if (!plain_exp) return opaque("log", {x});
-      const LinearForm& l = x.num.terms.begin()->first.exp_arg;
-      Poly p = Poly::constant(l.constant);
-      for (const auto& [v, c] : l.coef) p = p + Poly::var(v) * Poly::constant(c);
-      return Fraction::of(p);
-    });
-    case TermOp::Sqrt: return unary([](const Fraction& x) {
-      // sqrt of a constant that is an exact square (0, 1/4, 9) is a constant.
-      auto exact_root = [](int64_t v) -> std::optional<int64_t> {
-        if (v < 0) return std::nullopt;
-        auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(v))));
-        for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c)
-          if (c * c == v) return c;
-        return std::nullopt;
-      };
-      if (auto c = x.num.as_constant(); c && x.den == Poly::constant(Rational::of(1)))
-        if (auto n = exact_root(c->num), d = exact_root(c->den); n && d)
-          return Fraction::of(Poly::constant(Rational::of(*n, *d)));
-      return opaque("sqrt", {x});
-    });
+    case TermOp::Log:
+      return unary([](const Fraction& x) {
+        // log(exp(L)) = L: the one closed form this fragment needs.
+        bool plain_exp = x.den == Poly::constant(Rational::of(1)) && x.num.terms.size() == 1 &&
+                         x.num.terms.begin()->first.powers.empty() && x.num.terms.begin()->second == Rational::of(1);
+        if (!plain_exp) return opaque("log", {x});
+        const LinearForm& l = x.num.terms.begin()->first.exp_arg;
+        Poly p = Poly::constant(l.constant);
+        for (const auto& [v, c] : l.coef) p = p + Poly::var(v) * Poly::constant(c);
+        return Fraction::of(p);
+      });
+    case TermOp::Sqrt:
+      return unary([](const Fraction& x) {
+        // sqrt of a constant that is an exact square (0, 1/4, 9) is a constant.
+        auto exact_root = [](int64_t v) -> std::optional<int64_t> {
+          if (v < 0) return std::nullopt;
+          auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(v))));
+          for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c)
+            if (c * c == v) return c;
+          return std::nullopt;
+        };
+        if (auto c = x.num.as_constant(); c && x.den == Poly::constant(Rational::of(1)))
+          if (auto n = exact_root(c->num), d = exact_root(c->den); n && d)
+            return Fraction::of(Poly::constant(Rational::of(*n, *d)));
+        return opaque("sqrt", {x});
+      });
     case TermOp::Max:
     case TermOp::Min: {
       // max(x, y) = select(x >= y, x, y); min(x, y) = select(x <= y, x, y).
@@ -383,7 +419,8 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
         for (Normalized& n : normalize(t.args[c.value ? 1 : 2], c.where, budget)) out.push_back(std::move(n));
       return out;
     }
-    default: break;
+    default:
+      break;
   }
   // A condition used as a number: 1 where it holds, 0 elsewhere.
   std::vector<Normalized> out;

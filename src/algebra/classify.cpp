@@ -21,7 +21,8 @@ std::string law_memo_key(const MonoidTerms& m) {
     key += "|";
     for (const Term& t : *list) key += t.str() + ";";
   }
-  return key + "|" + fmt::format("{}", fmt::join(m.bool_fields, ",")) + "|" + fmt::format("{}", fmt::join(m.int_fields, ","));
+  return key + "|" + fmt::format("{}", fmt::join(m.bool_fields, ",")) + "|" +
+         fmt::format("{}", fmt::join(m.int_fields, ","));
 }
 
 ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo) {
@@ -32,10 +33,11 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo*
     std::string why;
     std::optional<MonoidTerms> terms = monoid_terms(*m.decl, why);
     auto unproved = [&](const std::string& reason) {
-      diags.warning("W001", m.decl->name.range,
-                    m.associative_assumed
-                        ? fmt::format("monoid {} is assumed associative, not proved: {}", name, brief(reason))
-                        : fmt::format("cannot prove monoid {} associative: {}", name, brief(reason)))
+      diags
+          .warning("W001", m.decl->name.range,
+                   m.associative_assumed
+                       ? fmt::format("monoid {} is assumed associative, not proved: {}", name, brief(reason))
+                       : fmt::format("cannot prove monoid {} associative: {}", name, brief(reason)))
           .hint(m.associative_assumed ? "the assumption licenses reordering; check it by testing"
                                       : "reductions with it stay serial; write 'assume associative;' to vouch for it");
     };
@@ -60,8 +62,9 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo*
     else if (a.outcome == Outcome::Unproved)
       unproved(a.why);
     if (r.identity.outcome == Outcome::Refuted)
-      diags.error("E048", m.decl->identity_range.valid() ? m.decl->identity_range : m.decl->name.range,
-                  fmt::format("the identity of monoid {} is not neutral: {}", name, r.identity.counterexample))
+      diags
+          .error("E048", m.decl->identity_range.valid() ? m.decl->identity_range : m.decl->name.range,
+                 fmt::format("the identity of monoid {} is not neutral: {}", name, r.identity.counterexample))
           .hint("identity must satisfy combine(identity, x) = x = combine(x, identity)");
     out.monoids.emplace(name, std::move(r));
   }
@@ -110,7 +113,8 @@ std::string explain_program(const CheckedProgram& program, const ProgramLaws& la
         if (std::find(shown.begin(), shown.end(), mo->name.name) == shown.end()) shown.push_back(mo->name.name);
   for (const DiscoveredChain& c : laws.chains) out += fmt::format("\nin op {}: {}", c.op, explain(c.laws));
   for (const std::string& name : shown) {
-    if (auto it = laws.monoids.find(name); it != laws.monoids.end()) out += fmt::format("\n{}", explain(it->second));
+    if (auto it = laws.monoids.find(name); it != laws.monoids.end())
+      out += fmt::format("\n{}", explain(it->second));
     else if (auto u = laws.untranslatable.find(name); u != laws.untranslatable.end())
       out += fmt::format("\nmonoid {}: unproved ({})\n", name, u->second);
   }

@@ -12,7 +12,7 @@
 namespace emmy::algebra {
 
 struct ProgramLaws {
-  std::map<std::string, MonoidReport> monoids;  // by monoid name
+  std::map<std::string, MonoidReport> monoids;        // by monoid name
   std::map<std::string, std::string> untranslatable;  // monoid -> why the prover cannot read it
   std::vector<DiscoveredChain> chains;                // secretly associative chains, the own modules' ops
 };

@@ -68,8 +68,10 @@ Expr inline_elementwise(const Expr& e, const Defs& defs) {
       std::vector<std::string> vars = lhs_names(*it->second);
       std::map<std::string, Expr> by;
       for (size_t k = 0; k < vars.size(); ++k) {
-        if (e.kind == ExprKind::Index && k + 1 < e.args.size()) by[vars[k]] = e.args[k + 1];
-        else if (e.kind == ExprKind::Name) by[vars[k]] = make_expr(ExprKind::Name, vars[k]);
+        if (e.kind == ExprKind::Index && k + 1 < e.args.size())
+          by[vars[k]] = e.args[k + 1];
+        else if (e.kind == ExprKind::Name)
+          by[vars[k]] = make_expr(ExprKind::Name, vars[k]);
       }
       return inline_elementwise(rename(it->second->value, by), defs);
     }
@@ -110,7 +112,7 @@ bool mentions(const Expr& e, const std::string& name) {
 struct MaxStmt {
   const ast::AssignStmt* stmt;
   std::string axis;
-  Expr body;  // X of m[I] = max(j: X)
+  Expr body;          // X of m[I] = max(j: X)
   const Expr* where;  // its predicate, or null
 };
 
@@ -173,8 +175,8 @@ MonoidTerms welford_monoid(const std::string& mean, const std::string& m2) {
                                        Term::constant(Rational::of(0))});
   t.identity = {Term::constant(Rational::of(0)), Term::constant(Rational::of(0)), Term::constant(Rational::of(0))};
   t.combine = {n, op(TermOp::Add, a(mean), op(TermOp::Mul, delta, w)),
-               op(TermOp::Add, op(TermOp::Add, a(m2), b(m2)), op(TermOp::Mul, op(TermOp::Mul, delta, delta),
-                                                                    op(TermOp::Mul, a("n"), w)))};
+               op(TermOp::Add, op(TermOp::Add, a(m2), b(m2)),
+                  op(TermOp::Mul, op(TermOp::Mul, delta, delta), op(TermOp::Mul, a("n"), w)))};
   t.lift = {Term::constant(Rational::of(1)), Term::var("x"), Term::constant(Rational::of(0))};
   return t;
 }
@@ -198,9 +200,10 @@ MonoidTerms argmax_monoid(const std::string& m, const std::string& idx) {
   t.fields = {m, idx};
   auto a = [&](const std::string& f) { return Term::var("a." + f); };
   auto b = [&](const std::string& f) { return Term::var("b." + f); };
-  Term take_b = Term::make(TermOp::Or, {Term::make(TermOp::Gt, {b(m), a(m)}),
-                                        Term::make(TermOp::And, {Term::make(TermOp::Eq, {b(m), a(m)}),
-                                                                 Term::make(TermOp::Lt, {b(idx), a(idx)})})});
+  Term take_b = Term::make(
+      TermOp::Or,
+      {Term::make(TermOp::Gt, {b(m), a(m)}),
+       Term::make(TermOp::And, {Term::make(TermOp::Eq, {b(m), a(m)}), Term::make(TermOp::Lt, {b(idx), a(idx)})})});
   t.identity = {Term::make(TermOp::NegInf, {}), Term::constant(Rational::of(0))};
   t.combine = {Term::make(TermOp::Select, {take_b, b(m), a(m)}), Term::make(TermOp::Select, {take_b, b(idx), a(idx)})};
   return t;
@@ -325,8 +328,10 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
     for (const LaterSum& s : later_sums(op, defs, m)) {
       int shifted = 0, others_mention_m = 0;
       for (const Expr& f : s.factors) {
-        if (is_shifted_exp(f, m, s.sum->axes[0].name)) ++shifted;
-        else if (mentions(f, mx)) ++others_mention_m;
+        if (is_shifted_exp(f, m, s.sum->axes[0].name))
+          ++shifted;
+        else if (mentions(f, mx))
+          ++others_mention_m;
       }
       if (shifted != 1 || others_mention_m != 0) continue;
       std::string field = s.stmt->target.name;  // two sums in one statement: l, l_2

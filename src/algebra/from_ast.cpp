@@ -49,8 +49,10 @@ Type call_type(const std::string& name, const std::vector<Typed>& args) {
     case FnRule::SameAsArgs:
       for (size_t i = 1; i < args.size(); ++i) t = promote(t, args[i].type);
       return t;
-    case FnRule::Select: return args[1].type.is_bool() ? args[1].type : promote(args[1].type, args[2].type);
-    case FnRule::Cast: return Type::scalar(*parse_dtype(name));
+    case FnRule::Select:
+      return args[1].type.is_bool() ? args[1].type : promote(args[1].type, args[2].type);
+    case FnRule::Cast:
+      return Type::scalar(*parse_dtype(name));
   }
   return t;
 }
@@ -70,7 +72,7 @@ Term cast_term(DType to, const Typed& x) {
 Type field_type(const ast::Field& f) { return Type::scalar(parse_dtype(f.dtype.name).value_or(DType::F32)); }
 
 class Translator {
-public:
+ public:
   explicit Translator(const ast::MonoidDecl& m) : m_(m) {
     for (const ast::Field& f : m.fields) {
       names_[m.combine_lhs.name + "." + f.name.name] = {Term::var("a." + f.name.name), field_type(f)};
@@ -89,13 +91,17 @@ public:
         if (!r) throw Unsupported{fmt::format("the constant {} has no exact rational form here", e.text)};
         return {Term::constant(*r), Type::scalar(e.kind == K::Int ? DType::I64 : DType::F32, true)};
       }
-      case K::Bool: return {Term::constant(Rational::of(e.int_value)), Type::scalar(DType::Bool)};
-      case K::Inf: return {Term::make(TermOp::PosInf, {}), Type::scalar(DType::F32, true)};
-      case K::Name: return named(e.text);
+      case K::Bool:
+        return {Term::constant(Rational::of(e.int_value)), Type::scalar(DType::Bool)};
+      case K::Inf:
+        return {Term::make(TermOp::PosInf, {}), Type::scalar(DType::F32, true)};
+      case K::Name:
+        return named(e.text);
       case K::Field:
         if (e.args[0].kind == K::Name) return named(e.args[0].text + "." + e.text);
         break;
-      case K::Index: return term(e.args[0]);  // a channel of a vector field: every channel alike
+      case K::Index:
+        return term(e.args[0]);  // a channel of a vector field: every channel alike
       case K::Unary: {
         Typed x = term(e.args[0]);
         if (e.text == "!") return {Term::make(TermOp::Not, {x.term}), Type::scalar(DType::Bool)};
@@ -106,10 +112,13 @@ public:
         for (const OpRow& r : kBinary)
           if (r.spelling == e.text) return binary(r.op, term(e.args[0]), term(e.args[1]));
         break;
-      case K::Call: return call(e);
-      default: break;
+      case K::Call:
+        return call(e);
+      default:
+        break;
     }
-    throw Unsupported{fmt::format("'{}' is outside the fragment the prover decides", e.text.empty() ? "expression" : e.text)};
+    throw Unsupported{
+        fmt::format("'{}' is outside the fragment the prover decides", e.text.empty() ? "expression" : e.text)};
   }
 
   std::vector<Term> carrier(const ast::Expr& e) {
@@ -136,7 +145,7 @@ public:
     return t;
   }
 
-private:
+ private:
   Typed named(const std::string& name) const {
     if (auto it = names_.find(name); it != names_.end()) return it->second;
     return {Term::var(name), Type::scalar(DType::F32)};

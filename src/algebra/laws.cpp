@@ -120,8 +120,10 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
                                  l.str(), rr.str());
         }
         all = all && same;
-        if (same) r.proof.push_back(fmt::format("when {}: {}", leaf.str(), tuple_str(m.fields, shown)));
-        else if (failing.size() < kFailingKept) failing.push_back(leaf);
+        if (same)
+          r.proof.push_back(fmt::format("when {}: {}", leaf.str(), tuple_str(m.fields, shown)));
+        else if (failing.size() < kFailingKept)
+          failing.push_back(leaf);
       }
     }
     if (all) {
@@ -133,8 +135,10 @@ LawReport prove(const MonoidTerms& m, const std::string& law, const Sides& s, co
         return r;
       }
       if (exhausted) {  // a proof not checked as every proof is stays unproved
-        r.why = "undecided (budget): the normal forms agree, but checking them at random points needs more work "
-                "than the prover's budget (the sides have " + std::to_string(side_nodes(s)) + " terms)";
+        r.why =
+            "undecided (budget): the normal forms agree, but checking them at random points needs more work "
+            "than the prover's budget (the sides have " +
+            std::to_string(side_nodes(s)) + " terms)";
         return r;
       }
       r.outcome = Outcome::Proved;
@@ -285,15 +289,21 @@ std::optional<Transported> transported(const MonoidTerms& m, int& work) {
     if (t.apply == psi_sqrt && m.combine[0].op != TermOp::Mul) continue;
     MonoidTerms image = m;
     image.combine = {t.apply(m.combine[0])};
-    Sides s{"psi(combine(a,b))", fmt::format("psi(a) {} psi(b)", t.base), image.combine,
-            {Term::make(t.base_op, {t.apply(a), t.apply(b)})}, {"a", "b"}};
+    Sides s{"psi(combine(a,b))",
+            fmt::format("psi(a) {} psi(b)", t.base),
+            image.combine,
+            {Term::make(t.base_op, {t.apply(a), t.apply(b)})},
+            {"a", "b"}};
     LawReport h = prove(image, "homomorphism", s, Case{}, work);
     if (h.outcome != Outcome::Proved) continue;
     Carrier x = vars(m, "a"), y = vars(m, "b"), z = vars(m, "c");
     bool exhausted = false;
     if (search(m,
-               {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, x, y), z),
-                apply(m, x, apply(m, y, z)), {"a", "b", "c"}},
+               {"combine(combine(a,b),c)",
+                "combine(a,combine(b,c))",
+                apply(m, apply(m, x, y), z),
+                apply(m, x, apply(m, y, z)),
+                {"a", "b", "c"}},
                Case{}, Search::NoGrid, &exhausted) ||
         exhausted)
       continue;  // belt and braces, as for direct proofs (and not proved when the budget cut it short)
@@ -327,8 +337,11 @@ MonoidReport check_laws(const MonoidTerms& m) {
   std::vector<size_t> pos = positive_fields(m, work);
   for (size_t i : pos) r.domain.push_back(fmt::format("{} > 0", m.fields[i]));
   r.associative = prove(m, "associative",
-                        {"combine(combine(a,b),c)", "combine(a,combine(b,c))", apply(m, apply(m, a, b), c),
-                         apply(m, a, apply(m, b, c)), {"a", "b", "c"}},
+                        {"combine(combine(a,b),c)",
+                         "combine(a,combine(b,c))",
+                         apply(m, apply(m, a, b), c),
+                         apply(m, a, apply(m, b, c)),
+                         {"a", "b", "c"}},
                         domain_of(m, pos, {"a", "b", "c"}), work);
   // Two-sided identity: combine(e, a) = a and combine(a, e) = a.
   Carrier left = apply(m, m.identity, a), right = apply(m, a, m.identity);
@@ -354,9 +367,12 @@ MonoidReport check_laws(const MonoidTerms& m) {
 std::string explain(const MonoidReport& r) {
   auto verdict = [](const LawReport& l) {
     switch (l.outcome) {
-      case Outcome::Proved: return std::string("proved");
-      case Outcome::Refuted: return std::string("refuted");
-      case Outcome::Unproved: return std::string("unproved");
+      case Outcome::Proved:
+        return std::string("proved");
+      case Outcome::Refuted:
+        return std::string("refuted");
+      case Outcome::Unproved:
+        return std::string("unproved");
     }
     return std::string();
   };
@@ -370,7 +386,8 @@ std::string explain(const MonoidReport& r) {
     if (l->outcome != Outcome::Proved && !l->why.empty()) out += fmt::format("    {}\n", l->why);
   }
   if (!r.domain.empty())
-    out += fmt::format("  domain: {} (every lift starts it positive and combine keeps it so)\n", fmt::join(r.domain, ", "));
+    out += fmt::format("  domain: {} (every lift starts it positive and combine keeps it so)\n",
+                       fmt::join(r.domain, ", "));
   for (const std::string& n : r.notes) out += fmt::format("  note: {}\n", n);
   return out;
 }

@@ -13,9 +13,9 @@ namespace emmy::algebra {
 struct MonoidTerms {
   std::string name;
   std::vector<std::string> fields;
-  std::vector<Term> identity;  // per field
-  std::vector<Term> combine;   // per field
-  std::vector<Term> lift;      // per field, over the lift's parameters (empty: no lift)
+  std::vector<Term> identity;            // per field
+  std::vector<Term> combine;             // per field
+  std::vector<Term> lift;                // per field, over the lift's parameters (empty: no lift)
   std::vector<std::string> bool_fields;  // fields that hold 0 or 1 (dtype bool)
   std::vector<std::string> int_fields;   // fields that hold integers (i32, i64)
 };
@@ -23,7 +23,7 @@ struct MonoidTerms {
 enum class Outcome { Proved, Refuted, Unproved };
 
 struct LawReport {
-  std::string law;                 // "associative", "identity", "commutative"
+  std::string law;  // "associative", "identity", "commutative"
   Outcome outcome = Outcome::Unproved;
   std::vector<std::string> proof;  // one line per case: premises and the common normal form
   std::string counterexample;      // for Refuted: the values and both sides, as evaluated

@@ -9,8 +9,10 @@ LinearForm add_linear(const LinearForm& a, const LinearForm& b, Rational scale =
   LinearForm out = a;
   for (const auto& [v, c] : b.coef) {
     Rational r = out.coef[v] + scale * c;
-    if (r.is_zero()) out.coef.erase(v);
-    else out.coef[v] = r;
+    if (r.is_zero())
+      out.coef.erase(v);
+    else
+      out.coef[v] = r;
   }
   out.constant = out.constant + scale * b.constant;
   return out;
@@ -57,8 +59,10 @@ LinearForm plus(const LinearForm& a, const LinearForm& b) {
   LinearForm out = a;
   for (const auto& [v, c] : b.coef) {
     Rational r = out.coef[v] + c;
-    if (r.is_zero()) out.coef.erase(v);
-    else out.coef[v] = r;
+    if (r.is_zero())
+      out.coef.erase(v);
+    else
+      out.coef[v] = r;
   }
   out.constant = out.constant + b.constant;
   return out;

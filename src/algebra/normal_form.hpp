@@ -68,8 +68,8 @@ struct Fraction {
 Fraction add(const Fraction& a, const Fraction& b);
 Fraction sub(const Fraction& a, const Fraction& b);
 Fraction mul(const Fraction& a, const Fraction& b);
-Fraction div(const Fraction& a, const Fraction& b);  // throws Overflow when b is zero
-Fraction exp_of(const Fraction& a);                  // exp of a linear form, else an opaque atom
+Fraction div(const Fraction& a, const Fraction& b);                         // throws Overflow when b is zero
+Fraction exp_of(const Fraction& a);                                         // exp of a linear form, else an opaque atom
 Fraction opaque(const std::string& fn, const std::vector<Fraction>& args);  // log(x), sqrt(x), ...
 bool equal(const Fraction& a, const Fraction& b);
 

@@ -286,9 +286,12 @@ std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case&
     Env env;
     for (size_t i = 0; i < names.size(); ++i) {
       double r = unit(rng), v;
-      if (r < 0.5) v = pools[i][rng() % pools[i].size()];
-      else if (r < 0.75) v = static_cast<double>(static_cast<int64_t>(rng() % 2000001) - 1000000);
-      else v = std::copysign(std::pow(10.0, unit(rng) * 12 - 6), unit(rng) - 0.5);
+      if (r < 0.5)
+        v = pools[i][rng() % pools[i].size()];
+      else if (r < 0.75)
+        v = static_cast<double>(static_cast<int64_t>(rng() % 2000001) - 1000000);
+      else
+        v = std::copysign(std::pow(10.0, unit(rng) * 12 - 6), unit(rng) - 0.5);
       env.emplace_back(names[i], fit(kind_of(m, domain, names[i]), v));
     }
     if (mismatch(s, env, nullptr, /*wide=*/true)) return env;

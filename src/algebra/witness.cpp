@@ -74,8 +74,7 @@ std::optional<Rational> pick(const Interval& in, int variant) {
       if (seen++ == variant) return k;
     }
   }
-  if (lo && hi)
-    return lo->first + (hi->first - lo->first) * Rational::of(variant + 1, variant + 2);
+  if (lo && hi) return lo->first + (hi->first - lo->first) * Rational::of(variant + 1, variant + 2);
   return lo ? lo->first + Rational::of(1) : hi ? hi->first - Rational::of(1) : Rational::of(variant);
 }
 
@@ -116,8 +115,10 @@ std::optional<Point> solve_case(const Case& c, int variant, const std::vector<st
   for (const Premise& q : c.premises) {
     if (mentions_infinity(q.form)) continue;
     note_vars(q.form);
-    if (q.rel == Rel::Eq) eqs.push_back(q.form);
-    else ineqs.push_back({q.form, q.rel == Rel::Gt});
+    if (q.rel == Rel::Eq)
+      eqs.push_back(q.form);
+    else
+      ineqs.push_back({q.form, q.rel == Rel::Gt});
   }
   std::vector<std::pair<std::string, LinearForm>> solved;
   for (size_t i = 0; i < eqs.size(); ++i) {

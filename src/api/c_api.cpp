@@ -9,8 +9,8 @@
 #include "emmy/emmy.hpp"
 #include "emmy/version.hpp"
 #include "support/failure.hpp"
-#include "support/paths.hpp"
 #include "support/limits.hpp"
+#include "support/paths.hpp"
 
 struct emmy_program {
   emmy::api::Program program;
@@ -71,9 +71,11 @@ emmy::api::Options options_of(const emmy_options* o) {
 // The tensors of one call, checked against the op's parameters (or outputs) `specs` before a
 // shape or data pointer is read: a rank other than the parameter's is refused without reading
 // `shape`, and a tensor with elements must have data (unless only shapes are read).
-std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count, const std::vector<emmy::api::TensorSpec>& specs,
-                               const char* role, const std::string& op, bool need_data = true) {
-  if (count < 0 || (count > 0 && !tensors)) throw Error(ErrorKind::Argument, "a tensor list is null or its count negative");
+std::vector<Tensor> tensors_of(const emmy_tensor* tensors, int32_t count,
+                               const std::vector<emmy::api::TensorSpec>& specs, const char* role, const std::string& op,
+                               bool need_data = true) {
+  if (count < 0 || (count > 0 && !tensors))
+    throw Error(ErrorKind::Argument, "a tensor list is null or its count negative");
   if (static_cast<size_t>(count) != specs.size())
     throw Error(ErrorKind::Argument, fmt::format("{} takes {} {}s, {} given", op, specs.size(), role, count));
   std::vector<Tensor> out;
@@ -117,7 +119,9 @@ const char* emmy_last_error(void) { return last_error.c_str(); }
 
 int emmy_program_from_source(const char* source, const char* name, const emmy_options* options, emmy_program** out) {
   if (!source || !out) return null_argument(!source ? "source" : "out");
-  return guarded([&] { make_program(emmy::api::Program::from_source(source, name ? name : "<source>", options_of(options)), out); });
+  return guarded([&] {
+    make_program(emmy::api::Program::from_source(source, name ? name : "<source>", options_of(options)), out);
+  });
 }
 
 int emmy_program_from_file(const char* path, const emmy_options* options, emmy_program** out) {
@@ -151,8 +155,8 @@ int emmy_op_tensor(const emmy_op* op, int32_t is_output, int32_t index, const ch
   if (!op) return null_argument("op");
   const auto& specs = is_output ? op->op.outputs() : op->op.inputs();
   if (index < 0 || static_cast<size_t>(index) >= specs.size())
-    return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " has no " + (is_output ? "output " : "input ") +
-                                              std::to_string(index));
+    return set_error(EMMY_ERROR_ARGUMENT,
+                     op->op.name() + " has no " + (is_output ? "output " : "input ") + std::to_string(index));
   const auto& s = specs[static_cast<size_t>(index)];
   if (name) *name = s.name.c_str();
   if (dtype) *dtype = static_cast<int32_t>(s.dtype);
@@ -169,7 +173,8 @@ int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t n
                                               " inputs, " + std::to_string(num_inputs) + " given");
   return guarded([&] {
     std::vector<int64_t> s = op->op.output_shape(
-        static_cast<size_t>(index), op->op.bind_sizes(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name(), false)));
+        static_cast<size_t>(index),
+        op->op.bind_sizes(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name(), false)));
     std::copy(s.begin(), s.end(), shape);
   });
 }

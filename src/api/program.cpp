@@ -207,9 +207,9 @@ Op Program::lower(const std::string& name) const {
   if (const auto* why = std::get_if<std::string>(&selected)) fail(ErrorKind::Argument, *why);
   const char* env = impl_->options.use_env_knobs ? std::getenv("EMMY_KNOBS") : nullptr;
   try {
-    lower::Lowered l = lower::lower_op(*impl_->checked, op,
-                                       {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
-                                       *impl->target, &impl_->laws.chains);
+    lower::Lowered l = lower::lower_op(
+        *impl_->checked, op, {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
+        *impl->target, &impl_->laws.chains);
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       for (const Warning& w : *level) impl->warnings.push_back(w.code + ": " + w.text);
     impl->kernels = std::move(l.kernels);  // verified by lower_op
@@ -262,8 +262,8 @@ void check_count(const std::string& op, const char* what, size_t got, const std:
   if (got == specs.size()) return;
   std::vector<std::string> names;
   for (const TensorSpec& s : specs) names.push_back(spec_text(s));
-  fail(ErrorKind::Argument, fmt::format("{} takes {} {} ({}), {} given", op, specs.size(), what,
-                                        fmt::join(names, "; "), got));
+  fail(ErrorKind::Argument,
+       fmt::format("{} takes {} {} ({}), {} given", op, specs.size(), what, fmt::join(names, "; "), got));
 }
 
 }  // namespace
@@ -281,8 +281,8 @@ Sizes Op::bind_sizes(const std::vector<Tensor>& inputs, const std::vector<Tensor
 
 std::vector<int64_t> Op::output_shape(size_t index, const Sizes& sizes) const {
   if (index >= impl_->outputs.size())
-    fail(ErrorKind::Argument, fmt::format("{} has {} outputs; there is no output {}", impl_->name,
-                                          impl_->outputs.size(), index));
+    fail(ErrorKind::Argument,
+         fmt::format("{} has {} outputs; there is no output {}", impl_->name, impl_->outputs.size(), index));
   std::vector<int64_t> shape;
   for (const std::string& dim : impl_->outputs[index].dims) {
     if (std::isdigit(static_cast<unsigned char>(dim[0]))) {
@@ -291,8 +291,8 @@ std::vector<int64_t> Op::output_shape(size_t index, const Sizes& sizes) const {
     }
     auto it = sizes.find(dim);
     if (it == sizes.end())
-      fail(ErrorKind::Argument, fmt::format("{}: the size {} of output {} is not bound by the inputs", impl_->name,
-                                            dim, spec_text(impl_->outputs[index])));
+      fail(ErrorKind::Argument, fmt::format("{}: the size {} of output {} is not bound by the inputs", impl_->name, dim,
+                                            spec_text(impl_->outputs[index])));
     shape.push_back(it->second);
   }
   return shape;
@@ -360,8 +360,8 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
   try {
     run_on_large_stack([&] { run_simt(impl_->kernels, sizes, buffers, SimtOptions{}); });
   } catch (const SimtError& e) {
-    fail(ErrorKind::Internal, fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}",
-                                          impl_->name, e.what()));
+    fail(ErrorKind::Internal,
+         fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}", impl_->name, e.what()));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     auto found = buffers.find(impl_->outputs[i].name);
@@ -381,7 +381,8 @@ std::vector<KernelInfo> Op::compile() const {
   for (const kir::Kernel& k : impl_->kernels.kernels) {
     KernelInfo info{k.name, k.block_threads, 0, 0, 0};
     for (const runtime::KernelResources& r : c.resources)
-      if (r.kernel == k.name) info = {k.name, k.block_threads, r.registers, r.spill_stores + r.spill_loads, r.smem_bytes};
+      if (r.kernel == k.name)
+        info = {k.name, k.block_threads, r.registers, r.spill_stores + r.spill_loads, r.smem_bytes};
     out.push_back(info);
   }
   return out;

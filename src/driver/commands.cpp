@@ -30,7 +30,8 @@ struct Checked {
 };
 
 // Loads and checks one file; returns false (after printing) when it cannot be read.
-bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err, bool every_error = false) {
+bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err,
+               bool every_error = false) {
   c.diags = std::make_unique<Diagnostics>(c.sources, every_error ? 0 : opt.error_limit);
   c.file = c.sources.load(path);
   if (c.file == 0) {
@@ -48,8 +49,8 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
 }
 
 LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
-  return {opt.op,          opt.schedule,   opt.target, opt.env_knobs, opt.knobs, opt.knobs_merge, &c.laws.chains,
-          {opt.print_after, opt.verify_each, nullptr}};
+  return {opt.op,    opt.schedule,    opt.target,     opt.env_knobs,
+          opt.knobs, opt.knobs_merge, &c.laws.chains, {opt.print_after, opt.verify_each, nullptr}};
 }
 
 // Checks `file` and renders its diagnostics, then runs `body` on the checked program (with its
@@ -104,16 +105,14 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
 
 int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,
             std::ostream& err) {
-  return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
-    return run_op(p, lo, run, out, err);
-  });
+  return on_checked(file, opt, err,
+                    [&](const CheckedProgram& p, const LowerOptions& lo) { return run_op(p, lo, run, out, err); });
 }
 
 int run_tune(const std::string& file, const TuneOptions& tune, const DriverOptions& opt, std::ostream& out,
              std::ostream& err) {
-  return on_checked(file, opt, err, [&](const CheckedProgram& p, const LowerOptions& lo) {
-    return tune_op(p, lo, tune, out, err);
-  });
+  return on_checked(file, opt, err,
+                    [&](const CheckedProgram& p, const LowerOptions& lo) { return tune_op(p, lo, tune, out, err); });
 }
 
 int run_tune_worker(const std::string& file, const std::string& shape, const std::vector<std::string>& set,
@@ -123,7 +122,8 @@ int run_tune_worker(const std::string& file, const std::string& shape, const std
   });
 }
 
-int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out, std::ostream& err) {
+int run_fmt(const std::vector<std::string>& files, bool check_only, bool in_place, std::ostream& out,
+            std::ostream& err) {
   int status = kOk;
   for (const std::string& path : files) {
     SourceManager sources;

@@ -22,8 +22,9 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
   auto it = program.ops.find(name);
   if (it != program.ops.end()) return &it->second;
   std::string guess = closest_name(name, ops);
-  err << fmt::format("emmyc: error: no op '{}' in this file{}\n", name,
-                     guess.empty() ? fmt::format(" (ops: {})", fmt::join(ops, ", ")) : fmt::format("; did you mean '{}'?", guess));
+  err << fmt::format(
+      "emmyc: error: no op '{}' in this file{}\n", name,
+      guess.empty() ? fmt::format(" (ops: {})", fmt::join(ops, ", ")) : fmt::format("; did you mean '{}'?", guess));
   return nullptr;
 }
 
@@ -32,10 +33,11 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
 std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo) {
   if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
   if (!lo.schedule.empty())
-    return fmt::format("--schedule {} picks a schedule block, and {} replaces the block (it is the whole schedule): "
-                       "pass --knobs-merge (in the REPL: :knobs --merge) to put the knobs over the block, or leave "
-                       "out --schedule",
-                       lo.schedule, lo.cli_knobs.empty() ? "EMMY_KNOBS" : "--knobs");
+    return fmt::format(
+        "--schedule {} picks a schedule block, and {} replaces the block (it is the whole schedule): "
+        "pass --knobs-merge (in the REPL: :knobs --merge) to put the knobs over the block, or leave "
+        "out --schedule",
+        lo.schedule, lo.cli_knobs.empty() ? "EMMY_KNOBS" : "--knobs");
   return static_cast<const CheckedSchedule*>(nullptr);
 }
 
@@ -80,17 +82,22 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
   watched.pipeline.out = &out;  // --print-after's levels, before the one --ir prints
   std::optional<lower::Lowered> l = lower_for_driver(program, watched, err, nullptr);
   if (!l) return 1;
-  if (level == "tensor") out << tir::print_program(l->tensor);
-  else if (level == "loop") out << lir::print_program(l->loops);
-  else if (level == "kernel") out << print_program(l->kernels);
-  else if (level == "cuda") out << print_cuda(l->kernels);
+  if (level == "tensor")
+    out << tir::print_program(l->tensor);
+  else if (level == "loop")
+    out << lir::print_program(l->loops);
+  else if (level == "kernel")
+    out << print_program(l->kernels);
+  else if (level == "cuda")
+    out << print_cuda(l->kernels);
   else if (level == "ptx") {
     runtime::CompileOptions co;
     co.target = find_target(lo.target);
     try {
       runtime::CompileResult r = runtime::compile_cuda(print_cuda(l->kernels), l->kernels.op + ".cu", co);
       if (!r.ok) {
-        err << "emmyc: internal error: NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" << r.log;
+        err << "emmyc: internal error: NVRTC rejected the generated CUDA (a compiler bug; please report it):\n"
+            << r.log;
         return 1;
       }
       out << r.ptx;

@@ -23,7 +23,6 @@ struct LowerOptions {
   lower::PipelineOptions pipeline;  // --print-after (its out set by print_level), --verify-each
 };
 
-
 // The op's schedule block that `lo` keeps: `block` itself, or null when EMMY_KNOBS or --knobs
 // replace it; an error when --schedule names a block that the knobs would replace.
 std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo);

@@ -5,8 +5,8 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "driver/commands.hpp"
 #include "driver/guard.hpp"
@@ -39,7 +39,8 @@ int run_main(int argc, char** argv) {
       "  emmyc check examples/sdpa.emmy            parse and check; prints only diagnostics\n"
       "  emmyc compile stdlib/nn.emmy --ir ast     print the checked AST\n"
       "  emmyc compile stdlib/nn.emmy --op sdpa --ir cuda --knobs 'PLACE=fuse,TILE=a:scalar,TILE@e=f64'\n"
-      "  emmyc compile stdlib/nn.emmy --op sdpa --ir kernel --knobs-merge --knobs 'FAST_EXP=0'   the block, FAST_EXP off\n"
+      "  emmyc compile stdlib/nn.emmy --op sdpa --ir kernel --knobs-merge --knobs 'FAST_EXP=0'   the block, FAST_EXP "
+      "off\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=2,S=64,T=64,D=16,E=16 --interp\n"
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
       "  emmyc run examples/sliding_window.emmy --shape B=1,H=2,S=128,D=64 --set w=16 --interp   a scalar parameter\n"
@@ -74,7 +75,8 @@ int run_main(int argc, char** argv) {
   std::string file, ir = "ast";
   CLI::App* compile = app.add_subcommand("compile", "compile a file and print an IR level");
   compile->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
-  compile->add_option("--ir", ir, "IR level to print")->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
+  compile->add_option("--ir", ir, "IR level to print")
+      ->check(CLI::IsMember({"ast", "tensor", "loop", "kernel", "cuda", "ptx"}));
   const char* knobs_help = "the whole schedule (KNOB=V,...; as in EMMY_KNOBS): the op's schedule block is not used";
   const char* merge_help = "put --knobs and EMMY_KNOBS over the op's schedule block (or --schedule NAME's) instead";
   compile->add_option("--knobs", opt.knobs, knobs_help);
@@ -87,8 +89,10 @@ int run_main(int argc, char** argv) {
   compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   std::vector<std::string> passes = emmy::lower::pass_names();
   passes.emplace_back("all");
-  compile->add_option("--print-after", opt.print_after,
-                      fmt::format("print the IR after these lowering passes (comma-separated: {})", fmt::join(passes, ", ")))
+  compile
+      ->add_option(
+          "--print-after", opt.print_after,
+          fmt::format("print the IR after these lowering passes (comma-separated: {})", fmt::join(passes, ", ")))
       ->delimiter(',')
       ->check(CLI::IsMember(passes));
   compile->add_flag("--verify-each", opt.verify_each,
@@ -110,7 +114,8 @@ int run_main(int argc, char** argv) {
   run->add_option("--seed", run_opt.seed, "seed of the random inputs")->check(CLI::NonNegativeNumber);
   run->add_flag("--interp", run_opt.interp, "run on the CPU SIMT interpreter");
   run->add_flag("--shuffle-blocks", run_opt.shuffle_blocks, "interpreter: run thread blocks in a random order");
-  run->add_flag("--bench", run_opt.bench, "time it on the GPU against the naive cut+scalar schedule; print both tables");
+  run->add_flag("--bench", run_opt.bench,
+                "time it on the GPU against the naive cut+scalar schedule; print both tables");
   run->add_option("--check", run_opt.check,
                   "reference: auto (float64 on the CPU when affordable, else float32 naive kernels on the GPU), "
                   "f64, gpu, none")
@@ -118,12 +123,14 @@ int run_main(int argc, char** argv) {
   run->add_flag("--json", run_opt.json, "print one JSON object instead of the tables");
   run->add_option("--save", run_opt.save_dir, "write the inputs and outputs as NAME.npy files into this directory");
   bool no_cache = false;
-  run->add_flag("--no-cache", no_cache, "neither read nor write the on-disk kernel cache ($EMMY_CACHE_DIR, ~/.cache/emmy)");
+  run->add_flag("--no-cache", no_cache,
+                "neither read nor write the on-disk kernel cache ($EMMY_CACHE_DIR, ~/.cache/emmy)");
 
   emmy::TuneOptions tune_opt;
   bool tune_list = false;
   std::string budget = "10m";
-  CLI::App* tune = app.add_subcommand("tune", "search the op's schedule knobs on the GPU; --write puts the winner into the file");
+  CLI::App* tune =
+      app.add_subcommand("tune", "search the op's schedule knobs on the GPU; --write puts the winner into the file");
   tune->add_option("file", file, ".emmy file")->check(CLI::ExistingFile);
   tune->add_option("--op", opt.op, "the op to tune (default: the file's only op)");
   tune->add_option("--shape", tune_opt.shape, "the sizes to tune at, e.g. B=1,H=8,S=4096,D=64");
@@ -136,8 +143,10 @@ int run_main(int argc, char** argv) {
   tune->add_flag("--list", tune_list, "print what the tuning database holds");
   tune->add_option("--top", tune_opt.top, "rows of the report (default 10)");
   tune->add_flag("--json", tune_opt.json, "print the report as one JSON object (the progress lines go to stderr)");
-  tune->add_option("--db", tune_opt.db_path, "the tuning database (default $EMMY_TUNE_DB, else ~/.cache/emmy/tune.sqlite)");
-  tune->add_option("--timeout", tune_opt.timeout_s, "seconds one measurement may take before its worker is killed (60)");
+  tune->add_option("--db", tune_opt.db_path,
+                   "the tuning database (default $EMMY_TUNE_DB, else ~/.cache/emmy/tune.sqlite)");
+  tune->add_option("--timeout", tune_opt.timeout_s,
+                   "seconds one measurement may take before its worker is killed (60)");
   tune->add_option("--threads", tune_opt.threads, "threads for lowering and NVRTC (default: every core)");
   tune->add_option("--seed", tune_opt.seed, "seed of the random inputs")->check(CLI::NonNegativeNumber);
   tune->add_option("--blocks", tune_opt.blocks,
@@ -155,10 +164,12 @@ int run_main(int argc, char** argv) {
   worker->add_option("--set", run_opt.set, "values of scalar parameters")->expected(1)->take_all();
 
   bool repl_plain = false;
-  CLI::App* repl = app.add_subcommand("repl", "an interactive session: define ops, monoids and schedules, then check, "
-                                              "print IR, run, bench and tune them (:help); reads a script from a pipe");
+  CLI::App* repl = app.add_subcommand("repl",
+                                      "an interactive session: define ops, monoids and schedules, then check, "
+                                      "print IR, run, bench and tune them (:help); reads a script from a pipe");
   repl->add_option("files", files, ".emmy files to :load first")->check(CLI::ExistingFile);
-  repl->add_option("--target", opt.target, "target GPU (default sm_90; :target changes it)")->check(CLI::IsMember(targets));
+  repl->add_option("--target", opt.target, "target GPU (default sm_90; :target changes it)")
+      ->check(CLI::IsMember(targets));
   repl->add_flag("--no-edit", repl_plain, "read lines plainly even on a terminal (no history, no completion)");
 
   bool fmt_check = false, in_place = false;
@@ -202,7 +213,8 @@ int run_main(int argc, char** argv) {
   }
   if (*compile) return emmy::run_compile(file, ir, opt, std::cout, std::cerr);
   if (*run) return emmy::run_run(file, run_opt, opt, std::cout, std::cerr);
-  if (*worker) return emmy::run_tune_worker(file, run_opt.shape, run_opt.set, worker_seed, opt, std::cin, std::cout, std::cerr);
+  if (*worker)
+    return emmy::run_tune_worker(file, run_opt.shape, run_opt.set, worker_seed, opt, std::cin, std::cout, std::cerr);
   if (*tune) {
     if (tune_list) return emmy::tune_list(tune_opt.db_path, std::cout, std::cerr);
     if (file.empty() || tune_opt.shape.empty()) {
@@ -211,7 +223,8 @@ int run_main(int argc, char** argv) {
     }
     std::optional<double> seconds = emmy::parse_duration(budget);
     if (!seconds) {
-      std::cerr << "emmyc tune: error: --budget " << budget << ": a number of seconds with s, m or h, e.g. 90s, 10m, 1h\n";
+      std::cerr << "emmyc tune: error: --budget " << budget
+                << ": a number of seconds with s, m or h, e.g. 90s, 10m, 1h\n";
       return emmy::kUsageError;
     }
     tune_opt.budget_s = *seconds;

@@ -97,10 +97,18 @@ nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
   nlohmann::json a = nlohmann::json::array();
   for (const OutputCheck& c : checks) {
     const Comparison& m = c.comparison;
-    nlohmann::json j = {{"name", c.name}, {"written", c.written}, {"rel_l2", m.rel_l2}, {"max_abs", m.max_abs},
-                        {"non_finite", m.non_finite}, {"tolerance", c.tolerance.rel_l2}, {"atol", c.tolerance.atol},
-                        {"rtol", c.tolerance.rtol}, {"elements", m.elements}, {"elements_off", m.off},
-                        {"reference_nan", m.reference_nan}, {"reference_inf", m.reference_inf},
+    nlohmann::json j = {{"name", c.name},
+                        {"written", c.written},
+                        {"rel_l2", m.rel_l2},
+                        {"max_abs", m.max_abs},
+                        {"non_finite", m.non_finite},
+                        {"tolerance", c.tolerance.rel_l2},
+                        {"atol", c.tolerance.atol},
+                        {"rtol", c.tolerance.rtol},
+                        {"elements", m.elements},
+                        {"elements_off", m.off},
+                        {"reference_nan", m.reference_nan},
+                        {"reference_inf", m.reference_inf},
                         {"ok", c.written && m.ok}};
     if (c.written && m.elements > 0)
       j["worst"] = {{"index", index_text(m.worst, c.shape)}, {"got", m.worst_got}, {"want", m.worst_want}};
@@ -123,7 +131,8 @@ void write_npy(const std::filesystem::path& path, const HostTensor& t) {
                    : t.dtype == DType::F16 ? Format{"<f2", kir::ScalarType::F16}
                    : t.dtype == DType::F64 ? Format{"<f8", kir::ScalarType::F64}
                                            : Format{"<f4", kir::ScalarType::F32};
-  std::string shape = t.shape.size() == 1 ? fmt::format("({},)", t.shape[0]) : fmt::format("({})", fmt::join(t.shape, ", "));
+  std::string shape =
+      t.shape.size() == 1 ? fmt::format("({},)", t.shape[0]) : fmt::format("({})", fmt::join(t.shape, ", "));
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", f.descr, shape);
   header.append(63 - (10 + header.size()) % 64, ' ');  // the data starts at a multiple of 64
   header += '\n';
@@ -160,10 +169,15 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   const auto t0 = Clock::now();
   std::string cuda = print_cuda(program);
   runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, program.op + ".cu", co, {ro.use_cache, ""});
-  Compiled out{std::move(cuda), std::move(c.result),
-               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), c.hit, c.path, c.warning};
+  Compiled out{std::move(cuda),
+               std::move(c.result),
+               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+               c.hit,
+               c.path,
+               c.warning};
   if (!out.result.ok)
-    throw std::runtime_error("NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + out.result.log);
+    throw std::runtime_error("NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" +
+                             out.result.log);
   return out;
 }
 
@@ -193,8 +207,10 @@ std::string family_values(const std::string& knobs, std::string_view family) {
     b = e + 1;
     if (entry.rfind(family, 0) != 0 || entry.size() == family.size()) continue;
     const char next = entry[family.size()];
-    if (next == '=') values.push_back(entry.substr(family.size() + 1));
-    else if (next == '@') values.push_back(entry.substr(family.size()));
+    if (next == '=')
+      values.push_back(entry.substr(family.size() + 1));
+    else if (next == '@')
+      values.push_back(entry.substr(family.size()));
   }
   return values.empty() ? "-" : fmt::format("{}", fmt::join(values, " "));
 }
@@ -238,8 +254,8 @@ void print_bench(double naive_us, double emmy_us, const std::vector<KernelRow>& 
   out << fmt::format("{:<22} {:>13.1f}  {:>10.2f}x\n", "Emmy", emmy_us, naive_us / std::max(emmy_us, 1e-9));
   size_t width = 6;
   for (const KernelRow& r : rows) width = std::max(width, r.name.size());
-  out << fmt::format("\n{:<{}} {:>9} {:>7} {:>7} {:>6} {:>7} {:>5} {:>5}  {:<6} {:<24} {:<12} {}\n", "Kernel", width, "us",
-                     "%", "grid", "block", "smem", "regs", "occ", "PLACE", "TILE", "STAGE", "REDUCE");
+  out << fmt::format("\n{:<{}} {:>9} {:>7} {:>7} {:>6} {:>7} {:>5} {:>5}  {:<6} {:<24} {:<12} {}\n", "Kernel", width,
+                     "us", "%", "grid", "block", "smem", "regs", "occ", "PLACE", "TILE", "STAGE", "REDUCE");
   double total = 0;
   for (const KernelRow& r : rows) {
     total += r.us;
@@ -254,8 +270,14 @@ void print_bench(double naive_us, double emmy_us, const std::vector<KernelRow>& 
 nlohmann::json rows_json(const std::vector<KernelRow>& rows) {
   nlohmann::json a = nlohmann::json::array();
   for (const KernelRow& r : rows)
-    a.push_back({{"kernel", r.name}, {"us", r.us}, {"percent", r.percent}, {"grid", r.grid}, {"block", r.block},
-                 {"smem_bytes", r.smem}, {"registers", r.regs}, {"occupancy_percent", r.occupancy}});
+    a.push_back({{"kernel", r.name},
+                 {"us", r.us},
+                 {"percent", r.percent},
+                 {"grid", r.grid},
+                 {"block", r.block},
+                 {"smem_bytes", r.smem},
+                 {"registers", r.regs},
+                 {"occupancy_percent", r.occupancy}});
   return a;
 }
 
@@ -339,7 +361,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                         {"outputs", checks_json(checks)},
                         {"ok", ok}};
     if (c.ro.bench)
-      j["bench"] = {{"naive_us", naive_us}, {"emmy_us", emmy_us}, {"speedup", naive_us / std::max(emmy_us, 1e-9)},
+      j["bench"] = {{"naive_us", naive_us},     {"emmy_us", emmy_us}, {"speedup", naive_us / std::max(emmy_us, 1e-9)},
                     {"reps", run.timing->reps}, {"l2_flushed", true}, {"kernels", rows_json(rows)}};
     out << j.dump(2) << "\n";
     return ok ? 0 : 1;
@@ -348,13 +370,16 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                      program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
                      program.knobs.empty() ? "(defaults)" : program.knobs, set_note(c.scalars));
   out << fmt::format("compiled in {:.0f} ms{}\n", compiled.ms,
-                     compiled.cache_hit ? " (from the kernel cache)" : compiled.cache_path.empty() ? "" : " (now cached)");
+                     compiled.cache_hit            ? " (from the kernel cache)"
+                     : compiled.cache_path.empty() ? ""
+                                                   : " (now cached)");
   if (!compiled.cache_warning.empty()) err << "emmyc: " << render_warning({"W070", compiled.cache_warning}) << "\n";
   out << "reference: " << reference << "\n";
   if (c.ro.check != "none") print_checks(checks, out);
   if (c.ro.bench) {
     print_bench(naive_us, emmy_us, rows, program.knobs, out);
-    out << fmt::format("(CUDA-event medians of {} runs, L2 flushed before each; seed {})\n", run.timing->reps, c.ro.seed);
+    out << fmt::format("(CUDA-event medians of {} runs, L2 flushed before each; seed {})\n", run.timing->reps,
+                       c.ro.seed);
   }
   return ok ? 0 : 1;
 }
@@ -375,15 +400,22 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
   for (const kir::Buffer& b : c.lowered.kernels.buffers)
     if (b.role == kir::Buffer::Role::Output && buffers.count(b.name)) outputs[b.name] = buffers.at(b.name);
   std::vector<OutputCheck> checks;
-  if (c.ro.check != "none") checks = check_outputs(c.op, outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
+  if (c.ro.check != "none")
+    checks = check_outputs(c.op, outputs, evaluate_reference(c.program, c.op, c.sizes, c.inputs));
   if (!c.ro.save_dir.empty()) save_tensors(c.ro.save_dir, c.inputs, outputs);
   const bool ok = c.ro.check == "none" || all_ok(checks);
   const kir::Program& program = c.lowered.kernels;
   if (c.ro.json) {
-    out << nlohmann::json({{"op", program.op}, {"backend", "interpreter"}, {"knobs", program.knobs}, {"sizes", c.sizes},
-                           {"set", scalars_json(c.scalars)}, {"seed", c.ro.seed}, {"blocks", report.blocks},
+    out << nlohmann::json({{"op", program.op},
+                           {"backend", "interpreter"},
+                           {"knobs", program.knobs},
+                           {"sizes", c.sizes},
+                           {"set", scalars_json(c.scalars)},
+                           {"seed", c.ro.seed},
+                           {"blocks", report.blocks},
                            {"reference", "float64 evaluator"},
-                           {"outputs", checks_json(checks)}, {"ok", ok}})
+                           {"outputs", checks_json(checks)},
+                           {"ok", ok}})
                .dump(2)
         << "\n";
     return ok ? 0 : 1;

@@ -15,16 +15,16 @@
 namespace emmy {
 
 struct RunOptions {
-  std::string shape;          // "B=1,H=2,S=64,D=16"
+  std::string shape;             // "B=1,H=2,S=64,D=16"
   std::vector<std::string> set;  // each --set: "W=3,eps=0.5", values of scalar parameters
   uint64_t seed = 1;
-  bool interp = false;        // the CPU SIMT interpreter even when there is a GPU
+  bool interp = false;  // the CPU SIMT interpreter even when there is a GPU
   bool shuffle_blocks = false;
-  bool bench = false;         // time it (GPU only) and print the backend and kernel tables
-  std::string check = "auto"; // auto, f64, gpu, none: which reference the outputs are compared with
-  bool json = false;          // one JSON object instead of the tables
-  std::string save_dir;       // write inputs and outputs as .npy files here
-  bool use_cache = true;      // the on-disk kernel cache
+  bool bench = false;          // time it (GPU only) and print the backend and kernel tables
+  std::string check = "auto";  // auto, f64, gpu, none: which reference the outputs are compared with
+  bool json = false;           // one JSON object instead of the tables
+  std::string save_dir;        // write inputs and outputs as .npy files here
+  bool use_cache = true;       // the on-disk kernel cache
 };
 
 // The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at

@@ -37,9 +37,7 @@ namespace {
 
 class WallClock : public tune::Clock {
  public:
-  double seconds() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() override { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -59,7 +57,8 @@ std::string op_hash(const CheckedProgram& program, const CheckedOp& op) {
 
 std::string input_dtype(const CheckedOp& op) {
   for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar) return std::string(dtype_name(t.elem.dtype));
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
+      return std::string(dtype_name(t.elem.dtype));
   return "f32";
 }
 
@@ -90,26 +89,28 @@ std::string geometry(const std::string& knobs) {
     if (!atom || !t->warps_m) return "";
     const int wm = *t->warps_m, wn = t->warps_n.value_or(1), k = t->k_chunk.value_or(4);
     if (atom->tier == AtomTier::Wgmma)
-      return fmt::format("{} rows a CTA ({} warpgroups of 64), {} warps, {}-column blocks (the atom's N), {}-deep K chunks",
-                         wm / 4 * 64, wm / 4, wm * wn, atom->n, 16 * k);
+      return fmt::format(
+          "{} rows a CTA ({} warpgroups of 64), {} warps, {}-column blocks (the atom's N), {}-deep K chunks",
+          wm / 4 * 64, wm / 4, wm * wn, atom->n, 16 * k);
     const int fm = t->frag_m.value_or(1), fn = t->frag_n.value_or(8);
-    return fmt::format("{} rows a CTA, {} warps (w{}x{}), {} m-atoms ({} rows) a warp, {}-column blocks (f{}x{}), {}-deep K chunks",
-                       wm * fm * 16, wm * wn, wm, wn, fm, fm * 16, fn * 8 * wn, fm, fn, 16 * k);
+    return fmt::format(
+        "{} rows a CTA, {} warps (w{}x{}), {} m-atoms ({} rows) a warp, {}-column blocks (f{}x{}), {}-deep K chunks",
+        wm * fm * 16, wm * wn, wm, wn, fm, fm * 16, fn * 8 * wn, fm, fn, 16 * k);
   }
   return "";
 }
 
 void print_table(const std::vector<tune::Scored>& ranked, int top, std::ostream& out) {
-  out << fmt::format("{:>4} {:>10} {:>8} {:>5} {:>8} {:>5}  {:<28} {}\n", "rank", "us", "vs best", "regs", "smem", "occ",
-                     "origin", "knobs");
+  out << fmt::format("{:>4} {:>10} {:>8} {:>5} {:>8} {:>5}  {:<28} {}\n", "rank", "us", "vs best", "regs", "smem",
+                     "occ", "origin", "knobs");
   const double best = ranked.empty() || !ranked.front().measurement.ok ? 0 : ranked.front().measurement.time_us;
   int shown = 0;
   for (const tune::Scored& s : ranked) {
     if (!s.measurement.ok || shown >= top) break;
     const tune::Candidate& c = *s.candidate;
-    out << fmt::format("{:>4} {:>10.1f} {:>7.2f}x {:>5} {:>7.1f}K {:>4.0f}%  {:<28} {}\n", ++shown, s.measurement.time_us,
-                       best / s.measurement.time_us, c.registers, c.smem_bytes / 1024.0, 100 * s.measurement.occupancy,
-                       c.origin == "enumerated" ? "" : c.origin.substr(0, 28), c.knobs);
+    out << fmt::format("{:>4} {:>10.1f} {:>7.2f}x {:>5} {:>7.1f}K {:>4.0f}%  {:<28} {}\n", ++shown,
+                       s.measurement.time_us, best / s.measurement.time_us, c.registers, c.smem_bytes / 1024.0,
+                       100 * s.measurement.occupancy, c.origin == "enumerated" ? "" : c.origin.substr(0, 28), c.knobs);
   }
 }
 
@@ -227,12 +228,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   // The space, pruned without a GPU.
   WallClock clock;
   const bool seed = o.blocks == "seed";
-  tune::Space space = tune::prune_space(program, *op, target, sizes,
-                                        tune::enumerate_knobs(program, *op, target, lo.chains, seed), lo.chains, threads);
+  tune::Space space = tune::prune_space(
+      program, *op, target, sizes, tune::enumerate_knobs(program, *op, target, lo.chains, seed), lo.chains, threads);
   tune::Space references;  // --blocks reference: the op's blocks, measured after the search
-  if (!seed) references = tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
-  out << fmt::format("{} on {} at {}{}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name, target.name,
-                     sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated,
+  if (!seed)
+    references =
+        tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
+  out << fmt::format("{} on {} at {}{}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name,
+                     target.name, sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated,
                      space.candidates.size(), clock.seconds(),
                      space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
@@ -242,11 +245,13 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   const bool nvrtc = runtime::nvrtc_available(&no_nvrtc);
   // The builds go through the kernel cache, which the measuring worker loads from: an unusable
   // one is said once here, not once a candidate.
-  if (const std::string off = nvrtc ? runtime::cache_warning({}) : ""; !off.empty()) err << "emmyc: " << render_warning({"W070", off}) << "\n";
+  if (const std::string off = nvrtc ? runtime::cache_warning({}) : ""; !off.empty())
+    err << "emmyc: " << render_warning({"W070", off}) << "\n";
   if (!references.candidates.empty()) tune::prune_by_ptxas(references, target, threads, &no_nvrtc);
   if (nvrtc && o.dry_run) {
     tune::prune_by_ptxas(space, target, threads, &no_nvrtc);
-    const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before), space.pruned.end());
+    const std::vector<tune::Pruned> built(space.pruned.begin() + static_cast<std::ptrdiff_t>(before),
+                                          space.pruned.end());
     out << fmt::format("NVRTC: {} candidates build, spilling at most {} bytes ({:.1f} s); pruned: {}\n",
                        space.candidates.size(), tune::kMaxSpillBytes, clock.seconds(),
                        built.empty() ? "none" : pruned_summary(built));
@@ -255,9 +260,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   }
   std::map<std::string, int> pruned_kinds;
   for (const tune::Pruned& p : space.pruned) ++pruned_kinds[p.kind];
-  report = {{"op", op_name},           {"target", std::string(target.name)},   {"sizes", sizes},
-            {"set", scalars_json(*scalars)}, {"enumerated", space.enumerated}, {"candidates", space.candidates.size()},
-            {"pruned", pruned_kinds},   {"blocks", o.blocks}};
+  report = {{"op", op_name},
+            {"target", std::string(target.name)},
+            {"sizes", sizes},
+            {"set", scalars_json(*scalars)},
+            {"enumerated", space.enumerated},
+            {"candidates", space.candidates.size()},
+            {"pruned", pruned_kinds},
+            {"blocks", o.blocks}};
   if (space.candidates.empty()) {
     err << "emmyc: error: no candidate is left to measure\n";
     return 1;
@@ -275,7 +285,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     for (const tune::Candidate& c : space.candidates) {
       out << fmt::format("  {:<72} {:>3} regs {:>7.1f}K{}\n", c.knobs, c.registers, c.smem_bytes / 1024.0,
                          c.origin == "enumerated" ? "" : "  (" + c.origin + ")");
-      report["space"].push_back({{"knobs", c.knobs}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}, {"origin", c.origin}});
+      report["space"].push_back(
+          {{"knobs", c.knobs}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}, {"origin", c.origin}});
     }
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
@@ -296,16 +307,26 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   } catch (const tune::DatabaseError& e) {
     err << "emmyc: warning: " << e.what() << ": measuring without the database\n";
   }
-  const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), *device,
-                          problem, input_dtype(*op)};
+  const tune::TuneKey key{op_hash(program, *op), op_name, o.file, std::string(target.name), *device, problem,
+                          input_dtype(*op)};
   std::map<std::string, tune::Point> stored;
   if (db)
     for (tune::Point& p : db->points(key)) stored.emplace(p.knobs, std::move(p));
   size_t unknown = 0;
   for (const tune::Candidate& c : space.candidates) unknown += stored.count(c.knobs) ? 0 : 1;
-  const std::string log = (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
-  std::vector<std::string> worker_args{o.self,   "tune-worker", o.file, "--op", op_name, "--shape", sizes_text(sizes),
-                                       "--target", std::string(target.name), "--seed", std::to_string(o.seed)};
+  const std::string log =
+      (std::filesystem::temp_directory_path() / fmt::format("emmyc-tune-{}.log", getpid())).string();
+  std::vector<std::string> worker_args{o.self,
+                                       "tune-worker",
+                                       o.file,
+                                       "--op",
+                                       op_name,
+                                       "--shape",
+                                       sizes_text(sizes),
+                                       "--target",
+                                       std::string(target.name),
+                                       "--seed",
+                                       std::to_string(o.seed)};
   if (!set_text.empty()) worker_args.insert(worker_args.end(), {"--set", set_text});
   tune::WorkerMeasurer measurer(worker_args, o.timeout_s, log);
   if (unknown == 0) {
@@ -327,17 +348,17 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (nvrtc && unknown > 0) {
     ahead = std::make_unique<tune::BuildAhead>(space.candidates, target, std::max(threads - 1, 1),
                                                tune::first_rung_order(space.candidates, so.seed));
-    out << fmt::format("NVRTC: building the candidates alongside the search, in its order (spills of at most {} bytes "
-                       "kept)\n",
-                       tune::kMaxSpillBytes);
+    out << fmt::format(
+        "NVRTC: building the candidates alongside the search, in its order (spills of at most {} bytes "
+        "kept)\n",
+        tune::kMaxSpillBytes);
   }
   // A measurement into the database (a failing database is a warning: the search goes on).
   auto store = [&](const tune::Candidate& c, const tune::Measurement& m) {
     if (!db) return;
     try {
-      db->record(key, {c.knobs, m.ok, m.cut_off,
-                       m.ok || m.cut_off ? std::optional<double>(m.time_us) : std::nullopt, c.registers,
-                       c.smem_bytes, m.occupancy, m.error, ""});
+      db->record(key, {c.knobs, m.ok, m.cut_off, m.ok || m.cut_off ? std::optional<double>(m.time_us) : std::nullopt,
+                       c.registers, c.smem_bytes, m.occupancy, m.error, ""});
     } catch (const tune::DatabaseError& e) {
       err << "emmyc: warning: " << e.what() << "\n";
     }
@@ -364,7 +385,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
       err << fmt::format("\r[rung {}/{}] {}/{}  {:.0f} s  {}  ", p.rung + 1, p.rungs, p.done, p.total, p.seconds, best)
           << std::flush;
     else if (p.done == p.total)
-      err << fmt::format("rung {}/{}: {} candidates through, {:.0f} s, {}\n", p.rung + 1, p.rungs, p.total, p.seconds, best);
+      err << fmt::format("rung {}/{}: {} candidates through, {:.0f} s, {}\n", p.rung + 1, p.rungs, p.total, p.seconds,
+                         best);
   };
   WallClock search_clock;
   tune::SearchResult result = tune::search(space.candidates, measurer, search_clock, so);
@@ -433,8 +455,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (!winner_geometry.empty()) out << "geometry found: " << winner_geometry << "\n";
   if (op->reductions.size() >= 2 && !winner_geometry.empty())
     out << "FA-2's hand-picked geometry: 128 rows a CTA, 4 warps, 2 m-atoms (32 rows) a warp, 64-key blocks\n";
-  const tune::Scored* hand = comparison.blocks.empty() || !comparison.blocks.front().measurement.ok
-                                 ? nullptr : &comparison.blocks.front();
+  const tune::Scored* hand =
+      comparison.blocks.empty() || !comparison.blocks.front().measurement.ok ? nullptr : &comparison.blocks.front();
   std::string hand_text = "no hand-written block for this target";
   if (comparison.same_as_winner)
     hand_text = fmt::format("the winner is a hand-written block's schedule: {} (the same kernels)",
@@ -449,10 +471,17 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     out << fmt::format("next hand-written: {} {:.1f} us ({:.2f}x the winner)\n", hand->candidate->origin,
                        hand->measurement.time_us, hand->measurement.time_us / winner.measurement.time_us);
   auto scored_json = [](const tune::Scored& x) {
-    return nlohmann::json{{"knobs", x.candidate->knobs}, {"origin", x.candidate->origin}, {"ok", x.measurement.ok},
-                          {"time_us", x.measurement.time_us}, {"error", x.measurement.error},
-                          {"registers", x.candidate->registers}, {"smem_bytes", x.candidate->smem_bytes},
-                          {"occupancy", x.measurement.occupancy}, {"rung", x.rung}, {"reps", x.reps}, {"stored", x.stored}};
+    return nlohmann::json{{"knobs", x.candidate->knobs},
+                          {"origin", x.candidate->origin},
+                          {"ok", x.measurement.ok},
+                          {"time_us", x.measurement.time_us},
+                          {"error", x.measurement.error},
+                          {"registers", x.candidate->registers},
+                          {"smem_bytes", x.candidate->smem_bytes},
+                          {"occupancy", x.measurement.occupancy},
+                          {"rung", x.rung},
+                          {"reps", x.reps},
+                          {"stored", x.stored}};
   };
   report["device"] = *device;
   report["measured"] = result.ranked.size();
@@ -473,9 +502,10 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
-  tune::TunedBlock block{op_name, std::string(target.name), knob_pairs(winner.candidate->knobs),
-                         {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype,
-                                      recorded_us),
+  tune::TunedBlock block{op_name,
+                         std::string(target.name),
+                         knob_pairs(winner.candidate->knobs),
+                         {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype, recorded_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
   const int status = write_winner(o, block, out, err);

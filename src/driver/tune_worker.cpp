@@ -36,7 +36,8 @@ class ResidentInputs {
   ResidentInputs(const runtime::Driver& driver, const SizeBindings& sizes, const TensorMap& inputs)
       : driver_(driver), sizes_(sizes), inputs_(inputs) {}
   // Every buffer address of `program`: the resident inputs (uploaded on first use) and `results`.
-  std::map<std::string, runtime::DevicePtr> addresses(const kir::Program& program, const runtime::DeviceTensors& results) {
+  std::map<std::string, runtime::DevicePtr> addresses(const kir::Program& program,
+                                                      const runtime::DeviceTensors& results) {
     kir::Program inputs_only = program;
     std::erase_if(inputs_only.buffers, [&](const kir::Buffer& b) {
       return b.role != kir::Buffer::Role::Input || uploaded_.buffers.count(b.name);
@@ -82,7 +83,7 @@ Ran run_once(const runtime::Driver& driver, ResidentInputs& resident, const kir:
 struct Request {
   std::string knobs;
   int reps = 10;
-  bool check = true;  // compare the outputs with the reference (once a candidate is enough)
+  bool check = true;     // compare the outputs with the reference (once a candidate is enough)
   double cutoff_us = 0;  // > 0: a first launch slower than this is the whole measurement
 };
 
@@ -163,7 +164,8 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
     err << "emmyc tune-worker: the reference: " << e.what() << "\n";
     return 1;
   }
-  out << nlohmann::json({{"ready", true}, {"device", driver->name()}, {"reference", reference_name}}).dump() << std::endl;
+  out << nlohmann::json({{"ready", true}, {"device", driver->name()}, {"reference", reference_name}}).dump()
+      << std::endl;
   for (std::string line; std::getline(in, line);) {
     nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
     nlohmann::json reply;

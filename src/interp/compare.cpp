@@ -72,7 +72,8 @@ std::string percent(size_t part, size_t whole) {
 // Non-empty when the reference is NaN or infinite in more than the allowed fraction.
 std::string reference_error(const Partial& total, size_t elements, const Tolerance& t) {
   const size_t bad = total.ref_nan + total.ref_inf;
-  if (elements == 0 || static_cast<double>(bad) <= t.max_non_finite_reference * static_cast<double>(elements)) return "";
+  if (elements == 0 || static_cast<double>(bad) <= t.max_non_finite_reference * static_cast<double>(elements))
+    return "";
   std::string what = total.ref_inf == 0   ? fmt::format("NaN in {}", percent(total.ref_nan, elements))
                      : total.ref_nan == 0 ? fmt::format("infinite in {}", percent(total.ref_inf, elements))
                                           : fmt::format("NaN or infinite in {}", percent(bad, elements));
@@ -85,8 +86,8 @@ std::string reference_error(const Partial& total, size_t elements, const Toleran
 Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tolerance) {
   Comparison c;
   if (got.shape != ref.shape || got.data.size() != ref.data.size()) {
-    c.shape_error = fmt::format("shape {} ({} values) differs from the reference's {} ({} values)", shape_str(got.shape),
-                                got.data.size(), shape_str(ref.shape), ref.data.size());
+    c.shape_error = fmt::format("shape {} ({} values) differs from the reference's {} ({} values)",
+                                shape_str(got.shape), got.data.size(), shape_str(ref.shape), ref.data.size());
     return c;
   }
   std::vector<Partial> parts(chunk_count(ref.data.size()));
@@ -137,8 +138,9 @@ Tolerance tolerance_for(DType dtype) {
     Tolerance tolerance;
   };
   static constexpr Row kTable[] = {
-      {DType::F16, {5e-3, 5e-3, 1e-2}},   {DType::BF16, {3e-2, 3e-2, 6e-2}}, {DType::F32, {1e-5, 1e-5, 1e-4}},
-      {DType::F64, {1e-12, 1e-12, 1e-10}}, {DType::Bool, {0, 0, 0}},          {DType::I32, {0, 0, 0}},
+      {DType::F16, {5e-3, 5e-3, 1e-2}}, {DType::BF16, {3e-2, 3e-2, 6e-2}},
+      {DType::F32, {1e-5, 1e-5, 1e-4}}, {DType::F64, {1e-12, 1e-12, 1e-10}},
+      {DType::Bool, {0, 0, 0}},         {DType::I32, {0, 0, 0}},
       {DType::I64, {0, 0, 0}},
   };
   for (const Row& r : kTable)
@@ -178,8 +180,8 @@ std::string failure_reason(const std::string& name, const Comparison& c, const T
   if (c.off > 0)
     why.push_back(fmt::format("{} of {} elements off{}, worst {}{}: got {}, want {} (bound {:.1e} + {:.1e}*|want|)",
                               c.off, c.elements, c.non_finite ? fmt::format(" ({} non-finite)", c.non_finite) : "",
-                              name, index_text(c.worst, shape), value_text(c.worst_got), value_text(c.worst_want), tolerance.atol,
-                              tolerance.rtol));
+                              name, index_text(c.worst, shape), value_text(c.worst_got), value_text(c.worst_want),
+                              tolerance.atol, tolerance.rtol));
   if (c.rel_l2 > tolerance.rel_l2) why.push_back(fmt::format("rel L2 {:.2e} > {:.1e}", c.rel_l2, tolerance.rel_l2));
   return fmt::format("{}", fmt::join(why, "; "));
 }

@@ -23,23 +23,23 @@ struct Tolerance {
   constexpr Tolerance(double rel_l2_ = 0, double atol_ = 0, double rtol_ = 0,
                       double max_non_finite_reference_ = kMaxNonFiniteReference)
       : rel_l2(rel_l2_), atol(atol_), rtol(rtol_), max_non_finite_reference(max_non_finite_reference_) {}
-  double rel_l2;                    // on ||got - ref|| / max(||ref||, atol * sqrt(n)), finite reference elements
+  double rel_l2;  // on ||got - ref|| / max(||ref||, atol * sqrt(n)), finite reference elements
   double atol, rtol;
   double max_non_finite_reference;  // fraction of the elements
 };
 
 struct Comparison {
   double rel_l2 = 0;
-  double max_abs = 0;             // the largest |got - ref| (infinite for a non-finite mismatch)
-  size_t worst = 0;               // flat index of the element farthest past (or nearest) its bound
+  double max_abs = 0;  // the largest |got - ref| (infinite for a non-finite mismatch)
+  size_t worst = 0;    // flat index of the element farthest past (or nearest) its bound
   double worst_got = 0, worst_want = 0;
   size_t elements = 0;
-  size_t off = 0;                 // elements outside their bound (non-finite mismatches included)
-  size_t non_finite = 0;          // NaN/Inf in `got` where the reference is finite
+  size_t off = 0;         // elements outside their bound (non-finite mismatches included)
+  size_t non_finite = 0;  // NaN/Inf in `got` where the reference is finite
   size_t reference_nan = 0, reference_inf = 0;
-  bool ok = false;                // shapes equal, off == 0, rel_l2 within tolerance, reference meaningful
-  std::string shape_error;        // non-empty when shapes differ
-  std::string reference_error;    // non-empty when the reference is too often NaN or infinite
+  bool ok = false;              // shapes equal, off == 0, rel_l2 within tolerance, reference meaningful
+  std::string shape_error;      // non-empty when shapes differ
+  std::string reference_error;  // non-empty when the reference is too often NaN or infinite
 };
 Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tolerance);
 

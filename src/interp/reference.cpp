@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include "support/suggest.hpp"
 #include "support/limits.hpp"
+#include "support/suggest.hpp"
 
 namespace emmy {
 namespace {
@@ -43,7 +43,8 @@ std::string_view trim(std::string_view s) {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::optional<int64_t> parse_int(std::string_view s) {
@@ -86,7 +87,7 @@ bool is_comparison(const std::string& op) {
 // tensor (that dim). An op-call argument whose fellow argument has the same shape plus one
 // trailing dim (target[N] beside logits[N, C]) is taken as a class index into that dim.
 class IndexUseFinder {
-public:
+ public:
   IndexUseFinder(const CheckedOp& op, std::string name, const SizeBindings& sizes)
       : op_(op), name_(std::move(name)), sizes_(sizes) {}
 
@@ -99,19 +100,21 @@ public:
       }
       const auto& a = std::get<ast::AssignStmt>(s);
       if (const TensorInfo* t = op_.find(a.target.name))
-        for (size_t k = 0; k < a.indices.size() && k < t->shape.size(); ++k) vars_.emplace_back(a.indices[k].text, t->shape[k]);
+        for (size_t k = 0; k < a.indices.size() && k < t->shape.size(); ++k)
+          vars_.emplace_back(a.indices[k].text, t->shape[k]);
       visit(a.value);
     }
     return bound_;
   }
 
-private:
+ private:
   void visit(const ast::Expr& e) {
     size_t scope = vars_.size();
     if (e.kind == ast::ExprKind::Reduce)
       for (const ReductionInfo& r : op_.reductions)
         if (r.expr_id == e.id)
-          for (size_t k = 0; k < r.axes.size() && k < r.axis_sizes.size(); ++k) vars_.emplace_back(r.axes[k], r.axis_sizes[k]);
+          for (size_t k = 0; k < r.axes.size() && k < r.axis_sizes.size(); ++k)
+            vars_.emplace_back(r.axes[k], r.axis_sizes[k]);
     if (e.kind == ast::ExprKind::Binary && is_comparison(e.text)) {
       for (int side = 0; side < 2; ++side)
         if (reads_input(e.args[side]))
@@ -142,7 +145,8 @@ private:
   }
 
   bool reads_input(const ast::Expr& e) const {
-    if (e.kind == ast::ExprKind::Call && (e.text == "i64" || e.text == "i32") && e.args.size() == 1) return reads_input(e.args[0]);
+    if (e.kind == ast::ExprKind::Call && (e.text == "i64" || e.text == "i32") && e.args.size() == 1)
+      return reads_input(e.args[0]);
     if (e.kind == ast::ExprKind::Name) return e.text == name_;
     return e.kind == ast::ExprKind::Index && e.args[0].kind == ast::ExprKind::Name && e.args[0].text == name_;
   }
@@ -173,7 +177,6 @@ private:
 };
 
 constexpr int64_t kDefaultIntBound = 8;
-
 
 }  // namespace
 
@@ -223,12 +226,15 @@ std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::str
       std::string_view value_text = trim(entry.substr(eq + 1));
       std::optional<int64_t> value = parse_int(value_text);
       if (!value)
-        return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name, name);
+        return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name,
+                           name);
       if (std::find(names.begin(), names.end(), name) == names.end()) {
         std::string guess = closest_name(name, names);
-        std::string known = names.empty() ? std::string("it has no sizes") : fmt::format("its sizes are {}", fmt::join(names, ", "));
-        return guess.empty() ? fmt::format("unknown size '{}' for op {}: {}", name, op_name, known)
-                             : fmt::format("unknown size '{}' for op {}: did you mean '{}'? ({})", name, op_name, guess, known);
+        std::string known =
+            names.empty() ? std::string("it has no sizes") : fmt::format("its sizes are {}", fmt::join(names, ", "));
+        return guess.empty()
+                   ? fmt::format("unknown size '{}' for op {}: {}", name, op_name, known)
+                   : fmt::format("unknown size '{}' for op {}: did you mean '{}'? ({})", name, op_name, guess, known);
       }
       if (out.count(std::string(name))) return fmt::format("size {} is bound twice: give each size once", name);
       if (*value <= 0) return fmt::format("size {} must be positive, got {}: write e.g. {}=64", name, *value, name);
@@ -282,7 +288,9 @@ std::optional<std::string> shape_syntax_error(std::string_view text) {
       return fmt::format("malformed size binding '{}': write NAME=VALUE, e.g. N=64", entry);
     std::string_view value_text = trim(entry.substr(eq + 1));
     std::optional<int64_t> value = parse_int(value_text);
-    if (!value) return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name, name);
+    if (!value)
+      return fmt::format("malformed value '{}' for size {}: write a positive integer, e.g. {}=64", value_text, name,
+                         name);
     if (*value <= 0) return fmt::format("size {} must be positive, got {}: write e.g. {}=64", name, *value, name);
   }
   return std::nullopt;
@@ -337,9 +345,12 @@ namespace {
 // The smallest normal magnitude of a float dtype: below it values are subnormal.
 double smallest_normal(DType dtype) {
   switch (dtype) {
-    case DType::F16: return std::ldexp(1.0, -14);
-    case DType::F64: return std::numeric_limits<double>::min();
-    default: return std::ldexp(1.0, -126);  // bf16 and f32 share f32's exponent range
+    case DType::F16:
+      return std::ldexp(1.0, -14);
+    case DType::F64:
+      return std::numeric_limits<double>::min();
+    default:
+      return std::ldexp(1.0, -126);  // bf16 and f32 share f32's exponent range
   }
 }
 
@@ -348,12 +359,18 @@ double smallest_normal(DType dtype) {
 double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double x, double u) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   switch (kind) {
-    case HostileKind::Large: return dtype == DType::F16 || dtype == DType::BF16 ? round_to_dtype(x * kHostileScale, dtype) : x;
-    case HostileKind::NegInfRows: return row > 0 && i < row ? neg_inf : x;
-    case HostileKind::LeadingNegInf: return row > 0 && i % row == 0 ? neg_inf : x;
-    case HostileKind::TrailingNegInf: return row > 0 && i % row == row - 1 ? neg_inf : x;
-    case HostileKind::NegInfPrefix: return row > 0 && i % row < (row + 1) / 2 ? neg_inf : x;
-    case HostileKind::NaN: return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
+    case HostileKind::Large:
+      return dtype == DType::F16 || dtype == DType::BF16 ? round_to_dtype(x * kHostileScale, dtype) : x;
+    case HostileKind::NegInfRows:
+      return row > 0 && i < row ? neg_inf : x;
+    case HostileKind::LeadingNegInf:
+      return row > 0 && i % row == 0 ? neg_inf : x;
+    case HostileKind::TrailingNegInf:
+      return row > 0 && i % row == row - 1 ? neg_inf : x;
+    case HostileKind::NegInfPrefix:
+      return row > 0 && i % row < (row + 1) / 2 ? neg_inf : x;
+    case HostileKind::NaN:
+      return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
     case HostileKind::Denormal:
       return i % 2 == 0 ? round_to_dtype(std::copysign((0.1 + 0.8 * u) * smallest_normal(dtype), x), dtype) : x;
   }
@@ -363,10 +380,13 @@ double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double
 }  // namespace
 
 std::string_view hostile_kind_name(HostileKind kind) {
-  static constexpr std::pair<HostileKind, std::string_view> kNames[] = {
-      {HostileKind::Large, "large"}, {HostileKind::NegInfRows, "-inf rows"},
-      {HostileKind::LeadingNegInf, "leading -inf"}, {HostileKind::TrailingNegInf, "trailing -inf"},
-      {HostileKind::NegInfPrefix, "-inf first half"}, {HostileKind::NaN, "NaN"}, {HostileKind::Denormal, "denormal"}};
+  static constexpr std::pair<HostileKind, std::string_view> kNames[] = {{HostileKind::Large, "large"},
+                                                                        {HostileKind::NegInfRows, "-inf rows"},
+                                                                        {HostileKind::LeadingNegInf, "leading -inf"},
+                                                                        {HostileKind::TrailingNegInf, "trailing -inf"},
+                                                                        {HostileKind::NegInfPrefix, "-inf first half"},
+                                                                        {HostileKind::NaN, "NaN"},
+                                                                        {HostileKind::Denormal, "denormal"}};
   for (const auto& [k, name] : kNames)
     if (k == kind) return name;
   return "?";

@@ -51,10 +51,9 @@ TensorMap random_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t
 //   NaN           every 7th element of every float input is NaN (the reference propagates it).
 //   Denormal      every other element of every float input is subnormal in its dtype.
 enum class HostileKind { Large, NegInfRows, LeadingNegInf, TrailingNegInf, NegInfPrefix, NaN, Denormal };
-inline constexpr HostileKind kHostileKinds[] = {HostileKind::Large,          HostileKind::NegInfRows,
-                                                HostileKind::LeadingNegInf,  HostileKind::TrailingNegInf,
-                                                HostileKind::NegInfPrefix,   HostileKind::NaN,
-                                                HostileKind::Denormal};
+inline constexpr HostileKind kHostileKinds[] = {
+    HostileKind::Large,        HostileKind::NegInfRows, HostileKind::LeadingNegInf, HostileKind::TrailingNegInf,
+    HostileKind::NegInfPrefix, HostileKind::NaN,        HostileKind::Denormal};
 inline constexpr double kHostileScale = 12;
 std::string_view hostile_kind_name(HostileKind kind);
 TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind);

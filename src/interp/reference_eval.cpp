@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "interp/reference.hpp"
 #include "algebra/from_ast.hpp"
 #include "algebra/laws.hpp"
-#include "support/ieee_rules.hpp"
+#include "interp/reference.hpp"
 #include "ir/numeric.hpp"
+#include "support/ieee_rules.hpp"
 
 namespace emmy {
 namespace {
@@ -59,7 +59,7 @@ struct Stored {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;  // in elements, row-major
   size_t width = 1;
-  LayoutPtr record;              // set when the elements are monoid carriers
+  LayoutPtr record;  // set when the elements are monoid carriers
   std::vector<double> data;
 };
 
@@ -135,17 +135,48 @@ int64_t to_index(double v, const char* what) {
 
 // ExpSub: a - b as the argument of exp or exp2, where -inf - -inf is -inf (support/ieee_rules.hpp).
 enum class Fn {
-  Neg, Not, Add, Sub, ExpSub, Mul, Div, IDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge,
-  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Abs, Max, Min,
-  ToBool, ToI32, ToI64, ToF16, ToBf16, ToF32, ToF64,
+  Neg,
+  Not,
+  Add,
+  Sub,
+  ExpSub,
+  Mul,
+  Div,
+  IDiv,
+  Mod,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Abs,
+  Max,
+  Min,
+  ToBool,
+  ToI32,
+  ToI64,
+  ToF16,
+  ToBf16,
+  ToF32,
+  ToF64,
 };
-
 
 double to_integer(double x, DType dtype) {
   double t = std::trunc(x);
   if (!std::isfinite(t) || std::fabs(t) >= 9.2e18) fail(fmt::format("cannot convert {} to {}", x, dtype_name(dtype)));
   auto v = static_cast<int64_t>(t);
-  return dtype == DType::I32 ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v))) : static_cast<double>(v);
+  return dtype == DType::I32 ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v)))
+                             : static_cast<double>(v);
 }
 
 double integer_quotient(double a, double b, bool remainder) {
@@ -157,42 +188,76 @@ double integer_quotient(double a, double b, bool remainder) {
 
 double apply(Fn f, double a, double b) {
   switch (f) {
-    case Fn::Neg: return -a;
-    case Fn::Not: return a == 0 ? 1 : 0;
-    case Fn::Add: return a + b;
-    case Fn::Sub: return a - b;
-    case Fn::ExpSub: return exp_difference(a, b);
-    case Fn::Mul: return a * b;
-    case Fn::Div: return a / b;
-    case Fn::IDiv: return integer_quotient(a, b, false);
-    case Fn::Mod: return integer_quotient(a, b, true);
-    case Fn::Eq: return a == b;
-    case Fn::Ne: return a != b;
-    case Fn::Lt: return a < b;
-    case Fn::Le: return a <= b;
-    case Fn::Gt: return a > b;
-    case Fn::Ge: return a >= b;
-    case Fn::Exp: return std::exp(a);
-    case Fn::Exp2: return std::exp2(a);
-    case Fn::Log: return std::log(a);
-    case Fn::Log2: return std::log2(a);
-    case Fn::Sqrt: return std::sqrt(a);
-    case Fn::Rsqrt: return 1.0 / std::sqrt(a);
-    case Fn::Tanh: return std::tanh(a);
-    case Fn::Erf: return std::erf(a);
-    case Fn::Sigmoid: return 1.0 / (1.0 + std::exp(-a));
-    case Fn::Abs: return std::fabs(a);
-    case Fn::Max: return max_nan(a, b);
-    case Fn::Min: return min_nan(a, b);
-    case Fn::ToBool: return a != 0 ? 1 : 0;
-    case Fn::ToI32: return to_integer(a, DType::I32);
-    case Fn::ToI64: return to_integer(a, DType::I64);
+    case Fn::Neg:
+      return -a;
+    case Fn::Not:
+      return a == 0 ? 1 : 0;
+    case Fn::Add:
+      return a + b;
+    case Fn::Sub:
+      return a - b;
+    case Fn::ExpSub:
+      return exp_difference(a, b);
+    case Fn::Mul:
+      return a * b;
+    case Fn::Div:
+      return a / b;
+    case Fn::IDiv:
+      return integer_quotient(a, b, false);
+    case Fn::Mod:
+      return integer_quotient(a, b, true);
+    case Fn::Eq:
+      return a == b;
+    case Fn::Ne:
+      return a != b;
+    case Fn::Lt:
+      return a < b;
+    case Fn::Le:
+      return a <= b;
+    case Fn::Gt:
+      return a > b;
+    case Fn::Ge:
+      return a >= b;
+    case Fn::Exp:
+      return std::exp(a);
+    case Fn::Exp2:
+      return std::exp2(a);
+    case Fn::Log:
+      return std::log(a);
+    case Fn::Log2:
+      return std::log2(a);
+    case Fn::Sqrt:
+      return std::sqrt(a);
+    case Fn::Rsqrt:
+      return 1.0 / std::sqrt(a);
+    case Fn::Tanh:
+      return std::tanh(a);
+    case Fn::Erf:
+      return std::erf(a);
+    case Fn::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-a));
+    case Fn::Abs:
+      return std::fabs(a);
+    case Fn::Max:
+      return max_nan(a, b);
+    case Fn::Min:
+      return min_nan(a, b);
+    case Fn::ToBool:
+      return a != 0 ? 1 : 0;
+    case Fn::ToI32:
+      return to_integer(a, DType::I32);
+    case Fn::ToI64:
+      return to_integer(a, DType::I64);
     // An explicit cast is the program's: it rounds to its type as the kernels do (nothing else
     // rounds in the reference, which is exact math in float64).
-    case Fn::ToF16: return kir::round_to(kir::ScalarType::F16, a);
-    case Fn::ToBf16: return kir::round_to(kir::ScalarType::BF16, a);
-    case Fn::ToF32: return kir::round_to(kir::ScalarType::F32, a);
-    case Fn::ToF64: return a;
+    case Fn::ToF16:
+      return kir::round_to(kir::ScalarType::F16, a);
+    case Fn::ToBf16:
+      return kir::round_to(kir::ScalarType::BF16, a);
+    case Fn::ToF32:
+      return kir::round_to(kir::ScalarType::F32, a);
+    case Fn::ToF64:
+      return a;
   }
   return kNaN;
 }
@@ -202,7 +267,7 @@ double apply(Fn f, double a, double b) {
 // A compiled expression: its sema type, how many doubles its value has, and (for a monoid
 // carrier) the record layout. Width-1 nodes answer scalar(); all answer eval().
 class Node {
-public:
+ public:
   Node(Type type, size_t width, LayoutPtr record = nullptr)
       : type_(std::move(type)), width_(width), record_(std::move(record)) {}
   virtual ~Node() = default;
@@ -225,14 +290,14 @@ public:
     return false;
   }
 
-protected:
+ protected:
   void retype(size_t width, const Type& type) {
     width_ = width;
     type_ = type;
     record_ = nullptr;
   }
 
-private:
+ private:
   Type type_;
   size_t width_;
   LayoutPtr record_;
@@ -240,40 +305,38 @@ private:
 using NodePtr = std::unique_ptr<Node>;
 
 class ConstNode : public Node {
-public:
+ public:
   ConstNode(double value, Type type) : Node(std::move(type), 1), value_(value) {}
   double scalar(State&) const override { return value_; }
 
-private:
+ private:
   double value_;
 };
 
 // The value of an index variable.
 class SlotNode : public Node {
-public:
+ public:
   explicit SlotNode(size_t slot) : Node(Type::scalar(DType::I64), 1), slot_(slot) {}
   double scalar(State& s) const override { return static_cast<double>(s.slots[slot_]); }
 
-private:
+ private:
   size_t slot_;
 };
 
 // A value held in the statement's scratch space (a monoid's lift parameter, a, b, or a let).
 class LocalNode : public Node {
-public:
+ public:
   LocalNode(size_t offset, size_t width, Type type, LayoutPtr record)
       : Node(std::move(type), width, std::move(record)), offset_(offset) {}
   double scalar(State& s) const override { return s.locals[offset_]; }
-  void eval(State& s, double* out) const override {
-    std::copy_n(s.locals.data() + offset_, width(), out);
-  }
+  void eval(State& s, double* out) const override { std::copy_n(s.locals.data() + offset_, width(), out); }
   bool take_part(size_t offset, size_t width, const Type& type) override {
     offset_ += offset;
     retype(width, type);
     return true;
   }
 
-private:
+ private:
   size_t offset_;
 };
 
@@ -304,9 +367,12 @@ int slice_dim(const std::vector<IndexArg>& args) {
 // A read of a stored tensor: one element, the part of a record element that a field selects
 // (possibly one entry of a vector field), or a slice along one dim.
 class LoadNode : public Node {
-public:
+ public:
   LoadNode(const Stored& t, std::vector<IndexArg> args, Type type)
-      : Node(std::move(type), load_width(t, args), t.record), t_(t), args_(std::move(args)), slice_(slice_dim(args_)),
+      : Node(std::move(type), load_width(t, args), t.record),
+        t_(t),
+        args_(std::move(args)),
+        slice_(slice_dim(args_)),
         part_width_(width()) {}
 
   double scalar(State& s) const override { return t_.data[element(s)]; }
@@ -334,7 +400,7 @@ public:
     return true;
   }
 
-private:
+ private:
   size_t element(State& s) const {
     int64_t flat = 0;
     for (size_t k = 0; k < args_.size(); ++k) {
@@ -356,14 +422,14 @@ private:
   const Stored& t_;
   std::vector<IndexArg> args_;
   int slice_ = -1;
-  size_t part_ = 0;          // offset of the field read, within an element
-  size_t part_width_ = 0;    // its width
-  NodePtr part_index_;       // an entry of a vector field, or null
+  size_t part_ = 0;        // offset of the field read, within an element
+  size_t part_width_ = 0;  // its width
+  NodePtr part_index_;     // an entry of a vector field, or null
 };
 
 // Elementwise function of one or two arguments; vector arguments are mapped, scalars broadcast.
 class MapNode : public Node {
-public:
+ public:
   MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame)
       : Node(std::move(type), width), fn_(fn), args_(std::move(args)) {
     for (const NodePtr& a : args_) scratch_.push_back(a->width() > 1 ? frame.region(a->width()) : 0);
@@ -392,7 +458,7 @@ public:
     for (size_t e = 0; e < width(); ++e) out[e] = apply(fn_, in[0][e * step[0]], in[1][e * step[1]]);
   }
 
-private:
+ private:
   Fn fn_;
   std::vector<NodePtr> args_;
   std::vector<size_t> scratch_;
@@ -400,7 +466,7 @@ private:
 
 // `a && b`, `a || b`: the right side is evaluated only when it decides the result.
 class LogicNode : public Node {
-public:
+ public:
   LogicNode(bool is_and, NodePtr a, NodePtr b)
       : Node(Type::scalar(DType::Bool), 1), is_and_(is_and), a_(std::move(a)), b_(std::move(b)) {}
   double scalar(State& s) const override {
@@ -409,30 +475,32 @@ public:
     return b_->scalar(s) != 0 ? 1 : 0;
   }
 
-private:
+ private:
   bool is_and_;
   NodePtr a_, b_;
 };
 
 // select(c, a, b): only the chosen branch is evaluated (a guarded read stays in range).
 class SelectNode : public Node {
-public:
+ public:
   SelectNode(NodePtr c, NodePtr a, NodePtr b, Type type, size_t width)
       : Node(std::move(type), width), c_(std::move(c)), a_(std::move(a)), b_(std::move(b)) {}
   double scalar(State& s) const override { return c_->scalar(s) != 0 ? a_->scalar(s) : b_->scalar(s); }
   void eval(State& s, double* out) const override {
     const Node& branch = c_->scalar(s) != 0 ? *a_ : *b_;
-    if (branch.width() == width()) branch.eval(s, out);
-    else std::fill_n(out, width(), branch.scalar(s));
+    if (branch.width() == width())
+      branch.eval(s, out);
+    else
+      std::fill_n(out, width(), branch.scalar(s));
   }
 
-private:
+ private:
   NodePtr c_, a_, b_;
 };
 
 // A field of a record value that cannot read the field by itself (e.g. of a reduction).
 class FieldNode : public Node {
-public:
+ public:
   FieldNode(NodePtr base, size_t offset, size_t width, Type type, FrameLayout& frame)
       : Node(std::move(type), width), base_(std::move(base)), offset_(offset), scratch_(frame.region(base_->width())) {}
   double scalar(State& s) const override {
@@ -444,7 +512,7 @@ public:
     std::copy_n(s.locals.data() + scratch_ + offset_, width(), out);
   }
 
-private:
+ private:
   NodePtr base_;
   size_t offset_;
   size_t scratch_;
@@ -452,9 +520,11 @@ private:
 
 // v[e] of a vector value.
 class VectorIndexNode : public Node {
-public:
+ public:
   VectorIndexNode(NodePtr base, NodePtr index, FrameLayout& frame)
-      : Node(Type::scalar(base->type().dtype), 1), base_(std::move(base)), index_(std::move(index)),
+      : Node(Type::scalar(base->type().dtype), 1),
+        base_(std::move(base)),
+        index_(std::move(index)),
         scratch_(frame.region(base_->width())) {}
   double scalar(State& s) const override {
     int64_t i = to_index(index_->scalar(s), "a vector index");
@@ -464,7 +534,7 @@ public:
     return s.locals[scratch_ + static_cast<size_t>(i)];
   }
 
-private:
+ private:
   NodePtr base_, index_;
   size_t scratch_;
 };
@@ -485,9 +555,13 @@ Builtin builtin_kind(std::string_view name) {
 
 // A built-in reduction, by its definition in std.monoids, folded left in index order.
 class BuiltinReduceNode : public Node {
-public:
+ public:
   BuiltinReduceNode(Builtin kind, Axes axes, NodePtr where, NodePtr body, Type type)
-      : Node(std::move(type), 1), kind_(kind), axes_(std::move(axes)), where_(std::move(where)), body_(std::move(body)) {}
+      : Node(std::move(type), 1),
+        kind_(kind),
+        axes_(std::move(axes)),
+        where_(std::move(where)),
+        body_(std::move(body)) {}
 
   double scalar(State& s) const override {
     double acc = identity();
@@ -496,12 +570,24 @@ public:
       if (where_ && where_->scalar(s) == 0) return;
       double x = body_->scalar(s);
       switch (kind_) {
-        case Builtin::Sum: acc += x; break;
-        case Builtin::Prod: acc *= x; break;
-        case Builtin::Max: acc = max_nan(acc, x); break;
-        case Builtin::Min: acc = min_nan(acc, x); break;
-        case Builtin::Any: acc = (acc != 0 || x != 0) ? 1 : 0; break;
-        case Builtin::All: acc = (acc != 0 && x != 0) ? 1 : 0; break;
+        case Builtin::Sum:
+          acc += x;
+          break;
+        case Builtin::Prod:
+          acc *= x;
+          break;
+        case Builtin::Max:
+          acc = max_nan(acc, x);
+          break;
+        case Builtin::Min:
+          acc = min_nan(acc, x);
+          break;
+        case Builtin::Any:
+          acc = (acc != 0 || x != 0) ? 1 : 0;
+          break;
+        case Builtin::All:
+          acc = (acc != 0 && x != 0) ? 1 : 0;
+          break;
         case Builtin::ArgMax:
         case Builtin::ArgMin: {
           auto j = static_cast<double>(s.slots[axes_.slots[0]]);
@@ -518,17 +604,24 @@ public:
     return acc;
   }
 
-private:
+ private:
   double identity() const {
     switch (kind_) {
-      case Builtin::Sum: return 0;
-      case Builtin::Prod: return 1;
-      case Builtin::Max: return integer_limit(true);
-      case Builtin::Min: return integer_limit(false);
-      case Builtin::Any: return 0;
-      case Builtin::All: return 1;
+      case Builtin::Sum:
+        return 0;
+      case Builtin::Prod:
+        return 1;
+      case Builtin::Max:
+        return integer_limit(true);
+      case Builtin::Min:
+        return integer_limit(false);
+      case Builtin::Any:
+        return 0;
+      case Builtin::All:
+        return 1;
       case Builtin::ArgMax:
-      case Builtin::ArgMin: return 0;
+      case Builtin::ArgMin:
+        return 0;
     }
     return 0;
   }
@@ -542,7 +635,8 @@ private:
       case DType::I64:
         return low ? static_cast<double>(std::numeric_limits<int64_t>::min())
                    : static_cast<double>(std::numeric_limits<int64_t>::max());
-      default: return low ? -kInf : kInf;
+      default:
+        return low ? -kInf : kInf;
     }
   }
 
@@ -561,8 +655,10 @@ struct CarrierPart {
 
 void write_carrier(State& s, const std::vector<CarrierPart>& parts, double* out) {
   for (const CarrierPart& p : parts) {
-    if (p.value->width() == p.width) p.value->eval(s, out + p.offset);
-    else std::fill_n(out + p.offset, p.width, p.value->scalar(s));
+    if (p.value->width() == p.width)
+      p.value->eval(s, out + p.offset);
+    else
+      std::fill_n(out + p.offset, p.width, p.value->scalar(s));
   }
 }
 
@@ -571,10 +667,10 @@ void write_carrier(State& s, const std::vector<CarrierPart>& parts, double* out)
 struct CompiledMonoid {
   LayoutPtr layout;
   std::vector<CarrierPart> identity;
-  std::vector<CarrierPart> lift;         // empty: the arguments are the fields
+  std::vector<CarrierPart> lift;                 // empty: the arguments are the fields
   std::vector<std::pair<NodePtr, size_t>> lets;  // value, offset
   std::vector<CarrierPart> yield;
-  std::vector<size_t> arg_offsets;       // where each reduction argument is written
+  std::vector<size_t> arg_offsets;  // where each reduction argument is written
   size_t acc = 0, a = 0, b = 0, tmp = 0;
   bool has_lift = false;
   bool first_element = false;  // the fold starts from its first element (algebra::identity_unsafe)
@@ -582,10 +678,13 @@ struct CompiledMonoid {
 
 // A user-monoid reduction: acc = combine(acc, lift(args)) over the points, in index order.
 class MonoidReduceNode : public Node {
-public:
+ public:
   MonoidReduceNode(CompiledMonoid m, Axes axes, NodePtr where, std::vector<NodePtr> args, Type type)
-      : Node(std::move(type), m.layout->width, m.layout), m_(std::move(m)), axes_(std::move(axes)),
-        where_(std::move(where)), args_(std::move(args)) {}
+      : Node(std::move(type), m.layout->width, m.layout),
+        m_(std::move(m)),
+        axes_(std::move(axes)),
+        where_(std::move(where)),
+        args_(std::move(args)) {}
 
   double scalar(State& s) const override {
     double out = 0;
@@ -614,7 +713,7 @@ public:
     std::copy_n(l + m_.acc, w, out);
   }
 
-private:
+ private:
   CompiledMonoid m_;
   Axes axes_;
   NodePtr where_;
@@ -625,8 +724,8 @@ private:
 
 Fn binary_fn(const std::string& op, bool integer) {
   static const std::pair<std::string_view, Fn> kOps[] = {
-      {"+", Fn::Add}, {"-", Fn::Sub}, {"*", Fn::Mul},  {"%", Fn::Mod}, {"==", Fn::Eq}, {"!=", Fn::Ne},
-      {"<", Fn::Lt},  {"<=", Fn::Le}, {">", Fn::Gt},   {">=", Fn::Ge},
+      {"+", Fn::Add}, {"-", Fn::Sub}, {"*", Fn::Mul}, {"%", Fn::Mod}, {"==", Fn::Eq},
+      {"!=", Fn::Ne}, {"<", Fn::Lt},  {"<=", Fn::Le}, {">", Fn::Gt},  {">=", Fn::Ge},
   };
   if (op == "/") return integer ? Fn::IDiv : Fn::Div;
   for (const auto& [name, fn] : kOps)
@@ -636,10 +735,10 @@ Fn binary_fn(const std::string& op, bool integer) {
 
 Fn call_fn(std::string_view name) {
   static const std::pair<std::string_view, Fn> kFns[] = {
-      {"exp", Fn::Exp},       {"exp2", Fn::Exp2},   {"log", Fn::Log},     {"log2", Fn::Log2},   {"sqrt", Fn::Sqrt},
-      {"rsqrt", Fn::Rsqrt},   {"tanh", Fn::Tanh},   {"erf", Fn::Erf},     {"sigmoid", Fn::Sigmoid},
-      {"abs", Fn::Abs},       {"max", Fn::Max},     {"min", Fn::Min},     {"bool", Fn::ToBool}, {"i32", Fn::ToI32},
-      {"i64", Fn::ToI64},     {"f16", Fn::ToF16},   {"bf16", Fn::ToBf16}, {"f32", Fn::ToF32},   {"f64", Fn::ToF64},
+      {"exp", Fn::Exp},     {"exp2", Fn::Exp2},   {"log", Fn::Log},     {"log2", Fn::Log2},       {"sqrt", Fn::Sqrt},
+      {"rsqrt", Fn::Rsqrt}, {"tanh", Fn::Tanh},   {"erf", Fn::Erf},     {"sigmoid", Fn::Sigmoid}, {"abs", Fn::Abs},
+      {"max", Fn::Max},     {"min", Fn::Min},     {"bool", Fn::ToBool}, {"i32", Fn::ToI32},       {"i64", Fn::ToI64},
+      {"f16", Fn::ToF16},   {"bf16", Fn::ToBf16}, {"f32", Fn::ToF32},   {"f64", Fn::ToF64},
   };
   for (const auto& [n, fn] : kFns)
     if (n == name) return fn;
@@ -665,26 +764,39 @@ size_t joint_width(const std::vector<const Node*>& args) {
 // Compiles the expressions every context shares; names, indexing and reductions are the
 // context's (an op statement or a monoid body).
 class ExprCompiler {
-public:
+ public:
   explicit ExprCompiler(FrameLayout& frame) : frame_(frame) {}
   virtual ~ExprCompiler() = default;
 
   NodePtr compile(const ast::Expr& e) {
     using K = ast::ExprKind;
     switch (e.kind) {
-      case K::Int: return std::make_unique<ConstNode>(static_cast<double>(e.int_value), Type::scalar(DType::I64, true));
-      case K::Float: return std::make_unique<ConstNode>(e.float_value, Type::scalar(DType::F32, true));
-      case K::Inf: return std::make_unique<ConstNode>(kInf, Type::scalar(DType::F32, true));
-      case K::Bool: return std::make_unique<ConstNode>(e.int_value ? 1.0 : 0.0, Type::scalar(DType::Bool));
-      case K::Name: return name(e);
-      case K::Index: return index(e);
-      case K::Field: return field(e);
-      case K::Slice: fail("a slice ':' outside the vector argument of a monoid reduction");
-      case K::Unary: return unary(e);
-      case K::Binary: return binary(e);
-      case K::Call: return call(e);
-      case K::Reduce: return reduce(e);
-      case K::Tuple: fail("a tuple outside a monoid's identity, lift or yield");
+      case K::Int:
+        return std::make_unique<ConstNode>(static_cast<double>(e.int_value), Type::scalar(DType::I64, true));
+      case K::Float:
+        return std::make_unique<ConstNode>(e.float_value, Type::scalar(DType::F32, true));
+      case K::Inf:
+        return std::make_unique<ConstNode>(kInf, Type::scalar(DType::F32, true));
+      case K::Bool:
+        return std::make_unique<ConstNode>(e.int_value ? 1.0 : 0.0, Type::scalar(DType::Bool));
+      case K::Name:
+        return name(e);
+      case K::Index:
+        return index(e);
+      case K::Field:
+        return field(e);
+      case K::Slice:
+        fail("a slice ':' outside the vector argument of a monoid reduction");
+      case K::Unary:
+        return unary(e);
+      case K::Binary:
+        return binary(e);
+      case K::Call:
+        return call(e);
+      case K::Reduce:
+        return reduce(e);
+      case K::Tuple:
+        fail("a tuple outside a monoid's identity, lift or yield");
     }
     fail("unknown expression kind");
   }
@@ -711,18 +823,17 @@ public:
       const FieldSlot& f = layout.fields[i];
       NodePtr v = compile(*parts[i]);
       if (v->record() || (v->width() != 1 && v->width() != f.width))
-        fail(fmt::format("component {} of the {} of monoid {} does not fit field '{}'", i + 1, what, layout.monoid, f.name));
+        fail(fmt::format("component {} of the {} of monoid {} does not fit field '{}'", i + 1, what, layout.monoid,
+                         f.name));
       out.push_back({std::move(v), f.offset, f.width});
     }
     return out;
   }
 
-protected:
+ protected:
   virtual NodePtr name(const ast::Expr& e) = 0;
   virtual NodePtr index(const ast::Expr& e) { return vector_index(e); }
-  virtual NodePtr reduce(const ast::Expr& e) {
-    fail(fmt::format("a reduction ({}) inside a monoid", e.text));
-  }
+  virtual NodePtr reduce(const ast::Expr& e) { fail(fmt::format("a reduction ({}) inside a monoid", e.text)); }
 
   NodePtr vector_index(const ast::Expr& e) {
     NodePtr base = compile(e.args[0]);
@@ -737,7 +848,8 @@ protected:
   NodePtr field(const ast::Expr& e) {
     NodePtr base = compile(e.args[0]);
     const LayoutPtr layout = base->record();
-    if (!layout) fail(fmt::format("no field '{}': the value is a {}, not a monoid carrier", e.text, base->type().str()));
+    if (!layout)
+      fail(fmt::format("no field '{}': the value is a {}, not a monoid carrier", e.text, base->type().str()));
     const FieldSlot* f = layout->find(e.text);
     if (!f) fail(fmt::format("monoid {} has no field '{}'", layout->monoid, e.text));
     Type t = f->vector ? Type::vector(f->dtype, Size{"", static_cast<int64_t>(f->width)}) : Type::scalar(f->dtype);
@@ -749,7 +861,8 @@ protected:
     NodePtr a = compile(e.args[0]);
     size_t w = joint_width({a.get()});
     Type t = a->type();
-    if (e.text == "!") return std::make_unique<MapNode>(Fn::Not, vec(std::move(a)), Type::scalar(DType::Bool), w, frame_);
+    if (e.text == "!")
+      return std::make_unique<MapNode>(Fn::Not, vec(std::move(a)), Type::scalar(DType::Bool), w, frame_);
     if (e.text == "-") return std::make_unique<MapNode>(Fn::Neg, vec(std::move(a)), t, w, frame_);
     fail(fmt::format("unsupported unary operator '{}'", e.text));
   }
@@ -834,11 +947,11 @@ struct Local {
 };
 
 class MonoidCompiler : public ExprCompiler {
-public:
+ public:
   MonoidCompiler(FrameLayout& frame, std::string monoid) : ExprCompiler(frame), monoid_(std::move(monoid)) {}
   void define(const std::string& name, Local local) { locals_[name] = std::move(local); }
 
-protected:
+ protected:
   NodePtr name(const ast::Expr& e) override {
     auto it = locals_.find(e.text);
     if (it == locals_.end()) fail(fmt::format("unknown name '{}' in monoid {}", e.text, monoid_));
@@ -846,7 +959,7 @@ protected:
     return std::make_unique<LocalNode>(l.offset, l.width, l.type, l.record);
   }
 
-private:
+ private:
   std::string monoid_;
   std::map<std::string, Local> locals_;
 };
@@ -868,7 +981,8 @@ size_t declared_width(const ast::Field& f, const std::map<std::string, int64_t>&
   if (!f.vector_dim) return 1;
   if (f.vector_dim->is_literal()) return static_cast<size_t>(f.vector_dim->value);
   auto it = dims.find(f.vector_dim->name);
-  if (it == dims.end()) fail(fmt::format("the length {} of field '{}' is not bound by the arguments", f.vector_dim->name, f.name.name));
+  if (it == dims.end())
+    fail(fmt::format("the length {} of field '{}' is not bound by the arguments", f.vector_dim->name, f.name.name));
   return static_cast<size_t>(it->second);
 }
 
@@ -877,8 +991,8 @@ LayoutPtr record_layout(const ast::MonoidDecl& d, const std::map<std::string, in
   layout->monoid = d.name.name;
   for (const ast::Field& f : d.fields) {
     size_t w = declared_width(f, dims);
-    layout->fields.push_back({f.name.name, parse_dtype(f.dtype.name).value_or(DType::F32), layout->width, w,
-                              f.vector_dim.has_value()});
+    layout->fields.push_back(
+        {f.name.name, parse_dtype(f.dtype.name).value_or(DType::F32), layout->width, w, f.vector_dim.has_value()});
     layout->width += w;
   }
   return layout;
@@ -953,10 +1067,10 @@ struct OpRun {
   const CheckedOp& op;
   const SizeBindings& sizes;
   int depth = 0;
-  std::set<std::string> dims;                   // the op's symbolic sizes
-  std::map<std::string, Stored> tensors;        // inputs, lets, intermediates, outputs
-  std::map<std::string, Stored> call_outputs;   // "layernorm(h,gamma,beta).y"
-  std::set<std::string> calls_done;             // "layernorm(h,gamma,beta)"
+  std::set<std::string> dims;                  // the op's symbolic sizes
+  std::map<std::string, Stored> tensors;       // inputs, lets, intermediates, outputs
+  std::map<std::string, Stored> call_outputs;  // "layernorm(h,gamma,beta).y"
+  std::set<std::string> calls_done;            // "layernorm(h,gamma,beta)"
 
   const Stored& tensor(const std::string& name) const {
     auto it = tensors.find(name);
@@ -997,7 +1111,8 @@ const Stored& call_output(OpRun& run, const ast::Expr& call, const std::string& 
     SizeBindings sizes;
     for (size_t k = 0; k < call.args.size(); ++k) {
       const ast::Param& p = decl.params[k];
-      if (call.args[k].kind != ast::ExprKind::Name) fail(fmt::format("argument {} of op {} is not a tensor name", k + 1, call.text));
+      if (call.args[k].kind != ast::ExprKind::Name)
+        fail(fmt::format("argument {} of op {} is not a tensor name", k + 1, call.text));
       const Stored& t = run.tensor(call.args[k].text);
       if (t.width != 1 || t.shape.size() != p.dims.size())
         fail(fmt::format("argument '{}' does not fit parameter {} of op {}", t.name, p.name.name, call.text));
@@ -1030,7 +1145,7 @@ const Stored& call_output(OpRun& run, const ast::Expr& call, const std::string& 
 // Compiles the expressions of one op statement: index variables, tensors, dims, op calls,
 // built-in and user-monoid reductions.
 class OpCompiler : public ExprCompiler {
-public:
+ public:
   OpCompiler(OpRun& run, FrameLayout& frame) : ExprCompiler(frame), run_(run) {}
 
   size_t bind_var(const std::string& name) {
@@ -1039,7 +1154,7 @@ public:
     return slot;
   }
 
-protected:
+ protected:
   std::optional<size_t> var(const std::string& name) const {
     for (auto it = vars_.rbegin(); it != vars_.rend(); ++it)
       if (it->first == name) return it->second;
@@ -1080,8 +1195,10 @@ protected:
   NodePtr index(const ast::Expr& e) override {
     const ast::Expr& base = e.args[0];
     const Stored* t = nullptr;
-    if (base.kind == ast::ExprKind::Name && !var(base.text) && run_.op.find(base.text)) t = &run_.tensor(base.text);
-    else if (callee_of(run_.program, base)) t = &call_output(run_, base, "");
+    if (base.kind == ast::ExprKind::Name && !var(base.text) && run_.op.find(base.text))
+      t = &run_.tensor(base.text);
+    else if (callee_of(run_.program, base))
+      t = &call_output(run_, base, "");
     else if (base.kind == ast::ExprKind::Field && callee_of(run_.program, base.args[0]))
       t = &call_output(run_, base.args[0], base.text);
     if (!t) return vector_index(e);
@@ -1122,8 +1239,10 @@ protected:
     }
     NodePtr where = e.where_.empty() ? nullptr : compile_scalar(e.where_[0], "a where predicate");
     NodePtr out;
-    if (find_builtin_reduction(e.text)) out = builtin_reduce(e, std::move(axes), std::move(where));
-    else out = monoid_reduce(e, std::move(axes), std::move(where));
+    if (find_builtin_reduction(e.text))
+      out = builtin_reduce(e, std::move(axes), std::move(where));
+    else
+      out = monoid_reduce(e, std::move(axes), std::move(where));
     vars_.resize(scope);
     return out;
   }
@@ -1138,7 +1257,8 @@ protected:
     if ((kind == Builtin::Sum || kind == Builtin::Prod) && (d == DType::F16 || d == DType::BF16)) d = DType::F32;
     if (kind == Builtin::Any || kind == Builtin::All) d = DType::Bool;
     if (kind == Builtin::ArgMax || kind == Builtin::ArgMin) d = DType::I64;
-    return std::make_unique<BuiltinReduceNode>(kind, std::move(axes), std::move(where), std::move(body), Type::scalar(d));
+    return std::make_unique<BuiltinReduceNode>(kind, std::move(axes), std::move(where), std::move(body),
+                                               Type::scalar(d));
   }
 
   NodePtr monoid_reduce(const ast::Expr& e, Axes axes, NodePtr where) {
@@ -1146,7 +1266,8 @@ protected:
     if (it == run_.program.monoids.end() || !it->second.decl) fail(fmt::format("unknown reduction '{}'", e.text));
     const ast::MonoidDecl& d = *it->second.decl;
     size_t params = d.lift_params ? d.lift_params->size() : d.fields.size();
-    if (e.args.size() != params) fail(fmt::format("monoid {} takes {} arguments, got {}", e.text, params, e.args.size()));
+    if (e.args.size() != params)
+      fail(fmt::format("monoid {} takes {} arguments, got {}", e.text, params, e.args.size()));
     std::vector<NodePtr> args;
     std::vector<size_t> widths;
     for (const ast::Expr& a : e.args) {
@@ -1159,7 +1280,7 @@ protected:
                                               record_type(d.name.name));
   }
 
-private:
+ private:
   OpRun& run_;
   std::vector<std::pair<std::string, size_t>> vars_;  // index variables in scope, innermost last
 };
@@ -1170,7 +1291,8 @@ void run_statement(OpRun& run, const std::string& name, DType dtype, const std::
   FrameLayout frame;
   OpCompiler compiler(run, frame);
   Axes axes;
-  if (lhs_vars.size() != shape.size()) fail(fmt::format("'{}' is defined with {} indices but has {} dims", name, lhs_vars.size(), shape.size()));
+  if (lhs_vars.size() != shape.size())
+    fail(fmt::format("'{}' is defined with {} indices but has {} dims", name, lhs_vars.size(), shape.size()));
   for (size_t k = 0; k < lhs_vars.size(); ++k) {
     axes.slots.push_back(compiler.bind_var(lhs_vars[k]));
     axes.sizes.push_back(shape[k]);
@@ -1231,7 +1353,8 @@ TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeB
     if (!info || info->elem.is_error()) fail(fmt::format("'{}' was not checked", a.target.name));
     std::vector<std::string> lhs;
     for (const ast::Expr& ix : a.indices) {
-      if (ix.kind != ast::ExprKind::Name) fail(fmt::format("an index on the left of '{}' is not a plain name", a.target.name));
+      if (ix.kind != ast::ExprKind::Name)
+        fail(fmt::format("an index on the left of '{}' is not a plain name", a.target.name));
       lhs.push_back(ix.text);
     }
     run_statement(run, a.target.name, info->elem.dtype, lhs, run.shape(info->shape), a.value);

@@ -81,7 +81,8 @@ OpNames names_of(const CheckedOp& op) {
     if (t.shape.empty()) n.scalars.push_back(t.name);
     n.all.push_back(t.name);
     for (const Size& s : t.shape)
-      if (!s.symbol.empty() && std::find(n.all.begin(), n.all.end(), s.symbol) == n.all.end()) n.all.push_back(s.symbol);
+      if (!s.symbol.empty() && std::find(n.all.begin(), n.all.end(), s.symbol) == n.all.end())
+        n.all.push_back(s.symbol);
   }
   return n;
 }

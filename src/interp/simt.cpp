@@ -72,10 +72,14 @@ bool truth(const Vals& v, size_t k) { return is_f(v.type) ? v.f[k] != 0 : v.i[k]
 int64_t wrap_int(ScalarType t, int64_t v) {
   auto bits = static_cast<uint64_t>(v);
   switch (t) {
-    case ScalarType::Pred: return v != 0 ? 1 : 0;
-    case ScalarType::I32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
-    case ScalarType::U32: return static_cast<uint32_t>(bits);
-    default: return v;
+    case ScalarType::Pred:
+      return v != 0 ? 1 : 0;
+    case ScalarType::I32:
+      return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    case ScalarType::U32:
+      return static_cast<uint32_t>(bits);
+    default:
+      return v;
   }
 }
 
@@ -119,10 +123,14 @@ Vals convert(Vals v, ScalarType to) {
 
 int int_rank(ScalarType t) {
   switch (t) {
-    case ScalarType::Pred: return 0;
-    case ScalarType::I32: return 1;
-    case ScalarType::U32: return 2;
-    default: return 3;
+    case ScalarType::Pred:
+      return 0;
+    case ScalarType::I32:
+      return 1;
+    case ScalarType::U32:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -158,23 +166,50 @@ void float_unary(UnOp op, std::vector<double>& v) {
     for (double& x : v) x = static_cast<double>(f(static_cast<T>(x)));
   };
   switch (op) {
-    case UnOp::Neg: each([](T x) { return -x; }); break;
-    case UnOp::Abs: each([](T x) { return std::abs(x); }); break;
-    case UnOp::Exp: each([](T x) { return std::exp(x); }); break;
-    case UnOp::Exp2: each([](T x) { return std::exp2(x); }); break;
-    case UnOp::Exp2Ftz: each([](T x) {  // ex2.approx.ftz: subnormals in and out are zero
-      T r = std::exp2(std::fpclassify(x) == FP_SUBNORMAL ? T(0) : x);
-      return std::fpclassify(r) == FP_SUBNORMAL ? T(0) : r;
-    }); break;
-    case UnOp::Log: each([](T x) { return std::log(x); }); break;
-    case UnOp::Sqrt: each([](T x) { return std::sqrt(x); }); break;
-    case UnOp::Rsqrt: each([](T x) { return T(1) / std::sqrt(x); }); break;
-    case UnOp::Tanh: each([](T x) { return std::tanh(x); }); break;
-    case UnOp::Erf: each([](T x) { return std::erf(x); }); break;
-    case UnOp::Sigmoid: each([](T x) { return T(1) / (T(1) + std::exp(-x)); }); break;
-    case UnOp::Floor: each([](T x) { return std::floor(x); }); break;
-    case UnOp::Ceil: each([](T x) { return std::ceil(x); }); break;
-    case UnOp::Not: break;  // a predicate: the caller's
+    case UnOp::Neg:
+      each([](T x) { return -x; });
+      break;
+    case UnOp::Abs:
+      each([](T x) { return std::abs(x); });
+      break;
+    case UnOp::Exp:
+      each([](T x) { return std::exp(x); });
+      break;
+    case UnOp::Exp2:
+      each([](T x) { return std::exp2(x); });
+      break;
+    case UnOp::Exp2Ftz:
+      each([](T x) {  // ex2.approx.ftz: subnormals in and out are zero
+        T r = std::exp2(std::fpclassify(x) == FP_SUBNORMAL ? T(0) : x);
+        return std::fpclassify(r) == FP_SUBNORMAL ? T(0) : r;
+      });
+      break;
+    case UnOp::Log:
+      each([](T x) { return std::log(x); });
+      break;
+    case UnOp::Sqrt:
+      each([](T x) { return std::sqrt(x); });
+      break;
+    case UnOp::Rsqrt:
+      each([](T x) { return T(1) / std::sqrt(x); });
+      break;
+    case UnOp::Tanh:
+      each([](T x) { return std::tanh(x); });
+      break;
+    case UnOp::Erf:
+      each([](T x) { return std::erf(x); });
+      break;
+    case UnOp::Sigmoid:
+      each([](T x) { return T(1) / (T(1) + std::exp(-x)); });
+      break;
+    case UnOp::Floor:
+      each([](T x) { return std::floor(x); });
+      break;
+    case UnOp::Ceil:
+      each([](T x) { return std::ceil(x); });
+      break;
+    case UnOp::Not:
+      break;  // a predicate: the caller's
   }
 }
 
@@ -185,17 +220,34 @@ void float_binary(BinOp op, const std::vector<double>& a, const std::vector<doub
     for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<double>(f(static_cast<T>(a[k]), static_cast<T>(b[k])));
   };
   switch (op) {
-    case BinOp::Add: each([](T x, T y) { return x + y; }); break;
-    case BinOp::Sub: each([](T x, T y) { return x - y; }); break;
-    case BinOp::Mul: each([](T x, T y) { return x * y; }); break;
-    case BinOp::Div: each([](T x, T y) { return x / y; }); break;
-    case BinOp::Rem: each([](T x, T y) { return std::fmod(x, y); }); break;
+    case BinOp::Add:
+      each([](T x, T y) { return x + y; });
+      break;
+    case BinOp::Sub:
+      each([](T x, T y) { return x - y; });
+      break;
+    case BinOp::Mul:
+      each([](T x, T y) { return x * y; });
+      break;
+    case BinOp::Div:
+      each([](T x, T y) { return x / y; });
+      break;
+    case BinOp::Rem:
+      each([](T x, T y) { return std::fmod(x, y); });
+      break;
     // NaN through max and min, as the kernels' max.NaN (support/ieee_rules.hpp); max of a value held in T
     // is that value, so rounding to T and back changes nothing.
-    case BinOp::Min: each([](T x, T y) { return static_cast<T>(min_nan(x, y)); }); break;
-    case BinOp::Max: each([](T x, T y) { return static_cast<T>(max_nan(x, y)); }); break;
-    case BinOp::Pow: each([](T x, T y) { return std::pow(x, y); }); break;
-    default: break;  // comparisons, logic and bit ops: the caller's
+    case BinOp::Min:
+      each([](T x, T y) { return static_cast<T>(min_nan(x, y)); });
+      break;
+    case BinOp::Max:
+      each([](T x, T y) { return static_cast<T>(max_nan(x, y)); });
+      break;
+    case BinOp::Pow:
+      each([](T x, T y) { return std::pow(x, y); });
+      break;
+    default:
+      break;  // comparisons, logic and bit ops: the caller's
   }
 }
 
@@ -218,9 +270,15 @@ size_t int_binary(BinOp op, const std::vector<int64_t>& a, const std::vector<int
     for (size_t k = 0; k < n; ++k)
       if (b[k] < 0 || b[k] >= kBits) return k;
   switch (op) {
-    case BinOp::Add: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) + static_cast<U>(y)); }); break;
-    case BinOp::Sub: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) - static_cast<U>(y)); }); break;
-    case BinOp::Mul: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) * static_cast<U>(y)); }); break;
+    case BinOp::Add:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) + static_cast<U>(y)); });
+      break;
+    case BinOp::Sub:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) - static_cast<U>(y)); });
+      break;
+    case BinOp::Mul:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) * static_cast<U>(y)); });
+      break;
     case BinOp::Div:
       each([](S x, S y) {
         if constexpr (std::is_signed_v<S>)
@@ -235,14 +293,29 @@ size_t int_binary(BinOp op, const std::vector<int64_t>& a, const std::vector<int
         return static_cast<S>(x % y);
       });
       break;
-    case BinOp::Min: each([](S x, S y) { return std::min(x, y); }); break;
-    case BinOp::Max: each([](S x, S y) { return std::max(x, y); }); break;
-    case BinOp::Shl: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) << y); }); break;
-    case BinOp::Shr: each([](S x, S y) { return static_cast<S>(x >> y); }); break;
-    case BinOp::BitAnd: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) & static_cast<U>(y)); }); break;
-    case BinOp::BitOr: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) | static_cast<U>(y)); }); break;
-    case BinOp::BitXor: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) ^ static_cast<U>(y)); }); break;
-    default: break;  // comparisons, logic, pow: the caller's
+    case BinOp::Min:
+      each([](S x, S y) { return std::min(x, y); });
+      break;
+    case BinOp::Max:
+      each([](S x, S y) { return std::max(x, y); });
+      break;
+    case BinOp::Shl:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) << y); });
+      break;
+    case BinOp::Shr:
+      each([](S x, S y) { return static_cast<S>(x >> y); });
+      break;
+    case BinOp::BitAnd:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) & static_cast<U>(y)); });
+      break;
+    case BinOp::BitOr:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) | static_cast<U>(y)); });
+      break;
+    case BinOp::BitXor:
+      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) ^ static_cast<U>(y)); });
+      break;
+    default:
+      break;  // comparisons, logic, pow: the caller's
   }
   return kNoLane;
 }
@@ -253,13 +326,26 @@ void compare(BinOp op, const std::vector<V>& a, const std::vector<V>& b, std::ve
     for (size_t k = 0; k < out.size(); ++k) out[k] = f(a[k], b[k]) ? 1 : 0;
   };
   switch (op) {
-    case BinOp::Lt: each([](V x, V y) { return x < y; }); break;
-    case BinOp::Le: each([](V x, V y) { return x <= y; }); break;
-    case BinOp::Gt: each([](V x, V y) { return x > y; }); break;
-    case BinOp::Ge: each([](V x, V y) { return x >= y; }); break;
-    case BinOp::Eq: each([](V x, V y) { return x == y; }); break;
-    case BinOp::Ne: each([](V x, V y) { return x != y; }); break;
-    default: break;
+    case BinOp::Lt:
+      each([](V x, V y) { return x < y; });
+      break;
+    case BinOp::Le:
+      each([](V x, V y) { return x <= y; });
+      break;
+    case BinOp::Gt:
+      each([](V x, V y) { return x > y; });
+      break;
+    case BinOp::Ge:
+      each([](V x, V y) { return x >= y; });
+      break;
+    case BinOp::Eq:
+      each([](V x, V y) { return x == y; });
+      break;
+    case BinOp::Ne:
+      each([](V x, V y) { return x != y; });
+      break;
+    default:
+      break;
   }
 }
 
@@ -289,7 +375,8 @@ double decode_float(ScalarType t, const uint8_t* p) {
 
 int64_t decode_int(ScalarType t, const uint8_t* p) {
   switch (t) {
-    case ScalarType::Pred: return p[0] != 0 ? 1 : 0;
+    case ScalarType::Pred:
+      return p[0] != 0 ? 1 : 0;
     case ScalarType::I32: {
       int32_t x;
       std::memcpy(&x, p, 4);
@@ -336,9 +423,12 @@ void encode_int(ScalarType t, int64_t v, uint8_t* p) {
 // Lane k of `v` as the raw words an intrinsic takes (low, high; high only for 8-byte types).
 std::pair<uint32_t, uint32_t> to_words(const Vals& v, size_t k) {
   switch (v.type) {
-    case ScalarType::F16: return {kir::f32_to_f16_bits(static_cast<float>(v.f[k])), 0};
-    case ScalarType::BF16: return {kir::f32_to_bf16_bits(static_cast<float>(v.f[k])), 0};
-    case ScalarType::F32: return {kir::f32_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::F16:
+      return {kir::f32_to_f16_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::BF16:
+      return {kir::f32_to_bf16_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::F32:
+      return {kir::f32_bits(static_cast<float>(v.f[k])), 0};
     case ScalarType::F64: {
       auto bits = std::bit_cast<uint64_t>(v.f[k]);
       return {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
@@ -354,14 +444,30 @@ std::pair<uint32_t, uint32_t> to_words(const Vals& v, size_t k) {
 void from_words(Vals& v, size_t k, uint32_t lo, uint32_t hi) {
   uint64_t wide = lo | static_cast<uint64_t>(hi) << 32;
   switch (v.type) {
-    case ScalarType::F16: v.f[k] = kir::f16_bits_to_f32(static_cast<uint16_t>(lo)); break;
-    case ScalarType::BF16: v.f[k] = kir::bf16_bits_to_f32(static_cast<uint16_t>(lo)); break;
-    case ScalarType::F32: v.f[k] = kir::bits_f32(lo); break;
-    case ScalarType::F64: v.f[k] = std::bit_cast<double>(wide); break;
-    case ScalarType::Pred: v.i[k] = lo != 0 ? 1 : 0; break;
-    case ScalarType::I32: v.i[k] = static_cast<int32_t>(lo); break;
-    case ScalarType::U32: v.i[k] = lo; break;
-    case ScalarType::I64: v.i[k] = static_cast<int64_t>(wide); break;
+    case ScalarType::F16:
+      v.f[k] = kir::f16_bits_to_f32(static_cast<uint16_t>(lo));
+      break;
+    case ScalarType::BF16:
+      v.f[k] = kir::bf16_bits_to_f32(static_cast<uint16_t>(lo));
+      break;
+    case ScalarType::F32:
+      v.f[k] = kir::bits_f32(lo);
+      break;
+    case ScalarType::F64:
+      v.f[k] = std::bit_cast<double>(wide);
+      break;
+    case ScalarType::Pred:
+      v.i[k] = lo != 0 ? 1 : 0;
+      break;
+    case ScalarType::I32:
+      v.i[k] = static_cast<int32_t>(lo);
+      break;
+    case ScalarType::U32:
+      v.i[k] = lo;
+      break;
+    case ScalarType::I64:
+      v.i[k] = static_cast<int64_t>(wide);
+      break;
   }
 }
 
@@ -454,10 +560,10 @@ struct ThreadAsync {
 };
 
 struct Mbarrier {
-  int64_t count = 0;    // arrivals per phase
-  int64_t pending = 0;  // arrivals the current phase still needs
-  int64_t tx = 0;       // transaction bytes expected minus bytes issued in the current phase
-  uint32_t phase = 0;   // phases completed
+  int64_t count = 0;                 // arrivals per phase
+  int64_t pending = 0;               // arrivals the current phase still needs
+  int64_t tx = 0;                    // transaction bytes expected minus bytes issued in the current phase
+  uint32_t phase = 0;                // phases completed
   std::vector<AsyncWrite> inflight;  // TMA boxes of the current phase
   std::vector<AsyncWrite> landing;   // boxes of completed phases: they land at the next wait
 };
@@ -558,8 +664,14 @@ class Port final : public kir::MemoryPort {
 class Block {
  public:
   Block(const Launch& launch, SharedScratch& smem, int64_t id, SimtReport& report)
-      : launch_(launch), kernel_(*launch.kernel), smem_(smem), id_(id), threads_(kernel_.block_threads),
-        report_(report), regs_(threads_), async_(static_cast<size_t>(threads_)) {}
+      : launch_(launch),
+        kernel_(*launch.kernel),
+        smem_(smem),
+        id_(id),
+        threads_(kernel_.block_threads),
+        report_(report),
+        regs_(threads_),
+        async_(static_cast<size_t>(threads_)) {}
 
   void run();
 
@@ -645,12 +757,15 @@ class Block {
   std::unordered_map<uint32_t, Mbarrier> mbarriers_;
 };
 
-void Port::read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) { block_.shared_read(thread_, byte_addr, dst, bytes); }
+void Port::read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) {
+  block_.shared_read(thread_, byte_addr, dst, bytes);
+}
 
 void Port::write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) {
   written_ += bytes;
   if (mode_ == Mode::Direct) return block_.shared_write(thread_, byte_addr, src, bytes);
-  AsyncWrite w = block_.queue_write(thread_, byte_addr, src, bytes, mode_ == Mode::CpAsync ? Pending::CpAsync : Pending::Tma);
+  AsyncWrite w =
+      block_.queue_write(thread_, byte_addr, src, bytes, mode_ == Mode::CpAsync ? Pending::CpAsync : Pending::Tma);
   if (mode_ == Mode::CpAsync)
     block_.queue_cp_async(thread_, std::move(w));
   else
@@ -709,16 +824,25 @@ void Block::exec_body(const std::vector<Stmt>& body, const Lanes& lanes) {
 
 void Block::exec(const Stmt& s, const Lanes& lanes) {
   switch (s.kind) {
-    case Stmt::Kind::Decl: return exec_decl(s, lanes);
-    case Stmt::Kind::Assign: return exec_assign(s, lanes);
-    case Stmt::Kind::Store: return exec_store(s, lanes);
-    case Stmt::Kind::For: return exec_for(s, lanes);
-    case Stmt::Kind::If: return exec_if(s, lanes);
-    case Stmt::Kind::Barrier: return exec_barrier(lanes);
-    case Stmt::Kind::Intrinsic: return exec_intrinsic(s, lanes);
-    case Stmt::Kind::Comment: return;
+    case Stmt::Kind::Decl:
+      return exec_decl(s, lanes);
+    case Stmt::Kind::Assign:
+      return exec_assign(s, lanes);
+    case Stmt::Kind::Store:
+      return exec_store(s, lanes);
+    case Stmt::Kind::For:
+      return exec_for(s, lanes);
+    case Stmt::Kind::If:
+      return exec_if(s, lanes);
+    case Stmt::Kind::Barrier:
+      return exec_barrier(lanes);
+    case Stmt::Kind::Intrinsic:
+      return exec_intrinsic(s, lanes);
+    case Stmt::Kind::Comment:
+      return;
     case Stmt::Kind::VecLoad:
-    case Stmt::Kind::VecStore: return exec_vector(s, lanes);
+    case Stmt::Kind::VecStore:
+      return exec_vector(s, lanes);
   }
 }
 
@@ -815,10 +939,10 @@ void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
       fail(lanes[k], fmt::format("global vector {} out of bounds: buffer {} elements [{}, {}) ({} elements)",
                                  load ? "load" : "store", g.name, first, first + s.count, g.count));
     if ((static_cast<size_t>(first) * bytes) % width != 0)
-      fail(lanes[k], fmt::format("misaligned vector {}: {} bytes of buffer {} at byte {} (element {}), not a "
-                                 "multiple of {}; the GPU faults on it",
-                                 load ? "load" : "store", width, g.name, static_cast<size_t>(first) * bytes, first,
-                                 width));
+      fail(lanes[k],
+           fmt::format("misaligned vector {}: {} bytes of buffer {} at byte {} (element {}), not a "
+                       "multiple of {}; the GPU faults on it",
+                       load ? "load" : "store", width, g.name, static_cast<size_t>(first) * bytes, first, width));
     uint8_t* at = g.bytes.data() + static_cast<size_t>(first) * bytes;
     if (load)
       unpack_lane(s, *r, lanes[k], at);
@@ -894,16 +1018,26 @@ Vals Block::eval(const Expr& e, const Lanes& lanes) {
 
 Vals Block::eval_node(const Expr& e, const Lanes& lanes) {
   switch (e.kind) {
-    case Expr::Kind::Const: return eval_const(e, lanes.size());
-    case Expr::Kind::Var: return eval_var(e, lanes);
-    case Expr::Kind::Special: return eval_special(e, lanes);
-    case Expr::Kind::Param: return eval_param(e, lanes);
-    case Expr::Kind::Unary: return eval_unary(e, lanes);
-    case Expr::Kind::Binary: return is_logical(e.bin) ? eval_logical(e, lanes) : eval_binary(e, lanes);
-    case Expr::Kind::Select: return eval_select(e, lanes);
-    case Expr::Kind::Cast: return convert(eval(e.args[0], lanes), e.type);
-    case Expr::Kind::Load: return eval_load(e, lanes);
-    case Expr::Kind::SharedAddr: return eval_shared_addr(e, lanes);
+    case Expr::Kind::Const:
+      return eval_const(e, lanes.size());
+    case Expr::Kind::Var:
+      return eval_var(e, lanes);
+    case Expr::Kind::Special:
+      return eval_special(e, lanes);
+    case Expr::Kind::Param:
+      return eval_param(e, lanes);
+    case Expr::Kind::Unary:
+      return eval_unary(e, lanes);
+    case Expr::Kind::Binary:
+      return is_logical(e.bin) ? eval_logical(e, lanes) : eval_binary(e, lanes);
+    case Expr::Kind::Select:
+      return eval_select(e, lanes);
+    case Expr::Kind::Cast:
+      return convert(eval(e.args[0], lanes), e.type);
+    case Expr::Kind::Load:
+      return eval_load(e, lanes);
+    case Expr::Kind::SharedAddr:
+      return eval_shared_addr(e, lanes);
   }
   return {};
 }
@@ -950,12 +1084,24 @@ Vals Block::eval_special(const Expr& e, const Lanes& lanes) const {
   for (size_t k = 0; k < lanes.size(); ++k) {
     int32_t t = lanes[k];
     switch (e.special) {
-      case kir::Special::ThreadIdx: v.i[k] = t; break;
-      case kir::Special::BlockIdx: v.i[k] = id_; break;
-      case kir::Special::BlockDim: v.i[k] = threads_; break;
-      case kir::Special::GridDim: v.i[k] = launch_.grid; break;
-      case kir::Special::LaneId: v.i[k] = t & (kWarp - 1); break;
-      case kir::Special::WarpId: v.i[k] = t >> 5; break;
+      case kir::Special::ThreadIdx:
+        v.i[k] = t;
+        break;
+      case kir::Special::BlockIdx:
+        v.i[k] = id_;
+        break;
+      case kir::Special::BlockDim:
+        v.i[k] = threads_;
+        break;
+      case kir::Special::GridDim:
+        v.i[k] = launch_.grid;
+        break;
+      case kir::Special::LaneId:
+        v.i[k] = t & (kWarp - 1);
+        break;
+      case kir::Special::WarpId:
+        v.i[k] = t >> 5;
+        break;
     }
   }
   return v;
@@ -985,7 +1131,8 @@ Vals Block::eval_unary(const Expr& e, const Lanes& lanes) {
     float_unary<float>(e.un, v.f);
     round_lanes(v);
   } else if (v.type != ScalarType::Pred && (e.un == UnOp::Neg || e.un == UnOp::Abs)) {
-    for (int64_t& x : v.i) x = wrap_int(v.type, (e.un == UnOp::Abs && x >= 0) ? x : static_cast<int64_t>(0ULL - static_cast<uint64_t>(x)));
+    for (int64_t& x : v.i)
+      x = wrap_int(v.type, (e.un == UnOp::Abs && x >= 0) ? x : static_cast<int64_t>(0ULL - static_cast<uint64_t>(x)));
   } else {
     fail(lanes[0], fmt::format("{} of a {} value", kir::unop_name(e.un), kir::type_name(v.type)));
   }
@@ -1001,8 +1148,9 @@ Vals Block::eval_binary(const Expr& e, const Lanes& lanes) {
                          kir::type_name(a.type), kir::type_name(b.type)));
   bool cmp = kir::is_comparison(e.bin);
   if (!cmp && *common != e.type)
-    fail(t0, fmt::format("'{}' of {} and {} is {} in CUDA, the IR says {}", kir::binop_name(e.bin), kir::type_name(a.type),
-                         kir::type_name(b.type), kir::type_name(*common), kir::type_name(e.type)));
+    fail(t0,
+         fmt::format("'{}' of {} and {} is {} in CUDA, the IR says {}", kir::binop_name(e.bin), kir::type_name(a.type),
+                     kir::type_name(b.type), kir::type_name(*common), kir::type_name(e.type)));
   a = convert(std::move(a), *common);
   if (!is_shift(e.bin)) b = convert(std::move(b), *common);
   size_t n = lanes.size();
@@ -1128,11 +1276,13 @@ Vals Block::eval_load(const Expr& e, const Lanes& lanes) {
   if (e.space == kir::Space::Global) {
     const Global& g = (*launch_.globals)[static_cast<size_t>(buffer_index(e.name, lanes[0]))];
     if (g.type != e.type)
-      fail(lanes[0], fmt::format("load of {} from buffer {} of {}", kir::type_name(e.type), g.name, kir::type_name(g.type)));
+      fail(lanes[0],
+           fmt::format("load of {} from buffer {} of {}", kir::type_name(e.type), g.name, kir::type_name(g.type)));
     auto bytes = static_cast<size_t>(kir::type_bytes(g.type));
     for (size_t k = 0; k < n; ++k) {
       if (idx.i[k] < 0 || idx.i[k] >= g.count)
-        fail(lanes[k], fmt::format("global load out of bounds: buffer {} index {} ({} elements)", g.name, idx.i[k], g.count));
+        fail(lanes[k],
+             fmt::format("global load out of bounds: buffer {} index {} ({} elements)", g.name, idx.i[k], g.count));
       const uint8_t* p = g.bytes.data() + static_cast<size_t>(idx.i[k]) * bytes;
       if (is_f(g.type))
         v.f[k] = decode_float(g.type, p);
@@ -1143,7 +1293,8 @@ Vals Block::eval_load(const Expr& e, const Lanes& lanes) {
   }
   const SharedSlot& s = slot(e.name, lanes[0]);
   if (s.type != e.type)
-    fail(lanes[0], fmt::format("load of {} from shared {} of {}", kir::type_name(e.type), e.name, kir::type_name(s.type)));
+    fail(lanes[0],
+         fmt::format("load of {} from shared {} of {}", kir::type_name(e.type), e.name, kir::type_name(s.type)));
   std::vector<uint32_t> addrs = shared_addrs(s, e.name, idx, lanes);
   int bytes = kir::type_bytes(s.type);
   count_shared(lanes, addrs, bytes);
@@ -1177,7 +1328,8 @@ void Block::store_global(const Stmt& s, const Vals& idx, Vals val, const Lanes& 
   auto bytes = static_cast<size_t>(kir::type_bytes(g.type));
   for (size_t k = 0; k < lanes.size(); ++k) {
     if (idx.i[k] < 0 || idx.i[k] >= g.count)
-      fail(lanes[k], fmt::format("global store out of bounds: buffer {} index {} ({} elements)", g.name, idx.i[k], g.count));
+      fail(lanes[k],
+           fmt::format("global store out of bounds: buffer {} index {} ({} elements)", g.name, idx.i[k], g.count));
     uint8_t* at = g.bytes.data() + static_cast<size_t>(idx.i[k]) * bytes;
     if (is_f(g.type))
       encode_float(g.type, val.f[k], at);
@@ -1241,12 +1393,13 @@ void Block::check_write(int32_t t, uint32_t addr, uint32_t bytes, bool async) {
                           async ? "asynchronous copy" : "store", describe_shared(b)));
     if (!launch_.race_check) continue;
     if (s.write_epoch == smem_.epoch && s.writer >= 0 && warp_of(s.writer) != warp_of(t))
-      fail(t, fmt::format("shared-memory race: {} was written by thread {} and again by this thread with no barrier between",
-                          describe_shared(b), s.writer));
+      fail(t, fmt::format(
+                  "shared-memory race: {} was written by thread {} and again by this thread with no barrier between",
+                  describe_shared(b), s.writer));
     if (s.read_epoch == smem_.epoch && s.reader_warp != warp_of(t))
-      fail(t, fmt::format("shared-memory race: {} is overwritten after {} read it, with no barrier between",
-                          describe_shared(b),
-                          s.reader_warp == kManyWarps ? std::string("several warps") : fmt::format("warp {}", s.reader_warp)));
+      fail(t, fmt::format(
+                  "shared-memory race: {} is overwritten after {} read it, with no barrier between", describe_shared(b),
+                  s.reader_warp == kManyWarps ? std::string("several warps") : fmt::format("warp {}", s.reader_warp)));
     if (!async) {
       s.writer = t;
       s.write_epoch = smem_.epoch;
@@ -1294,8 +1447,8 @@ void Block::global_read(int32_t t, int buffer, uint64_t offset, void* dst, uint3
     fail(t, fmt::format("asynchronous copy from global buffer #{}, which does not exist", buffer));
   const Global& g = (*launch_.globals)[static_cast<size_t>(buffer)];
   if (offset + bytes > g.bytes.size())
-    fail(t, fmt::format("global read out of bounds: buffer {} bytes [{}, {}) ({} bytes)", g.name, offset, offset + bytes,
-                        g.bytes.size()));
+    fail(t, fmt::format("global read out of bounds: buffer {} bytes [{}, {}) ({} bytes)", g.name, offset,
+                        offset + bytes, g.bytes.size()));
   if (cp_async && offset % 16 != 0)
     fail(t, fmt::format("cp.async source (buffer {} byte {}) is not 16-byte aligned", g.name, offset));
   std::memcpy(dst, g.bytes.data() + offset, bytes);
@@ -1322,9 +1475,9 @@ const kir::IntrinsicInfo& Block::intrinsic(const Stmt& s, int32_t thread) const 
   const kir::IntrinsicInfo& info = kir::intrinsic_info(static_cast<IntrinsicId>(s.intrinsic));
   if (s.args.size() != info.ins.size() || s.outs.size() != info.outs.size() ||
       s.imm.size() != static_cast<size_t>(info.imms))
-    fail(thread, fmt::format("{} takes {} inputs, {} outputs and {} immediates; the statement has {}, {} and {}",
-                             info.name, info.ins.size(), info.outs.size(), info.imms, s.args.size(), s.outs.size(),
-                             s.imm.size()));
+    fail(thread,
+         fmt::format("{} takes {} inputs, {} outputs and {} immediates; the statement has {}, {} and {}", info.name,
+                     info.ins.size(), info.outs.size(), info.imms, s.args.size(), s.outs.size(), s.imm.size()));
   return info;
 }
 
@@ -1346,7 +1499,8 @@ std::vector<uint32_t> Block::operand_words(const Stmt& s, const kir::IntrinsicIn
   return in;
 }
 
-void Block::write_outs(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& out) {
+void Block::write_outs(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
+                       const std::vector<uint32_t>& out) {
   size_t n = lanes.size(), row = 0;
   for (size_t o = 0; o < info.outs.size(); ++o) {
     ScalarType t = info.outs[o];
@@ -1405,10 +1559,11 @@ void Block::issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lan
   if (tma) {
     auto it = launch_.maps.find(s.name);
     if (it == launch_.maps.end()) fail(lanes[0], fmt::format("{} is not a tensor-map parameter of the kernel", s.name));
-    if (it->second.buffer < 0) fail(lanes[0], fmt::format("a TMA copy through tensor map {}, which the sizes do not allow", s.name));
+    if (it->second.buffer < 0)
+      fail(lanes[0], fmt::format("a TMA copy through tensor map {}, which the sizes do not allow", s.name));
     if (kir::tma_rank(info.id) != it->second.rank)
-      fail(lanes[0], fmt::format("a TMA copy of {} coordinates through tensor map {} of rank {}", kir::tma_rank(info.id), s.name,
-                                 it->second.rank));
+      fail(lanes[0], fmt::format("a TMA copy of {} coordinates through tensor map {} of rank {}",
+                                 kir::tma_rank(info.id), s.name, it->second.rank));
     map = &it->second;
   } else {
     buffer = buffer_index(s.name, lanes[0]);
@@ -1420,7 +1575,8 @@ void Block::issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lan
     Port port(*this, lanes[k], tma ? Port::Mode::Tma : Port::Mode::CpAsync, m);
     kir::IntrinsicCall c = make_call(one, {}, 1, s.imm, &port);
     c.buffer = buffer;
-    if (!tma) c.elem_bytes = static_cast<uint32_t>(kir::type_bytes((*launch_.globals)[static_cast<size_t>(buffer)].type));
+    if (!tma)
+      c.elem_bytes = static_cast<uint32_t>(kir::type_bytes((*launch_.globals)[static_cast<size_t>(buffer)].type));
     c.tensor_map = map;
     call(info, c, lanes[k]);
     if (m != nullptr) {
@@ -1463,7 +1619,8 @@ void Block::wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity) {
 
 // commit/wait_group and the mbarrier operations, which order copies and compute nothing:
 // the interpreter gives them their meaning here. Returns false for any other intrinsic.
-bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in) {
+bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
+                     const std::vector<uint32_t>& in) {
   size_t n = lanes.size();
   for (size_t k = 0; k < n; ++k) {
     int32_t t = lanes[k];
@@ -1484,7 +1641,8 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         check_window(t, addr, 8);
         auto it = mbarriers_.find(addr);
         if (it != mbarriers_.end() && (!it->second.inflight.empty() || !it->second.landing.empty()))
-          fail(t, fmt::format("mbarrier.init of the mbarrier at {} while its TMA copies are in flight", describe_shared(addr)));
+          fail(t, fmt::format("mbarrier.init of the mbarrier at {} while its TMA copies are in flight",
+                              describe_shared(addr)));
         if (s.imm[0] < 1) fail(t, fmt::format("mbarrier.init with arrival count {}", s.imm[0]));
         Mbarrier& m = mbarriers_[addr];
         m = Mbarrier{};
@@ -1498,17 +1656,21 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         try_complete(m);
         break;
       }
-      case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, addr, word1); break;
+      case IntrinsicId::MbarrierTryWait:
+        wait_mbarrier(t, addr, word1);
+        break;
       case IntrinsicId::MbarrierArrive: {
         Mbarrier& m = mbarrier(t, addr);
         --m.pending;
         try_complete(m);
         break;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
-  if (!info.outs.empty()) write_outs(s, info, lanes, std::vector<uint32_t>(static_cast<size_t>(total_words(info.outs)) * n, 1));
+  if (!info.outs.empty())
+    write_outs(s, info, lanes, std::vector<uint32_t>(static_cast<size_t>(total_words(info.outs)) * n, 1));
   return true;
 }
 
@@ -1565,7 +1727,8 @@ Global make_global(const kir::Buffer& b, const SizeBindings& sizes, const Tensor
     throw SimtError(fmt::format("input buffer {}: the tensor's shape does not match the buffer's dims", b.name));
   bool int_ok = !is_f(b.type) && !is_float(t.dtype);
   if (t.dtype != dtype_of(b.type) && !(b.type == ScalarType::U32 && int_ok))
-    throw SimtError(fmt::format("input buffer {} is {}, the tensor is {}", b.name, kir::type_name(b.type), dtype_name(t.dtype)));
+    throw SimtError(
+        fmt::format("input buffer {} is {}, the tensor is {}", b.name, kir::type_name(b.type), dtype_name(t.dtype)));
   for (size_t k = 0; k < t.data.size(); ++k) {
     uint8_t* at = g.bytes.data() + k * bytes;
     if (is_f(b.type))
@@ -1596,7 +1759,8 @@ int64_t eval_launch_expr(const Expr& e, const Launch& launch) {
   return std::get<int64_t>(v);
 }
 
-Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes, const SimtOptions& options) {
+Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes,
+                   const SimtOptions& options) {
   Launch l;
   l.kernel = &k;
   l.globals = &globals;
@@ -1606,14 +1770,16 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
   for (const kir::Param& p : k.params) {
     if (p.kind == kir::Param::Kind::Buffer) {
       auto it = std::find_if(globals.begin(), globals.end(), [&](const Global& g) { return g.name == p.name; });
-      if (it == globals.end()) throw SimtError(fmt::format("kernel {}: parameter {} names no program buffer", k.name, p.name));
+      if (it == globals.end())
+        throw SimtError(fmt::format("kernel {}: parameter {} names no program buffer", k.name, p.name));
       if (it->type != p.type)
         throw SimtError(fmt::format("kernel {}: parameter {} is {}, the buffer is {}", k.name, p.name,
                                     kir::type_name(p.type), kir::type_name(it->type)));
       l.buffer_of[p.name] = static_cast<int>(it - globals.begin());
     } else if (p.kind == kir::Param::Kind::Scalar) {
       auto it = sizes.find(p.name);
-      if (it == sizes.end()) throw SimtError(fmt::format("kernel {}: scalar parameter {} is not bound", k.name, p.name));
+      if (it == sizes.end())
+        throw SimtError(fmt::format("kernel {}: scalar parameter {} is not bound", k.name, p.name));
       l.scalars[p.name] = {p.type, is_f(p.type) ? it->second : wrap_int(p.type, it->second)};
     } else {
       // A map the test gave, else the one the host would encode from the parameter; a map the
@@ -1626,7 +1792,8 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       }
       auto g = std::find_if(globals.begin(), globals.end(), [&](const Global& x) { return x.name == p.map_of; });
       if (g == globals.end())
-        throw SimtError(fmt::format("kernel {}: tensor map {} is over {}, not a buffer of the program", k.name, p.name, p.map_of));
+        throw SimtError(
+            fmt::format("kernel {}: tensor map {} is over {}, not a buffer of the program", k.name, p.name, p.map_of));
       auto map = kir::tma_map_of(p, g->type, g->shape, static_cast<int>(g - globals.begin()));
       l.maps[p.name] = std::holds_alternative<kir::TmaMap>(map) ? std::get<kir::TmaMap>(map) : kir::TmaMap{};
     }
@@ -1637,7 +1804,8 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
     offset = (offset + align - 1) / align * align;
     l.shared[a.name] = {a.type, a.count, static_cast<uint32_t>(offset)};
     offset += static_cast<uint64_t>(a.count) * static_cast<uint64_t>(kir::type_bytes(a.type));
-    if (offset > (uint64_t{1} << 31)) throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
+    if (offset > (uint64_t{1} << 31))
+      throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
   }
   l.shared_bytes = static_cast<uint32_t>(offset);
   l.grid = eval_launch_expr(k.grid_x, l);
@@ -1657,7 +1825,8 @@ std::vector<int64_t> block_order(int64_t grid, const SimtOptions& options, size_
 
 }  // namespace
 
-SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, TensorMap& buffers, const SimtOptions& options) {
+SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, TensorMap& buffers,
+                    const SimtOptions& options) {
   if (auto broken = kir::check_limits(program, sizes)) throw std::runtime_error(*broken);
   std::vector<Global> globals;
   for (const kir::Buffer& b : program.buffers) globals.push_back(make_global(b, sizes, buffers));

@@ -18,7 +18,7 @@ struct HostTensor {
   size_t size() const { return data.size(); }
 };
 
-using SizeBindings = std::map<std::string, int64_t>;   // "S" -> 64
-using TensorMap = std::map<std::string, HostTensor>;   // by parameter / output name
+using SizeBindings = std::map<std::string, int64_t>;  // "S" -> 64
+using TensorMap = std::map<std::string, HostTensor>;  // by parameter / output name
 
 }  // namespace emmy

@@ -2,8 +2,8 @@
 // recorded vectors of shared/data/ptx); the fragment maps they share are exported.
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "ir/intrinsics.hpp"
@@ -231,34 +231,34 @@ float float_extreme(float old, float v, bool max) {
 void ordering_only(const IntrinsicCall&) {}
 
 constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)> kSemantics{{
-    [](const IntrinsicCall& c) { mma_m16n8k16(c, f16_bits_to_f32, false); },   // MmaF16F32
-    [](const IntrinsicCall& c) { mma_m16n8k16(c, bf16_bits_to_f32, false); },  // MmaBf16F32
-    [](const IntrinsicCall& c) { mma_m16n8k16(c, f16_bits_to_f32, true); },    // MmaF16F16
-    [](const IntrinsicCall& c) { ldmatrix(c, 1, false); },                     // LdmatrixX1
-    [](const IntrinsicCall& c) { ldmatrix(c, 2, false); },                     // LdmatrixX2
-    [](const IntrinsicCall& c) { ldmatrix(c, 4, false); },                     // LdmatrixX4
-    [](const IntrinsicCall& c) { ldmatrix(c, 1, true); },                      // LdmatrixX1Trans
-    [](const IntrinsicCall& c) { ldmatrix(c, 2, true); },                      // LdmatrixX2Trans
-    [](const IntrinsicCall& c) { ldmatrix(c, 4, true); },                      // LdmatrixX4Trans
-    [](const IntrinsicCall& c) { cvt_x2(c, f32_to_f16_bits); },                // CvtRnF16x2F32
-    [](const IntrinsicCall& c) { cvt_x2(c, f32_to_bf16_bits); },               // CvtRnBf16x2F32
-    shfl_bfly,                                                                 // ShflBfly
-    shfl_idx,                                                                  // ShflIdx
-    ex2_approx,                                                                // Ex2Approx
-    cp_async_16,                                                               // CpAsync16
-    ordering_only,                                                             // CpAsyncCommit
-    ordering_only,                                                             // CpAsyncWait
-    ordering_only,                                                             // MbarrierInit
-    ordering_only,                                                             // MbarrierExpectTx
-    ordering_only,                                                             // MbarrierTryWait
-    ordering_only,                                                             // MbarrierArrive
-    tma_load,                                                                  // TmaLoad2d
-    tma_load,                                                                  // TmaLoad3d
-    tma_load,                                                                  // TmaLoad4d
-    tma_load,                                                                  // TmaLoad5d
-    [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return a + b; }); },     // AtomicAddF32
+    [](const IntrinsicCall& c) { mma_m16n8k16(c, f16_bits_to_f32, false); },                       // MmaF16F32
+    [](const IntrinsicCall& c) { mma_m16n8k16(c, bf16_bits_to_f32, false); },                      // MmaBf16F32
+    [](const IntrinsicCall& c) { mma_m16n8k16(c, f16_bits_to_f32, true); },                        // MmaF16F16
+    [](const IntrinsicCall& c) { ldmatrix(c, 1, false); },                                         // LdmatrixX1
+    [](const IntrinsicCall& c) { ldmatrix(c, 2, false); },                                         // LdmatrixX2
+    [](const IntrinsicCall& c) { ldmatrix(c, 4, false); },                                         // LdmatrixX4
+    [](const IntrinsicCall& c) { ldmatrix(c, 1, true); },                                          // LdmatrixX1Trans
+    [](const IntrinsicCall& c) { ldmatrix(c, 2, true); },                                          // LdmatrixX2Trans
+    [](const IntrinsicCall& c) { ldmatrix(c, 4, true); },                                          // LdmatrixX4Trans
+    [](const IntrinsicCall& c) { cvt_x2(c, f32_to_f16_bits); },                                    // CvtRnF16x2F32
+    [](const IntrinsicCall& c) { cvt_x2(c, f32_to_bf16_bits); },                                   // CvtRnBf16x2F32
+    shfl_bfly,                                                                                     // ShflBfly
+    shfl_idx,                                                                                      // ShflIdx
+    ex2_approx,                                                                                    // Ex2Approx
+    cp_async_16,                                                                                   // CpAsync16
+    ordering_only,                                                                                 // CpAsyncCommit
+    ordering_only,                                                                                 // CpAsyncWait
+    ordering_only,                                                                                 // MbarrierInit
+    ordering_only,                                                                                 // MbarrierExpectTx
+    ordering_only,                                                                                 // MbarrierTryWait
+    ordering_only,                                                                                 // MbarrierArrive
+    tma_load,                                                                                      // TmaLoad2d
+    tma_load,                                                                                      // TmaLoad3d
+    tma_load,                                                                                      // TmaLoad4d
+    tma_load,                                                                                      // TmaLoad5d
+    [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return a + b; }); },  // AtomicAddF32
     [](const IntrinsicCall& c) { atomic_rmw<double>(c, [](double a, double b) { return a + b; }); },  // AtomicAddF64
-    [](const IntrinsicCall& c) {                                                                        // AtomicAddI32
+    [](const IntrinsicCall& c) {                                                                      // AtomicAddI32
       atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) {
         return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps, as on the GPU
       });
@@ -267,17 +267,17 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) { atomic_rmw<float>(c, [](float a, float b) { return float_extreme(a, b, false); }); },
     [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::max(a, b); }); },
     [](const IntrinsicCall& c) { atomic_rmw<int32_t>(c, [](int32_t a, int32_t b) { return std::min(a, b); }); },
-    shfl_bfly,                                                                 // ShflBflyI32
-    [](const IntrinsicCall& c) { shfl_bfly_words(c, 2); },                     // ShflBflyF64
+    shfl_bfly,                                              // ShflBflyI32
+    [](const IntrinsicCall& c) { shfl_bfly_words(c, 2); },  // ShflBflyF64
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN64); },
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN128); },
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN64); },
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN128); },
-    ordering_only,                                                             // WgmmaFence
-    ordering_only,                                                             // WgmmaCommit
-    ordering_only,                                                             // WgmmaWait
-    ordering_only,                                                             // FenceProxyAsync
-    [](const IntrinsicCall& c) {                                               // RegFence
+    ordering_only,                // WgmmaFence
+    ordering_only,                // WgmmaCommit
+    ordering_only,                // WgmmaWait
+    ordering_only,                // FenceProxyAsync
+    [](const IntrinsicCall& c) {  // RegFence
       for (int l = 0; l < c.lanes; ++l) c.out[static_cast<size_t>(l)] = c.in[static_cast<size_t>(l)];
     },
 }};

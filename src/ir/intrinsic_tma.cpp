@@ -65,7 +65,8 @@ void tma_box_copy(const TmaMap& map, std::span<const int64_t> at, uint32_t smem_
       inside = inside && g >= 0 && g < static_cast<int64_t>(map.dims[ud]);
       offset += static_cast<uint64_t>(g) * map.strides[ud];
     }
-    if (inside) memory.read_global(map.buffer, offset, row.data() + (lo - at[0]) * eb, static_cast<uint32_t>((hi - lo) * eb));
+    if (inside)
+      memory.read_global(map.buffer, offset, row.data() + (lo - at[0]) * eb, static_cast<uint32_t>((hi - lo) * eb));
     // Write in pieces that never cross a 16-byte chunk: the swizzle moves whole chunks.
     for (uint32_t p = 0; p < row_bytes;) {
       const auto addr = static_cast<uint32_t>(smem_byte_addr + r * row_bytes + p);
@@ -79,7 +80,8 @@ void tma_box_copy(const TmaMap& map, std::span<const int64_t> at, uint32_t smem_
 // The hardware's rules (cuTensorMapEncodeTiled): a 16-byte aligned base (the runtime checks the
 // address), strides multiples of 16 bytes below 2^40, dimensions in [1, 2^32], boxes in [1, 256]
 // with rows a multiple of 16 bytes and, swizzled, no longer than the swizzle's span.
-std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape, int buffer) {
+std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape,
+                                             int buffer) {
   const int rank = static_cast<int>(shape.size());
   if (rank < 2 || rank > kTmaMaxRank)
     return fmt::format("tensor map {}: {} has {} dimensions (TMA takes 2 to {})", p.name, p.map_of, rank, kTmaMaxRank);
@@ -95,7 +97,8 @@ std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, st
     const auto ud = static_cast<size_t>(d);
     const int64_t extent = shape[static_cast<size_t>(rank - 1 - d)];
     if (extent < 1 || extent > (int64_t{1} << 32))
-      return fmt::format("tensor map {}: dimension {} of {} is {} (TMA takes 1 to 2^32)", p.name, rank - 1 - d, p.map_of, extent);
+      return fmt::format("tensor map {}: dimension {} of {} is {} (TMA takes 1 to 2^32)", p.name, rank - 1 - d,
+                         p.map_of, extent);
     if (d > 0 && (stride % 16 != 0 || stride >= (uint64_t{1} << 40)))
       return fmt::format("tensor map {}: {}'s rows are {} bytes apart, not a multiple of 16 (TMA needs it)", p.name,
                          p.map_of, stride);
@@ -108,8 +111,8 @@ std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, st
   }
   const uint32_t row = m.box[0] * m.elem_bytes;
   if (row % 16 != 0 || row > kSwizzleSpan[static_cast<size_t>(p.swizzle)])
-    return fmt::format("tensor map {}: box rows of {} bytes (a multiple of 16, at most {} with this swizzle)", p.name, row,
-                       kSwizzleSpan[static_cast<size_t>(p.swizzle)]);
+    return fmt::format("tensor map {}: box rows of {} bytes (a multiple of 16, at most {} with this swizzle)", p.name,
+                       row, kSwizzleSpan[static_cast<size_t>(p.swizzle)]);
   return m;
 }
 

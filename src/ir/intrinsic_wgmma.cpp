@@ -85,7 +85,8 @@ uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major) {
                             : start + m / 8 * sbo + m % 8 * 128 + kk * 2;
       return a ^ (((a >> 7) & 7) << 4);
     }
-    default: throw std::invalid_argument("wgmma: the 32- and 64-byte swizzles are not modelled");
+    default:
+      throw std::invalid_argument("wgmma: the 32- and 64-byte swizzles are not modelled");
   }
 }
 
@@ -123,19 +124,22 @@ void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id) {
       uint64_t da = descriptor_at(call, 0, base);
       for (int m = 0; m < kM; ++m)
         for (int k = 0; k < kK; ++k)
-          a[static_cast<size_t>(m)][static_cast<size_t>(k)] = read16(*call.memory, wgmma_operand_byte(da, m, k, false), bf16);
+          a[static_cast<size_t>(m)][static_cast<size_t>(k)] =
+              read16(*call.memory, wgmma_operand_byte(da, m, k, false), bf16);
     }
     uint64_t db = descriptor_at(call, b_word, base);
     std::vector<std::array<float, kK>> b(static_cast<size_t>(n));  // b[n][k]
     for (int j = 0; j < n; ++j)
       for (int k = 0; k < kK; ++k)
-        b[static_cast<size_t>(j)][static_cast<size_t>(k)] = read16(*call.memory, wgmma_operand_byte(db, j, k, n_major), bf16);
+        b[static_cast<size_t>(j)][static_cast<size_t>(k)] =
+            read16(*call.memory, wgmma_operand_byte(db, j, k, n_major), bf16);
     for (int t = 0; t < kWarpgroup; ++t)
       for (int i = 0; i < regs; ++i) {
         FragmentCoord q = wgmma_c_coord(t, i);
         float d = bits_f32(word(call, c_word + i, base + t));
         for (int k = 0; k < kK; ++k)
-          d += a[static_cast<size_t>(q.row)][static_cast<size_t>(k)] * b[static_cast<size_t>(q.col)][static_cast<size_t>(k)];
+          d += a[static_cast<size_t>(q.row)][static_cast<size_t>(k)] *
+               b[static_cast<size_t>(q.col)][static_cast<size_t>(k)];
         call.out[static_cast<size_t>(i * call.lanes + base + t)] = f32_bits(d);
       }
   }
@@ -179,7 +183,8 @@ std::string wgmma_helper_source(IntrinsicId id) {
         "                 : {}\n                 : {} : \"memory\");",
         one_at, n, type, type, fmt::join(operands, ", "), a_operand, b_at, trans, fmt::join(constraints, ", "), inputs);
   };
-  std::string descs = a_in_registers ? "" : "const unsigned long long desc_a = (unsigned long long)desc_a_hi << 32 | desc_a_lo;\n  ";
+  std::string descs =
+      a_in_registers ? "" : "const unsigned long long desc_a = (unsigned long long)desc_a_hi << 32 | desc_a_lo;\n  ";
   descs += "const unsigned long long desc_b = (unsigned long long)desc_b_hi << 32 | desc_b_lo;";
   return fmt::format(
       "__device__ __forceinline__ void emmy_wgmma_{}_n{}(\n    {}) {{\n  {}\n  {}\n"

@@ -152,8 +152,8 @@ constexpr std::string_view kCpAsyncCommit =
 // An instruction with no operands, ordered with the memory operations around it (fences,
 // commits).
 std::string ordering_source(std::string_view helper, std::string_view instruction) {
-  return fmt::format("__device__ __forceinline__ void {}() {{\n  asm volatile(\"{};\\n\" ::: \"memory\");\n}}\n", helper,
-                     instruction);
+  return fmt::format("__device__ __forceinline__ void {}() {{\n  asm volatile(\"{};\\n\" ::: \"memory\");\n}}\n",
+                     helper, instruction);
 }
 
 // wait_group takes an immediate: the literal argument selects its case once inlined. `cases`
@@ -282,8 +282,8 @@ constexpr AtomicRow kAtomics[] = {
 // name is the helper without its "emmy_" prefix.
 IntrinsicInfo row(IntrinsicId id, std::string_view helper, Scope scope, std::vector<ScalarType> outs,
                   std::vector<ScalarType> ins, int imms, int min_sm, std::string_view source) {
-  return {id, helper.substr(5), scope, std::move(outs), std::move(ins), imms, min_sm, helper, source,
-          intrinsic_semantics(id)};
+  return {id,   helper.substr(5), scope,  std::move(outs), std::move(ins),
+          imms, min_sm,           helper, source,          intrinsic_semantics(id)};
 }
 
 std::vector<IntrinsicInfo> build_table() {
@@ -334,9 +334,10 @@ std::vector<IntrinsicInfo> build_table() {
   };
   // The wgmma rows: operand lists and helpers generated per row (the sources live as long as
   // the table).
-  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 4> wgmma_rows{{
-      {WgmmaRsN64, "emmy_wgmma_rs_n64"}, {WgmmaRsN128, "emmy_wgmma_rs_n128"},
-      {WgmmaSsN64, "emmy_wgmma_ss_n64"}, {WgmmaSsN128, "emmy_wgmma_ss_n128"}}};
+  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 4> wgmma_rows{{{WgmmaRsN64, "emmy_wgmma_rs_n64"},
+                                                                                {WgmmaRsN128, "emmy_wgmma_rs_n128"},
+                                                                                {WgmmaSsN64, "emmy_wgmma_ss_n64"},
+                                                                                {WgmmaSsN128, "emmy_wgmma_ss_n128"}}};
   static const std::array<std::string, 4> wgmma_sources = [&] {
     std::array<std::string, 4> out;
     for (size_t i = 0; i < out.size(); ++i) out[i] = wgmma_helper_source(wgmma_rows[i].first);
@@ -346,7 +347,8 @@ std::vector<IntrinsicInfo> build_table() {
     auto [id, helper] = wgmma_rows[i];
     const auto accumulators = static_cast<size_t>(wgmma_n(id) / 2);
     // Descriptors travel as two words (low, high): an I64 operand means a global index.
-    std::vector<ScalarType> ins = wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, U, U} : std::vector<ScalarType>{U, U, U, U};
+    std::vector<ScalarType> ins =
+        wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, U, U} : std::vector<ScalarType>{U, U, U, U};
     ins.insert(ins.end(), accumulators, F);
     t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(accumulators, F), std::move(ins), 2, 90,
                     wgmma_sources[i]));

@@ -19,58 +19,58 @@
 namespace emmy::kir {
 
 enum class IntrinsicId : uint8_t {
-  MmaF16F32,      // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32   d[4] <- a[4], b[2], c[4]
-  MmaBf16F32,     // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 d[4] <- a[4], b[2], c[4]
-  MmaF16F16,      // mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16   d[2] <- a[4], b[2], c[2]
-  LdmatrixX1,     // ldmatrix.sync.aligned.m8n8.x1.shared.b16   d[1] <- smem byte address
-  LdmatrixX2,     //                                 .x2          d[2]
-  LdmatrixX4,     //                                 .x4          d[4]
+  MmaF16F32,   // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32   d[4] <- a[4], b[2], c[4]
+  MmaBf16F32,  // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 d[4] <- a[4], b[2], c[4]
+  MmaF16F16,   // mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16   d[2] <- a[4], b[2], c[2]
+  LdmatrixX1,  // ldmatrix.sync.aligned.m8n8.x1.shared.b16   d[1] <- smem byte address
+  LdmatrixX2,  //                                 .x2          d[2]
+  LdmatrixX4,  //                                 .x4          d[4]
   LdmatrixX1Trans,
   LdmatrixX2Trans,
   LdmatrixX4Trans,
-  CvtRnF16x2F32,  // cvt.rn.f16x2.f32 d, a, b: a in the UPPER half      d <- a, b (f32)
-  CvtRnBf16x2F32, // cvt.rn.bf16x2.f32 d, a, b
-  ShflBfly,       // shfl.sync.bfly.b32 d, v, lanemask, 0x1f, membermask   d <- v, imm[0] = lane mask
-  ShflIdx,        // shfl.sync.idx.b32  d, v, srclane, 0x1f, membermask    d <- v, srclane (per lane)
-  Ex2Approx,      // ex2.approx.f32 (flush-to-zero not set)
-  CpAsync16,      // cp.async.cg.shared.global 16 bytes: smem byte address, global buffer + byte offset
-  CpAsyncCommit,  // cp.async.commit_group
-  CpAsyncWait,    // cp.async.wait_group imm[0]
-  MbarrierInit,   // mbarrier.init.shared.b64 [addr], imm[0] = arrival count
+  CvtRnF16x2F32,     // cvt.rn.f16x2.f32 d, a, b: a in the UPPER half      d <- a, b (f32)
+  CvtRnBf16x2F32,    // cvt.rn.bf16x2.f32 d, a, b
+  ShflBfly,          // shfl.sync.bfly.b32 d, v, lanemask, 0x1f, membermask   d <- v, imm[0] = lane mask
+  ShflIdx,           // shfl.sync.idx.b32  d, v, srclane, 0x1f, membermask    d <- v, srclane (per lane)
+  Ex2Approx,         // ex2.approx.f32 (flush-to-zero not set)
+  CpAsync16,         // cp.async.cg.shared.global 16 bytes: smem byte address, global buffer + byte offset
+  CpAsyncCommit,     // cp.async.commit_group
+  CpAsyncWait,       // cp.async.wait_group imm[0]
+  MbarrierInit,      // mbarrier.init.shared.b64 [addr], imm[0] = arrival count
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
   MbarrierArrive,    // mbarrier.arrive.shared.b64 [addr]: one arrival, no bytes
-  TmaLoad2d,      // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
-  TmaLoad3d,      // .3d: the same with three coordinates
-  TmaLoad4d,      // .4d
-  TmaLoad5d,      // .5d
+  TmaLoad2d,         // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  TmaLoad3d,         // .3d: the same with three coordinates
+  TmaLoad4d,         // .4d
+  TmaLoad5d,         // .5d
   // Atomic read-modify-write of one element of the Stmt's global buffer: element index, value.
-  AtomicAddF32,   // atomicAdd(float*)
-  AtomicAddF64,   // atomicAdd(double*)
-  AtomicAddI32,   // atomicAdd(int*)
-  AtomicMaxF32,   // max of floats by their bits: atomicMax(int*) for v >= +0, atomicMin(unsigned*) below
-  AtomicMinF32,   // min of floats: atomicMin(int*) for v >= +0, atomicMax(unsigned*) below
-  AtomicMaxI32,   // atomicMax(int*)
-  AtomicMinI32,   // atomicMin(int*)
-  ShflBflyI32,    // shfl.sync.bfly.b32 of an i32                       d <- v, imm[0] = lane mask
-  ShflBflyF64,    // two shfl.sync.bfly.b32 (low, high word) of an f64  d <- v, imm[0] = lane mask
-                  // (an i64 moves as two ShflBflyI32: an I64 operand means a global index here)
+  AtomicAddF32,  // atomicAdd(float*)
+  AtomicAddF64,  // atomicAdd(double*)
+  AtomicAddI32,  // atomicAdd(int*)
+  AtomicMaxF32,  // max of floats by their bits: atomicMax(int*) for v >= +0, atomicMin(unsigned*) below
+  AtomicMinF32,  // min of floats: atomicMin(int*) for v >= +0, atomicMax(unsigned*) below
+  AtomicMaxI32,  // atomicMax(int*)
+  AtomicMinI32,  // atomicMin(int*)
+  ShflBflyI32,   // shfl.sync.bfly.b32 of an i32                       d <- v, imm[0] = lane mask
+  ShflBflyF64,   // two shfl.sync.bfly.b32 (low, high word) of an f64  d <- v, imm[0] = lane mask
+                 // (an i64 moves as two ShflBflyI32: an I64 operand means a global index here)
   // Warpgroup MMA (sm_90a): D[64 x N] = A[64 x 16] * B[16 x N] + C, f32 accumulators in the
   // warpgroup accumulator map (wgmma_c_coord), B in shared memory through a matrix descriptor
   // (wgmma_operand_byte), A in registers (Rs: the mma.m16n8k16 A fragment of each warp's 16
   // rows) or shared memory (Ss). imm[0] = 1 for bf16 operands, imm[1] = 1 for an N-major B.
-  WgmmaRsN64,     // d[32] <- a[4], desc_b (two words: low, high), c[32]
-  WgmmaRsN128,    // d[64] <- a[4], desc_b, c[64]
-  WgmmaSsN64,     // d[32] <- desc_a (two words), desc_b, c[32]
-  WgmmaSsN128,    // d[64] <- desc_a, desc_b, c[64]
-  WgmmaFence,     // wgmma.fence.sync.aligned: registers and shared memory written before it are
-                  // what the next wgmma reads
-  WgmmaCommit,    // wgmma.commit_group.sync.aligned
-  WgmmaWait,      // wgmma.wait_group.sync.aligned imm[0]
+  WgmmaRsN64,       // d[32] <- a[4], desc_b (two words: low, high), c[32]
+  WgmmaRsN128,      // d[64] <- a[4], desc_b, c[64]
+  WgmmaSsN64,       // d[32] <- desc_a (two words), desc_b, c[32]
+  WgmmaSsN128,      // d[64] <- desc_a, desc_b, c[64]
+  WgmmaFence,       // wgmma.fence.sync.aligned: registers and shared memory written before it are
+                    // what the next wgmma reads
+  WgmmaCommit,      // wgmma.commit_group.sync.aligned
+  WgmmaWait,        // wgmma.wait_group.sync.aligned imm[0]
   FenceProxyAsync,  // fence.proxy.async.shared::cta: generic-proxy shared writes (cp.async, st.shared)
                     // visible to the async proxy (wgmma's operand reads)
-  RegFence,       // d <- v (f32), pinned in place: the compiler moves no use of a wgmma result
-                  // above the wait that completes it
+  RegFence,         // d <- v (f32), pinned in place: the compiler moves no use of a wgmma result
+                    // above the wait that completes it
   Count,
 };
 
@@ -91,11 +91,11 @@ class MemoryPort {
 // A TMA tensor map (cuTensorMapEncodeTiled's arguments that matter to the semantics): a
 // tensor of `rank` dimensions, dimension 0 innermost (contiguous), and the box one copy moves.
 struct TmaMap {
-  int buffer = -1;                                   // which global buffer (MemoryPort numbering)
+  int buffer = -1;  // which global buffer (MemoryPort numbering)
   int rank = 2;
-  std::array<uint64_t, kTmaMaxRank> dims{};          // elements per dimension
-  std::array<uint64_t, kTmaMaxRank> strides{};       // bytes from index i to i + 1 of dimension d >= 1
-  std::array<uint32_t, kTmaMaxRank> box{};           // the box's extent per dimension (1 where unused)
+  std::array<uint64_t, kTmaMaxRank> dims{};     // elements per dimension
+  std::array<uint64_t, kTmaMaxRank> strides{};  // bytes from index i to i + 1 of dimension d >= 1
+  std::array<uint32_t, kTmaMaxRank> box{};      // the box's extent per dimension (1 where unused)
   uint32_t elem_bytes = 2;
   Swizzle swizzle = Swizzle::None;
 };
@@ -110,10 +110,10 @@ struct IntrinsicCall {
   int lanes = 32;
   std::span<const int64_t> imm;
   MemoryPort* memory = nullptr;
-  int buffer = -1;                          // cp.async, atomics: the global buffer (MemoryPort numbering)
-  uint32_t elem_bytes = 0;                  // cp.async, atomics: bytes per element of `buffer` (its index
-                                            // operand counts elements, as `&buffer[index]` does)
-  const TmaMap* tensor_map = nullptr;       // TMA
+  int buffer = -1;                     // cp.async, atomics: the global buffer (MemoryPort numbering)
+  uint32_t elem_bytes = 0;             // cp.async, atomics: bytes per element of `buffer` (its index
+                                       // operand counts elements, as `&buffer[index]` does)
+  const TmaMap* tensor_map = nullptr;  // TMA
 };
 
 // How the CUDA printer calls an intrinsic (the convention every helper_source follows):
@@ -125,14 +125,14 @@ using IntrinsicSemantics = void (*)(const IntrinsicCall& call);
 
 struct IntrinsicInfo {
   IntrinsicId id;
-  std::string_view name;          // "mma_m16n8k16_f16_f32": what --ir kernel prints
+  std::string_view name;  // "mma_m16n8k16_f16_f32": what --ir kernel prints
   Scope scope;
-  std::vector<ScalarType> outs;   // register types of the results, in order
-  std::vector<ScalarType> ins;    // operand types, in order
-  int imms = 0;                   // immediates in Stmt::imm
-  int min_sm = 80;                // needs sm_<min_sm> or newer
-  std::string_view helper;        // the CUDA helper function the printer calls
-  std::string_view helper_source; // its definition, emitted in the preamble when used
+  std::vector<ScalarType> outs;    // register types of the results, in order
+  std::vector<ScalarType> ins;     // operand types, in order
+  int imms = 0;                    // immediates in Stmt::imm
+  int min_sm = 80;                 // needs sm_<min_sm> or newer
+  std::string_view helper;         // the CUDA helper function the printer calls
+  std::string_view helper_source;  // its definition, emitted in the preamble when used
   IntrinsicSemantics semantics;
 };
 
@@ -176,10 +176,10 @@ FragmentCoord mma_c_coord(int lane, int elem);  // C/D 16x8 (m, n), elem 0..3
 FragmentCoord wgmma_c_coord(int thread, int reg);
 uint64_t wgmma_descriptor(uint32_t start, uint32_t lbo, uint32_t sbo, int swizzle);
 uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major);
-int wgmma_n(IntrinsicId id);        // the N of a Wgmma row (0 for any other intrinsic)
+int wgmma_n(IntrinsicId id);  // the N of a Wgmma row (0 for any other intrinsic)
 bool wgmma_a_in_registers(IntrinsicId id);
 void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id);
-std::string wgmma_helper_source(IntrinsicId id);  // the CUDA helper of a Wgmma row
+std::string wgmma_helper_source(IntrinsicId id);                          // the CUDA helper of a Wgmma row
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
 // The box at coordinates `at` (one per dimension, innermost first) into shared memory, dense
 // and row after row, swizzled by the destination address; elements outside the tensor read zero.
@@ -189,6 +189,7 @@ IntrinsicId tma_load_of_rank(int rank);
 // A TensorMap parameter's map over its buffer of shape `shape` (outermost first, as the buffer
 // declares it), or why the hardware cannot take it (a row stride not a multiple of 16 bytes,
 // an empty or oversized tensor); `buffer` is the MemoryPort number of the buffer.
-std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape, int buffer);
+std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape,
+                                             int buffer);
 
 }  // namespace emmy::kir

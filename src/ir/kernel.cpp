@@ -39,11 +39,10 @@ static_assert(table_agrees());
 
 constexpr std::array<std::string_view, 6> kSpecials{"threadIdx.x", "blockIdx.x", "blockDim.x",
                                                     "gridDim.x",   "lane",       "warp"};
-constexpr std::array<std::string_view, 14> kUnOps{"-",    "!",     "abs",  "exp",     "exp2",  "log",  "sqrt",
+constexpr std::array<std::string_view, 14> kUnOps{"-",     "!",    "abs", "exp",     "exp2",  "log",  "sqrt",
                                                   "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil", "ex2.ftz"};
-constexpr std::array<std::string_view, 21> kBinOps{"+",  "-",  "*",  "/",  "%",  "min", "max",
-                                                   "pow", "<", "<=", ">", ">=", "==", "!=",
-                                                   "&&", "||", "<<", ">>", "&", "|",  "^"};
+constexpr std::array<std::string_view, 21> kBinOps{"+",  "-",  "*",  "/",  "%",  "min", "max", "pow", "<", "<=", ">",
+                                                   ">=", "==", "!=", "&&", "||", "<<",  ">>",  "&",   "|", "^"};
 
 }  // namespace
 

@@ -17,10 +17,10 @@ namespace emmy::kir {
 // Scalar types of registers, buffers and parameters. U32 doubles as the b32 register that
 // holds a packed pair of 16-bit values (f16x2, bf16x2) for intrinsics.
 enum class ScalarType : uint8_t { Pred, I32, I64, U32, F16, BF16, F32, F64 };
-std::string_view type_name(ScalarType type);   // "f32"
-std::string_view cuda_type(ScalarType type);   // "float", "__half", "long long"...
+std::string_view type_name(ScalarType type);                                  // "f32"
+std::string_view cuda_type(ScalarType type);                                  // "float", "__half", "long long"...
 constexpr bool is_float(ScalarType type) { return type >= ScalarType::F16; }  // F16, BF16, F32, F64 (the enum's order)
-int type_bytes(ScalarType type);               // Pred: 1
+int type_bytes(ScalarType type);                                              // Pred: 1
 
 // Per-thread values of the launch.
 enum class Special : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim, LaneId, WarpId };
@@ -30,9 +30,27 @@ std::string_view special_name(Special special);  // "threadIdx.x", "lane"
 // inputs read as 0 and subnormal results flushed to 0, no slow path for them).
 enum class UnOp : uint8_t { Neg, Not, Abs, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Exp2Ftz };
 enum class BinOp : uint8_t {
-  Add, Sub, Mul, Div, Rem, Min, Max, Pow,
-  Lt, Le, Gt, Ge, Eq, Ne, And, Or,
-  Shl, Shr, BitAnd, BitOr, BitXor,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Min,
+  Max,
+  Pow,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  Shl,
+  Shr,
+  BitAnd,
+  BitOr,
+  BitXor,
 };
 std::string_view unop_name(UnOp op);    // "exp"
 std::string_view binop_name(BinOp op);  // "+", "max"
@@ -51,17 +69,17 @@ struct Reg {
 
 struct Expr {
   enum class Kind : uint8_t {
-    Const,    // fval / ival of `type`
-    Var,      // reg
-    Special,  // special (i32)
-    Param,    // a scalar kernel parameter: name
-    Unary,    // un, args[0]
-    Binary,   // bin, args[0], args[1]
-    Select,   // args[0] (pred) ? args[1] : args[2]
-    Cast,     // args[0] converted to `type`: to a float type rounding to nearest even; from a
-              // float to an integer toward zero, saturating, NaN to 0 (C casts, cvt.rzi)
-    Load,     // space, name = buffer (global: a pointer parameter; shared: a shared array),
-              // args[0] = element index (I64 for global, I32 for shared)
+    Const,       // fval / ival of `type`
+    Var,         // reg
+    Special,     // special (i32)
+    Param,       // a scalar kernel parameter: name
+    Unary,       // un, args[0]
+    Binary,      // bin, args[0], args[1]
+    Select,      // args[0] (pred) ? args[1] : args[2]
+    Cast,        // args[0] converted to `type`: to a float type rounding to nearest even; from a
+                 // float to an integer toward zero, saturating, NaN to 0 (C casts, cvt.rzi)
+    Load,        // space, name = buffer (global: a pointer parameter; shared: a shared array),
+                 // args[0] = element index (I64 for global, I32 for shared)
     SharedAddr,  // U32 byte address, in the shared window, of element args[0] of shared
                  // array `name` (the operand of ldmatrix, cp.async, mbarrier, TMA)
   };
@@ -169,8 +187,8 @@ struct Param {
   std::string name;
   ScalarType type = ScalarType::F32;
   bool is_const = true;  // buffers the kernel only reads
-  std::string map_of;       // TensorMap: the buffer
-  std::vector<int> box;     // TensorMap: innermost first, one per dimension of the buffer
+  std::string map_of;    // TensorMap: the buffer
+  std::vector<int> box;  // TensorMap: innermost first, one per dimension of the buffer
   Swizzle swizzle = Swizzle::None;
 };
 
@@ -182,8 +200,8 @@ struct SharedArray {
 };
 
 struct Kernel {
-  std::string name;                  // k_<op>[_<part>]_<schedule hash>
-  std::vector<std::string> doc;      // what the kernel does, printed above it
+  std::string name;              // k_<op>[_<part>]_<schedule hash>
+  std::vector<std::string> doc;  // what the kernel does, printed above it
   std::vector<Param> params;
   int block_threads = 128;
   // __launch_bounds__'s second argument (0: not given). 1 lets ptxas use every register a
@@ -217,8 +235,8 @@ struct SizeLimit {
 // What runs, in order: each kernel once; its parameters bind by name to buffers and sizes.
 struct Program {
   std::string op;
-  std::string knobs;                 // the knob list it was lowered with, canonical text
-  std::vector<std::string> sizes;    // the size names, bound at launch (B, H, S, ...)
+  std::string knobs;               // the knob list it was lowered with, canonical text
+  std::vector<std::string> sizes;  // the size names, bound at launch (B, H, S, ...)
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<SizeLimit> limits;

@@ -21,7 +21,9 @@ void print_stmt(const Stmt& s, int depth, std::string& out) {
       for (const Stmt& b : s.body) print_stmt(b, depth + 1, out);
       out += pad + "}\n";
       return;
-    case Stmt::Kind::Compute: out += fmt::format("{}%{} = {}\n", pad, s.reg, tir::print_expr(s.value)); return;
+    case Stmt::Kind::Compute:
+      out += fmt::format("{}%{} = {}\n", pad, s.reg, tir::print_expr(s.value));
+      return;
     case Stmt::Kind::Store:
       out += fmt::format("{}{}{}[{}] {} {}\n", pad, s.atomic.empty() ? "store " : "atomic " + s.atomic + " ", s.tensor,
                          axes_text(s.vars), s.atomic.empty() ? "=" : "<-", tir::print_expr(s.value));
@@ -31,12 +33,11 @@ void print_stmt(const Stmt& s, int depth, std::string& out) {
       for (const CarrierField& f : s.fields)
         fields.push_back(fmt::format("{}: {}{} <- {}", f.name, dtype_name(f.dtype), f.per_tile ? "[tile]" : "",
                                      tir::print_expr(f.lift)));
-      out += fmt::format("{}fold {}<{}{}{} monoid {} carry ({}) {{\n", pad, s.axis.name, s.axis.size,
-                         s.range.size() == 2 ? fmt::format(" in [{}, {})", tir::print_expr(s.range[0]),
-                                                           tir::print_expr(s.range[1]))
-                                             : "",
-                         s.where.empty() ? "" : " where " + tir::print_expr(s.where[0]), s.monoid,
-                         fmt::join(fields, "; "));
+      out += fmt::format(
+          "{}fold {}<{}{}{} monoid {} carry ({}) {{\n", pad, s.axis.name, s.axis.size,
+          s.range.size() == 2 ? fmt::format(" in [{}, {})", tir::print_expr(s.range[0]), tir::print_expr(s.range[1]))
+                              : "",
+          s.where.empty() ? "" : " where " + tir::print_expr(s.where[0]), s.monoid, fmt::join(fields, "; "));
       for (size_t i = 0; i < s.fields.size() && i < s.terms.combine.size(); ++i)
         out += fmt::format("{}  {} = {}\n", pad, s.fields[i].name, s.terms.combine[i].str());
       out += pad + "}\n";
@@ -52,8 +53,8 @@ std::string print_program(const Program& program) {
   std::string out = fmt::format("loop_program {}\n", program.tensors.op);
   for (const std::string& d : program.decisions) out += "  // " + d + "\n";
   for (const Kernel& k : program.kernels) {
-    out += fmt::format("kernel {} threads({}) {{\n", k.name.empty() ? program.tensors.op : program.tensors.op + "_" + k.name,
-                       axes_text(k.threads));
+    out += fmt::format("kernel {} threads({}) {{\n",
+                       k.name.empty() ? program.tensors.op : program.tensors.op + "_" + k.name, axes_text(k.threads));
     for (const Stmt& s : k.body) print_stmt(s, 1, out);
     out += "}\n";
   }

@@ -7,17 +7,17 @@
 #include <vector>
 
 #include "algebra/laws.hpp"
-#include "support/warning.hpp"
 #include "ir/tensor_ir.hpp"
+#include "support/warning.hpp"
 
 namespace emmy::lir {
 
 // A carrier field of a fold: its register and how an element is lifted into it.
 struct CarrierField {
-  std::string name;      // field of the monoid ("m", "l", "o")
+  std::string name;  // field of the monoid ("m", "l", "o")
   DType dtype = DType::F32;
-  tir::Expr lift;        // the element's value of this field at the fold's axis index
-  bool per_tile = false; // one register per element of the enclosing register tile
+  tir::Expr lift;         // the element's value of this field at the fold's axis index
+  bool per_tile = false;  // one register per element of the enclosing register tile
 };
 
 struct Stmt {
@@ -34,26 +34,26 @@ struct Stmt {
   Kind kind = Kind::Compute;
   tir::Axis axis;
   int tile = 1;
-  std::string reg;                // Compute: the register (named after the tensor)
-  std::string tensor;             // Store
-  std::vector<tir::Axis> vars;    // Store: the tensor's index variables
+  std::string reg;              // Compute: the register (named after the tensor)
+  std::string tensor;           // Store
+  std::vector<tir::Axis> vars;  // Store: the tensor's index variables
   tir::Expr value;
-  std::string monoid;             // Fold: the proved monoid's name, for printing
-  std::vector<tir::Expr> where;   // Fold
-  std::vector<tir::Expr> range;   // Fold: empty (the whole axis) or {lo, hi}, I64 over the thread's indices
-  std::string atomic;             // Store: "" (overwrite) or the monoid whose atomic combines ("sum", "max", "min")
+  std::string monoid;            // Fold: the proved monoid's name, for printing
+  std::vector<tir::Expr> where;  // Fold
+  std::vector<tir::Expr> range;  // Fold: empty (the whole axis) or {lo, hi}, I64 over the thread's indices
+  std::string atomic;            // Store: "" (overwrite) or the monoid whose atomic combines ("sum", "max", "min")
   std::vector<CarrierField> fields;
-  algebra::MonoidTerms terms;     // Fold: identity and combine (a = carrier, b = lifted element)
-  std::vector<Stmt> results;      // Fold: Compute statements reading the carrier
-  std::vector<Stmt> body;         // Loop
+  algebra::MonoidTerms terms;  // Fold: identity and combine (a = carrier, b = lifted element)
+  std::vector<Stmt> results;   // Fold: Compute statements reading the carrier
+  std::vector<Stmt> body;      // Loop
 };
 
 struct Kernel {
-  std::string name;                // the statement it is named after
+  std::string name;  // the statement it is named after
   std::vector<std::string> doc;
   std::vector<tir::Axis> threads;  // one thread per point of this space, outermost first
   std::vector<Stmt> body;
-  bool scalar_tier = false;        // a split's combine kernel: N partials an element, no work for tensor cores
+  bool scalar_tier = false;  // a split's combine kernel: N partials an element, no work for tensor cores
 };
 
 struct Program {

@@ -12,7 +12,7 @@ namespace {
 // A binary floating-point format of 16 bits: sign, exp_bits exponent, man_bits fraction.
 struct Format16 {
   int exp_bits, man_bits;
-  bool quiet_nans;  // a NaN is made quiet (bf16); else its payload is kept as it is (f16)
+  bool quiet_nans;       // a NaN is made quiet (bf16); else its payload is kept as it is (f16)
   float subnormal_unit;  // the value of fraction 1 with exponent field 0: 2^(1 - bias - man_bits)
   int bias() const { return (1 << (exp_bits - 1)) - 1; }
   uint32_t sign_bit() const { return 1u << (exp_bits + man_bits); }
@@ -57,8 +57,8 @@ uint16_t encode(double value, const Format16& f) {
   uint64_t rounded = shift_rne(sig, shift > 63 ? 63 : shift);
   // Normal: the implicit bit of `rounded` carries into the exponent field (a rounding carry
   // moves to the next binade); subnormal: `rounded` is the fraction (1 << man_bits = min normal).
-  uint64_t magnitude = exponent < emin ? rounded
-                                       : (static_cast<uint64_t>(exponent + f.bias() - 1) << f.man_bits) + rounded;
+  uint64_t magnitude =
+      exponent < emin ? rounded : (static_cast<uint64_t>(exponent + f.bias() - 1) << f.man_bits) + rounded;
   if (magnitude > f.inf_bits()) magnitude = f.inf_bits();
   return static_cast<uint16_t>(sign | magnitude);
 }
@@ -102,21 +102,21 @@ double wrap_integer(double value, int bits, bool is_signed) {
   double modulus = std::ldexp(1.0, bits);
   double r = std::fmod(std::trunc(value), modulus);  // exact, in (-modulus, modulus)
   if (!is_signed) return r < 0 ? r + modulus : r;
-  if (r >= modulus / 2) return r - modulus;          // exact: both within a factor of two
+  if (r >= modulus / 2) return r - modulus;  // exact: both within a factor of two
   if (r < -modulus / 2) return r + modulus;
   return r;
 }
 
 using Rounder = double (*)(double);
 constexpr std::array<Rounder, 8> kRounders{{
-    [](double v) { return v != 0 ? 1.0 : 0.0; },                             // Pred
-    [](double v) { return wrap_integer(v, 32, true); },                      // I32
-    [](double v) { return wrap_integer(v, 64, true); },                      // I64
-    [](double v) { return wrap_integer(v, 32, false); },                     // U32
-    [](double v) { return decode_f64(encode_f64(v, kF16), kF16); },          // F16
-    [](double v) { return decode_f64(encode_f64(v, kBF16), kBF16); },        // BF16
-    [](double v) { return static_cast<double>(static_cast<float>(v)); },     // F32
-    [](double v) { return v; },                                              // F64
+    [](double v) { return v != 0 ? 1.0 : 0.0; },                          // Pred
+    [](double v) { return wrap_integer(v, 32, true); },                   // I32
+    [](double v) { return wrap_integer(v, 64, true); },                   // I64
+    [](double v) { return wrap_integer(v, 32, false); },                  // U32
+    [](double v) { return decode_f64(encode_f64(v, kF16), kF16); },       // F16
+    [](double v) { return decode_f64(encode_f64(v, kBF16), kBF16); },     // BF16
+    [](double v) { return static_cast<double>(static_cast<float>(v)); },  // F32
+    [](double v) { return v; },                                           // F64
 }};
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 namespace emmy::kir {
 
-uint16_t f32_to_f16_bits(float value);   // round to nearest even; overflow to inf; NaN kept
+uint16_t f32_to_f16_bits(float value);  // round to nearest even; overflow to inf; NaN kept
 float f16_bits_to_f32(uint16_t bits);
 uint16_t f32_to_bf16_bits(float value);  // round to nearest even; NaN kept quiet
 float bf16_bits_to_f32(uint16_t bits);

@@ -47,8 +47,8 @@ struct Tensor {
   std::string name;
   Role role = Role::Input;
   DType dtype = DType::F32;
-  std::string record;              // a monoid carrier
-  std::vector<std::string> dims;   // sizes, outermost first
+  std::string record;             // a monoid carrier
+  std::vector<std::string> dims;  // sizes, outermost first
 };
 
 // `name[vars] = value`. Reductions stay inside expressions; lowering decides where they run.

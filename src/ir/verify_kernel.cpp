@@ -38,7 +38,7 @@ constexpr std::array<TypeSet, 21> kBinTypes{kNumeric, kNumeric, kNumeric, kNumer
 constexpr std::array<std::string_view, 10> kExprKind{"constant", "register", "special", "parameter", "unary",
                                                      "binary",   "select",   "cast",    "load",      "shared address"};
 constexpr std::array<size_t, 10> kExprArity{0, 0, 0, 0, 1, 2, 3, 1, 1, 1};
-constexpr std::array<std::string_view, 10> kStmtKind{"decl", "assign",  "store",     "for",     "if",
+constexpr std::array<std::string_view, 10> kStmtKind{"decl",    "assign",    "store",   "for",   "if",
                                                      "barrier", "intrinsic", "comment", "vload", "vstore"};
 constexpr std::array<std::string_view, 4> kScopeName{"thread", "warp", "warpgroup", "block"};
 constexpr std::array<size_t, 10> kStmtArityMin{0, 1, 2, 2, 1, 0, 0, 0, 1, 1};

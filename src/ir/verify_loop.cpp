@@ -15,10 +15,14 @@ using tir::Expr;
 
 const char* kind_name(Stmt::Kind k) {
   switch (k) {
-    case Stmt::Kind::Loop: return "loop";
-    case Stmt::Kind::Compute: return "compute";
-    case Stmt::Kind::Store: return "store";
-    case Stmt::Kind::Fold: return "fold";
+    case Stmt::Kind::Loop:
+      return "loop";
+    case Stmt::Kind::Compute:
+      return "compute";
+    case Stmt::Kind::Store:
+      return "store";
+    case Stmt::Kind::Fold:
+      return "fold";
   }
   return "?";
 }

@@ -20,7 +20,7 @@ struct Checker {
   std::set<std::string> sizes;
   std::set<std::string> written;  // intermediates and outputs written so far
   std::vector<std::string> problems;
-  std::string where;              // the statement, for messages
+  std::string where;  // the statement, for messages
 
   void fail(const std::string& what) { problems.push_back(fmt::format("{}: `{}`: {}", program.op, where, what)); }
 

@@ -18,14 +18,16 @@ inline void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, c
   const int n = knobs_.coop_threads, v = knobs_.coop_vec;
   const int rows = out.block_threads / n;
   const ScalarType I = ScalarType::I64;
-  out.grid_x = kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I));
+  out.grid_x =
+      kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I));
   shared_ = &out.shared;
   coop_inner_ = false;
   coop_axes_.clear();
   vec_.reset();
-  emit(kir::comment(fmt::format("COOP=t{}/v{}: {} threads own each point of the thread space (a row), {} row{} per "
-                                "block of {}; a row past the end reruns the last row with its stores off",
-                                n, v, n, rows, rows == 1 ? "" : "s", out.block_threads)));
+  emit(
+      kir::comment(fmt::format("COOP=t{}/v{}: {} threads own each point of the thread space (a row), {} row{} per "
+                               "block of {}; a row past the end reruns the last row with its stores off",
+                               n, v, n, rows, rows == 1 ? "" : "s", out.block_threads)));
   K tid = let(unclashed("coop_tid"), as(kir::special(kir::Special::ThreadIdx), I));
   K row = let(unclashed("coop_row"),
               kir::binary(kir::BinOp::Add,
@@ -54,8 +56,10 @@ inline const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, con
   terms.identity = spec.identity;
   terms.combine = spec.combine;
   for (size_t i = 0; i < spec.fields.size(); ++i)
-    if (spec.types[i] == ScalarType::Pred) terms.bool_fields.push_back(spec.fields[i]);
-    else if (!kir::is_float(spec.types[i])) terms.int_fields.push_back(spec.fields[i]);
+    if (spec.types[i] == ScalarType::Pred)
+      terms.bool_fields.push_back(spec.fields[i]);
+    else if (!kir::is_float(spec.types[i]))
+      terms.int_fields.push_back(spec.fields[i]);
   return laws_[monoid] = monoid_laws(terms, checked_);
 }
 
@@ -70,16 +74,15 @@ inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vec
   bool contiguous = !missing_laws(laws, Regroup::Reorder).empty();
   auto use = knobs_.uses.find(Knob::Coop);
   if (use == knobs_.uses.end()) internal_error(__FILE__, __LINE__, "COOP in force without its setting");
-  require_laws(laws, contiguous ? Regroup::Tree : Regroup::Reorder, use->second,
-               fmt::format("splits the reduction over {} between the {} threads of a row", axes[0].name,
-                           knobs_.coop_threads),
-               law_warnings_);
-  emit(kir::comment(fmt::format("{} over {} split across the row's {} threads: {}", monoid, axes[0].name,
-                                knobs_.coop_threads,
-                                contiguous ? "a contiguous range each (the combine is not proved commutative)"
-                                : laws.commutative == algebra::Outcome::Proved
-                                    ? "strided, coalesced (the combine is proved commutative)"
-                                    : "strided, coalesced (the combine is assumed commutative)")));
+  require_laws(
+      laws, contiguous ? Regroup::Tree : Regroup::Reorder, use->second,
+      fmt::format("splits the reduction over {} between the {} threads of a row", axes[0].name, knobs_.coop_threads),
+      law_warnings_);
+  emit(kir::comment(fmt::format(
+      "{} over {} split across the row's {} threads: {}", monoid, axes[0].name, knobs_.coop_threads,
+      contiguous                                     ? "a contiguous range each (the combine is not proved commutative)"
+      : laws.commutative == algebra::Outcome::Proved ? "strided, coalesced (the combine is proved commutative)"
+                                                     : "strided, coalesced (the combine is assumed commutative)")));
   coop_split(axes[0], contiguous, [&] {
     if (axes.size() == 1) return element();
     for (kir::Stmt& s : axis_loops(axes, element, 1)) emit(std::move(s));
@@ -104,10 +107,10 @@ inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, co
     int step = n * width;
     if (contiguous) {
       int64_t group = static_cast<int64_t>(n) * width;
-      K per = kir::binary(kir::BinOp::Mul,
-                          kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, size, kir::ci(group - 1, I)),
-                                      kir::ci(group, I)),
-                          kir::ci(width, I));
+      K per = kir::binary(
+          kir::BinOp::Mul,
+          kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, size, kir::ci(group - 1, I)), kir::ci(group, I)),
+          kir::ci(width, I));
       per = let(fresh("per"), per);
       lo = let(fresh("lo"), kir::binary(kir::BinOp::Mul, coop_lane_, per));
       hi = kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Add, lo, per), size);
@@ -153,9 +156,10 @@ inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, co
                      kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, c, kir::ci(v, I)), kir::ci(0, I)));
     names.push_back(c.name);
   }
-  emit(kir::comment(fmt::format("vector path ({} elements an access) when {} {} of {}: rows then start "
-                                "aligned; else one element at a time",
-                                v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v)));
+  emit(
+      kir::comment(fmt::format("vector path ({} elements an access) when {} {} of {}: rows then start "
+                               "aligned; else one element at a time",
+                               v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v)));
   emit(kir::if_then(ok, std::move(vector_body), std::move(scalar_body)));
   coop_inner_ = was_inner;
 }
@@ -207,8 +211,7 @@ inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
 
 // The register arrays of V elements of `t` from element `index`, declared where the chunk
 // starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
-inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
-                                                                 const std::string& prefix) {
+inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix) {
   const int v = knobs_.coop_vec;
   VecChunk::Access a;
   a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
@@ -227,7 +230,8 @@ inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K&
 inline bool KernelBuilder::row_invariant(const Expr& e) const {
   switch (e.kind) {
     case Expr::Kind::Const:
-    case Expr::Kind::Size: return true;
+    case Expr::Kind::Size:
+      return true;
     case Expr::Kind::Index: {
       const K* bound = find_index(e.name);
       auto top = scopes_.front().index.find(e.name);
@@ -237,7 +241,8 @@ inline bool KernelBuilder::row_invariant(const Expr& e) const {
     case Expr::Kind::Unary:
     case Expr::Kind::Binary:
       return std::all_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return row_invariant(a); });
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -275,8 +280,7 @@ inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>
     bool row = true;
     for (size_t k = 0; k + 1 < idx.size(); ++k) {
       bool axis = false;
-      for (const std::string& a : coop_axes_)
-        axis |= render_key(scopes_.front().index.at(a)) == render_key(idx[k]);
+      for (const std::string& a : coop_axes_) axis |= render_key(scopes_.front().index.at(a)) == render_key(idx[k]);
       row &= axis;
     }
     if (row && vec_stride_ok(t)) {
@@ -295,15 +299,15 @@ inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>
   }
   K guard = coop_row_ok_;
   if (coop_top())
-    guard = kir::binary(kir::BinOp::And, guard,
-                        kir::binary(kir::BinOp::Eq, coop_lane_, kir::ci(0, ScalarType::I64)));
+    guard = kir::binary(kir::BinOp::And, guard, kir::binary(kir::BinOp::Eq, coop_lane_, kir::ci(0, ScalarType::I64)));
   emit(kir::if_then(guard, {kir::store(kir::Space::Global, t.name, linear_index(t, idx), value)}));
 }
 
 // A loop of the row's own statements: its iterations split between the row's threads.
 inline void KernelBuilder::coop_loop(const lir::Stmt& s) {
   const int n = knobs_.coop_threads;
-  bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
+  bool carries =
+      std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
   bool was_inner = coop_inner_;
   if (s.tile > 1 || carries) {  // register tiles (or folds per element): whole tiles strided over the threads
     emit(kir::comment(fmt::format("{} split across the row's {} threads, a tile of {} each in turn", s.axis.name, n,
@@ -329,7 +333,8 @@ inline std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const
   }
   std::vector<K> next;
   for (size_t i = 0; i < spec.fields.size(); ++i)
-    next.push_back(let(fresh("comb_" + spec.fields[i]), as(term_value(spec.combine[i], env, spec.types[i]), spec.types[i])));
+    next.push_back(
+        let(fresh("comb_" + spec.fields[i]), as(term_value(spec.combine[i], env, spec.types[i]), spec.types[i])));
   return next;
 }
 
@@ -362,8 +367,8 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
     std::vector<K> other;
     for (const K& c : carrier) other.push_back(shuffle_xor(c, s));
     K other_has = shuffle_xor(has, s);
-    K low = let(fresh("low"), kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)),
-                                          kir::ci(0, I)));
+    K low = let(fresh("low"),
+                kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)), kir::ci(0, I)));
     std::vector<K> a, b;
     for (size_t i = 0; i < carrier.size(); ++i) {
       a.push_back(let(fresh("lo_" + spec.fields[i]), kir::select(low, carrier[i], other[i])));
@@ -393,7 +398,8 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
   }
   emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::LaneId), kir::ci(0)), std::move(publish)));
   emit(kir::barrier());
-  K first = let(fresh("warp0"), kir::binary(kir::BinOp::Mul, kir::binary(kir::BinOp::Div, warp, kir::ci(warps)), kir::ci(warps)));
+  K first = let(fresh("warp0"),
+                kir::binary(kir::BinOp::Mul, kir::binary(kir::BinOp::Div, warp, kir::ci(warps)), kir::ci(warps)));
   for (size_t i = 0; i < values.size(); ++i)
     emit(kir::assign(values[i].reg, as(kir::load(kir::Space::Shared, arrays[i], first, held[i]), values[i].type)));
   std::string w = fresh("w");
@@ -401,7 +407,8 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
     K at = kir::binary(kir::BinOp::Add, first, kir::var({w}, ScalarType::I32));
     std::vector<K> part;
     for (size_t i = 0; i < values.size(); ++i)
-      part.push_back(let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
+      part.push_back(
+          let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
     K part_has = part.back();
     part.pop_back();
     std::vector<K> next = combine_shares(spec, carrier, has, part, part_has);
@@ -421,19 +428,25 @@ inline K KernelBuilder::shuffle_xor(const K& value, int mask) {
     return kir::var({out}, v.type);
   };
   switch (t) {
-    case ScalarType::F32: return one(kir::IntrinsicId::ShflBfly, value);
-    case ScalarType::F64: return one(kir::IntrinsicId::ShflBflyF64, value);
-    case ScalarType::I32: return one(kir::IntrinsicId::ShflBflyI32, value);
+    case ScalarType::F32:
+      return one(kir::IntrinsicId::ShflBfly, value);
+    case ScalarType::F64:
+      return one(kir::IntrinsicId::ShflBflyF64, value);
+    case ScalarType::I32:
+      return one(kir::IntrinsicId::ShflBflyI32, value);
     case ScalarType::F16:
-    case ScalarType::BF16: return as(one(kir::IntrinsicId::ShflBfly, as(value, ScalarType::F32)), t);
+    case ScalarType::BF16:
+      return as(one(kir::IntrinsicId::ShflBfly, as(value, ScalarType::F32)), t);
     case ScalarType::Pred:
-    case ScalarType::U32: return as(one(kir::IntrinsicId::ShflBflyI32, as(value, ScalarType::I32)), t);
+    case ScalarType::U32:
+      return as(one(kir::IntrinsicId::ShflBflyI32, as(value, ScalarType::I32)), t);
     case ScalarType::I64: {
       const ScalarType I = ScalarType::I64, W = ScalarType::I32;
       K lo = one(kir::IntrinsicId::ShflBflyI32, kir::cast(value, W));
       K hi = one(kir::IntrinsicId::ShflBflyI32, kir::cast(kir::binary(kir::BinOp::Shr, value, kir::ci(32, I)), W));
-      return let(fresh("shfl"), kir::binary(kir::BinOp::BitOr, kir::binary(kir::BinOp::Shl, kir::cast(hi, I), kir::ci(32, I)),
-                                             kir::binary(kir::BinOp::BitAnd, kir::cast(lo, I), kir::ci(0xffffffffLL, I))));
+      return let(fresh("shfl"),
+                 kir::binary(kir::BinOp::BitOr, kir::binary(kir::BinOp::Shl, kir::cast(hi, I), kir::ci(32, I)),
+                             kir::binary(kir::BinOp::BitAnd, kir::cast(lo, I), kir::ci(0xffffffffLL, I))));
     }
   }
   internal_error(__FILE__, __LINE__, "no shuffle for this carrier type");

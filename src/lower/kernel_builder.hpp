@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,7 +23,6 @@
 #include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
-
 
 using algebra::Term;
 using algebra::TermOp;
@@ -74,30 +73,29 @@ struct UnaryRow {
   std::string_view name;
   kir::UnOp op;
 };
-inline constexpr UnaryRow kUnaryCalls[] = {{"exp", kir::UnOp::Exp},     {"exp2", kir::UnOp::Exp2}, {"log", kir::UnOp::Log},
-                                    {"sqrt", kir::UnOp::Sqrt},   {"rsqrt", kir::UnOp::Rsqrt}, {"tanh", kir::UnOp::Tanh},
-                                    {"erf", kir::UnOp::Erf},     {"sigmoid", kir::UnOp::Sigmoid},
-                                    {"abs", kir::UnOp::Abs}};
+inline constexpr UnaryRow kUnaryCalls[] = {
+    {"exp", kir::UnOp::Exp},   {"exp2", kir::UnOp::Exp2},       {"log", kir::UnOp::Log},
+    {"sqrt", kir::UnOp::Sqrt}, {"rsqrt", kir::UnOp::Rsqrt},     {"tanh", kir::UnOp::Tanh},
+    {"erf", kir::UnOp::Erf},   {"sigmoid", kir::UnOp::Sigmoid}, {"abs", kir::UnOp::Abs}};
 struct BinaryRow {
   std::string_view spelling;
   kir::BinOp op;
 };
-inline constexpr BinaryRow kBinaryOps[] = {{"+", kir::BinOp::Add}, {"-", kir::BinOp::Sub}, {"*", kir::BinOp::Mul},
-                                    {"/", kir::BinOp::Div}, {"%", kir::BinOp::Rem}, {"max", kir::BinOp::Max},
-                                    {"min", kir::BinOp::Min}, {"<", kir::BinOp::Lt}, {"<=", kir::BinOp::Le},
-                                    {">", kir::BinOp::Gt},  {">=", kir::BinOp::Ge}, {"==", kir::BinOp::Eq},
-                                    {"!=", kir::BinOp::Ne}, {"&&", kir::BinOp::And}, {"||", kir::BinOp::Or}};
+inline constexpr BinaryRow kBinaryOps[] = {{"+", kir::BinOp::Add},   {"-", kir::BinOp::Sub},  {"*", kir::BinOp::Mul},
+                                           {"/", kir::BinOp::Div},   {"%", kir::BinOp::Rem},  {"max", kir::BinOp::Max},
+                                           {"min", kir::BinOp::Min}, {"<", kir::BinOp::Lt},   {"<=", kir::BinOp::Le},
+                                           {">", kir::BinOp::Gt},    {">=", kir::BinOp::Ge},  {"==", kir::BinOp::Eq},
+                                           {"!=", kir::BinOp::Ne},   {"&&", kir::BinOp::And}, {"||", kir::BinOp::Or}};
 struct TermRow {
   TermOp term;
   kir::BinOp op;
 };
-inline constexpr TermRow kTermBinary[] = {{TermOp::Add, kir::BinOp::Add}, {TermOp::Sub, kir::BinOp::Sub},
-                                   {TermOp::Mul, kir::BinOp::Mul}, {TermOp::Div, kir::BinOp::Div},
-                                   {TermOp::Max, kir::BinOp::Max}, {TermOp::Min, kir::BinOp::Min},
-                                   {TermOp::Lt, kir::BinOp::Lt},   {TermOp::Le, kir::BinOp::Le},
-                                   {TermOp::Gt, kir::BinOp::Gt},   {TermOp::Ge, kir::BinOp::Ge},
-                                   {TermOp::Eq, kir::BinOp::Eq},   {TermOp::Ne, kir::BinOp::Ne},
-                                   {TermOp::And, kir::BinOp::And}, {TermOp::Or, kir::BinOp::Or}};
+inline constexpr TermRow kTermBinary[] = {
+    {TermOp::Add, kir::BinOp::Add}, {TermOp::Sub, kir::BinOp::Sub}, {TermOp::Mul, kir::BinOp::Mul},
+    {TermOp::Div, kir::BinOp::Div}, {TermOp::Max, kir::BinOp::Max}, {TermOp::Min, kir::BinOp::Min},
+    {TermOp::Lt, kir::BinOp::Lt},   {TermOp::Le, kir::BinOp::Le},   {TermOp::Gt, kir::BinOp::Gt},
+    {TermOp::Ge, kir::BinOp::Ge},   {TermOp::Eq, kir::BinOp::Eq},   {TermOp::Ne, kir::BinOp::Ne},
+    {TermOp::And, kir::BinOp::And}, {TermOp::Or, kir::BinOp::Or}};
 
 inline std::optional<kir::BinOp> binop_of(std::string_view spelling) {
   for (const BinaryRow& r : kBinaryOps)
@@ -165,9 +163,9 @@ class KernelBuilder {
       if (t.role == tir::Tensor::Role::Intermediate && !temp) continue;
       kir::Buffer b;
       b.name = t.name;
-      b.role = temp ? kir::Buffer::Role::Temp
+      b.role = temp                                 ? kir::Buffer::Role::Temp
                : t.role == tir::Tensor::Role::Input ? kir::Buffer::Role::Input
-                                                     : kir::Buffer::Role::Output;
+                                                    : kir::Buffer::Role::Output;
       b.type = scalar_of(t.dtype);
       b.dims = t.dims;
       out.buffers.push_back(b);
@@ -221,8 +219,8 @@ class KernelBuilder {
   }
 
   struct Scope {
-    std::map<std::string, K> index;     // index variable -> value
-    std::map<std::string, K> regs;      // Reg name -> value
+    std::map<std::string, K> index;       // index variable -> value
+    std::map<std::string, K> regs;        // Reg name -> value
     std::map<std::string, Carrier> memo;  // reductions already computed in this block
     std::map<std::string, K> cse;         // expensive subexpressions already in a register
     std::map<std::string, K> reciprocal;  // a float divisor (rendered) -> the register holding 1 / it
@@ -289,7 +287,8 @@ class KernelBuilder {
 
   // ---- sizes and addresses ----------------------------------------------------------------
   static K size_value(const std::string& size) {
-    if (!size.empty() && std::isdigit(static_cast<unsigned char>(size[0]))) return kir::ci(std::stoll(size), ScalarType::I64);
+    if (!size.empty() && std::isdigit(static_cast<unsigned char>(size[0])))
+      return kir::ci(std::stoll(size), ScalarType::I64);
     return kir::param(size, ScalarType::I64);
   }
 
@@ -297,7 +296,8 @@ class KernelBuilder {
     if (idx.empty()) return kir::ci(0, ScalarType::I64);
     K acc = as(idx[0], ScalarType::I64);
     for (size_t k = 1; k < idx.size(); ++k)
-      acc = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, acc, size_value(t.dims[k])), as(idx[k], ScalarType::I64));
+      acc = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, acc, size_value(t.dims[k])),
+                        as(idx[k], ScalarType::I64));
     return acc;
   }
 
@@ -322,7 +322,8 @@ class KernelBuilder {
       case Expr::Kind::Const:
         if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);
         return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(saturated_int(e.value), t);
-      case Expr::Kind::Size: return size_value(e.name);
+      case Expr::Kind::Size:
+        return size_value(e.name);
       case Expr::Kind::Index: {
         if (const K* v = find_index(e.name)) return *v;
         internal_error(__FILE__, __LINE__, fmt::format("index '{}' is unbound", e.name));
@@ -331,7 +332,8 @@ class KernelBuilder {
         if (const K* v = find_reg(e.name)) return *v;
         internal_error(__FILE__, __LINE__, fmt::format("register '{}' is unbound", e.name));
       }
-      case Expr::Kind::Read: return read(e);
+      case Expr::Kind::Read:
+        return read(e);
       case Expr::Kind::Unary: {
         K a = lower(e.args[0]);
         if (e.op == "!") return kir::unary(kir::UnOp::Not, as(a, ScalarType::Pred));
@@ -345,7 +347,8 @@ class KernelBuilder {
           if (const K* inv = find_reciprocal(rhs)) return binop(kir::BinOp::Mul, std::move(lhs), *inv, t);
         return binop(*op, std::move(lhs), std::move(rhs), t);
       }
-      case Expr::Kind::Call: return call(e, t);
+      case Expr::Kind::Call:
+        return call(e, t);
       case Expr::Kind::Reduce: {
         Carrier c = reduce(e, std::nullopt);
         std::string field = result_field(e);
@@ -358,7 +361,8 @@ class KernelBuilder {
         Carrier c = record(e.args[0], elem);
         return c.at(e.name);
       }
-      case Expr::Kind::Slice: break;
+      case Expr::Kind::Slice:
+        break;
     }
     throw LowerError("a whole vector (':') is only a value as a monoid's lift argument");
   }
@@ -372,7 +376,8 @@ class KernelBuilder {
                 t);
     if (e.op == "max" || e.op == "min")
       return binop(e.op == "max" ? kir::BinOp::Max : kir::BinOp::Min, lower(e.args[0]), lower(e.args[1]), t);
-    if (e.op == "select") return kir::select(as(lower(e.args[0]), ScalarType::Pred), as(lower(e.args[1]), t), as(lower(e.args[2]), t));
+    if (e.op == "select")
+      return kir::select(as(lower(e.args[0]), ScalarType::Pred), as(lower(e.args[1]), t), as(lower(e.args[2]), t));
     if (parse_dtype(e.op)) return as(lower(e.args[0]), t);
     throw LowerError(fmt::format("the function '{}' has no scalar lowering yet", e.op));
   }
@@ -471,7 +476,8 @@ class KernelBuilder {
     if (coop_top() || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
     auto element = [&] {
       auto body = [&] {
-        bool widen = (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
+        bool widen =
+            (e.op == "sum" || e.op == "prod") && kir::is_float(m.types[0]) && compute_type(m.types[0]) == m.types[0];
         widen_half_ += widen;
         std::map<std::string, K> lifted = lift(e, m, vector_elem);
         widen_half_ -= widen;
@@ -505,10 +511,10 @@ class KernelBuilder {
 
   static std::string render_key(const K& e) {
     // Every field that can tell two expressions apart: a key must never merge different values.
-    std::string s = fmt::format("{}:{}:{}:{}:{}:{}[{}]:{}:{}:{}:{}:{}(", static_cast<int>(e.kind),
-                                static_cast<int>(e.type), e.ival, e.fval, e.name, e.reg.name, e.reg.elem,
-                                static_cast<int>(e.special), static_cast<int>(e.un), static_cast<int>(e.bin),
-                                static_cast<int>(e.space), e.args.size());
+    std::string s =
+        fmt::format("{}:{}:{}:{}:{}:{}[{}]:{}:{}:{}:{}:{}(", static_cast<int>(e.kind), static_cast<int>(e.type), e.ival,
+                    e.fval, e.name, e.reg.name, e.reg.elem, static_cast<int>(e.special), static_cast<int>(e.un),
+                    static_cast<int>(e.bin), static_cast<int>(e.space), e.args.size());
     for (const K& a : e.args) s += render_key(a) + ",";
     return s + ")";
   }
@@ -524,10 +530,13 @@ class KernelBuilder {
     std::string loop_var = find_index(a.name) ? fresh(a.name) : unclashed(a.name);
     std::vector<kir::Stmt> inner = nested([&] {
       scopes_.back().index[a.name] = kir::var({loop_var}, ScalarType::I64);
-      if (k + 1 == axes.size()) body();
-      else for (kir::Stmt& s : axis_loops(axes, body, k + 1)) emit(std::move(s));
+      if (k + 1 == axes.size())
+        body();
+      else
+        for (kir::Stmt& s : axis_loops(axes, body, k + 1)) emit(std::move(s));
     });
-    out.push_back(kir::for_loop(loop_var, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
+    out.push_back(
+        kir::for_loop(loop_var, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
     return out;
   }
 
@@ -538,7 +547,8 @@ class KernelBuilder {
       params[m.lift_params[i]] = let(fresh("term"), lower(with_elem(e.args[i], vector_elem)));
     if (m.axis_param && !e.axes.empty()) params[*m.axis_param] = *find_index(e.axes[0].name);
     std::map<std::string, K> b;
-    for (size_t i = 0; i < m.fields.size(); ++i) b["b." + m.fields[i]] = as(term_value(m.lift[i], params, m.types[i]), m.types[i]);
+    for (size_t i = 0; i < m.fields.size(); ++i)
+      b["b." + m.fields[i]] = as(term_value(m.lift[i], params, m.types[i]), m.types[i]);
     return b;
   }
 
@@ -598,7 +608,7 @@ class KernelBuilder {
     switch (t.op) {
       case TermOp::Const:
         if (!kir::is_float(ft) && t.value.den == 1) return kir::ci(t.value.num, ft);  // exact, no double round trip
-        return kir::cf(t.value.value(), kir::is_float(ft) ? ft : ScalarType::F32);  // 0.5 is a float literal
+        return kir::cf(t.value.value(), kir::is_float(ft) ? ft : ScalarType::F32);    // 0.5 is a float literal
       case TermOp::Var: {
         auto it = env.find(t.name);
         if (it == env.end()) internal_error(__FILE__, __LINE__, fmt::format("monoid variable '{}' is unbound", t.name));
@@ -613,7 +623,8 @@ class KernelBuilder {
         K a = term_value(t.args[0], env, hint);
         return kir::unary(kir::UnOp::Neg, as(a, compute_type(a.type)));
       }
-      case TermOp::Not: return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
+      case TermOp::Not:
+        return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
       case TermOp::Exp:
         if (std::optional<K> e = exp_below_max(t.args[0], env, hint)) return *e;
         [[fallthrough]];
@@ -631,14 +642,16 @@ class KernelBuilder {
         if (!kir::is_float(a.type) && !kir::is_float(b.type) && a.type == b.type) rt = a.type;
         return kir::select(c, as(a, rt), as(b, rt));
       }
-      case TermOp::Cast: return as(term_value(t.args[0], env, hint), scalar_of(parse_dtype(t.name).value_or(DType::I64)));
+      case TermOp::Cast:
+        return as(term_value(t.args[0], env, hint), scalar_of(parse_dtype(t.name).value_or(DType::I64)));
       case TermOp::IDiv:
       case TermOp::Mod: {  // truncating integer / and %, in the operands' integer type
         K a = term_value(t.args[0], env, hint), b = term_value(t.args[1], env, hint);
         ScalarType it = !kir::is_float(a.type) ? a.type : !kir::is_float(b.type) ? b.type : ScalarType::I64;
         return binop(t.op == TermOp::IDiv ? kir::BinOp::Div : kir::BinOp::Rem, as(a, it), as(b, it), it);
       }
-      default: break;
+      default:
+        break;
     }
     for (const TermRow& r : kTermBinary)
       if (r.term == t.op) {
@@ -654,7 +667,8 @@ class KernelBuilder {
   void stmt(const lir::Stmt& s) {
     switch (s.kind) {
       case lir::Stmt::Kind::Compute: {
-        if (s.value.kind != Expr::Kind::Reg) emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
+        if (s.value.kind != Expr::Kind::Reg)
+          emit(kir::comment(fmt::format("{} = {}", s.reg, tir::print_expr(s.value))));
         quiet_reduce_ = s.value.kind == Expr::Kind::Reduce;
         K v = lower(s.value);
         scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
@@ -670,8 +684,10 @@ class KernelBuilder {
         emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
         return;
       }
-      case lir::Stmt::Kind::Loop: return coop_top() ? coop_loop(s) : loop(s);
-      case lir::Stmt::Kind::Fold: return fold(s, 1);
+      case lir::Stmt::Kind::Loop:
+        return coop_top() ? coop_loop(s) : loop(s);
+      case lir::Stmt::Kind::Fold:
+        return fold(s, 1);
     }
   }
 
@@ -684,7 +700,8 @@ class KernelBuilder {
 
   // `start`/`threads`: COOP's register tiles, strided over the row's threads.
   void loop(const lir::Stmt& s, std::optional<K> start = std::nullopt, int threads = 1) {
-    bool carries = std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
+    bool carries =
+        std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
     if (s.tile <= 1 && !carries) {
       emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
       for (kir::Stmt& st : axis_loops({s.axis}, [&] {
@@ -698,7 +715,8 @@ class KernelBuilder {
     std::string base = s.tile > 1 ? s.axis.name + "0" : s.axis.name;
     K size = size_value(s.axis.size);
     if (s.tile > 1)
-      emit(kir::comment(fmt::format("{} in register tiles of {} (TILE@{}=f{})", s.axis.name, s.tile, s.axis.name, s.tile)));
+      emit(kir::comment(
+          fmt::format("{} in register tiles of {} (TILE@{}=f{})", s.axis.name, s.tile, s.axis.name, s.tile)));
     else
       emit(kir::comment(fmt::format("for every {} < {}", s.axis.name, s.axis.size)));
     std::vector<kir::Stmt> body = nested([&] {
@@ -729,7 +747,8 @@ class KernelBuilder {
       tile_ = 1;
       tile_arrays_.clear();  // the tile's carrier arrays die with its loop
     });
-    kir::Stmt f = kir::for_loop(base, ScalarType::I64, start.value_or(kir::ci(0, ScalarType::I64)), size, std::move(body));
+    kir::Stmt f =
+        kir::for_loop(base, ScalarType::I64, start.value_or(kir::ci(0, ScalarType::I64)), size, std::move(body));
     f.step = std::max(1, s.tile) * threads;
     emit(std::move(f));
   }
@@ -768,7 +787,8 @@ class KernelBuilder {
     // Whether this thread's fold combined an element: for COOP's shares, and where the identity
     // must not meet a value (algebra::identity_unsafe: the fold starts from its first element).
     const bool first_element = algebra::identity_unsafe(s.terms);
-    const bool per_tile = std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
+    const bool per_tile =
+        std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
     const bool coop = coop_top() && tile == 1 && !per_tile && s.range.empty();
     std::optional<K> has;
     if (coop || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
@@ -779,7 +799,8 @@ class KernelBuilder {
         for (size_t i = 0; i < s.fields.size(); ++i)
           for (int u = 0; u < (s.fields[i].per_tile ? tile : 1); ++u) {
             if (s.fields[i].per_tile) bind_clamped(u);
-            lifted[i].push_back(let(fresh("lift_" + s.fields[i].name), as(lower(s.fields[i].lift), scalar_of(s.fields[i].dtype))));
+            lifted[i].push_back(
+                let(fresh("lift_" + s.fields[i].name), as(lower(s.fields[i].lift), scalar_of(s.fields[i].dtype))));
           }
         // New values from the old ones, then assign: the combine reads a whole old carrier.
         std::vector<std::vector<K>> next(s.fields.size());
@@ -797,7 +818,8 @@ class KernelBuilder {
             next[i].push_back(let(fresh("next_" + s.fields[i].name), v));
           }
         for (size_t i = 0; i < s.fields.size(); ++i)
-          for (size_t u = 0; u < next[i].size(); ++u) emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
+          for (size_t u = 0; u < next[i].size(); ++u)
+            emit(kir::assign(elem_of(i, static_cast<int>(u)).reg, next[i][u]));
         if (has) emit(kir::assign(has->reg, kir::ci(1, ScalarType::Pred)));
       };
       if (s.where.empty()) return body();
@@ -862,15 +884,18 @@ class KernelBuilder {
       program.warnings.resize(warnings);
       program.limits.resize(limits);
       law_warnings_.resize(laws);
-      program.warnings.push_back({"W054", fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why)});
+      program.warnings.push_back(
+          {"W054", fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why)});
     }
     out.block_threads = knobs_.block_threads;
     out.min_blocks_per_sm = 1;
     K total = kir::ci(1, ScalarType::I64);
     for (size_t i = 0; i < k.threads.size(); ++i)
-      total = i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));
+      total =
+          i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));
     K threads = kir::ci(out.block_threads, ScalarType::I64);
-    out.grid_x = kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(out.block_threads - 1, ScalarType::I64)), threads);
+    out.grid_x = kir::binary(
+        kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(out.block_threads - 1, ScalarType::I64)), threads);
 
     std::vector<kir::Stmt> body;
     blocks_ = {&body};
@@ -883,10 +908,11 @@ class KernelBuilder {
       return out;
     }
     emit(kir::comment("the flat thread id and the point of the thread space it owns"));
-    K gid = let("gid", kir::binary(kir::BinOp::Add,
-                                   kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), ScalarType::I64),
-                                               as(kir::special(kir::Special::BlockDim), ScalarType::I64)),
-                                   as(kir::special(kir::Special::ThreadIdx), ScalarType::I64)));
+    K gid =
+        let("gid", kir::binary(kir::BinOp::Add,
+                               kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), ScalarType::I64),
+                                           as(kir::special(kir::Special::BlockDim), ScalarType::I64)),
+                               as(kir::special(kir::Special::ThreadIdx), ScalarType::I64)));
     std::vector<kir::Stmt> guarded = nested([&] {
       K rest = gid;
       for (size_t i = k.threads.size(); i-- > 0;) {
@@ -972,17 +998,16 @@ class KernelBuilder {
   static K vec_part_index(const VecChunk::Access& a, size_t j);
   K shuffle_xor(const K& value, int mask);
 
-  bool coop_inner_ = false;           // lowering one thread's share of a row (no more splitting)
+  bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
-  std::set<std::string> coop_axes_;   // the thread-space axes (a row's index variables)
-  std::map<std::string, MonoidLaws> laws_;   // by monoid, as the algebra layer proved it
-  std::vector<Warning> law_warnings_;        // regroupings that rely on assumed laws (W053)
+  std::set<std::string> coop_axes_;                         // the thread-space axes (a row's index variables)
+  std::map<std::string, MonoidLaws> laws_;                  // by monoid, as the algebra layer proved it
+  std::vector<Warning> law_warnings_;                       // regroupings that rely on assumed laws (W053)
   std::optional<VecChunk> vec_;
-  std::vector<K> vec_conds_;          // what the vector path needs at run time (strides % V == 0)
-  int vec_used_ = 0;                  // vector accesses the current split made
+  std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
+  int vec_used_ = 0;          // vector accesses the current split made
   std::vector<kir::SharedArray>* shared_ = nullptr;
 };
-
 
 }  // namespace emmy::lower::detail
 

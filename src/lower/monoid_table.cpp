@@ -51,11 +51,13 @@ MonoidLowering index_of(ScalarType value, TermOp better) {
   // associative and commutative.
   Term a_nan = op(TermOp::Ne, a("v"), a("v")), b_nan = op(TermOp::Ne, b("v"), b("v"));
   Term earlier = op(TermOp::Lt, b("i"), a("i"));
-  Term ordinary = op(TermOp::Or, b_nan, op(TermOp::Or, op(better, b("v"), a("v")),
-                                           op(TermOp::And, op(TermOp::Eq, b("v"), a("v")), earlier)));
+  Term ordinary =
+      op(TermOp::Or, b_nan,
+         op(TermOp::Or, op(better, b("v"), a("v")), op(TermOp::And, op(TermOp::Eq, b("v"), a("v")), earlier)));
   Term take_b = op(TermOp::Or, op(TermOp::And, op(TermOp::And, a_nan, b_nan), earlier),
                    op(TermOp::And, Term::make(TermOp::Not, {a_nan}), ordinary));
-  m.combine = {Term::make(TermOp::Select, {take_b, b("v"), a("v")}), Term::make(TermOp::Select, {take_b, b("i"), a("i")})};
+  m.combine = {Term::make(TermOp::Select, {take_b, b("v"), a("v")}),
+               Term::make(TermOp::Select, {take_b, b("i"), a("i")})};
   m.lift = {Term::var("x"), Term::var("j")};
   m.lift_params = {"x"};
   m.axis_param = std::string(1, 'j');
@@ -68,7 +70,8 @@ const BuiltinMonoid kBuiltins[] = {
     {"sum", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(0), TermOp::Add); }},
     {"prod", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(1), TermOp::Mul); }},
     {"max", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, extreme(t, true), TermOp::Max); }},
-    {"min", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, extreme(t, false), TermOp::Min); }},
+    {"min", "x",
+     [](ScalarType t, const std::vector<ScalarType>&) { return single(t, extreme(t, false), TermOp::Min); }},
     {"any", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(0), TermOp::Or); }},
     {"all", "x", [](ScalarType t, const std::vector<ScalarType>&) { return single(t, num(1), TermOp::And); }},
     {"argmax", "i", [](ScalarType, const std::vector<ScalarType>& args) { return index_of(arg0(args), TermOp::Gt); }},
@@ -97,16 +100,17 @@ algebra::MonoidTerms terms_of(std::string_view name, const MonoidLowering& m) {
   t.combine = m.combine;
   t.lift = m.lift;
   for (size_t i = 0; i < m.fields.size() && i < m.types.size(); ++i)
-    if (m.types[i] == ScalarType::Pred) t.bool_fields.push_back(m.fields[i]);
-    else if (!kir::is_float(m.types[i])) t.int_fields.push_back(m.fields[i]);
+    if (m.types[i] == ScalarType::Pred)
+      t.bool_fields.push_back(m.fields[i]);
+    else if (!kir::is_float(m.types[i]))
+      t.int_fields.push_back(m.fields[i]);
   return t;
 }
 
 MonoidLowering user_monoid(const ast::MonoidDecl& decl) {
   std::string why;
   std::optional<algebra::MonoidTerms> terms = algebra::monoid_terms(decl, why);
-  if (!terms)
-    throw LowerError(fmt::format("error: monoid {} cannot be lowered: {}", decl.name.name, why));
+  if (!terms) throw LowerError(fmt::format("error: monoid {} cannot be lowered: {}", decl.name.name, why));
   MonoidLowering m;
   m.fields = terms->fields;
   for (const ast::Field& f : decl.fields) m.types.push_back(scalar_of(parse_dtype(f.dtype.name).value_or(DType::F32)));

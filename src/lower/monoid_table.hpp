@@ -21,9 +21,9 @@ struct MonoidLowering {
   std::vector<std::string> fields;
   std::vector<kir::ScalarType> types;
   std::vector<algebra::Term> identity, combine;
-  std::vector<algebra::Term> lift;           // per field, over lift_params (and axis_param)
-  std::vector<std::string> lift_params;      // bound to the reduction's arguments, in order
-  std::optional<std::string> axis_param;     // bound to the reduction's axis index (argmax)
+  std::vector<algebra::Term> lift;        // per field, over lift_params (and axis_param)
+  std::vector<std::string> lift_params;   // bound to the reduction's arguments, in order
+  std::optional<std::string> axis_param;  // bound to the reduction's axis index (argmax)
 };
 
 struct BuiltinMonoid {
@@ -37,6 +37,6 @@ const BuiltinMonoid* builtin_monoid(std::string_view name);  // nullptr: a user 
 std::vector<std::string_view> builtin_monoid_names();        // the table's rows, in order
 // A lowering as the prover's monoid terms (bool fields marked), named `name`.
 algebra::MonoidTerms terms_of(std::string_view name, const MonoidLowering& m);
-MonoidLowering user_monoid(const ast::MonoidDecl& decl);     // throws LowerError
+MonoidLowering user_monoid(const ast::MonoidDecl& decl);  // throws LowerError
 
 }  // namespace emmy::lower

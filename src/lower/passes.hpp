@@ -39,11 +39,11 @@ struct SharedMemoryError : LowerError {
 
 // TILE with an mma atom: the warp grid, each warp's fragments and the K chunk, in atoms.
 struct MmaTile {
-  std::string atom;        // "mma_m16n8k16_f16", "mma_m16n8k16_bf16"
+  std::string atom;  // "mma_m16n8k16_f16", "mma_m16n8k16_bf16"
   kir::ScalarType operand = kir::ScalarType::F16;
   int warps_m = 4, warps_n = 1;
   int frag_m = 1, frag_n = 8;
-  int k_chunk = 4;         // K steps of 16 per chunk; the contraction's register bound is 16 * k_chunk
+  int k_chunk = 4;  // K steps of 16 per chunk; the contraction's register bound is 16 * k_chunk
   // wgmma (sm_90a): the atom's N (0: mma.sync). Each warpgroup's 64 rows are four warps of 16
   // (frag_m = 1) and the atom's N columns are frag_n = N / 8 n-atoms of the mma C layout, which
   // is the warpgroup accumulator's layout warp by warp.
@@ -52,10 +52,10 @@ struct MmaTile {
 
 // STAGE for the tensor-core tier: the streamed operands' tiles in shared memory.
 struct MmaStage {
-  int depth = 1;           // buffers per operand
-  bool async = true;       // cp.async (false: through registers, the `reg` transport)
-  bool ring = false;       // prefetch tile i + depth - 1 under tile i's math
-  bool tma = false;        // streamed tiles by TMA (one thread, an mbarrier a buffer)
+  int depth = 1;      // buffers per operand
+  bool async = true;  // cp.async (false: through registers, the `reg` transport)
+  bool ring = false;  // prefetch tile i + depth - 1 under tile i's math
+  bool tma = false;   // streamed tiles by TMA (one thread, an mbarrier a buffer)
 };
 
 // Where a knob setting was written, so that a later pass can point at it in an error.
@@ -89,21 +89,21 @@ struct KnobUse {
 
 // The knobs in force for one op, every default filled in.
 struct Knobs {
-  bool place_fuse = true;                       // PLACE for the whole op
-  std::map<std::string, bool> place_at;         // PLACE@site: statement name -> fuse?
-  std::string atom = "scalar";                  // TILE a:<atom>
-  std::optional<MmaTile> mma;                   // the tensor-core tier, when TILE names an mma atom
-  std::optional<MmaStage> stage;                // STAGE on the tensor-core tier; none: fragments from global memory
-  bool fast_exp = false;                        // FAST_EXP=1: exp(x) as exp2(x * log2 e) (both tiers)
-  std::map<std::string, int> scalar_tile;       // TILE@axis=f<N>: register tile along an axis
-  std::vector<SplitKnob> splits;                // REDUCE (at most one)
-  std::vector<KnobSetting> settings;            // as resolved, for printing and hashing
-  std::vector<Warning> warnings;                // knobs that have no effect here, and why (W050-W052)
+  bool place_fuse = true;                  // PLACE for the whole op
+  std::map<std::string, bool> place_at;    // PLACE@site: statement name -> fuse?
+  std::string atom = "scalar";             // TILE a:<atom>
+  std::optional<MmaTile> mma;              // the tensor-core tier, when TILE names an mma atom
+  std::optional<MmaStage> stage;           // STAGE on the tensor-core tier; none: fragments from global memory
+  bool fast_exp = false;                   // FAST_EXP=1: exp(x) as exp2(x * log2 e) (both tiers)
+  std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
+  std::vector<SplitKnob> splits;           // REDUCE (at most one)
+  std::vector<KnobSetting> settings;       // as resolved, for printing and hashing
+  std::vector<Warning> warnings;           // knobs that have no effect here, and why (W050-W052)
   int block_threads = 128;
-  int carrier_tile = 32;                        // TILE@axis default for per-element carriers (the target's)
-  int coop_threads = 1;                         // COOP=t<N>: threads per point of a kernel's thread space
-  int coop_vec = 1;                             // COOP=.../v<V>: elements per vector load/store
-  std::map<Knob, KnobUse> uses;                 // the op-wide TILE and COOP in force, with their origins
+  int carrier_tile = 32;         // TILE@axis default for per-element carriers (the target's)
+  int coop_threads = 1;          // COOP=t<N>: threads per point of a kernel's thread space
+  int coop_vec = 1;              // COOP=.../v<V>: elements per vector load/store
+  std::map<Knob, KnobUse> uses;  // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };
 
@@ -133,7 +133,7 @@ std::vector<std::string> main_ops(const CheckedProgram& program);
 // The op's schedule block for `target`: the one labelled `label`, else (label empty) the
 // unlabelled one or null; a one-line message when `label` names no block.
 std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
-                                                                 const TargetInfo& target, const std::string& label);
+                                                                  const TargetInfo& target, const std::string& label);
 
 // The whole pipeline; the IR of each level is kept for printing.
 struct Lowered {

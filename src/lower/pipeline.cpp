@@ -65,18 +65,24 @@ const char* level_name(Level l) { return l == Level::Tensor ? "tensor" : l == Le
 
 std::string printed(const State& s, Level l) {
   switch (l) {
-    case Level::Tensor: return tir::print_program(s.tensor);
-    case Level::Loop: return lir::print_program(s.out.loops);
-    case Level::Kernel: return print_program(s.out.kernels);
+    case Level::Tensor:
+      return tir::print_program(s.tensor);
+    case Level::Loop:
+      return lir::print_program(s.out.loops);
+    case Level::Kernel:
+      return print_program(s.out.kernels);
   }
   return "";
 }
 
 std::vector<std::string> verified(const State& s, Level l) {
   switch (l) {
-    case Level::Tensor: return tir::verify_program(s.tensor);
-    case Level::Loop: return lir::verify_program(s.out.loops);
-    case Level::Kernel: return verify_program(s.out.kernels);
+    case Level::Tensor:
+      return tir::verify_program(s.tensor);
+    case Level::Loop:
+      return lir::verify_program(s.out.loops);
+    case Level::Kernel:
+      return verify_program(s.out.kernels);
   }
   return {};
 }
@@ -116,8 +122,9 @@ Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobS
     // The kernel IR is verified always (every lowering, the tuner's too); the others on request.
     if (options.verify_each || pass.level == Level::Kernel) {
       const std::vector<std::string> problems = verified(s, pass.level);
-      EMMY_INTERNAL_ASSERT(problems.empty(), fmt::format("the {} IR does not verify after {}:\n  {}", level_name(pass.level),
-                                                         pass.name, fmt::join(problems, "\n  ")));
+      EMMY_INTERNAL_ASSERT(problems.empty(),
+                           fmt::format("the {} IR does not verify after {}:\n  {}", level_name(pass.level), pass.name,
+                                       fmt::join(problems, "\n  ")));
     }
   }
   return std::move(s.out);

@@ -40,14 +40,17 @@ const Need kAssociative{"associative", [](const MonoidLaws& l) { return holds(l.
                         [](const MonoidLaws& l) { return l.associative != Outcome::Proved && l.assumed_associative; }};
 const Need kCommutative{"commutative", [](const MonoidLaws& l) { return holds(l.commutative, l.assumed_commutative); },
                         [](const MonoidLaws& l) { return l.commutative != Outcome::Proved && l.assumed_commutative; }};
-const Need kAtomic{"combined by an atomic",
-                   [](const MonoidLaws& l) { return l.atomic.has_value(); }, [](const MonoidLaws&) { return false; }};
+const Need kAtomic{"combined by an atomic", [](const MonoidLaws& l) { return l.atomic.has_value(); },
+                   [](const MonoidLaws&) { return false; }};
 
 std::vector<const Need*> needs(Regroup how) {
   switch (how) {
-    case Regroup::Tree: return {&kAssociative};
-    case Regroup::Reorder: return {&kAssociative, &kCommutative};
-    case Regroup::Atomic: return {&kAssociative, &kCommutative, &kAtomic};
+    case Regroup::Tree:
+      return {&kAssociative};
+    case Regroup::Reorder:
+      return {&kAssociative, &kCommutative};
+    case Regroup::Atomic:
+      return {&kAssociative, &kCommutative, &kAtomic};
   }
   return {};
 }
@@ -115,16 +118,16 @@ void require_laws(const MonoidLaws& laws, Regroup how, const KnobUse& knob, cons
     std::string help =
         n == &kAtomic
             ? fmt::format("combine the partials through the monoid instead (REDUCE=g<N>k), or remove {}", entry)
-            : fmt::format("remove {} (without it the reduction runs serially, in order){}; `emmyc check --explain` shows "
-                          "where the proof stops",
-                          entry,
-                          can_assume ? fmt::format(", or write 'assume {};' in monoid {} to vouch for it", n->law,
-                                                   laws.monoid)
-                                     : "");
-    throw LowerError(knob_error(knob.origin, knob.setting,
-                                fmt::format("{} {}, which needs monoid {} to be {}: {}", entry, what, laws.monoid,
-                                            n->law, why_not(laws, *n)),
-                                help, "E062"));
+            : fmt::format(
+                  "remove {} (without it the reduction runs serially, in order){}; `emmyc check --explain` shows "
+                  "where the proof stops",
+                  entry,
+                  can_assume ? fmt::format(", or write 'assume {};' in monoid {} to vouch for it", n->law, laws.monoid)
+                             : "");
+    throw LowerError(knob_error(
+        knob.origin, knob.setting,
+        fmt::format("{} {}, which needs monoid {} to be {}: {}", entry, what, laws.monoid, n->law, why_not(laws, *n)),
+        help, "E062"));
   }
   for (const std::string& law : assumed_laws(laws, how))
     warnings.push_back({"W053", fmt::format("{} {}: monoid {} is assumed {}, not proved; the result relies on the "

@@ -78,8 +78,10 @@ void merge_text(std::vector<KnobSetting>& into, Origins& origins, const std::str
 
 void apply_place(Knobs& k, const KnobSetting& s) {
   bool fuse = s.off || std::get<bool>(s.value);
-  if (s.site.empty()) k.place_fuse = fuse;
-  else k.place_at[s.site] = fuse;
+  if (s.site.empty())
+    k.place_fuse = fuse;
+  else
+    k.place_at[s.site] = fuse;
 }
 
 // The tensor-core tier takes the mma.sync atoms (fields left out get FlashAttention-2's
@@ -102,11 +104,12 @@ bool apply_tile(Knobs& k, const KnobSetting& s, const TargetInfo& target, bool f
     m.k_chunk = tile.k_chunk.value_or(m.k_chunk);
     if (wgmma) {
       if (tile.frag_m.value_or(1) != 1 || tile.frag_n.value_or(1) != 1)
-        throw LowerError(located_error(origins, s,
-                                       fmt::format("{}: a wgmma atom is one m64nNk16 instruction a warpgroup, so its "
-                                                   "register tile is f1x1, not f{}x{}",
-                                                   print_knob(s), *tile.frag_m, *tile.frag_n),
-                                       "drop the f field, or pick the atom's N for wider tiles (e.g. wgmma_m64n128k16_f16)"));
+        throw LowerError(
+            located_error(origins, s,
+                          fmt::format("{}: a wgmma atom is one m64nNk16 instruction a warpgroup, so its "
+                                      "register tile is f1x1, not f{}x{}",
+                                      print_knob(s), *tile.frag_m, *tile.frag_n),
+                          "drop the f field, or pick the atom's N for wider tiles (e.g. wgmma_m64n128k16_f16)"));
       m.wgmma_n = atom->n;
       m.frag_m = 1;
       m.frag_n = atom->n / 8;
@@ -146,7 +149,8 @@ void apply_stage(Knobs& k, const KnobSetting& s) {
   st.ring = v.ring && st.depth > 1;
   st.tma = v.transport == "tma";
   if (v.ring && st.depth == 1)
-    k.warnings.push_back({"W052", fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s))});
+    k.warnings.push_back(
+        {"W052", fmt::format("{}: a ring needs two buffers or more (d2): no prefetch", print_knob(s))});
   k.stage = st;
 }
 
@@ -174,13 +178,13 @@ std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::str
   std::string entry = print_knob(s);
   std::string error = code.empty() ? "error" : fmt::format("error[{}]", code);
   if (o.text.empty())
-    return fmt::format("{}: {}{}\n  help: {}", error, o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source),
-                       message, help);
+    return fmt::format("{}: {}{}\n  help: {}", error,
+                       o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source), message, help);
   size_t length = o.length ? o.length : entry.size();
   std::string gutter(std::to_string(o.line).size(), ' ');
-  return fmt::format("{}:{}:{}: {}: {}\n {} | {}\n {} | {}^{}\n  help: {}", o.source, o.line, o.column + 1, error, message,
-                     o.line, o.text, gutter, std::string(o.column, ' '), std::string(length > 1 ? length - 1 : 0, '~'),
-                     help);
+  return fmt::format("{}:{}:{}: {}: {}\n {} | {}\n {} | {}^{}\n  help: {}", o.source, o.line, o.column + 1, error,
+                     message, o.line, o.text, gutter, std::string(o.column, ' '),
+                     std::string(length > 1 ? length - 1 : 0, '~'), help);
 }
 
 bool Knobs::fuses(const std::string& site) const {
@@ -210,49 +214,54 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   };
   // TILE first: it decides the tier the other knobs apply to.
   for (int pass = 0; pass < 2; ++pass)
-  for (KnobSetting& s : k.settings) {
-    if ((s.knob == Knob::Tile) != (pass == 0)) continue;
-    switch (s.knob) {
-      case Knob::Place: apply_place(k, s); break;
-      case Knob::Tile:
-        if (apply_tile(k, s, target, from_block(s), origins)) s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
-        else if (!s.off && s.site.empty()) k.uses[Knob::Tile] = {s, origin_of(origins, s, block_name, sources.block)};
-        break;
-      case Knob::Reduce: {
-        if (s.off) break;
-        const auto& r = std::get<ReduceValue>(s.value);
-        SplitKnob split{s, s.site, r.groups, r.atomic, origin_of(origins, s, block_name, sources.block)};
-        if (!k.splits.empty())
-          throw LowerError(knob_error(split.origin, s,
-                                      fmt::format("{} is a second split: one reduction per op is split ({} already)",
-                                                  print_knob(s), print_knob(k.splits.front().setting)),
-                                      "keep one REDUCE entry"));
-        k.splits.push_back(std::move(split));
-        break;
+    for (KnobSetting& s : k.settings) {
+      if ((s.knob == Knob::Tile) != (pass == 0)) continue;
+      switch (s.knob) {
+        case Knob::Place:
+          apply_place(k, s);
+          break;
+        case Knob::Tile:
+          if (apply_tile(k, s, target, from_block(s), origins))
+            s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));
+          else if (!s.off && s.site.empty())
+            k.uses[Knob::Tile] = {s, origin_of(origins, s, block_name, sources.block)};
+          break;
+        case Knob::Reduce: {
+          if (s.off) break;
+          const auto& r = std::get<ReduceValue>(s.value);
+          SplitKnob split{s, s.site, r.groups, r.atomic, origin_of(origins, s, block_name, sources.block)};
+          if (!k.splits.empty())
+            throw LowerError(knob_error(split.origin, s,
+                                        fmt::format("{} is a second split: one reduction per op is split ({} already)",
+                                                    print_knob(s), print_knob(k.splits.front().setting)),
+                                        "keep one REDUCE entry"));
+          k.splits.push_back(std::move(split));
+          break;
+        }
+        case Knob::Coop:
+          apply_coop(k, s);
+          if (!s.off && s.site.empty()) k.uses[Knob::Coop] = {s, origin_of(origins, s, block_name, sources.block)};
+          break;
+        case Knob::Stage:
+          if (!s.off && k.mma) {
+            apply_stage(k, s);
+            break;
+          }
+          [[fallthrough]];
+        case Knob::Wspec:
+        case Knob::Raster:
+        case Knob::FastExp:
+          if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument
+            k.fast_exp = std::get<bool>(s.value);
+            break;
+          }
+          if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
+            k.warnings.push_back(
+                {"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
+                                     k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});
+          break;
       }
-      case Knob::Coop:
-        apply_coop(k, s);
-        if (!s.off && s.site.empty()) k.uses[Knob::Coop] = {s, origin_of(origins, s, block_name, sources.block)};
-        break;
-      case Knob::Stage:
-        if (!s.off && k.mma) {
-          apply_stage(k, s);
-          break;
-        }
-        [[fallthrough]];
-      case Knob::Wspec:
-      case Knob::Raster:
-      case Knob::FastExp:
-        if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument
-          k.fast_exp = std::get<bool>(s.value);
-          break;
-        }
-        if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
-          k.warnings.push_back({"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
-                                                    k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});
-        break;
     }
-  }
   return k;
 }
 

@@ -14,7 +14,7 @@ std::vector<std::string> main_ops(const CheckedProgram& program) {
 }
 
 std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
-                                                                 const TargetInfo& target, const std::string& label) {
+                                                                  const TargetInfo& target, const std::string& label) {
   std::vector<std::string> named;
   for (const TargetInfo* t = &target; t; t = base_target(*t)) {
     const CheckedSchedule* found = nullptr;

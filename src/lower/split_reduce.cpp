@@ -175,9 +175,9 @@ lir::Kernel threads_over_register_tiles(lir::Kernel k) {
 
 struct Target {
   size_t kernel = 0;
-  std::vector<size_t> path;        // body indices, outermost first; the last is the statement
-  std::vector<tir::Axis> loops;    // the axes of the enclosing loops, outermost first
-  std::optional<Expr> reduce;      // a Compute's or Store's reduction; nullopt: a Fold
+  std::vector<size_t> path;      // body indices, outermost first; the last is the statement
+  std::vector<tir::Axis> loops;  // the axes of the enclosing loops, outermost first
+  std::optional<Expr> reduce;    // a Compute's or Store's reduction; nullopt: a Fold
 };
 
 std::string stmt_name(const Stmt& s) { return s.kind == Stmt::Kind::Store ? s.tensor : s.reg; }
@@ -261,7 +261,8 @@ std::vector<Stmt> prefix(const std::vector<Stmt>& body, const std::vector<size_t
 // Drops what no later statement needs: stores other than to `keep` (a partial kernel writes
 // only its partials) and registers nobody reads. Walks backwards, `live` holding the
 // registers still to be defined.
-std::vector<Stmt> needed(const std::vector<Stmt>& body, const std::set<std::string>& keep, std::set<std::string>& live) {
+std::vector<Stmt> needed(const std::vector<Stmt>& body, const std::set<std::string>& keep,
+                         std::set<std::string>& live) {
   std::vector<Stmt> out;
   for (size_t i = body.size(); i-- > 0;) {
     Stmt s = body[i];
@@ -279,9 +280,10 @@ std::vector<Stmt> needed(const std::vector<Stmt>& body, const std::set<std::stri
         if (s.body.empty()) continue;
         break;
       case Stmt::Kind::Fold: {
-        bool used = std::any_of(s.fields.begin(), s.fields.end(),
-                                [&](const lir::CarrierField& f) { return live.count("run_" + f.name) > 0; }) ||
-                    std::any_of(s.results.begin(), s.results.end(), [&](const Stmt& r) { return live.count(r.reg) > 0; });
+        bool used =
+            std::any_of(s.fields.begin(), s.fields.end(),
+                        [&](const lir::CarrierField& f) { return live.count("run_" + f.name) > 0; }) ||
+            std::any_of(s.results.begin(), s.results.end(), [&](const Stmt& r) { return live.count(r.reg) > 0; });
         if (!used) continue;
         for (const Stmt& r : s.results) collect_regs(r.value, live);
         for (const lir::CarrierField& f : s.fields) collect_regs(f.lift, live);
@@ -335,7 +337,8 @@ ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile,
   std::vector<std::pair<std::string, algebra::Term>> rename;
   for (const std::string& field : m.fields)
     for (const char* side : {"a.", "b."}) rename.emplace_back(side + field, algebra::Term::var(side + name_of(field)));
-  bool widen = (r.op == "sum" || r.op == "prod") && (m.types[0] == kir::ScalarType::F32 || m.types[0] == kir::ScalarType::F64);
+  bool widen =
+      (r.op == "sum" || r.op == "prod") && (m.types[0] == kir::ScalarType::F32 || m.types[0] == kir::ScalarType::F64);
   std::map<std::string, Expr> params;
   for (size_t i = 0; i < r.args.size() && i < m.lift_params.size(); ++i)
     params[m.lift_params[i]] = widen ? widened(r.args[i]) : r.args[i];
@@ -426,12 +429,13 @@ class Splitter {
     if (split_.site.empty())
       fail(fmt::format("{}: op {} has no reduction to split", knob_, op),
            "remove the REDUCE entry: every thread of this op computes its elements alone");
-    std::string what = stmts.empty() ? fmt::format("op {} has no reduction", op)
-                                     : fmt::format("op {} reduces in {} (over {})", op, fmt::join(stmts, ", "),
-                                                   fmt::join(axes, ", "));
-    std::string help = stmts.empty() ? "remove the REDUCE entry"
-                                     : fmt::format("name a statement or an axis that a kernel reduces, e.g. REDUCE@{}={}",
-                                                   stmts.front(), print_knob_value(split_.setting));
+    std::string what =
+        stmts.empty() ? fmt::format("op {} has no reduction", op)
+                      : fmt::format("op {} reduces in {} (over {})", op, fmt::join(stmts, ", "), fmt::join(axes, ", "));
+    std::string help = stmts.empty()
+                           ? "remove the REDUCE entry"
+                           : fmt::format("name a statement or an axis that a kernel reduces, e.g. REDUCE@{}={}",
+                                         stmts.front(), print_knob_value(split_.setting));
     if (p_.tensors.def(split_.site))
       fail(fmt::format("{}: no kernel of {} reduces in statement {} ({})", knob_, op, split_.site, what), help);
     fail(fmt::format("{}: {} names no statement and no reduction axis of {} ({})", knob_, split_.site, op, what), help);
@@ -530,8 +534,10 @@ class Splitter {
       std::string name = temp("part_" + f.name, f.dtype, field_at(k, f, true));
       parts.push_back(name);
       stores.push_back(store(name, field_at(k, f, true), reg_expr("run_" + f.name, f.dtype)));
-      if (f.name == flag) combine.where = {read_expr(name, field_at(k, f, true), DType::Bool)};
-      else combine.fields[i].lift = read_expr(name, field_at(k, f, true), f.dtype);
+      if (f.name == flag)
+        combine.where = {read_expr(name, field_at(k, f, true), DType::Bool)};
+      else
+        combine.fields[i].lift = read_expr(name, field_at(k, f, true), f.dtype);
     }
     std::vector<Stmt> with{combine};
     if (converted) with.push_back(rewrite(s, fields_, result));  // the statement reads the combined carrier
@@ -546,10 +552,11 @@ class Splitter {
     b.scalar_tier = true;
     b.doc.insert(b.doc.begin(), fmt::format("{}: the {} partial carriers combined in order through {}.", knob_,
                                             split_.groups, fold.monoid));
-    decision_ = fmt::format("{}: the fold over {} split into {} groups of ceil({} / {}) — kernel {} folds each group's "
-                            "range into {}; kernel {} combines them in order through {}",
-                            knob_, fold.axis.name, split_.groups, fold.axis.size, split_.groups, kernel_label(a),
-                            fmt::join(parts, ", "), kernel_label(b), fold.monoid);
+    decision_ = fmt::format(
+        "{}: the fold over {} split into {} groups of ceil({} / {}) — kernel {} folds each group's "
+        "range into {}; kernel {} combines them in order through {}",
+        knob_, fold.axis.name, split_.groups, fold.axis.size, split_.groups, kernel_label(a), fmt::join(parts, ", "),
+        kernel_label(b), fold.monoid);
     return {a, b};
   }
 
@@ -595,11 +602,11 @@ class Splitter {
     }
     init.body = {body};
     init.doc = {fmt::format("{}: {}[{}] set to the identity of {}.", knob_, acc, axes_text(at), fold.monoid)};
-    lir::Kernel a = partial_kernel(
-        k, {ranged(fold, ""), store(acc, at, reg_expr("run_" + f.name, f.dtype), atomic)});
-    a.doc = {fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and combines it into {} with an "
-                         "atomic {}.",
-                         knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, atomic)};
+    lir::Kernel a = partial_kernel(k, {ranged(fold, ""), store(acc, at, reg_expr("run_" + f.name, f.dtype), atomic)});
+    a.doc = {
+        fmt::format("{}: group {} < {} folds its contiguous range of {} < {} and combines it into {} with an "
+                    "atomic {}.",
+                    knob_, g_, split_.groups, fold.axis.name, fold.axis.size, acc, atomic)};
     // The combined value: a built-in's result, or the one field of a user monoid (y = plus(c: ...).x).
     const std::string field = result.empty() && fields_.size() == 1 ? fields_.begin()->first : result;
     std::map<std::string, Expr> from_acc{{field, read_expr(acc, at, f.dtype)}};
@@ -607,10 +614,11 @@ class Splitter {
     b.body = replaced(k.body, target_.path, {rewrite(s, from_acc, field)});
     rewrite_later(b.body, 0, 1, from_acc, field);
     b.doc.insert(b.doc.begin(), fmt::format("{}: reads the combined {} from {}.", knob_, field, acc));
-    decision_ = fmt::format("{}: the {} over {} split into {} groups of ceil({} / {}) — kernel {} writes the identity to "
-                            "{}, kernel {} folds each group's range and adds it with an atomic {}, kernel {} reads it",
-                            knob_, fold.monoid, fold.axis.name, split_.groups, fold.axis.size, split_.groups,
-                            kernel_label(init), acc, kernel_label(a), fold.monoid, kernel_label(b));
+    decision_ = fmt::format(
+        "{}: the {} over {} split into {} groups of ceil({} / {}) — kernel {} writes the identity to "
+        "{}, kernel {} folds each group's range and adds it with an atomic {}, kernel {} reads it",
+        knob_, fold.monoid, fold.axis.name, split_.groups, fold.axis.size, split_.groups, kernel_label(init), acc,
+        kernel_label(a), fold.monoid, kernel_label(b));
     return {init, a, b};
   }
 
@@ -629,7 +637,8 @@ class Splitter {
   // compute the same reduction read the combined carrier too (mean = w.u; var = w.q / w.n).
   void rewrite_later(std::vector<Stmt>& body, size_t depth, size_t count, const std::map<std::string, Expr>& fields,
                      const std::string& result) const {
-    if (depth + 1 < target_.path.size()) return rewrite_later(body[target_.path[depth]].body, depth + 1, count, fields, result);
+    if (depth + 1 < target_.path.size())
+      return rewrite_later(body[target_.path[depth]].body, depth + 1, count, fields, result);
     std::string key = tir::print_expr(*target_.reduce);
     for (size_t i = target_.path[depth] + count; i < body.size(); ++i) {
       Stmt& s = body[i];

@@ -32,16 +32,19 @@ Expr reg_expr(const std::string& name, DType dtype) {
 Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params, DType dtype) {
   using algebra::TermOp;
   static const std::pair<TermOp, const char*> kBinary[] = {
-      {TermOp::Add, "+"}, {TermOp::Sub, "-"}, {TermOp::Mul, "*"},  {TermOp::Div, "/"},  {TermOp::Lt, "<"},
-      {TermOp::Le, "<="}, {TermOp::Gt, ">"},  {TermOp::Ge, ">="}, {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
-      {TermOp::And, "&&"}, {TermOp::Or, "||"},  {TermOp::IDiv, "/"}, {TermOp::Mod, "%"}};
-  static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"}, {TermOp::Log, "log"},
-                                                         {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
-                                                         {TermOp::Min, "min"}, {TermOp::Select, "select"}};
+      {TermOp::Add, "+"},  {TermOp::Sub, "-"}, {TermOp::Mul, "*"},  {TermOp::Div, "/"}, {TermOp::Lt, "<"},
+      {TermOp::Le, "<="},  {TermOp::Gt, ">"},  {TermOp::Ge, ">="},  {TermOp::Eq, "=="}, {TermOp::Ne, "!="},
+      {TermOp::And, "&&"}, {TermOp::Or, "||"}, {TermOp::IDiv, "/"}, {TermOp::Mod, "%"}};
+  static const std::pair<TermOp, const char*> kCalls[] = {{TermOp::Exp, "exp"},   {TermOp::Log, "log"},
+                                                          {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
+                                                          {TermOp::Min, "min"},   {TermOp::Select, "select"}};
   switch (t.op) {
-    case TermOp::Const: return const_expr(t.value.value(), dtype);
-    case TermOp::NegInf: return const_expr(-INFINITY, dtype);
-    case TermOp::PosInf: return const_expr(INFINITY, dtype);
+    case TermOp::Const:
+      return const_expr(t.value.value(), dtype);
+    case TermOp::NegInf:
+      return const_expr(-INFINITY, dtype);
+    case TermOp::PosInf:
+      return const_expr(INFINITY, dtype);
     case TermOp::Var:
       if (auto it = params.find(t.name); it != params.end()) return it->second;
       internal_error(__FILE__, __LINE__, fmt::format("the monoid term variable '{}' is unbound", t.name));
@@ -62,16 +65,19 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
       e.dtype = parse_dtype(t.name).value_or(DType::I64);
       return e;
     }
-    default: break;
+    default:
+      break;
   }
   Expr e;
   for (const auto& [op, spelling] : kBinary)
     if (op == t.op) e.kind = Expr::Kind::Binary, e.op = spelling;
   for (const auto& [op, spelling] : kCalls)
     if (op == t.op) e.kind = Expr::Kind::Call, e.op = spelling;
-  if (e.op.empty()) internal_error(__FILE__, __LINE__, fmt::format("no tensor-IR form for the monoid term '{}'", t.str()));
+  if (e.op.empty())
+    internal_error(__FILE__, __LINE__, fmt::format("no tensor-IR form for the monoid term '{}'", t.str()));
   for (const algebra::Term& a : t.args) e.args.push_back(term_expr(a, params, dtype));
-  bool predicate = e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/" && e.op != "%";
+  bool predicate =
+      e.kind == Expr::Kind::Binary && e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/" && e.op != "%";
   e.dtype = predicate ? DType::Bool : e.args.back().dtype;
   if ((t.op == TermOp::IDiv || t.op == TermOp::Mod) && !is_int(e.dtype))  // an integer op on integer operands
     e.dtype = is_int(e.args[0].dtype) ? e.args[0].dtype : DType::I64;

@@ -147,7 +147,8 @@ class MmaTier {
   // the way) and returns `e` with it replaced by kContracted.
   std::optional<Expr> extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
                               std::optional<Contraction>& found) {
-    if (e.kind == Expr::Kind::Read && !b_.in_global(e.name)) return extract(b_.inline_def(e), row_axis, col_axis, found);
+    if (e.kind == Expr::Kind::Read && !b_.in_global(e.name))
+      return extract(b_.inline_def(e), row_axis, col_axis, found);
     if (e.kind == Expr::Kind::Reduce) {
       if (found || e.op != "sum" || e.axes.size() != 1 || !e.where.empty() || e.args.size() != 1) return std::nullopt;
       const Expr& prod = e.args[0];
@@ -215,19 +216,22 @@ class MmaTier {
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     if (wgmma() && (!stage_ || !stage_->async))
-      return reject(fmt::format("{} reads K and V from shared memory: it needs STAGE with an asynchronous copy, "
-                                "cp or tma (e.g. STAGE=d2/cp/ring)",
-                                t_.atom));
+      return reject(
+          fmt::format("{} reads K and V from shared memory: it needs STAGE with an asynchronous copy, "
+                      "cp or tma (e.g. STAGE=d2/cp/ring)",
+                      t_.atom));
     if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
       return reject(fmt::format("{}: the fold's key block is the atom's N, 64 or 128", t_.atom));
     if (t_.warps_n != 1)
-      return reject(fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
-                                "carriers would then need a cross-warp combine (use w<M>x1)",
-                                t_.warps_m, t_.warps_n));
+      return reject(
+          fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
+                      "carriers would then need a cross-warp combine (use w<M>x1)",
+                      t_.warps_m, t_.warps_n));
     if (t_.frag_n % 2 != 0)
-      return reject(fmt::format("f{}x{}: the fold's key block feeds the second contraction's K in steps of 16, "
-                                "so it needs an even number of n-atoms",
-                                t_.frag_m, t_.frag_n));
+      return reject(
+          fmt::format("f{}x{}: the fold's key block feeds the second contraction's K in steps of 16, "
+                      "so it needs an even number of n-atoms",
+                      t_.frag_m, t_.frag_n));
     // Flags a split adds ("this range folded something": or-combined, identity false) ride
     // along: a row folded something exactly when its key left -inf.
     algebra::MonoidTerms core = fold.terms;
@@ -257,24 +261,24 @@ class MmaTier {
     row_axis_ = k.threads.back();
     std::optional<Contraction> c = contraction_in(fold.fields[rescaled_.key].lift, row_axis_.name, fold.axis.name);
     if (!c)
-      return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis", tir::print_expr(fold.fields[rescaled_.key].lift),
-                                kir::type_name(t_.operand)));
+      return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis",
+                                tir::print_expr(fold.fields[rescaled_.key].lift), kir::type_name(t_.operand)));
     first_ = *c;
     for (size_t f : rescaled_.weighted) {
       const lir::CarrierField& field = fold.fields[f];
       if (!field.per_tile) continue;
       const Expr& v = strip_casts(field.lift);
-      if (!tile_loop_ || !is_operand(v) || !tir::uses_index(v, fold.axis.name) || !tir::uses_index(v, tile_loop_->axis.name))
+      if (!tile_loop_ || !is_operand(v) || !tir::uses_index(v, fold.axis.name) ||
+          !tir::uses_index(v, tile_loop_->axis.name))
         return reject(fmt::format("the vector field {} lifts {}, not a {} input read at the fold's and the tile's axes",
                                   field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
-      if (value_read_)
-        return reject("the fold has two vector fields; the tensor-core tier contracts one");
+      if (value_read_) return reject("the fold has two vector fields; the tensor-core tier contracts one");
       value_read_ = v;
       value_field_ = f;
     }
     if (tile_loop_ && (tile_loop_->tile % kAtomN != 0))
-      return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8", tile_loop_->axis.name,
-                                tile_loop_->tile));
+      return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8",
+                                tile_loop_->axis.name, tile_loop_->tile));
     for (size_t i = 1; tile_loop_ && i < tile_loop_->body.size(); ++i)
       if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store)
         return reject("the register tile holds statements other than the fold and its stores");
@@ -284,7 +288,8 @@ class MmaTier {
                                   kir::type_name(scalar_of(fold.fields[f].dtype))));
     // wgmma reads the row operand's slab K-major (with wgmma it always waits in a slab).
     if (wgmma() && innermost_is(first_.row, row_axis_.name))
-      return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
+      return reject(
+          fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
     return true;
   }
 
@@ -297,12 +302,13 @@ class MmaTier {
   // which holds the contraction; the others read it through registers.
   bool plan_contraction(const lir::Kernel& k) {
     if (wgmma() && (!stage_ || !stage_->async))
-      return reject(fmt::format("{} reads A and B from shared memory: it needs STAGE with an asynchronous copy, "
-                                "cp or tma (e.g. STAGE=d3/cp/ring)",
-                                t_.atom));
+      return reject(
+          fmt::format("{} reads A and B from shared memory: it needs STAGE with an asynchronous copy, "
+                      "cp or tma (e.g. STAGE=d3/cp/ring)",
+                      t_.atom));
     if (wgmma() && t_.warps_n != 1)
-      return reject(fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns",
-                                t_.atom));
+      return reject(
+          fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns", t_.atom));
     if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
       return reject(fmt::format("{}: the lowering issues N = 64 or 128", t_.atom));
     if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
@@ -317,14 +323,16 @@ class MmaTier {
       std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name);
       if (!c)
         return reject(fmt::format("{} is not a contraction of two {} inputs with rows on {} and columns on {}",
-                                  tir::print_expr(s.value), kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
+                                  tir::print_expr(s.value), kir::type_name(t_.operand), row_axis_.name,
+                                  col_axis_.name));
       first_ = *c;
       contraction_stmt_ = static_cast<int>(i);
     }
     if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
     // wgmma reads A's slab K-major.
     if (wgmma() && innermost_is(first_.row, row_axis_.name))
-      return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
+      return reject(
+          fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
     require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
                     fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
     return true;
@@ -345,9 +353,7 @@ class MmaTier {
   static K add(K a, K b) { return kir::binary(kir::BinOp::Add, std::move(a), std::move(b)); }
   static K mul(K a, K b) { return kir::binary(kir::BinOp::Mul, std::move(a), std::move(b)); }
   static K lt(K a, K b) { return kir::binary(kir::BinOp::Lt, std::move(a), std::move(b)); }
-  static K ceil_div(K a, int64_t b) {
-    return kir::binary(kir::BinOp::Div, add(std::move(a), i64(b - 1)), i64(b));
-  }
+  static K ceil_div(K a, int64_t b) { return kir::binary(kir::BinOp::Div, add(std::move(a), i64(b - 1)), i64(b)); }
   static K ceil_div_by(K a, K b) {  // b > 0
     return kir::binary(kir::BinOp::Div, add(std::move(a), kir::binary(kir::BinOp::Sub, b, i64(1))), b);
   }
@@ -393,7 +399,8 @@ class MmaTier {
         half[h] = operand_value(read, r, ri, c, ci);
       }
       // The element with the higher index goes to the upper half (cvt's first operand).
-      kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
+      kir::IntrinsicId cvt =
+          t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
       emit(kir::intrinsic(cvt, {{array, off + reg}}, {half[1], half[0]}));
     }
   }
@@ -419,7 +426,6 @@ class MmaTier {
     }
   }
 
-
   // ---- shared-memory staging --------------------------------------------------------------
   // A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
   // `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
@@ -431,7 +437,7 @@ class MmaTier {
     Expr read;
     AxisAt outer, inner;
     int rows = 0, cols = 0, pitch = 0;
-    std::string stream;  // the axis the loop streams tiles of; the other axis's base is fixed
+    std::string stream;    // the axis the loop streams tiles of; the other axis's base is fixed
     bool strided = false;  // the read's element index is first + row * stride + col
     bool swizzled = false;
     std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
@@ -458,10 +464,21 @@ class MmaTier {
     bool y_inner = last && last->kind == Expr::Kind::Index && last->name == y.name;
     bool x_inner = last && last->kind == Expr::Kind::Index && last->name == x.name;
     if (!x_inner && !y_inner)
-      unsupported(fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
-                              "to copy",
-                              tir::print_expr(read), x.name, y.name));
-    Slab s{name, read, y_inner ? x : y, y_inner ? y : x, y_inner ? x_extent : y_extent, y_inner ? y_extent : x_extent, 0, {}, false, false, {}};
+      unsupported(
+          fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
+                      "to copy",
+                      tir::print_expr(read), x.name, y.name));
+    Slab s{name,
+           read,
+           y_inner ? x : y,
+           y_inner ? y : x,
+           y_inner ? x_extent : y_extent,
+           y_inner ? y_extent : x_extent,
+           0,
+           {},
+           false,
+           false,
+           {}};
     // Rows at a constant element stride: each axis a bare index of exactly one subscript.
     auto bare_once = [&](const std::string& axis) {
       int uses = 0, bare = 0;
@@ -486,9 +503,10 @@ class MmaTier {
     s.pitch = swizzled ? s.cols : s.cols + 8;
     s.swizzled = swizzled;
     if (swizzled && (s.cols % 64 != 0 || s.rows % 8 != 0))
-      unsupported(fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
-                              "64 columns and of 8 rows",
-                              read.name, s.rows, s.cols));
+      unsupported(
+          fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
+                      "64 columns and of 8 rows",
+                      read.name, s.rows, s.cols));
     out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), swizzled ? 1024 : 16});
     return s;
   }
@@ -505,9 +523,11 @@ class MmaTier {
     if (!t || !b_.in_global(s.read.name)) return "it is not a tensor in global memory";
     if (!s.strided) return "its tile's rows are not one subscript each (a bare index) of the tensor";
     if (t->dims.size() < 2 || t->dims.size() > static_cast<size_t>(kir::kTmaMaxRank))
-      return fmt::format("{} has {} dimensions (a tensor map has 2 to {})", s.read.name, t->dims.size(), kir::kTmaMaxRank);
+      return fmt::format("{} has {} dimensions (a tensor map has 2 to {})", s.read.name, t->dims.size(),
+                         kir::kTmaMaxRank);
     if (kir::type_bytes(t_.operand) != 2) return fmt::format("{} elements are not 2 bytes", kir::type_name(t_.operand));
-    if (s.rows > 256 || s.rows % 8 != 0) return fmt::format("a tile of {} rows (a box: at most 256, a multiple of 8)", s.rows);
+    if (s.rows > 256 || s.rows % 8 != 0)
+      return fmt::format("a tile of {} rows (a box: at most 256, a multiple of 8)", s.rows);
     if (s.cols % 64 != 0) return fmt::format("tile rows of {} elements (boxes of 64: the 128-byte swizzle)", s.cols);
     return {};
   }
@@ -517,7 +537,8 @@ class MmaTier {
     std::vector<int> box(s.read.args.size(), 1);
     box[0] = 64;
     for (size_t i = 0; i < s.read.args.size(); ++i)
-      if (s.read.args[i].kind == Expr::Kind::Index && s.read.args[i].name == s.outer.name) box[s.read.args.size() - 1 - i] = s.rows;
+      if (s.read.args[i].kind == Expr::Kind::Index && s.read.args[i].name == s.outer.name)
+        box[s.read.args.size() - 1 - i] = s.rows;
     for (const kir::Param& p : out_->params)
       if (p.kind == kir::Param::Kind::TensorMap && p.map_of == s.read.name && p.box == box) return p.name;
     std::string name = b_.fresh(s.read.name + "_map");
@@ -532,8 +553,8 @@ class MmaTier {
   void tma_setup() {
     tma_bars_ = b_.fresh("tma_bar");
     tma_phase_ = b_.fresh("tma_phase");
-    init_mbarriers("TMA: a full mbarrier a buffer, initialised by thread 0; its phases, a bit each", tma_bars_, tma_phase_, 1,
-                   0);
+    init_mbarriers("TMA: a full mbarrier a buffer, initialised by thread 0; its phases, a bit each", tma_bars_,
+                   tma_phase_, 1, 0);
   }
 
   // A `free` mbarrier a ring buffer, which every thread arrives at once done with the buffer and
@@ -542,13 +563,14 @@ class MmaTier {
   void tma_free_setup() {
     tma_free_ = b_.fresh("tma_free");
     tma_free_phase_ = b_.fresh("tma_free_phase");
-    init_mbarriers("TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases", tma_free_, tma_free_phase_,
-                   out_->block_threads, 0xffffffffLL);
+    init_mbarriers("TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases", tma_free_,
+                   tma_free_phase_, out_->block_threads, 0xffffffffLL);
   }
 
   // `depth` mbarriers of `count` arrivals initialised by thread 0 at the top of the kernel, and
   // the register of their phase bits.
-  void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count, int64_t bits) {
+  void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
+                      int64_t bits) {
     out_->shared.push_back({bars, ScalarType::I64, stage_->depth, 8});
     std::vector<kir::Stmt> init;
     for (int i = 0; i < stage_->depth; ++i)
@@ -557,7 +579,8 @@ class MmaTier {
     auto at = [&] { return top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++); };
     top_->insert(at(), kir::comment(why));
     top_->insert(at(), kir::decl(phases, U32, kir::ci(bits, U32)));
-    top_->insert(at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(init)));
+    top_->insert(at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)),
+                                    std::move(init)));
     top_->insert(at(), kir::barrier());
   }
 
@@ -575,7 +598,8 @@ class MmaTier {
     auto both = [&](K c) { ok = ok ? kir::binary(kir::BinOp::And, *ok, std::move(c)) : std::move(c); };
     const int64_t per_16_bytes = 16 / kir::type_bytes(t_.operand);
     for (const std::string& r : rows)
-      both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)), i64(0)));
+      both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)),
+                       i64(0)));
     for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
     if (!ok) throw std::logic_error("tma_ok without a tensor map");
     return hoisted("tma_ok", *ok);
@@ -601,7 +625,8 @@ class MmaTier {
           b_.scopes_.push_back({});
           b_.scopes_.back().index[s->outer.name] = outer;
           b_.scopes_.back().index[s->inner.name] = add(inner, i64(int64_t{p} * 64));
-          std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))), bar};
+          std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))),
+                              bar};
           for (size_t i = s->read.args.size(); i-- > 0;) args.push_back(i32(b_.lower(s->read.args[i])));
           b_.scopes_.pop_back();
           emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s->read.args.size())), {}, std::move(args), {},
@@ -609,7 +634,8 @@ class MmaTier {
         }
     });
     std::vector<kir::Stmt> by_tma;
-    by_tma.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(issue)));
+    by_tma.push_back(
+        kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(issue)));
     emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
       for (const Slab* s : slabs) fill_tile(*s, buf, origin);
     })));
@@ -618,7 +644,8 @@ class MmaTier {
   // Waits on mbarrier `bars`[buf] for the phase parity in bit `buf` of `phases`, then flips it.
   void wait_phase(const std::string& bars, const std::string& phases, const K& buf) {
     K bit = kir::binary(kir::BinOp::Shl, kir::ci(1, U32), as(buf, U32));
-    K parity = kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({phases}, U32), bit), kir::ci(0, U32));
+    K parity =
+        kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({phases}, U32), bit), kir::ci(0, U32));
     emit(kir::intrinsic(kir::IntrinsicId::MbarrierTryWait, {}, {kir::shared_addr(bars, i32(buf)), as(parity, U32)}));
     emit(kir::assign({phases}, kir::binary(kir::BinOp::BitXor, kir::var({phases}, U32), bit)));
   }
@@ -658,17 +685,21 @@ class MmaTier {
   // over the fixed fields (offsets and swizzle) of `fixed`.
   static std::pair<K, K> descriptor_words(const K& base, int64_t byte_off, uint64_t fixed) {
     auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
-    K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)),
-                          u32(0x3FFF));
+    K field =
+        kir::binary(kir::BinOp::BitAnd,
+                    kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)), u32(0x3FFF));
     return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
   }
 
   // The A operand from shared memory: the warpgroup's 64 rows of a K-major swizzled slab (rows:
   // the output's, columns: the contraction's), k16 step `step`.
   AOperand a_operand(const Slab& s, int step, const K& buf) {
-    K group = hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
-    return {{}, 0, descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)),
-                                    k_major_step_bytes(s, step), kir::wgmma_descriptor(0, 16, 1024, 1))};
+    K group = hoisted("group_rows",
+                      as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
+    return {{},
+            0,
+            descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)),
+                             k_major_step_bytes(s, step), kir::wgmma_descriptor(0, 16, 1024, 1))};
   }
 
   // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup. The caller brackets a batch
@@ -688,8 +719,8 @@ class MmaTier {
     ins.push_back(b.desc.second);
     for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
     using enum kir::IntrinsicId;
-    emit(kir::intrinsic(a.desc ? (n == 64 ? WgmmaSsN64 : WgmmaSsN128) : (n == 64 ? WgmmaRsN64 : WgmmaRsN128), std::move(outs),
-                        std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, b.n_major ? 1 : 0}));
+    emit(kir::intrinsic(a.desc ? (n == 64 ? WgmmaSsN64 : WgmmaSsN128) : (n == 64 ? WgmmaRsN64 : WgmmaRsN128),
+                        std::move(outs), std::move(ins), {t_.operand == ScalarType::BF16 ? 1 : 0, b.n_major ? 1 : 0}));
   }
   void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
   // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
@@ -722,8 +753,11 @@ class MmaTier {
                    kir::binary(kir::BinOp::Sub, element_index(s, add(outer_base, i64(1)), inner_base), first));
     K inside = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(outer_base, i64(s.rows)), s.outer.size),
                            kir::binary(kir::BinOp::Le, add(inner_base, i64(s.cols)), s.inner.size));
-    auto multiple_of_8 = [](const K& v) { return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, v, i64(8)), i64(0)); };
-    K whole = kir::binary(kir::BinOp::And, inside, kir::binary(kir::BinOp::And, multiple_of_8(first), multiple_of_8(stride)));
+    auto multiple_of_8 = [](const K& v) {
+      return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, v, i64(8)), i64(0));
+    };
+    K whole =
+        kir::binary(kir::BinOp::And, inside, kir::binary(kir::BinOp::And, multiple_of_8(first), multiple_of_8(stride)));
     const int per_row = s.cols / 8, chunks = s.rows * per_row;
     const std::string cv = b_.fresh("chunk");
     K c32 = kir::var({cv}, ScalarType::I32);
@@ -754,7 +788,8 @@ class MmaTier {
         K src = add(first, add(mul(as(r32, I64), stride), as(q32, I64)));
         emit(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, dst), src}, {}, s.read.name));
       });
-      kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
+      kir::Stmt loop =
+          kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
       loop.step = threads;
       emit(std::move(loop));
     });
@@ -770,43 +805,44 @@ class MmaTier {
     const std::string cv = b_.fresh("chunk");
     K c32 = kir::var({cv}, ScalarType::I32);
     std::vector<kir::Stmt> chunk = b_.nested([&] {
-        K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
-        K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
-        K at32 = s.offset(r32, q32);
-        K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
-        K orow = add(outer_base, r), icol = add(inner_base, q);
-        K dst = let(b_.fresh("fill_at"), as(add(s.buffer_start(buf), at32), I64));
-        auto element = [&](int u) {
-          b_.scopes_.push_back({});
-          bind(s.outer, orow);
-          bind(s.inner, add(icol, i64(u)));
-          K v = b_.lower(s.read);
-          b_.scopes_.pop_back();
-          return v;
-        };
-        std::vector<kir::Stmt> by_elements = b_.nested([&] {
-          for (int u = 0; u < 8; ++u) {
-            K ok = kir::binary(kir::BinOp::And, lt(orow, s.outer.size), lt(add(icol, i64(u)), s.inner.size));
-            emit(kir::store(kir::Space::Shared, s.array, i32(add(dst, i64(u))),
-                            kir::select(ok, as(element(u), t_.operand), kir::cf(0, t_.operand))));
-          }
-        });
-        if (!stage_->async) {
-          for (kir::Stmt& x : by_elements) emit(std::move(x));
-          return;
+      K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
+      K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
+      K at32 = s.offset(r32, q32);
+      K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
+      K orow = add(outer_base, r), icol = add(inner_base, q);
+      K dst = let(b_.fresh("fill_at"), as(add(s.buffer_start(buf), at32), I64));
+      auto element = [&](int u) {
+        b_.scopes_.push_back({});
+        bind(s.outer, orow);
+        bind(s.inner, add(icol, i64(u)));
+        K v = b_.lower(s.read);
+        b_.scopes_.pop_back();
+        return v;
+      };
+      std::vector<kir::Stmt> by_elements = b_.nested([&] {
+        for (int u = 0; u < 8; ++u) {
+          K ok = kir::binary(kir::BinOp::And, lt(orow, s.outer.size), lt(add(icol, i64(u)), s.inner.size));
+          emit(kir::store(kir::Space::Shared, s.array, i32(add(dst, i64(u))),
+                          kir::select(ok, as(element(u), t_.operand), kir::cf(0, t_.operand))));
         }
-        // The chunk's first element: the copy only runs when it is inside.
-        K index = let(b_.fresh("fill_src"), element_index(s, orow, icol));
-        K whole = kir::binary(kir::BinOp::And, lt(orow, s.outer.size),
-                              kir::binary(kir::BinOp::Le, add(icol, i64(8)), s.inner.size));
-        whole = kir::binary(kir::BinOp::And, whole,
-                            kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, index, i64(8)), i64(0)));
-        std::vector<kir::Stmt> copy;
-        copy.push_back(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, i32(dst)), index}, {},
-                                      s.read.name));
-        emit(kir::if_then(whole, std::move(copy), std::move(by_elements)));
+      });
+      if (!stage_->async) {
+        for (kir::Stmt& x : by_elements) emit(std::move(x));
+        return;
+      }
+      // The chunk's first element: the copy only runs when it is inside.
+      K index = let(b_.fresh("fill_src"), element_index(s, orow, icol));
+      K whole = kir::binary(kir::BinOp::And, lt(orow, s.outer.size),
+                            kir::binary(kir::BinOp::Le, add(icol, i64(8)), s.inner.size));
+      whole = kir::binary(kir::BinOp::And, whole,
+                          kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, index, i64(8)), i64(0)));
+      std::vector<kir::Stmt> copy;
+      copy.push_back(kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, i32(dst)), index}, {},
+                                    s.read.name));
+      emit(kir::if_then(whole, std::move(copy), std::move(by_elements)));
     });
-    kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
+    kir::Stmt loop =
+        kir::for_loop(cv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(chunk));
     loop.step = threads;
     emit(std::move(loop));
   }
@@ -824,8 +860,10 @@ class MmaTier {
     if (tma_buf && !tma_bars_.empty())
       emit(kir::if_then(tma_ok(), b_.nested([&] { wait_phase(tma_bars_, tma_phase_, *tma_buf); })));
     if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-    if (boxes_only) emit(kir::if_then(kir::unary(kir::UnOp::Not, tma_ok()), {kir::barrier()}));
-    else emit(kir::barrier());
+    if (boxes_only)
+      emit(kir::if_then(kir::unary(kir::UnOp::Not, tma_ok()), {kir::barrier()}));
+    else
+      emit(kir::barrier());
   }
 
   // A value computed once at the top of the kernel (before every loop): the lane's parts of
@@ -906,7 +944,8 @@ class MmaTier {
       col += p.col;
       at.emplace_back(row_is_outer ? row : col, row_is_outer ? col : row);
     }
-    if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4) throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
+    if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4)
+      throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
     // Lanes 8m..8m+7 address the rows of matrix m (lanes past the pieces repeat them): the
     // lane's offset from piece 0, a constant per lane, hoisted out of every loop.
     const int n = static_cast<int>(pieces.size());
@@ -929,7 +968,8 @@ class MmaTier {
     static constexpr kir::IntrinsicId kTrans[] = {LdmatrixX1Trans, LdmatrixX2Trans, LdmatrixX4Trans, LdmatrixX4Trans};
     std::vector<kir::Reg> outs;
     for (const Piece& p : pieces) outs.push_back(p.dest);
-    emit(kir::intrinsic((*trans ? kTrans : kPlain)[pieces.size() - 1], std::move(outs), {kir::shared_addr(s.array, addr)}));
+    emit(kir::intrinsic((*trans ? kTrans : kPlain)[pieces.size() - 1], std::move(outs),
+                        {kir::shared_addr(s.array, addr)}));
   }
 
   static K ci32(int64_t v) { return kir::ci(v, ScalarType::I32); }
@@ -970,7 +1010,8 @@ class MmaTier {
     };
     K row = mul(add(phase, drow), ci32(64));
     if (panels && c0 % 64 + spread < 64 && ((c0 % 64 / 8) & delta_bits) == 0) {
-      K lane_chunk = kir::binary(BinOp::Shl, kir::binary(BinOp::BitXor, kir::binary(BinOp::Shr, dcol, ci32(3)), phase), ci32(3));
+      K lane_chunk =
+          kir::binary(BinOp::Shl, kir::binary(BinOp::BitXor, kir::binary(BinOp::Shr, dcol, ci32(3)), phase), ci32(3));
       K lane = hoisted("ldm_swz", kir::binary(BinOp::BitOr, row, lane_chunk));
       K tile = b_.shared(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), panel_offset()));
       return add(add(tile, kir::binary(BinOp::BitXor, lane, ci32(c0 % 64 / 8 * 8))),
@@ -980,7 +1021,8 @@ class MmaTier {
     K col = add(hoisted("ldm_col", dcol), ci32(at[0].second));
     K panel_dyn = panel_offset();
     if (!panels) col = add(inner_dyn, col);
-    K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::BitAnd, kir::binary(BinOp::Shr, col, ci32(3)), ci32(7)), phase);
+    K chunk =
+        kir::binary(BinOp::BitXor, kir::binary(BinOp::BitAnd, kir::binary(BinOp::Shr, col, ci32(3)), ci32(7)), phase);
     K within = kir::binary(BinOp::Shl, chunk, ci32(3));
     if (s.cols > 64) within = add(within, mul(kir::binary(BinOp::Shr, col, ci32(6)), ci32(int64_t{s.rows} * 64)));
     K tile = b_.shared(add(add(add(s.buffer_start(buf), mul(outer_dyn, ci32(64))), row_part), panel_dyn));
@@ -998,9 +1040,9 @@ class MmaTier {
   // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]
   // from a slab, four matrices per ldmatrix where they pair up; fragment f sits at
   // (row_dyn, col_dyn) + origin(f).
-  void drain_fragments(const Slab& s, const K& buf, CoordFn fn, int regs, int n_frags, const std::string& array, int off,
-                       const K& row_dyn, const K& col_dyn, const std::function<std::pair<int, int>(int)>& origin,
-                       bool row_is_outer) {
+  void drain_fragments(const Slab& s, const K& buf, CoordFn fn, int regs, int n_frags, const std::string& array,
+                       int off, const K& row_dyn, const K& col_dyn,
+                       const std::function<std::pair<int, int>(int)>& origin, bool row_is_outer) {
     std::vector<Piece> all;
     for (int f = 0; f < n_frags; ++f) {
       auto [r, c] = origin(f);
@@ -1008,7 +1050,9 @@ class MmaTier {
     }
     for (size_t i = 0; i < all.size();) {
       size_t n = all.size() - i >= 4 ? 4 : all.size() - i >= 2 ? 2 : 1;
-      drain(s, buf, std::vector<Piece>(all.begin() + static_cast<std::ptrdiff_t>(i), all.begin() + static_cast<std::ptrdiff_t>(i + n)),
+      drain(s, buf,
+            std::vector<Piece>(all.begin() + static_cast<std::ptrdiff_t>(i),
+                               all.begin() + static_cast<std::ptrdiff_t>(i + n)),
             row_dyn, col_dyn, row_is_outer);
       i += n;
     }
@@ -1045,8 +1089,10 @@ class MmaTier {
     auto fill_all = [&](const K& buf, const K& origin) {
       std::vector<const Slab*> boxes;
       for (const Slab* sl : slabs)
-        if (sl->map.empty()) fill_tile(*sl, buf, origin);
-        else boxes.push_back(sl);
+        if (sl->map.empty())
+          fill_tile(*sl, buf, origin);
+        else
+          boxes.push_back(sl);
       if (!boxes.empty()) tma_fill(boxes, buf, origin, boxes_only);
     };
     if (stage_ && dist > 0) {
@@ -1098,7 +1144,8 @@ class MmaTier {
       }
       compute(v, buf, issue);
       if (boxes_only)  // this thread is done with the buffer
-        emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
+        emit(kir::if_then(
+            tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
       // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
       if (dist == 0 && depth == 1) emit(kir::barrier());
       emit(kir::assign({bv}, wrap(add(buf, ci32(1)))));
@@ -1130,7 +1177,8 @@ class MmaTier {
     K row_tiles = ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block);
     K col_tiles = fold ? i64(1) : ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block);
     K grid = mul(row_tiles, col_tiles);
-    for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
+    for (size_t i = 0; i + tiled < k.threads.size(); ++i)
+      grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
     out.grid_x = grid;
 
     emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments{}", t_.atom, warps,
@@ -1153,15 +1201,16 @@ class MmaTier {
       // heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM for each row tile).
       using kir::BinOp;
       K others = i64(1);
-      for (size_t i = 0; i + tiled < k.threads.size(); ++i) others = mul(others, KernelBuilder::size_value(k.threads[i].size));
+      for (size_t i = 0; i + tiled < k.threads.size(); ++i)
+        others = mul(others, KernelBuilder::size_value(k.threads[i].size));
       K group = let("head_group", kir::binary(BinOp::Min, others, ceil_div_by(i64(kCausalGroupBlocks), row_tiles)));
       K per_group = mul(group, row_tiles);
       K first = let("group_head0", mul(kir::binary(BinOp::Div, rest, per_group), group));
       K width = let("group_heads", kir::binary(BinOp::Min, group, kir::binary(BinOp::Sub, others, first)));
       K within = let("in_group", kir::binary(BinOp::Rem, rest, per_group));
       K rank = kir::binary(BinOp::Div, within, width);
-      row_tile = let("row_tile", bound->upper ? kir::binary(BinOp::Sub, kir::binary(BinOp::Sub, row_tiles, i64(1)), rank)
-                                              : rank);
+      row_tile = let("row_tile",
+                     bound->upper ? kir::binary(BinOp::Sub, kir::binary(BinOp::Sub, row_tiles, i64(1)), rank) : rank);
       rest = add(first, kir::binary(BinOp::Rem, within, width));
     } else {
       row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
@@ -1188,13 +1237,17 @@ class MmaTier {
     hoist_at_ = body.size();
     row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
     row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
-    if (wgmma()) group_row0_ = let("group_row0", add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
+    if (wgmma())
+      group_row0_ = let("group_row0",
+                        add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
     if (!fold) {
       col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block)));
       col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
     }
-    if (fold) emit_fold(program);
-    else emit_contraction();
+    if (fold)
+      emit_fold(program);
+    else
+      emit_contraction();
     out.body = std::move(body);
   }
 
@@ -1221,12 +1274,13 @@ class MmaTier {
     const int chunk = steps * kAtomK;
     std::optional<Slab> sa, sb;
     if (stage_) {
-      sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
-                     axis_at(first_.axis, i64(0), true), chunk, 0, wgmma());
+      sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false),
+                     t_.warps_m * rows_per_warp_, axis_at(first_.axis, i64(0), true), chunk, 0, wgmma());
       sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
                      axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_, 0, wgmma());
       sa->stream = sb->stream = first_.axis.name;
-      EMMY_INTERNAL_ASSERT(!wgmma() || sa->inner.name == first_.axis.name, "A's slab is not K-major (the plan checks it)");
+      EMMY_INTERNAL_ASSERT(!wgmma() || sa->inner.name == first_.axis.name,
+                           "A's slab is not K-major (the plan checks it)");
     }
     std::vector<const Slab*> slabs;
     if (stage_) slabs = {&*sa, &*sb};
@@ -1234,62 +1288,74 @@ class MmaTier {
     // waits for every warp to release the buffer meanwhile); mma.sync issues them first, which
     // measured faster there (tests/bench/RESULTS.md, "Measurements that were code comments").
     const bool late = wgmma() && sa && !sa->map.empty() && sb && !sb->map.empty();
-    stream_loop(kv, i64(0), ksize, chunk, slabs, late, [&](const K& k0, const K& buf, const Issue& issue) {
-      if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
-        emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
-        wgmma_fence();
-        for (int s = 0; s < steps; ++s) {  // B's address before A's: one emission order on every compiler
-          BOperand b = b_operand(*sb, buf, first_.axis.name, s);
-          wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
-        }
-        wgmma_done(acc, fm * fn * 4, issue);
-        return;
-      }
-      for (int s = 0; s < steps; ++s) {
-        K kb = add(k0, i64(s * kAtomK));
-        emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
-                                      stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
-        {  // in the tile's scope: the slabs' per-tile address parts are shared by every step
-          if (stage_) {
-            drain_fragments(*sa, buf, kir::mma_a_coord, 4, fm, af, 0, warp_rows32_, ci32(0), [&](int a) {
-              return std::pair{a * kAtomM, s * kAtomK};
-            }, sa->outer.name == row_axis_.name);
-            drain_fragments(*sb, buf, kir::mma_b_coord, 2, fn, bf, 0, ci32(0), warp_cols32_, [&](int n) {
-              return std::pair{s * kAtomK, n * kAtomN};
-            }, sb->outer.name == first_.axis.name);
-          } else {
-            for (int a = 0; a < fm; ++a)
-              load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4, axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
-                            axis_at(first_.axis, kb, true));
-            for (int n = 0; n < fn; ++n)
-              load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
-                            axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+    stream_loop(
+        kv, i64(0), ksize, chunk, slabs, late,
+        [&](const K& k0, const K& buf, const Issue& issue) {
+          if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
+            emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
+            wgmma_fence();
+            for (int s = 0; s < steps; ++s) {  // B's address before A's: one emission order on every compiler
+              BOperand b = b_operand(*sb, buf, first_.axis.name, s);
+              wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
+            }
+            wgmma_done(acc, fm * fn * 4, issue);
+            return;
           }
-          for (int a = 0; a < fm; ++a)
-            for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
-        }
-        // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
-        // the compiler load step s + 1's fragments under step s's mma.
-      }
-    }, /*barrier_free=*/true);
+          for (int s = 0; s < steps; ++s) {
+            K kb = add(k0, i64(s * kAtomK));
+            emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
+                                          stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
+            {  // in the tile's scope: the slabs' per-tile address parts are shared by every step
+              if (stage_) {
+                drain_fragments(
+                    *sa, buf, kir::mma_a_coord, 4, fm, af, 0, warp_rows32_, ci32(0),
+                    [&](int a) {
+                      return std::pair{a * kAtomM, s * kAtomK};
+                    },
+                    sa->outer.name == row_axis_.name);
+                drain_fragments(
+                    *sb, buf, kir::mma_b_coord, 2, fn, bf, 0, ci32(0), warp_cols32_,
+                    [&](int n) {
+                      return std::pair{s * kAtomK, n * kAtomN};
+                    },
+                    sb->outer.name == first_.axis.name);
+              } else {
+                for (int a = 0; a < fm; ++a)
+                  load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4,
+                                axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, kb, true));
+                for (int n = 0; n < fn; ++n)
+                  load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
+                                axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+              }
+              for (int a = 0; a < fm; ++a)
+                for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
+            }
+            // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
+            // the compiler load step s + 1's fragments under step s's mma.
+          }
+        },
+        /*barrier_free=*/true);
     emit(kir::comment("epilogue: each C element at its row and column"));
     const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-    const std::optional<StagedOut> staged =
-        staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-    for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
-      std::vector<kir::Stmt> one = b_.nested([&] {
-        b_.scopes_.back().index[row_axis_.name] = row;
-        b_.scopes_.back().index[col_axis_.name] = col;
-        b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
-        for (size_t i = 0; i < kernel_body_.size(); ++i) {
-          lir::Stmt st = kernel_body_[i];
-          if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
-          if (staged && i + 1 == kernel_body_.size()) return stage_element(*staged, b_.lower(st.value), a, n, e);
-          b_.stmt(st);
-        }
-      });
-      emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
-    }, col0_);
+    const std::optional<StagedOut> staged = staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_,
+                                                       {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+    for_each_c(
+        fm, fn,
+        [&](int a, int n, int e, const K& row, const K& col) {
+          std::vector<kir::Stmt> one = b_.nested([&] {
+            b_.scopes_.back().index[row_axis_.name] = row;
+            b_.scopes_.back().index[col_axis_.name] = col;
+            b_.scopes_.back().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
+            for (size_t i = 0; i < kernel_body_.size(); ++i) {
+              lir::Stmt st = kernel_body_[i];
+              if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
+              if (staged && i + 1 == kernel_body_.size()) return stage_element(*staged, b_.lower(st.value), a, n, e);
+              b_.stmt(st);
+            }
+          });
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
+        },
+        col0_);
     if (staged) write_out(*staged, col_block0_, rows, cols);
   }
 
@@ -1316,10 +1382,12 @@ class MmaTier {
       const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
       K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
       K edge = add(key_limit->upper ? last_row : first_row, i64(key_limit->offset));
-      emit(kir::comment(fmt::format("the fold's predicate {} bounds the keys of this block's rows",
-                                    tir::print_expr(fold.where[0]))));
-      if (key_limit->upper) keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
-      else keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
+      emit(kir::comment(
+          fmt::format("the fold's predicate {} bounds the keys of this block's rows", tir::print_expr(fold.where[0]))));
+      if (key_limit->upper)
+        keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
+      else
+        keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
     }
     scale_ = key_scale(fold);
     const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
@@ -1336,21 +1404,24 @@ class MmaTier {
       for (int a = 0; a < fm; ++a)
         for (int s = 0; s < ks; ++s)
           load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4,
-                        axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, i64(s * kAtomK), true));
+                        axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                        axis_at(first_.axis, i64(s * kAtomK), true));
     } else {
       if (wgmma())
-        emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, read by the "
-                                      "scores' wgmma through descriptors",
-                                      first_.row.name, fold.axis.name)));
+        emit(
+            kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, read by the "
+                                     "scores' wgmma through descriptors",
+                                     first_.row.name, fold.axis.name)));
       else
-        emit(kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
-                                      "fragments re-read each block (registers: {} with them kept, over {})",
-                                      first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true),
-                                      kFragmentRegBudget)));
+        emit(kir::comment(fmt::format(
+            "{}'s block is loop-invariant over {}: copied to shared memory once, its "
+            "fragments re-read each block (registers: {} with them kept, over {})",
+            first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true), kFragmentRegBudget)));
       const int rows_per_block = t_.warps_m * rows_per_warp_;
       qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
                         axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
-      EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name, "the row slab is not K-major (the plan checks it)");
+      EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name,
+                           "the row slab is not K-major (the plan checks it)");
       fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
            qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
       commit();
@@ -1409,7 +1480,8 @@ class MmaTier {
           interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
         }
         auto block_math = [&](bool masked) {
-          emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
+          emit(kir::comment(
+              fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
           emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
           if (wgmma()) {
             wgmma_fence();
@@ -1421,27 +1493,33 @@ class MmaTier {
           }
           for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
             if (stage_)
-              drain_fragments(*kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0), [&](int n) {
-                return std::pair{s * kAtomK, n * kAtomN};
-              }, kslab_->outer.name == first_.axis.name);
+              drain_fragments(
+                  *kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
+                  [&](int n) {
+                    return std::pair{s * kAtomK, n * kAtomN};
+                  },
+                  kslab_->outer.name == first_.axis.name);
             else
               for (int n = 0; n < fn; ++n)
                 load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
                               axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
             if (qslab)
-              drain_fragments(*qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0), [&](int a) {
-                return std::pair{a * kAtomM, s * kAtomK};
-              }, qslab->outer.name == row_axis_.name);
+              drain_fragments(
+                  *qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
+                  [&](int a) {
+                    return std::pair{a * kAtomM, s * kAtomK};
+                  },
+                  qslab->outer.name == row_axis_.name);
             for (int a = 0; a < fm; ++a)
               for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
           }
           if (!wgmma()) issue();
           // Each score element: the key field's lift around the contraction, -inf where the
           // key is past the end or the fold's predicate excludes it.
-          emit(kir::comment(fmt::format("lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
-                                        masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate",
-                                                             fold.axis.size) : "",
-                                        scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
+          emit(kir::comment(fmt::format(
+              "lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
+              masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate", fold.axis.size) : "",
+              scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
           // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
           // absent or the key bound (col - row against a constant): per block two differences, per
           // element two compares with constants, not each element's 64-bit indices. (The mma.sync
@@ -1449,19 +1527,24 @@ class MmaTier {
           std::optional<BlockMask> bm;
           if (wgmma() && masked && (fold.where.empty() || key_limit)) bm = block_mask(j0, keys, chunk, key_limit);
           if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
-            for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
-              K slot = elem(sc, c_index(a, n, e, fn), F32);
-              b_.scopes_.push_back({});
-              bind(axis_at(row_axis_, {}, false), row);
-              bind(axis_at(fold.axis, {}, false), col);
-              b_.scopes_.back().regs[std::string(kContracted)] = slot;
-              K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
-              K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
-              if (!bm && !fold.where.empty())
-                ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
-              b_.scopes_.pop_back();
-              emit(kir::assign(slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
-            }, j0);
+            for_each_c(
+                fm, fn,
+                [&](int a, int n, int e, const K& row, const K& col) {
+                  K slot = elem(sc, c_index(a, n, e, fn), F32);
+                  b_.scopes_.push_back({});
+                  bind(axis_at(row_axis_, {}, false), row);
+                  bind(axis_at(fold.axis, {}, false), col);
+                  b_.scopes_.back().regs[std::string(kContracted)] = slot;
+                  K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
+                  K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
+                  if (!bm && !fold.where.empty())
+                    ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                  b_.scopes_.pop_back();
+                  emit(kir::assign(
+                      slot.reg,
+                      masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
+                },
+                j0);
           emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
         };
         // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
@@ -1509,7 +1592,8 @@ class MmaTier {
       auto whole = [](const Expr& c) { return c.kind == Expr::Kind::Const && c.value == std::floor(c.value); };
       if (a.kind == Expr::Kind::Index && a.name == axis && whole(b))
         return static_cast<int64_t>(e.op == "+" ? b.value : -b.value);
-      if (e.op == "+" && b.kind == Expr::Kind::Index && b.name == axis && whole(a)) return static_cast<int64_t>(a.value);
+      if (e.op == "+" && b.kind == Expr::Kind::Index && b.name == axis && whole(a))
+        return static_cast<int64_t>(a.value);
       return std::nullopt;
     };
     std::string op = w.op;
@@ -1544,7 +1628,8 @@ class MmaTier {
   };
   BlockMask block_mask(const K& j0, const K& keys, int chunk, const std::optional<KeyBound>& bound) {
     constexpr int64_t kClamp = int64_t{1} << 30;
-    K room = let(b_.fresh("key_room"), i32(kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Sub, keys, j0), i64(chunk))));
+    K room = let(b_.fresh("key_room"),
+                 i32(kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Sub, keys, j0), i64(chunk))));
     K diag = ci32(0);
     if (bound) {
       K d = kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Sub, j0, row0_), i64(bound->offset));
@@ -1599,7 +1684,6 @@ class MmaTier {
   // The row slot (0 or 1) of C element e: which distinct row offset of the lane map it has.
   int slot_of(int e) const { return c_aff_[e].row0 == c_aff_[0].row0 ? 0 : 1; }
 
-
   // exp(x - y) as the builder lowers every exp (FAST_EXP=1: exp2 of the scaled difference).
   K exp_of_difference(const K& x, const K& y) const { return b_.exp_value(kir::binary(kir::BinOp::Sub, x, y)); }
   bool fast_exp() const { return b_.knobs_.fast_exp; }
@@ -1625,8 +1709,8 @@ class MmaTier {
         K old = elem(mrun, a * 2 + r, F32);
         K mnew = let(b_.fresh("key_new"), kir::binary(kir::BinOp::Max, old, mx));
         // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
-        use[a * 2 + r] = let(b_.fresh("key_use"), kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)),
-                                                              kir::cf(0, F32), mnew));
+        use[a * 2 + r] = let(b_.fresh("key_use"),
+                             kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)), kir::cf(0, F32), mnew));
         alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(old, use[a * 2 + r]));
         if (fast_exp()) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
         emit(kir::assign({mrun, a * 2 + r}, mnew));
@@ -1636,27 +1720,35 @@ class MmaTier {
       for (int n = 0; n < fn; ++n)
         for (int e = 0; e < 4; ++e) {
           K s = elem(sc, c_index(a, n, e, fn), F32);
-          K x = fast_exp() ? mul(s, scale_ ? hoisted("scale_log2", mul(*scale_, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
-                           : scale_ ? mul(s, *scale_) : s;
-          K p = kir::unary(fast_exp() ? kir::UnOp::Exp2Ftz : kir::UnOp::Exp, kir::binary(kir::BinOp::Sub, x, use[a * 2 + slot_of(e)]));
+          K x = fast_exp()
+                    ? mul(s, scale_ ? hoisted("scale_log2", mul(*scale_, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
+                : scale_ ? mul(s, *scale_)
+                         : s;
+          K p = kir::unary(fast_exp() ? kir::UnOp::Exp2Ftz : kir::UnOp::Exp,
+                           kir::binary(kir::BinOp::Sub, x, use[a * 2 + slot_of(e)]));
           emit(kir::assign(s.reg, p));
         }
     for (size_t f : rescaled_.weighted) {
       if (f == value_field_ && value_read_) continue;
       const lir::CarrierField& field = fold.fields[f];
-      emit(kir::comment(fmt::format("{} <- {} * rescale + sum of p * {}", field.name, field.name, tir::print_expr(field.lift))));
+      emit(kir::comment(
+          fmt::format("{} <- {} * rescale + sum of p * {}", field.name, field.name, tir::print_expr(field.lift))));
       std::vector<std::vector<K>> terms(fm * 2);
-      for_each_c(fm, fn, [&](int a, int n, int e, const K& row, const K& col) {
-        b_.scopes_.push_back({});
-        bind(axis_at(row_axis_, {}, false), row);
-        bind(axis_at(fold.axis, {}, false), col);
-        K w = as(b_.lower(field.lift), F32);
-        b_.scopes_.pop_back();
-        K p = elem(sc, c_index(a, n, e, fn), F32);
-        terms[a * 2 + slot_of(e)].push_back(w.kind == K::Kind::Const && w.fval == 1.0 ? p : mul(p, w));
-      }, j0);
+      for_each_c(
+          fm, fn,
+          [&](int a, int n, int e, const K& row, const K& col) {
+            b_.scopes_.push_back({});
+            bind(axis_at(row_axis_, {}, false), row);
+            bind(axis_at(fold.axis, {}, false), col);
+            K w = as(b_.lower(field.lift), F32);
+            b_.scopes_.pop_back();
+            K p = elem(sc, c_index(a, n, e, fn), F32);
+            terms[a * 2 + slot_of(e)].push_back(w.kind == K::Kind::Const && w.fval == 1.0 ? p : mul(p, w));
+          },
+          j0);
       std::vector<K> sums(fm * 2);
-      for (size_t i = 0; i < sums.size(); ++i) sums[i] = let(b_.fresh("row_sum"), tree(std::move(terms[i]), kir::BinOp::Add));
+      for (size_t i = 0; i < sums.size(); ++i)
+        sums[i] = let(b_.fresh("row_sum"), tree(std::move(terms[i]), kir::BinOp::Add));
       // Each lane keeps its own part of the row's sum: the rescale factors are the same on the
       // lanes sharing a row, so the parts add up across them once, after the last block.
       for (int a = 0; a < fm; ++a)
@@ -1695,7 +1787,8 @@ class MmaTier {
       rescale_o();
     }
     const std::vector<RepackSource> repack = c_to_a_map();
-    kir::IntrinsicId cvt = t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
+    kir::IntrinsicId cvt =
+        t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
     const tir::Axis& tile_axis = tile_loop_->axis;
     if (wgmma()) {  // every k16 step's P repacked, then one batch of wgmma reading V in place
       for (int step = 0; step < fn / 2; ++step)
@@ -1722,9 +1815,12 @@ class MmaTier {
                                  elem(sc, c_index(a, 2 * step + lo.atom, lo.elem, fn), F32)}));
           }
         if (stage_)
-          drain_fragments(*vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0), [&](int n) {
-            return std::pair{step * kAtomK, n * kAtomN};
-          }, vslab_->outer.name == fold.axis.name);
+          drain_fragments(
+              *vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0),
+              [&](int n) {
+                return std::pair{step * kAtomK, n * kAtomN};
+              },
+              vslab_->outer.name == fold.axis.name);
         for (int n = 0; n < ne; ++n) {
           if (!stage_)
             load_fragment(*value_read_, kir::mma_b_coord, 2, vf, n * 2, axis_at(fold.axis, kb, true),
@@ -1750,7 +1846,8 @@ class MmaTier {
       for (size_t f = 0; f < fold.fields.size(); ++f) {
         std::string reg = "run_" + fold.fields[f].name;
         if (is_flag(f))
-          b_.scopes_.back().regs[reg] = kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
+          b_.scopes_.back().regs[reg] =
+              kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
         else if (!(f == value_field_ && value_read_))
           b_.scopes_.back().regs[reg] = elem(carrier[f], a * 2 + r, F32);
       }
@@ -1798,20 +1895,23 @@ class MmaTier {
     };
     const std::optional<StagedOut> staged =
         staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
-    for_each_c(fm, ne, [&](int a, int n, int e, const K& row, const K& col) {
-      std::vector<kir::Stmt> one = b_.nested([&] {
-        b_.scopes_.back().index[row_axis_.name] = row;
-        b_.scopes_.back().index[tile_axis.name] = col;
-        bind_carrier(a, slot_of(e));
-        b_.scopes_.back().regs["run_" + fold.fields[value_field_].name] =
-            elem(carrier[value_field_], c_index(a, n, e, ne), F32);
-        for (const lir::Stmt& s : fold.results) b_.stmt(s);
-        invert_copies();
-        if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e);
-        for (const lir::Stmt& s : stores) b_.stmt(s);
-      });
-      emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
-    }, tile0);
+    for_each_c(
+        fm, ne,
+        [&](int a, int n, int e, const K& row, const K& col) {
+          std::vector<kir::Stmt> one = b_.nested([&] {
+            b_.scopes_.back().index[row_axis_.name] = row;
+            b_.scopes_.back().index[tile_axis.name] = col;
+            bind_carrier(a, slot_of(e));
+            b_.scopes_.back().regs["run_" + fold.fields[value_field_].name] =
+                elem(carrier[value_field_], c_index(a, n, e, ne), F32);
+            for (const lir::Stmt& s : fold.results) b_.stmt(s);
+            invert_copies();
+            if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e);
+            for (const lir::Stmt& s : stores) b_.stmt(s);
+          });
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
+        },
+        tile0);
     if (staged) write_out(*staged, tile0, rows, tsize);
   }
 
@@ -1840,7 +1940,8 @@ class MmaTier {
     const lir::Stmt& st = body.back();
     const tir::Tensor& t = *b_.p_.tensors.find(st.tensor);
     if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != col_axis ||
-        std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) != 1)
+        std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) !=
+            1)
       return std::nullopt;
     // The C lane map: a lane's rows are grp + 8 k and its columns 2 tig (+ 1) within each
     // 8-column atom, so an element's chunk is its atom's XORed with grp (stage_element); the
@@ -1855,9 +1956,10 @@ class MmaTier {
       if (slab && slab->elems() * stage_->depth >= int64_t{so.rows} * cols) {
         so.array = slab->array;
         for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
-        emit(kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its "
-                                      "place in the block's tile, then the tile out 16 bytes a thread",
-                                      so.tensor, so.array)));
+        emit(
+            kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its "
+                                     "place in the block's tile, then the tile out 16 bytes a thread",
+                                     so.tensor, so.array)));
         return so;
       }
     return std::nullopt;
@@ -1867,7 +1969,8 @@ class MmaTier {
   // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.
   K staged_at(const StagedOut& so, const K& r, const K& c) const {
     using kir::BinOp;
-    K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, c, ci32(8)), kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
+    K chunk =
+        kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, c, ci32(8)), kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
     return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
   }
 
@@ -1878,7 +1981,7 @@ class MmaTier {
     const LaneAffine& c = c_aff_[e];
     K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
     K lane = hoisted(fmt::format("out_lane{}", c.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
-                                                            add(warp_cols32_, mul(i32(tig_), ci32(c.col_t)))));
+                                                             add(warp_cols32_, mul(i32(tig_), ci32(c.col_t)))));
     K at = add(add(lane, ci32((int64_t{a} * kAtomM + c.row0) * so.cols + c.col0)),
                mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
     emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
@@ -1916,7 +2019,8 @@ class MmaTier {
       });
       emit(kir::if_then(lt(row, rows), {kir::if_then(whole, std::move(vector), std::move(scalar))}));
     });
-    kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(body));
+    kir::Stmt loop =
+        kir::for_loop(qv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(body));
     loop.step = threads;
     emit(std::move(loop));
     emit(kir::barrier());  // the slab is the next pass's (another register tile's) ring again
@@ -1944,7 +2048,7 @@ class MmaTier {
   K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_, group_row0_;
   std::optional<MmaStage> stage_;
   std::optional<Slab> kslab_, vslab_;
-  std::optional<K> scale_;  // the key lift's positive scale, when it is raw * scale
+  std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
   std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
   K lane32_, warp_rows32_, warp_cols32_;
   std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go

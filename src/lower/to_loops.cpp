@@ -56,7 +56,8 @@ bool mentions_reg(const Expr& e, const std::string& name) {
 // Float casts do not change which value a term is (the prover reasons over the reals too):
 // exp(f32(x) - m) is shifted by the max of x.
 Expr strip_float_casts(const Expr& e) {
-  if (e.kind == Expr::Kind::Call && e.args.size() == 1 && (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64"))
+  if (e.kind == Expr::Kind::Call && e.args.size() == 1 &&
+      (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64"))
     return strip_float_casts(e.args[0]);
   return tir::map_args(e, strip_float_casts);
 }
@@ -130,18 +131,20 @@ class LoopBuilder {
   std::vector<Warning> unused_cuts(const lir::Program& out) const {
     std::vector<Warning> w;
     for (const auto& [site, fuse] : knobs_.place_at) {
-      if (fuse || std::count(out.materialized.begin(), out.materialized.end(), site) || chain_heads_.count(site)) continue;
+      if (fuse || std::count(out.materialized.begin(), out.materialized.end(), site) || chain_heads_.count(site))
+        continue;
       const tir::Tensor* t = p_.find(site);
       if (!t)
-        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: {} names no intermediate statement of {}", site, site,
-                                         p_.op)});
+        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: {} names no intermediate statement of {}", site,
+                                         site, p_.op)});
       else if (t->role != tir::Tensor::Role::Intermediate)
         w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: {} is an output, always written to global memory",
                                          site, site)});
       else
-        w.push_back({"W050", fmt::format("PLACE@{}=cut has no effect: every reader of {} runs on {}'s own row, so nothing "
-                                         "is recomputed and there is no seam to cut",
-                                         site, site, site)});
+        w.push_back(
+            {"W050", fmt::format("PLACE@{}=cut has no effect: every reader of {} runs on {}'s own row, so nothing "
+                                 "is recomputed and there is no seam to cut",
+                                 site, site, site)});
     }
     return w;
   }
@@ -190,9 +193,10 @@ class LoopBuilder {
         continue;
       }
       if (!p_.find(x.name)->record.empty())
-        throw LowerError(fmt::format("error: PLACE@{}=cut: '{}' is a monoid carrier, which is not written to global "
-                                     "memory\n  help: cut a seam whose producer is a plain tensor",
-                                     x.name, x.name));
+        throw LowerError(
+            fmt::format("error: PLACE@{}=cut: '{}' is a monoid carrier, which is not written to global "
+                        "memory\n  help: cut a seam whose producer is a plain tensor",
+                        x.name, x.name));
       out.materialized.push_back(x.name);
       decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
                                        x.name, x.name, vars_text(x.vars)));
@@ -212,14 +216,16 @@ class LoopBuilder {
       for (const tir::Stmt& y : p_.stmts) {
         if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
         if (!p_.find(y.name)->record.empty())
-          throw LowerError(fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
-                                       "carrier of the fused kernel, which is not written to global memory\n"
-                                       "  help: fuse {} (PLACE@{}=fuse)",
-                                       x->name, y.name, x->name, x->name));
+          throw LowerError(
+              fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
+                          "carrier of the fused kernel, which is not written to global memory\n"
+                          "  help: fuse {} (PLACE@{}=fuse)",
+                          x->name, y.name, x->name, x->name));
         out.materialized.push_back(y.name);
         cut.insert(y.name);
-        decisions_.push_back(fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it",
-                                         y.name, p_.op, y.name, x->name));
+        decisions_.push_back(
+            fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it", y.name, p_.op,
+                        y.name, x->name));
       }
     }
     std::vector<std::string> ordered;
@@ -239,8 +245,9 @@ class LoopBuilder {
     lir::Kernel k;
     k.name = name;
     k.threads = s.vars;
-    k.doc.push_back(fmt::format("{}[{}] for every point, written to global memory{}.", name, vars_text(s.vars),
-                                is_intermediate(name) ? " (PLACE cut)" : " before the statements that read it across rows"));
+    k.doc.push_back(
+        fmt::format("{}[{}] for every point, written to global memory{}.", name, vars_text(s.vars),
+                    is_intermediate(name) ? " (PLACE cut)" : " before the statements that read it across rows"));
     k.doc.push_back(fmt::format("One thread computes one element of {}.", name));
     lir::Stmt st;
     st.kind = lir::Stmt::Kind::Store;
@@ -286,7 +293,8 @@ class LoopBuilder {
       return std::nullopt;
     }
     const tir::Stmt* head = p_.def(chain.max_stmt);
-    if (!head || std::count(materialized.begin(), materialized.end(), chain.max_stmt) || head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
+    if (!head || std::count(materialized.begin(), materialized.end(), chain.max_stmt) ||
+        head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
         head->value.args.size() != 1)
       return std::nullopt;
     Fold f;
@@ -310,7 +318,8 @@ class LoopBuilder {
         if (r->args.size() != 1) return std::nullopt;
         std::vector<Expr> where;
         for (const Expr& w : r->where) where.push_back(rename_axis(w, from, f.axis.name));
-        if (where.size() != f.where.size() || (!where.empty() && tir::print_expr(where[0]) != tir::print_expr(f.where[0])))
+        if (where.size() != f.where.size() ||
+            (!where.empty() && tir::print_expr(where[0]) != tir::print_expr(f.where[0])))
           return std::nullopt;
         std::optional<Expr> weight;
         if (!split_weight(rename_axis(r->args[0], from, f.axis.name), x, chain.max_stmt, weight)) return std::nullopt;
@@ -372,7 +381,8 @@ class LoopBuilder {
       const ast::Field& field = decl.fields[i];
       bool vector = field.vector_dim.has_value();
       if (vector && !elem) return std::nullopt;
-      Expr lift = decl.lift_params ? term_expr(terms->lift[i], {params.begin(), params.end()}, DType::F32) : params[i].second;
+      Expr lift =
+          decl.lift_params ? term_expr(terms->lift[i], {params.begin(), params.end()}, DType::F32) : params[i].second;
       DType dtype = parse_dtype(field.dtype.name).value_or(DType::F32);
       if (!replace_field_reads(result.value, r.name, field.name.name, vector, elem, "run_" + field.name.name, dtype))
         return std::nullopt;
@@ -406,7 +416,8 @@ class LoopBuilder {
   // r.field (or r.field[e], e the tile's index) -> the carrier register.
   static bool replace_field_reads(Expr& e, const std::string& record, const std::string& field, bool vector,
                                   const std::optional<Expr>& elem, const std::string& reg, DType dtype) {
-    if (e.kind == Expr::Kind::Field && e.name == field && e.args[0].kind == Expr::Kind::Read && e.args[0].name == record) {
+    if (e.kind == Expr::Kind::Field && e.name == field && e.args[0].kind == Expr::Kind::Read &&
+        e.args[0].name == record) {
       if (vector && (e.args.size() < 2 || tir::print_expr(e.args[1]) != tir::print_expr(*elem))) return false;
       e = reg_expr(reg, dtype);
       return true;
@@ -489,10 +500,10 @@ class LoopBuilder {
           // again for each output channel).
           // The target's default width (the target table says why).
           loop.tile = knobs_.carrier_tile;
-          decisions_.push_back(fmt::format("TILE@{}=f{} (the target's default for a per-element carrier; set TILE@{} "
-                                           "to change): each thread keeps {} elements of {} in registers",
-                                           extra[k].name, knobs_.carrier_tile, extra[k].name, knobs_.carrier_tile,
-                                           extra[k].name));
+          decisions_.push_back(
+              fmt::format("TILE@{}=f{} (the target's default for a per-element carrier; set TILE@{} "
+                          "to change): each thread keeps {} elements of {} in registers",
+                          extra[k].name, knobs_.carrier_tile, extra[k].name, knobs_.carrier_tile, extra[k].name));
         }
       }
       loop.body = std::move(body);
@@ -505,8 +516,9 @@ class LoopBuilder {
   static bool carries_per_element(const std::vector<lir::Stmt>& body) {
     bool found = false;
     lir::visit(body, [&](const lir::Stmt& st) {
-      found = found || (st.kind == lir::Stmt::Kind::Fold &&
-                        std::any_of(st.fields.begin(), st.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; }));
+      found = found ||
+              (st.kind == lir::Stmt::Kind::Fold &&
+               std::any_of(st.fields.begin(), st.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; }));
     });
     return found;
   }
@@ -559,7 +571,7 @@ class LoopBuilder {
           if (!row) ++wide;
           if (!row && i + 1 != f->members.size()) fits = false;  // only the last member may be wider
         }
-        if (wide) // the narrow members then live inside the wide one's loop: nobody else may read them
+        if (wide)  // the narrow members then live inside the wide one's loop: nobody else may read them
           for (size_t i = 0; i + 1 < f->members.size(); ++i) {
             const std::string& n = f->members[i].stmt->name;
             if (!is_intermediate(n)) fits = false;
@@ -580,7 +592,8 @@ class LoopBuilder {
       if (f.rewritten_reader) rewritten[f.rewritten_reader->name] = f.rewritten_value;
     auto value_of = [&](const tir::Stmt& s) { return rewritten.count(s.name) ? rewritten.at(s.name) : s.value; };
     auto read_by_anyone = [&](const std::string& name) {
-      return std::any_of(p_.stmts.begin(), p_.stmts.end(), [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
+      return std::any_of(p_.stmts.begin(), p_.stmts.end(),
+                         [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
     };
     for (const tir::Stmt* s : stmts) {
       if (is_reg(*s) || (!is_intermediate(s->name) && s->vars.size() == k.threads.size() && !s->vars.empty() &&
@@ -603,8 +616,10 @@ class LoopBuilder {
         k.body.push_back(compute(s->name, value));
         if (output) k.body.push_back(store_of(*s, reg_expr(s->name, p_.find(s->name)->dtype)));
       } else if (output) {
-        if (s->vars.size() == k.threads.size() && p_.find(s->name)->record.empty()) k.body.push_back(store_of(*s, value));
-        else k.body.push_back(wrap_in_loops(*s, k.threads, {store_of(*s, value)}));
+        if (s->vars.size() == k.threads.size() && p_.find(s->name)->record.empty())
+          k.body.push_back(store_of(*s, value));
+        else
+          k.body.push_back(wrap_in_loops(*s, k.threads, {store_of(*s, value)}));
       }
     }
     k.doc.push_back(fmt::format("One thread per ({}): {}.", vars_text(k.threads),
@@ -614,7 +629,8 @@ class LoopBuilder {
 
   // A fold is emitted at its first row-wide member, or with its wide member inside that
   // member's loops; the other members only read the carrier afterwards.
-  void emit_fold_member(lir::Kernel& k, const Fold& f, const tir::Stmt& s, const std::map<std::string, const tir::Stmt*>& regs) {
+  void emit_fold_member(lir::Kernel& k, const Fold& f, const tir::Stmt& s,
+                        const std::map<std::string, const tir::Stmt*>& regs) {
     const Member& last = f.members.back();
     bool wide = last.stmt->vars.size() != k.threads.size();
     // A member's register is kept only if something reads it: an output, another member's

@@ -19,9 +19,9 @@ std::string size_text(const Size& s) { return s.symbol.empty() ? std::to_string(
 // How names of one op body map into the program being built (an inlined callee renames).
 struct Scope {
   const CheckedOp* op = nullptr;
-  std::string prefix;                              // "" for the main op, "cross_entropy1_" inlined
-  std::map<std::string, std::string> tensors;      // callee parameter -> caller tensor
-  std::map<std::string, std::string> sizes;        // callee size symbol -> caller size
+  std::string prefix;                          // "" for the main op, "cross_entropy1_" inlined
+  std::map<std::string, std::string> tensors;  // callee parameter -> caller tensor
+  std::map<std::string, std::string> sizes;    // callee size symbol -> caller size
   std::map<std::string, Expr> lets;
 };
 
@@ -45,7 +45,8 @@ class TensorBuilder {
         tir::Stmt stmt;
         stmt.name = tensor_name(scope, let->name.name);
         stmt.value = std::move(value);
-        if (!out_.find(stmt.name)) out_.tensors.push_back(tensor_of(scope, *info, stmt.name, tir::Tensor::Role::Intermediate));
+        if (!out_.find(stmt.name))
+          out_.tensors.push_back(tensor_of(scope, *info, stmt.name, tir::Tensor::Role::Intermediate));
         scope.lets[let->name.name] = read_bare(let->name.name, *info, scope);
         out_.stmts.push_back(std::move(stmt));
         continue;
@@ -60,7 +61,8 @@ class TensorBuilder {
       for (const tir::Axis& v : stmt.vars) vars.push_back(v.name);
       stmt.value = convert(a.value, scope, vars);
       if (info->role == TensorInfo::Role::Output) outputs[a.target.name] = stmt.name;
-      if (!out_.find(stmt.name)) out_.tensors.push_back(tensor_of(scope, *info, stmt.name, tir::Tensor::Role::Intermediate));
+      if (!out_.find(stmt.name))
+        out_.tensors.push_back(tensor_of(scope, *info, stmt.name, tir::Tensor::Role::Intermediate));
       out_.stmts.push_back(std::move(stmt));
     }
     return outputs;
@@ -70,8 +72,10 @@ class TensorBuilder {
     tir::Tensor t;
     t.name = std::move(name);
     t.role = role;
-    if (info.elem.kind == Type::Kind::Record) t.record = info.elem.monoid;
-    else t.dtype = info.elem.dtype;
+    if (info.elem.kind == Type::Kind::Record)
+      t.record = info.elem.monoid;
+    else
+      t.dtype = info.elem.dtype;
     for (const Size& s : info.shape) t.dims.push_back(map_size(scope, s));
     return t;
   }
@@ -91,8 +95,10 @@ class TensorBuilder {
     auto it = scope.op->expr_types.find(src.id);
     if (it == scope.op->expr_types.end()) return;
     const Type& t = it->second;
-    if (t.kind == Type::Kind::Record) e.record = t.monoid;
-    else if (t.kind == Type::Kind::Scalar || t.kind == Type::Kind::Vector) e.dtype = t.weak ? materialize(t) : t.dtype;
+    if (t.kind == Type::Kind::Record)
+      e.record = t.monoid;
+    else if (t.kind == Type::Kind::Scalar || t.kind == Type::Kind::Vector)
+      e.dtype = t.weak ? materialize(t) : t.dtype;
   }
 
   Expr node(Expr::Kind kind, const Scope& scope, const ast::Expr& src) {
@@ -112,8 +118,10 @@ class TensorBuilder {
     Expr r;
     r.kind = Expr::Kind::Read;
     r.name = tensor_name(scope, tensor);
-    if (info.elem.kind == Type::Kind::Record) r.record = info.elem.monoid;
-    else r.dtype = info.elem.dtype;
+    if (info.elem.kind == Type::Kind::Record)
+      r.record = info.elem.monoid;
+    else
+      r.dtype = info.elem.dtype;
     for (const std::string& v : info.index_vars) {
       Expr i;
       i.kind = Expr::Kind::Index;
@@ -142,15 +150,18 @@ class TensorBuilder {
         c.value = std::numeric_limits<double>::infinity();
         return c;
       }
-      case ExprKind::Name: return name(e, scope, vars);
-      case ExprKind::Index: return index(e, scope, vars);
+      case ExprKind::Name:
+        return name(e, scope, vars);
+      case ExprKind::Index:
+        return index(e, scope, vars);
       case ExprKind::Field: {
         Expr f = node(Expr::Kind::Field, scope, e);
         f.name = e.text;
         f.args.push_back(convert(e.args[0], scope, vars));
         return f;
       }
-      case ExprKind::Slice: return node(Expr::Kind::Slice, scope, e);
+      case ExprKind::Slice:
+        return node(Expr::Kind::Slice, scope, e);
       case ExprKind::Unary:
       case ExprKind::Binary: {
         Expr u = node(e.kind == ExprKind::Unary ? Expr::Kind::Unary : Expr::Kind::Binary, scope, e);
@@ -180,7 +191,8 @@ class TensorBuilder {
         for (const ast::Expr& a : e.args) r.args.push_back(convert(a, scope, inner));
         return r;
       }
-      case ExprKind::Tuple: break;
+      case ExprKind::Tuple:
+        break;
     }
     throw LowerError(fmt::format("tuples are not values in an op body (op {})", out_.op));
   }
@@ -256,8 +268,10 @@ class TensorBuilder {
       const std::string& arg = call.args[k].text;
       const ast::Param& p = callee.decl->params[k];
       // A let passed to a scalar parameter is its value there (a small let has no tensor).
-      if (auto let = scope.lets.find(arg); let != scope.lets.end()) inner.lets[p.name.name] = let->second;
-      else inner.tensors[p.name.name] = tensor_name(scope, arg);
+      if (auto let = scope.lets.find(arg); let != scope.lets.end())
+        inner.lets[p.name.name] = let->second;
+      else
+        inner.tensors[p.name.name] = tensor_name(scope, arg);
       const TensorInfo* at = scope.op->find(arg);
       for (size_t d = 0; d < p.dims.size() && at; ++d)
         if (!p.dims[d].is_literal()) inner.sizes[p.dims[d].name] = map_size(scope, at->shape[d]);
@@ -281,9 +295,8 @@ tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op) {
   scope.op = &op;
   for (const TensorInfo& t : op.tensors) {
     if (t.role != TensorInfo::Role::Input && t.role != TensorInfo::Role::Output) continue;
-    out.tensors.push_back(builder.tensor_of(scope, t, t.name,
-                                            t.role == TensorInfo::Role::Input ? tir::Tensor::Role::Input
-                                                                              : tir::Tensor::Role::Output));
+    out.tensors.push_back(builder.tensor_of(
+        scope, t, t.name, t.role == TensorInfo::Role::Input ? tir::Tensor::Role::Input : tir::Tensor::Role::Output));
     // Every named dim of the signature is a size, an output's too: `p: f32[M]` with M bound by
     // no input is given at the call (--shape), and the kernels take it as a parameter.
     for (const Size& s : t.shape)

@@ -85,7 +85,8 @@ const std::vector<Repl::Command>& Repl::commands() {
       {":help", "", "this list", &Repl::cmd_help},
       {":load", "FILE", "add FILE's imports, ops, monoids and schedules to the session", &Repl::cmd_load},
       {":list", "", "the session's definitions and settings", &Repl::cmd_list},
-      {":check", "[OP] [--explain]", "check the session; --explain: each reduction's laws and proofs", &Repl::cmd_check},
+      {":check", "[OP] [--explain]", "check the session; --explain: each reduction's laws and proofs",
+       &Repl::cmd_check},
       {":ir", "LEVEL OP [--schedule NAME]", "print OP at an IR level: ast tensor loop kernel cuda ptx", &Repl::cmd_ir},
       {":knobs", "[--merge] [K=V,...|clear]",
        "the session's knobs: the whole schedule, or with --merge over the op's schedule block", &Repl::cmd_knobs},
@@ -93,8 +94,10 @@ const std::vector<Repl::Command>& Repl::commands() {
       {":shape", "[S=...,...]", "the sizes :run, :bench and :tune use", &Repl::cmd_shape},
       {":set", "[W=3,...|clear]", "values of scalar parameters for :run, :bench and :tune (else random)",
        &Repl::cmd_set},
-      {":run", "OP [--schedule NAME] [--interp]", "run OP on random inputs, checked against the float64 reference "
-                                                  "(the GPU, else the SIMT interpreter)", &Repl::cmd_run},
+      {":run", "OP [--schedule NAME] [--interp]",
+       "run OP on random inputs, checked against the float64 reference "
+       "(the GPU, else the SIMT interpreter)",
+       &Repl::cmd_run},
       {":bench", "OP [--schedule NAME]", "time OP on the GPU against the naive schedule", &Repl::cmd_bench},
       {":tune", "OP [--budget 2m] [--dry-run]", "search OP's knobs at the shape (the GPU; --dry-run: the space only)",
        &Repl::cmd_tune},
@@ -145,8 +148,9 @@ bool Repl::feed_line(const std::string& line) {
   } else if (command || (blank && pending_braces_ <= 0)) {
     // A definition left unfinished (a missing ';' or '}') ends here, with the parser's error,
     // instead of swallowing what follows.
-    end_pending(command ? fmt::format("a command ({}) came", line.substr(first, line.find_first_of(" \t", first) - first))
-                        : "a blank line came");
+    end_pending(command
+                    ? fmt::format("a command ({}) came", line.substr(first, line.find_first_of(" \t", first) - first))
+                    : "a blank line came");
     if (!command) return true;
     if (!run_command(line.substr(first))) ++failures_;
     return !quit_;
@@ -156,8 +160,8 @@ bool Repl::feed_line(const std::string& line) {
   if (!blank && line.compare(first, 3, "///") != 0) pending_started_ = true;
   // A definition ends when its braces balance and it ends a declaration: `}` or `;`.
   const size_t last = line.find_last_not_of(" \t\r");
-  const bool complete = pending_started_ && pending_braces_ <= 0 && last != std::string::npos &&
-                        (line[last] == '}' || line[last] == ';');
+  const bool complete =
+      pending_started_ && pending_braces_ <= 0 && last != std::string::npos && (line[last] == '}' || line[last] == ';');
   if (complete) {
     std::string text;
     std::swap(text, pending_);
@@ -230,8 +234,9 @@ bool Repl::cmd_load(const std::vector<std::string>& args) {
   const std::optional<std::string> text = read_file(args[0], kMaxSourceBytes + 1);  // E006 past the limit
   if (!text) {
     std::error_code ec;
-    err_ << fmt::format("error: cannot read '{}'{}\n", args[0],
-                        std::filesystem::is_directory(args[0], ec) ? ": it is a directory; :load takes a .emmy file" : "");
+    err_ << fmt::format(
+        "error: cannot read '{}'{}\n", args[0],
+        std::filesystem::is_directory(args[0], ec) ? ": it is a directory; :load takes a .emmy file" : "");
     return false;
   }
   std::optional<std::vector<Session::Added>> keys = session_.define(args[0], *text, err_, options_.color);
@@ -264,8 +269,9 @@ bool Repl::need_op(const CheckedSession& c, const std::string& op) {
   std::vector<std::string> names;
   for (const auto& [name, _] : c.program->ops) names.push_back(name);
   const std::string guess = closest_name(op, names);
-  err_ << fmt::format("error: no op '{}' in the session{}\n", op,
-                      guess.empty() ? "; define it, :load a file, or import a module" : fmt::format(" (did you mean '{}'?)", guess));
+  err_ << fmt::format(
+      "error: no op '{}' in the session{}\n", op,
+      guess.empty() ? "; define it, :load a file, or import a module" : fmt::format(" (did you mean '{}'?)", guess));
   return false;
 }
 
@@ -380,8 +386,10 @@ bool Repl::cmd_shape(const std::vector<std::string>& args) {
 }
 
 bool Repl::cmd_set(const std::vector<std::string>& args) {
-  if (args.size() == 1 && args[0] == "clear") set_.clear();
-  else if (!args.empty()) set_ = fmt::format("{}", fmt::join(args, ""));
+  if (args.size() == 1 && args[0] == "clear")
+    set_.clear();
+  else if (!args.empty())
+    set_ = fmt::format("{}", fmt::join(args, ""));
   out_ << fmt::format("set {}\n", set_.empty() ? "(none: scalar parameters get random values)" : set_);
   return true;
 }
@@ -395,7 +403,8 @@ bool Repl::run_op_command(const std::vector<std::string>& given, bool bench) {
   ro.shape = shape_;
   if (!set_.empty()) ro.set = {set_};
   if (args.size() != 1) {
-    err_ << fmt::format("error: {} takes one op, e.g. {} softmax\n", bench ? ":bench" : ":run", bench ? ":bench" : ":run");
+    err_ << fmt::format("error: {} takes one op, e.g. {} softmax\n", bench ? ":bench" : ":run",
+                        bench ? ":bench" : ":run");
     return false;
   }
   std::unique_ptr<CheckedSession> c = need_shape() ? checked_session() : nullptr;
@@ -493,9 +502,12 @@ int run_repl(Repl& repl, LineReader& reader) {
 std::string history_path() {
   namespace fs = std::filesystem;
   fs::path dir;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) dir = fs::path(xdg) / "emmy";
-  else if (const char* home = std::getenv("HOME"); home && *home) dir = fs::path(home) / ".config" / "emmy";
-  else return "";
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    dir = fs::path(xdg) / "emmy";
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    dir = fs::path(home) / ".config" / "emmy";
+  else
+    return "";
   std::error_code ec;
   fs::create_directories(dir, ec);
   return ec ? "" : (dir / "repl_history").string();

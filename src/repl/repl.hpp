@@ -14,10 +14,10 @@ namespace emmy::repl {
 struct ReplOptions {
   std::vector<std::string> stdlib_dirs;
   bool color = false;
-  bool interactive = false;   // a terminal: a banner and prompts
+  bool interactive = false;  // a terminal: a banner and prompts
   std::string target = "sm_90";
-  std::string env_knobs;      // EMMY_KNOBS, under the session's :knobs
-  std::string self;           // emmyc's own path: :tune starts it as the measuring worker
+  std::string env_knobs;                 // EMMY_KNOBS, under the session's :knobs
+  std::string self;                      // emmyc's own path: :tune starts it as the measuring worker
   int error_limit = kDefaultErrorLimit;  // errors shown per input (0: all)
 };
 
@@ -73,13 +73,13 @@ class Repl {
   std::ostream& out_;
   std::ostream& err_;
   Session session_;
-  std::string pending_;  // the lines of a definition whose braces are still open
+  std::string pending_;           // the lines of a definition whose braces are still open
   int pending_braces_ = 0;        // braces open in pending_
   bool pending_started_ = false;  // pending_ has more than blank lines and doc comments
-  int inputs_ = 0;       // definitions entered, for their names "<input N>"
+  int inputs_ = 0;                // definitions entered, for their names "<input N>"
   int failures_ = 0;
   std::string knobs_, shape_, set_;  // set_: :set, values of scalar parameters
-  bool knobs_merge_ = false;          // :knobs --merge: the knobs go over the schedule block
+  bool knobs_merge_ = false;         // :knobs --merge: the knobs go over the schedule block
   bool quit_ = false;
 };
 

@@ -183,8 +183,8 @@ std::unique_ptr<CheckedSession> Session::check_with(const std::string& origin, c
   std::map<FileId, ParsedFile> parsed;
   for (const Imported& m : imported_) parsed[m.file] = {c->sources.add(m.path, m.text), m.file, &m.module};
   const uint32_t id = c->sources.add(origin, text);
-  c->program = check_program(c->sources, id,
-                             SemaOptions{stdlib_dirs_, std::nullopt, add_sources(c->sources, beside), &parsed}, *c->diags);
+  c->program = check_program(
+      c->sources, id, SemaOptions{stdlib_dirs_, std::nullopt, add_sources(c->sources, beside), &parsed}, *c->diags);
   learn_imports(*c);
   if (!c->diags->has_errors()) c->laws = algebra::classify(*c->program, *c->diags, &laws_);
   return c;
@@ -207,16 +207,16 @@ void Session::learn_imports(const CheckedSession& c) const {
     const uint32_t mine = scratch.add(f.path(), f.text());
     Imported entry{f.path(), *id, f.text(), parse_module(scratch, mine, diags)};
     if (diags.has_errors()) continue;
-    if (at < imported_.size()) imported_[at] = std::move(entry);
-    else imported_.push_back(std::move(entry));
+    if (at < imported_.size())
+      imported_[at] = std::move(entry);
+    else
+      imported_.push_back(std::move(entry));
   }
 }
 
 std::string Session::source() const { return joined(definitions_); }
 
-std::unique_ptr<CheckedSession> Session::check() const {
-  return check_with("<session>", "", pointers(definitions_));
-}
+std::unique_ptr<CheckedSession> Session::check() const { return check_with("<session>", "", pointers(definitions_)); }
 
 int open_braces(const std::string& text) {
   int depth = 0;
@@ -225,7 +225,8 @@ int open_braces(const std::string& text) {
     if (ch == '/' && i + 1 < text.size() && text[i + 1] == '/') {
       i = std::min(text.find('\n', i), text.size());
     } else if (ch == '"') {
-      while (++i < text.size() && text[i] != '"' && text[i] != '\n') {}
+      while (++i < text.size() && text[i] != '"' && text[i] != '\n') {
+      }
     } else if (ch == '{') {
       ++depth;
     } else if (ch == '}') {

@@ -19,9 +19,9 @@ namespace emmy::repl {
 // that a later one with the same key replaces it.
 struct Definition {
   std::string key;
-  std::string text;    // its source, doc comments included
-  std::string origin;  // where it was entered: "<input 3>" or a file's path
-  std::string name;    // the op or monoid it defines; a schedule block: its op
+  std::string text;                          // its source, doc comments included
+  std::string origin;                        // where it was entered: "<input 3>" or a file's path
+  std::string name;                          // the op or monoid it defines; a schedule block: its op
   std::set<std::string, std::less<>> words;  // every name its text mentions (the definitions it may use)
 };
 

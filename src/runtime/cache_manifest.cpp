@@ -51,7 +51,9 @@ std::string subject_of(std::string_view expected_line) {
 std::string usable(const EntryFiles& files, const std::vector<KernelResources>& resources, bool cubin) {
   if (files.ptx.empty()) return "the .ptx is empty";
   if (!cubin) return "";
-  if (files.cubin.size() < 4 || files.cubin.compare(0, 4, "\x7f" "ELF") != 0)
+  if (files.cubin.size() < 4 || files.cubin.compare(0, 4,
+                                                    "\x7f"
+                                                    "ELF") != 0)
     return fmt::format("the .cubin is not an ELF file ({} bytes)", files.cubin.size());
   for (const std::string& entry : ptx_entries(files.ptx))
     if (std::none_of(resources.begin(), resources.end(), [&](const KernelResources& k) { return k.kernel == entry; }))
@@ -73,8 +75,8 @@ std::string format_manifest(const EntryFiles& files, const std::vector<KernelRes
   return out + "end\n";
 }
 
-std::string check_entry(std::string_view manifest, const EntryFiles& files, const std::vector<KernelResources>& resources,
-                        bool cubin) {
+std::string check_entry(std::string_view manifest, const EntryFiles& files,
+                        const std::vector<KernelResources>& resources, bool cubin) {
   if (manifest.empty()) return "the entry has no manifest (an older or interrupted write)";
   const std::string expected = format_manifest(files, resources);
   if (manifest != expected) {
@@ -85,9 +87,9 @@ std::string check_entry(std::string_view manifest, const EntryFiles& files, cons
     if (i == have.size()) return "the manifest is truncated";
     const std::vector<std::string_view> w = words_of(want[i]), h = words_of(have[i]);
     if (w[0] == "file" && h.size() == 4 && h[0] == "file" && h[1] == w[1])
-      return h[2] != w[2] ? fmt::format("the .{} does not match the manifest ({} bytes, the manifest says {})", w[1],
-                                        w[2], h[2])
-                          : fmt::format("the .{} does not match the manifest (its hash differs)", w[1]);
+      return h[2] != w[2]
+                 ? fmt::format("the .{} does not match the manifest ({} bytes, the manifest says {})", w[1], w[2], h[2])
+                 : fmt::format("the .{} does not match the manifest (its hash differs)", w[1]);
     return fmt::format("{} does not match the manifest ('{}', the manifest says '{}')", subject_of(want[i]), want[i],
                        have[i]);
   }

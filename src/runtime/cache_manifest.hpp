@@ -25,8 +25,8 @@ std::string format_manifest(const EntryFiles& files, const std::vector<KernelRes
 // the entry is usable (a PTX; a CUBIN when `cubin`, an ELF file with a ptxas report for every
 // entry function of the PTX); else why the entry must be recompiled ("the .cubin differs from
 // the manifest (0 bytes)").
-std::string check_entry(std::string_view manifest, const EntryFiles& files, const std::vector<KernelResources>& resources,
-                        bool cubin);
+std::string check_entry(std::string_view manifest, const EntryFiles& files,
+                        const std::vector<KernelResources>& resources, bool cubin);
 
 // The names of the PTX's entry functions (".entry NAME("), in order.
 std::vector<std::string> ptx_entries(std::string_view ptx);

@@ -13,9 +13,9 @@ namespace emmy::runtime {
 namespace {
 
 // ---- the driver entry points, declared from cuda.h's documented signatures ---------------------
-using Result = int;       // CUresult; 0 is CUDA_SUCCESS
-using Device = int;       // CUdevice
-using Address = uint64_t; // CUdeviceptr
+using Result = int;        // CUresult; 0 is CUDA_SUCCESS
+using Device = int;        // CUdevice
+using Address = uint64_t;  // CUdeviceptr
 using Context = ContextOpaque*;
 using ModuleH = ModuleOpaque*;
 using FunctionH = FunctionOpaque*;
@@ -30,7 +30,7 @@ constexpr int kAttrCcMinor = 76;          // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABIL
 constexpr int kAttrL2Bytes = 38;          // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 constexpr int kAttrMaxThreadsPerSm = 39;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 constexpr unsigned kStreamNonBlocking = 1;
-constexpr Result kErrorStubLibrary = 34;   // CUDA_ERROR_STUB_LIBRARY
+constexpr Result kErrorStubLibrary = 34;  // CUDA_ERROR_STUB_LIBRARY
 
 using GetProcAddress = Result (*)(const char*, void**, int, uint64_t, int*);
 
@@ -192,10 +192,14 @@ union ArgHolder {
 
 ArgHolder hold(const KernelArg& arg) {
   ArgHolder h{};
-  if (const auto* p = std::get_if<DevicePtr>(&arg)) h.address = p->address;
-  else if (const auto* i = std::get_if<int64_t>(&arg)) h.i64 = *i;
-  else if (const auto* m = std::get_if<TensorMapArg>(&arg)) h.map = *m;
-  else h.i32 = std::get<int32_t>(arg);
+  if (const auto* p = std::get_if<DevicePtr>(&arg))
+    h.address = p->address;
+  else if (const auto* i = std::get_if<int64_t>(&arg))
+    h.i64 = *i;
+  else if (const auto* m = std::get_if<TensorMapArg>(&arg))
+    h.map = *m;
+  else
+    h.i32 = std::get<int32_t>(arg);
   return h;
 }
 
@@ -376,8 +380,8 @@ void Driver::launch(const Function& function, Dim3 grid, Dim3 block, const std::
   for (const KernelArg& arg : args) holders.push_back(hold(arg));
   std::vector<void*> params;
   for (ArgHolder& h : holders) params.push_back(&h);
-  check(api().launch_kernel(function.handle, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem,
-                            stream, params.data(), nullptr),
+  check(api().launch_kernel(function.handle, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem, stream,
+                            params.data(), nullptr),
         "cuLaunchKernel " + function.name);
 }
 
@@ -387,9 +391,9 @@ TensorMapArg Driver::encode_tiled(const TiledMapSpec& spec) const {
   TensorMapArg map;
   // The strides of dimensions 1 .. rank-1 (the driver takes rank - 1 of them).
   check(api().tensor_map_encode_tiled(map.words.data(), spec.data_type, static_cast<uint32_t>(spec.rank),
-                                      reinterpret_cast<void*>(spec.base.address), spec.dims.data(), spec.strides.data() + 1,
-                                      spec.box.data(), element_strides.data(), kNoInterleave, spec.swizzle,
-                                      kL2Promotion256, kOobZero),
+                                      reinterpret_cast<void*>(spec.base.address), spec.dims.data(),
+                                      spec.strides.data() + 1, spec.box.data(), element_strides.data(), kNoInterleave,
+                                      spec.swizzle, kL2Promotion256, kOobZero),
         "cuTensorMapEncodeTiled");
   return map;
 }

@@ -120,7 +120,7 @@ class Driver {
   int max_threads_per_multiprocessor() const { return max_threads_per_sm_; }
   int l2_bytes() const { return l2_bytes_; }
   int driver_version() const { return driver_version_; }  // 13000 for CUDA 13.0
-  void make_current() const;                               // for a thread other than the opener
+  void make_current() const;                              // for a thread other than the opener
 
   Module load_module(const std::vector<char>& cubin) const;
   Function function(const Module& module, const std::string& name) const;
@@ -143,8 +143,8 @@ class Driver {
   // Raises the dynamic shared memory `function` may be launched with (cuFuncSetAttribute).
   void allow_dynamic_shared(const Function& function, int bytes) const;
 
-  void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args,
-              StreamRef stream, unsigned dynamic_smem = 0) const;
+  void launch(const Function& function, Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, StreamRef stream,
+              unsigned dynamic_smem = 0) const;
 
   // cuTensorMapEncodeTiled (no interleave, zero fill out of bounds, 256-byte L2 promotion).
   TensorMapArg encode_tiled(const TiledMapSpec& spec) const;

@@ -28,13 +28,15 @@ namespace fs = std::filesystem;
 
 // The key only names the entry; the stored source settles a hit.
 std::string cache_key(std::string_view source, const CompileOptions& options) {
-  std::string salt = fmt::format("emmy {}|nvrtc {}|{}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(),
-                                 options.target->name, options.cubin ? "cubin" : "ptx",
-                                 fmt::join(options.extra_flags, " "));
+  std::string salt =
+      fmt::format("emmy {}|nvrtc {}|{}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(), options.target->name,
+                  options.cubin ? "cubin" : "ptx", fmt::join(options.extra_flags, " "));
   return fmt::format("{:016x}", fnv1a(source, fnv1a(salt)));
 }
 
-fs::path with_extension(const fs::path& base, const char* extension) { return fs::path(base).replace_extension(extension); }
+fs::path with_extension(const fs::path& base, const char* extension) {
+  return fs::path(base).replace_extension(extension);
+}
 
 // The entry's files as a compile left them, or why they cannot be used (`why`).
 std::optional<CompileResult> load_entry(const fs::path& base, std::string_view source, bool cubin, std::string& why) {
@@ -71,8 +73,11 @@ std::string store_entry(const fs::path& base, std::string_view source, const Com
   const WriteOptions fast{false};  // every read checks the entry: no fsync needed
   const EntryFiles files{std::string(source), r.ptx, std::string(r.cubin.begin(), r.cubin.end()), r.log};
   for (const auto& [extension, content] : {std::pair<const char*, const std::string*>{".cu", &files.cu},
-                                          {".ptx", &files.ptx}, {".cubin", &files.cubin}, {".log", &files.log}})
-    if (std::string failed = write_file(with_extension(base, extension), *content, fast); !failed.empty()) return failed;
+                                           {".ptx", &files.ptx},
+                                           {".cubin", &files.cubin},
+                                           {".log", &files.log}})
+    if (std::string failed = write_file(with_extension(base, extension), *content, fast); !failed.empty())
+      return failed;
   return write_file(manifest, format_manifest(files, r.resources), fast);
 }
 
@@ -82,7 +87,8 @@ std::string off(const std::string& why) { return "the kernel cache is off: " + w
 
 std::string default_cache_dir() {
   if (const char* dir = std::getenv("EMMY_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "emmy" / "kernels").string();
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "emmy" / "kernels").string();
   if (const char* home = std::getenv("HOME"); home && *home)
     return (fs::path(home) / ".cache" / "emmy" / "kernels").string();
   return "";

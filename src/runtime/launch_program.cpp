@@ -44,7 +44,8 @@ KernelArg scalar_arg(const kir::Kernel& k, const kir::Param& p, const SizeBindin
   if (p.type == ScalarType::I32) return static_cast<int32_t>(scalars[p.name] = static_cast<int32_t>(it->second));
   if (p.type == ScalarType::U32)
     return static_cast<int32_t>(scalars[p.name] = static_cast<uint32_t>(static_cast<uint64_t>(it->second)));
-  fail(fmt::format("kernel {}: scalar parameter {} of type {} is not supported", k.name, p.name, kir::type_name(p.type)));
+  fail(fmt::format("kernel {}: scalar parameter {} of type {} is not supported", k.name, p.name,
+                   kir::type_name(p.type)));
 }
 
 // Buffer `name`'s device address; `wide_because` (non-empty: how the kernel copies it 16 bytes
@@ -55,31 +56,36 @@ DevicePtr device_address(const kir::Kernel& k, const std::string& name, const st
   if (it == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, name));
   const uint64_t address = it->second.address;
   if (!wide_because.empty() && address % 16 != 0)
-    fail(fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it {}; pass a tensor whose "
-                     "data starts 16-byte aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
-                     name, address, k.name, wide_because));
+    fail(
+        fmt::format("buffer {} is at address 0x{:x}, not 16-byte aligned: kernel {} copies it {}; pass a tensor whose "
+                    "data starts 16-byte aligned (e.g. .contiguous().clone() of a view), or a schedule without them",
+                    name, address, k.name, wide_because));
   return it->second;
 }
 
 // CUtensorMapDataType of each element type a tensor map may copy.
 constexpr std::pair<ScalarType, int> kTmaDataType[] = {
-    {ScalarType::F16, 6}, {ScalarType::F32, 7}, {ScalarType::F64, 8}, {ScalarType::BF16, 9}, {ScalarType::I32, 3},
-    {ScalarType::U32, 2}, {ScalarType::I64, 5}};
+    {ScalarType::F16, 6}, {ScalarType::F32, 7}, {ScalarType::F64, 8}, {ScalarType::BF16, 9},
+    {ScalarType::I32, 3}, {ScalarType::U32, 2}, {ScalarType::I64, 5}};
 
 // A TensorMap parameter's descriptor over its buffer. Where the sizes break a rule of the
 // hardware (a row stride not a multiple of 16 bytes), the kernel takes its cp.async path and
 // never reads the map: an empty descriptor goes.
 KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, const kir::Kernel& k, const kir::Param& p,
                          const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes) {
-  auto b = std::find_if(program.buffers.begin(), program.buffers.end(), [&](const kir::Buffer& x) { return x.name == p.map_of; });
-  if (b == program.buffers.end()) fail(fmt::format("kernel {}: tensor map {} is over {}, not a buffer", k.name, p.name, p.map_of));
+  auto b = std::find_if(program.buffers.begin(), program.buffers.end(),
+                        [&](const kir::Buffer& x) { return x.name == p.map_of; });
+  if (b == program.buffers.end())
+    fail(fmt::format("kernel {}: tensor map {} is over {}, not a buffer", k.name, p.name, p.map_of));
   const std::vector<int64_t> shape = buffer_shape(*b, sizes);
   auto map = kir::tma_map_of(p, b->type, shape, 0);
   if (!std::holds_alternative<kir::TmaMap>(map)) return TensorMapArg{};
   const kir::TmaMap& m = std::get<kir::TmaMap>(map);
   TiledMapSpec spec;
-  auto type = std::find_if(std::begin(kTmaDataType), std::end(kTmaDataType), [&](const auto& t) { return t.first == b->type; });
-  if (type == std::end(kTmaDataType)) fail(fmt::format("kernel {}: TMA copies of {} are not supported", k.name, kir::type_name(b->type)));
+  auto type =
+      std::find_if(std::begin(kTmaDataType), std::end(kTmaDataType), [&](const auto& t) { return t.first == b->type; });
+  if (type == std::end(kTmaDataType))
+    fail(fmt::format("kernel {}: TMA copies of {} are not supported", k.name, kir::type_name(b->type)));
   spec.data_type = type->second;
   spec.rank = m.rank;
   spec.base = device_address(k, b->name, buffers, "with TMA");
@@ -110,9 +116,10 @@ LoadedProgram::LoadedProgram(const Driver& driver, const kir::Program& program, 
     if (dynamic) driver.allow_dynamic_shared(functions_.back(), static_cast<int>(dynamic));
     blocks_per_sm_.push_back(driver.max_active_blocks(functions_.back(), k.block_threads, dynamic));
     if (blocks_per_sm_.back() == 0)
-      fail(fmt::format("kernel {} cannot run on {}: not one block of {} threads fits on a multiprocessor "
-                       "(registers or shared memory; see emmyc compile --ir ptx)",
-                       k.name, driver.name(), k.block_threads));
+      fail(
+          fmt::format("kernel {} cannot run on {}: not one block of {} threads fits on a multiprocessor "
+                      "(registers or shared memory; see emmyc compile --ir ptx)",
+                      k.name, driver.name(), k.block_threads));
   }
 }
 
@@ -122,8 +129,9 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
   std::vector<KernelLaunch> launches;
   for (size_t i = 0; i < program_.kernels.size(); ++i) {
     const kir::Kernel& k = program_.kernels[i];
-    KernelLaunch l{&k, functions_[i], {}, {static_cast<unsigned>(k.block_threads)}, {},
-                   kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u};
+    KernelLaunch l{&k, functions_[i],
+                   {}, {static_cast<unsigned>(k.block_threads)},
+                   {}, kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u};
     Scalars scalars;
     const std::vector<std::string> wide = kir::wide_access_buffers(k);
     for (const kir::Param& p : k.params) {
@@ -132,8 +140,10 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
                                         std::count(wide.begin(), wide.end(), p.name) > 0
                                             ? "16 bytes at a time (STAGE cp.async or COOP vector accesses)"
                                             : ""));
-      else if (p.kind == kir::Param::Kind::Scalar) l.args.push_back(scalar_arg(k, p, sizes, scalars));
-      else l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes));
+      else if (p.kind == kir::Param::Kind::Scalar)
+        l.args.push_back(scalar_arg(k, p, sizes, scalars));
+      else
+        l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes));
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
     if (const auto* what = std::get_if<std::string>(&grid)) fail(fmt::format("kernel {}: grid_x {}", k.name, *what));
@@ -177,7 +187,8 @@ DeviceTensors upload(const Driver& driver, const kir::Program& program, const Si
     auto it = inputs.find(b.name);
     if (it == inputs.end()) fail(fmt::format("input buffer {} is not given", b.name));
     const HostTensor& h = it->second;
-    if (h.shape != shape) fail(fmt::format("input buffer {}: the tensor's shape does not match the buffer's dims", b.name));
+    if (h.shape != shape)
+      fail(fmt::format("input buffer {}: the tensor's shape does not match the buffer's dims", b.name));
     bool ints = !kir::is_float(b.type) && !is_float(h.dtype);
     if (h.dtype != kir::dtype_of(b.type) && !(b.type == ScalarType::U32 && ints))
       fail(fmt::format("input buffer {} is {}, the tensor is {}", b.name, kir::type_name(b.type), dtype_name(h.dtype)));

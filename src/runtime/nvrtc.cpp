@@ -22,7 +22,7 @@ namespace {
 // ---- the NVRTC entry points, declared from nvrtc.h's documented signatures --------------------
 struct NvrtcProgramOpaque;  // nvrtcProgram is a pointer to an opaque struct
 using Program = NvrtcProgramOpaque*;
-using Result = int;         // nvrtcResult; 0 is NVRTC_SUCCESS
+using Result = int;  // nvrtcResult; 0 is NVRTC_SUCCESS
 using SizeFn = Result (*)(Program, std::size_t*);
 using GetFn = Result (*)(Program, char*);
 
@@ -77,8 +77,7 @@ Library load_library() {
   }
   Library lib;
   if (!handle) {
-    lib.error = "libnvrtc not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the loader path (" +
-                last_error + ")";
+    lib.error = "libnvrtc not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the loader path (" + last_error + ")";
     return lib;
   }
   std::string missing;
@@ -142,9 +141,8 @@ std::string cuda_include_dir() {
 // sm_XX runs ptxas (CUBIN + resource report); compute_XX stops at PTX.
 std::vector<std::string> compile_flags(const CompileOptions& options) {
   std::string_view number = options.target->name.substr(std::string_view("sm_").size());
-  std::vector<std::string> flags = {
-      fmt::format("--gpu-architecture={}{}", options.cubin ? "sm_" : "compute_", number),
-      "--ptxas-options=-v", "-std=c++17", "-default-device"};
+  std::vector<std::string> flags = {fmt::format("--gpu-architecture={}{}", options.cubin ? "sm_" : "compute_", number),
+                                    "--ptxas-options=-v", "-std=c++17", "-default-device"};
   if (std::string include = cuda_include_dir(); !include.empty()) flags.push_back("-I" + include);
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   return flags;
@@ -276,8 +274,8 @@ std::vector<KernelResources> parse_ptxas_report(std::string_view log) {
 }
 
 std::string format_resources(const KernelResources& r) {
-  return fmt::format("{}: {} registers, {} spill stores, {} spill loads, {} B smem, {} B stack", r.kernel,
-                     r.registers, r.spill_stores, r.spill_loads, r.smem_bytes, r.stack_bytes);
+  return fmt::format("{}: {} registers, {} spill stores, {} spill loads, {} B smem, {} B stack", r.kernel, r.registers,
+                     r.spill_stores, r.spill_loads, r.smem_bytes, r.stack_bytes);
 }
 
 }  // namespace emmy::runtime

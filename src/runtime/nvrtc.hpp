@@ -29,10 +29,10 @@ struct CompileOptions {
 
 struct CompileResult {
   bool ok = false;
-  std::string log;        // NVRTC's program log: front-end errors, ptxas report
+  std::string log;  // NVRTC's program log: front-end errors, ptxas report
   std::string ptx;
-  std::vector<char> cubin;                  // empty unless options.cubin
-  std::vector<KernelResources> resources;   // one per entry function, in ptxas order
+  std::vector<char> cubin;                 // empty unless options.cubin
+  std::vector<KernelResources> resources;  // one per entry function, in ptxas order
 };
 
 // Whether libnvrtc could be loaded and has every entry point Emmy uses; otherwise `why` says why.

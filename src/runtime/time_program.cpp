@@ -11,12 +11,12 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-ProgramTiming time_program(const Driver& driver, const LoadedProgram& program, const std::vector<KernelLaunch>& launches,
-                           const TimingOptions& options) {
+ProgramTiming time_program(const Driver& driver, const LoadedProgram& program,
+                           const std::vector<KernelLaunch>& launches, const TimingOptions& options) {
   const Stream stream = driver.create_stream();
   const Event start = driver.create_event(), end = driver.create_event();
-  const DeviceBuffer flush = options.flush_l2 ? driver.alloc(2 * static_cast<size_t>(std::max(driver.l2_bytes(), 1 << 20)))
-                                              : DeviceBuffer();
+  const DeviceBuffer flush =
+      options.flush_l2 ? driver.alloc(2 * static_cast<size_t>(std::max(driver.l2_bytes(), 1 << 20))) : DeviceBuffer();
   // One timed run of launches [first, last): flush, start event, launches, end event.
   auto timed = [&](size_t first, size_t last) {
     if (options.flush_l2) driver.fill_async(flush, 0x5a, stream.get());
@@ -27,7 +27,8 @@ ProgramTiming time_program(const Driver& driver, const LoadedProgram& program, c
   };
   for (int i = 0; i < options.warmup; ++i) timed(0, launches.size());
   const double estimate = std::max(timed(0, launches.size()), 1e-3);
-  const int reps = std::clamp(static_cast<int>(std::ceil(options.target_ms / estimate)), options.min_reps, options.max_reps);
+  const int reps =
+      std::clamp(static_cast<int>(std::ceil(options.target_ms / estimate)), options.min_reps, options.max_reps);
 
   ProgramTiming t;
   t.reps = reps;

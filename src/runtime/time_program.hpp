@@ -16,15 +16,15 @@ struct TimingOptions {
 };
 
 struct ProgramTiming {
-  double total_ms = 0;              // median of whole-program runs (all kernels back to back)
-  std::vector<double> kernel_ms;    // median of each launch alone, in launch order
+  double total_ms = 0;            // median of whole-program runs (all kernels back to back)
+  std::vector<double> kernel_ms;  // median of each launch alone, in launch order
   int reps = 0;
 };
 
 // The median of `v` (0 when empty): of timed runs here, of measurement turns in the tuner.
 double median(std::vector<double> v);
 
-ProgramTiming time_program(const Driver& driver, const LoadedProgram& program, const std::vector<KernelLaunch>& launches,
-                           const TimingOptions& options = {});
+ProgramTiming time_program(const Driver& driver, const LoadedProgram& program,
+                           const std::vector<KernelLaunch>& launches, const TimingOptions& options = {});
 
 }  // namespace emmy::runtime

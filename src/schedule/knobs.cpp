@@ -81,15 +81,14 @@ KnobError make_error(std::string_view code, Piece at, std::string message, std::
 struct NumRange {
   int lo = 1;
   int hi = 1;
-  int step = 1;           // the number must be a multiple of step
+  int step = 1;             // the number must be a multiple of step
   std::string_view what{};  // "depth": names the number in messages
   bool pow2 = false;        // the number must be a power of two
 };
 
 std::string range_text(const NumRange& r) {
   if (r.pow2) return fmt::format("a power of two in {}..{}", r.lo, r.hi);
-  return r.step > 1 ? fmt::format("{}..{}, a multiple of {}", r.lo, r.hi, r.step)
-                    : fmt::format("{}..{}", r.lo, r.hi);
+  return r.step > 1 ? fmt::format("{}..{}, a multiple of {}", r.lo, r.hi, r.step) : fmt::format("{}..{}", r.lo, r.hi);
 }
 
 // One alternative spelling: a whole word (cp, tma), a prefix (gm, gn) or a suffix (k, a).
@@ -121,7 +120,7 @@ struct FieldSpec {
   std::string_view name{};     // "transport"
   std::string_view grammar{};  // "cp|tma|reg"
   std::string_view example{};  // "tma"
-  int slot = 0;              // position in the required order; alternatives share a slot
+  int slot = 0;                // position in the required order; alternatives share a slot
   Shape shape = Shape::Word;
   std::span<const Choice> heads{};  // Word: the words; Number/Pair: the prefixes; Atom: "a:"
   std::span<const Choice> tails{};  // Number: suffix choices, or none
@@ -167,6 +166,9 @@ int index_of(std::span<const Choice> choices, std::string_view text) {
   return -1;
 }
 
+// The field tables, one designated initializer a field, laid out by hand (clang-format would
+// put every member on a line of its own).
+// clang-format off
 constexpr FieldSpec kPlaceFields[] = {
     {.name = "value", .grammar = "fuse|cut", .example = "fuse", .slot = 0, .shape = Shape::Word,
      .heads = kPlaceWords, .required = true,
@@ -331,6 +333,7 @@ constexpr FieldSpec kCoopFields[] = {
        return FieldRead{.n1 = *c.vec};
      }},
 };
+// clang-format on
 
 struct KnobSpec {
   Knob knob;
@@ -345,21 +348,17 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Place, "PLACE", "fuse|cut", "fuse", [] { return KnobValue{false}; }, kPlaceFields},
     {Knob::Tile, "TILE", "a:<atom>/w<M>x<N>/f<M>x<N>/k<K> | f<N>", "a:mma_m16n8k16_f16/w4x1/f2x8/k4",
      [] { return KnobValue{TileValue{}}; }, kTileFields},
-    {Knob::Stage, "STAGE", "d<depth>/<transport>[/ring]", "d2/tma/ring",
-     [] { return KnobValue{StageValue{}}; }, kStageFields},
-    {Knob::Reduce, "REDUCE", "g<N>k|g<N>a", "g4k", [] { return KnobValue{ReduceValue{}}; },
-     kReduceFields},
-    {Knob::Wspec, "WSPEC", "p<N>[/r<R>]", "p1/r240", [] { return KnobValue{WspecValue{}}; },
-     kWspecFields},
-    {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; },
-     kRasterFields},
+    {Knob::Stage, "STAGE", "d<depth>/<transport>[/ring]", "d2/tma/ring", [] { return KnobValue{StageValue{}}; },
+     kStageFields},
+    {Knob::Reduce, "REDUCE", "g<N>k|g<N>a", "g4k", [] { return KnobValue{ReduceValue{}}; }, kReduceFields},
+    {Knob::Wspec, "WSPEC", "p<N>[/r<R>]", "p1/r240", [] { return KnobValue{WspecValue{}}; }, kWspecFields},
+    {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; }, kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
     {Knob::Coop, "COOP", "t<N>[/v<V>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
 };
 
 const KnobSpec& knob_spec(Knob knob) {
-  return *std::find_if(std::begin(kKnobs), std::end(kKnobs),
-                       [&](const KnobSpec& k) { return k.knob == knob; });
+  return *std::find_if(std::begin(kKnobs), std::end(kKnobs), [&](const KnobSpec& k) { return k.knob == knob; });
 }
 
 // A tensor-core or scalar atom. A pattern with <N> takes the number in n_range there.
@@ -379,9 +378,16 @@ constexpr std::string_view kParam = "<N>";
 constexpr AtomSpec kAtoms[] = {
     {"mma_m16n8k16_f16", AtomTier::Mma, kTensorTier, 16, 8, 16, "f16", Feature::MmaSync, 1, {}},
     {"mma_m16n8k16_bf16", AtomTier::Mma, kTensorTier, 16, 8, 16, "bf16", Feature::MmaSync, 1, {}},
-    {"wgmma_m64n<N>k16_f16", AtomTier::Wgmma, kTensorTier, 64, 0, 16, "f16", Feature::Wgmma, 4,
-     {8, 256, 8, "wgmma N"}},
-    {"wgmma_m64n<N>k16_bf16", AtomTier::Wgmma, kTensorTier, 64, 0, 16, "bf16", Feature::Wgmma, 4,
+    {"wgmma_m64n<N>k16_f16", AtomTier::Wgmma, kTensorTier, 64, 0, 16, "f16", Feature::Wgmma, 4, {8, 256, 8, "wgmma N"}},
+    {"wgmma_m64n<N>k16_bf16",
+     AtomTier::Wgmma,
+     kTensorTier,
+     64,
+     0,
+     16,
+     "bf16",
+     Feature::Wgmma,
+     4,
      {8, 256, 8, "wgmma N"}},
     {"scalar", AtomTier::Scalar, kScalarTier, 1, 1, 1, "", Feature::None, 1, {}},
     {"none", AtomTier::Scalar, kScalarTier, 1, 1, 1, "", Feature::None, 1, {}},
@@ -418,20 +424,18 @@ std::variant<int, KnobError> read_number(Piece digits, const NumRange& r, std::s
                                          std::string_view grammar) {
   if (digits.text.size() > 1 && digits.text[0] == '0') {
     size_t nz = digits.text.find_first_not_of('0');
-    std::string help = nz == std::string_view::npos
-                           ? fmt::format("{} takes {}", grammar, range_text(r))
-                           : fmt::format("drop the leading zero: {}", digits.text.substr(nz));
-    return make_error("E054", digits,
-                      fmt::format("{} {} '{}' has a leading zero", knob, r.what, digits.text), help);
+    std::string help = nz == std::string_view::npos ? fmt::format("{} takes {}", grammar, range_text(r))
+                                                    : fmt::format("drop the leading zero: {}", digits.text.substr(nz));
+    return make_error("E054", digits, fmt::format("{} {} '{}' has a leading zero", knob, r.what, digits.text), help);
   }
   long long n = 0;
   for (char c : digits.text) n = std::min(n * 10 + (c - '0'), 1LL << 40);
   if (n < r.lo || n > r.hi || n % r.step != 0 || (r.pow2 && (n & (n - 1)) != 0))
-    return make_error("E054", digits,
-                      fmt::format("{} {} {} is out of range: {} takes {}", knob, r.what, digits.text,
-                                  grammar, range_text(r)),
-                      r.pow2 ? fmt::format("use a {} that is {}", r.what, range_text(r))
-                             : fmt::format("use a {} in {}", r.what, range_text(r)));
+    return make_error(
+        "E054", digits,
+        fmt::format("{} {} {} is out of range: {} takes {}", knob, r.what, digits.text, grammar, range_text(r)),
+        r.pow2 ? fmt::format("use a {} that is {}", r.what, range_text(r))
+               : fmt::format("use a {} in {}", r.what, range_text(r)));
   return static_cast<int>(n);
 }
 
@@ -474,10 +478,13 @@ struct Token {
 
 bool head_matches(const FieldSpec& f, std::string_view head, std::string_view tok) {
   switch (f.shape) {
-    case Shape::Word: return tok == head;
-    case Shape::Atom: return tok.starts_with(head);
+    case Shape::Word:
+      return tok == head;
+    case Shape::Atom:
+      return tok.starts_with(head);
     case Shape::Number:
-    case Shape::Pair: return tok.size() > head.size() && tok.starts_with(head) && is_digit(tok[head.size()]);
+    case Shape::Pair:
+      return tok.size() > head.size() && tok.starts_with(head) && is_digit(tok[head.size()]);
   }
   return false;
 }
@@ -504,17 +511,16 @@ bool single_field(const KnobSpec& k) {
 
 // The fields in order, merged per slot: "d<depth>, cp|tma|reg, ring".
 std::string field_order(const KnobSpec& k, bool annotate) {
-  bool any_required = std::any_of(k.fields.begin(), k.fields.end(),
-                                  [](const FieldSpec& f) { return f.required; });
+  bool any_required = std::any_of(k.fields.begin(), k.fields.end(), [](const FieldSpec& f) { return f.required; });
   std::vector<std::string> slots;
   int last_slot = -1;
   for (const FieldSpec& f : k.fields) {
     std::string text(f.grammar);
     if (annotate && f.shape == Shape::Number) text += fmt::format(" ({})", range_text(f.r1));
     if (annotate && f.shape == Shape::Pair)
-      text += f.max_product > 0 ? fmt::format(" ({} each, at most {} {})", range_text(f.r1),
-                                              f.max_product, f.product_what)
-                                : fmt::format(" ({} each)", range_text(f.r1));
+      text += f.max_product > 0
+                  ? fmt::format(" ({} each, at most {} {})", range_text(f.r1), f.max_product, f.product_what)
+                  : fmt::format(" ({} each)", range_text(f.r1));
     if (annotate && any_required && !f.required) text += " (optional)";
     if (f.slot == last_slot)
       slots.back() += " or " + text;
@@ -531,17 +537,16 @@ KnobError unknown_field(const KnobSpec& k, Piece tok) {
     if (f.shape == Shape::Word)
       for (const Choice& c : f.heads) words.push_back(c.text);
   auto guess = closest(tok.text, words);
-  std::string help = guess ? fmt::format("did you mean '{}'?", *guess)
-                           : fmt::format("write e.g. {}={}", k.name, k.example);
+  std::string help =
+      guess ? fmt::format("did you mean '{}'?", *guess) : fmt::format("write e.g. {}={}", k.name, k.example);
   if (single_field(k))
     return make_error("E051", tok,
-                      fmt::format("unknown {} value '{}': {} takes {}", k.name, tok.text, k.name,
-                                  field_order(k, true)),
+                      fmt::format("unknown {} value '{}': {} takes {}", k.name, tok.text, k.name, field_order(k, true)),
                       help);
-  return make_error("E051", tok,
-                    fmt::format("unknown {} field '{}': {} takes, in order, {}", k.name, tok.text,
-                                k.name, field_order(k, true)),
-                    help);
+  return make_error(
+      "E051", tok,
+      fmt::format("unknown {} field '{}': {} takes, in order, {}", k.name, tok.text, k.name, field_order(k, true)),
+      help);
 }
 
 KnobError malformed_field(const KnobSpec& k, const FieldSpec& f, Piece tok) {
@@ -554,9 +559,7 @@ KnobError malformed_field(const KnobSpec& k, const FieldSpec& f, Piece tok) {
     help = fmt::format("end it with one of {}, e.g. {}", join(tails, ", "), f.example);
   }
   return make_error("E051", tok,
-                    fmt::format("{} {} '{}' is malformed: expected {}", k.name, f.name, tok.text,
-                                f.grammar),
-                    help);
+                    fmt::format("{} {} '{}' is malformed: expected {}", k.name, f.name, tok.text, f.grammar), help);
 }
 
 std::variant<FieldRead, KnobError> read_atom_field(const KnobSpec& k, const Token& t) {
@@ -570,10 +573,8 @@ std::variant<FieldRead, KnobError> read_atom_field(const KnobSpec& k, const Toke
   if (!m) {
     auto guess = closest(name.text, names);
     return make_error("E051", name,
-                      fmt::format("unknown {} atom '{}'; atoms are {}", k.name, name.text,
-                                  join(names, ", ")),
-                      guess ? fmt::format("did you mean '{}'?", *guess)
-                            : std::string("pick one of the atoms listed"));
+                      fmt::format("unknown {} atom '{}'; atoms are {}", k.name, name.text, join(names, ", ")),
+                      guess ? fmt::format("did you mean '{}'?", *guess) : std::string("pick one of the atoms listed"));
   }
   if (m->spec->pattern.find(kParam) != std::string_view::npos) {
     auto n = read_number(m->param, m->spec->n_range, k.name, m->spec->pattern);
@@ -610,31 +611,37 @@ std::variant<FieldRead, KnobError> read_pair_field(const KnobSpec& k, const Toke
   FieldRead r{.head = t.head, .n1 = std::get<int>(n1), .n2 = std::get<int>(n2)};
   if (f.max_product > 0 && r.n1 * r.n2 > f.max_product)
     return make_error("E054", t.piece,
-                      fmt::format("{} {} '{}' has {} {}; at most {}", k.name, f.name, t.piece.text,
-                                  r.n1 * r.n2, f.product_what, f.max_product),
-                      fmt::format("use at most {} {} (M x N), e.g. {}", f.max_product,
-                                  f.product_what, f.example));
+                      fmt::format("{} {} '{}' has {} {}; at most {}", k.name, f.name, t.piece.text, r.n1 * r.n2,
+                                  f.product_what, f.max_product),
+                      fmt::format("use at most {} {} (M x N), e.g. {}", f.max_product, f.product_what, f.example));
   return r;
 }
 
 std::variant<FieldRead, KnobError> read_field(const KnobSpec& k, const Token& t) {
   switch (t.spec->shape) {
-    case Shape::Word: return FieldRead{.head = t.head};
-    case Shape::Atom: return read_atom_field(k, t);
-    case Shape::Number: return read_number_field(k, t);
-    case Shape::Pair: return read_pair_field(k, t);
+    case Shape::Word:
+      return FieldRead{.head = t.head};
+    case Shape::Atom:
+      return read_atom_field(k, t);
+    case Shape::Number:
+      return read_number_field(k, t);
+    case Shape::Pair:
+      return read_pair_field(k, t);
   }
   return FieldRead{};
 }
 
 std::string format_field(const FieldSpec& f, const FieldRead& r) {
   switch (f.shape) {
-    case Shape::Word: return std::string(f.heads[r.head].text);
-    case Shape::Atom: return fmt::format("{}{}", f.heads[0].text, r.atom);
+    case Shape::Word:
+      return std::string(f.heads[r.head].text);
+    case Shape::Atom:
+      return fmt::format("{}{}", f.heads[0].text, r.atom);
     case Shape::Number:
       return fmt::format("{}{}{}", f.heads[r.head].text, r.n1,
                          f.tails.empty() ? std::string_view() : f.tails[r.tail].text);
-    case Shape::Pair: return fmt::format("{}{}x{}", f.heads[r.head].text, r.n1, r.n2);
+    case Shape::Pair:
+      return fmt::format("{}{}x{}", f.heads[r.head].text, r.n1, r.n2);
   }
   return {};
 }
@@ -642,8 +649,7 @@ std::string format_field(const FieldSpec& f, const FieldRead& r) {
 // An empty field: point at the '/' before it (after it, for a leading '/').
 KnobError empty_field(const KnobSpec& k, Piece value, Piece tok) {
   size_t at = tok.offset > value.offset ? tok.offset - 1 : tok.offset;
-  return KnobError{"E051", at, 1,
-                   fmt::format("empty {} field: '/' must stand between two fields", k.name),
+  return KnobError{"E051", at, 1, fmt::format("empty {} field: '/' must stand between two fields", k.name),
                    "remove the extra '/'"};
 }
 
@@ -668,8 +674,8 @@ std::optional<KnobError> check_order(const KnobSpec& k, const std::vector<Token>
     const Token*& first = seen.at(static_cast<size_t>(t.spec->slot));
     if (first)
       return make_error("E053", t.piece,
-                        fmt::format("{} field '{}' repeats '{}': each field appears at most once",
-                                    k.name, t.piece.text, first->piece.text),
+                        fmt::format("{} field '{}' repeats '{}': each field appears at most once", k.name, t.piece.text,
+                                    first->piece.text),
                         first->piece.text == t.piece.text
                             ? fmt::format("remove the second '{}'", t.piece.text)
                             : fmt::format("keep one of '{}' and '{}'", first->piece.text, t.piece.text));
@@ -680,8 +686,8 @@ std::optional<KnobError> check_order(const KnobSpec& k, const std::vector<Token>
       std::vector<std::string_view> texts;
       for (const Token& s : sorted) texts.push_back(s.piece.text);
       return make_error("E052", t.piece,
-                        fmt::format("{} field '{}' is out of order: {} fields go {}", k.name,
-                                    t.piece.text, k.name, field_order(k, false)),
+                        fmt::format("{} field '{}' is out of order: {} fields go {}", k.name, t.piece.text, k.name,
+                                    field_order(k, false)),
                         fmt::format("write {}={}", k.name, join(texts, "/")));
     }
     first = &t;
@@ -690,28 +696,24 @@ std::optional<KnobError> check_order(const KnobSpec& k, const std::vector<Token>
   return std::nullopt;
 }
 
-std::optional<KnobError> check_tiers(const KnobSpec& k, const std::vector<Token>& tokens,
-                                     unsigned tier) {
+std::optional<KnobError> check_tiers(const KnobSpec& k, const std::vector<Token>& tokens, unsigned tier) {
   for (const Token& t : tokens) {
     if (t.spec->tiers & tier) continue;
     const TierRule& rule = tier_rule(tier);
-    return make_error("E051", t.piece,
-                      fmt::format("{} field '{}' {}", k.name, t.piece.text, rule.rule),
+    return make_error("E051", t.piece, fmt::format("{} field '{}' {}", k.name, t.piece.text, rule.rule),
                       std::string(rule.help));
   }
   return std::nullopt;
 }
 
-std::optional<KnobError> check_required(const KnobSpec& k, Piece value,
-                                        const std::vector<Token>& tokens) {
+std::optional<KnobError> check_required(const KnobSpec& k, Piece value, const std::vector<Token>& tokens) {
   for (const FieldSpec& f : k.fields) {
-    bool present = std::any_of(tokens.begin(), tokens.end(),
-                               [&](const Token& t) { return t.spec->slot == f.slot; });
+    bool present = std::any_of(tokens.begin(), tokens.end(), [&](const Token& t) { return t.spec->slot == f.slot; });
     if (!f.required || present) continue;
-    return make_error("E051", value,
-                      fmt::format("{} value '{}' is missing its {}: {} takes {}", k.name,
-                                  value.text, f.name, k.name, k.grammar),
-                      fmt::format("add a {} ({}), e.g. {}={}", f.name, f.grammar, k.name, k.example));
+    return make_error(
+        "E051", value,
+        fmt::format("{} value '{}' is missing its {}: {} takes {}", k.name, value.text, f.name, k.name, k.grammar),
+        fmt::format("add a {} ({}), e.g. {}={}", f.name, f.grammar, k.name, k.example));
   }
   return std::nullopt;
 }
@@ -743,14 +745,12 @@ std::vector<Located> printed_fields(const KnobSetting& s) {
 }
 
 const Located* find_field(const std::vector<Located>& fields, std::string_view grammar) {
-  auto it = std::find_if(fields.begin(), fields.end(),
-                         [&](const Located& l) { return l.spec->grammar == grammar; });
+  auto it = std::find_if(fields.begin(), fields.end(), [&](const Located& l) { return l.spec->grammar == grammar; });
   return it == fields.end() ? nullptr : &*it;
 }
 
 KnobError legality_error(const Located* at, std::string message, std::string help) {
-  return KnobError{"E055", at ? at->offset : 0, at ? at->text.size() : 0, std::move(message),
-                   std::move(help)};
+  return KnobError{"E055", at ? at->offset : 0, at ? at->text.size() : 0, std::move(message), std::move(help)};
 }
 
 struct LegalityInput {
@@ -765,11 +765,10 @@ void rule_field_features(const LegalityInput& in, std::vector<KnobError>& errors
   for (const Located& l : in.fields) {
     Feature need = l.spec->needs;
     if (target_has(in.target, need)) continue;
-    errors.push_back(legality_error(
-        &l,
-        fmt::format("{} {} '{}' needs {}; target {} has no {}", in.knob.name, l.spec->name, l.text,
-                    feature_requirement(need), in.target.name, feature_name(need)),
-        fmt::format("drop '{}', or compile for {}", l.text, feature_requirement(need))));
+    errors.push_back(legality_error(&l,
+                                    fmt::format("{} {} '{}' needs {}; target {} has no {}", in.knob.name, l.spec->name,
+                                                l.text, feature_requirement(need), in.target.name, feature_name(need)),
+                                    fmt::format("drop '{}', or compile for {}", l.text, feature_requirement(need))));
   }
 }
 
@@ -792,11 +791,11 @@ void rule_word_features(const LegalityInput& in, std::vector<KnobError>& errors)
       l.spec->store(alt.value, FieldRead{.head = alternative});
       help = fmt::format("write {} for {}, or {}", print_knob(alt), in.target.name, help);
     }
-    errors.push_back(legality_error(
-        &l,
-        fmt::format("{} {} '{}' needs {}; target {} supports: {}", in.knob.name, l.spec->name,
-                    l.text, feature_requirement(need), in.target.name, join(supported, ", ")),
-        help));
+    errors.push_back(
+        legality_error(&l,
+                       fmt::format("{} {} '{}' needs {}; target {} supports: {}", in.knob.name, l.spec->name, l.text,
+                                   feature_requirement(need), in.target.name, join(supported, ", ")),
+                       help));
   }
 }
 
@@ -813,13 +812,12 @@ void rule_atom_target(const LegalityInput& in, std::vector<KnobError>& errors) {
     if (!alternative && a.dtype == atom->dtype) alternative = &a;
   }
   std::string help = fmt::format("compile for {}", feature_requirement(atom->needs));
-  if (alternative)
-    help = fmt::format("use a:{} for {}, or {}", alternative->pattern, in.target.name, help);
-  errors.push_back(legality_error(
-      at,
-      fmt::format("{} atom '{}' needs {}; target {} supports: {}", in.knob.name, at->read.atom,
-                  feature_requirement(atom->needs), in.target.name, join(supported, ", ")),
-      help));
+  if (alternative) help = fmt::format("use a:{} for {}, or {}", alternative->pattern, in.target.name, help);
+  errors.push_back(
+      legality_error(at,
+                     fmt::format("{} atom '{}' needs {}; target {} supports: {}", in.knob.name, at->read.atom,
+                                 feature_requirement(atom->needs), in.target.name, join(supported, ", ")),
+                     help));
 }
 
 // wgmma atoms run on whole warpgroups: the warp grid must hold a multiple of 4 warps.
@@ -828,12 +826,12 @@ void rule_atom_warpgroups(const LegalityInput& in, std::vector<KnobError>& error
   const Located* w = find_field(in.fields, "w<M>x<N>");
   const AtomSpec* atom = at ? atom_spec(at->read.atom) : nullptr;
   if (!atom || !w || (w->read.n1 * w->read.n2) % atom->warp_multiple == 0) return;
-  errors.push_back(legality_error(
-      w,
-      fmt::format("{} atom '{}' runs on whole warpgroups of {} warps; warp grid {} has {}",
-                  in.knob.name, at->read.atom, atom->warp_multiple, w->text, w->read.n1 * w->read.n2),
-      fmt::format("use a warp grid of {} warps or a multiple of it, e.g. w{}x1", atom->warp_multiple,
-                  atom->warp_multiple)));
+  errors.push_back(
+      legality_error(w,
+                     fmt::format("{} atom '{}' runs on whole warpgroups of {} warps; warp grid {} has {}", in.knob.name,
+                                 at->read.atom, atom->warp_multiple, w->text, w->read.n1 * w->read.n2),
+                     fmt::format("use a warp grid of {} warps or a multiple of it, e.g. w{}x1", atom->warp_multiple,
+                                 atom->warp_multiple)));
 }
 
 // The warp grid must fit in one block.
@@ -842,22 +840,22 @@ void rule_threads(const LegalityInput& in, std::vector<KnobError>& errors) {
   if (!w) return;
   int threads = w->read.n1 * w->read.n2 * 32;
   if (threads <= in.target.max_threads_per_block) return;
-  errors.push_back(legality_error(
-      w,
-      fmt::format("{} warp grid {} is {} threads; target {} allows at most {} threads per block",
-                  in.knob.name, w->text, threads, in.target.name, in.target.max_threads_per_block),
-      fmt::format("use at most {} warps, e.g. w4x1", in.target.max_threads_per_block / 32)));
+  errors.push_back(
+      legality_error(w,
+                     fmt::format("{} warp grid {} is {} threads; target {} allows at most {} threads per block",
+                                 in.knob.name, w->text, threads, in.target.name, in.target.max_threads_per_block),
+                     fmt::format("use at most {} warps, e.g. w4x1", in.target.max_threads_per_block / 32)));
 }
 
 // COOP's threads of a row run in one block: at most the target's threads per block.
 void rule_coop_threads(const LegalityInput& in, std::vector<KnobError>& errors) {
   const Located* t = find_field(in.fields, "t<N>");
   if (!t || t->read.n1 <= in.target.max_threads_per_block) return;
-  errors.push_back(legality_error(
-      t,
-      fmt::format("{} thread count {} is more than target {} allows in one block ({} threads)", in.knob.name,
-                  t->text, in.target.name, in.target.max_threads_per_block),
-      fmt::format("use at most t{}", in.target.max_threads_per_block)));
+  errors.push_back(
+      legality_error(t,
+                     fmt::format("{} thread count {} is more than target {} allows in one block ({} threads)",
+                                 in.knob.name, t->text, in.target.name, in.target.max_threads_per_block),
+                     fmt::format("use at most t{}", in.target.max_threads_per_block)));
 }
 
 using LegalityRule = void (*)(const LegalityInput&, std::vector<KnobError>&);
@@ -892,8 +890,7 @@ std::variant<Knob, KnobError> lookup_knob(std::string_view name) {
   auto guess = closest(name, knob_names());
   std::string help = guess ? fmt::format("did you mean {}?", *guess)
                            : std::string("use one of the knobs listed (docs/knobs.md describes each)");
-  return make_error("E050", {name, 0},
-                    fmt::format("unknown knob '{}'; knobs are {}", name, join(knob_names(), ", ")),
+  return make_error("E050", {name, 0}, fmt::format("unknown knob '{}'; knobs are {}", name, join(knob_names(), ", ")),
                     help);
 }
 
@@ -937,8 +934,7 @@ std::optional<AtomInfo> find_atom(std::string_view name) {
   return info;
 }
 
-std::variant<KnobSetting, KnobError> parse_knob_value(Knob knob, std::string_view site,
-                                                      std::string_view value) {
+std::variant<KnobSetting, KnobError> parse_knob_value(Knob knob, std::string_view site, std::string_view value) {
   Piece v = trim({value, 0});
   KnobSetting setting{knob, std::string(site), false, std::monostate{}};
   if (v.text.empty()) {
@@ -972,8 +968,8 @@ std::string print_knob_value(const KnobSetting& setting) {
 }
 
 std::string print_knob(const KnobSetting& setting) {
-  return fmt::format("{}{}{}={}", knob_name(setting.knob), setting.site.empty() ? "" : "@",
-                     setting.site, print_knob_value(setting));
+  return fmt::format("{}{}{}={}", knob_name(setting.knob), setting.site.empty() ? "" : "@", setting.site,
+                     print_knob_value(setting));
 }
 
 std::string print_knob_list(const std::vector<KnobSetting>& settings) {
@@ -1007,11 +1003,11 @@ struct EntryHead {
 std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
   size_t eq = e.text.find('=');
   if (eq == std::string_view::npos) {
-    std::string help = find_knob(e.text)
-                           ? fmt::format("write {}=<value> ({}), or {}= to turn it off", e.text,
-                                         knob_grammar(*find_knob(e.text)), e.text)
-                           : std::string("write KNOB=value, e.g. STAGE=d2/tma/ring; an empty value "
-                                         "(STAGE=) turns a knob off");
+    std::string help = find_knob(e.text) ? fmt::format("write {}=<value> ({}), or {}= to turn it off", e.text,
+                                                       knob_grammar(*find_knob(e.text)), e.text)
+                                         : std::string(
+                                               "write KNOB=value, e.g. STAGE=d2/tma/ring; an empty value "
+                                               "(STAGE=) turns a knob off");
     return make_error("E056", e, fmt::format("knob entry '{}' has no '='", e.text), help);
   }
   Piece lhs = trim(sub(e, 0, eq));
@@ -1023,8 +1019,7 @@ std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
                       fmt::format("knob entry '{}' has no knob name", e.text),
                       fmt::format("write KNOB=value with KNOB one of {}", join(knob_names(), ", ")));
   if (at != std::string_view::npos && site.text.empty())
-    return make_error("E056", sub(lhs, at, 1),
-                      fmt::format("knob entry '{}' has no site after '@'", e.text),
+    return make_error("E056", sub(lhs, at, 1), fmt::format("knob entry '{}' has no site after '@'", e.text),
                       fmt::format("name a statement or axis, e.g. {}@m=..., or drop the '@'", name.text));
   if (at != std::string_view::npos && !is_identifier(site.text))
     return make_error("E056", site,
@@ -1039,8 +1034,7 @@ std::variant<EntryHead, KnobError> parse_entry_head(Piece e) {
 
 // An empty entry: point at the ',' before it (after it, for a leading ',').
 KnobError empty_entry(Piece raw) {
-  if (!raw.text.empty())
-    return make_error("E056", raw, "empty knob entry", "remove the extra ','");
+  if (!raw.text.empty()) return make_error("E056", raw, "empty knob entry", "remove the extra ','");
   size_t at = raw.offset > 0 ? raw.offset - 1 : raw.offset;
   return KnobError{"E056", at, 1, "empty knob entry", "remove the extra ','"};
 }
@@ -1065,8 +1059,7 @@ KnobListResult parse_knob_list(std::string_view text, const TargetInfo* target) 
     const EntryHead& h = std::get<EntryHead>(head);
     std::pair<Knob, std::string_view> key{h.knob, h.site.text};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      std::string who = fmt::format("{}{}{}", knob_name(h.knob), h.site.text.empty() ? "" : "@",
-                                    h.site.text);
+      std::string who = fmt::format("{}{}{}", knob_name(h.knob), h.site.text.empty() ? "" : "@", h.site.text);
       out.errors.push_back(make_error("E056", e, fmt::format("{} is given twice", who),
                                       fmt::format("remove one of the two {} entries", who)));
       continue;

@@ -54,8 +54,8 @@ struct CoopValue {
 };
 
 // monostate: off (empty value); bool: PLACE (fuse = true) and FAST_EXP (1 = true).
-using KnobValue = std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue,
-                               CoopValue>;
+using KnobValue =
+    std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue, CoopValue>;
 
 struct KnobSetting {
   Knob knob;
@@ -98,8 +98,7 @@ std::optional<AtomInfo> find_atom(std::string_view name);
 // Parses one value (name and site already split). Surrounding blanks are ignored; errors
 // point into `value`. The codec accepts only canonical text, so the trimmed value is
 // exactly print_knob_value of the result.
-std::variant<KnobSetting, KnobError> parse_knob_value(Knob knob, std::string_view site,
-                                                      std::string_view value);
+std::variant<KnobSetting, KnobError> parse_knob_value(Knob knob, std::string_view site, std::string_view value);
 
 // Canonical text: "TILE@e=f64", "STAGE=d2/tma/ring", "REDUCE="; print(parse(x)) == x.
 std::string print_knob(const KnobSetting& setting);

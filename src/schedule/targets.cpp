@@ -10,10 +10,10 @@ constexpr int kKiB = 1024;
 
 constexpr TargetInfo kTargets[] = {
     // name     sm   arch   cp.async tma   wgmma  setmaxnreg smem/block  regs threads carrier tile
-    {"sm_80", 80, false, true, false, false, false, 163 * kKiB, 255, 1024, 64},   // A100
-    {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024, 64},    // H100, H200
-    {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 64},      // H100, H200
-    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 32},   // RTX 5090
+    {"sm_80", 80, false, true, false, false, false, 163 * kKiB, 255, 1024, 64},  // A100
+    {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024, 64},   // H100, H200
+    {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 64},     // H100, H200
+    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 32},  // RTX 5090
 };
 
 struct FeatureRow {
@@ -25,14 +25,11 @@ struct FeatureRow {
 
 constexpr FeatureRow kFeatures[] = {
     {Feature::None, "", "", [](const TargetInfo&) { return true; }},
-    {Feature::MmaSync, "mma.sync", "sm_80 or newer (mma.sync)",
-     [](const TargetInfo& t) { return t.sm >= 80; }},
-    {Feature::CpAsync, "cp.async", "sm_80 or newer (cp.async)",
-     [](const TargetInfo& t) { return t.cp_async; }},
+    {Feature::MmaSync, "mma.sync", "sm_80 or newer (mma.sync)", [](const TargetInfo& t) { return t.sm >= 80; }},
+    {Feature::CpAsync, "cp.async", "sm_80 or newer (cp.async)", [](const TargetInfo& t) { return t.cp_async; }},
     {Feature::Tma, "TMA", "sm_90 or newer (TMA)", [](const TargetInfo& t) { return t.tma; }},
     {Feature::Wgmma, "wgmma", "sm_90a (wgmma)", [](const TargetInfo& t) { return t.wgmma; }},
-    {Feature::Setmaxnreg, "setmaxnreg", "sm_90a (setmaxnreg)",
-     [](const TargetInfo& t) { return t.setmaxnreg; }},
+    {Feature::Setmaxnreg, "setmaxnreg", "sm_90a (setmaxnreg)", [](const TargetInfo& t) { return t.setmaxnreg; }},
 };
 
 const FeatureRow& feature_row(Feature feature) {
@@ -43,8 +40,7 @@ const FeatureRow& feature_row(Feature feature) {
 }  // namespace
 
 const TargetInfo* find_target(std::string_view name) {
-  auto it = std::find_if(std::begin(kTargets), std::end(kTargets),
-                         [&](const TargetInfo& t) { return t.name == name; });
+  auto it = std::find_if(std::begin(kTargets), std::end(kTargets), [&](const TargetInfo& t) { return t.name == name; });
   return it == std::end(kTargets) ? nullptr : &*it;
 }
 

@@ -7,13 +7,13 @@
 namespace emmy {
 
 struct TargetInfo {
-  std::string_view name;  // "sm_90a"
-  int sm;                 // compute capability * 10: 80, 90, 120
-  bool arch_specific;     // the 'a' of sm_90a: architecture-specific features enabled
-  bool cp_async;          // cp.async (sm_80+)
-  bool tma;               // bulk tensor copies + mbarrier (sm_90+)
-  bool wgmma;             // warpgroup MMA (sm_90a only)
-  bool setmaxnreg;        // per-warpgroup register rebalancing (sm_90a only)
+  std::string_view name;     // "sm_90a"
+  int sm;                    // compute capability * 10: 80, 90, 120
+  bool arch_specific;        // the 'a' of sm_90a: architecture-specific features enabled
+  bool cp_async;             // cp.async (sm_80+)
+  bool tma;                  // bulk tensor copies + mbarrier (sm_90+)
+  bool wgmma;                // warpgroup MMA (sm_90a only)
+  bool setmaxnreg;           // per-warpgroup register rebalancing (sm_90a only)
   int smem_per_block_bytes;  // opt-in dynamic shared memory per block
   int max_regs_per_thread;
   int max_threads_per_block;
@@ -27,7 +27,7 @@ struct TargetInfo {
 enum class Feature { None, MmaSync, CpAsync, Tma, Wgmma, Setmaxnreg };
 
 const TargetInfo* find_target(std::string_view name);  // nullptr if unknown
-std::vector<std::string_view> target_names();           // "sm_80", "sm_90", "sm_90a", "sm_120"
+std::vector<std::string_view> target_names();          // "sm_80", "sm_90", "sm_90a", "sm_120"
 // What an arch-specific target extends (sm_90a: sm_90): its schedule blocks apply where the
 // op has none for the arch-specific one. nullptr for the others.
 const TargetInfo* base_target(const TargetInfo& target);

@@ -73,7 +73,8 @@ void check_call_graph(const CheckedProgram& program, Diagnostics& diags) {
             .hint("ops are inlined into their callers, so an op cannot be recursive; write the computation out");
       } else if (state[callee] == 1) {
         const CheckedOp& other = program.ops.at(callee);
-        auto back = std::find_if(other.calls.begin(), other.calls.end(), [&](const auto& c) { return c.first == name; });
+        auto back =
+            std::find_if(other.calls.begin(), other.calls.end(), [&](const auto& c) { return c.first == name; });
         diags.error("E039", at, fmt::format("op {} calls {}, which calls back into it", name, callee))
             .note(back != other.calls.end() ? back->second : other.decl->name.range,
                   back != other.calls.end() ? fmt::format("{} calls {} here", callee, name)
@@ -141,9 +142,11 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
       auto [it, fresh] =
           labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->label ? s->label->range : s->op.range);
       if (!fresh) {
-        diags.error("E061", s->label ? s->label->range : s->op.range,
-                    label.empty() ? fmt::format("op {} already has an unnamed schedule for {}", s->op.name, s->target.name)
-                                  : fmt::format("op {} already has a schedule \"{}\" for {}", s->op.name, label, s->target.name))
+        diags
+            .error("E061", s->label ? s->label->range : s->op.range,
+                   label.empty()
+                       ? fmt::format("op {} already has an unnamed schedule for {}", s->op.name, s->target.name)
+                       : fmt::format("op {} already has a schedule \"{}\" for {}", s->op.name, label, s->target.name))
             .note(it->second, "the other one is here")
             .hint(label.empty() ? fmt::format("name one of them: schedule {} for {} as \"NAME\" {{ ... }}", s->op.name,
                                               s->target.name)

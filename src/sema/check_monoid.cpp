@@ -13,13 +13,16 @@ namespace {
 const std::set<std::string> kAssumptions = {"associative", "commutative"};
 
 class MonoidChecker : public ExprTyper {
-public:
-  MonoidChecker(const ast::MonoidDecl& m, Diagnostics& diags, CheckedMonoid& out, std::unordered_map<uint32_t, Type>& types)
+ public:
+  MonoidChecker(const ast::MonoidDecl& m, Diagnostics& diags, CheckedMonoid& out,
+                std::unordered_map<uint32_t, Type>& types)
       : ExprTyper(diags, types), m_(m), out_(out) {}
 
   void run(bool in_std_monoids) {
     if (find_builtin_reduction(m_.name.name) && !in_std_monoids)
-      diags_.error("E011", m_.name.range, fmt::format("'{}' is a built-in reduction and cannot be redefined", m_.name.name))
+      diags_
+          .error("E011", m_.name.range,
+                 fmt::format("'{}' is a built-in reduction and cannot be redefined", m_.name.name))
           .hint("give the monoid another name");
     check_fields(m_.fields, "field");
     check_identity();
@@ -37,7 +40,7 @@ public:
     }
   }
 
-private:
+ private:
   void check_fields(const std::vector<ast::Field>& fields, const char* what) {
     std::map<std::string, SourceRange> seen;
     for (const ast::Field& f : fields) {
@@ -46,10 +49,12 @@ private:
             .note(it->second, "first declared here")
             .hint("give each a distinct name");
       if (!parse_dtype(f.dtype.name))
-        diags_.error("E014", f.dtype.range, fmt::format("unknown dtype '{}'", f.dtype.name)).hint(dtype_hint(f.dtype.name));
+        diags_.error("E014", f.dtype.range, fmt::format("unknown dtype '{}'", f.dtype.name))
+            .hint(dtype_hint(f.dtype.name));
       if (f.vector_dim) {
         if (f.vector_dim->is_literal() && f.vector_dim->value <= 0)
-          diags_.error("E037", f.vector_dim->range, fmt::format("vector length {} must be positive", f.vector_dim->value))
+          diags_
+              .error("E037", f.vector_dim->range, fmt::format("vector length {} must be positive", f.vector_dim->value))
               .hint("use a length >= 1");
         if (!f.vector_dim->is_literal() &&
             std::find(out_.dims.begin(), out_.dims.end(), f.vector_dim->name) == out_.dims.end())
@@ -82,9 +87,11 @@ private:
       types.push_back(t);
     }
     if (parts.size() != m_.fields.size()) {
-      diags_.error("E041", e.range,
-                   fmt::format("{} has {} component{} but monoid {} has {} field{}", member, parts.size(),
-                               parts.size() == 1 ? "" : "s", m_.name.name, m_.fields.size(), m_.fields.size() == 1 ? "" : "s"))
+      diags_
+          .error("E041", e.range,
+                 fmt::format("{} has {} component{} but monoid {} has {} field{}", member, parts.size(),
+                             parts.size() == 1 ? "" : "s", m_.name.name, m_.fields.size(),
+                             m_.fields.size() == 1 ? "" : "s"))
           .hint(fmt::format("write one component per field: ({})", field_names()));
       return;
     }
@@ -94,11 +101,13 @@ private:
       Type want = field_type(m_.fields[i]);
       bool shape_ok = got.kind == Type::Kind::Scalar ||
                       (want.kind == Type::Kind::Vector && got.kind == Type::Kind::Vector && got.length == want.length);
-      bool kind_ok = got.is_bool() == (want.dtype == DType::Bool) && (got.kind == Type::Kind::Scalar || got.kind == Type::Kind::Vector);
+      bool kind_ok = got.is_bool() == (want.dtype == DType::Bool) &&
+                     (got.kind == Type::Kind::Scalar || got.kind == Type::Kind::Vector);
       if (!shape_ok || !kind_ok)
-        diags_.error("E030", parts[i]->range,
-                     fmt::format("component {} of {} is a {} but field '{}' is {}", i + 1, member, got.str(),
-                                 m_.fields[i].name.name, want.str()))
+        diags_
+            .error("E030", parts[i]->range,
+                   fmt::format("component {} of {} is a {} but field '{}' is {}", i + 1, member, got.str(),
+                               m_.fields[i].name.name, want.str()))
             .hint("a scalar fills a vector field; a vector must have the field's length");
     }
   }
@@ -135,7 +144,9 @@ private:
       return;
     }
     if (m_.combine_lhs.name == m_.combine_rhs.name)
-      diags_.error("E042", m_.combine_rhs.range, fmt::format("combine's parameters must differ, both are '{}'", m_.combine_lhs.name))
+      diags_
+          .error("E042", m_.combine_rhs.range,
+                 fmt::format("combine's parameters must differ, both are '{}'", m_.combine_lhs.name))
           .hint("write combine(a, b)");
     scope_ = Scope::Combine;
     for (const ast::LetStmt& let : m_.combine_lets) {
@@ -143,9 +154,10 @@ private:
       if (!t.is_error() && !require_value(let.value, t, "in a let")) t = Type::error();
       if (let.name.name == m_.combine_lhs.name || let.name.name == m_.combine_rhs.name || lets_.count(let.name.name)) {
         bool param = let.name.name == m_.combine_lhs.name || let.name.name == m_.combine_rhs.name;
-        diags_.error("E015", let.name.range,
-                     param ? fmt::format("'{}' is already a parameter of combine", let.name.name)
-                           : fmt::format("'{}' is already defined in combine", let.name.name))
+        diags_
+            .error("E015", let.name.range,
+                   param ? fmt::format("'{}' is already a parameter of combine", let.name.name)
+                         : fmt::format("'{}' is already defined in combine", let.name.name))
             .hint("use a new name");
         continue;
       }
@@ -202,7 +214,8 @@ private:
   }
 
   Type reduce(const ast::Expr& e) override {
-    diags_.error("E027", e.range, "a monoid cannot contain a reduction").hint("combine works on two carriers at a time");
+    diags_.error("E027", e.range, "a monoid cannot contain a reduction")
+        .hint("combine works on two carriers at a time");
     return Type::error();
   }
 

@@ -22,11 +22,13 @@ std::string sizes_str(const std::vector<Size>& s) {
 bool literal_elements_fit(const std::vector<Size>& shape) {
   int64_t n = 1;
   for (const Size& s : shape)
-    if (s.symbol.empty() && s.literal > 0 && (__builtin_mul_overflow(n, s.literal, &n) || n > kMaxElements)) return false;
+    if (s.symbol.empty() && s.literal > 0 && (__builtin_mul_overflow(n, s.literal, &n) || n > kMaxElements))
+      return false;
   return true;
 }
 
-const char* kElementsHint = "a tensor or a loop nest holds at most 2^60 elements (indices are 64-bit); use smaller dims";
+const char* kElementsHint =
+    "a tensor or a loop nest holds at most 2^60 elements (indices are 64-bit); use smaller dims";
 
 // The size of an index variable whose size an earlier error left unknown: it matches
 // every size, so one mistake is reported once and not again at every use.
@@ -68,7 +70,7 @@ struct TensorView {
 };
 
 class OpChecker : public ExprTyper {
-public:
+ public:
   OpChecker(const ast::OpDecl& op, const Globals& globals, const std::map<std::string, CheckedMonoid>& monoids,
             Diagnostics& diags, CheckedOp& out)
       : ExprTyper(diags, out.expr_types), op_(op), globals_(globals), monoids_(monoids), out_(out) {}
@@ -78,21 +80,23 @@ public:
     declare_params(op_.outputs, TensorInfo::Role::Output);
     for (const ast::Stmt& s : op_.body) {
       const ast::Ident& n = std::holds_alternative<ast::LetStmt>(s) ? std::get<ast::LetStmt>(s).name
-                                                                     : std::get<ast::AssignStmt>(s).target;
+                                                                    : std::get<ast::AssignStmt>(s).target;
       later_.try_emplace(n.name, n.range);
     }
     for (const ast::Stmt& s : op_.body) {
-      if (const auto* let = std::get_if<ast::LetStmt>(&s)) check_let(*let);
-      else check_assign(std::get<ast::AssignStmt>(s));
+      if (const auto* let = std::get_if<ast::LetStmt>(&s))
+        check_let(*let);
+      else
+        check_assign(std::get<ast::AssignStmt>(s));
     }
     for (const ast::Param& p : op_.outputs)
-      if (const TensorInfo* t = tensor(p.name.name);
-          t && t->role == TensorInfo::Role::Output && t->def.begin == p.name.range.begin && !defined_.count(p.name.name))
+      if (const TensorInfo* t = tensor(p.name.name); t && t->role == TensorInfo::Role::Output &&
+                                                     t->def.begin == p.name.range.begin && !defined_.count(p.name.name))
         diags_.error("E017", p.name.range, fmt::format("output '{}' is never defined", p.name.name))
             .hint(fmt::format("add a statement such as {} = ...;", lhs_example(p.name.name, p.dims.size())));
   }
 
-private:
+ private:
   // ---- declarations -------------------------------------------------------------------
   void declare_params(const std::vector<ast::Param>& params, TensorInfo::Role role) {
     for (const ast::Param& p : params) {
@@ -112,12 +116,14 @@ private:
       t.def = p.name.range;
       std::optional<DType> dt = parse_dtype(p.dtype.name);
       if (!dt)
-        diags_.error("E014", p.dtype.range, fmt::format("unknown dtype '{}'", p.dtype.name)).hint(dtype_hint(p.dtype.name));
+        diags_.error("E014", p.dtype.range, fmt::format("unknown dtype '{}'", p.dtype.name))
+            .hint(dtype_hint(p.dtype.name));
       t.elem = Type::scalar(dt.value_or(DType::F32));
       for (const ast::Dim& d : p.dims) t.shape.push_back(d.is_literal() ? Size{"", d.value} : Size{d.name, 0});
       if (!literal_elements_fit(t.shape))
-        diags_.error("E049", {p.dims.front().range.file, p.dims.front().range.begin, p.dims.back().range.end},
-                     fmt::format("'{}' of shape {} has more than 2^60 elements", t.name, sizes_str(t.shape)))
+        diags_
+            .error("E049", {p.dims.front().range.file, p.dims.front().range.begin, p.dims.back().range.end},
+                   fmt::format("'{}' of shape {} has more than 2^60 elements", t.name, sizes_str(t.shape)))
             .hint(kElementsHint);
       if (dims_.count(t.name))
         diags_.error("E019", p.name.range, fmt::format("'{}' is both a tensor and a dim", t.name))
@@ -188,7 +194,9 @@ private:
     bool is_output = existing && existing->role == TensorInfo::Role::Output;
     if (existing && existing->role == TensorInfo::Role::Input && duplicate_params_.count(name)) return;  // E013 said it
     if (existing && existing->role == TensorInfo::Role::Input) {
-      diags_.error("E016", a.target.range, fmt::format("'{}' is an input of {} and cannot be assigned", name, op_.name.name))
+      diags_
+          .error("E016", a.target.range,
+                 fmt::format("'{}' is an input of {} and cannot be assigned", name, op_.name.name))
           .note(existing->def, "declared here")
           .hint("define a new tensor instead");
       return;
@@ -217,8 +225,10 @@ private:
         sized = false;  // the left or right side's own error explains it
         shape.push_back(kUnknownSize);
       } else if (it == bindings_.end()) {
-        diags_.error("E024", lhs_ranges_[i],
-                     fmt::format("cannot infer the size of '{}': it does not index any tensor on the right", lhs_vars_[i]))
+        diags_
+            .error(
+                "E024", lhs_ranges_[i],
+                fmt::format("cannot infer the size of '{}': it does not index any tensor on the right", lhs_vars_[i]))
             .hint("use it as an index of an input tensor, or write the tensor as an output with a declared shape");
         sized = false;
         shape.push_back(kUnknownSize);
@@ -237,10 +247,12 @@ private:
     if (is_output) {
       defined_.insert(name);
       if (!value.is_error() && !storable(value, existing->elem.dtype)) {
-        diags_.error("E033", a.value.range,
-                     fmt::format("cannot store a {} into '{}' of dtype {}", value.str(), name, existing->elem.str()))
-            .hint(value.kind == Type::Kind::Record ? fields_hint(value)
-                                                   : fmt::format("convert explicitly, e.g. {}(...)", existing->elem.str()));
+        diags_
+            .error("E033", a.value.range,
+                   fmt::format("cannot store a {} into '{}' of dtype {}", value.str(), name, existing->elem.str()))
+            .hint(value.kind == Type::Kind::Record
+                      ? fields_hint(value)
+                      : fmt::format("convert explicitly, e.g. {}(...)", existing->elem.str()));
       }
       auto& out = out_.tensors[tensor_index_.at(name)];
       out.index_vars = lhs_vars_;
@@ -249,7 +261,9 @@ private:
     if (!sized) value = Type::error();
     if (lhs_rejected_) shape.assign(a.indices.size(), kUnknownSize);  // later uses index it as written
     if (sized && !literal_elements_fit(shape)) {
-      diags_.error("E049", a.target.range, fmt::format("'{}' of shape {} has more than 2^60 elements", name, sizes_str(shape)))
+      diags_
+          .error("E049", a.target.range,
+                 fmt::format("'{}' of shape {} has more than 2^60 elements", name, sizes_str(shape)))
           .hint(kElementsHint);
       value = Type::error();
     }
@@ -264,11 +278,13 @@ private:
                                  ? std::string("a scalar")
                                  : fmt::format("declared with {} dim{} {}", output->shape.size(),
                                                output->shape.size() == 1 ? "" : "s", sizes_str(output->shape));
-      diags_.error("E026", a.target.range,
-                   fmt::format("output '{}' is {} but defined with {} ind{}", a.target.name, declared, a.indices.size(),
-                               a.indices.size() == 1 ? "ex" : "ices"))
+      diags_
+          .error("E026", a.target.range,
+                 fmt::format("output '{}' is {} but defined with {} ind{}", a.target.name, declared, a.indices.size(),
+                             a.indices.size() == 1 ? "ex" : "ices"))
           .note(output->def, "declared here")
-          .hint(fmt::format("write one index variable per declared dim: {} = ...", lhs_example(a.target.name, output->shape.size())));
+          .hint(fmt::format("write one index variable per declared dim: {} = ...",
+                            lhs_example(a.target.name, output->shape.size())));
     }
     for (size_t i = 0; i < a.indices.size(); ++i) {
       const ast::Expr& ix = a.indices[i];
@@ -280,14 +296,17 @@ private:
         continue;
       }
       if (dims_.count(ix.text) || tensor(ix.text)) {
-        diags_.error("E019", ix.range, fmt::format("'{}' names a {}, not an index variable", ix.text,
-                                                   dims_.count(ix.text) ? "dim" : "tensor"))
+        diags_
+            .error(
+                "E019", ix.range,
+                fmt::format("'{}' names a {}, not an index variable", ix.text, dims_.count(ix.text) ? "dim" : "tensor"))
             .hint("use a lower-case index name, e.g. i");
         continue;
       }
       if (ix.text == a.target.name)  // reported, then used as the index variable it was meant to be
-        diags_.error("E019", ix.range,
-                     fmt::format("'{}' names both the tensor being defined and one of its index variables", ix.text))
+        diags_
+            .error("E019", ix.range,
+                   fmt::format("'{}' names both the tensor being defined and one of its index variables", ix.text))
             .hint(fmt::format("rename the tensor or the index, e.g. {}[k] = ...", a.target.name));
       if (std::find(lhs_vars_.begin(), lhs_vars_.end(), ix.text) != lhs_vars_.end()) {
         diags_.error("E025", ix.range, fmt::format("index variable '{}' appears twice on the left", ix.text))
@@ -304,8 +323,7 @@ private:
 
   void adopt_names(const ast::Expr& e) {
     if (e.kind == ast::ExprKind::Name && !dims_.count(e.text) && !tensor(e.text) &&
-        std::find(lhs_vars_.begin(), lhs_vars_.end(), e.text) == lhs_vars_.end())
-    {
+        std::find(lhs_vars_.begin(), lhs_vars_.end(), e.text) == lhs_vars_.end()) {
       lhs_vars_.push_back(e.text);
       lhs_ranges_.push_back(e.range);
     }
@@ -327,9 +345,10 @@ private:
       it->second = Binding{size, at, std::move(origin)};
       return;
     }
-    diags_.error("E023", at,
-                 fmt::format("index '{}' has size {} here ({}) but {} elsewhere", var, size.str(), origin,
-                             it->second.size.str()))
+    diags_
+        .error("E023", at,
+               fmt::format("index '{}' has size {} here ({}) but {} elsewhere", var, size.str(), origin,
+                           it->second.size.str()))
         .note(it->second.at, fmt::format("size {} comes from {}", it->second.size.str(), it->second.origin))
         .hint("use a different index variable for each size");
   }
@@ -354,8 +373,7 @@ private:
     }
     if (index_depth_ > 0) {
       if (!free_reported_.insert(n).second) return Type::error();  // once per statement
-      diags_.error("E021", e.range,
-                   fmt::format("index variable '{}' is neither on the left side nor reduced", n))
+      diags_.error("E021", e.range, fmt::format("index variable '{}' is neither on the left side nor reduced", n))
           .hint(fmt::format("add '{}' to the left side, or reduce over it: sum({}: ...)", n, n));
       return Type::error();
     }
@@ -364,7 +382,8 @@ private:
     for (const auto& [k, _] : dims_) names.push_back(k);
     std::string guess = closest_name(n, names);
     diags_.error("E012", e.range, fmt::format("unknown name '{}'", n))
-        .hint(guess.empty() ? "define it with let, or declare it as a parameter" : fmt::format("did you mean '{}'?", guess));
+        .hint(guess.empty() ? "define it with let, or declare it as a parameter"
+                            : fmt::format("did you mean '{}'?", guess));
     return Type::error();
   }
 
@@ -390,9 +409,10 @@ private:
     for (size_t k = 0; k < t.index_vars.size(); ++k) {
       const std::string& v = t.index_vars[k];
       if (!is_index_var(v)) {
-        diags_.error("E045", e.range,
-                     fmt::format("bare '{}' stands for {}[{}], but '{}' is not an index variable here", t.name, t.name,
-                                 fmt::join(t.index_vars, ", "), v))
+        diags_
+            .error("E045", e.range,
+                   fmt::format("bare '{}' stands for {}[{}], but '{}' is not an index variable here", t.name, t.name,
+                               fmt::join(t.index_vars, ", "), v))
             .hint(fmt::format("index it explicitly: {}[...]", t.name));
         return Type::error();
       }
@@ -427,12 +447,12 @@ private:
         return view->elem;
       }
       if (view->shape.size() != n) {
-        diags_.error("E020", e.range,
-                     view->shape.empty()
-                         ? fmt::format("'{}' is a scalar and takes no indices", view->name)
-                         : fmt::format("'{}' has {} dim{} {} but {} ind{} given", view->name, view->shape.size(),
-                                       view->shape.size() == 1 ? "" : "s", sizes_str(view->shape), n,
-                                       n == 1 ? "ex is" : "ices are"))
+        diags_
+            .error("E020", e.range,
+                   view->shape.empty() ? fmt::format("'{}' is a scalar and takes no indices", view->name)
+                                       : fmt::format("'{}' has {} dim{} {} but {} ind{} given", view->name,
+                                                     view->shape.size(), view->shape.size() == 1 ? "" : "s",
+                                                     sizes_str(view->shape), n, n == 1 ? "ex is" : "ices are"))
             .hint(view->shape.empty() ? fmt::format("write {} without brackets", view->name)
                                       : std::string("give one index per dim"));
         for (size_t i = 1; i < e.args.size(); ++i) check_index_expr(e.args[i]);
@@ -476,7 +496,8 @@ private:
     }
     if (bt.kind != Type::Kind::Vector) {
       diags_.error("E020", e.range, fmt::format("a {} cannot be indexed", bt.str()))
-          .hint(base.kind == ast::ExprKind::Name ? "only tensors and vector fields take indices" : "remove the indices");
+          .hint(base.kind == ast::ExprKind::Name ? "only tensors and vector fields take indices"
+                                                 : "remove the indices");
       return Type::error();
     }
     if (n != 1) {
@@ -500,10 +521,13 @@ private:
     int64_t v = negated ? -ix.args[0].int_value : ix.int_value;
     if (v < 0) {
       diags_.error("E046", ix.range, fmt::format("index {} is negative", v))
-          .hint(dim.symbol.empty() ? fmt::format("indices of this dim run from 0 to {}", dim.literal - 1)
-                                   : fmt::format("indices run from 0 to {} - 1; write {} - 1 for the last", dim.str(), dim.str()));
+          .hint(dim.symbol.empty()
+                    ? fmt::format("indices of this dim run from 0 to {}", dim.literal - 1)
+                    : fmt::format("indices run from 0 to {} - 1; write {} - 1 for the last", dim.str(), dim.str()));
     } else if (dim.symbol.empty() && dim.literal > 0 && v >= dim.literal) {
-      diags_.error("E046", ix.range, fmt::format("index {} is out of range: {} has size {} here", v, tensor_name, dim.literal))
+      diags_
+          .error("E046", ix.range,
+                 fmt::format("index {} is out of range: {} has size {} here", v, tensor_name, dim.literal))
           .hint(fmt::format("indices of this dim run from 0 to {}", dim.literal - 1));
     }
   }
@@ -526,9 +550,10 @@ private:
     out_.calls.emplace_back(callee.name.name, call.callee_range);
     types_[call.id] = Type::error();
     if (call.args.size() != callee.params.size()) {
-      diags_.error("E032", call.range,
-                   fmt::format("op {} takes {} argument{}, got {}", callee.name.name, callee.params.size(),
-                               callee.params.size() == 1 ? "" : "s", call.args.size()))
+      diags_
+          .error("E032", call.range,
+                 fmt::format("op {} takes {} argument{}, got {}", callee.name.name, callee.params.size(),
+                             callee.params.size() == 1 ? "" : "s", call.args.size()))
           .hint(fmt::format("pass one tensor per parameter: {}({})", callee.name.name, param_names(callee.params)));
       return TensorView{callee.name.name, Type::error(), {}};
     }
@@ -539,7 +564,9 @@ private:
       const ast::Param& p = callee.params[i];
       const TensorInfo* t = arg.kind == ast::ExprKind::Name ? tensor(arg.text) : nullptr;
       if (!t) {
-        diags_.error("E030", arg.range, fmt::format("argument {} of op {} must be a tensor name", i + 1, callee.name.name))
+        diags_
+            .error("E030", arg.range,
+                   fmt::format("argument {} of op {} must be a tensor name", i + 1, callee.name.name))
             .hint("compute the argument in its own statement first");
         ok = false;
         continue;
@@ -550,10 +577,12 @@ private:
         continue;
       }
       std::optional<DType> want = parse_dtype(p.dtype.name);
-      if (t->elem.kind != Type::Kind::Scalar || (want && !storable(t->elem, *want)) || t->shape.size() != p.dims.size()) {
-        diags_.error("E030", arg.range,
-                     fmt::format("op {} expects {}: {} but '{}' is {}{}", callee.name.name, p.name.name,
-                                 declared_type(p), t->name, t->elem.str(), t->shape.empty() ? "" : sizes_str(t->shape)))
+      if (t->elem.kind != Type::Kind::Scalar || (want && !storable(t->elem, *want)) ||
+          t->shape.size() != p.dims.size()) {
+        diags_
+            .error("E030", arg.range,
+                   fmt::format("op {} expects {}: {} but '{}' is {}{}", callee.name.name, p.name.name, declared_type(p),
+                               t->name, t->elem.str(), t->shape.empty() ? "" : sizes_str(t->shape)))
             .note(p.name.range, fmt::format("parameter {} of {} is declared here", p.name.name, callee.name.name))
             .hint(t->shape.size() == p.dims.size()
                       ? fmt::format("convert it in a statement of its own, e.g. {} = {}({}), and pass {}_{}",
@@ -572,9 +601,10 @@ private:
           want_size = it->second;
         }
         if (!(want_size == t->shape[k])) {
-          diags_.error("E023", arg.range,
-                       fmt::format("dim {} of '{}' is {} but op {} needs {}", k, t->name, t->shape[k].str(),
-                                   callee.name.name, want_size.str()))
+          diags_
+              .error("E023", arg.range,
+                     fmt::format("dim {} of '{}' is {} but op {} needs {}", k, t->name, t->shape[k].str(),
+                                 callee.name.name, want_size.str()))
               .hint("arguments must agree on every shared dim");
           ok = false;
         }
@@ -585,12 +615,15 @@ private:
       for (const ast::Param& o : callee.outputs)
         if (o.name.name == field->text) out = &o;
       if (!out) {
-        diags_.error("E036", field->callee_range, fmt::format("op {} has no output '{}'", callee.name.name, field->text))
+        diags_
+            .error("E036", field->callee_range, fmt::format("op {} has no output '{}'", callee.name.name, field->text))
             .hint(fmt::format("its outputs are {}", param_names(callee.outputs)));
         return TensorView{callee.name.name, Type::error(), {}};
       }
     } else if (callee.outputs.size() != 1) {
-      diags_.error("E036", call.range, fmt::format("op {} has {} outputs; pick one", callee.name.name, callee.outputs.size()))
+      diags_
+          .error("E036", call.range,
+                 fmt::format("op {} has {} outputs; pick one", callee.name.name, callee.outputs.size()))
           .hint(fmt::format("write {}(...).{}[...]", callee.name.name,
                             callee.outputs.empty() ? "out" : callee.outputs[0].name.name));
       return TensorView{callee.name.name, Type::error(), {}};
@@ -605,8 +638,9 @@ private:
         view.shape.push_back(it->second);
       } else {
         if (ok)  // else a bad argument left the dim unknown, and was reported
-          diags_.error("E024", call.range,
-                       fmt::format("output dim {} of op {} is not fixed by its arguments", d.name, callee.name.name))
+          diags_
+              .error("E024", call.range,
+                     fmt::format("output dim {} of op {} is not fixed by its arguments", d.name, callee.name.name))
               .note(d.range, fmt::format("{} appears in no input of {}", d.name, callee.name.name))
               .hint("outputs of a called op must take their dims from its inputs");
         view.shape.push_back(kUnknownSize);
@@ -670,8 +704,10 @@ private:
             .hint("reduce each index once");
         axes_ok = false;
       } else if (dims_.count(ax.name) || tensor(ax.name)) {
-        diags_.error("E019", ax.range, fmt::format("'{}' names a {}, not an index variable", ax.name,
-                                                   dims_.count(ax.name) ? "dim" : "tensor"))
+        diags_
+            .error(
+                "E019", ax.range,
+                fmt::format("'{}' names a {}, not an index variable", ax.name, dims_.count(ax.name) ? "dim" : "tensor"))
             .hint("reduce over a lower-case index variable, e.g. sum(j: x[i, j])");
         axes_ok = false;
       }
@@ -700,9 +736,10 @@ private:
       if (it == bindings_.end()) {
         bool used = uses(e, ax.name);
         if (diags_.error_count() == errors_before)  // otherwise the body's own error explains it
-          diags_.error(used ? "E024" : "E028", ax.range,
-                       used ? fmt::format("cannot infer the size of reduction axis '{}': it indexes no tensor", ax.name)
-                            : fmt::format("reduction axis '{}' is not used in the reduced expression", ax.name))
+          diags_
+              .error(used ? "E024" : "E028", ax.range,
+                     used ? fmt::format("cannot infer the size of reduction axis '{}': it indexes no tensor", ax.name)
+                          : fmt::format("reduction axis '{}' is not used in the reduced expression", ax.name))
               .hint(used ? fmt::format("index a tensor with '{}' inside the reduction", ax.name)
                          : fmt::format("remove '{}' from the axes, or index a tensor with it", ax.name));
         result = Type::error();
@@ -714,9 +751,10 @@ private:
     }
     scopes_.pop_back();
     if (!result.is_error() && !literal_elements_fit(info.axis_sizes)) {
-      diags_.error("E049", e.callee_range,
-                   fmt::format("this reduction over {} runs more than 2^60 steps ({})", fmt::join(info.axes, ", "),
-                               sizes_str(info.axis_sizes)))
+      diags_
+          .error("E049", e.callee_range,
+                 fmt::format("this reduction over {} runs more than 2^60 steps ({})", fmt::join(info.axes, ", "),
+                             sizes_str(info.axis_sizes)))
           .hint(kElementsHint);
       result = Type::error();
     }
@@ -776,10 +814,11 @@ private:
     const std::vector<ast::Field>& params = decl.lift_params ? *decl.lift_params : decl.fields;
     if (e.args.size() != params.size()) {
       for (const ast::Expr& a : e.args) check(a);
-      diags_.error("E044", e.range,
-                   fmt::format("monoid {} takes {} argument{} ({}), got {}", decl.name.name, params.size(),
-                               params.size() == 1 ? "" : "s", decl.lift_params ? "its lift parameters" : "its fields",
-                               e.args.size()))
+      diags_
+          .error("E044", e.range,
+                 fmt::format("monoid {} takes {} argument{} ({}), got {}", decl.name.name, params.size(),
+                             params.size() == 1 ? "" : "s", decl.lift_params ? "its lift parameters" : "its fields",
+                             e.args.size()))
           .hint("pass one expression per lift parameter");
       return Type::error();
     }
@@ -799,11 +838,12 @@ private:
       }
       std::optional<DType> want = parse_dtype(p.dtype.name);
       bool want_vector = p.vector_dim.has_value();
-      if ((t.kind == Type::Kind::Vector) != want_vector || t.kind == Type::Kind::Record || t.kind == Type::Kind::Tuple ||
-          (want && (*want == DType::Bool) != (t.dtype == DType::Bool))) {
-        diags_.error("E030", e.args[i].range,
-                     fmt::format("argument {} of {} must be {}: {}{}, not {}", i + 1, decl.name.name, p.name.name,
-                                 p.dtype.name, want_vector ? "[" + p.vector_dim->name + "]" : "", t.str()))
+      if ((t.kind == Type::Kind::Vector) != want_vector || t.kind == Type::Kind::Record ||
+          t.kind == Type::Kind::Tuple || (want && (*want == DType::Bool) != (t.dtype == DType::Bool))) {
+        diags_
+            .error("E030", e.args[i].range,
+                   fmt::format("argument {} of {} must be {}: {}{}, not {}", i + 1, decl.name.name, p.name.name,
+                               p.dtype.name, want_vector ? "[" + p.vector_dim->name + "]" : "", t.str()))
             .hint(want_vector ? "pass a vector slice such as v[b, h, j, :]" : "pass a scalar expression");
         ok = false;
         continue;
@@ -812,8 +852,9 @@ private:
         const ast::Dim& d = *p.vector_dim;
         if (d.is_literal()) {
           if (!(t.length == Size{"", d.value})) {
-            diags_.error("E023", e.args[i].range,
-                         fmt::format("{} needs a vector of length {}, got {}", decl.name.name, d.value, t.length.str()))
+            diags_
+                .error("E023", e.args[i].range,
+                       fmt::format("{} needs a vector of length {}, got {}", decl.name.name, d.value, t.length.str()))
                 .hint("slice a dim of that size");
             ok = false;
           }
@@ -835,9 +876,9 @@ private:
   std::map<std::string, SourceRange> later_;  // every statement's name, for "used before defined"
   std::vector<std::string> lhs_vars_;
   std::vector<SourceRange> lhs_ranges_;
-  bool lhs_rejected_ = false;                 // an index on the left was reported (E029)
-  std::set<std::string> free_reported_;       // E021 names of this statement
-  std::set<std::string> duplicate_params_;    // parameters declared twice (E013)
+  bool lhs_rejected_ = false;               // an index on the left was reported (E029)
+  std::set<std::string> free_reported_;     // E021 names of this statement
+  std::set<std::string> duplicate_params_;  // parameters declared twice (E013)
   std::vector<std::set<std::string>> scopes_;
   std::map<std::string, Binding> bindings_;
   int index_depth_ = 0;

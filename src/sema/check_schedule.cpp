@@ -53,9 +53,11 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
     for (auto n : target_names()) names.push_back(std::string(n));
     std::string guess = closest_name(s.target.name, names);
     diags.error("E059", s.target.range, fmt::format("unknown target '{}'", s.target.name))
-        .hint(guess.empty() ? fmt::format("targets are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
+        .hint(guess.empty() ? fmt::format("targets are: {}", fmt::join(names, ", "))
+                            : fmt::format("did you mean '{}'?", guess));
   }
-  std::vector<std::string> sites = op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);
+  std::vector<std::string> sites =
+      op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);
   std::map<std::pair<std::string, std::string>, SourceRange> seen;
   for (const ast::KnobEntry& k : s.entries) {
     std::variant<Knob, KnobError> looked_up = lookup_knob(k.knob.name);
@@ -66,7 +68,9 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
     Knob knob = std::get<Knob>(looked_up);
     std::string site = k.site ? k.site->name : "";
     if (auto [it, fresh] = seen.emplace(std::make_pair(k.knob.name, site), k.range); !fresh) {
-      diags.error("E057", k.range, fmt::format("{}{} is set twice in this schedule", k.knob.name, site.empty() ? "" : "@" + site))
+      diags
+          .error("E057", k.range,
+                 fmt::format("{}{} is set twice in this schedule", k.knob.name, site.empty() ? "" : "@" + site))
           .note(it->second, "first set here")
           .hint("keep one of them");
       continue;

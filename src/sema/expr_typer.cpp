@@ -11,22 +11,44 @@ Type ExprTyper::check(const ast::Expr& e) {
   using K = ast::ExprKind;
   Type t;
   switch (e.kind) {
-    case K::Int: t = Type::scalar(DType::I64, true); break;
+    case K::Int:
+      t = Type::scalar(DType::I64, true);
+      break;
     case K::Float:
-    case K::Inf: t = Type::scalar(DType::F32, true); break;
-    case K::Bool: t = Type::scalar(DType::Bool); break;
-    case K::Name: t = name(e); break;
-    case K::Index: t = index(e); break;
-    case K::Field: t = field(e); break;
+    case K::Inf:
+      t = Type::scalar(DType::F32, true);
+      break;
+    case K::Bool:
+      t = Type::scalar(DType::Bool);
+      break;
+    case K::Name:
+      t = name(e);
+      break;
+    case K::Index:
+      t = index(e);
+      break;
+    case K::Field:
+      t = field(e);
+      break;
     case K::Slice:
       diags_.error("E035", e.range, "a slice ':' may only stand for a vector argument of a monoid reduction")
           .hint("index every dim, or pass the slice to a monoid whose lift takes a vector (v: f32[E])");
       break;
-    case K::Unary: t = unary(e); break;
-    case K::Binary: t = binary(e); break;
-    case K::Call: t = call(e); break;
-    case K::Reduce: t = reduce(e); break;
-    case K::Tuple: t = tuple(e); break;
+    case K::Unary:
+      t = unary(e);
+      break;
+    case K::Binary:
+      t = binary(e);
+      break;
+    case K::Call:
+      t = call(e);
+      break;
+    case K::Reduce:
+      t = reduce(e);
+      break;
+    case K::Tuple:
+      t = tuple(e);
+      break;
   }
   if (t.is_scalar() && is_int(t.dtype)) fold_int(e);
   types_[e.id] = t;
@@ -50,14 +72,18 @@ void ExprTyper::fold_int(const ast::Expr& e) {
     overflow = __builtin_sub_overflow(int64_t{0}, *a, &v);
   } else if (e.kind == ast::ExprKind::Binary && a && b) {
     if ((e.text == "/" || e.text == "%") && *b == 0) {
-      diags_.error("E063", e.range, fmt::format("integer {} by zero: {} {} 0", e.text == "/" ? "division" : "remainder",
-                                                *a, e.text))
+      diags_
+          .error("E063", e.range,
+                 fmt::format("integer {} by zero: {} {} 0", e.text == "/" ? "division" : "remainder", *a, e.text))
           .hint("divide by a nonzero constant");
       return;
     }
-    if (e.text == "+") overflow = __builtin_add_overflow(*a, *b, &v);
-    else if (e.text == "-") overflow = __builtin_sub_overflow(*a, *b, &v);
-    else if (e.text == "*") overflow = __builtin_mul_overflow(*a, *b, &v);
+    if (e.text == "+")
+      overflow = __builtin_add_overflow(*a, *b, &v);
+    else if (e.text == "-")
+      overflow = __builtin_sub_overflow(*a, *b, &v);
+    else if (e.text == "*")
+      overflow = __builtin_mul_overflow(*a, *b, &v);
     else if (e.text == "/" || e.text == "%") {
       overflow = *a == INT64_MIN && *b == -1;
       if (!overflow) v = e.text == "/" ? *a / *b : *a % *b;
@@ -68,9 +94,11 @@ void ExprTyper::fold_int(const ast::Expr& e) {
     return;
   }
   if (overflow) {
-    diags_.error("E063", e.range, fmt::format("integer constant arithmetic overflows i64: {}", 
-                                              e.kind == ast::ExprKind::Unary ? fmt::format("-({})", *a)
-                                                                             : fmt::format("{} {} {}", *a, e.text, *b)))
+    diags_
+        .error("E063", e.range,
+               fmt::format(
+                   "integer constant arithmetic overflows i64: {}",
+                   e.kind == ast::ExprKind::Unary ? fmt::format("-({})", *a) : fmt::format("{} {} {}", *a, e.text, *b)))
         .hint("integers are 64-bit (at most 9223372036854775807); write a float literal (9.2e18) for a larger value");
     return;
   }
@@ -114,7 +142,9 @@ Type ExprTyper::field(const ast::Expr& e) {
   if (base.is_error()) return base;
   const CheckedMonoid* m = monoid_of(base);
   if (!m) {
-    diags_.error("E036", e.callee_range, fmt::format("no field '{}': the value is a {}, which has no fields", e.text, base.str()))
+    diags_
+        .error("E036", e.callee_range,
+               fmt::format("no field '{}': the value is a {}, which has no fields", e.text, base.str()))
         .hint("fields exist on monoid carriers, e.g. r.o where r = softmax_pv(j: ...)");
     return Type::error();
   }
@@ -170,8 +200,8 @@ Type ExprTyper::binary(const ast::Expr& e) {
     return a;
   }
   if (a.kind == Type::Kind::Vector && b.kind == Type::Kind::Vector && !(a.length == b.length)) {
-    diags_.error("E023", e.range,
-                 fmt::format("vectors of different lengths: {} and {}", a.length.str(), b.length.str()))
+    diags_
+        .error("E023", e.range, fmt::format("vectors of different lengths: {} and {}", a.length.str(), b.length.str()))
         .hint("both operands must have the same length");
     return Type::error();
   }
@@ -209,7 +239,8 @@ Type ExprTyper::call_other(const ast::Expr& e) {
   for (const BuiltinFn& f : builtin_fns()) names.push_back(std::string(f.name));
   std::string guess = closest_name(e.text, names);
   diags_.error("E027", e.callee_range, fmt::format("unknown function '{}'", e.text))
-      .hint(guess.empty() ? fmt::format("the functions are {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess));
+      .hint(guess.empty() ? fmt::format("the functions are {}", fmt::join(names, ", "))
+                          : fmt::format("did you mean '{}'?", guess));
   return Type::error();
 }
 
@@ -223,12 +254,16 @@ Type ExprTyper::call(const ast::Expr& e) {
     ok = require_value(a, args.back(), fmt::format("as an argument of {}", e.text).c_str()) && ok;
   }
   if (static_cast<int>(e.args.size()) != fn->arity) {
-    diags_.error("E032", e.range,
-                 fmt::format("{} takes {} argument{}, got {}", e.text, fn->arity, fn->arity == 1 ? "" : "s",
-                             e.args.size()))
+    diags_
+        .error(
+            "E032", e.range,
+            fmt::format("{} takes {} argument{}, got {}", e.text, fn->arity, fn->arity == 1 ? "" : "s", e.args.size()))
         .hint(e.text == "max" || e.text == "min"
                   ? fmt::format("write {}(a, b), or {}(j: x[j]) to reduce over an axis", e.text, e.text)
-                  : fmt::format("write {}({})", e.text, fn->arity == 1 ? "x" : fn->arity == 2 ? "a, b" : "cond, a, b"));
+                  : fmt::format("write {}({})", e.text,
+                                fn->arity == 1   ? "x"
+                                : fn->arity == 2 ? "a, b"
+                                                 : "cond, a, b"));
     return Type::error();
   }
   if (!ok) return Type::error();

@@ -8,18 +8,18 @@
 namespace emmy::sema {
 
 class ExprTyper {
-public:
+ public:
   ExprTyper(Diagnostics& diags, std::unordered_map<uint32_t, Type>& types) : diags_(diags), types_(types) {}
   virtual ~ExprTyper() = default;
 
   // Types `e` and records the type under e.id.
   Type check(const ast::Expr& e);
 
-protected:
+ protected:
   virtual Type name(const ast::Expr& e) = 0;
   virtual Type index(const ast::Expr& e) = 0;
   virtual Type reduce(const ast::Expr& e) = 0;
-  virtual Type call_other(const ast::Expr& e);     // a call that is not a built-in function
+  virtual Type call_other(const ast::Expr& e);  // a call that is not a built-in function
   virtual Type tuple(const ast::Expr& e);
   virtual const CheckedMonoid* monoid_of(const Type&) const { return nullptr; }
   virtual Size resolve_dim(const Type& record, const ast::Dim& d) const;
@@ -35,7 +35,7 @@ protected:
   Diagnostics& diags_;
   std::unordered_map<uint32_t, Type>& types_;
 
-private:
+ private:
   // Integer literal arithmetic (`2 * 3`, `-(1 << 62)` written out): its value, by expr id, so an
   // operation on two constants that overflows i64 (or divides by zero) is reported here, not
   // emitted as undefined CUDA.

@@ -65,8 +65,8 @@ void report_missing(const ast::ImportDecl& imp, const std::vector<std::string>& 
     if (mods.empty())
       hint = "no standard library was found; set EMMY_STDLIB to the stdlib directory";
     else
-      hint = fmt::format("{}the standard modules are {}", guess.empty() ? "" : fmt::format("did you mean '{}'? ", guess),
-                         fmt::join(mods, ", "));
+      hint = fmt::format("{}the standard modules are {}",
+                         guess.empty() ? "" : fmt::format("did you mean '{}'? ", guess), fmt::join(mods, ", "));
   } else {
     hint = fmt::format("looked for {}: a module other than std.X is a file beside the importing one", paths.at(0));
   }
@@ -82,7 +82,7 @@ std::string lower_first(std::string s) {
 struct Found {
   uint32_t id = 0;
   std::optional<FileId> file;
-  std::string path, why;  // the candidate that exists but cannot be read, and why
+  std::string path, why;                // the candidate that exists but cannot be read, and why
   const ast::Module* parsed = nullptr;  // SemaOptions::parsed had it
 };
 
@@ -137,10 +137,12 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
       Found found = find_module(sources, paths, loaded, options.parsed);
       if (found.file && !found.id) continue;  // the same file again
       if (!found.id) {
-        if (found.why.empty()) report_missing(*imp, paths, options, diags);
+        if (found.why.empty())
+          report_missing(*imp, paths, options, diags);
         else
-          diags.error("E010", {imp->range.file, imp->path.front().range.begin, imp->path.back().range.end},
-                      fmt::format("cannot read module '{}' ({}): {}", imp->dotted(), found.path, found.why))
+          diags
+              .error("E010", {imp->range.file, imp->path.front().range.begin, imp->path.back().range.end},
+                     fmt::format("cannot read module '{}' ({}): {}", imp->dotted(), found.path, found.why))
               .hint("an import names a readable .emmy file; fix or remove the file, or the import");
         continue;
       }

@@ -14,7 +14,7 @@ namespace emmy::sema {
 struct Globals {
   std::map<std::string, const ast::OpDecl*> ops;
   std::map<std::string, const ast::MonoidDecl*> monoids;
-  std::map<std::string, size_t> op_module;            // the module of each op in force
+  std::map<std::string, size_t> op_module;             // the module of each op in force
   std::set<std::string> clashed_ops, clashed_monoids;  // names defined twice (E011 said so)
 };
 

@@ -14,28 +14,32 @@ std::string shape_str(const std::vector<Size>& shape) {
 }
 
 class CheckedAnnotator : public AstAnnotator {
-public:
+ public:
   // Expression ids are unique within a module: index that module's reductions.
   CheckedAnnotator(const CheckedProgram& p, size_t module) : p_(p) {
     for (const auto& [_, op] : p.ops)
       for (const ReductionInfo& r : op.reductions)
-        if (op.decl_module == module && op.expr_types.count(r.expr_id)) reductions_[r.expr_id] = {&r, &op.expr_types.at(r.expr_id)};
+        if (op.decl_module == module && op.expr_types.count(r.expr_id))
+          reductions_[r.expr_id] = {&r, &op.expr_types.at(r.expr_id)};
   }
 
   std::string on_assign(const ast::OpDecl& op, const ast::AssignStmt& a) const override {
     return tensor_note(op, a.target.name);
   }
-  std::string on_let(const ast::OpDecl& op, const ast::LetStmt& l) const override { return tensor_note(op, l.name.name); }
+  std::string on_let(const ast::OpDecl& op, const ast::LetStmt& l) const override {
+    return tensor_note(op, l.name.name);
+  }
   std::string on_reduce(const ast::Expr& e) const override {
     auto it = reductions_.find(e.id);
     if (it == reductions_.end()) return "";
     const ReductionInfo& r = *it->second.first;
     std::string sizes;
-    for (size_t i = 0; i < r.axes.size(); ++i) sizes += fmt::format("{}{}={}", i ? ", " : "", r.axes[i], r.axis_sizes[i].str());
+    for (size_t i = 0; i < r.axes.size(); ++i)
+      sizes += fmt::format("{}{}={}", i ? ", " : "", r.axes[i], r.axis_sizes[i].str());
     return fmt::format(" {{{}}} -> {}", sizes, it->second.second->str());
   }
 
-private:
+ private:
   std::string tensor_note(const ast::OpDecl& op, const std::string& name) const {
     auto it = p_.ops.find(op.name.name);
     if (it == p_.ops.end() || it->second.decl != &op) return "";

@@ -13,8 +13,8 @@
 #include "schedule/knobs.hpp"
 #include "schedule/targets.hpp"
 #include "sema/types.hpp"
-#include "support/paths.hpp"
 #include "support/diagnostics.hpp"
+#include "support/paths.hpp"
 #include "syntax/ast.hpp"
 
 namespace emmy {
@@ -24,9 +24,9 @@ struct TensorInfo {
   enum class Role { Input, Output, Intermediate, Let };
   std::string name;
   Role role = Role::Input;
-  Type elem;                             // Scalar, or Record for a monoid carrier
+  Type elem;  // Scalar, or Record for a monoid carrier
   std::vector<Size> shape;
-  std::vector<std::string> index_vars;   // intermediates/outputs: the left-hand index names
+  std::vector<std::string> index_vars;  // intermediates/outputs: the left-hand index names
   SourceRange def;
 };
 
@@ -41,20 +41,20 @@ struct ReductionInfo {
 
 struct CheckedOp {
   const ast::OpDecl* decl = nullptr;
-  size_t decl_module = 0;                          // index into CheckedProgram::modules
-  std::vector<TensorInfo> tensors;                 // params, outputs, then definitions in order
+  size_t decl_module = 0;           // index into CheckedProgram::modules
+  std::vector<TensorInfo> tensors;  // params, outputs, then definitions in order
   std::vector<ReductionInfo> reductions;
-  std::unordered_map<uint32_t, Type> expr_types;   // by ast::Expr::id
+  std::unordered_map<uint32_t, Type> expr_types;           // by ast::Expr::id
   std::vector<std::pair<std::string, SourceRange>> calls;  // ops this op calls (inlined later)
   const TensorInfo* find(std::string_view name) const;
 };
 
 struct CheckedMonoid {
   const ast::MonoidDecl* decl = nullptr;
-  std::vector<std::string> dims;                   // symbolic vector lengths (E of o: f32[E])
+  std::vector<std::string> dims;  // symbolic vector lengths (E of o: f32[E])
   bool commutative_assumed = false;
   bool associative_assumed = false;
-  bool reference_of_builtin = false;               // std.monoids' definitions of sum, max...
+  bool reference_of_builtin = false;  // std.monoids' definitions of sum, max...
 };
 
 // Where a knob entry of a schedule block was written, as a later pass's error shows it.
@@ -74,12 +74,12 @@ struct CheckedSchedule {
 };
 
 struct LoadedModule {
-  std::string name;   // "std.nn", or the path for a file given on the command line
+  std::string name;  // "std.nn", or the path for a file given on the command line
   ast::Module ast;
 };
 
 struct CheckedProgram {
-  std::deque<LoadedModule> modules;                // [0] = the main file, then imports
+  std::deque<LoadedModule> modules;  // [0] = the main file, then imports
   // modules [0, own_modules): the main file and the sources beside it (SemaOptions::beside),
   // the code `check --explain` reports on; the rest are imports.
   size_t own_modules = 1;
@@ -95,7 +95,7 @@ struct ParsedFile {
 };
 
 struct SemaOptions {
-  std::vector<std::string> stdlib_dirs;   // where `import std.X` looks for X.emmy
+  std::vector<std::string> stdlib_dirs;  // where `import std.X` looks for X.emmy
   // emmyc --dtype: the 16-bit float tensors (f16, bf16) of every op's signature are read as
   // this dtype, so one source runs in f16, bf16 or f32. Casts in op bodies are kept.
   std::optional<DType> half_dtype;

@@ -47,10 +47,14 @@ bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
 
 std::string Type::str() const {
   switch (kind) {
-    case Kind::Error: return "<error>";
-    case Kind::Scalar: return std::string(weak ? (is_float(dtype) ? "float literal" : "integer literal") : dtype_name(dtype));
-    case Kind::Vector: return fmt::format("{}[{}]", dtype_name(dtype), length.str());
-    case Kind::Record: return fmt::format("{} carrier", monoid);
+    case Kind::Error:
+      return "<error>";
+    case Kind::Scalar:
+      return std::string(weak ? (is_float(dtype) ? "float literal" : "integer literal") : dtype_name(dtype));
+    case Kind::Vector:
+      return fmt::format("{}[{}]", dtype_name(dtype), length.str());
+    case Kind::Record:
+      return fmt::format("{} carrier", monoid);
     case Kind::Tuple: {
       std::string s;
       for (const Type& e : elems) s += (s.empty() ? "" : ", ") + e.str();
@@ -73,8 +77,10 @@ Type promote(const Type& a, const Type& b) {
   }
   const DTypeRow& ra = row(a.dtype);
   const DTypeRow& rb = row(b.dtype);
-  if (ra.rank == rb.rank && a.dtype != b.dtype) out.dtype = DType::F32;  // f16 with bf16
-  else out.dtype = ra.rank >= rb.rank ? a.dtype : b.dtype;
+  if (ra.rank == rb.rank && a.dtype != b.dtype)
+    out.dtype = DType::F32;  // f16 with bf16
+  else
+    out.dtype = ra.rank >= rb.rank ? a.dtype : b.dtype;
   return out;
 }
 
@@ -93,13 +99,13 @@ bool storable(const Type& from, DType to) {
 
 const std::vector<BuiltinFn>& builtin_fns() {
   static const std::vector<BuiltinFn> fns = {
-      {"exp", 1, FnRule::FloatUnary},   {"exp2", 1, FnRule::FloatUnary}, {"log", 1, FnRule::FloatUnary},
-      {"log2", 1, FnRule::FloatUnary},  {"sqrt", 1, FnRule::FloatUnary}, {"rsqrt", 1, FnRule::FloatUnary},
-      {"tanh", 1, FnRule::FloatUnary},  {"erf", 1, FnRule::FloatUnary},  {"sigmoid", 1, FnRule::FloatUnary},
-      {"abs", 1, FnRule::SameAsArgs},   {"max", 2, FnRule::SameAsArgs},  {"min", 2, FnRule::SameAsArgs},
-      {"select", 3, FnRule::Select},    {"bool", 1, FnRule::Cast},       {"i32", 1, FnRule::Cast},
-      {"i64", 1, FnRule::Cast},         {"f16", 1, FnRule::Cast},        {"bf16", 1, FnRule::Cast},
-      {"f32", 1, FnRule::Cast},         {"f64", 1, FnRule::Cast},
+      {"exp", 1, FnRule::FloatUnary},  {"exp2", 1, FnRule::FloatUnary}, {"log", 1, FnRule::FloatUnary},
+      {"log2", 1, FnRule::FloatUnary}, {"sqrt", 1, FnRule::FloatUnary}, {"rsqrt", 1, FnRule::FloatUnary},
+      {"tanh", 1, FnRule::FloatUnary}, {"erf", 1, FnRule::FloatUnary},  {"sigmoid", 1, FnRule::FloatUnary},
+      {"abs", 1, FnRule::SameAsArgs},  {"max", 2, FnRule::SameAsArgs},  {"min", 2, FnRule::SameAsArgs},
+      {"select", 3, FnRule::Select},   {"bool", 1, FnRule::Cast},       {"i32", 1, FnRule::Cast},
+      {"i64", 1, FnRule::Cast},        {"f16", 1, FnRule::Cast},        {"bf16", 1, FnRule::Cast},
+      {"f32", 1, FnRule::Cast},        {"f64", 1, FnRule::Cast},
   };
   return fns;
 }
@@ -127,18 +133,18 @@ const BuiltinReduction* find_builtin_reduction(std::string_view name) {
 
 std::string dtype_hint(std::string_view name) {
   static const std::pair<std::string_view, std::string_view> kAliases[] = {
-      {"float", "f32"},   {"float32", "f32"}, {"half", "f16"},     {"float16", "f16"},   {"double", "f64"},
-      {"float64", "f64"}, {"int", "i32"},     {"int32", "i32"},    {"long", "i64"},      {"int64", "i64"},
-      {"bfloat16", "bf16"}, {"boolean", "bool"},
+      {"float", "f32"},  {"float32", "f32"}, {"half", "f16"},      {"float16", "f16"},
+      {"double", "f64"}, {"float64", "f64"}, {"int", "i32"},       {"int32", "i32"},
+      {"long", "i64"},   {"int64", "i64"},   {"bfloat16", "bf16"}, {"boolean", "bool"},
   };
   std::vector<std::string> names;
   for (auto n : dtype_names()) names.push_back(std::string(n));
   std::string guess = closest_name(name, names);
   for (const auto& [alias, dtype] : kAliases)
     if (alias == name) guess = dtype;
-  if (name == "f8")
-    return fmt::format("fp8 is not supported yet; dtypes are: {}", fmt::join(names, ", "));
-  return guess.empty() ? fmt::format("dtypes are: {}", fmt::join(names, ", ")) : fmt::format("did you mean '{}'?", guess);
+  if (name == "f8") return fmt::format("fp8 is not supported yet; dtypes are: {}", fmt::join(names, ", "));
+  return guess.empty() ? fmt::format("dtypes are: {}", fmt::join(names, ", "))
+                       : fmt::format("did you mean '{}'?", guess);
 }
 
 }  // namespace emmy

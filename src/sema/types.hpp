@@ -32,11 +32,11 @@ struct Type {
   enum class Kind { Error, Scalar, Vector, Record, Tuple };
   Kind kind = Kind::Error;
   DType dtype = DType::F32;
-  bool weak = false;                 // an untyped literal: adapts to the other operand
-  Size length;                       // Vector: its length
-  std::string monoid;                // Record: the monoid whose carrier this is
+  bool weak = false;                                      // an untyped literal: adapts to the other operand
+  Size length;                                            // Vector: its length
+  std::string monoid;                                     // Record: the monoid whose carrier this is
   std::vector<std::pair<std::string, Size>> vector_dims;  // Record: the monoid's dims bound to sizes
-  std::vector<Type> elems;           // Tuple
+  std::vector<Type> elems;                                // Tuple
 
   static Type error() { return {}; }
   static Type scalar(DType d, bool weak = false) {
@@ -87,6 +87,5 @@ const std::vector<BuiltinReduction>& builtin_reductions();
 
 // The help for an unknown dtype: the likely one (f23 -> f32, float -> f32, int -> i32), or the list.
 std::string dtype_hint(std::string_view name);
-
 
 }  // namespace emmy

@@ -54,7 +54,6 @@ std::string location(const SourceManager& sm, SourceRange r) {
   return fmt::format("{}:{}:{}: ", f.path(), lc.line, lc.column);
 }
 
-
 // The line as shown (invalid bytes as '?', control characters but tab as their Unicode
 // control pictures: NUL as U+2400 '\u2400'), and the display column of each byte offset.
 struct ShownLine {
@@ -76,8 +75,10 @@ std::string printable(std::string_view text) {
   std::string out;
   for (char c : text) {
     std::string pic = c == '\n' ? "" : control_picture(static_cast<unsigned char>(c));
-    if (pic.empty()) out += c;
-    else out += pic;
+    if (pic.empty())
+      out += c;
+    else
+      out += pic;
   }
   return out;
 }
@@ -88,9 +89,12 @@ ShownLine show(std::string_view line) {
   for (size_t i = 0; i < line.size();) {
     size_t n = utf8_sequence_length(line, i);
     for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) out.column_of.push_back(col);
-    if (n == 0) out.text += '?';
-    else if (std::string pic = control_picture(static_cast<unsigned char>(line[i])); n == 1 && !pic.empty()) out.text += pic;
-    else out.text.append(line.substr(i, n));
+    if (n == 0)
+      out.text += '?';
+    else if (std::string pic = control_picture(static_cast<unsigned char>(line[i])); n == 1 && !pic.empty())
+      out.text += pic;
+    else
+      out.text.append(line.substr(i, n));
     i += std::max<size_t>(n, 1);
     ++col;
   }
@@ -163,15 +167,16 @@ void Diagnostics::render(std::ostream& out, bool color) const {
   for (const Diagnostic& d : diags_) out << render_one(d, color);
   if (left_out_ == 0) return;
   Style st = style_for(color);
-  out << fmt::format("{}{}error{}{}: too many errors emitted, stopping now: {} more not shown (the limit is {} "
-                     "errors; emmyc --error-limit N changes it, 0 = no limit){}\n",
-                     st.bold, st.red, st.reset, st.bold, left_out_, error_limit_, st.reset);
+  out << fmt::format(
+      "{}{}error{}{}: too many errors emitted, stopping now: {} more not shown (the limit is {} "
+      "errors; emmyc --error-limit N changes it, 0 = no limit){}\n",
+      st.bold, st.red, st.reset, st.bold, left_out_, error_limit_, st.reset);
 }
 
 void internal_error(const char* file, int line, const std::string& what) {
   // Thrown, not aborted: the command's guard reports it as an internal error, exit status 1.
-  throw std::logic_error(fmt::format("internal compiler error at {}:{}: {} (a bug in Emmy, not in your program)",
-                                     file, line, what));
+  throw std::logic_error(
+      fmt::format("internal compiler error at {}:{}: {} (a bug in Emmy, not in your program)", file, line, what));
 }
 
 }  // namespace emmy

@@ -43,7 +43,7 @@ constexpr int kDefaultErrorLimit = 20;
 // it (and every warning after them) are counted, not kept: render() ends with a line
 // saying how many were left out.
 class Diagnostics {
-public:
+ public:
   explicit Diagnostics(const SourceManager& sources, int error_limit = 0)
       : sources_(sources), error_limit_(error_limit) {}
 
@@ -64,7 +64,7 @@ public:
   void render(std::ostream& out, bool color = false) const;
   std::string render_one(const Diagnostic& d, bool color = false) const;
 
-private:
+ private:
   Diagnostic& add(Diagnostic d);
 
   const SourceManager& sources_;
@@ -80,7 +80,7 @@ private:
 
 }  // namespace emmy
 
-#define EMMY_INTERNAL_ASSERT(cond, what)                                   \
-  do {                                                                     \
-    if (!(cond)) ::emmy::internal_error(__FILE__, __LINE__, (what));       \
+#define EMMY_INTERNAL_ASSERT(cond, what)                             \
+  do {                                                               \
+    if (!(cond)) ::emmy::internal_error(__FILE__, __LINE__, (what)); \
   } while (0)

@@ -33,7 +33,8 @@ void run_on_large_stack(const std::function<void()>& body, size_t bytes) {
     return;
   }
   pthread_t thread;
-  const bool started = pthread_attr_setstacksize(&attr, bytes) == 0 && pthread_create(&thread, &attr, run_job, &job) == 0;
+  const bool started =
+      pthread_attr_setstacksize(&attr, bytes) == 0 && pthread_create(&thread, &attr, run_job, &job) == 0;
   pthread_attr_destroy(&attr);
   if (!started) {
     body();

@@ -3,8 +3,8 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -53,7 +53,8 @@ std::vector<std::string> split_path_list(std::string_view list) {
   return out;
 }
 
-std::vector<std::string> stdlib_search_path(const std::filesystem::path& installed_file, const std::string& source_stdlib) {
+std::vector<std::string> stdlib_search_path(const std::filesystem::path& installed_file,
+                                            const std::string& source_stdlib) {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("EMMY_STDLIB")) dirs = split_path_list(env);
   if (!installed_file.empty())

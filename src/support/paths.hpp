@@ -33,6 +33,7 @@ std::vector<std::string> split_path_list(std::string_view list);
 // Where `import std.X` looks: $EMMY_STDLIB (colon-separated), then <prefix>/share/emmy/stdlib
 // for the installed binary or library at <prefix>/bin|lib/NAME (none when that path is empty),
 // then the source tree's stdlib.
-std::vector<std::string> stdlib_search_path(const std::filesystem::path& installed_file, const std::string& source_stdlib);
+std::vector<std::string> stdlib_search_path(const std::filesystem::path& installed_file,
+                                            const std::string& source_stdlib);
 
 }  // namespace emmy

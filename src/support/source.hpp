@@ -22,7 +22,7 @@ struct LineCol {
 // One loaded source text. Line starts are computed once, so offset -> line:col is a
 // binary search.
 class SourceFile {
-public:
+ public:
   SourceFile(std::string path, std::string text);
 
   const std::string& path() const { return path_; }
@@ -31,7 +31,7 @@ public:
   std::string_view line_text(int line) const;  // without the newline
   int line_count() const { return static_cast<int>(line_starts_.size()); }
 
-private:
+ private:
   std::string path_;
   std::string text_;
   std::vector<uint32_t> line_starts_;
@@ -47,14 +47,14 @@ struct SourceRange {
 
 // Owns every source file of a compilation; file ids start at 1 (0 = no location).
 class SourceManager {
-public:
+ public:
   uint32_t add(std::string path, std::string text);
   // Reads a file from disk (at most kMaxSourceBytes + 1 bytes of it); returns 0 when it cannot be read.
   uint32_t load(const std::string& path);
   const SourceFile& file(uint32_t id) const { return *files_.at(id - 1); }
   std::string_view text(SourceRange r) const;
 
-private:
+ private:
   std::vector<std::unique_ptr<SourceFile>> files_;
 };
 

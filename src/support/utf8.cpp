@@ -15,14 +15,22 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   // The second byte's range depends on the first (Unicode 15, table 3-7).
   unsigned char lo = 0x80, hi = 0xBF;
   size_t n = 0;
-  if (in(c, 0xC2, 0xDF)) n = 2;
-  else if (c == 0xE0) n = 3, lo = 0xA0;
-  else if (in(c, 0xE1, 0xEC) || in(c, 0xEE, 0xEF)) n = 3;
-  else if (c == 0xED) n = 3, hi = 0x9F;
-  else if (c == 0xF0) n = 4, lo = 0x90;
-  else if (in(c, 0xF1, 0xF3)) n = 4;
-  else if (c == 0xF4) n = 4, hi = 0x8F;
-  else return 0;
+  if (in(c, 0xC2, 0xDF))
+    n = 2;
+  else if (c == 0xE0)
+    n = 3, lo = 0xA0;
+  else if (in(c, 0xE1, 0xEC) || in(c, 0xEE, 0xEF))
+    n = 3;
+  else if (c == 0xED)
+    n = 3, hi = 0x9F;
+  else if (c == 0xF0)
+    n = 4, lo = 0x90;
+  else if (in(c, 0xF1, 0xF3))
+    n = 4;
+  else if (c == 0xF4)
+    n = 4, hi = 0x8F;
+  else
+    return 0;
   if (i + n > s.size() || !in(at(1), lo, hi)) return 0;
   for (size_t k = 2; k < n; ++k)
     if (!in(at(k), 0x80, 0xBF)) return 0;

@@ -43,9 +43,9 @@ struct Expr {
   int64_t int_value = 0;
   double float_value = 0.0;
   std::vector<Expr> args;
-  std::vector<Ident> axes;    // Reduce only
-  std::vector<Expr> where_;   // Reduce only: the predicate, if any
-  SourceRange callee_range;   // Call/Reduce/Field: the range of the name
+  std::vector<Ident> axes;   // Reduce only
+  std::vector<Expr> where_;  // Reduce only: the predicate, if any
+  SourceRange callee_range;  // Call/Reduce/Field: the range of the name
 };
 
 // `e` without its operands (args, where_): the start of a rewrite that rebuilds them, so a

@@ -22,8 +22,6 @@ constexpr size_t kDocChannel = 2;
 constexpr size_t kErrorChannel = 3;
 constexpr uint32_t kMaxExprDepth = 1000;  // the AST's height: the later passes' recursion
 
-
-
 std::string describe_token(const antlr4::Token* t) {
   if (t->getType() == antlr4::Token::EOF) return "end of file";
   return fmt::format("'{}'", t->getText());
@@ -47,14 +45,20 @@ bool is_comparison(const std::string& s) {
 std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression) {
   for (; ctx; ctx = dynamic_cast<antlr4::ParserRuleContext*>(ctx->parent)) {
     switch (ctx->getRuleIndex()) {
-      case P::RuleImportDecl: return "an import is written: import std.monoids;";
-      case P::RuleDim: return "a dim is a size name (N) or a positive integer, e.g. x: f32[N, 64]";
+      case P::RuleImportDecl:
+        return "an import is written: import std.monoids;";
+      case P::RuleDim:
+        return "a dim is a size name (N) or a positive integer, e.g. x: f32[N, 64]";
       case P::RuleParam:
-      case P::RuleParamList: return "a parameter is written name: dtype[dims], e.g. q: f16[S, D]";
-      case P::RuleOpDecl: return "an op is written: op name(x: f32[N]) -> (y: f32[N]) { y[i] = ...; }";
-      case P::RuleLetStmt: return "a let is written: let name = expression;";
+      case P::RuleParamList:
+        return "a parameter is written name: dtype[dims], e.g. q: f16[S, D]";
+      case P::RuleOpDecl:
+        return "an op is written: op name(x: f32[N]) -> (y: f32[N]) { y[i] = ...; }";
+      case P::RuleLetStmt:
+        return "a let is written: let name = expression;";
       case P::RuleStmt:
-      case P::RuleAssignStmt: return "a statement is written: name[i, j] = expression; or let name = expression;";
+      case P::RuleAssignStmt:
+        return "a statement is written: name[i, j] = expression; or let name = expression;";
       case P::RuleExpr:
       case P::RuleExprList:
       case P::RuleIndexList:
@@ -63,21 +67,27 @@ std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression
         return wants_expression ? "an operand is a name, a number, x[i], f(x), sum(j: ...) or (expression)"
                                 : "check the operators and brackets of this expression";
       case P::RuleField:
-      case P::RuleFieldList: return "a monoid field is written name: dtype or name: dtype[E]";
+      case P::RuleFieldList:
+        return "a monoid field is written name: dtype or name: dtype[E]";
       case P::RuleMonoidMember:
-        if (dynamic_cast<P::CombineMemberContext*>(ctx)) return "combine is written: combine(a, b) { let ...; yield (...); }";
+        if (dynamic_cast<P::CombineMemberContext*>(ctx))
+          return "combine is written: combine(a, b) { let ...; yield (...); }";
         if (dynamic_cast<P::LiftMemberContext*>(ctx)) return "a lift is written: lift(x: f32, v: f32[E]) = (...);";
         if (dynamic_cast<P::IdentityMemberContext*>(ctx)) return "an identity is written: identity = (value, ...);";
-        if (dynamic_cast<P::AssumeMemberContext*>(ctx)) return "an assumption is written: assume associative; or assume commutative;";
+        if (dynamic_cast<P::AssumeMemberContext*>(ctx))
+          return "an assumption is written: assume associative; or assume commutative;";
         [[fallthrough]];
       case P::RuleMonoidDecl:
         return "a monoid holds identity = ...; lift(x: f32) = ...; combine(a, b) { yield ...; } and assume ...;";
       case P::RuleScheduleDecl:
       case P::RuleKnobEntry:
-      case P::RuleKnobValue: return "a schedule is written: schedule op for sm_90 { KNOB = value; }";
+      case P::RuleKnobValue:
+        return "a schedule is written: schedule op for sm_90 { KNOB = value; }";
       case P::RuleModule:
-      case P::RuleItem: return "a file holds import, op, monoid and schedule declarations";
-      default: break;
+      case P::RuleItem:
+        return "a file holds import, op, monoid and schedule declarations";
+      default:
+        break;
     }
   }
   return "a file holds import, op, monoid and schedule declarations";
@@ -86,7 +96,7 @@ std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression
 // Turns ANTLR's syntax errors into E002 diagnostics with a hint. Only the first error of
 // a statement is reported: the parser's recovery makes the next ones its echoes.
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
-public:
+ public:
   SyntaxErrorListener(Diagnostics& diags, uint32_t file, const OffsetMap& map, antlr4::CommonTokenStream& tokens)
       : diags_(diags), file_(file), map_(map), tokens_(tokens) {}
 
@@ -119,8 +129,10 @@ public:
       if (ends || (new_line && !is_close(text))) {
         SourceRange at = ends ? at_token(bad) : after(prev);
         if (!ends) last_.reset();  // the statement on the next line is judged on its own
-        diags_.error("E002", at, ends ? fmt::format("expected '{}' before {}", close, what)
-                                      : fmt::format("expected '{}' after this", close))
+        diags_
+            .error("E002", at,
+                   ends ? fmt::format("expected '{}' before {}", close, what)
+                        : fmt::format("expected '{}' after this", close))
             .note(range_of(open), fmt::format("to close this '{}'", open->getText()))
             .hint(fmt::format("add the missing '{}'", close));
         return;
@@ -146,7 +158,8 @@ public:
     }
     if (bad->getType() == antlr4::Token::EOF) {
       if (antlr4::Token* open = unclosed_in(0, index)) {
-        diags_.error("E002", at_token(bad), fmt::format("unexpected end of file: '{}' is never closed", open->getText()))
+        diags_
+            .error("E002", at_token(bad), fmt::format("unexpected end of file: '{}' is never closed", open->getText()))
             .note(range_of(open), "opened here")
             .hint(fmt::format("add the missing '{}'", closer_of(open->getText())));
         return;
@@ -170,25 +183,34 @@ public:
     }
     std::string message = fmt::format("unexpected {}", what);
     if (!expected.empty() && expected.size() <= 8)
-      message += fmt::format("; expected {}", expected.size() == 1 ? expected[0] : "one of " + fmt::format("{}", fmt::join(expected, ", ")));
+      message +=
+          fmt::format("; expected {}",
+                      expected.size() == 1 ? expected[0] : "one of " + fmt::format("{}", fmt::join(expected, ", ")));
     std::string hint = wants("';'") && expected.size() == 1 ? "statements and declarations end with ';'"
-                       : wants("'let'") ? "a statement is written: name[i, j] = expression; or let name = expression;"
-                                        : construct_hint(parser ? parser->getContext() : nullptr, wants("an expression"));
+                       : wants("'let'")
+                           ? "a statement is written: name[i, j] = expression; or let name = expression;"
+                           : construct_hint(parser ? parser->getContext() : nullptr, wants("an expression"));
     diags_.error("E002", at_token(bad), message).hint(hint);
   }
 
-private:
+ private:
   // The expected tokens in words; every token that starts an expression becomes "an expression".
   static std::vector<std::string> expected_tokens(antlr4::Parser* parser) {
     std::vector<std::string> names;
     if (!parser) return names;
     for (size_t t : parser->getExpectedTokens().toList()) {
       std::string n = parser->getVocabulary().getDisplayName(t);
-      names.push_back(n == "ID" ? "a name" : n == "INT" ? "an integer" : n == "FLOAT" ? "a number" : n == "STRING" ? "a string" : n == "EOF" ? "end of file" : n);
+      names.push_back(n == "ID"       ? "a name"
+                      : n == "INT"    ? "an integer"
+                      : n == "FLOAT"  ? "a number"
+                      : n == "STRING" ? "a string"
+                      : n == "EOF"    ? "end of file"
+                                      : n);
     }
     auto has = [&](const char* t) { return std::find(names.begin(), names.end(), t) != names.end(); };
     if (has("a name") && has("an integer") && has("a number") && has("'('")) {
-      static const std::set<std::string> starts = {"a name", "an integer", "a number", "'('", "'-'", "'!'", "'true'", "'false'", "'inf'"};
+      static const std::set<std::string> starts = {"a name", "an integer", "a number", "'('",  "'-'",
+                                                   "'!'",    "'true'",     "'false'",  "'inf'"};
       std::erase_if(names, [&](const std::string& n) { return starts.count(n) > 0; });
       names.insert(names.begin(), "an expression");
     }
@@ -216,7 +238,8 @@ private:
   // The first token of the statement holding token `index`: just after the last ';', '{' or '}'.
   size_t statement_start(size_t index) const {
     for (size_t i = index; i > 0; --i)
-      if (antlr4::Token* t = default_token(i - 1); t && (t->getText() == ";" || t->getText() == "{" || t->getText() == "}"))
+      if (antlr4::Token* t = default_token(i - 1);
+          t && (t->getText() == ";" || t->getText() == "{" || t->getText() == "}"))
         return i;
     return 0;
   }
@@ -240,8 +263,10 @@ private:
       antlr4::Token* t = default_token(i);
       if (!t) continue;
       std::string s = t->getText();
-      if (is_open(s) && (s != "{" || from == 0)) open.push_back(t);
-      else if (is_close(s) && !open.empty() && closer_of(open.back()->getText()) == s) open.pop_back();
+      if (is_open(s) && (s != "{" || from == 0))
+        open.push_back(t);
+      else if (is_close(s) && !open.empty() && closer_of(open.back()->getText()) == s)
+        open.pop_back();
     }
     return open.empty() ? nullptr : open.back();
   }
@@ -251,8 +276,10 @@ private:
     for (size_t i = from; i < to; ++i) {
       antlr4::Token* t = default_token(i);
       if (!t) continue;
-      if (closer_of(t->getText()) == close && is_open(t->getText())) ++depth;
-      else if (t->getText() == close) depth = std::max(0, depth - 1);
+      if (closer_of(t->getText()) == close && is_open(t->getText()))
+        ++depth;
+      else if (t->getText() == close)
+        depth = std::max(0, depth - 1);
     }
     return depth > 0;
   }
@@ -300,7 +327,7 @@ private:
 // makes it give up on the rest of the file (the op); instead, skip to the next
 // declaration (statement) and go on, so that later errors are reported too.
 class ErrorStrategy : public antlr4::DefaultErrorStrategy {
-public:
+ public:
   void sync(antlr4::Parser* recognizer) override {
     if (inErrorRecoveryMode(recognizer)) return;
     antlr4::Token* t = recognizer->getCurrentToken();
@@ -308,8 +335,10 @@ public:
     bool top = dynamic_cast<P::ModuleContext*>(ctx) != nullptr;
     // (is_token, not getText(): a rule's text would print a whole statement at every sync.)
     antlr4::tree::ParseTree* last = ctx->children.empty() ? nullptr : ctx->children.back();
-    bool body = dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && (is_token(last, "{") || dynamic_cast<P::StmtContext*>(last));
-    if (t->getType() == antlr4::Token::EOF || !(top || body) || recognizer->getExpectedTokens().contains(t->getType())) {
+    bool body =
+        dynamic_cast<P::OpDeclContext*>(ctx) != nullptr && (is_token(last, "{") || dynamic_cast<P::StmtContext*>(last));
+    if (t->getType() == antlr4::Token::EOF || !(top || body) ||
+        recognizer->getExpectedTokens().contains(t->getType())) {
       antlr4::DefaultErrorStrategy::sync(recognizer);
       return;
     }
@@ -325,7 +354,7 @@ public:
     endErrorCondition(recognizer);
   }
 
-protected:
+ protected:
   antlr4::Token* singleTokenDeletion(antlr4::Parser* recognizer) override {
     std::string next = recognizer->getCurrentToken()->getText();
     if (next == ";" || next == "{" || next == "}") return nullptr;
@@ -335,7 +364,7 @@ protected:
 
 // Walks the parse tree of a clean parse and produces AST nodes.
 class Builder {
-public:
+ public:
   Builder(std::string_view text, uint32_t file, const OffsetMap& map, antlr4::CommonTokenStream& tokens,
           Diagnostics& diags)
       : text_(text), file_(file), map_(map), tokens_(tokens), diags_(diags) {}
@@ -344,22 +373,25 @@ public:
     ast::Module m;
     m.file = file_;
     for (P::ItemContext* item : ctx->item()) {
-      if (auto* c = item->importDecl()) m.items.push_back(import_decl(c));
-      else if (auto* c = item->opDecl()) m.items.push_back(op_decl(c));
-      else if (auto* c = item->monoidDecl()) m.items.push_back(monoid_decl(c));
-      else if (auto* c = item->scheduleDecl()) m.items.push_back(schedule_decl(c));
+      if (auto* c = item->importDecl())
+        m.items.push_back(import_decl(c));
+      else if (auto* c = item->opDecl())
+        m.items.push_back(op_decl(c));
+      else if (auto* c = item->monoidDecl())
+        m.items.push_back(monoid_decl(c));
+      else if (auto* c = item->scheduleDecl())
+        m.items.push_back(schedule_decl(c));
     }
     m.expr_count = next_id_ - 1;
     return m;
   }
 
-private:
+ private:
   SourceRange range(antlr4::ParserRuleContext* c) const {
     uint32_t b = map_.byte(c->getStart()->getStartIndex());
     antlr4::Token* stop = c->getStop();
-    uint32_t e = (stop && stop->getStopIndex() + 1 > c->getStart()->getStartIndex())
-                     ? map_.byte(stop->getStopIndex() + 1)
-                     : b;
+    uint32_t e =
+        (stop && stop->getStopIndex() + 1 > c->getStart()->getStartIndex()) ? map_.byte(stop->getStopIndex() + 1) : b;
     return {file_, b, e};
   }
   SourceRange range(antlr4::tree::TerminalNode* t) const { return range(t->getSymbol()); }
@@ -396,8 +428,10 @@ private:
   ast::Dim dim(P::DimContext* c) {
     ast::Dim d;
     d.range = range(c);
-    if (c->ID()) d.name = c->ID()->getText();
-    else d.value = int_literal(c->INT()->getSymbol(), d.range);
+    if (c->ID())
+      d.name = c->ID()->getText();
+    else
+      d.value = int_literal(c->INT()->getSymbol(), d.range);
     return d;
   }
 
@@ -436,12 +470,16 @@ private:
     // side of '->' tells them apart.
     bool after_arrow = false;
     for (antlr4::tree::ParseTree* child : c->children) {
-      if (auto* list = dynamic_cast<P::ParamListContext*>(child)) (after_arrow ? op.outputs : op.params) = params(list);
-      else if (is_token(child, "->")) after_arrow = true;
+      if (auto* list = dynamic_cast<P::ParamListContext*>(child))
+        (after_arrow ? op.outputs : op.params) = params(list);
+      else if (is_token(child, "->"))
+        after_arrow = true;
     }
     for (P::StmtContext* s : c->stmt()) {
-      if (auto* l = s->letStmt()) op.body.push_back(let_stmt(l));
-      else op.body.push_back(assign_stmt(s->assignStmt()));
+      if (auto* l = s->letStmt())
+        op.body.push_back(let_stmt(l));
+      else
+        op.body.push_back(assign_stmt(s->assignStmt()));
     }
     op.range = range(c);
     return op;
@@ -541,8 +579,10 @@ private:
         e.args.push_back(std::move(acc));
         if (auto* list = ix->indexList())
           for (P::IndexContext* i : list->index()) {
-            if (i->expr()) e.args.push_back(expr(i->expr()));
-            else e.args.push_back(node(ast::ExprKind::Slice, range(i)));
+            if (i->expr())
+              e.args.push_back(expr(i->expr()));
+            else
+              e.args.push_back(node(ast::ExprKind::Slice, range(i)));
           }
         acc = sealed(std::move(e), range(pf));
       } else {
@@ -704,7 +744,7 @@ private:
   uint32_t next_id_ = 1;
   std::vector<uint32_t> height_{0};  // by expr id: operators on the longest path down (x[i] is 1)
 
-public:
+ public:
   bool bad_literal_ = false;  // an E003 was reported: that literal is stored as 0
   bool too_deep_ = false;     // an E004 was reported: the expression was cut short
 };
@@ -722,9 +762,9 @@ uint32_t code_point(std::string_view c) {
 // Characters that slip in from papers and word processors, with the ASCII to write instead.
 std::string character_hint(std::string_view c, uint32_t cp) {
   static const std::pair<uint32_t, const char*> kLookalikes[] = {
-      {0x00A0, "a space"}, {0x00D7, "'*'"},  {0x00B7, "'*'"},  {0x2212, "'-'"},  {0x2013, "'-'"}, {0x00F7, "'/'"},
-      {0x2264, "'<='"},    {0x2265, "'>='"}, {0x2260, "'!='"}, {0x201C, "'\"'"}, {0x201D, "'\"'"},
-      {0x2227, "'&&'"},    {0x2228, "'||'"}, {0x00AC, "'!'"},
+      {0x00A0, "a space"}, {0x00D7, "'*'"},  {0x00B7, "'*'"},  {0x2212, "'-'"},  {0x2013, "'-'"},
+      {0x00F7, "'/'"},     {0x2264, "'<='"}, {0x2265, "'>='"}, {0x2260, "'!='"}, {0x201C, "'\"'"},
+      {0x201D, "'\"'"},    {0x2227, "'&&'"}, {0x2228, "'||'"}, {0x00AC, "'!'"},
   };
   for (const auto& [from, to] : kLookalikes)
     if (cp == from) return fmt::format("write {} instead", to);
@@ -734,8 +774,7 @@ std::string character_hint(std::string_view c, uint32_t cp) {
 }
 
 // Lexical errors ride on the error channel so the parser can go on; report them here.
-void report_lexical_errors(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file,
-                           Diagnostics& diags) {
+void report_lexical_errors(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t file, Diagnostics& diags) {
   for (antlr4::Token* t : tokens.getTokens()) {
     if (t->getChannel() != kErrorChannel) continue;
     SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStopIndex() + 1)};
@@ -759,13 +798,13 @@ ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostic
   ast::Module empty;
   empty.file = file;
   if (text.size() > kMaxSourceBytes) {  // the parser holds ~30 bytes a byte of source
-    diags.error("E006", {file, 0, 1}, fmt::format("source file is larger than {} MiB, the limit", kMaxSourceBytes >> 20))
+    diags
+        .error("E006", {file, 0, 1}, fmt::format("source file is larger than {} MiB, the limit", kMaxSourceBytes >> 20))
         .hint("split it into modules (import a.b loads a/b.emmy), or generate less");
     return empty;
   }
   if (size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
-    diags.error("E001", {file, static_cast<uint32_t>(bad), static_cast<uint32_t>(bad + 1)},
-                "source is not valid UTF-8")
+    diags.error("E001", {file, static_cast<uint32_t>(bad), static_cast<uint32_t>(bad + 1)}, "source is not valid UTF-8")
         .hint("save the file as UTF-8");
     return empty;
   }

@@ -32,7 +32,7 @@ struct Line {
 };
 
 class Formatter {
-public:
+ public:
   explicit Formatter(std::string_view text) : text_(text) {}
 
   std::string run(const std::vector<Token>& toks) {
@@ -40,7 +40,7 @@ public:
     return render();
   }
 
-private:
+ private:
   int newlines_between(const Token* prev, const Token& cur) const {
     if (!prev) return 0;
     std::string_view gap = text_.substr(prev->end, cur.begin - prev->end);
@@ -80,8 +80,8 @@ private:
   // Keywords followed by an expression keep a space before '(': `yield (n, d)`.
   // (`combine(a, b)` and `lift(x)` read as calls and take none.)
   static bool keyword_before_paren(const Token& t) {
-    static const std::set<std::string, std::less<>> spaced = {"where", "yield", "identity", "op",
-                                                              "monoid", "schedule", "as", "for"};
+    static const std::set<std::string, std::less<>> spaced = {"where",  "yield",    "identity", "op",
+                                                              "monoid", "schedule", "as",       "for"};
     return spaced.count(t.text) > 0;
   }
 
@@ -122,8 +122,8 @@ private:
   }
 
   void track_context(const Token* p, const Token& c) {
-    bool comment = c.kind == TokenKind::LineComment || c.kind == TokenKind::BlockComment ||
-                   c.kind == TokenKind::DocComment;
+    bool comment =
+        c.kind == TokenKind::LineComment || c.kind == TokenKind::BlockComment || c.kind == TokenKind::DocComment;
     if (!comment) open_statement_ = !(c.kind == TokenKind::Punct && (c.text == ";" || c.text == "{" || c.text == "}"));
     if (c.kind != TokenKind::Punct && c.kind != TokenKind::Word) {
       prev_unary_ = false;

@@ -10,7 +10,7 @@ namespace emmy {
 
 // A code point index of the text to its byte offset.
 class OffsetMap {
-public:
+ public:
   explicit OffsetMap(std::string_view text) {
     bool ascii = true;
     for (unsigned char c : text) ascii = ascii && c < 0x80;
@@ -24,7 +24,7 @@ public:
     return starts_[std::min(cp, starts_.size() - 1)];
   }
 
-private:
+ private:
   std::vector<uint32_t> starts_;
 };
 

@@ -6,8 +6,8 @@
 
 namespace emmy {
 
-// Parses one file of `sources` (E006 when it is over kMaxSourceBytes). On a syntax error the diagnostics say why and the
-// returned module holds no items (the tree is never built from a broken parse).
+// Parses one file of `sources` (E006 when it is over kMaxSourceBytes). On a syntax error the diagnostics say why and
+// the returned module holds no items (the tree is never built from a broken parse).
 ast::Module parse_module(const SourceManager& sources, uint32_t file, Diagnostics& diags);
 
 // Token kinds the formatter and editors need, independent of ANTLR.

@@ -48,8 +48,8 @@ void print_op(std::string& out, const ast::OpDecl& op, const AstAnnotator* n) {
       out += fmt::format("  let {}{} = {}\n", let->name.name, note, print_expr(let->value, n));
     } else {
       const auto& a = std::get<ast::AssignStmt>(s);
-      std::string lhs = a.bracketed ? fmt::format("{}[{}]", a.target.name, join_exprs(a.indices, 0, ", ", n))
-                                    : a.target.name;
+      std::string lhs =
+          a.bracketed ? fmt::format("{}[{}]", a.target.name, join_exprs(a.indices, 0, ", ", n)) : a.target.name;
       std::string note = n ? n->on_assign(op, a) : "";
       out += fmt::format("  assign {}{} = {}\n", lhs, note, print_expr(a.value, n));
     }
@@ -64,7 +64,8 @@ void print_monoid(std::string& out, const ast::MonoidDecl& m, const AstAnnotator
   if (m.lift_value) out += fmt::format("  lift ({}) = {}\n", fields(*m.lift_params), print_expr(*m.lift_value, n));
   if (m.has_combine) {
     out += fmt::format("  combine ({}, {})\n", m.combine_lhs.name, m.combine_rhs.name);
-    for (const ast::LetStmt& l : m.combine_lets) out += fmt::format("    let {} = {}\n", l.name.name, print_expr(l.value, n));
+    for (const ast::LetStmt& l : m.combine_lets)
+      out += fmt::format("    let {} = {}\n", l.name.name, print_expr(l.value, n));
     out += fmt::format("    yield {}\n", print_expr(*m.combine_yield, n));
   }
   for (const ast::Ident& a : m.assumes) out += fmt::format("  assume {}\n", a.name);
@@ -87,14 +88,22 @@ std::string print_expr(const ast::Expr& e, const AstAnnotator* n) {
     case K::Float:
     case K::Bool:
     case K::Inf:
-    case K::Name: return e.text;
-    case K::Slice: return ":";
-    case K::Index: return fmt::format("{}[{}]", print_expr(e.args[0], n), join_exprs(e.args, 1, ", ", n));
-    case K::Field: return fmt::format("{}.{}", print_expr(e.args[0], n), e.text);
-    case K::Unary: return fmt::format("({} {})", e.text == "-" ? "neg" : e.text, print_expr(e.args[0], n));
-    case K::Binary: return fmt::format("({} {} {})", e.text, print_expr(e.args[0], n), print_expr(e.args[1], n));
-    case K::Call: return fmt::format("({}{}{})", e.text, e.args.empty() ? "" : " ", join_exprs(e.args, 0, " ", n));
-    case K::Tuple: return fmt::format("(tuple {})", join_exprs(e.args, 0, " ", n));
+    case K::Name:
+      return e.text;
+    case K::Slice:
+      return ":";
+    case K::Index:
+      return fmt::format("{}[{}]", print_expr(e.args[0], n), join_exprs(e.args, 1, ", ", n));
+    case K::Field:
+      return fmt::format("{}.{}", print_expr(e.args[0], n), e.text);
+    case K::Unary:
+      return fmt::format("({} {})", e.text == "-" ? "neg" : e.text, print_expr(e.args[0], n));
+    case K::Binary:
+      return fmt::format("({} {} {})", e.text, print_expr(e.args[0], n), print_expr(e.args[1], n));
+    case K::Call:
+      return fmt::format("({}{}{})", e.text, e.args.empty() ? "" : " ", join_exprs(e.args, 0, " ", n));
+    case K::Tuple:
+      return fmt::format("(tuple {})", join_exprs(e.args, 0, " ", n));
     case K::Reduce: {
       std::string axes;
       for (const ast::Ident& a : e.axes) axes += (axes.empty() ? "" : ", ") + a.name;
@@ -109,10 +118,14 @@ std::string print_expr(const ast::Expr& e, const AstAnnotator* n) {
 std::string print_module(const ast::Module& m, const AstAnnotator* n) {
   std::string out;
   for (const ast::Item& item : m.items) {
-    if (const auto* i = std::get_if<ast::ImportDecl>(&item)) out += fmt::format("import {}\n", i->dotted());
-    else if (const auto* o = std::get_if<ast::OpDecl>(&item)) print_op(out, *o, n);
-    else if (const auto* mo = std::get_if<ast::MonoidDecl>(&item)) print_monoid(out, *mo, n);
-    else print_schedule(out, std::get<ast::ScheduleDecl>(item));
+    if (const auto* i = std::get_if<ast::ImportDecl>(&item))
+      out += fmt::format("import {}\n", i->dotted());
+    else if (const auto* o = std::get_if<ast::OpDecl>(&item))
+      print_op(out, *o, n);
+    else if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
+      print_monoid(out, *mo, n);
+    else
+      print_schedule(out, std::get<ast::ScheduleDecl>(item));
   }
   return out;
 }

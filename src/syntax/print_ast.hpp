@@ -10,7 +10,7 @@ namespace emmy {
 // Extra text after a declaration line, supplied by later layers (sema adds dtypes,
 // shapes and reduction sizes). Every method may return "".
 class AstAnnotator {
-public:
+ public:
   virtual ~AstAnnotator() = default;
   virtual std::string on_assign(const ast::OpDecl&, const ast::AssignStmt&) const { return ""; }
   virtual std::string on_let(const ast::OpDecl&, const ast::LetStmt&) const { return ""; }

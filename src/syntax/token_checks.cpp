@@ -72,8 +72,10 @@ bool names_ok(antlr4::CommonTokenStream& tokens, const OffsetMap& map, uint32_t 
   for (antlr4::Token* t : tokens.getTokens()) {
     if (t->getType() != EmmyLexer::ID || t->getText().size() <= kMaxNameLength) continue;
     SourceRange r{file, map.byte(t->getStartIndex()), map.byte(t->getStartIndex()) + 1};
-    diags.error("E005", r, fmt::format("name '{}...' is {} characters long; names have at most {}",
-                                       t->getText().substr(0, 16), t->getText().size(), kMaxNameLength))
+    diags
+        .error("E005", r,
+               fmt::format("name '{}...' is {} characters long; names have at most {}", t->getText().substr(0, 16),
+                           t->getText().size(), kMaxNameLength))
         .hint("choose a shorter name");
     ok = false;
   }

@@ -181,7 +181,8 @@ void insert_point(Statement& s, const TuneKey& key, const Point& p, const std::s
 // Creates the schema in a fresh file and checks the version of an existing one.
 void prepare_schema(sqlite3* db, const std::string& path) {
   Transaction tx(db, path, true);
-  exec(db, path, "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)", "creating the meta table");
+  exec(db, path, "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+       "creating the meta table");
   Statement version(db, path, "SELECT value FROM meta WHERE name = ?1", "reading the schema version");
   version.text(1, "schema_version");
   if (version.step()) {
@@ -193,14 +194,14 @@ void prepare_schema(sqlite3* db, const std::string& path) {
           path, found, kSchemaVersion, path));
     return;  // nothing was written: the rollback ends the transaction
   }
-  Statement others(db, path,
-                   "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'meta' AND name NOT LIKE 'sqlite_%'",
-                   "listing the tables");
+  Statement others(
+      db, path, "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'meta' AND name NOT LIKE 'sqlite_%'",
+      "listing the tables");
   if (others.step())
-    throw DatabaseError(fmt::format(
-        "{} is not an Emmy tuning database: it has a table '{}' but no schema version; delete it or set "
-        "$EMMY_TUNE_DB to another file",
-        path, others.column_text(0)));
+    throw DatabaseError(
+        fmt::format("{} is not an Emmy tuning database: it has a table '{}' but no schema version; delete it or set "
+                    "$EMMY_TUNE_DB to another file",
+                    path, others.column_text(0)));
   exec(db, path,
        "CREATE TABLE points ("
        "op_hash TEXT NOT NULL, op TEXT NOT NULL, file TEXT NOT NULL, target TEXT NOT NULL, device TEXT NOT NULL, "
@@ -223,8 +224,7 @@ void prepare_schema(sqlite3* db, const std::string& path) {
 void Database::Close::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
 Database Database::open(const std::string& path) {
-  if (path.empty())
-    throw DatabaseError("no tuning database path ($EMMY_TUNE_DB, $XDG_CACHE_HOME and $HOME are unset)");
+  if (path.empty()) throw DatabaseError("no tuning database path ($EMMY_TUNE_DB, $XDG_CACHE_HOME and $HOME are unset)");
   if (fs::path parent = fs::path(path).parent_path(); !parent.empty()) {
     std::error_code ec;
     fs::create_directories(parent, ec);
@@ -266,7 +266,8 @@ void Database::record_all(const TuneKey& key, const std::vector<Point>& ps) {
 }
 
 std::vector<Point> Database::points(const TuneKey& key) const {
-  Statement s(handle(), path_, fmt::format("SELECT {} FROM points WHERE {} ORDER BY {}", kPointColumns, kKeyMatch, kPointOrder),
+  Statement s(handle(), path_,
+              fmt::format("SELECT {} FROM points WHERE {} ORDER BY {}", kPointColumns, kKeyMatch, kPointOrder),
               "reading points");
   bind_key(s, key);
   std::vector<Point> out;

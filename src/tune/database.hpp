@@ -37,9 +37,9 @@ struct Point {
   std::optional<double> time_us;  // median GPU time when ok; the one launch when cut off
   int registers = 0;              // per thread (ptxas), 0 if unknown
   int64_t smem_bytes = 0;
-  double occupancy = 0;           // resident warps / max warps, 0..1, 0 if unknown
-  std::string error;              // why not ok ("" when ok)
-  std::string measured_at;        // UTC "YYYY-MM-DD HH:MM:SS"; filled by record() when empty
+  double occupancy = 0;     // resident warps / max warps, 0..1, 0 if unknown
+  std::string error;        // why not ok ("" when ok)
+  std::string measured_at;  // UTC "YYYY-MM-DD HH:MM:SS"; filled by record() when empty
 
   friend bool operator==(const Point&, const Point&) = default;
 };

@@ -7,8 +7,8 @@
 
 namespace emmy::tune {
 
-std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& candidates, Measurer& measurer,
-                                          int reps, int turns, double cutoff_us) {
+std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& candidates, Measurer& measurer, int reps,
+                                          int turns, double cutoff_us) {
   std::vector<Measurement> out(candidates.size());
   std::vector<std::vector<double>> times(candidates.size());
   std::vector<bool> running(candidates.size(), true);

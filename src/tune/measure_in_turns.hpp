@@ -13,7 +13,7 @@ namespace emmy::tune {
 // measurement. Why: a GPU under sustained load lowers its clocks within seconds (4-5% for an
 // f16 matmul on the H200), so two kernels measured one after the other can differ by more than
 // the schedules do; measured in turns, they share the drift.
-std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& candidates, Measurer& measurer,
-                                          int reps, int turns, double cutoff_us);
+std::vector<Measurement> measure_in_turns(const std::vector<const Candidate*>& candidates, Measurer& measurer, int reps,
+                                          int turns, double cutoff_us);
 
 }  // namespace emmy::tune

@@ -12,8 +12,14 @@ InterpreterMeasurer::InterpreterMeasurer(const CheckedProgram& program, const Ch
                                          SizeBindings sizes, std::function<double(const Candidate&)> cost_us,
                                          FakeClock& clock, double seconds_per_launch,
                                          const std::vector<algebra::DiscoveredChain>* chains)
-    : program_(program), op_(op), target_(target), sizes_(std::move(sizes)), cost_us_(std::move(cost_us)),
-      clock_(clock), seconds_per_launch_(seconds_per_launch), chains_(chains) {
+    : program_(program),
+      op_(op),
+      target_(target),
+      sizes_(std::move(sizes)),
+      cost_us_(std::move(cost_us)),
+      clock_(clock),
+      seconds_per_launch_(seconds_per_launch),
+      chains_(chains) {
   inputs_ = random_inputs(op_, sizes_, 1);
   reference_ = evaluate_reference(program_, op_, sizes_, inputs_);
 }

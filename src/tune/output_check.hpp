@@ -3,7 +3,6 @@
 
 #include <string>
 
-
 #include "interp/compare.hpp"
 
 namespace emmy::tune {

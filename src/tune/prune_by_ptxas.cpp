@@ -27,7 +27,8 @@ Pruned build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes
     if (std::max(k.spill_stores, k.spill_loads) > max_spill_bytes)
       return {c.knobs, "spills", fmt::format("{}: {} B stores, {} B loads", k.kernel, k.spill_stores, k.spill_loads)};
     if (k.registers > target.max_regs_per_thread)
-      return {c.knobs, "registers", fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
+      return {c.knobs, "registers",
+              fmt::format("{} uses {}, over {}", k.kernel, k.registers, target.max_regs_per_thread)};
   }
   return {c.knobs, "", ""};
 }
@@ -45,8 +46,10 @@ bool prune_by_ptxas(Space& space, const TargetInfo& target, int threads, std::st
   }
   std::vector<Candidate> kept;
   for (size_t i = 0; i < space.candidates.size(); ++i) {
-    if (verdicts[i].kind.empty()) kept.push_back(std::move(space.candidates[i]));
-    else space.pruned.push_back(verdicts[i]);
+    if (verdicts[i].kind.empty())
+      kept.push_back(std::move(space.candidates[i]));
+    else
+      space.pruned.push_back(verdicts[i]);
   }
   space.candidates = std::move(kept);
   return true;

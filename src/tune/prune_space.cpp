@@ -61,8 +61,8 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
   for (const kir::SizeLimit& limit : l.kernels.limits) {
     auto it = sizes.find(limit.size);
     if (enumerated && it != sizes.end() && 2 * it->second <= limit.max)
-      return {std::nullopt, "oversized", fmt::format("{} = {} fills at most half of the {} it allows", limit.size, it->second,
-                                                     limit.max)};
+      return {std::nullopt, "oversized",
+              fmt::format("{} = {} fills at most half of the {} it allows", limit.size, it->second, limit.max)};
   }
   // A register tile of output columns wider than the columns (rounded up to 64) repeats one.
   for (const KnobSetting& k : parsed.settings) {

@@ -75,8 +75,8 @@ Measurement cut_off_after(double one_us, double cutoff_us) {
 std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed) {
   std::vector<size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  auto enumerated = std::stable_partition(order.begin(), order.end(),
-                                          [&](size_t i) { return candidates[i].origin != "enumerated"; });
+  auto enumerated =
+      std::stable_partition(order.begin(), order.end(), [&](size_t i) { return candidates[i].origin != "enumerated"; });
   std::shuffle(enumerated, order.end(), std::mt19937_64(seed));
   return order;
 }
@@ -94,7 +94,8 @@ std::vector<Rung> plan_rungs(int n, const SearchOptions& o) {
   return rungs;
 }
 
-SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& o) {
+SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock,
+                    const SearchOptions& o) {
   SearchResult result;
   const double start = clock.seconds();
   const std::vector<Rung> rungs = plan_rungs(static_cast<int>(candidates.size()), o);

@@ -14,10 +14,10 @@
 namespace emmy::tune {
 
 struct Measurement {
-  bool ok = false;        // it ran and every output matched the reference
-  double time_us = 0;     // median of the launches when ok
-  std::string error;      // why not ok: a wrong output, a launch error, a crash, a timeout
-  double occupancy = 0;   // resident warps / the SM's maximum, 0..1 (0 when unknown)
+  bool ok = false;       // it ran and every output matched the reference
+  double time_us = 0;    // median of the launches when ok
+  std::string error;     // why not ok: a wrong output, a launch error, a crash, a timeout
+  double occupancy = 0;  // resident warps / the SM's maximum, 0..1 (0 when unknown)
   // Its first launch took longer than the cut-off it was given: not timed further, not
   // checked, not ok (it could not have ranked); time_us holds that one launch.
   bool cut_off = false;
@@ -102,7 +102,8 @@ struct SearchResult {
   const Scored* best() const { return !ranked.empty() && ranked.front().measurement.ok ? &ranked.front() : nullptr; }
 };
 
-SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock, const SearchOptions& options);
+SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock,
+                    const SearchOptions& options);
 
 // The first rung's order (indices into `candidates`): the hand-written blocks first, the rest
 // shuffled with `seed`.

@@ -26,12 +26,18 @@ struct StageRow {
   const char* value;
   Feature needs;
 };
-constexpr StageRow kMmaStages[] = {{"", Feature::None},           {"d1/cp", Feature::CpAsync},
-                                   {"d2/cp/ring", Feature::CpAsync}, {"d3/cp/ring", Feature::CpAsync},
-                                   {"d1/tma", Feature::Tma},        {"d2/tma/ring", Feature::Tma},
-                                   {"d3/tma/ring", Feature::Tma},   {"d4/tma/ring", Feature::Tma}};
-constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync}, {"d3/cp/ring", Feature::CpAsync},
-                                     {"d2/tma/ring", Feature::Tma},    {"d3/tma/ring", Feature::Tma},
+constexpr StageRow kMmaStages[] = {{"", Feature::None},
+                                   {"d1/cp", Feature::CpAsync},
+                                   {"d2/cp/ring", Feature::CpAsync},
+                                   {"d3/cp/ring", Feature::CpAsync},
+                                   {"d1/tma", Feature::Tma},
+                                   {"d2/tma/ring", Feature::Tma},
+                                   {"d3/tma/ring", Feature::Tma},
+                                   {"d4/tma/ring", Feature::Tma}};
+constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync},
+                                     {"d3/cp/ring", Feature::CpAsync},
+                                     {"d2/tma/ring", Feature::Tma},
+                                     {"d3/tma/ring", Feature::Tma},
                                      {"d4/tma/ring", Feature::Tma}};
 constexpr int kWgmmaN[] = {64, 128};
 constexpr int kWgmmaWarps[] = {4, 8, 16};  // w<M>x1: M / 4 warpgroups
@@ -47,7 +53,8 @@ constexpr int kSplits[] = {4, 8, 16, 32, 64};
 std::string mma_atom(const CheckedOp& op, std::string_view shape) {
   bool bf16 = false;
   for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar) bf16 = bf16 || t.elem.dtype == DType::BF16;
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
+      bf16 = bf16 || t.elem.dtype == DType::BF16;
   return fmt::format("{}_{}", shape, bf16 ? "bf16" : "f16");
 }
 
@@ -150,7 +157,8 @@ void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool 
           if (!target_has(target, s.needs)) continue;
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
-              b.add(join({fold ? "PLACE=fuse" : "", fmt::format("TILE=a:{}/w{}x{}/f{}x{}/k{}", atom, w.m, w.n, f.m, f.n, k), v,
+              b.add(join({fold ? "PLACE=fuse" : "",
+                          fmt::format("TILE=a:{}/w{}x{}/f{}x{}/k{}", atom, w.m, w.n, f.m, f.n, k), v,
                           fmt::format("STAGE={}", s.value), fe}));
         }
   };
@@ -183,9 +191,9 @@ std::vector<Enumerated> block_knobs(const CheckedProgram& program, const Checked
   const TargetInfo* base = base_target(target);
   for (const CheckedSchedule& s : program.schedules) {
     if (s.decl->op.name != op.decl->name.name || (s.target != &target && s.target != base)) continue;
-    out.push_back({print_knob_list(s.knobs),
-                   fmt::format("schedule {} for {}{}", s.decl->op.name, s.target->name,
-                               s.decl->label ? fmt::format(" as \"{}\"", s.decl->label->name) : "")});
+    out.push_back(
+        {print_knob_list(s.knobs), fmt::format("schedule {} for {}{}", s.decl->op.name, s.target->name,
+                                               s.decl->label ? fmt::format(" as \"{}\"", s.decl->label->name) : "")});
   }
   return out;
 }
@@ -200,7 +208,8 @@ std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const Che
   // FAST_EXP: both ways on the scalar tier; the tensor-core families take ex2.approx alone
   // (fewer instructions for the same checked accuracy), which halves their share of the space.
   const bool has_exp = tensor_text.find("exp(") != std::string::npos;
-  const std::vector<std::string> fast_exp = has_exp ? std::vector<std::string>{"", "FAST_EXP=1"} : std::vector<std::string>{""};
+  const std::vector<std::string> fast_exp =
+      has_exp ? std::vector<std::string>{"", "FAST_EXP=1"} : std::vector<std::string>{""};
   const std::vector<std::string> tc_fast_exp{has_exp ? "FAST_EXP=1" : ""};
   scalar_family(b, op, fast_exp);
   // The tensor-core tiers, when the op's kernel fits them at all (one probe each).

@@ -14,14 +14,15 @@ namespace emmy::tune {
 
 // One point of the space that survived pruning.
 struct Candidate {
-  std::string knobs;         // canonical knob list: the candidate's identity in the database
-  std::string origin = "enumerated";  // or the hand-written block it comes from ("schedule sdpa for sm_90 as \"tc-hd128\"")
-  std::string cuda;          // the generated CUDA
+  std::string knobs;  // canonical knob list: the candidate's identity in the database
+  std::string origin =
+      "enumerated";  // or the hand-written block it comes from ("schedule sdpa for sm_90 as \"tc-hd128\"")
+  std::string cuda;  // the generated CUDA
   uint64_t cuda_hash = 0;
-  int64_t smem_bytes = 0;    // the largest kernel's shared memory (kernel IR)
-  int block_threads = 0;     // the largest kernel's threads
+  int64_t smem_bytes = 0;  // the largest kernel's shared memory (kernel IR)
+  int block_threads = 0;   // the largest kernel's threads
   int kernels = 0;
-  int registers = 0;         // the largest kernel's registers (ptxas), 0 before compiling
+  int registers = 0;  // the largest kernel's registers (ptxas), 0 before compiling
 };
 
 // A point left out, and why (shown by --dry-run and counted in the report).

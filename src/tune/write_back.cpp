@@ -182,10 +182,10 @@ std::optional<std::string> check_error(std::string_view file_name, const std::st
 void verify(std::string_view file_name, std::string_view input, const std::string& result, const TunedBlock& block,
             const TargetInfo& target, const std::vector<std::string>& stdlib_dirs) {
   auto bug = [&](const std::string& what) {
-    return WriteBackInternalError(fmt::format(
-        "emmyc tune: internal error writing the tuned schedule of {} for {} into {}: {}\n"
-        "This is a bug in Emmy, not in your program; please report it.",
-        block.op, block.target, file_name, what));
+    return WriteBackInternalError(
+        fmt::format("emmyc tune: internal error writing the tuned schedule of {} for {} into {}: {}\n"
+                    "This is a bug in Emmy, not in your program; please report it.",
+                    block.op, block.target, file_name, what));
   };
   SourceManager sources;
   Diagnostics diags(sources);
@@ -237,9 +237,9 @@ WriteBack write_tuned_block(std::string_view file_name, std::string_view text, c
     }
   }
   if (!op)
-    throw WriteBackError(fmt::format("{}no op '{}' is declared in this file ({}); the tuned schedule goes beside its op",
-                                     where, block.op,
-                                     ops.empty() ? "it declares no ops" : fmt::format("it declares {}", fmt::join(ops, ", "))));
+    throw WriteBackError(fmt::format(
+        "{}no op '{}' is declared in this file ({}); the tuned schedule goes beside its op", where, block.op,
+        ops.empty() ? "it declares no ops" : fmt::format("it declares {}", fmt::join(ops, ", "))));
   const TargetInfo& target = checked_names(block, where);
   std::string nl = [&] {
     size_t eol = text.find('\n');

@@ -68,7 +68,9 @@ api::Error error_of(F&& f) {
 }  // namespace
 
 TEST_CASE("api: a source that does not check is an Error with the diagnostics and a caret") {
-  api::Error e = error_of([] { api::Program::from_source("op f(x: f32[N]) -> (y: f32[N]) {\n  y[n] = x[n] +;\n}\n", "bad.emmy", options()); });
+  api::Error e = error_of([] {
+    api::Program::from_source("op f(x: f32[N]) -> (y: f32[N]) {\n  y[n] = x[n] +;\n}\n", "bad.emmy", options());
+  });
   CHECK(e.kind() == api::ErrorKind::Source);
   const std::string text = e.what();
   CHECK(text.find("bad.emmy:2:") != std::string::npos);
@@ -129,7 +131,9 @@ TEST_CASE("api: sizes bind from the tensors' shapes; mismatches name the tensor 
   CHECK(s == api::Sizes{{"C", 5}, {"N", 3}});
   CHECK(op.output_shape(0, s) == std::vector<int64_t>{3, 5});
   CHECK(op.output_shape(1, s) == std::vector<int64_t>{3});
-  api::Error clash = error_of([&] { op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {6}}}); });
+  api::Error clash = error_of([&] {
+    op.bind_sizes({{nullptr, api::DType::F16, {3, 5}}, {nullptr, api::DType::F16, {6}}});
+  });
   CHECK(std::string(clash.what()) == "rmsnorm: input w: f16[C] given shape [6]: C is 6 here but 5 elsewhere");
   api::Error rank = error_of([&] { op.bind_sizes({{nullptr, api::DType::F16, {15}}}); });
   CHECK(std::string(rank.what()).find("has rank 2, the tensor given has shape [15]") != std::string::npos);
@@ -225,7 +229,6 @@ TEST_CASE("api: the C ABI reports errors through emmy_last_error and runs on the
   emmy_op_free(op);
   emmy_program_free(program);
 }
-
 
 TEST_CASE("api: the C ABI checks every tensor before it reads through it") {
   emmy_options o{};

@@ -26,8 +26,8 @@ void lower_every_op(const emmy::CheckedProgram& program, const emmy::algebra::Pr
     if (!decl) continue;
     for (const char* knobs : {"TILE=a:scalar", "TILE=a:scalar,PLACE=cut"}) {
       try {
-        emmy::lower::Lowered l = emmy::lower::lower_op(program, program.ops.at(decl->name.name), {nullptr, "", knobs}, target,
-                                                     &laws.chains);
+        emmy::lower::Lowered l =
+            emmy::lower::lower_op(program, program.ops.at(decl->name.name), {nullptr, "", knobs}, target, &laws.chains);
         if (!emmy::verify_program(l.kernels).empty()) __builtin_trap();  // a lowering bug
         (void)emmy::print_cuda(l.kernels);
       } catch (const emmy::lower::LowerError&) {
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!twice || *twice != *once) __builtin_trap();  // fmt must be idempotent
   bool reformatted_errors = false;
   std::string ast_after = checked_ast(*once, reformatted_errors, false);
-  if (reformatted_errors) __builtin_trap();          // fmt must not break the syntax
+  if (reformatted_errors) __builtin_trap();  // fmt must not break the syntax
   // The module name line carries the file name: compare what follows it.
   if (!ast.empty() && ast != ast_after) __builtin_trap();  // fmt must keep the meaning
   return 0;

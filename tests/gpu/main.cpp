@@ -83,7 +83,8 @@ std::optional<std::string> find_root() {
   candidates.push_back(EMMY_SOURCE_DIR);
   candidates.push_back(std::filesystem::current_path().string());
   for (const std::string& dir : candidates)
-    if (std::filesystem::exists(dir + "/stdlib/nn.emmy") && std::filesystem::is_directory(dir + "/examples")) return dir;
+    if (std::filesystem::exists(dir + "/stdlib/nn.emmy") && std::filesystem::is_directory(dir + "/examples"))
+      return dir;
   return std::nullopt;
 }
 
@@ -120,10 +121,14 @@ int main(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--ops=", 0) == 0) ctx.ops = split_list(a.substr(6));
-    else if (a == "--small") ctx.small = true;
-    else if (a.rfind("--threads=", 0) == 0) threads = static_cast<unsigned>(std::atoi(a.c_str() + 10));
-    else rest.push_back(argv[i]);
+    if (a.rfind("--ops=", 0) == 0)
+      ctx.ops = split_list(a.substr(6));
+    else if (a == "--small")
+      ctx.small = true;
+    else if (a.rfind("--threads=", 0) == 0)
+      threads = static_cast<unsigned>(std::atoi(a.c_str() + 10));
+    else
+      rest.push_back(argv[i]);
   }
   ctx.threads = threads > 0 ? threads : 1;
 
@@ -144,11 +149,12 @@ int main(int argc, char** argv) {
   }
   ctx.root = *root;
   ctx.driver = &*driver;
-  std::printf("emmy_gpu_tests: %s, compute capability %d.%d, %d SMs, driver %d, NVRTC %s, target %s, %u CPU workers%s%s\n",
-              driver->name().c_str(), driver->cc_major(), driver->cc_minor(), driver->multiprocessors(),
-              driver->driver_version(), runtime::nvrtc_version().c_str(), std::string(ctx.target->name).c_str(),
-              ctx.threads, ctx.small ? ", small shapes" : "",
-              ctx.ops.empty() ? "" : fmt::format(", ops {}", fmt::join(ctx.ops, ",")).c_str());
+  std::printf(
+      "emmy_gpu_tests: %s, compute capability %d.%d, %d SMs, driver %d, NVRTC %s, target %s, %u CPU workers%s%s\n",
+      driver->name().c_str(), driver->cc_major(), driver->cc_minor(), driver->multiprocessors(),
+      driver->driver_version(), runtime::nvrtc_version().c_str(), std::string(ctx.target->name).c_str(), ctx.threads,
+      ctx.small ? ", small shapes" : "",
+      ctx.ops.empty() ? "" : fmt::format(", ops {}", fmt::join(ctx.ops, ",")).c_str());
   std::fflush(stdout);
 
   doctest::Context dt;

@@ -41,9 +41,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // ---- shapes -----------------------------------------------------------------------------------
 
@@ -70,28 +68,84 @@ std::vector<ShapeSpec> shape_specs(bool small) {
   if (small)  // for compute-sanitizer: every kernel at most a few hundred threads and short loops
     return {
         {"small-ragged",
-         {{"B", 2}, {"H", 2}, {"KH", 1}, {"Z", 2}, {"S", 17}, {"T", 33}, {"D", 16}, {"E", 20},
-          {"N", 37}, {"C", 67}, {"M", 19}, {"K", 23}, {"F", 21}, {"V", 67}},
-         13, false, false},
+         {{"B", 2},
+          {"H", 2},
+          {"KH", 1},
+          {"Z", 2},
+          {"S", 17},
+          {"T", 33},
+          {"D", 16},
+          {"E", 20},
+          {"N", 37},
+          {"C", 67},
+          {"M", 19},
+          {"K", 23},
+          {"F", 21},
+          {"V", 67}},
+         13,
+         false,
+         false},
         {"ones", {}, 1, false, false},
         {"threes", {}, 3, false, false},
     };
   return {
       // Row ops N=4096 x C=1000; matmul 512x384 by N (shrunk to fit); attention B=1,H=4,S=1000,T=777,D=E=64.
       {"realistic",
-       {{"B", 1}, {"H", 4}, {"KH", 2}, {"Z", 2}, {"S", 1000}, {"T", 777}, {"D", 64}, {"E", 64},
-        {"N", 4096}, {"C", 1000}, {"M", 512}, {"K", 384}, {"F", 1024}, {"V", 1000}},
-       256, true, false},
+       {{"B", 1},
+        {"H", 4},
+        {"KH", 2},
+        {"Z", 2},
+        {"S", 1000},
+        {"T", 777},
+        {"D", 64},
+        {"E", 64},
+        {"N", 4096},
+        {"C", 1000},
+        {"M", 512},
+        {"K", 384},
+        {"F", 1024},
+        {"V", 1000}},
+       256,
+       true,
+       false},
       // Odd sizes that no register tile (f3, f4, f8, f64) and no 128-thread block divides.
       {"ragged",
-       {{"B", 2}, {"H", 2}, {"KH", 1}, {"Z", 3}, {"S", 257}, {"T", 4097}, {"D", 37}, {"E", 67},
-        {"N", 1001}, {"C", 4097}, {"M", 777}, {"K", 129}, {"F", 333}, {"V", 4097}},
-       131, true, true},
+       {{"B", 2},
+        {"H", 2},
+        {"KH", 1},
+        {"Z", 3},
+        {"S", 257},
+        {"T", 4097},
+        {"D", 37},
+        {"E", 67},
+        {"N", 1001},
+        {"C", 4097},
+        {"M", 777},
+        {"K", 129},
+        {"F", 333},
+        {"V", 4097}},
+       131,
+       true,
+       true},
       // Ones next to long axes: one query against 1000 keys, one row of 777, one channel.
       {"ragged-ones",
-       {{"B", 1}, {"H", 3}, {"KH", 1}, {"Z", 1}, {"S", 1}, {"T", 1000}, {"D", 3}, {"E", 1},
-        {"N", 1}, {"C", 777}, {"M", 1}, {"K", 1000}, {"F", 5}, {"V", 4097}},
-       7, true, true},
+       {{"B", 1},
+        {"H", 3},
+        {"KH", 1},
+        {"Z", 1},
+        {"S", 1},
+        {"T", 1000},
+        {"D", 3},
+        {"E", 1},
+        {"N", 1},
+        {"C", 777},
+        {"M", 1},
+        {"K", 1000},
+        {"F", 5},
+        {"V", 4097}},
+       7,
+       true,
+       true},
       {"ones", {}, 1, false, false},
       {"threes", {}, 3, false, false},
   };
@@ -183,7 +237,7 @@ struct Variant {
   std::string label;  // "fused", "PLACE=cut", "TILE@e=f4", "schedule \"fa1-scalar\""
   kir::Program program;
   std::vector<char> cubin;
-  std::string error;  // lowering, verification or NVRTC failed: a test failure
+  std::string error;                   // lowering, verification or NVRTC failed: a test failure
   const TargetInfo* target = nullptr;  // what it compiles for: the device's target, or its arch-specific twin
 };
 
@@ -192,7 +246,7 @@ struct Case {
   std::string label;
   SizeBindings sizes;
   TensorMap inputs, ref;
-  std::string rejected;  // the reference does not accept these sizes: why
+  std::string rejected;             // the reference does not accept these sizes: why
   std::optional<HostileKind> kind;  // hostile inputs of this kind (else ordinary ones)
   double ref_cost = 0, gpu_cost = 0, thread_cost = 0, ref_seconds = 0;
 };
@@ -308,9 +362,12 @@ OpWork prepare(const std::string& file, const CheckedProgram& program, const Che
         runtime::CompileOptions co;
         co.target = v.target ? v.target : ctx.target;
         runtime::CompileResult r = runtime::compile_cuda(print_cuda(v.program), w.op + ".cu", co);
-        if (!r.ok) v.error = fmt::format("NVRTC failed for {}:\n{}", co.target->name, r.log);
-        else if (r.cubin.empty()) v.error = "NVRTC returned no CUBIN";
-        else v.cubin = std::move(r.cubin);
+        if (!r.ok)
+          v.error = fmt::format("NVRTC failed for {}:\n{}", co.target->name, r.log);
+        else if (r.cubin.empty())
+          v.error = "NVRTC returned no CUBIN";
+        else
+          v.cubin = std::move(r.cubin);
       }
       kept.push_back(std::move(v));
     }
@@ -436,9 +493,10 @@ void run_op(const OpWork& w, const Context& ctx, Totals& totals) {
       continue;
     }
     ++accepted;
-    fmt::print("  shape {:<19} {:<28} {:<12} {}: reference {:.1e} nodes in {:.2f} s; kernels <= {:.1e} statements, "
-               "<= {:.1e} per thread\n",
-               w.op, "", c.label, shape, c.ref_cost, c.ref_seconds, c.gpu_cost, c.thread_cost);
+    fmt::print(
+        "  shape {:<19} {:<28} {:<12} {}: reference {:.1e} nodes in {:.2f} s; kernels <= {:.1e} statements, "
+        "<= {:.1e} per thread\n",
+        w.op, "", c.label, shape, c.ref_cost, c.ref_seconds, c.gpu_cost, c.thread_cost);
     for (const Variant& v : w.variants) {
       if (v.cubin.empty()) continue;
       CAPTURE(v.label);
@@ -466,8 +524,8 @@ void run_op(const OpWork& w, const Context& ctx, Totals& totals) {
           FAIL_CHECK("output " << name << " did not come back from the GPU");
           continue;
         }
-        const Tolerance tol = c.kind ? test::hostile_tolerance(*w.checked, want.dtype, *c.kind)
-                                     : tolerance_for(*w.checked, want.dtype);
+        const Tolerance tol =
+            c.kind ? test::hostile_tolerance(*w.checked, want.dtype, *c.kind) : tolerance_for(*w.checked, want.dtype);
         Comparison cmp = compare(it->second, want, tol);
         if (!cmp.ok && c.kind && test::known_divergence(w.op, v.label, *c.kind)) {
           ++totals.known;  // documented (hostile_matrix.hpp): reported, not a failure
@@ -475,8 +533,8 @@ void run_op(const OpWork& w, const Context& ctx, Totals& totals) {
           continue;
         }
         all_ok = all_ok && cmp.ok;
-        parts.push_back(fmt::format("{} rel {:.2e} max {:.2e} tol {:.0e} off {}", name, cmp.rel_l2, cmp.max_abs, tol.rel_l2,
-                                    cmp.off));
+        parts.push_back(fmt::format("{} rel {:.2e} max {:.2e} tol {:.0e} off {}", name, cmp.rel_l2, cmp.max_abs,
+                                    tol.rel_l2, cmp.off));
         CHECK_MESSAGE(cmp.ok, name << ": " << failure_reason(name, cmp, tol, want.shape));
       }
       if (!all_ok) ++totals.failed;
@@ -545,11 +603,11 @@ TEST_CASE("gpu: every op of stdlib and examples, every scalar-tier schedule, on 
     run_op(w, ctx, totals);
   }
 
-  const std::string summary =
-      fmt::format("emmy_gpu_tests: {} ops, {} schedules ({} distinct programs), {} (op, schedule, shape) runs, {} output "
-                  "comparisons, {} failed, {} known divergences; GPU {:.1f} ms, CPU workers {:.1f} s, wall {:.1f} s",
-                  totals.ops, totals.schedules, totals.programs, totals.runs, totals.comparisons, totals.failed, totals.known,
-                  totals.gpu_ms, cpu_seconds, seconds_since(start));
+  const std::string summary = fmt::format(
+      "emmy_gpu_tests: {} ops, {} schedules ({} distinct programs), {} (op, schedule, shape) runs, {} output "
+      "comparisons, {} failed, {} known divergences; GPU {:.1f} ms, CPU workers {:.1f} s, wall {:.1f} s",
+      totals.ops, totals.schedules, totals.programs, totals.runs, totals.comparisons, totals.failed, totals.known,
+      totals.gpu_ms, cpu_seconds, seconds_since(start));
   fmt::print("{}\n", summary);
   std::fflush(stdout);
   CHECK(totals.failed == 0);

@@ -51,7 +51,8 @@ inline std::vector<std::string> schedules(const CheckedProgram& program, const C
   out.push_back("TILE=a:scalar,PLACE=cut,COOP=t4/v2");
   std::set<std::string> tiled;
   for (const tir::Stmt& s : t.stmts)
-    if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty() && tiled.insert(s.vars.back().name).second) {
+    if (t.find(s.name)->role == tir::Tensor::Role::Output && !s.vars.empty() &&
+        tiled.insert(s.vars.back().name).second) {
       out.push_back(fmt::format("TILE=a:scalar,TILE@{}=f4", s.vars.back().name));
       out.push_back(fmt::format("TILE=a:scalar,PLACE=cut,TILE@{}=f3", s.vars.back().name));
     }
@@ -95,7 +96,8 @@ inline std::vector<std::string> input_size_names(const CheckedOp& op) {
   for (const TensorInfo& t : op.tensors)
     if (t.role == TensorInfo::Role::Input)
       for (const Size& s : t.shape)
-        if (!s.symbol.empty() && std::find(names.begin(), names.end(), s.symbol) == names.end()) names.push_back(s.symbol);
+        if (!s.symbol.empty() && std::find(names.begin(), names.end(), s.symbol) == names.end())
+          names.push_back(s.symbol);
   return names;
 }
 
@@ -125,11 +127,9 @@ inline std::string shape_text(const SizeBindings& s) {
 // fall back to the scalar one with a warning): a fold takes w<M>x1 only, so each geometry
 // comes in a fold-friendly form too; every STAGE transport and depth.
 inline std::vector<std::string> tensor_core_schedules() {
-  return {"TILE=a:mma_m16n8k16_f16/w2x1/f1x2/k4,STAGE=",
-          "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
+  return {"TILE=a:mma_m16n8k16_f16/w2x1/f1x2/k4,STAGE=", "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k4,STAGE=d1/cp",
           "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d2/cp/ring",
-          "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring",
-          "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg",
+          "TILE=a:mma_m16n8k16_f16/w2x2/f2x2/k2,STAGE=d3/cp/ring", "TILE=a:mma_m16n8k16_f16/w1x1/f1x2/k4,STAGE=d1/reg",
           // f2x8/k4 leaves no registers for q's fragments: q goes through a shared slab
           "TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d2/cp/ring,FAST_EXP=1",
           "TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d1/reg,FAST_EXP=1"};

@@ -40,10 +40,9 @@ TEST_CASE("the standard monoids: associative, identity, commutative") {
     const char* verdicts;  // associative, identity, commutative: Proved / Refuted / Unproved
   };
   const Case cases[] = {
-      {"sum", "PPP"},       {"prod", "PPP"},     {"max", "PPP"},     {"min", "PPP"},
-      {"any", "PPP"},       {"all", "PPP"},
-      {"argmax", "PPP"},    {"argmin", "PPP"},   {"logsumexp", "PPP"}, {"welford", "PPP"},
-      {"softmax_pv", "PPP"},
+      {"sum", "PPP"},       {"prod", "PPP"},    {"max", "PPP"},        {"min", "PPP"},
+      {"any", "PPP"},       {"all", "PPP"},     {"argmax", "PPP"},     {"argmin", "PPP"},
+      {"logsumexp", "PPP"}, {"welford", "PPP"}, {"softmax_pv", "PPP"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -68,9 +67,10 @@ TEST_CASE("every built-in reduction has a reference definition whose laws are pr
 }
 
 TEST_CASE("exp(log u) = u only where u > 0 is known") {
-  MonoidReport pos = laws_of("monoid lae(x: f32) { identity = -inf; combine(a, b) { yield log(exp(a.x) + exp(b.x)); } }\n"
-                             "monoid back(x: f32) { identity = -inf; combine(a, b) { yield exp(log(exp(a.x) + exp(b.x))); } }\n",
-                             "back");
+  MonoidReport pos = laws_of(
+      "monoid lae(x: f32) { identity = -inf; combine(a, b) { yield log(exp(a.x) + exp(b.x)); } }\n"
+      "monoid back(x: f32) { identity = -inf; combine(a, b) { yield exp(log(exp(a.x) + exp(b.x))); } }\n",
+      "back");
   // exp(log(e^a + e^b)) normalizes to e^a + e^b: not associative as written, refuted.
   CHECK(pos.associative.outcome == Outcome::Refuted);
   CHECK(pos.commutative.outcome == Outcome::Proved);
@@ -81,15 +81,17 @@ TEST_CASE("online softmax's identity meets itself without NaN (the exp of a diff
   MonoidReport r = laws_of("import std.monoids;\n", "softmax_pv");
   CHECK(r.notes.empty());  // exp(-inf - -inf) is 0 (support/ieee_rules.hpp), not NaN
   // Outside exp the identity's infinity still meets itself: -inf - -inf in a plain field.
-  MonoidReport d = laws_of("monoid diff(m: f32, s: f32) { identity = (-inf, 0); combine(a, b) {\n"
-                           "  yield (max(a.m, b.m), a.s + b.s + 0 * (a.m - b.m)); } }\n", "diff");
+  MonoidReport d = laws_of(
+      "monoid diff(m: f32, s: f32) { identity = (-inf, 0); combine(a, b) {\n"
+      "  yield (max(a.m, b.m), a.s + b.s + 0 * (a.m - b.m)); } }\n",
+      "diff");
   REQUIRE(!d.notes.empty());
   CHECK(d.notes[0].find("is NaN in IEEE arithmetic") != std::string::npos);
 }
 
 TEST_CASE("a non-associative mean is refuted with a checkable counterexample") {
-  MonoidReport r = laws_of(
-      "monoid mean2(x: f32) { identity = 0; combine(a, b) { yield (a.x + b.x) / 2; } }\n", "mean2");
+  MonoidReport r =
+      laws_of("monoid mean2(x: f32) { identity = 0; combine(a, b) { yield (a.x + b.x) / 2; } }\n", "mean2");
   CHECK(r.associative.outcome == Outcome::Refuted);
   INFO(explain(r));
   CHECK(r.associative.counterexample.find("combine(combine(a,b),c) = ") == 0);
@@ -106,21 +108,27 @@ struct Generator {
 
   Term leaf() {
     switch (rng() % 4) {
-      case 0: return Term::constant(Rational::of(static_cast<int64_t>(rng() % 5) - 2));
-      case 1: return Term::var("b." + fields[rng() % fields.size()]);
-      default: return Term::var("a." + fields[rng() % fields.size()]);
+      case 0:
+        return Term::constant(Rational::of(static_cast<int64_t>(rng() % 5) - 2));
+      case 1:
+        return Term::var("b." + fields[rng() % fields.size()]);
+      default:
+        return Term::var("a." + fields[rng() % fields.size()]);
     }
   }
   Term expr(int depth) {
     if (depth == 0) return leaf();
     static const TermOp binary[] = {TermOp::Add, TermOp::Sub, TermOp::Mul, TermOp::Max, TermOp::Min};
     switch (rng() % 8) {
-      case 0: return Term::make(TermOp::Exp, {expr(depth - 1)});
+      case 0:
+        return Term::make(TermOp::Exp, {expr(depth - 1)});
       case 1:
         return Term::make(TermOp::Select, {Term::make(TermOp::Gt, {expr(depth - 1), expr(depth - 1)}), expr(depth - 1),
                                            expr(depth - 1)});
-      case 2: return leaf();
-      default: return Term::make(binary[rng() % 5], {expr(depth - 1), expr(depth - 1)});
+      case 2:
+        return leaf();
+      default:
+        return Term::make(binary[rng() % 5], {expr(depth - 1), expr(depth - 1)});
     }
   }
 };
@@ -177,6 +185,6 @@ TEST_CASE("prover fuzz: no 'proved' verdict is contradicted at fresh random poin
     }
   }
   MESSAGE("random combiners: " << proved << " proved, " << refuted << " refuted, " << unproved << " unproved");
-  CHECK(proved >= 10);   // the fuzz exercises both verdicts
+  CHECK(proved >= 10);  // the fuzz exercises both verdicts
   CHECK(refuted >= 100);
 }

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "lower/passes.hpp"
-#include "hostile_matrix.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 #include "tune/output_check.hpp"
@@ -133,8 +133,9 @@ TEST_CASE("checks: a fold without the max subtraction passes ordinary inputs and
     const char* knobs;
     SizeBindings sizes;
   };
-  for (const Broken& b : {Broken{"PLACE=fuse,TILE=a:scalar,TILE@e=f8", {{"B", 1}, {"H", 2}, {"S", 9}, {"T", 40}, {"D", 16}, {"E", 8}}},
-                          Broken{"PLACE=cut,TILE=a:scalar", {{"B", 1}, {"H", 1}, {"S", 5}, {"T", 33}, {"D", 16}, {"E", 4}}}}) {
+  for (const Broken& b :
+       {Broken{"PLACE=fuse,TILE=a:scalar,TILE@e=f8", {{"B", 1}, {"H", 2}, {"S", 9}, {"T", 40}, {"D", 16}, {"E", 8}}},
+        Broken{"PLACE=cut,TILE=a:scalar", {{"B", 1}, {"H", 1}, {"S", 5}, {"T", 33}, {"D", 16}, {"E", 4}}}}) {
     CAPTURE(b.knobs);
     Case c = lowered("/stdlib/nn.emmy", "sdpa", b.knobs);
     const TensorMap ordinary = random_inputs(*c.op, b.sizes, 5);
@@ -157,13 +158,16 @@ TEST_CASE("checks: a fold that does not rescale its running sum fails on ordinar
     const char* knobs;
     SizeBindings sizes;
   };
-  for (const Broken& b : {Broken{"sdpa", "PLACE=fuse,TILE=a:scalar,TILE@e=f8", {{"B", 1}, {"H", 2}, {"S", 9}, {"T", 40}, {"D", 16}, {"E", 8}}},
+  for (const Broken& b : {Broken{"sdpa",
+                                 "PLACE=fuse,TILE=a:scalar,TILE@e=f8",
+                                 {{"B", 1}, {"H", 2}, {"S", 9}, {"T", 40}, {"D", 16}, {"E", 8}}},
                           Broken{"logsumexp_online", "TILE=a:scalar", {{"N", 7}, {"C", 50}}}}) {
     CAPTURE(b.op);
     Case c = lowered("/stdlib/nn.emmy", b.op, b.knobs);
     kir::Program broken = c.low.kernels;
     CHECK(edit_program(broken, drop_rescale) > 0);
-    for (const TensorMap& inputs : {random_inputs(*c.op, b.sizes, 5), hostile_inputs(*c.op, b.sizes, 5, HostileKind::Large)}) {
+    for (const TensorMap& inputs :
+         {random_inputs(*c.op, b.sizes, 5), hostile_inputs(*c.op, b.sizes, 5, HostileKind::Large)}) {
       CHECK(interpreted_verdict(c, c.low.kernels, b.sizes, inputs).empty());
       const std::string why = interpreted_verdict(c, broken, b.sizes, inputs);
       CHECK_MESSAGE(why.find("elements off") != std::string::npos, why);
@@ -178,7 +182,8 @@ TEST_CASE("checks: NaN and -inf rows propagate to the same places on every op") 
     REQUIRE(!l->diags->has_errors());
     for (const CheckedOp* op : test::main_ops(*l->program)) {
       const std::string name = op->decl->name.name;
-      const lower::Lowered low = lower::lower_op(*l->program, *op, {nullptr, "", "TILE=a:scalar"}, *find_target("sm_90"));
+      const lower::Lowered low =
+          lower::lower_op(*l->program, *op, {nullptr, "", "TILE=a:scalar"}, *find_target("sm_90"));
       const SizeBindings sizes = test::cycled_sizes(*op, test::matrix_size_cycles()[1]);
       for (HostileKind kind : {HostileKind::NaN, HostileKind::NegInfRows}) {
         CAPTURE(name);

@@ -574,8 +574,7 @@ TEST_CASE("verifier: kernel-level checks (grid, threads, shared memory, malforme
   CHECK(uses_dynamic_shared(k));
   CHECK(shared_bytes(k) == 65792);
   k.shared.push_back({"huge", ST::F64, 30000, 16});
-  CHECK(verify(k) ==
-        std::vector<std::string>{"k_bad: 305792 bytes of shared arrays (a block holds at most 232448)"});
+  CHECK(verify(k) == std::vector<std::string>{"k_bad: 305792 bytes of shared arrays (a block holds at most 232448)"});
   k = with_body({});
   k.shared.push_back({"x", F32, 4, 2});
   CHECK(verify(k) ==

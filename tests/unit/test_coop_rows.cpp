@@ -9,13 +9,13 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
-#include "hostile_matrix.hpp"
 #include "test_helpers.hpp"
 
 namespace emmy {
@@ -28,11 +28,10 @@ struct RowOp {
 };
 
 constexpr RowOp kRowOps[] = {
-    {"/stdlib/nn.emmy", "softmax", "v8"},        {"/stdlib/nn.emmy", "layernorm", "v8"},
-    {"/stdlib/nn.emmy", "rmsnorm", "v8"},        {"/stdlib/nn.emmy", "logsumexp", "v8"},
+    {"/stdlib/nn.emmy", "softmax", "v8"},          {"/stdlib/nn.emmy", "layernorm", "v8"},
+    {"/stdlib/nn.emmy", "rmsnorm", "v8"},          {"/stdlib/nn.emmy", "logsumexp", "v8"},
     {"/stdlib/nn.emmy", "logsumexp_online", "v8"}, {"/stdlib/nn.emmy", "cross_entropy", "v4"},
-    {"/stdlib/nn.emmy", "cross_entropy", "v8"},
-    {"/examples/first_max.emmy", "first_max", "v8"},
+    {"/stdlib/nn.emmy", "cross_entropy", "v8"},    {"/examples/first_max.emmy", "first_max", "v8"},
 };
 
 // (N, C): C a multiple of 8 (vector path) with N not a multiple of the rows per block; C
@@ -97,8 +96,8 @@ TEST_CASE("coop: row ops on hostile inputs (large, subnormal), every thread coun
     auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + r.file);
     REQUIRE_MESSAGE(!l->diags->has_errors(), r.file);
     const CheckedOp& op = l->program->ops.at(r.op);
-    for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec), std::string("COOP=t2/v2"),
-                             fmt::format("COOP=t128/{},PLACE=cut", r.vec)})
+    for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec),
+                             std::string("COOP=t2/v2"), fmt::format("COOP=t128/{},PLACE=cut", r.vec)})
       for (auto [n, c] : {std::pair<int64_t, int64_t>{5, 77}, {9, 24}})
         for (HostileKind kind : test::kMatrixHostileKinds) {
           CAPTURE(r.op);
@@ -143,8 +142,8 @@ TEST_CASE("coop: the kernel IR splits the row, combines in lane order and moves 
   CHECK(print_program(warp.kernels).find("barrier") == std::string::npos);
   // The non-commutative monoid: contiguous ranges.
   auto fm = test::check_file(std::string(EMMY_SOURCE_DIR) + "/examples/first_max.emmy");
-  lower::Lowered ordered =
-      lower::lower_op(*fm->program, fm->program->ops.at("first_max"), {nullptr, "", "COOP=t64/v8"}, *find_target("sm_90"));
+  lower::Lowered ordered = lower::lower_op(*fm->program, fm->program->ops.at("first_max"), {nullptr, "", "COOP=t64/v8"},
+                                           *find_target("sm_90"));
   CHECK(print_program(ordered.kernels).find("a contiguous range each (the combine is not proved commutative)") !=
         std::string::npos);
 }
@@ -173,7 +172,8 @@ TEST_CASE("coop: the schedule blocks of the row ops lower, and COOP@site is a wa
     ++blocks;
   }
   CHECK(blocks >= 20);
-  lower::Lowered low = lower::lower_op(*l->program, l->program->ops.at("softmax"), {nullptr, "", "COOP@c=t32"}, *find_target("sm_90"));
+  lower::Lowered low =
+      lower::lower_op(*l->program, l->program->ops.at("softmax"), {nullptr, "", "COOP@c=t32"}, *find_target("sm_90"));
   REQUIRE(low.knobs.warnings.size() == 1);
   CHECK(low.knobs.warnings[0].code == "W050");
   CHECK(low.knobs.warnings[0].text.find("COOP@c=t32 has no effect") != std::string::npos);
@@ -189,8 +189,8 @@ TEST_CASE("coop: the row ops' kernels compile with NVRTC for sm_80, sm_90 and sm
         CAPTURE(target);
         CAPTURE(name);
         CAPTURE(knobs);
-        std::string source =
-            print_cuda(lower::lower_op(*l->program, l->program->ops.at(name), {nullptr, "", knobs}, *find_target(target)).kernels);
+        std::string source = print_cuda(
+            lower::lower_op(*l->program, l->program->ops.at(name), {nullptr, "", knobs}, *find_target(target)).kernels);
         runtime::CompileOptions co;
         co.target = find_target(target);
         runtime::CompileResult r = runtime::compile_cuda(source, "coop.cu", co);
@@ -199,7 +199,7 @@ TEST_CASE("coop: the row ops' kernels compile with NVRTC for sm_80, sm_90 and sm
         const runtime::KernelResources& k = r.resources[0];
         CHECK(k.spill_stores == 0);
         CHECK(k.spill_loads == 0);
-        CHECK(k.stack_bytes == 0);  // the vector register arrays stay in registers
+        CHECK(k.stack_bytes == 0);                                   // the vector register arrays stay in registers
         CHECK(r.ptx.find("ld.global.nc.v4.") != std::string::npos);  // 16-byte loads
       }
     }

@@ -88,15 +88,15 @@ TEST_CASE("carets align by characters; invalid bytes show as '?'") {
 TEST_CASE("strict UTF-8: overlong forms, surrogates and out-of-range code points are invalid") {
   CHECK(utf8_sequence_length("a", 0) == 1);
   CHECK(utf8_sequence_length("\xc3\xa9", 0) == 2);
-  CHECK(utf8_sequence_length("\xe2\x88\x91", 0) == 3);           // U+2211
-  CHECK(utf8_sequence_length("\xf0\x9f\x98\x80", 0) == 4);       // U+1F600
-  CHECK(utf8_sequence_length("\xc0\xaf", 0) == 0);               // overlong '/'
-  CHECK(utf8_sequence_length("\xe0\x80\xaf", 0) == 0);           // overlong, 3 bytes
-  CHECK(utf8_sequence_length("\xf0\x8c\x9c\x97", 0) == 0);       // overlong, 4 bytes (a fuzzer find)
-  CHECK(utf8_sequence_length("\xed\xa0\x80", 0) == 0);           // surrogate U+D800
-  CHECK(utf8_sequence_length("\xf4\x90\x80\x80", 0) == 0);       // > U+10FFFF
-  CHECK(utf8_sequence_length("\x80", 0) == 0);                   // stray continuation
-  CHECK(utf8_sequence_length("\xe2\x88", 0) == 0);               // truncated
+  CHECK(utf8_sequence_length("\xe2\x88\x91", 0) == 3);      // U+2211
+  CHECK(utf8_sequence_length("\xf0\x9f\x98\x80", 0) == 4);  // U+1F600
+  CHECK(utf8_sequence_length("\xc0\xaf", 0) == 0);          // overlong '/'
+  CHECK(utf8_sequence_length("\xe0\x80\xaf", 0) == 0);      // overlong, 3 bytes
+  CHECK(utf8_sequence_length("\xf0\x8c\x9c\x97", 0) == 0);  // overlong, 4 bytes (a fuzzer find)
+  CHECK(utf8_sequence_length("\xed\xa0\x80", 0) == 0);      // surrogate U+D800
+  CHECK(utf8_sequence_length("\xf4\x90\x80\x80", 0) == 0);  // > U+10FFFF
+  CHECK(utf8_sequence_length("\x80", 0) == 0);              // stray continuation
+  CHECK(utf8_sequence_length("\xe2\x88", 0) == 0);          // truncated
   CHECK(first_invalid_utf8("ok \xc3\xa9 \xf0\x8c\x9c\x97") == 6);
   CHECK(first_invalid_utf8("fine") == std::string_view::npos);
 }

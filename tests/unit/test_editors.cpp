@@ -80,9 +80,9 @@ TEST_CASE("VS Code grammar lists every word the compiler knows, one class per ru
     atoms.insert(atom);
   }
   const std::pair<std::string, std::set<std::string>> classes[] = {
-      {"keyword", to_set(keywords())},   {"dtype", to_set(dtype_names())},
-      {"reduction", reductions},         {"function", functions},
-      {"knob", to_set(knob_names())},    {"knob-value-word", to_set(knob_value_words())},
+      {"keyword", to_set(keywords())},    {"dtype", to_set(dtype_names())},
+      {"reduction", reductions},          {"function", functions},
+      {"knob", to_set(knob_names())},     {"knob-value-word", to_set(knob_value_words())},
       {"target", to_set(target_names())}, {"atom", atoms},
   };
   for (const auto& [rule, known] : classes) {

@@ -26,17 +26,19 @@ TEST_CASE("unary operators glue to their operand, binary ones are spaced") {
 }
 
 TEST_CASE("knob values stay glued; sites too") {
-  CHECK(fmt("schedule f for sm_90 as \"x\" {\nTILE @ e = f64 ;\nTILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4;REDUCE=;}") ==
-        "schedule f for sm_90 as \"x\" {\n  TILE@e = f64;\n  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;\n  REDUCE = ;\n}\n");
+  CHECK(
+      fmt("schedule f for sm_90 as \"x\" {\nTILE @ e = f64 ;\nTILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4;REDUCE=;}") ==
+      "schedule f for sm_90 as \"x\" {\n  TILE@e = f64;\n  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;\n  REDUCE = ;\n}\n");
 }
 
 TEST_CASE("comments are kept; trailing comments align") {
   std::string src =
       "/// Doc.\nop f(x: f32[N]) -> (y: f32[N]) {\n  // lead\n  t[i] = x[i]; // a\n  y[i] = t[i] * 2.0;   // bb\n"
       "  /* block */ \n}\n";
-  CHECK(fmt(src) ==
-        "/// Doc.\nop f(x: f32[N]) -> (y: f32[N]) {\n  // lead\n  t[i] = x[i];        // a\n  y[i] = t[i] * 2.0;  // bb\n"
-        "  /* block */\n}\n");
+  CHECK(
+      fmt(src) ==
+      "/// Doc.\nop f(x: f32[N]) -> (y: f32[N]) {\n  // lead\n  t[i] = x[i];        // a\n  y[i] = t[i] * 2.0;  // bb\n"
+      "  /* block */\n}\n");
 }
 
 TEST_CASE("blank lines collapse to one; none after '{' or before '}'") {
@@ -45,7 +47,8 @@ TEST_CASE("blank lines collapse to one; none after '{' or before '}'") {
 }
 
 TEST_CASE("slices, fields, monoids") {
-  CHECK(fmt("monoid m(x:f32,o:f32[E]){identity=(0,0);lift(s:f32,v:f32[E])=(s,v);combine(a,b){let n=a.x+b.x;yield(n,a.o);}}") ==
+  CHECK(fmt("monoid m(x:f32,o:f32[E]){identity=(0,0);lift(s:f32,v:f32[E])=(s,v);combine(a,b){let "
+            "n=a.x+b.x;yield(n,a.o);}}") ==
         "monoid m(x: f32, o: f32[E]) {\n  identity = (0, 0);\n  lift(s: f32, v: f32[E]) = (s, v);\n  combine(a, b) {\n"
         "    let n = a.x + b.x;\n    yield (n, a.o);\n  }\n}\n");
   CHECK(fmt("op f(v:f32[T,E])->(o:f32[E]){r=g(j:v[j, :]);o[e]=r.o[e];}") ==

@@ -38,16 +38,20 @@ TEST_CASE("guard: an escaped exception is one line and an exit status") {
   CHECK(guarded([] { return 0; }, out) == 0);
   CHECK(out.empty());
   CHECK(guarded([] { return 2; }, out) == 2);
-  CHECK(guarded([]() -> int {
-          throw std::filesystem::filesystem_error("status", "loop/a.emmy",
-                                                  std::make_error_code(std::errc::too_many_symbolic_link_levels));
-        },
-                out) == 2);
+  CHECK(guarded(
+            []() -> int {
+              throw std::filesystem::filesystem_error("status", "loop/a.emmy",
+                                                      std::make_error_code(std::errc::too_many_symbolic_link_levels));
+            },
+            out) == 2);
   CHECK(out == "emmyc: error: 'loop/a.emmy': Too many levels of symbolic links\n");
   CHECK(guarded([]() -> int { throw std::bad_alloc(); }, out) == 1);
   CHECK(out == "emmyc: error: out of memory\n");
-  CHECK(guarded([]() -> int { throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again), "thread"); },
-                out) == 1);
+  CHECK(guarded(
+            []() -> int {
+              throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again), "thread");
+            },
+            out) == 1);
   CHECK(out.rfind("emmyc: error: thread: ", 0) == 0);
   CHECK(guarded([]() -> int { throw std::logic_error("a broken invariant"); }, out) == 1);
   CHECK(out == "emmyc: internal error (a compiler bug; please report it): a broken invariant\n");
@@ -57,18 +61,20 @@ TEST_CASE("guard: an escaped exception is one line and an exit status") {
 
 TEST_CASE("guard: EMMY_INTERNAL_ASSERT throws (reported as an internal error), it does not abort") {
   std::string out;
-  CHECK(guarded([]() -> int {
-          EMMY_INTERNAL_ASSERT(1 + 1 == 3, "arithmetic");
-          return 0;
-        },
-                out) == 1);
+  CHECK(guarded(
+            []() -> int {
+              EMMY_INTERNAL_ASSERT(1 + 1 == 3, "arithmetic");
+              return 0;
+            },
+            out) == 1);
   CHECK(out.find("internal error") != std::string::npos);
   CHECK(out.find("arithmetic") != std::string::npos);
 }
 
 TEST_CASE("failure kinds: files, memory, resources, bugs") {
   auto kind_of = [](auto thrown) { return describe_failure(std::make_exception_ptr(thrown)).kind; };
-  CHECK(kind_of(std::filesystem::filesystem_error("x", std::make_error_code(std::errc::is_a_directory))) == FailureKind::File);
+  CHECK(kind_of(std::filesystem::filesystem_error("x", std::make_error_code(std::errc::is_a_directory))) ==
+        FailureKind::File);
   CHECK(kind_of(std::ios_base::failure("read")) == FailureKind::File);
   CHECK(kind_of(std::length_error("vector::_M_default_append")) == FailureKind::Memory);
   CHECK(kind_of(std::runtime_error("?")) == FailureKind::Internal);

@@ -38,7 +38,8 @@ inline std::unique_ptr<Run> check_source(const std::string& text) {
   auto r = std::make_unique<Run>();
   r->diags = std::make_unique<Diagnostics>(r->sources);
   uint32_t id = r->sources.add("test.emmy", text);
-  r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, std::nullopt, {}}, *r->diags);
+  r->program = check_program(r->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, std::nullopt, {}},
+                             *r->diags);
   return r;
 }
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <fstream>
 #include <ios>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -71,7 +71,8 @@ std::vector<kir::Reg> regs(const std::string& name, int count) {
 // The register array name[count] of `type`, element r loaded from buffer[lane * count + r].
 std::vector<Stmt> load_regs(const std::string& name, ScalarType type, int count) {
   std::vector<Stmt> body{kir::decl(name, type, count)};
-  for (int r = 0; r < count; ++r) body.push_back(kir::assign(kir::Reg{name, r}, gload(name, slot(lane(), count, r), type)));
+  for (int r = 0; r < count; ++r)
+    body.push_back(kir::assign(kir::Reg{name, r}, gload(name, slot(lane(), count, r), type)));
   return body;
 }
 
@@ -171,7 +172,8 @@ std::vector<uint32_t> output_words(const HostTensor& t) {
   REQUIRE((t.dtype == DType::I64 || t.dtype == DType::F32));
   std::vector<uint32_t> out;
   for (double v : t.data)
-    out.push_back(t.dtype == DType::F32 ? kir::f32_bits(static_cast<float>(v)) : static_cast<uint32_t>(static_cast<int64_t>(v)));
+    out.push_back(t.dtype == DType::F32 ? kir::f32_bits(static_cast<float>(v))
+                                        : static_cast<uint32_t>(static_cast<int64_t>(v)));
   return out;
 }
 
@@ -209,8 +211,8 @@ kir::Program mma_program(IntrinsicId id, bool f32_acc) {
   for (int r = 0; r < acc; ++r) args.push_back(reg("c", acc_type, r));
   body.push_back(intrinsic(id, regs("d", acc), std::move(args)));
   append(body, store_regs("out", "d", acc_type, acc));
-  return program({buffer("a", In, U32, 4 * kWarp), buffer("b", In, U32, 2 * kWarp), buffer("c", In, acc_type, acc * kWarp),
-                  buffer("out", Out, acc_type, acc * kWarp)},
+  return program({buffer("a", In, U32, 4 * kWarp), buffer("b", In, U32, 2 * kWarp),
+                  buffer("c", In, acc_type, acc * kWarp), buffer("out", Out, acc_type, acc * kWarp)},
                  kWarp, std::move(body));
 }
 
@@ -238,10 +240,14 @@ constexpr int kSmemHalves = 4096;  // smem[i] = i for i < 4096 covers every reco
 
 IntrinsicId ldmatrix_id(int x, bool trans) {
   switch (x) {
-    case 1: return trans ? IntrinsicId::LdmatrixX1Trans : IntrinsicId::LdmatrixX1;
-    case 2: return trans ? IntrinsicId::LdmatrixX2Trans : IntrinsicId::LdmatrixX2;
-    case 4: return trans ? IntrinsicId::LdmatrixX4Trans : IntrinsicId::LdmatrixX4;
-    default: throw std::invalid_argument("ldmatrix x" + std::to_string(x));
+    case 1:
+      return trans ? IntrinsicId::LdmatrixX1Trans : IntrinsicId::LdmatrixX1;
+    case 2:
+      return trans ? IntrinsicId::LdmatrixX2Trans : IntrinsicId::LdmatrixX2;
+    case 4:
+      return trans ? IntrinsicId::LdmatrixX4Trans : IntrinsicId::LdmatrixX4;
+    default:
+      throw std::invalid_argument("ldmatrix x" + std::to_string(x));
   }
 }
 
@@ -266,7 +272,8 @@ kir::Program ldmatrix_program(int x, bool trans) {
 // smem[i] = i as 16-bit values, two to a word, low half first.
 std::vector<uint32_t> ramp_pairs(size_t halves) {
   std::vector<uint32_t> words(halves / 2);
-  for (size_t k = 0; k < words.size(); ++k) words[k] = static_cast<uint32_t>(2 * k) | static_cast<uint32_t>(2 * k + 1) << 16;
+  for (size_t k = 0; k < words.size(); ++k)
+    words[k] = static_cast<uint32_t>(2 * k) | static_cast<uint32_t>(2 * k + 1) << 16;
   return words;
 }
 
@@ -301,9 +308,9 @@ kir::Program tma_program(uint32_t words, int c0, int c1) {
   std::vector<Stmt> body{
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierInit, {}, {bar}, {1})}),
       kir::barrier(),
-      kir::if_then(eq(tid(), c(0)),
-                   {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, cu(4 * words)}),
-                    intrinsic(IntrinsicId::TmaLoad2d, {}, {kir::shared_addr("tile", c(0)), bar, c(c0), c(c1)}, {}, "gmap")}),
+      kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, cu(4 * words)}),
+                                     intrinsic(IntrinsicId::TmaLoad2d, {},
+                                               {kir::shared_addr("tile", c(0)), bar, c(c0), c(c1)}, {}, "gmap")}),
       intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, cu(0)}),
       kir::for_loop("j", I32, c(0), c(static_cast<int>(words / kTmaThreads)),
                     {gstore("out", i64(at), kir::load(Space::Shared, "tile", at, U32))}),

@@ -332,7 +332,8 @@ TEST_CASE("intrinsic TMA 2-D box copy and swizzle: every recorded case, every sm
 
 TEST_CASE("intrinsic TMA box copy fills out-of-bounds elements with zero") {
   for (Swizzle swizzle : {Swizzle::None, Swizzle::B128}) {
-    for (std::pair<int64_t, int64_t> at : {std::pair<int64_t, int64_t>{-8, -3}, {kTmaCols - 40, kTmaRows - 5}, {300, 2}}) {
+    for (std::pair<int64_t, int64_t> at :
+         {std::pair<int64_t, int64_t>{-8, -3}, {kTmaCols - 40, kTmaRows - 5}, {300, 2}}) {
       const int64_t c0 = at.first, c1 = at.second;  // a copy: clang 14 cannot capture bindings
       CAPTURE(c0);
       CAPTURE(c1);
@@ -342,7 +343,8 @@ TEST_CASE("intrinsic TMA box copy fills out-of-bounds elements with zero") {
       for (uint32_t r = 0; r < 16; ++r)
         for (uint32_t col = 0; col < 64; ++col) {
           int64_t gr = c1 + r, gc = c0 + col;
-          bool inside = gr >= 0 && gr < static_cast<int64_t>(kTmaRows) && gc >= 0 && gc < static_cast<int64_t>(kTmaCols);
+          bool inside =
+              gr >= 0 && gr < static_cast<int64_t>(kTmaRows) && gc >= 0 && gc < static_cast<int64_t>(kTmaCols);
           uint16_t want = inside ? static_cast<uint16_t>(gr * 256 + gc) : 0;
           uint32_t byte = 1024 + tma_swizzle_byte_offset((r * 64 + col) * 2, swizzle);
           CHECK(memory.shared16(byte / 2) == want);
@@ -447,9 +449,12 @@ TEST_CASE("intrinsic wgmma: A from registers equals A from shared memory; an N-m
       regs[static_cast<size_t>((e >> 1) * 128 + t)] |= h << (16 * (e & 1));
     }
   std::vector<float> zero(4096, 0.0f);
-  std::vector<float> ss = thread_major(Run{IntrinsicId::WgmmaSsN64, 128, {0, 0}, &memory}(wgmma_inputs(broadcast_desc(da), db, zero)));
-  std::vector<float> rs = thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 0}, &memory}(wgmma_inputs(regs, db, zero)));
-  std::vector<float> rn = thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 1}, &memory}(wgmma_inputs(regs, dbn, zero)));
+  std::vector<float> ss =
+      thread_major(Run{IntrinsicId::WgmmaSsN64, 128, {0, 0}, &memory}(wgmma_inputs(broadcast_desc(da), db, zero)));
+  std::vector<float> rs =
+      thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 0}, &memory}(wgmma_inputs(regs, db, zero)));
+  std::vector<float> rn =
+      thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 1}, &memory}(wgmma_inputs(regs, dbn, zero)));
   for (int t = 0; t < 128; ++t)
     for (int i = 0; i < 32; ++i) {
       FragmentCoord q = wgmma_c_coord(t, i);
@@ -489,21 +494,21 @@ TEST_CASE("numeric f16 and bf16: round to nearest even, subnormals, overflow") {
   CHECK(f32_to_f16_bits(f(1 + std::ldexp(1.0, -11))) == 0x3c00);      // tie, even below
   CHECK(f32_to_f16_bits(f(1 + 3 * std::ldexp(1.0, -11))) == 0x3c02);  // tie, even above
   CHECK(f32_to_f16_bits(f(1 + std::ldexp(1.0, -11) + std::ldexp(1.0, -20))) == 0x3c01);
-  CHECK(f32_to_f16_bits(std::ldexp(1.0f, -25)) == 0x0000);            // half the least subnormal: tie to 0
+  CHECK(f32_to_f16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // half the least subnormal: tie to 0
   CHECK(f32_to_f16_bits(3 * std::ldexp(1.0f, -26)) == 0x0001);
-  CHECK(f32_to_f16_bits(3 * std::ldexp(1.0f, -25)) == 0x0002);        // 1.5 ulp: tie to even 2
+  CHECK(f32_to_f16_bits(3 * std::ldexp(1.0f, -25)) == 0x0002);                       // 1.5 ulp: tie to even 2
   CHECK(f32_to_f16_bits(f(std::ldexp(1.0, -14) - std::ldexp(1.0, -25))) == 0x0400);  // up to min normal
   CHECK(f32_to_f16_bits(-0.0f) == 0x8000);
   CHECK(f32_to_f16_bits(65504.0f) == 0x7bff);
   CHECK(f32_to_f16_bits(65519.99f) == 0x7bff);
-  CHECK(f32_to_f16_bits(65520.0f) == 0x7c00);                         // tie at the top: overflow
+  CHECK(f32_to_f16_bits(65520.0f) == 0x7c00);  // tie at the top: overflow
   CHECK(f32_to_f16_bits(-1e30f) == 0xfc00);
   CHECK(f32_to_bf16_bits(f(1 + std::ldexp(1.0, -8))) == 0x3f80);
   CHECK(f32_to_bf16_bits(f(1 + 3 * std::ldexp(1.0, -8))) == 0x3f82);
   CHECK(f32_to_bf16_bits(std::numeric_limits<float>::max()) == 0x7f80);
   CHECK(f32_to_bf16_bits(std::numeric_limits<float>::denorm_min()) == 0x0000);
-  CHECK(f32_to_bf16_bits(bits_f32(0x00010000)) == 0x0001);            // bf16 subnormal, exact
-  CHECK(f32_to_bf16_bits(bits_f32(0x00018000)) == 0x0002);            // subnormal tie to even
+  CHECK(f32_to_bf16_bits(bits_f32(0x00010000)) == 0x0001);  // bf16 subnormal, exact
+  CHECK(f32_to_bf16_bits(bits_f32(0x00018000)) == 0x0002);  // subnormal tie to even
 }
 
 TEST_CASE("numeric f16 conversion is the nearest value, ties to even, over a sweep of floats") {

@@ -66,7 +66,8 @@ TEST_CASE("kernel cache: a miss compiles and stores, a hit loads the same CUBIN,
   CHECK(!off.hit);
   CHECK(off.path.empty());
 
-  runtime::CachedCompile unwritable = runtime::compile_cuda_cached(source, "t.cu", co, {true, "/proc/emmy-no-such-dir"});
+  runtime::CachedCompile unwritable =
+      runtime::compile_cuda_cached(source, "t.cu", co, {true, "/proc/emmy-no-such-dir"});
   CHECK(unwritable.result.ok);
   CHECK(unwritable.warning.find("the kernel cache is off: cannot create the directory '/proc/emmy-no-such-dir'") == 0);
 }
@@ -107,37 +108,51 @@ TEST_CASE("kernel cache: an entry is valid only as a whole: each corrupt variant
   REQUIRE(log.find(" 0 bytes spill stores") != std::string::npos);
 
   const std::vector<Corruption> corruptions = {
-      {"an emptied .cubin", [](const std::string& b) { put(b + ".cubin", ""); }, "the .cubin does not match the manifest (0 bytes"},
-      {"an emptied .ptx", [](const std::string& b) { put(b + ".ptx", ""); }, "the .ptx does not match the manifest (0 bytes"},
-      {"a truncated .cubin", [](const std::string& b) {
+      {"an emptied .cubin", [](const std::string& b) { put(b + ".cubin", ""); },
+       "the .cubin does not match the manifest (0 bytes"},
+      {"an emptied .ptx", [](const std::string& b) { put(b + ".ptx", ""); },
+       "the .ptx does not match the manifest (0 bytes"},
+      {"a truncated .cubin",
+       [](const std::string& b) {
          const std::string c = *read_file(b + ".cubin");
          put(b + ".cubin", c.substr(0, c.size() / 2));
-       }, "the .cubin does not match the manifest"},
-      {"a garbled .cubin of the same size", [](const std::string& b) {
+       },
+       "the .cubin does not match the manifest"},
+      {"a garbled .cubin of the same size",
+       [](const std::string& b) {
          std::string c = *read_file(b + ".cubin");
          c[c.size() / 2] = static_cast<char>(c[c.size() / 2] ^ 0x5a);
          put(b + ".cubin", c);
-       }, "the .cubin does not match the manifest (its hash differs)"},
-      {"a .log forged to claim 4096 spill bytes", [&](const std::string& b) {
+       },
+       "the .cubin does not match the manifest (its hash differs)"},
+      {"a .log forged to claim 4096 spill bytes",
+       [&](const std::string& b) {
          put(b + ".log", replaced(log, " 0 bytes spill stores", " 4096 bytes spill stores"));
-       }, "the .log does not match the manifest"},
+       },
+       "the .log does not match the manifest"},
       {"a missing .log", [](const std::string& b) { fs::remove(b + ".log"); }, "the entry's .log is missing"},
       {"a missing manifest", [](const std::string& b) { fs::remove(b + ".manifest"); }, "no manifest"},
-      {"a truncated manifest", [](const std::string& b) {
+      {"a truncated manifest",
+       [](const std::string& b) {
          const std::string m = *read_file(b + ".manifest");
          put(b + ".manifest", m.substr(0, m.rfind("end\n")));
-       }, "the manifest is truncated"},
-      {"a manifest whose report disagrees with the .log", [](const std::string& b) {
+       },
+       "the manifest is truncated"},
+      {"a manifest whose report disagrees with the .log",
+       [](const std::string& b) {
          const std::string m = *read_file(b + ".manifest");
          const size_t kernel = m.find("kernel k_twice ");
          REQUIRE(kernel != std::string::npos);
          put(b + ".manifest", m.substr(0, kernel) + "kernel k_twice 255 4096 4096 0 0 0 0\nend\n");
-       }, "the ptxas report in the .log does not match the manifest"},
-      {"a .log without a report, with a manifest to match", [](const std::string& b) {
+       },
+       "the ptxas report in the .log does not match the manifest"},
+      {"a .log without a report, with a manifest to match",
+       [](const std::string& b) {
          put(b + ".log", "garbage\n");
          runtime::EntryFiles f{*read_file(b + ".cu"), *read_file(b + ".ptx"), *read_file(b + ".cubin"), "garbage\n"};
          put(b + ".manifest", runtime::format_manifest(f, runtime::parse_ptxas_report(f.log)));
-       }, "the .log has no ptxas report for k_twice"},
+       },
+       "the .log has no ptxas report for k_twice"},
   };
   for (const Corruption& c : corruptions) {
     const std::string what = c.what;
@@ -199,13 +214,17 @@ TEST_CASE("kernel cache manifest: it names every file's size and hash and the re
       "ptxas info    : Function properties for k_a\n"
       "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
       "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n";
-  const runtime::EntryFiles files{"__global__ void k_a() {}", ".visible .entry k_a(\n)\n{\n}\n", "\x7f" "ELF rest", log};
+  const runtime::EntryFiles files{"__global__ void k_a() {}", ".visible .entry k_a(\n)\n{\n}\n",
+                                  "\x7f"
+                                  "ELF rest",
+                                  log};
   const auto report = runtime::parse_ptxas_report(log);
   const std::string manifest = runtime::format_manifest(files, report);
   CHECK(manifest.find("file cubin 9 ") != std::string::npos);
   CHECK(manifest.find("\nkernel k_a 12 0 0 0 0 0 360\nend\n") != std::string::npos);
   CHECK(runtime::check_entry(manifest, files, report, true) == "");
-  CHECK(runtime::ptx_entries(".visible .entry k_a(\n.visible .entry k_b (\n") == std::vector<std::string>{"k_a", "k_b"});
+  CHECK(runtime::ptx_entries(".visible .entry k_a(\n.visible .entry k_b (\n") ==
+        std::vector<std::string>{"k_a", "k_b"});
 
   runtime::EntryFiles empty_cubin = files;
   empty_cubin.cubin.clear();

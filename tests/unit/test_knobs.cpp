@@ -117,7 +117,10 @@ TEST_CASE("targets: sm_120 (RTX 5090) has cp.async and TMA, no wgmma, 99 KB smem
 }
 
 TEST_CASE("targets: a device runs its arch-specific target best, which extends the portable one") {
-  auto name = [](int sm) { const TargetInfo* t = device_target(sm); return t ? std::string(t->name) : "none"; };
+  auto name = [](int sm) {
+    const TargetInfo* t = device_target(sm);
+    return t ? std::string(t->name) : "none";
+  };
   CHECK(name(90) == "sm_90a");  // H100, H200
   CHECK(name(80) == "sm_80");   // A100
   CHECK(name(86) == "sm_80");   // RTX 30x0: same major, not newer than the device
@@ -157,8 +160,8 @@ TEST_CASE("targets: feature table") {
 // Names
 
 TEST_CASE("knobs: names and lookup") {
-  CHECK(knob_names() == std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC",
-                                                       "RASTER", "FAST_EXP", "COOP"});
+  CHECK(knob_names() ==
+        std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC", "RASTER", "FAST_EXP", "COOP"});
   for (std::string_view name : knob_names()) {
     auto k = find_knob(name);
     REQUIRE(k);
@@ -172,9 +175,8 @@ TEST_CASE("knobs: names and lookup") {
 }
 
 TEST_CASE("atoms: names and decoding") {
-  CHECK(atom_names() == std::vector<std::string_view>{"mma_m16n8k16_f16", "mma_m16n8k16_bf16",
-                                                       "wgmma_m64n<N>k16_f16",
-                                                       "wgmma_m64n<N>k16_bf16", "scalar", "none"});
+  CHECK(atom_names() == std::vector<std::string_view>{"mma_m16n8k16_f16", "mma_m16n8k16_bf16", "wgmma_m64n<N>k16_f16",
+                                                      "wgmma_m64n<N>k16_bf16", "scalar", "none"});
   auto mma = find_atom("mma_m16n8k16_bf16");
   REQUIRE(mma);
   CHECK(mma->tier == AtomTier::Mma);
@@ -649,10 +651,8 @@ TEST_CASE("E054: warp grid product and wgmma N") {
   CHECK(w.length == 4);
   CHECK(contains(w.message, "64 warps"));
   CHECK(contains(w.message, "at most 32"));
-  CHECK(std::holds_alternative<KnobSetting>(
-      parse_knob_value(Knob::Tile, "", "a:mma_m16n8k16_f16/w8x4")));
-  CHECK(std::holds_alternative<KnobSetting>(
-      parse_knob_value(Knob::Tile, "", "a:mma_m16n8k16_f16/w32x1")));
+  CHECK(std::holds_alternative<KnobSetting>(parse_knob_value(Knob::Tile, "", "a:mma_m16n8k16_f16/w8x4")));
+  CHECK(std::holds_alternative<KnobSetting>(parse_knob_value(Knob::Tile, "", "a:mma_m16n8k16_f16/w32x1")));
   CHECK(parse_err(Knob::Tile, "a:mma_m16n8k16_f16/w33x1").code == "E054");
   KnobError n = parse_err(Knob::Tile, "a:wgmma_m64n100k16_f16");
   CHECK(n.code == "E054");
@@ -669,8 +669,7 @@ TEST_CASE("E055: illegal on the target, with the legal values named") {
   CHECK(e[0].code == "E055");
   CHECK(e[0].offset == 3);
   CHECK(e[0].length == 3);
-  CHECK(e[0].message ==
-        "STAGE transport 'tma' needs sm_90 or newer (TMA); target sm_80 supports: cp, reg");
+  CHECK(e[0].message == "STAGE transport 'tma' needs sm_90 or newer (TMA); target sm_80 supports: cp, reg");
   CHECK(contains(e[0].help, "STAGE=d2/cp"));
 }
 
@@ -877,8 +876,8 @@ TEST_CASE("legal: WSPEC r<R> needs setmaxnreg") {
 
 TEST_CASE("legal: target-independent knobs are legal everywhere") {
   for (std::string_view t : target_names()) {
-    for (std::string_view entry : {"PLACE=fuse", "PLACE@m=cut", "REDUCE=g4k", "REDUCE=g8a", "RASTER=gm8",
-                                   "RASTER=gn4", "FAST_EXP=1", "FAST_EXP=0", "TILE=", "WSPEC="}) {
+    for (std::string_view entry : {"PLACE=fuse", "PLACE@m=cut", "REDUCE=g4k", "REDUCE=g8a", "RASTER=gm8", "RASTER=gn4",
+                                   "FAST_EXP=1", "FAST_EXP=0", "TILE=", "WSPEC="}) {
       CAPTURE(entry);
       CHECK(legal_on(entry, t).empty());
     }
@@ -902,7 +901,8 @@ TEST_CASE("parse: COOP t<N>[/v<V>]") {
   KnobSetting t = parse_ok(Knob::Coop, "t32");
   CHECK(std::get<CoopValue>(t.value).threads == 32);
   CHECK_FALSE(std::get<CoopValue>(t.value).vec.has_value());
-  for (std::string_view ok : {"t2", "t1024", "t64/v1", "t128/v2", "t512/v4"}) CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
+  for (std::string_view ok : {"t2", "t1024", "t64/v1", "t128/v2", "t512/v4"})
+    CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
   CHECK(print_knob(parse_ok(Knob::Coop, " t256/v8 ")) == "COOP=t256/v8");
   CHECK(print_knob(parse_ok(Knob::Coop, "")) == "COOP=");
   CHECK(print_knob(setting_of("COOP=t32/v8")) == "COOP=t32/v8");

@@ -33,13 +33,26 @@ std::vector<double> rows(int64_t n, int64_t c) {
     for (int64_t j = 0; j < c; ++j) {
       double v = static_cast<double>((j * 7 + r) % 9) * 0.5 - 2.0;  // exact in f16
       switch (r % 7) {
-        case 0: v = j == 0 ? kNegInf : v; break;
-        case 1: v = j < 2 * c / 3 ? kNegInf : v; break;
-        case 2: v = j == c - 1 ? kNegInf : v; break;
-        case 3: v = j % 3 == 0 ? kNegInf : v; break;
-        case 4: v = kNegInf; break;
-        case 5: v = j == c / 2 ? kNaN : v; break;
-        default: break;
+        case 0:
+          v = j == 0 ? kNegInf : v;
+          break;
+        case 1:
+          v = j < 2 * c / 3 ? kNegInf : v;
+          break;
+        case 2:
+          v = j == c - 1 ? kNegInf : v;
+          break;
+        case 3:
+          v = j % 3 == 0 ? kNegInf : v;
+          break;
+        case 4:
+          v = kNegInf;
+          break;
+        case 5:
+          v = j == c / 2 ? kNaN : v;
+          break;
+        default:
+          break;
       }
       x[static_cast<size_t>(r * c + j)] = v;
     }
@@ -95,36 +108,45 @@ TEST_CASE("masked rows: logsumexp, two-pass and one-pass, is PyTorch's on -inf a
   const SizeBindings sizes{{"N", 14}, {"C", 37}};
   int runs = 0;
   for (const char* op : {"logsumexp", "logsumexp_online"})
-    each_schedule(op, sizes, [&](const double* x, int64_t row, const TensorMap& got) {
-      const double want = logsumexp(x, 37), y = got.at("y").data[static_cast<size_t>(row)];
-      CHECK_MESSAGE(same(y, want, 1e-5), fmt::format("y = {}, want {}", y, want));
-    }, runs);
+    each_schedule(
+        op, sizes,
+        [&](const double* x, int64_t row, const TensorMap& got) {
+          const double want = logsumexp(x, 37), y = got.at("y").data[static_cast<size_t>(row)];
+          CHECK_MESSAGE(same(y, want, 1e-5), fmt::format("y = {}, want {}", y, want));
+        },
+        runs);
   CHECK(runs > 20);
 }
 
 TEST_CASE("masked rows: softmax is 0 at -inf, NaN on all -inf and NaN rows, under every schedule") {
   const SizeBindings sizes{{"N", 14}, {"C", 37}};
   int runs = 0;
-  each_schedule("softmax", sizes, [&](const double* x, int64_t row, const TensorMap& got) {
-    const double lse = logsumexp(x, 37);
-    for (int64_t j = 0; j < 37; ++j) {
-      const double want = std::isinf(lse) ? kNaN : std::exp(x[j] - lse);  // -inf - -inf: NaN, as PyTorch
-      const double y = got.at("y").data[static_cast<size_t>(row * 37 + j)];
-      CHECK_MESSAGE(same(y, want, 2e-3), fmt::format("y[{}] = {}, want {}", j, y, want));
-    }
-  }, runs);
+  each_schedule(
+      "softmax", sizes,
+      [&](const double* x, int64_t row, const TensorMap& got) {
+        const double lse = logsumexp(x, 37);
+        for (int64_t j = 0; j < 37; ++j) {
+          const double want = std::isinf(lse) ? kNaN : std::exp(x[j] - lse);  // -inf - -inf: NaN, as PyTorch
+          const double y = got.at("y").data[static_cast<size_t>(row * 37 + j)];
+          CHECK_MESSAGE(same(y, want, 2e-3), fmt::format("y[{}] = {}, want {}", j, y, want));
+        }
+      },
+      runs);
   CHECK(runs > 8);
 }
 
 TEST_CASE("masked rows: cross_entropy is finite wherever the target's logit is finite") {
   const SizeBindings sizes{{"N", 14}, {"C", 37}};
   int runs = 0;
-  each_schedule("cross_entropy", sizes, [&](const double* x, int64_t row, const TensorMap& got) {
-    const auto t = static_cast<int64_t>(got.at("target").data[static_cast<size_t>(row)]);
-    const double want = logsumexp(x, 37) - x[t];
-    const double loss = got.at("loss").data[static_cast<size_t>(row)];
-    CHECK_MESSAGE(same(loss, want, 1e-5), fmt::format("loss = {}, want {} (target {})", loss, want, t));
-  }, runs);
+  each_schedule(
+      "cross_entropy", sizes,
+      [&](const double* x, int64_t row, const TensorMap& got) {
+        const auto t = static_cast<int64_t>(got.at("target").data[static_cast<size_t>(row)]);
+        const double want = logsumexp(x, 37) - x[t];
+        const double loss = got.at("loss").data[static_cast<size_t>(row)];
+        CHECK_MESSAGE(same(loss, want, 1e-5), fmt::format("loss = {}, want {} (target {})", loss, want, t));
+      },
+      runs);
   CHECK(runs > 8);
 }
 

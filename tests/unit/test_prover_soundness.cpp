@@ -120,9 +120,9 @@ TEST_CASE("integer semantics: truncating / and %, casts, in both evaluations") {
 }
 
 TEST_CASE("capped sum: refuted from the failing case, the counterexample re-evaluates") {
-  MonoidReport r = laws_of(
-      "monoid capped(x: f32) { identity = 0; combine(a, b) { yield select(a.x + b.x > 100, 0, a.x + b.x); } }",
-      "capped");
+  MonoidReport r =
+      laws_of("monoid capped(x: f32) { identity = 0; combine(a, b) { yield select(a.x + b.x > 100, 0, a.x + b.x); } }",
+              "capped");
   INFO(explain(r));
   REQUIRE(r.associative.outcome == Outcome::Refuted);
   CHECK(r.associative.witness.find("a point of the case") != std::string::npos);
@@ -130,27 +130,24 @@ TEST_CASE("capped sum: refuted from the failing case, the counterexample re-eval
 }
 
 TEST_CASE("integer division is opaque: idiv is never proved, and refuted with integers") {
-  MonoidReport r =
-      laws_of("monoid idiv(x: i64) { identity = 3; combine(a, b) { yield a.x * b.x / 3; } }", "idiv");
+  MonoidReport r = laws_of("monoid idiv(x: i64) { identity = 3; combine(a, b) { yield a.x * b.x / 3; } }", "idiv");
   INFO(explain(r));
   CHECK(r.associative.outcome == Outcome::Refuted);
   CHECK(r.associative.counterexample.find('.') == std::string::npos);  // integer values only
   // With rational division the same combine is associative.
-  MonoidReport f =
-      laws_of("monoid fdiv(x: f32) { identity = 3; combine(a, b) { yield a.x * b.x / 3; } }", "fdiv");
+  MonoidReport f = laws_of("monoid fdiv(x: f32) { identity = 3; combine(a, b) { yield a.x * b.x / 3; } }", "fdiv");
   CHECK(f.associative.outcome == Outcome::Proved);
   // A cast to an integer type truncates: i64(a.x * 0.5) + b.x is not associative.
-  MonoidReport c = laws_of(
-      "monoid half(x: i64) { identity = 0; combine(a, b) { yield i64(f32(a.x) * 0.5) + b.x; } }", "half");
+  MonoidReport c =
+      laws_of("monoid half(x: i64) { identity = 0; combine(a, b) { yield i64(f32(a.x) * 0.5) + b.x; } }", "half");
   CHECK(c.associative.outcome != Outcome::Proved);
 }
 
 TEST_CASE("logaddexp is proved in both spellings") {
-  for (const char* body : {"log(exp(a.x) + exp(b.x))",
-                           "max(a.x, b.x) + log(1 + exp(min(a.x, b.x) - max(a.x, b.x)))"}) {
+  for (const char* body : {"log(exp(a.x) + exp(b.x))", "max(a.x, b.x) + log(1 + exp(min(a.x, b.x) - max(a.x, b.x)))"}) {
     CAPTURE(body);
-    MonoidReport r = laws_of(
-        fmt::format("monoid lae(x: f32) {{ identity = -inf; combine(a, b) {{ yield {}; }} }}", body), "lae");
+    MonoidReport r =
+        laws_of(fmt::format("monoid lae(x: f32) {{ identity = -inf; combine(a, b) {{ yield {}; }} }}", body), "lae");
     INFO(explain(r));
     CHECK(r.associative.outcome == Outcome::Proved);
     CHECK(r.identity.outcome == Outcome::Proved);

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
-#include "ir/numeric.hpp"
 #include "interp/scalar_values.hpp"
+#include "ir/numeric.hpp"
 #include "test_helpers.hpp"
 
 using namespace emmy;
@@ -75,8 +75,8 @@ bool close(double a, double b, double tol = 1e-12) { return std::fabs(a - b) <= 
 
 // Attention over a [B, H, S, D] / [B, KH, T, D] / [B, KH, T, E] layout; head h reads
 // key/value head h / group; `causal` keeps j <= i.
-std::vector<double> hand_attention(const TensorMap& in, int64_t B, int64_t H, int64_t KH, int64_t S, int64_t T, int64_t D,
-                                   int64_t E, bool causal) {
+std::vector<double> hand_attention(const TensorMap& in, int64_t B, int64_t H, int64_t KH, int64_t S, int64_t T,
+                                   int64_t D, int64_t E, bool causal) {
   const HostTensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v");
   int64_t group = H / KH;
   std::vector<double> o;
@@ -363,8 +363,9 @@ op ints(a: i64[N], x: f32[N]) -> (q: i64[N], m: i64[N], t: i32[N], c: bool[N], h
 }
 
 TEST_CASE("reference: bind_sizes parses bindings and explains every mistake in one line") {
-  auto r = load("import std.nn;\nop mqa(q: f16[B, 2, S, D], k: f16[B, 1, S, D]) -> (o: f16[B, 2, S]) {\n"
-                "  o[b, h, i] = sum(d: q[b, h, i, d] * k[b, 0, i, d]);\n}\n");
+  auto r = load(
+      "import std.nn;\nop mqa(q: f16[B, 2, S, D], k: f16[B, 1, S, D]) -> (o: f16[B, 2, S]) {\n"
+      "  o[b, h, i] = sum(d: q[b, h, i, d] * k[b, 0, i, d]);\n}\n");
   const CheckedOp& sdpa = r->program->ops.at("sdpa");
   SizeBindings ok = bind(sdpa, " B = 1, H=2 ,S=64,T=32,D=16,E=8 ");
   CHECK(ok == SizeBindings{{"B", 1}, {"H", 2}, {"S", 64}, {"T", 32}, {"D", 16}, {"E", 8}});
@@ -392,8 +393,9 @@ TEST_CASE("reference: bind_sizes parses bindings and explains every mistake in o
 }
 
 TEST_CASE("reference: random inputs are never zero, rounded to their dtype and deterministic") {
-  auto r = load("import std.nn;\nop mix(a: bf16[N], b: f32[N], c: bool[N], s: f32) -> (y: f32[N]) {\n"
-                "  y[n] = select(c[n], a[n], b[n]) * s;\n}\n");
+  auto r = load(
+      "import std.nn;\nop mix(a: bf16[N], b: f32[N], c: bool[N], s: f32) -> (y: f32[N]) {\n"
+      "  y[n] = select(c[n], a[n], b[n]) * s;\n}\n");
   const CheckedOp& sdpa = r->program->ops.at("sdpa");
   SizeBindings sizes = bind(sdpa, "B=2,H=3,S=16,T=16,D=8,E=8");
   TensorMap one = random_inputs(sdpa, sizes, 42);
@@ -485,9 +487,9 @@ TEST_CASE("reference: the tolerance table, and an op's tolerance is its least pr
     DType dtype;
     double rel_l2, atol, rtol;
   };
-  for (const Row& r : {Row{DType::F16, 5e-3, 5e-3, 1e-2}, Row{DType::BF16, 3e-2, 3e-2, 6e-2}, Row{DType::F32, 1e-5, 1e-5, 1e-4},
-                       Row{DType::F64, 1e-12, 1e-12, 1e-10}, Row{DType::Bool, 0, 0, 0}, Row{DType::I32, 0, 0, 0},
-                       Row{DType::I64, 0, 0, 0}}) {
+  for (const Row& r : {Row{DType::F16, 5e-3, 5e-3, 1e-2}, Row{DType::BF16, 3e-2, 3e-2, 6e-2},
+                       Row{DType::F32, 1e-5, 1e-5, 1e-4}, Row{DType::F64, 1e-12, 1e-12, 1e-10},
+                       Row{DType::Bool, 0, 0, 0}, Row{DType::I32, 0, 0, 0}, Row{DType::I64, 0, 0, 0}}) {
     CAPTURE(dtype_name(r.dtype));
     const Tolerance t = tolerance_for(r.dtype);
     CHECK(t.rel_l2 == r.rel_l2);
@@ -495,7 +497,8 @@ TEST_CASE("reference: the tolerance table, and an op's tolerance is its least pr
     CHECK(t.rtol == r.rtol);
     CHECK(t.max_non_finite_reference == kMaxNonFiniteReference);
   }
-  auto r = load("op mix(x: f16[N], y: f32[N]) -> (o: f32[N], i: i64[N]) { o[n] = f32(x[n]) + y[n]; i[n] = i64(y[n]); }");
+  auto r =
+      load("op mix(x: f16[N], y: f32[N]) -> (o: f32[N], i: i64[N]) { o[n] = f32(x[n]) + y[n]; i[n] = i64(y[n]); }");
   REQUIRE(!r->diags->has_errors());
   const CheckedOp& mix = r->program->ops.at("mix");
   CHECK(tolerance_for(mix, DType::F32).rtol == tolerance_for(DType::F16).rtol);
@@ -539,8 +542,8 @@ TEST_CASE("reference: NaN matches NaN at the same place; a reference mostly NaN 
 
   // All NaN on both sides: equal, but the check tests nothing, so it fails and says why.
   std::vector<double> all_nan(512, nan);
-  const Comparison c = compare(tensor(DType::F16, {8, 64}, all_nan), tensor(DType::F16, {8, 64}, all_nan),
-                               tolerance_for(DType::F16));
+  const Comparison c =
+      compare(tensor(DType::F16, {8, 64}, all_nan), tensor(DType::F16, {8, 64}, all_nan), tolerance_for(DType::F16));
   CHECK(c.rel_l2 == 0);
   CHECK(c.off == 0);
   CHECK(c.reference_nan == 512);
@@ -554,13 +557,15 @@ TEST_CASE("reference: NaN matches NaN at the same place; a reference mostly NaN 
   for (size_t i = 0; i < 5; ++i) some[i * 100] = -inf;
   CHECK(compare(tensor(DType::F32, {500}, some), tensor(DType::F32, {500}, some), tolerance_for(DType::F32)).ok);
   some[1] = nan;
-  const Comparison six = compare(tensor(DType::F32, {500}, some), tensor(DType::F32, {500}, some), tolerance_for(DType::F32));
+  const Comparison six =
+      compare(tensor(DType::F32, {500}, some), tensor(DType::F32, {500}, some), tolerance_for(DType::F32));
   CHECK_FALSE(six.ok);
   CHECK(six.reference_error.find("NaN or infinite in 1.2%") != std::string::npos);
 }
 
 TEST_CASE("reference: hostile inputs change the float inputs as their kind says, deterministically") {
-  auto r = load("op f(x: f16[N, C], w: f32[C], t: i64[N]) -> (y: f32[N, C]) { y[n, c] = f32(x[n, c]) * w[c] + f32(t[n]); }");
+  auto r =
+      load("op f(x: f16[N, C], w: f32[C], t: i64[N]) -> (y: f32[N, C]) { y[n, c] = f32(x[n, c]) * w[c] + f32(t[n]); }");
   REQUIRE(!r->diags->has_errors());
   const CheckedOp& f = r->program->ops.at("f");
   const SizeBindings sizes = bind(f, "N=4,C=8");
@@ -630,7 +635,7 @@ TEST_CASE("reference: compare over many chunks (threads) agrees with one sequent
     }
   const Comparison c = compare(got, ref, {1.0, 1.0, 0, 1.0});
   CHECK(c.non_finite == 2);
-  CHECK_FALSE(c.ok);  // the NaNs
+  CHECK_FALSE(c.ok);     // the NaNs
   CHECK(c.worst == 17);  // a NaN's error is infinite: the first one
   CHECK(c.rel_l2 == doctest::Approx(std::sqrt(err2 / ref2)).epsilon(1e-12));
   got.data[17] = ref.data[17];
@@ -657,8 +662,8 @@ op guarded(x: f32[N]) -> (y: f32[N]) {
   const CheckedOp& shift = r->program->ops.at("shift");
   SizeBindings n4 = bind(shift, "N=4");
   TensorMap in = random_inputs(shift, n4, 1);
-  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, in), doctest::Contains("out of range for dim 0 of 'x'"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, in),
+                       doctest::Contains("out of range for dim 0 of 'x'"), std::runtime_error);
   CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, TensorMap{}), doctest::Contains("no input 'x'"),
                        std::runtime_error);
   TensorMap wrong;
@@ -721,13 +726,13 @@ TEST_CASE("bind_scalars: --set values checked against each scalar parameter's dt
   const ScalarValues& v = std::get<ScalarValues>(ok);
   CHECK(v.at("w") == 3);
   CHECK(v.at("on") == 1);
-  CHECK(v.at("h") != 0.1);                       // rounded to f16, as inputs are
+  CHECK(v.at("h") != 0.1);  // rounded to f16, as inputs are
   CHECK(std::abs(v.at("h") - 0.1) < 1e-4);
   CHECK(scalars_text(v) == fmt::format("h={},on=1,w=3", v.at("h")));
   TensorMap in = random_inputs(op, bind(op, "N=4"), 1);
   set_scalars(in, v);
   CHECK(in.at("w").data == std::vector<double>{3});
-  CHECK(in.at("x").data.size() == 4);             // tensors keep their random values
+  CHECK(in.at("x").data.size() == 4);  // tensors keep their random values
 
   auto error = [&](const std::string& text) {
     auto b = bind_scalars(op, {text});

@@ -22,8 +22,10 @@ TEST_CASE("repl: open braces skip comments and strings") {
 TEST_CASE("repl: a redefinition replaces; a failed one leaves the session as it was") {
   repl::Session s({std::string(EMMY_SOURCE_DIR) + "/stdlib"});
   std::ostringstream err;
-  auto a = s.define("<input 1>", "op f(x: f32[N]) -> (y: f32[N]) { y[n] = x[n]; }\n"
-                                  "schedule f for sm_90 { COOP = t64; }\n", err, false);
+  auto a = s.define("<input 1>",
+                    "op f(x: f32[N]) -> (y: f32[N]) { y[n] = x[n]; }\n"
+                    "schedule f for sm_90 { COOP = t64; }\n",
+                    err, false);
   REQUIRE(a);
   REQUIRE(a->size() == 2);
   CHECK((*a)[0].key == "op f");

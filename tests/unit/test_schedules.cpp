@@ -9,12 +9,12 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
-#include "hostile_matrix.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 
@@ -97,9 +97,10 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, i
       CHECK_MESSAGE(passed_shapes > 0, op->decl->name.name << ": no shape was accepted by the reference");
     }
   }
-  MESSAGE(fmt::format("{} ops, {} (schedule, shape) runs compared with the reference; {} left out (the reference "
-                      "is not finite there)",
-                      ops, runs, degenerate));
+  MESSAGE(
+      fmt::format("{} ops, {} (schedule, shape) runs compared with the reference; {} left out (the reference "
+                  "is not finite there)",
+                  ops, runs, degenerate));
   CHECK(degenerate < runs / 50);
   CHECK(ops >= 40);
 }
@@ -156,8 +157,9 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, o
       }
     }
   }
-  MESSAGE(fmt::format("{} (schedule, hostile kind) runs compared with the reference; {} left out (reference not finite)",
-                      runs, not_meaningful));
+  MESSAGE(
+      fmt::format("{} (schedule, hostile kind) runs compared with the reference; {} left out (reference not finite)",
+                  runs, not_meaningful));
   CHECK(runs > 400);
 }
 
@@ -180,38 +182,43 @@ TEST_CASE("schedules: every generated kernel compiles with NVRTC for sm_80, sm_9
         std::vector<std::string> sources(1);
         for (const CheckedOp* op : main_ops(*l->program)) {
           std::vector<std::string> all = schedules(*l->program, *op);
-          auto coop = std::find_if(all.begin(), all.end(), [](const std::string& k) { return k.find("COOP=") != std::string::npos; });
+          auto coop = std::find_if(all.begin(), all.end(),
+                                   [](const std::string& k) { return k.find("COOP=") != std::string::npos; });
           std::string knobs = variant == 0 ? all[0] : variant == 1 ? all[1] : variant == 2 ? all.back() : *coop;
-          std::string cuda = print_cuda(lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels);
-          if (variant == 3) sources.push_back(std::move(cuda));
-          else sources[0] += cuda;
+          std::string cuda =
+              print_cuda(lower::lower_op(*l->program, *op, {nullptr, "", knobs}, *find_target(target)).kernels);
+          if (variant == 3)
+            sources.push_back(std::move(cuda));
+          else
+            sources[0] += cuda;
         }
         for (const std::string& source : sources) {
-        if (source.empty()) continue;
-        CAPTURE(file);
-        CAPTURE(variant);
-        std::string target_name = target;
-        CAPTURE(target_name);
-        runtime::CompileOptions co;
-        co.target = find_target(target);
-        runtime::CompileResult r = runtime::compile_cuda(source, "schedules.cu", co);
-        REQUIRE_MESSAGE(r.ok, r.log);
-        CHECK(!r.resources.empty());
-        for (const runtime::KernelResources& k : r.resources) {
-          CAPTURE(k.kernel);
-          CHECK(k.spill_stores == 0);
-          CHECK(k.spill_loads == 0);
-          CHECK(k.registers > 0);
-          CHECK(k.registers <= 255);
-          max_regs = std::max(max_regs, k.registers);
-          ++kernels;
-          if (std::string(target) == "sm_90" && variant == 0) report += runtime::format_resources(k) + "\n";
-        }
+          if (source.empty()) continue;
+          CAPTURE(file);
+          CAPTURE(variant);
+          std::string target_name = target;
+          CAPTURE(target_name);
+          runtime::CompileOptions co;
+          co.target = find_target(target);
+          runtime::CompileResult r = runtime::compile_cuda(source, "schedules.cu", co);
+          REQUIRE_MESSAGE(r.ok, r.log);
+          CHECK(!r.resources.empty());
+          for (const runtime::KernelResources& k : r.resources) {
+            CAPTURE(k.kernel);
+            CHECK(k.spill_stores == 0);
+            CHECK(k.spill_loads == 0);
+            CHECK(k.registers > 0);
+            CHECK(k.registers <= 255);
+            max_regs = std::max(max_regs, k.registers);
+            ++kernels;
+            if (std::string(target) == "sm_90" && variant == 0) report += runtime::format_resources(k) + "\n";
+          }
         }
       }
     }
   }
-  MESSAGE(fmt::format("{} kernel compilations, at most {} registers; sm_90, fused schedules:\n{}", kernels, max_regs, report));
+  MESSAGE(fmt::format("{} kernel compilations, at most {} registers; sm_90, fused schedules:\n{}", kernels, max_regs,
+                      report));
   CHECK(kernels > 100);
 }
 

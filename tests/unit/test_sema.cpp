@@ -128,7 +128,9 @@ op g(a: f32[N], b: i32[N], m: f32[N, C]) -> (c: f32[N], d: f32[N], e: f32[N]) {
 }
 
 TEST_CASE("doc comments attach only to the item right below them") {
-  auto r = check_source("/// File header.\n\n/// Doc of f.\nop f(x: f32) -> (y: f32) { y = x; }\n/// Doc of g.\n// a plain comment\nop g(x: f32) -> (y: f32) { y = x; }\n");
+  auto r = check_source(
+      "/// File header.\n\n/// Doc of f.\nop f(x: f32) -> (y: f32) { y = x; }\n/// Doc of g.\n// a plain comment\nop "
+      "g(x: f32) -> (y: f32) { y = x; }\n");
   CHECK(r->rendered() == "");
   CHECK(r->program->ops.at("f").decl->doc == std::vector<std::string>{"Doc of f."});
   CHECK(r->program->ops.at("g").decl->doc.empty());
@@ -167,7 +169,8 @@ TEST_CASE("each rule's error code") {
       {"op f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i].m; }", "E036"},
       {"op f(x: f32[0]) -> (y: f32) { y = sum(i: x[i]); }", "E037"},
       {"op f(x: f32) -> (y: f32) { y = (x, x); }", "E038"},
-      {"op f(x: f32[N]) -> (y: f32[N]) { y[i] = g(x)[i]; }\nop g(x: f32[N]) -> (y: f32[N]) { y[i] = f(x)[i]; }", "E039"},
+      {"op f(x: f32[N]) -> (y: f32[N]) { y[i] = g(x)[i]; }\nop g(x: f32[N]) -> (y: f32[N]) { y[i] = f(x)[i]; }",
+       "E039"},
       {"op f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\nop f(x: f32) -> (y: f32) { y = x; }", "E011"},
       {"op f(x: f32[N]) -> (y: f32[N]) { y[i] = z[i]; }", "E012"},
       {"op f(x: f32[N], x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }", "E013"},
@@ -184,7 +187,9 @@ TEST_CASE("each rule's error code") {
       {"monoid m(x: f32, y: f32) { identity = 0; combine(a, b) { yield (a.x, b.y); } }", "E041"},
       {"monoid m(x: f32) { identity = 0; combine(a, a) { yield a.x; } }", "E042"},
       {"monoid m(x: f32) { identity = 0; combine(a, b) { yield a.x; } assume distributive; }", "E043"},
-      {"monoid m(x: f32) { identity = 0; combine(a, b) { yield a.x + b.x; } }\nop f(v: f32[N]) -> (y: f32) { r = m(i: v[i], v[i]); y = r.x; }", "E044"},
+      {"monoid m(x: f32) { identity = 0; combine(a, b) { yield a.x + b.x; } }\nop f(v: f32[N]) -> (y: f32) { r = m(i: "
+       "v[i], v[i]); y = r.x; }",
+       "E044"},
       {"monoid sum(x: f32) { identity = 0; combine(a, b) { yield a.x + b.x; } }", "E011"},
   };
   for (const Case& c : cases) {
@@ -226,8 +231,7 @@ TEST_CASE("schedules: codec, sites, targets, duplicates") {
 }
 
 TEST_CASE("several independent errors are reported in one run") {
-  auto r = check_source(
-      "op f(x: f32[N]) -> (y: f32[N]) {\n  a[i] = x[j];\n  b[i] = q[i];\n  y[i] = x[i] + true;\n}\n");
+  auto r = check_source("op f(x: f32[N]) -> (y: f32[N]) {\n  a[i] = x[j];\n  b[i] = q[i];\n  y[i] = x[i] + true;\n}\n");
   CHECK(r->codes() == "E021 E012 E030");
 }
 

@@ -12,10 +12,10 @@
 
 #include "codegen/cuda/print_cuda.hpp"
 #include "interp/simt.hpp"
-#include "ir/print_kernel.hpp"
-#include "ir/verify_kernel.hpp"
 #include "ir/intrinsics.hpp"
 #include "ir/numeric.hpp"
+#include "ir/print_kernel.hpp"
+#include "ir/verify_kernel.hpp"
 
 using namespace emmy;
 using kir::BinOp;
@@ -147,10 +147,12 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 // y[i] = exp(x[i]) * 2 + 1 for i < N, over ceil(N / 128) blocks.
 kir::Program elementwise(bool guarded) {
-  Stmt body = gstore("y", reg("i", I64), add(mul(kir::unary(kir::UnOp::Exp, gload("x", reg("i", I64))), kir::cf(2)), kir::cf(1)));
+  Stmt body = gstore("y", reg("i", I64),
+                     add(mul(kir::unary(kir::UnOp::Exp, gload("x", reg("i", I64))), kir::cf(2)), kir::cf(1)));
   std::vector<Stmt> stmts{kir::decl("i", I64, global_index(128))};
   stmts.push_back(guarded ? kir::if_then(lt(reg("i", I64), n_param()), {body}) : body);
-  return program({buffer("x", In, F32, {"N"}), buffer("y", Out, F32, {"N"})}, 128, blocks_over_n(128), std::move(stmts));
+  return program({buffer("x", In, F32, {"N"}), buffer("y", Out, F32, {"N"})}, 128, blocks_over_n(128),
+                 std::move(stmts));
 }
 
 }  // namespace
@@ -175,15 +177,18 @@ TEST_CASE("simt: guarded elementwise kernel over a ragged size") {
 
 TEST_CASE("simt: per-thread loop with a register-array carrier") {
   const int64_t rows = 100, k = 7;
-  std::vector<Stmt> loop_body{kir::decl("xv", F32, gload("x", add(mul(reg("i", I64), kir::ci(k, I64)), reg("j", I64))))};
+  std::vector<Stmt> loop_body{
+      kir::decl("xv", F32, gload("x", add(mul(reg("i", I64), kir::ci(k, I64)), reg("j", I64))))};
   for (int e = 0; e < 4; ++e)
-    loop_body.push_back(kir::assign(kir::Reg{"acc", e}, add(reg("acc", F32, e), mul(reg("xv", F32), kir::cf(e + 1.5)))));
+    loop_body.push_back(
+        kir::assign(kir::Reg{"acc", e}, add(reg("acc", F32, e), mul(reg("xv", F32), kir::cf(e + 1.5)))));
   std::vector<Stmt> guarded{kir::decl("acc", F32, kir::cf(0), 4),
                             kir::for_loop("j", I64, kir::ci(0, I64), kir::ci(k, I64), loop_body)};
   for (int e = 0; e < 4; ++e)
     guarded.push_back(gstore("y", add(mul(reg("i", I64), kir::ci(4, I64)), kir::ci(e, I64)), reg("acc", F32, e)));
-  kir::Program p = program({buffer("x", In, F32, {"N", "7"}), buffer("y", Out, F32, {"N", "4"})}, 64, blocks_over_n(64),
-                           {kir::decl("i", I64, global_index(64)), kir::if_then(lt(reg("i", I64), n_param()), guarded)});
+  kir::Program p =
+      program({buffer("x", In, F32, {"N", "7"}), buffer("y", Out, F32, {"N", "4"})}, 64, blocks_over_n(64),
+              {kir::decl("i", I64, global_index(64)), kir::if_then(lt(reg("i", I64), n_param()), guarded)});
   TensorMap io{{"x", tensor(DType::F32, {rows, k}, values(rows * k, 2))}};
   run_simt(p, {{"N", rows}}, io);
   const std::vector<double>& x = io.at("x").data;
@@ -192,7 +197,8 @@ TEST_CASE("simt: per-thread loop with a register-array carrier") {
   for (int64_t i = 0; i < rows; ++i)
     for (int e = 0; e < 4; ++e) {
       float acc = 0;
-      for (int64_t j = 0; j < k; ++j) acc += static_cast<float>(x[static_cast<size_t>(i * k + j)]) * static_cast<float>(e + 1.5);
+      for (int64_t j = 0; j < k; ++j)
+        acc += static_cast<float>(x[static_cast<size_t>(i * k + j)]) * static_cast<float>(e + 1.5);
       if (y[static_cast<size_t>(i * 4 + e)] != static_cast<double>(acc)) ++wrong;
     }
   CHECK(wrong == 0);
@@ -214,14 +220,16 @@ TEST_CASE("simt: block sum through shared memory with barriers") {
       kir::for_loop("k", I32, kir::ci(0), kir::ci(8), step),
       kir::if_then(eq(t, kir::ci(0)), {gstore("out", i64(kir::special(Special::BlockIdx)), sload("s", kir::ci(0)))}),
   };
-  kir::Program p = program({buffer("x", In, F32, {"N"}), buffer("out", Out, F32, {"4"})}, threads, blocks_over_n(threads),
-                           body, {shared("s", F32, threads)});
+  kir::Program p = program({buffer("x", In, F32, {"N"}), buffer("out", Out, F32, {"4"})}, threads,
+                           blocks_over_n(threads), body, {shared("s", F32, threads)});
   TensorMap io{{"x", tensor(DType::F32, {n}, values(n, 3))}};
   SimtReport report = run_simt(p, {{"N", n}}, io);
   const std::vector<double>& x = io.at("x").data;
   for (int64_t b = 0; b < 4; ++b) {
     std::vector<float> s(threads);
-    for (int64_t i = 0; i < threads; ++i) s[static_cast<size_t>(i)] = b * threads + i < n ? static_cast<float>(x[static_cast<size_t>(b * threads + i)]) : 0.0f;
+    for (int64_t i = 0; i < threads; ++i)
+      s[static_cast<size_t>(i)] =
+          b * threads + i < n ? static_cast<float>(x[static_cast<size_t>(b * threads + i)]) : 0.0f;
     for (int stride = 128; stride > 0; stride >>= 1)
       for (int i = 0; i < stride; ++i) s[static_cast<size_t>(i)] += s[static_cast<size_t>(i + stride)];
     CHECK(io.at("out").data[static_cast<size_t>(b)] == static_cast<double>(s[0]));
@@ -290,8 +298,8 @@ TEST_CASE("simt: f16 stores and f16 arithmetic round to nearest even") {
       kir::decl("v", F16, gload("x", t)),
       gstore("sq", t, mul(reg("v", F16), reg("v", F16))),  // an f16 product, rounded to f16
   };
-  kir::Program p = program({buffer("x", In, F32, {"8"}), buffer("h", Out, F16, {"8"}), buffer("sq", Out, F32, {"8"})}, 8,
-                           kir::ci(1, I64), body);
+  kir::Program p = program({buffer("x", In, F32, {"8"}), buffer("h", Out, F16, {"8"}), buffer("sq", Out, F32, {"8"})},
+                           8, kir::ci(1, I64), body);
   std::vector<double> x(in.size());
   for (size_t i = 0; i < in.size(); ++i) x[i] = kir::round_to(F32, in[i]);
   TensorMap io{{"x", tensor(DType::F32, {8}, x)}};
@@ -314,8 +322,9 @@ TEST_CASE("simt: an out-of-bounds global load is an error naming the buffer") {
 }
 
 TEST_CASE("simt: a barrier inside divergent code is an error") {
-  kir::Program p = program({buffer("y", Out, F32, {"64"})}, 64, kir::ci(1, I64),
-                           {kir::if_then(lt(tid(), kir::ci(16)), {kir::barrier()}), gstore("y", i64(tid()), kir::cf(1))});
+  kir::Program p =
+      program({buffer("y", Out, F32, {"64"})}, 64, kir::ci(1, I64),
+              {kir::if_then(lt(tid(), kir::ci(16)), {kir::barrier()}), gstore("y", i64(tid()), kir::cf(1))});
   CHECK(contains(simt_error(p, {{"N", 1}}, {}), "barrier divergence"));
   // Every thread taking the branch is not divergence.
   p.kernels[0].body[0] = kir::if_then(lt(tid(), kir::ci(64)), {kir::barrier()});
@@ -323,9 +332,10 @@ TEST_CASE("simt: a barrier inside divergent code is an error") {
 }
 
 TEST_CASE("simt: reading an uninitialized register is an error") {
-  kir::Program p = program({buffer("y", Out, F32, {"64"})}, 64, kir::ci(1, I64),
-                           {kir::decl("r", F32), kir::if_then(lt(tid(), kir::ci(4)), {kir::assign(kir::Reg{"r"}, kir::cf(1))}),
-                            gstore("y", i64(tid()), reg("r", F32))});
+  kir::Program p =
+      program({buffer("y", Out, F32, {"64"})}, 64, kir::ci(1, I64),
+              {kir::decl("r", F32), kir::if_then(lt(tid(), kir::ci(4)), {kir::assign(kir::Reg{"r"}, kir::cf(1))}),
+               gstore("y", i64(tid()), reg("r", F32))});
   std::string err = simt_error(p, {{"N", 1}}, {});
   CHECK(contains(err, "uninitialized register r"));
   CHECK(contains(err, "thread 4"));
@@ -342,8 +352,9 @@ TEST_CASE("simt: shuffled block order gives the same result for an order-indepen
   CHECK(plain.at("y").data == shuffled.at("y").data);
 
   // A kernel whose result depends on the order: the last block to run wins.
-  kir::Program racy = program({buffer("last", Out, I32, {"1"})}, 32, kir::ci(40, I64),
-                              {kir::if_then(eq(tid(), kir::ci(0)), {gstore("last", kir::ci(0, I64), kir::special(Special::BlockIdx))})});
+  kir::Program racy = program(
+      {buffer("last", Out, I32, {"1"})}, 32, kir::ci(40, I64),
+      {kir::if_then(eq(tid(), kir::ci(0)), {gstore("last", kir::ci(0, I64), kir::special(Special::BlockIdx))})});
   TensorMap io;
   run_simt(racy, {{"N", 1}}, io);
   CHECK(io.at("last").data[0] == 39);
@@ -420,8 +431,8 @@ TEST_CASE("simt: 10^6 statement-lanes run well under a second") {
 
 namespace {
 
-Expr group() { return bin(BinOp::Shr, lane(), kir::ci(2)); }         // lane / 4
-Expr quad() { return bin(BinOp::BitAnd, lane(), kir::ci(3)); }       // lane % 4
+Expr group() { return bin(BinOp::Shr, lane(), kir::ci(2)); }    // lane / 4
+Expr quad() { return bin(BinOp::BitAnd, lane(), kir::ci(3)); }  // lane % 4
 Expr c(int v) { return kir::ci(v); }
 
 // mma.m16n8k16 fragment coordinates as IR expressions of the lane (PTX ISA figures).
@@ -447,19 +458,22 @@ TEST_CASE("simt: mma.sync m16n8k16 equals a CPU matmul of the tile") {
                          kir::decl("d", F32, 4)};
   // cvt.rn.f16x2.f32 puts its first operand in the upper half: element 2r + 1.
   for (int r = 0; r < 4; ++r)
-    body.push_back(intrinsic(IntrinsicId::CvtRnF16x2F32, {kir::Reg{"a", r}},
-                             {kir::cast(gload("A", a_index(2 * r + 1), F16), F32), kir::cast(gload("A", a_index(2 * r), F16), F32)}));
+    body.push_back(intrinsic(
+        IntrinsicId::CvtRnF16x2F32, {kir::Reg{"a", r}},
+        {kir::cast(gload("A", a_index(2 * r + 1), F16), F32), kir::cast(gload("A", a_index(2 * r), F16), F32)}));
   for (int r = 0; r < 2; ++r)
-    body.push_back(intrinsic(IntrinsicId::CvtRnF16x2F32, {kir::Reg{"b", r}},
-                             {kir::cast(gload("B", b_index(2 * r + 1), F16), F32), kir::cast(gload("B", b_index(2 * r), F16), F32)}));
+    body.push_back(intrinsic(
+        IntrinsicId::CvtRnF16x2F32, {kir::Reg{"b", r}},
+        {kir::cast(gload("B", b_index(2 * r + 1), F16), F32), kir::cast(gload("B", b_index(2 * r), F16), F32)}));
   std::vector<Expr> args;
   for (int r = 0; r < 4; ++r) args.push_back(reg("a", U32, r));
   for (int r = 0; r < 2; ++r) args.push_back(reg("b", U32, r));
   for (int r = 0; r < 4; ++r) args.push_back(reg("acc", F32, r));
   body.push_back(intrinsic(IntrinsicId::MmaF16F32, {{"d", 0}, {"d", 1}, {"d", 2}, {"d", 3}}, args));
   for (int e = 0; e < 4; ++e) body.push_back(gstore("C", c_index(e), reg("d", F32, e)));
-  kir::Program p = program({buffer("A", In, F16, {"16", "16"}), buffer("B", In, F16, {"16", "8"}), buffer("C", Out, F32, {"16", "8"})},
-                           32, kir::ci(1, I64), body);
+  kir::Program p = program(
+      {buffer("A", In, F16, {"16", "16"}), buffer("B", In, F16, {"16", "8"}), buffer("C", Out, F32, {"16", "8"})}, 32,
+      kir::ci(1, I64), body);
   TensorMap io{{"A", tensor(DType::F16, {16, 16}, values(256, 6))}, {"B", tensor(DType::F16, {16, 8}, values(128, 7))}};
   run_simt(p, {{"N", 1}}, io);
   const std::vector<double>&a = io.at("A").data, &b = io.at("B").data, &out = io.at("C").data;
@@ -494,7 +508,8 @@ namespace {
 // = s[4 read_chunk + j].
 kir::Program cp_async_kernel(bool second, int wait, bool sync, Expr read_chunk) {
   auto copy = [](Expr chunk) {
-    return intrinsic(IntrinsicId::CpAsync16, {}, {kir::shared_addr("s", mul(chunk, c(4))), i64(mul(chunk, c(4)))}, {}, "x");
+    return intrinsic(IntrinsicId::CpAsync16, {}, {kir::shared_addr("s", mul(chunk, c(4))), i64(mul(chunk, c(4)))}, {},
+                     "x");
   };
   std::vector<Stmt> body{copy(tid()), intrinsic(IntrinsicId::CpAsyncCommit, {}, {})};
   if (second) {
@@ -516,7 +531,8 @@ TEST_CASE("simt: cp.async lands at wait_group") {
   Expr other = bin(BinOp::Rem, add(tid(), c(32)), c(64));  // another warp's chunk
   run_simt(cp_async_kernel(false, 0, true, other), {{"N", 1}}, io);
   for (int i = 0; i < 256; ++i)
-    CHECK(io.at("y").data[static_cast<size_t>(i)] == io.at("x").data[static_cast<size_t>(((i / 4 + 32) % 64) * 4 + i % 4)]);
+    CHECK(io.at("y").data[static_cast<size_t>(i)] ==
+          io.at("x").data[static_cast<size_t>(((i / 4 + 32) % 64) * 4 + i % 4)]);
   // wait_group(1) lands the older group only.
   run_simt(cp_async_kernel(true, 1, false, tid()), {{"N", 1}}, io);
   CHECK(io.at("y").data[5] == io.at("x").data[5]);
@@ -530,8 +546,8 @@ TEST_CASE("simt: reading a cp.async destination before its wait is an error") {
   CHECK(contains(simt_error(cp_async_kernel(true, 1, false, add(tid(), c(64))), {{"N", 1}}, io),
                  "read before cp.async.wait_group"));
   // Waiting makes a thread's own copies visible to it; another warp needs a barrier too.
-  CHECK(contains(simt_error(cp_async_kernel(false, 0, false, bin(BinOp::Rem, add(tid(), c(32)), c(64))), {{"N", 1}}, io),
-                 "race"));
+  CHECK(contains(
+      simt_error(cp_async_kernel(false, 0, false, bin(BinOp::Rem, add(tid(), c(32)), c(64))), {{"N", 1}}, io), "race"));
 }
 
 namespace {
@@ -549,8 +565,8 @@ kir::Program tma_kernel(bool wait, int parity, std::string map_of = "x") {
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierInit, {}, {bar}, {1})}),
       kir::barrier(),
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(256, U32)}),
-                                     intrinsic(IntrinsicId::TmaLoad2d, {}, {kir::shared_addr("tile", c(0)), bar, c(0), c(8)}, {},
-                                               "xmap")}),
+                                     intrinsic(IntrinsicId::TmaLoad2d, {},
+                                               {kir::shared_addr("tile", c(0)), bar, c(0), c(8)}, {}, "xmap")}),
   };
   if (wait) body.push_back(intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, kir::ci(parity, U32)}));
   for (int h = 0; h < 2; ++h)
@@ -589,7 +605,8 @@ TEST_CASE("simt: a TensorMap parameter's map is the one its buffer, box and the 
   run_simt(tma_kernel(true, 0), {{"N", 1}, {"E", 16}}, io);  // no map given: built from the parameter
   for (int k = 0; k < 128; ++k)
     CHECK(io.at("y").data[static_cast<size_t>(k)] == io.at("x").data[static_cast<size_t>(128 + k)]);
-  CHECK(contains(simt_error(tma_kernel(true, 0, "w"), {{"N", 1}, {"E", 16}}, io), "tensor map xmap is over w, not a buffer"));
+  CHECK(contains(simt_error(tma_kernel(true, 0, "w"), {{"N", 1}, {"E", 16}}, io),
+                 "tensor map xmap is over w, not a buffer"));
   // Rows of 15 f16 (30 bytes) are no TMA tensor: a copy through that map is the kernel's bug.
   TensorMap odd{{"x", tensor(DType::F16, {32, 15}, values(480, 10))}};
   CHECK(contains(simt_error(tma_kernel(true, 0), {{"N", 1}, {"E", 15}}, odd), "which the sizes do not allow"));
@@ -610,8 +627,8 @@ TEST_CASE("TMA map of a parameter: the hardware's rules, each with its reason") 
     auto r = kir::tma_map_of(q, F16, s, 0);
     return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string("(a map)");
   };
-  CHECK(contains(why(p, {2, 3, 100, 60}), "not a multiple of 16"));    // rows of 120 bytes
-  CHECK(contains(why(p, {2, 3, 100, 61}), "not a multiple of 16"));    // 122 bytes
+  CHECK(contains(why(p, {2, 3, 100, 60}), "not a multiple of 16"));  // rows of 120 bytes
+  CHECK(contains(why(p, {2, 3, 100, 61}), "not a multiple of 16"));  // 122 bytes
   CHECK(contains(why(p, {2, 3, 0, 64}), "TMA takes 1 to 2^32"));
   CHECK(contains(why(p, {3, 100, 64}), "a box of 4 dimensions"));
   kir::Param wide = p;
@@ -628,7 +645,7 @@ TEST_CASE("simt: integer arithmetic wraps and truncates like C") {
   Expr t = tid();
   Expr at = i64(t);
   std::vector<Stmt> body{
-      gstore("wrap", at, add(kir::ci(2147483647), t)),                                    // i32 wraps
+      gstore("wrap", at, add(kir::ci(2147483647), t)),                                      // i32 wraps
       gstore("quot", at, bin(BinOp::Div, kir::unary(kir::UnOp::Neg, add(t, c(7))), c(2))),  // truncates
       gstore("rem", at, bin(BinOp::Rem, kir::unary(kir::UnOp::Neg, add(t, c(7))), c(2))),
       gstore("u", at, bin(BinOp::Shr, kir::binary(BinOp::Sub, kir::ci(0, U32), kir::cast(t, U32)), c(1))),
@@ -637,13 +654,15 @@ TEST_CASE("simt: integer arithmetic wraps and truncates like C") {
       gstore("wide", at, mul(at, kir::ci(4000000000LL, I64))),
   };
   std::vector<kir::Buffer> outs;
-  for (const char* name : {"wrap", "quot", "rem", "u", "shl", "trunc", "wide"}) outs.push_back(buffer(name, Out, I64, {"8"}));
+  for (const char* name : {"wrap", "quot", "rem", "u", "shl", "trunc", "wide"})
+    outs.push_back(buffer(name, Out, I64, {"8"}));
   kir::Program p = program(outs, 8, kir::ci(1, I64), body);
   TensorMap io;
   run_simt(p, {{"N", 1}}, io);
   for (int i = 0; i < 8; ++i) {
     auto at_i = static_cast<size_t>(i);
-    CHECK(io.at("wrap").data[at_i] == static_cast<int32_t>(static_cast<uint32_t>(2147483647u + static_cast<uint32_t>(i))));
+    CHECK(io.at("wrap").data[at_i] ==
+          static_cast<int32_t>(static_cast<uint32_t>(2147483647u + static_cast<uint32_t>(i))));
     CHECK(io.at("quot").data[at_i] == -(i + 7) / 2);
     CHECK(io.at("rem").data[at_i] == -(i + 7) % 2);
     CHECK(io.at("u").data[at_i] == (0u - static_cast<uint32_t>(i)) >> 1);
@@ -670,19 +689,22 @@ TEST_CASE("simt: ldmatrix reads shared rows; thread-scope intrinsics run on the 
       kir::barrier(),
       kir::decl("d", U32),
       // Lanes 0-7 give the row addresses (pitch 8 halves = 16 bytes); the others are ignored.
-      intrinsic(IntrinsicId::LdmatrixX1, {kir::Reg{"d"}}, {kir::shared_addr("s", mul(bin(BinOp::BitAnd, lane(), c(7)), c(8)))}),
+      intrinsic(IntrinsicId::LdmatrixX1, {kir::Reg{"d"}},
+                {kir::shared_addr("s", mul(bin(BinOp::BitAnd, lane(), c(7)), c(8)))}),
       gstore("y", i64(t), reg("d", U32)),
       kir::decl("e", F32, kir::cf(-1)),
       kir::if_then(lt(t, c(10)), {intrinsic(IntrinsicId::Ex2Approx, {kir::Reg{"e"}}, {kir::cast(t, F32)})}),
       gstore("z", i64(t), reg("e", F32)),
   };
-  kir::Program p = program({buffer("x", In, F16, {"64"}), buffer("y", Out, U32, {"32"}), buffer("z", Out, F32, {"32"})}, 32,
-                           kir::ci(1, I64), body, {shared("s", F16, 64)});
+  kir::Program p = program({buffer("x", In, F16, {"64"}), buffer("y", Out, U32, {"32"}), buffer("z", Out, F32, {"32"})},
+                           32, kir::ci(1, I64), body, {shared("s", F16, 64)});
   TensorMap io{{"x", tensor(DType::F16, {64}, values(64, 11))}};
   run_simt(p, {{"N", 1}}, io);
   const std::vector<double>& x = io.at("x").data;
   for (int l = 0; l < 32; ++l) {
-    auto half = [&](int col) { return kir::f32_to_f16_bits(static_cast<float>(x[static_cast<size_t>((l / 4) * 8 + col)])); };
+    auto half = [&](int col) {
+      return kir::f32_to_f16_bits(static_cast<float>(x[static_cast<size_t>((l / 4) * 8 + col)]));
+    };
     uint32_t want = half(2 * (l % 4)) | static_cast<uint32_t>(half(2 * (l % 4) + 1)) << 16;
     CHECK(io.at("y").data[static_cast<size_t>(l)] == want);
     CHECK(io.at("z").data[static_cast<size_t>(l)] == (l < 10 ? std::exp2(l) : -1.0));
@@ -695,9 +717,11 @@ namespace {
 // of 8 f16 (16 bytes each), plus element 3 of the register array doubled into z[t].
 kir::Program vector_copy(int64_t off) {
   Expr base = mul(i64(tid()), kir::ci(8, I64));
-  std::vector<Stmt> body{kir::decl("v", ScalarType::F16, 8), kir::vec_load("v", ScalarType::F16, 8, "x", base),
-                         kir::vec_store("y", add(base, kir::ci(off, I64)), "v", ScalarType::F16, 8),
-                         gstore("z", i64(tid()), kir::cast(mul(kir::cast(reg("v", ScalarType::F16, 3), F32), kir::cf(2)), ScalarType::F16))};
+  std::vector<Stmt> body{
+      kir::decl("v", ScalarType::F16, 8), kir::vec_load("v", ScalarType::F16, 8, "x", base),
+      kir::vec_store("y", add(base, kir::ci(off, I64)), "v", ScalarType::F16, 8),
+      gstore("z", i64(tid()),
+             kir::cast(mul(kir::cast(reg("v", ScalarType::F16, 3), F32), kir::cf(2)), ScalarType::F16))};
   return program({buffer("x", In, ScalarType::F16, {"64"}), buffer("y", Out, ScalarType::F16, {"72"}),
                   buffer("z", Out, ScalarType::F16, {"8"})},
                  8, kir::ci(1, I64), std::move(body));
@@ -784,7 +808,8 @@ TEST_CASE("simt: a shared vector read of another warp's write without a barrier 
 TEST_CASE("verify: vector accesses need a power-of-two count of 2..16 bytes and a matching register array") {
   kir::Program p = vector_copy(0);
   p.kernels[0].body[0] = kir::decl("v", ScalarType::F16, 4);
-  CHECK(contains(fmt::format("{}", fmt::join(verify_kernel(p.kernels[0]), "\n")), "through register array 'v' of 4 f16"));
+  CHECK(
+      contains(fmt::format("{}", fmt::join(verify_kernel(p.kernels[0]), "\n")), "through register array 'v' of 4 f16"));
   kir::Program wide = vector_copy(0);
   wide.kernels[0].body[1].count = 16;  // 32 bytes
   CHECK(contains(fmt::format("{}", fmt::join(verify_kernel(wide.kernels[0]), "\n")), "is 32 bytes (2, 4, 8 or 16"));
@@ -794,13 +819,15 @@ TEST_CASE("verify: vector accesses need a power-of-two count of 2..16 bytes and 
 }
 
 TEST_CASE("simt: butterflies of i32 and f64 exchange lanes l and l ^ mask") {
-  std::vector<Stmt> body{kir::decl("a", ScalarType::I32, kir::binary(BinOp::Mul, tid(), kir::ci(3))),
-                         kir::decl("b", ScalarType::I32),
-                         kir::intrinsic(kir::IntrinsicId::ShflBflyI32, {kir::Reg{"b"}}, {reg("a", ScalarType::I32)}, {5}),
-                         kir::decl("c", ScalarType::F64, kir::cast(tid(), ScalarType::F64)), kir::decl("d", ScalarType::F64),
-                         kir::intrinsic(kir::IntrinsicId::ShflBflyF64, {kir::Reg{"d"}}, {reg("c", ScalarType::F64)}, {16}),
-                         gstore("y", i64(tid()), kir::cast(reg("b", ScalarType::I32), F32)),
-                         gstore("z", i64(tid()), kir::cast(reg("d", ScalarType::F64), F32))};
+  std::vector<Stmt> body{
+      kir::decl("a", ScalarType::I32, kir::binary(BinOp::Mul, tid(), kir::ci(3))),
+      kir::decl("b", ScalarType::I32),
+      kir::intrinsic(kir::IntrinsicId::ShflBflyI32, {kir::Reg{"b"}}, {reg("a", ScalarType::I32)}, {5}),
+      kir::decl("c", ScalarType::F64, kir::cast(tid(), ScalarType::F64)),
+      kir::decl("d", ScalarType::F64),
+      kir::intrinsic(kir::IntrinsicId::ShflBflyF64, {kir::Reg{"d"}}, {reg("c", ScalarType::F64)}, {16}),
+      gstore("y", i64(tid()), kir::cast(reg("b", ScalarType::I32), F32)),
+      gstore("z", i64(tid()), kir::cast(reg("d", ScalarType::F64), F32))};
   kir::Program p = program({buffer("y", Out, F32, {"64"}), buffer("z", Out, F32, {"64"})}, 64, kir::ci(1, I64), body);
   CHECK(fmt::format("{}", fmt::join(verify_kernel(p.kernels[0]), "\n")) == "");
   TensorMap io;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/intrinsics.hpp"
@@ -20,7 +21,6 @@
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
 #include "schedule_matrix.hpp"
-#include "hostile_matrix.hpp"
 #include "test_helpers.hpp"
 
 namespace emmy {
@@ -63,8 +63,12 @@ void check_numerics(const test::Run& r, const CheckedOp& op, const std::string& 
   lower::Lowered low = lower::lower_op(*r.program, op, {nullptr, "", knobs}, *find_target("sm_90"));
   std::vector<std::string> problems = verify_program(low.kernels);
   REQUIRE_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
-  const std::optional<HostileKind> kinds[] = {std::nullopt,           HostileKind::NegInfPrefix, HostileKind::LeadingNegInf,
-                                              HostileKind::TrailingNegInf, HostileKind::NegInfRows, HostileKind::NaN};
+  const std::optional<HostileKind> kinds[] = {std::nullopt,
+                                              HostileKind::NegInfPrefix,
+                                              HostileKind::LeadingNegInf,
+                                              HostileKind::TrailingNegInf,
+                                              HostileKind::NegInfRows,
+                                              HostileKind::NaN};
   for (const std::optional<HostileKind>& kind : kinds) {
     CAPTURE(kind ? hostile_kind_name(*kind) : "random");
     TensorMap inputs = kind ? hostile_inputs(op, sizes, 11, *kind) : random_inputs(op, sizes, 11);
@@ -112,8 +116,8 @@ TEST_CASE("split reductions: every op with a reduction, k and a forms, interpret
         }
     }
   }
-  MESSAGE(fmt::format("{} ops split ({} with the atomic form), {} (schedule, shape) runs compared", ops, atomic_ops,
-                      runs));
+  MESSAGE(
+      fmt::format("{} ops split ({} with the atomic form), {} (schedule, shape) runs compared", ops, atomic_ops, runs));
   CHECK(ops >= 30);
   CHECK(atomic_ops >= 5);
 }
@@ -124,20 +128,19 @@ TEST_CASE("split reductions: the decode shape's schedule blocks and T < N, T = N
   int runs = 0;
   for (const char* op : {"sdpa", "sdpa_causal", "sdpa_gqa", "sdpa_explicit"})
     for (int t : {3, 8, 9, 37}) {
-      SizeBindings all{{"B", 1}, {"H", 2}, {"S", op == std::string("sdpa_causal") ? t : 2}, {"T", t},
-                       {"D", 8}, {"E", 5}, {"KH", 1}};
+      SizeBindings all{{"B", 1}, {"H", 2}, {"S", op == std::string("sdpa_causal") ? t : 2}, {"T", t}, {"D", 8},
+                       {"E", 5}, {"KH", 1}};
       if (op == std::string("sdpa_gqa")) all["H"] = 4;
       SizeBindings sizes;  // the op's own sizes only
       for (const std::string& n : test::input_size_names(r->program->ops.at(op))) sizes[n] = all.at(n);
-      for (const char* knobs : {"TILE=a:scalar,TILE@e=f4,REDUCE=g8k", "TILE=a:scalar,REDUCE@j=g2k",
-                                "TILE=a:scalar,PLACE=cut,REDUCE=g8k"})
+      for (const char* knobs :
+           {"TILE=a:scalar,TILE@e=f4,REDUCE=g8k", "TILE=a:scalar,REDUCE@j=g2k", "TILE=a:scalar,PLACE=cut,REDUCE=g8k"})
         check_numerics(*r, r->program->ops.at(op), knobs, sizes, runs);
     }
   // The file's labelled blocks, as the GPU run measures them.
   for (const CheckedSchedule& s : r->program->schedules) {
     if (!s.decl->label || s.decl->label->name != "decode-splitkv") continue;
-    lower::Lowered low =
-        lower::lower_op(*r->program, r->program->ops.at("sdpa"), {&s, "", ""}, *find_target("sm_90"));
+    lower::Lowered low = lower::lower_op(*r->program, r->program->ops.at("sdpa"), {&s, "", ""}, *find_target("sm_90"));
     CHECK(low.kernels.kernels.size() == 2);
     SizeBindings sizes{{"B", 2}, {"H", 2}, {"S", 1}, {"T", 200}, {"D", 16}, {"E", 16}};
     TensorMap inputs = random_inputs(r->program->ops.at("sdpa"), sizes, 3);
@@ -212,8 +215,9 @@ TEST_CASE("split reductions: errors name the knob, the rule and the fix") {
   CHECK(twice.find("REDUCE@k=g4k is a second split: one reduction per op is split (REDUCE=g2k already)") !=
         std::string::npos);
   // From a schedule block: the entry's file, line and column.
-  auto blk = test::check_source("op f(x: f32[N]) -> (y: f32[N]) { y[n] = x[n] * 2; }\n"
-                                "schedule f for sm_90 as \"s\" { REDUCE = g4k; }\n");
+  auto blk = test::check_source(
+      "op f(x: f32[N]) -> (y: f32[N]) { y[n] = x[n] * 2; }\n"
+      "schedule f for sm_90 as \"s\" { REDUCE = g4k; }\n");
   REQUIRE(!blk->diags->has_errors());
   std::string block_error;
   try {

@@ -34,7 +34,9 @@ std::string at(const Parsed& p, SourceRange r) {
 }  // namespace
 
 TEST_CASE("an op parses into params, outputs and statements with ranges") {
-  auto p = parse("/// doc line\nop f(x: f16[N, 64], s: f32) -> (y: f32[N]) {\n  let c = 2.5e-1;\n  y[i] = sum(j where j < i: x[i, j]) * c;\n}\n");
+  auto p = parse(
+      "/// doc line\nop f(x: f16[N, 64], s: f32) -> (y: f32[N]) {\n  let c = 2.5e-1;\n  y[i] = sum(j where j < i: x[i, "
+      "j]) * c;\n}\n");
   REQUIRE_FALSE(p->diags->has_errors());
   REQUIRE(p->module.items.size() == 1);
   const auto& op = std::get<ast::OpDecl>(p->module.items[0]);
@@ -63,8 +65,7 @@ TEST_CASE("operator precedence and associativity") {
   REQUIRE_FALSE(p->diags->has_errors());
   const auto& a = std::get<ast::AssignStmt>(std::get<ast::OpDecl>(p->module.items[0]).body[0]);
   CHECK_FALSE(a.bracketed);
-  CHECK(print_expr(a.value) ==
-        "(|| (&& (< (- (- a b) (% (/ (* c (neg a)) 2) 3)) 1) (! (== a b))) (>= c 0))");
+  CHECK(print_expr(a.value) == "(|| (&& (< (- (- a b) (% (/ (* c (neg a)) 2) 3)) 1) (! (== a b))) (>= c 0))");
 }
 
 TEST_CASE("monoids: fields, identity, lift, combine, assume") {
@@ -87,7 +88,9 @@ TEST_CASE("monoids: fields, identity, lift, combine, assume") {
 }
 
 TEST_CASE("schedule knob values are taken verbatim, empty values allowed") {
-  auto p = parse("schedule sdpa for sm_90 as \"fast\" {\n  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;\n  TILE@e = f64;\n  REDUCE = ;\n}\n");
+  auto p = parse(
+      "schedule sdpa for sm_90 as \"fast\" {\n  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;\n  TILE@e = f64;\n  REDUCE = "
+      ";\n}\n");
   REQUIRE_FALSE(p->diags->has_errors());
   const auto& s = std::get<ast::ScheduleDecl>(p->module.items[0]);
   CHECK(s.op.name == "sdpa");
@@ -163,8 +166,8 @@ TEST_CASE("non-ASCII text in comments keeps byte columns right") {
 
 TEST_CASE("keywords come from the grammar") {
   const auto& k = keywords();
-  for (const char* w : {"op", "let", "monoid", "identity", "lift", "combine", "yield", "assume", "schedule", "for", "as",
-                        "import", "where", "inf", "true", "false"})
+  for (const char* w : {"op", "let", "monoid", "identity", "lift", "combine", "yield", "assume", "schedule", "for",
+                        "as", "import", "where", "inf", "true", "false"})
     CHECK(std::find(k.begin(), k.end(), std::string(w)) != k.end());
   CHECK(std::find(k.begin(), k.end(), std::string("(")) == k.end());
 }

@@ -14,6 +14,7 @@
 #include "algebra/from_ast.hpp"
 #include "algebra/rescaled_sum.hpp"
 #include "codegen/cuda/print_cuda.hpp"
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/intrinsics.hpp"
@@ -21,7 +22,6 @@
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
-#include "hostile_matrix.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 
@@ -111,8 +111,10 @@ TEST_CASE("tensor cores: every op whose contraction fits the atom, every schedul
           }
           const std::string failures = test::output_failures(*op, buffers, ref, kind);
           // A documented divergence must still diverge: the list stays exact.
-          if (kind && test::known_divergence(name, knobs, *kind)) CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
-          else CHECK_MESSAGE(failures.empty(), failures);
+          if (kind && test::known_divergence(name, knobs, *kind))
+            CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
+          else
+            CHECK_MESSAGE(failures.empty(), failures);
           ++runs;
         }
       }
@@ -136,8 +138,8 @@ TEST_CASE("tensor cores: bf16 operands through the bf16 atom") {
   auto program = check_program(sm, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, DType::BF16, {}}, diags);
   REQUIRE(!diags.has_errors());
   const CheckedOp& op = program->ops.at("sdpa");
-  lower::Lowered low = lower::lower_op(*program, op, {nullptr, "", "TILE=a:mma_m16n8k16_bf16/w2x1/f1x2/k4,STAGE=d2/cp/ring"},
-                                       *find_target("sm_90"));
+  lower::Lowered low = lower::lower_op(
+      *program, op, {nullptr, "", "TILE=a:mma_m16n8k16_bf16/w2x1/f1x2/k4,STAGE=d2/cp/ring"}, *find_target("sm_90"));
   REQUIRE(took_tensor_cores(low));
   std::string kernel = print_cuda(low.kernels);
   CHECK(kernel.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
@@ -187,7 +189,9 @@ TEST_CASE("tensor cores: every schedule compiles with NVRTC for sm_80, sm_90 and
   CHECK(kernels >= 100);
 }
 
-TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted against the reference and built for sm_90a without spills") {
+TEST_CASE(
+    "tensor cores: wgmma folds and contractions (sm_90a) interpreted against the reference and built for sm_90a "
+    "without spills") {
   const TargetInfo& target = *find_target("sm_90a");
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
@@ -201,7 +205,8 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   kir::Program all;
   int runs = 0;
   // The op's lowering at every shape the reference takes, blocks shuffled; its kernels join `all`.
-  auto interpret_all = [&](const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low, uint64_t seed) {
+  auto interpret_all = [&](const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
+                           uint64_t seed) {
     for (const SizeBindings& sizes : shapes(op)) {
       CAPTURE(test::shape_text(sizes));
       try {
@@ -264,7 +269,8 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   std::vector<std::string> serialized;
   for (size_t at = r.log.find("serialized"); at != std::string::npos; at = r.log.find("serialized", at + 1)) {
     size_t name = r.log.find("function '", at), end = r.log.find('\'', name + 10);
-    if (name != std::string::npos && end != std::string::npos) serialized.push_back(r.log.substr(name + 10, end - name - 10));
+    if (name != std::string::npos && end != std::string::npos)
+      serialized.push_back(r.log.substr(name + 10, end - name - 10));
   }
   CHECK_MESSAGE(serialized.empty(), fmt::format("serialized: {}", fmt::join(serialized, ", ")));
   for (const runtime::KernelResources& k : r.resources) {
@@ -275,7 +281,9 @@ TEST_CASE("tensor cores: wgmma folds and contractions (sm_90a) interpreted again
   CHECK(r.resources.size() >= 19);
 }
 
-TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and cp.async where the sizes forbid maps), built without spills") {
+TEST_CASE(
+    "tensor cores: STAGE tma interpreted against the reference (boxes, and cp.async where the sizes forbid maps), "
+    "built without spills") {
   struct Case {
     const char* file;
     std::vector<const char*> ops;
@@ -292,17 +300,41 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
                                            {{"Z", 2}, {"M", 37}, {"K", 21}, {"N", 45}}};
   const std::vector<Case> cases{
       // mma.sync folds: K and V by TMA, ldmatrix (.trans for V) on the swizzle; q by cp.async
-      {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal", "sdpa_gqa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d3/tma/ring,FAST_EXP=1", "sm_90"},
-      {"/stdlib/nn.emmy", {"sdpa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k8,TILE@e=f128,STAGE=d2/tma/ring", "sm_90"},
-      {"/stdlib/nn.emmy", {"sdpa"}, "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k4,TILE@e=f64,STAGE=d1/tma", "sm_120"},
+      {"/stdlib/nn.emmy",
+       {"sdpa", "sdpa_causal", "sdpa_gqa"},
+       "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d3/tma/ring,FAST_EXP=1",
+       "sm_90"},
+      {"/stdlib/nn.emmy",
+       {"sdpa"},
+       "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k8,TILE@e=f128,STAGE=d2/tma/ring",
+       "sm_90"},
+      {"/stdlib/nn.emmy",
+       {"sdpa"},
+       "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w2x1/f1x8/k4,TILE@e=f64,STAGE=d1/tma",
+       "sm_120"},
       // wgmma: the slabs the descriptors read, filled by TMA
-      {"/stdlib/nn.emmy", {"sdpa", "sdpa_causal"}, "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring", "sm_90a"},
+      {"/stdlib/nn.emmy",
+       {"sdpa", "sdpa_causal"},
+       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring",
+       "sm_90a"},
       // contractions: B over two panels (a warp's 64 columns: whole panels), and within one
-      {"/stdlib/linalg.emmy", {"matmul", "bmm", "matmul_bias_relu"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k4,STAGE=d3/tma/ring", "sm_90", products},
-      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d2/tma/ring", "sm_90", products},
+      {"/stdlib/linalg.emmy",
+       {"matmul", "bmm", "matmul_bias_relu"},
+       "TILE=a:mma_m16n8k16_f16/w2x2/f2x8/k4,STAGE=d3/tma/ring",
+       "sm_90",
+       products},
+      {"/stdlib/linalg.emmy",
+       {"matmul", "matmul_nt"},
+       "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d2/tma/ring",
+       "sm_90",
+       products},
       // the stdlib's sm_90 matmul: 128-deep chunks (two boxes of A's 64-column panels a chunk)
       {"/stdlib/linalg.emmy", {"matmul"}, "TILE=a:mma_m16n8k16_f16/w4x2/f4x8/k8,STAGE=d2/tma/ring", "sm_90", products},
-      {"/stdlib/linalg.emmy", {"matmul", "matmul_nt"}, "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring", "sm_90a", products},
+      {"/stdlib/linalg.emmy",
+       {"matmul", "matmul_nt"},
+       "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring",
+       "sm_90a",
+       products},
   };
   std::map<std::string, kir::Program> by_target;
   int runs = 0;
@@ -331,8 +363,10 @@ TEST_CASE("tensor cores: STAGE tma interpreted against the reference (boxes, and
         so.seed = 4;
         SimtReport r = check_interpreted(*l->program, op, low, sizes, 21, so);
         // The first sizes of each case take the boxes, the ragged ones cp.async alone.
-        if (&values == &c.sizes.front()) CHECK(r.tma_copies > 0);
-        else CHECK(r.tma_copies == 0);
+        if (&values == &c.sizes.front())
+          CHECK(r.tma_copies > 0);
+        else
+          CHECK(r.tma_copies == 0);
         ++runs;
       }
       kir::Program& all = by_target[c.target];
@@ -360,21 +394,23 @@ TEST_CASE("tensor cores: a tile that is no TMA box is copied with cp.async, and 
   REQUIRE(!l->diags->has_errors());
   const CheckedOp& op = l->program->ops.at("matmul");
   // k2: A's tile is 32 columns of K, not a 64-column panel; B's (32 rows of 128) still is a box.
-  lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/tma/ring"},
-                                       *find_target("sm_90"));
+  lower::Lowered low = lower::lower_op(
+      *l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/tma/ring"}, *find_target("sm_90"));
   REQUIRE(took_tensor_cores(low));
   REQUIRE(low.kernels.warnings.size() == 1);
   CHECK(low.kernels.warnings[0].code == "W055");
   CHECK(low.kernels.warnings[0].text ==
-        "STAGE with tma: a's tiles are copied with cp.async: tile rows of 32 elements (boxes of 64: the 128-byte swizzle)");
+        "STAGE with tma: a's tiles are copied with cp.async: tile rows of 32 elements (boxes of 64: the 128-byte "
+        "swizzle)");
   const std::string cuda = print_cuda(low.kernels);
   CHECK(cuda.find("emmy_tma_load_2d(&b_map") != std::string::npos);
   CHECK(cuda.find("emmy_cp_async_16(") != std::string::npos);
   check_interpreted(*l->program, op, low, {{"M", 70}, {"N", 136}, {"K", 88}}, 5);
   // TMA needs sm_90: the knob says so on an A100.
-  CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k4,STAGE=d3/tma/ring"},
-                                       *find_target("sm_80")),
-                       doctest::Contains("TMA"), std::exception);
+  CHECK_THROWS_WITH_AS(
+      lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k4,STAGE=d3/tma/ring"},
+                      *find_target("sm_80")),
+      doctest::Contains("TMA"), std::exception);
 }
 
 TEST_CASE("schedules: an arch-specific target without the asked block uses its base target's") {
@@ -388,8 +424,8 @@ TEST_CASE("schedules: an arch-specific target without the asked block uses its b
     if (!c) return std::string("none");
     return fmt::format("{} {}", c->target->name, c->decl->label ? c->decl->label->name : "(unnamed)");
   };
-  CHECK(label_of("matmul", "") == "sm_90a (unnamed)");     // its own unnamed block
-  CHECK(label_of("matmul_nt", "") == "sm_90 (unnamed)");   // none for sm_90a: sm_90's
+  CHECK(label_of("matmul", "") == "sm_90a (unnamed)");      // its own unnamed block
+  CHECK(label_of("matmul_nt", "") == "sm_90 (unnamed)");    // none for sm_90a: sm_90's
   CHECK(label_of("matmul", "split-k") == "sm_90 split-k");  // named, from sm_90
   CHECK(label_of("matmul_swiglu", "") == "none");           // no block for either
   CHECK(label_of("matmul", "fast") ==
@@ -408,8 +444,9 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
   const CheckedOp& op = l->program->ops.at("sdpa");
   // Warpgroups stack along the rows of a plain contraction.
   auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
-  lower::Lowered mm = lower::lower_op(*la->program, la->program->ops.at("matmul"),
-                                      {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x2/k4,STAGE=d2/cp/ring"}, *find_target("sm_90a"));
+  lower::Lowered mm =
+      lower::lower_op(*la->program, la->program->ops.at("matmul"),
+                      {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x2/k4,STAGE=d2/cp/ring"}, *find_target("sm_90a"));
   REQUIRE(!took_tensor_cores(mm));
   CHECK(texts(mm.kernels.warnings).find("stack along the rows (w<M>x1)") != std::string::npos);
   // K and V must be staged: the atom reads B from shared memory.
@@ -418,9 +455,10 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
   REQUIRE(!took_tensor_cores(low));
   CHECK(texts(low.kernels.warnings).find("needs STAGE with an asynchronous copy, cp or tma") != std::string::npos);
   // One atom a warpgroup: f1x1.
-  CHECK_THROWS_WITH_AS(lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
-                                       *find_target("sm_90a")),
-                       doctest::Contains("its register tile is f1x1, not f2x8"), lower::LowerError);
+  CHECK_THROWS_WITH_AS(
+      lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
+                      *find_target("sm_90a")),
+      doctest::Contains("its register tile is f1x1, not f2x8"), lower::LowerError);
 }
 
 TEST_CASE("tensor cores: the max-rescaled sum class is decided on normal forms") {
@@ -512,14 +550,15 @@ TEST_CASE("tensor cores: slabs past 48 KB live in the dynamic shared window") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
   REQUIRE(!l->diags->has_errors());
   const CheckedOp& op = l->program->ops.at("matmul");
-  lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/cp/ring"},
-                                       *find_target("sm_90"));
+  lower::Lowered low = lower::lower_op(
+      *l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k2,STAGE=d3/cp/ring"}, *find_target("sm_90"));
   REQUIRE(took_tensor_cores(low));
   const kir::Kernel& k = low.kernels.kernels.at(0);
   CHECK(kir::shared_bytes(k) == 56832);  // 3 x (128 x 40 + 32 x 136) halves
   CHECK(kir::uses_dynamic_shared(k));
   std::string cuda = print_cuda(low.kernels);
-  CHECK(cuda.find("extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // 56832 bytes") != std::string::npos);
+  CHECK(cuda.find("extern __shared__ __align__(16) unsigned char emmy_dynamic_smem[];  // 56832 bytes") !=
+        std::string::npos);
   check_interpreted(*l->program, op, low, {{"M", 130}, {"N", 70}, {"K", 45}}, 9);
   if (!test::nvrtc_or_skip()) return;
   runtime::CompileOptions co;
@@ -540,11 +579,17 @@ TEST_CASE("tensor cores: whole aligned tiles take the unchecked copies, the edge
     SizeBindings sizes;
   };
   const std::vector<Case> cases{
-      {"/stdlib/nn.emmy", "sdpa", "TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d3/cp/ring,FAST_EXP=1",
+      {"/stdlib/nn.emmy",
+       "sdpa",
+       "TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d3/cp/ring,FAST_EXP=1",
        {{"B", 1}, {"H", 1}, {"S", 70}, {"T", 200}, {"D", 64}, {"E", 64}}},
-      {"/stdlib/nn.emmy", "sdpa_causal", "TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d2/cp/ring,FAST_EXP=1",
+      {"/stdlib/nn.emmy",
+       "sdpa_causal",
+       "TILE=a:mma_m16n8k16_f16/w2x1/f2x8/k4,STAGE=d2/cp/ring,FAST_EXP=1",
        {{"B", 1}, {"H", 1}, {"S", 136}, {"D", 64}, {"E", 64}}},
-      {"/stdlib/linalg.emmy", "matmul", "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d3/cp/ring",
+      {"/stdlib/linalg.emmy",
+       "matmul",
+       "TILE=a:mma_m16n8k16_f16/w2x2/f2x4/k4,STAGE=d3/cp/ring",
        {{"M", 72}, {"N", 80}, {"K", 200}}},
   };
   for (const Case& c : cases) {
@@ -589,10 +634,12 @@ op bias(q: f16[S, D], k: f16[T, D], v: f16[T, E], b: f32[T]) -> (o: f16[S, E]) {
   auto l = test::check_source(src);
   REQUIRE_MESSAGE(!l->diags->has_errors(), l->rendered());
   const TargetInfo& target = *find_target("sm_90");
-  for (const auto& [name, folds] : std::vector<std::pair<std::string, bool>>{{"pos", true}, {"neg", false}, {"bias", false}}) {
+  for (const auto& [name, folds] :
+       std::vector<std::pair<std::string, bool>>{{"pos", true}, {"neg", false}, {"bias", false}}) {
     CAPTURE(name);
     const CheckedOp& op = l->program->ops.at(name);
-    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k2,STAGE=d2/cp/ring,FAST_EXP=1"}, target);
+    lower::Lowered low = lower::lower_op(
+        *l->program, op, {nullptr, "", "TILE=a:mma_m16n8k16_f16/w2x1/f2x4/k2,STAGE=d2/cp/ring,FAST_EXP=1"}, target);
     REQUIRE(took_tensor_cores(low));
     const std::string ir = print_program(low.kernels);
     CHECK((ir.find("positive scale waits") != std::string::npos) == folds);
@@ -608,7 +655,8 @@ TEST_CASE("FAST_EXP's ex2.ftz: results below 2^-126 flush to zero, as the GPU's 
   SizeBindings sizes{{"N", 3}};
   for (bool fast : {false, true}) {
     CAPTURE(fast);
-    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", fast ? "FAST_EXP=1" : "FAST_EXP=0"}, *find_target("sm_90"));
+    lower::Lowered low =
+        lower::lower_op(*l->program, op, {nullptr, "", fast ? "FAST_EXP=1" : "FAST_EXP=0"}, *find_target("sm_90"));
     CHECK((print_cuda(low.kernels).find("ex2.approx.ftz.f32") != std::string::npos) == fast);
     TensorMap buffers = random_inputs(op, sizes, 1);
     buffers.at("x").data = {-100.0, -1.0, 2.0};  // e^-100 = 3.7e-44: an f32 subnormal
@@ -626,9 +674,9 @@ TEST_CASE("tensor cores: a tier that refuses while emitting leaves nothing in th
   // after its TMA attempt on A (a warning, a tensor-map parameter); neither survives the fallback.
   auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
   REQUIRE(!la->diags->has_errors());
-  lower::Lowered low = lower::lower_op(*la->program, la->program->ops.at("matmul"),
-                                       {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x1/k2,STAGE=d2/tma/ring"},
-                                       *find_target("sm_90a"));
+  lower::Lowered low =
+      lower::lower_op(*la->program, la->program->ops.at("matmul"),
+                      {nullptr, "", "TILE=a:wgmma_m64n64k16_f16/w4x1/k2,STAGE=d2/tma/ring"}, *find_target("sm_90a"));
   REQUIRE(low.kernels.warnings.size() == 1);
   CHECK(low.kernels.warnings[0].code == "W054");
   CHECK(low.kernels.warnings[0].text.find("128-byte swizzled rows") != std::string::npos);

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "driver/tune.hpp"
-#include "test_helpers.hpp"
 #include "runtime/nvrtc.hpp"
+#include "test_helpers.hpp"
 #include "tune/build_ahead.hpp"
 #include "tune/measure_gpu.hpp"
 #include "tune/measure_in_turns.hpp"
@@ -74,8 +74,8 @@ NnSpace nn_space(const std::string& op_name, const SizeBindings& sizes) {
   REQUIRE(!s.l->diags->has_errors());
   s.op = &s.l->program->ops.at(op_name);
   const TargetInfo& target = *find_target("sm_90");
-  s.space = tune::prune_space(*s.l->program, *s.op, target, sizes, tune::enumerate_knobs(*s.l->program, *s.op, target, nullptr),
-                              nullptr, 2);
+  s.space = tune::prune_space(*s.l->program, *s.op, target, sizes,
+                              tune::enumerate_knobs(*s.l->program, *s.op, target, nullptr), nullptr, 2);
   return s;
 }
 
@@ -132,9 +132,12 @@ TEST_CASE("tune: the search finds the fastest correct candidate; a faster wrong 
 }
 
 TEST_CASE("tune: a cut-short sample is refined around its best: field distance, and the optimum found") {
-  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring") == 0);
-  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k4,STAGE=d2/tma/ring") == 1);
-  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w2x2/f4x8/k4,STAGE=d2/tma/ring") == 2);
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring") ==
+        0);
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w4x2/f4x8/k4,STAGE=d2/tma/ring") ==
+        1);
+  CHECK(tune::field_distance("TILE=a:m/w4x2/f4x8/k8,STAGE=d2/tma/ring", "TILE=a:m/w2x2/f4x8/k4,STAGE=d2/tma/ring") ==
+        2);
   CHECK(tune::field_distance("STAGE=d2/tma/ring", "STAGE=d1/tma") == 1);  // d2 -> d1, the ring with it
   CHECK(tune::field_distance("STAGE=d2/tma/ring", "STAGE=") == 1);
   CHECK(tune::field_distance("COOP=t128/v8,FAST_EXP=1", "COOP=t128/v8") == 1);
@@ -186,11 +189,11 @@ TEST_CASE("tune: a candidate far slower than the best so far is cut off after on
   tune::FakeClock clock;
   TableMeasurer m(times, {}, clock);
   tune::SearchOptions o;
-  CHECK(tune::cutoff_us(0, o) == 0);           // nothing measured yet: no cut-off
-  CHECK(tune::cutoff_us(100, o) == 10000);     // 8 x 100 us, raised to the floor
-  CHECK(tune::cutoff_us(5000, o) == 40000);    // 8 x 5 ms
+  CHECK(tune::cutoff_us(0, o) == 0);         // nothing measured yet: no cut-off
+  CHECK(tune::cutoff_us(100, o) == 10000);   // 8 x 100 us, raised to the floor
+  CHECK(tune::cutoff_us(5000, o) == 40000);  // 8 x 5 ms
   o.cutoff_factor = 0;
-  CHECK(tune::cutoff_us(5000, o) == 0);        // off
+  CHECK(tune::cutoff_us(5000, o) == 0);  // off
   o.cutoff_factor = 8;
   std::map<std::string, tune::Measurement> seen;
   o.on_measured = [&](const tune::Candidate& c, const tune::Measurement& x, int) { seen[c.knobs] = x; };
@@ -410,7 +413,8 @@ void check_block_in_space(const std::string& file, const std::string& op_name, c
   tune::Space s = tune::prune_space(*l->program, op, target, sizes, points, nullptr, 2);
   REQUIRE(!s.pruned.empty());
   const tune::Pruned& last = s.pruned.back();
-  CHECK_MESSAGE(last.knobs == block->knobs, op_name << block_label << ": " << block->knobs << " is a candidate of its own");
+  CHECK_MESSAGE(last.knobs == block->knobs,
+                op_name << block_label << ": " << block->knobs << " is a candidate of its own");
   CHECK_MESSAGE(last.kind == "duplicate", op_name << block_label << ": " << last.kind << ": " << last.reason);
 }
 
@@ -465,7 +469,8 @@ TEST_CASE("tune: sdpa's space at head dim 64 keeps the fold's geometries and dro
   }
 }
 
-TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pruned space picks the cheapest correct one") {
+TEST_CASE(
+    "tune: the interpreter gates correctness; the search over softmax's pruned space picks the cheapest correct one") {
   const SizeBindings sizes{{"N", 5}, {"C", 37}};
   NnSpace softmax = nn_space("softmax", sizes);
   const auto& l = softmax.l;
@@ -475,7 +480,9 @@ TEST_CASE("tune: the interpreter gates correctness; the search over softmax's pr
   REQUIRE(s.candidates.size() >= 10);
   tune::FakeClock clock;
   // The "cost": fewer threads a block is cheaper, a made-up model only the search's choice is checked against.
-  auto cost = [](const tune::Candidate& c) { return 1.0 + c.block_threads + 0.001 * static_cast<double>(c.knobs.size()); };
+  auto cost = [](const tune::Candidate& c) {
+    return 1.0 + c.block_threads + 0.001 * static_cast<double>(c.knobs.size());
+  };
   tune::InterpreterMeasurer m(*l->program, op, target, sizes, cost, clock, 0.01);
   tune::SearchResult r = tune::search(s.candidates, m, clock, {});
   CHECK(m.runs() == r.measured);
@@ -503,8 +510,8 @@ TEST_CASE("tune: every candidate of layernorm's and rmsnorm's spaces is correct 
     NnSpace ns = nn_space(name, sizes);
     REQUIRE(ns.space.candidates.size() >= 10);
     tune::FakeClock clock;
-    tune::InterpreterMeasurer m(*ns.l->program, *ns.op, *find_target("sm_90"), sizes,
-                                [](const tune::Candidate&) { return 1.0; }, clock, 0.01);
+    tune::InterpreterMeasurer m(
+        *ns.l->program, *ns.op, *find_target("sm_90"), sizes, [](const tune::Candidate&) { return 1.0; }, clock, 0.01);
     bool cut_d = false;
     for (const tune::Candidate& c : ns.space.candidates) {
       CAPTURE(c.knobs);
@@ -576,11 +583,11 @@ TEST_CASE("tune: the worker measurer reads answers, kills a hung worker, reports
   CHECK(waited < 10);
   c.knobs = "fine";
   CHECK(patient.measure(c, 5, 200000).ok);  // a fresh worker; an answer in time is not cut off
-  c.knobs = "longcompare";  // a long check after a fast launch: the cut-off holds to the launch only
+  c.knobs = "longcompare";                  // a long check after a fast launch: the cut-off holds to the launch only
   tune::Measurement checked = patient.measure(c, 5, 200000);
   CHECK(checked.ok);
   CHECK(checked.time_us == 7.5);
-  CHECK(patient.restarts() == 2);           // the first start, and the one after the kill
+  CHECK(patient.restarts() == 2);  // the first start, and the one after the kill
   // A worker that takes 2 s to start: a running kernel is given as long before the kill.
   const fs::path slow_start = dir / "slow_start.sh";
   std::ofstream(slow_start) << "#!/bin/sh\nsleep 2\nexec " << script.string() << "\n";
@@ -665,7 +672,6 @@ TEST_CASE("tune: measured in turns, two equal kernels on a drifting GPU come out
 }
 
 }  // namespace emmy
-
 
 namespace emmy {
 

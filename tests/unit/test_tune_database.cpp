@@ -54,7 +54,9 @@ struct ScopedEnv {
   }
 };
 
-TuneKey sdpa_key() { return {"9f2c41d0", "sdpa", "examples/sdpa.emmy", "sm_90", "NVIDIA H200", "B=1,D=64,H=8,S=4096", "f16"}; }
+TuneKey sdpa_key() {
+  return {"9f2c41d0", "sdpa", "examples/sdpa.emmy", "sm_90", "NVIDIA H200", "B=1,D=64,H=8,S=4096", "f16"};
+}
 
 Point ok_point(const std::string& knobs, double time_us) {
   Point p;
@@ -445,7 +447,8 @@ TEST_CASE("tune database: record_all of 200 points lands in one transaction") {
   const TuneKey key = sdpa_key();
   std::vector<Point> batch;
   for (int i = 0; i < 200; ++i) {
-    Point p = i % 10 == 9 ? failed_point(fmt::format("k={:03}", i), "failed") : ok_point(fmt::format("k={:03}", i), 200.0 - i);
+    Point p = i % 10 == 9 ? failed_point(fmt::format("k={:03}", i), "failed")
+                          : ok_point(fmt::format("k={:03}", i), 200.0 - i);
     p.measured_at.clear();
     batch.push_back(p);
   }

@@ -85,7 +85,8 @@ TEST_CASE("tune write-back: the block text is what emmyc fmt writes") {
   tune::TunedBlock b = softmax_block();
   b.comment = {};
   b.knobs = {{"REDUCE", ""}, {"STAGE", " d2/cp "}};
-  CHECK(tune::tuned_block_text(b) == "/// emmyc tune:\nschedule softmax for sm_90 {\n  REDUCE = ;\n  STAGE = d2/cp;\n}\n");
+  CHECK(tune::tuned_block_text(b) ==
+        "/// emmyc tune:\nschedule softmax for sm_90 {\n  REDUCE = ;\n  STAGE = d2/cp;\n}\n");
   b.comment = {"", "two\nthree  ", ""};
   CHECK(tune::tuned_block_text(b) ==
         "/// emmyc tune:\n/// two\n/// three\n///\nschedule softmax for sm_90 {\n  REDUCE = ;\n  STAGE = d2/cp;\n}\n");
@@ -130,9 +131,10 @@ TEST_CASE("tune write-back: a tuned block is replaced in place, and writing twic
   CHECK(replaced.text == write(kRows, second).text);
   CHECK(replaced.action == "replaced the tuned block of softmax for sm_90 (line 12)");
   size_t at = once.find("/// emmyc tune:");
-  CHECK(replaced.text == once.substr(0, at) +
-                             "/// emmyc tune: NVIDIA H200: 19.0 us\nschedule softmax for sm_90 {\n  COOP = t256/v8;\n}" +
-                             once.substr(once.find("}\n", at) + 1));
+  CHECK(replaced.text ==
+        once.substr(0, at) +
+            "/// emmyc tune: NVIDIA H200: 19.0 us\nschedule softmax for sm_90 {\n  COOP = t256/v8;\n}" +
+            once.substr(once.find("}\n", at) + 1));
   tune::WriteBack again = write(replaced.text, second);
   CHECK(again.text == replaced.text);
   CHECK(again.action == "the tuned block of softmax for sm_90 is already this one (line 12)");
@@ -176,7 +178,8 @@ TEST_CASE("tune write-back: the unnamed hand-written block is kept as \"hand\", 
   std::string taken = "schedule softmax for sm_90 as \"hand\" {\n  COOP = t1024/v8;\n}\n";
   text = kRows + "\n" + taken + "\n" + hand;
   w = write(text, softmax_block());
-  CHECK(w.text == kRows + "\n" + taken + "\n/// Mine.\nschedule softmax for sm_90 as \"hand-2\" {\n  COOP = t32/v8;\n}\n\n" +
+  CHECK(w.text == kRows + "\n" + taken +
+                      "\n/// Mine.\nschedule softmax for sm_90 as \"hand-2\" {\n  COOP = t32/v8;\n}\n\n" +
                       kSoftmaxBlock);
   CHECK(w.action ==
         "kept the hand-written block of softmax for sm_90 as \"hand-2\" (line 20) and added the tuned one after it "
@@ -205,18 +208,21 @@ TEST_CASE("tune write-back: the text outside the edits is kept byte for byte") {
   CHECK(picked(w.text, "softmax", "sm_90") == "emmyc tune: NVIDIA H200, N=4096,C=8192 f16: 21.4 us | (unnamed)");
 
   // After the op, past its line's trailing comment; a block comment on the `}` line stays in place.
-  text = kRows.substr(0, kRows.find("}\n") + 1) + "  // softmax ends\nop twice(x: f16[N]) -> (y: f16[N]) {\n  y[n] = x[n];\n} /* a\nb */\n";
+  text = kRows.substr(0, kRows.find("}\n") + 1) +
+         "  // softmax ends\nop twice(x: f16[N]) -> (y: f16[N]) {\n  y[n] = x[n];\n} /* a\nb */\n";
   w = write(text, softmax_block());
   size_t eol = text.find("ends\n") + 5;
   CHECK(w.text == text.substr(0, eol) + "\n" + kSoftmaxBlock + "\n" + text.substr(eol));
   tune::TunedBlock t{"twice", "sm_90", {{"COOP", "t32/v8"}}, {"x"}};
   size_t close = text.rfind("} /* a") + 1;
-  CHECK(write(text, t).text == text.substr(0, close) + "\n\n/// emmyc tune: x\nschedule twice for sm_90 {\n  COOP = t32/v8;\n}\n\n" +
+  CHECK(write(text, t).text == text.substr(0, close) +
+                                   "\n\n/// emmyc tune: x\nschedule twice for sm_90 {\n  COOP = t32/v8;\n}\n\n" +
                                    text.substr(close));
 
   // Windows line ends stay Windows line ends.
   std::string crlf = "op twice(x: f16[N]) -> (y: f16[N]) {\r\n  y[n] = x[n];\r\n}\r\n";
-  CHECK(write(crlf, t).text == crlf + "\r\n/// emmyc tune: x\r\nschedule twice for sm_90 {\r\n  COOP = t32/v8;\r\n}\r\n");
+  CHECK(write(crlf, t).text ==
+        crlf + "\r\n/// emmyc tune: x\r\nschedule twice for sm_90 {\r\n  COOP = t32/v8;\r\n}\r\n");
 }
 
 TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
@@ -230,16 +236,22 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
   std::vector<std::string> comment = {"NVIDIA H200, B=1,H=8,S=4096,D=64 f16: 99.1 us (FA-2 122.9 us)",
                                       "2026-11-30, 412 candidates in 9 m 40 s"};
   Case cases[] = {
-      {"nn.emmy", {"sdpa", "sm_90", sdpa_knobs, comment},
-       "kept the hand-written block of sdpa for sm_90 as \"hand\" (line 135) and added the tuned one after it (line 144)"},
-      {"nn.emmy", {"sdpa_gqa", "sm_90a", sdpa_knobs, comment},
+      {"nn.emmy",
+       {"sdpa", "sm_90", sdpa_knobs, comment},
+       "kept the hand-written block of sdpa for sm_90 as \"hand\" (line 135) and added the tuned one after it (line "
+       "144)"},
+      {"nn.emmy",
+       {"sdpa_gqa", "sm_90a", sdpa_knobs, comment},
        "added the tuned block of sdpa_gqa for sm_90a after the last schedule of sdpa_gqa (for sm_90) (line 349)"},
-      {"nn.emmy", {"logsumexp", "sm_90", {{"COOP", "t128/v8"}}, comment},
+      {"nn.emmy",
+       {"logsumexp", "sm_90", {{"COOP", "t128/v8"}}, comment},
        "added the tuned block of logsumexp for sm_90 after op logsumexp (line 28)"},
-      {"linalg.emmy", {"matmul", "sm_90a", {{"TILE", "a:wgmma_m64n128k16_f16/w8x1/k4"}, {"STAGE", "d3/tma/ring"}}, comment},
+      {"linalg.emmy",
+       {"matmul", "sm_90a", {{"TILE", "a:wgmma_m64n128k16_f16/w8x1/k4"}, {"STAGE", "d3/tma/ring"}}, comment},
        "kept the hand-written block of matmul for sm_90a as \"hand\" (line 125) and added the tuned one after it (line "
        "132)"},
-      {"linalg.emmy", {"matmul_bias", "sm_90", {{"TILE", "a:mma_m16n8k16_f16/w2x2/f4x4/k2"}}, comment},
+      {"linalg.emmy",
+       {"matmul_bias", "sm_90", {{"TILE", "a:mma_m16n8k16_f16/w2x2/f4x4/k2"}}, comment},
        "added the tuned block of matmul_bias for sm_90 after op matmul_bias (line 33)"},
   };
   for (const Case& c : cases) {
@@ -270,8 +282,9 @@ TEST_CASE("tune write-back: an op the file does not declare is refused") {
   CHECK(error_of(kRows, b) ==
         "rows.emmy: no op 'sofmax' is declared in this file (it declares softmax, twice); the tuned schedule goes "
         "beside its op");
-  CHECK(error_of("import std.monoids;\n", b) ==
-        "rows.emmy: no op 'sofmax' is declared in this file (it declares no ops); the tuned schedule goes beside its op");
+  CHECK(
+      error_of("import std.monoids;\n", b) ==
+      "rows.emmy: no op 'sofmax' is declared in this file (it declares no ops); the tuned schedule goes beside its op");
 }
 
 TEST_CASE("tune write-back: knobs the codec refuses are refused") {
@@ -306,7 +319,8 @@ TEST_CASE("tune write-back: knobs the codec refuses are refused") {
 }
 
 TEST_CASE("tune write-back: a file that does not check is refused") {
-  std::string text = kRows + "\nschedule twice for sm_90 {\n  COOP = t32/v8;\n}\nschedule twice for sm_90 {\n  COOP = ;\n}\n";
+  std::string text =
+      kRows + "\nschedule twice for sm_90 {\n  COOP = t32/v8;\n}\nschedule twice for sm_90 {\n  COOP = ;\n}\n";
   CHECK(error_of(text, softmax_block()) ==
         "rows.emmy does not check, so the tuned schedule was not written; fix it first:\n"
         "rows.emmy:18:10: error[E061]: op twice already has an unnamed schedule for sm_90\n"

@@ -38,7 +38,8 @@ tir::Program copy_op() {
   tir::Program p;
   p.op = "copy";
   p.sizes = {"N"};
-  p.tensors = {{"x", tir::Tensor::Role::Input, DType::F32, "", {"N"}}, {"y", tir::Tensor::Role::Output, DType::F32, "", {"N"}}};
+  p.tensors = {{"x", tir::Tensor::Role::Input, DType::F32, "", {"N"}},
+               {"y", tir::Tensor::Role::Output, DType::F32, "", {"N"}}};
   p.stmts = {{"y", {{"i", "N"}}, read("x", {index("i")})}};
   return p;
 }
@@ -60,8 +61,10 @@ TEST_CASE("the tensor IR verifier accepts a well-formed program and names each p
   };
   const Broken cases[] = {
       {"unknown read", [](tir::Program& p) { p.stmts[0].value.name = "z"; }, "reads 'z', which is no tensor of the op"},
-      {"rank", [](tir::Program& p) { p.stmts[0].value.args.push_back(index("i")); }, "reads 'x' with 2 indices; it has rank 1"},
-      {"unbound index", [](tir::Program& p) { p.stmts[0].value.args[0].name = "j"; }, "index variable 'j' is not bound here"},
+      {"rank", [](tir::Program& p) { p.stmts[0].value.args.push_back(index("i")); },
+       "reads 'x' with 2 indices; it has rank 1"},
+      {"unbound index", [](tir::Program& p) { p.stmts[0].value.args[0].name = "j"; },
+       "index variable 'j' is not bound here"},
       {"writes an input", [](tir::Program& p) { p.stmts[0].name = "x"; }, "writes an input"},
       {"unknown size", [](tir::Program& p) { p.stmts[0].vars[0].size = "M"; }, "size 'M' is not one of the op's"},
       {"duplicate tensor", [](tir::Program& p) { p.tensors.push_back(p.tensors[0]); }, "declared twice"},

@@ -40,7 +40,9 @@ tir::Expr masked_sum() {
 TEST_CASE("walkers: tensor IR visit reaches predicates, parents first; map_children keeps the node") {
   const tir::Expr e = masked_sum();
   std::vector<std::string> order;
-  tir::visit(e, [&](const tir::Expr& x) { order.push_back(x.kind == tir::Expr::Kind::Reduce ? "reduce" : x.name.empty() ? x.op : x.name); });
+  tir::visit(e, [&](const tir::Expr& x) {
+    order.push_back(x.kind == tir::Expr::Kind::Reduce ? "reduce" : x.name.empty() ? x.op : x.name);
+  });
   CHECK(order == std::vector<std::string>{"reduce", "x", "i", "k", "<", "k", "i"});
   CHECK(tir::any_node(e, [](const tir::Expr& x) { return x.kind == tir::Expr::Kind::Binary; }));
   CHECK_FALSE(tir::any_node(e, [](const tir::Expr& x) { return x.kind == tir::Expr::Kind::Slice; }));
@@ -110,8 +112,8 @@ TEST_CASE("walkers: kernel IR visit, visit_exprs, map_children and map_stmts") {
 
   std::vector<Stmt> body{decl("a", ScalarType::F32, cf(0)),
                          for_loop("i", ScalarType::I32, ci(0), ci(4),
-                                  {if_then(binary(BinOp::Lt, var({"i"}, ScalarType::I32), ci(2)),
-                                           {assign({"a"}, sum)}, {comment("odd")})})};
+                                  {if_then(binary(BinOp::Lt, var({"i"}, ScalarType::I32), ci(2)), {assign({"a"}, sum)},
+                                           {comment("odd")})})};
   std::vector<Stmt::Kind> kinds;
   visit(body, [&](const Stmt& s) { kinds.push_back(s.kind); });
   CHECK(kinds == std::vector<Stmt::Kind>{Stmt::Kind::Decl, Stmt::Kind::For, Stmt::Kind::If, Stmt::Kind::Assign,

@@ -373,10 +373,14 @@ std::string intrinsic_call(const Stmt& s) {
 // The unsigned type one aligned access of `bytes` moves (ld/st.global.v4.b32 for 16 bytes).
 std::string_view vector_word(int bytes) {
   switch (bytes) {
-    case 2: return "unsigned short";
-    case 4: return "unsigned";
-    case 8: return "uint2";
-    default: return "uint4";
+    case 2:
+      return "unsigned short";
+    case 4:
+      return "unsigned";
+    case 8:
+      return "uint2";
+    default:
+      return "uint4";
   }
 }
 
@@ -567,7 +571,7 @@ std::string param_decl(const Param& p) {
 
 std::string signature(const Kernel& k) {
   std::string bounds = k.min_blocks_per_sm > 0 ? fmt::format("{}, {}", k.block_threads, k.min_blocks_per_sm)
-                                              : fmt::format("{}", k.block_threads);
+                                               : fmt::format("{}", k.block_threads);
   std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(", bounds, k.name);
   std::vector<std::string> params;
   for (const Param& p : k.params) params.push_back(param_decl(p));
