@@ -131,18 +131,12 @@ std::vector<Truth> compare(const Term& t, const Case& within, int& budget) {
       if (!form) throw Undecided{fmt::format("cannot decide the sign of {}", d.str())};
       auto holds = [&](int sign) {
         switch (t.op) {
-          case TermOp::Lt:
-            return sign < 0;
-          case TermOp::Le:
-            return sign <= 0;
-          case TermOp::Gt:
-            return sign > 0;
-          case TermOp::Ge:
-            return sign >= 0;
-          case TermOp::Eq:
-            return sign == 0;
-          default:
-            return sign != 0;
+          case TermOp::Lt: return sign < 0;
+          case TermOp::Le: return sign <= 0;
+          case TermOp::Gt: return sign > 0;
+          case TermOp::Ge: return sign >= 0;
+          case TermOp::Eq: return sign == 0;
+          default: return sign != 0;
         }
       };
       if (auto s = infinite_sign(*form)) {
@@ -191,8 +185,7 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
     case TermOp::Gt:
     case TermOp::Ge:
     case TermOp::Eq:
-    case TermOp::Ne:
-      return compare(t, within, budget);
+    case TermOp::Ne: return compare(t, within, budget);
     case TermOp::Not: {
       std::vector<Truth> out = decide(t.args[0], within, budget);
       for (Truth& x : out) x.value = !x.value;
@@ -211,8 +204,7 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       }
       return out;
     }
-    case TermOp::Const:
-      return {{within, !t.value.is_zero()}};
+    case TermOp::Const: return {{within, !t.value.is_zero()}};
     case TermOp::Var: {
       // A bool variable (sema lets only bools stand as conditions) is 0 or 1.
       LinearForm is_one, is_zero;
@@ -227,8 +219,7 @@ std::vector<Truth> decide(const Term& t, const Case& within, int& budget) {
       }
       return out;
     }
-    default:
-      throw Undecided{fmt::format("'{}' is not a condition", t.str())};
+    default: throw Undecided{fmt::format("'{}' is not a condition", t.str())};
   }
 }
 
@@ -255,16 +246,12 @@ std::vector<Normalized> exp_of_log(const Term& u, const Case& within, int& budge
 std::vector<Normalized> normalize_exp(const Term& x, const Case& within, int& budget) {
   auto e = [](const Term& a) { return Term::make(TermOp::Exp, {a}); };
   switch (x.op) {
-    case TermOp::Add:
-      return normalize(Term::make(TermOp::Mul, {e(x.args[0]), e(x.args[1])}), within, budget);
-    case TermOp::Sub:
-      return normalize(Term::make(TermOp::Div, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Add: return normalize(Term::make(TermOp::Mul, {e(x.args[0]), e(x.args[1])}), within, budget);
+    case TermOp::Sub: return normalize(Term::make(TermOp::Div, {e(x.args[0]), e(x.args[1])}), within, budget);
     case TermOp::Neg:
       return normalize(Term::make(TermOp::Div, {Term::constant(Rational::of(1)), e(x.args[0])}), within, budget);
-    case TermOp::Log:
-      return exp_of_log(x.args[0], within, budget);
-    default:
-      break;
+    case TermOp::Log: return exp_of_log(x.args[0], within, budget);
+    default: break;
   }
   std::vector<Normalized> out = normalize(x, within, budget);
   for (Normalized& n : out) n.value = exp_of(n.value);
@@ -355,29 +342,19 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
     return out;
   };
   switch (t.op) {
-    case TermOp::Const:
-      return {{within, Fraction::of(Poly::constant(t.value))}};
-    case TermOp::Var:
-      return {{within, Fraction::of(Poly::var(t.name))}};
-    case TermOp::NegInf:
-      return {{within, Fraction::of(Poly::var(kNegInf))}};
-    case TermOp::PosInf:
-      return {{within, Fraction::of(Poly::var(kPosInf))}};
-    case TermOp::Add:
-      return binary(add);
-    case TermOp::Sub:
-      return binary(sub);
-    case TermOp::Mul:
-      return binary(mul);
-    case TermOp::Div:
-      return binary(div);
+    case TermOp::Const: return {{within, Fraction::of(Poly::constant(t.value))}};
+    case TermOp::Var: return {{within, Fraction::of(Poly::var(t.name))}};
+    case TermOp::NegInf: return {{within, Fraction::of(Poly::var(kNegInf))}};
+    case TermOp::PosInf: return {{within, Fraction::of(Poly::var(kPosInf))}};
+    case TermOp::Add: return binary(add);
+    case TermOp::Sub: return binary(sub);
+    case TermOp::Mul: return binary(mul);
+    case TermOp::Div: return binary(div);
     case TermOp::Neg:
       return unary([](const Fraction& x) { return sub(Fraction::of(Poly::constant(Rational::of(0))), x); });
-    case TermOp::Exp:
-      return normalize_exp(t.args[0], within, budget);
+    case TermOp::Exp: return normalize_exp(t.args[0], within, budget);
     case TermOp::IDiv:
-    case TermOp::Mod:
-      return binary([&](const Fraction& x, const Fraction& y) { return integer_op(t, x, y); });
+    case TermOp::Mod: return binary([&](const Fraction& x, const Fraction& y) { return integer_op(t, x, y); });
     case TermOp::Cast:
       if (!integer_cast(t)) return normalize(t.args[0], within, budget);  // a float cast: the identity
       return unary([&](const Fraction& x) { return cast_of(t.name, x); });
@@ -419,8 +396,7 @@ std::vector<Normalized> normalize(const Term& t, const Case& within, int& budget
         for (Normalized& n : normalize(t.args[c.value ? 1 : 2], c.where, budget)) out.push_back(std::move(n));
       return out;
     }
-    default:
-      break;
+    default: break;
   }
   // A condition used as a number: 1 where it holds, 0 elsewhere.
   std::vector<Normalized> out;

@@ -49,10 +49,8 @@ Type call_type(const std::string& name, const std::vector<Typed>& args) {
     case FnRule::SameAsArgs:
       for (size_t i = 1; i < args.size(); ++i) t = promote(t, args[i].type);
       return t;
-    case FnRule::Select:
-      return args[1].type.is_bool() ? args[1].type : promote(args[1].type, args[2].type);
-    case FnRule::Cast:
-      return Type::scalar(*parse_dtype(name));
+    case FnRule::Select: return args[1].type.is_bool() ? args[1].type : promote(args[1].type, args[2].type);
+    case FnRule::Cast: return Type::scalar(*parse_dtype(name));
   }
   return t;
 }
@@ -91,17 +89,13 @@ class Translator {
         if (!r) throw Unsupported{fmt::format("the constant {} has no exact rational form here", e.text)};
         return {Term::constant(*r), Type::scalar(e.kind == K::Int ? DType::I64 : DType::F32, true)};
       }
-      case K::Bool:
-        return {Term::constant(Rational::of(e.int_value)), Type::scalar(DType::Bool)};
-      case K::Inf:
-        return {Term::make(TermOp::PosInf, {}), Type::scalar(DType::F32, true)};
-      case K::Name:
-        return named(e.text);
+      case K::Bool: return {Term::constant(Rational::of(e.int_value)), Type::scalar(DType::Bool)};
+      case K::Inf: return {Term::make(TermOp::PosInf, {}), Type::scalar(DType::F32, true)};
+      case K::Name: return named(e.text);
       case K::Field:
         if (e.args[0].kind == K::Name) return named(e.args[0].text + "." + e.text);
         break;
-      case K::Index:
-        return term(e.args[0]);  // a channel of a vector field: every channel alike
+      case K::Index: return term(e.args[0]);  // a channel of a vector field: every channel alike
       case K::Unary: {
         Typed x = term(e.args[0]);
         if (e.text == "!") return {Term::make(TermOp::Not, {x.term}), Type::scalar(DType::Bool)};
@@ -112,10 +106,8 @@ class Translator {
         for (const OpRow& r : kBinary)
           if (r.spelling == e.text) return binary(r.op, term(e.args[0]), term(e.args[1]));
         break;
-      case K::Call:
-        return call(e);
-      default:
-        break;
+      case K::Call: return call(e);
+      default: break;
     }
     throw Unsupported{
         fmt::format("'{}' is outside the fragment the prover decides", e.text.empty() ? "expression" : e.text)};

@@ -367,12 +367,9 @@ MonoidReport check_laws(const MonoidTerms& m) {
 std::string explain(const MonoidReport& r) {
   auto verdict = [](const LawReport& l) {
     switch (l.outcome) {
-      case Outcome::Proved:
-        return std::string("proved");
-      case Outcome::Refuted:
-        return std::string("refuted");
-      case Outcome::Unproved:
-        return std::string("unproved");
+      case Outcome::Proved: return std::string("proved");
+      case Outcome::Refuted: return std::string("refuted");
+      case Outcome::Unproved: return std::string("unproved");
     }
     return std::string();
   };

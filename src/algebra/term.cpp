@@ -98,21 +98,14 @@ const OpInfo& info(TermOp op) { return kOps[static_cast<size_t>(op)]; }
 
 std::string Term::str() const {
   switch (op) {
-    case TermOp::Const:
-      return value.str();
-    case TermOp::Var:
-      return name;
+    case TermOp::Const: return value.str();
+    case TermOp::Var: return name;
     case TermOp::NegInf:
-    case TermOp::PosInf:
-      return info(op).spelling;
-    case TermOp::Neg:
-      return fmt::format("-{}", args[0].str());
-    case TermOp::Not:
-      return fmt::format("!{}", args[0].str());
-    case TermOp::Cast:
-      return fmt::format("{}({})", name, args[0].str());
-    default:
-      break;
+    case TermOp::PosInf: return info(op).spelling;
+    case TermOp::Neg: return fmt::format("-{}", args[0].str());
+    case TermOp::Not: return fmt::format("!{}", args[0].str());
+    case TermOp::Cast: return fmt::format("{}({})", name, args[0].str());
+    default: break;
   }
   const OpInfo& i = info(op);
   if (i.infix) return fmt::format("({} {} {})", args[0].str(), i.spelling, args[1].str());
@@ -152,64 +145,39 @@ double integer_quotient(double a, double b, bool remainder) {
 double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>& env) {
   auto arg = [&](size_t i) { return evaluate(t.args[i], env); };
   switch (t.op) {
-    case TermOp::Const:
-      return t.value.value();
+    case TermOp::Const: return t.value.value();
     case TermOp::Var:
       for (const auto& [n, v] : env)
         if (n == t.name) return v;
       return NAN;
-    case TermOp::NegInf:
-      return -INFINITY;
-    case TermOp::PosInf:
-      return INFINITY;
-    case TermOp::Add:
-      return arg(0) + arg(1);
-    case TermOp::Sub:
-      return arg(0) - arg(1);
-    case TermOp::Mul:
-      return arg(0) * arg(1);
-    case TermOp::Div:
-      return arg(0) / arg(1);
-    case TermOp::Neg:
-      return -arg(0);
+    case TermOp::NegInf: return -INFINITY;
+    case TermOp::PosInf: return INFINITY;
+    case TermOp::Add: return arg(0) + arg(1);
+    case TermOp::Sub: return arg(0) - arg(1);
+    case TermOp::Mul: return arg(0) * arg(1);
+    case TermOp::Div: return arg(0) / arg(1);
+    case TermOp::Neg: return -arg(0);
     case TermOp::Exp:  // Emmy's exp of a difference (support/ieee_rules.hpp), as the kernels compute it
       if (t.args[0].op == TermOp::Sub)
         return std::exp(exp_difference(evaluate(t.args[0].args[0], env), evaluate(t.args[0].args[1], env)));
       return std::exp(arg(0));
-    case TermOp::Log:
-      return std::log(arg(0));
-    case TermOp::Sqrt:
-      return std::sqrt(arg(0));
-    case TermOp::Max:
-      return max_nan(arg(0), arg(1));
-    case TermOp::Min:
-      return min_nan(arg(0), arg(1));
-    case TermOp::Select:
-      return arg(0) != 0.0 ? arg(1) : arg(2);
-    case TermOp::Lt:
-      return arg(0) < arg(1);
-    case TermOp::Le:
-      return arg(0) <= arg(1);
-    case TermOp::Gt:
-      return arg(0) > arg(1);
-    case TermOp::Ge:
-      return arg(0) >= arg(1);
-    case TermOp::Eq:
-      return arg(0) == arg(1);
-    case TermOp::Ne:
-      return arg(0) != arg(1);
-    case TermOp::And:
-      return arg(0) != 0.0 && arg(1) != 0.0;
-    case TermOp::Or:
-      return arg(0) != 0.0 || arg(1) != 0.0;
-    case TermOp::Not:
-      return arg(0) == 0.0;
-    case TermOp::IDiv:
-      return integer_quotient(arg(0), arg(1), false);
-    case TermOp::Mod:
-      return integer_quotient(arg(0), arg(1), true);
-    case TermOp::Cast:
-      return integer_cast(t) ? to_integer(arg(0), t.name) : arg(0);
+    case TermOp::Log: return std::log(arg(0));
+    case TermOp::Sqrt: return std::sqrt(arg(0));
+    case TermOp::Max: return max_nan(arg(0), arg(1));
+    case TermOp::Min: return min_nan(arg(0), arg(1));
+    case TermOp::Select: return arg(0) != 0.0 ? arg(1) : arg(2);
+    case TermOp::Lt: return arg(0) < arg(1);
+    case TermOp::Le: return arg(0) <= arg(1);
+    case TermOp::Gt: return arg(0) > arg(1);
+    case TermOp::Ge: return arg(0) >= arg(1);
+    case TermOp::Eq: return arg(0) == arg(1);
+    case TermOp::Ne: return arg(0) != arg(1);
+    case TermOp::And: return arg(0) != 0.0 && arg(1) != 0.0;
+    case TermOp::Or: return arg(0) != 0.0 || arg(1) != 0.0;
+    case TermOp::Not: return arg(0) == 0.0;
+    case TermOp::IDiv: return integer_quotient(arg(0), arg(1), false);
+    case TermOp::Mod: return integer_quotient(arg(0), arg(1), true);
+    case TermOp::Cast: return integer_cast(t) ? to_integer(arg(0), t.name) : arg(0);
   }
   return NAN;
 }
@@ -261,61 +229,41 @@ Exact exact(const Term& t, const ExactEnv& env);
 
 Exact binary_exact(TermOp op, Rational a, Rational b) {
   switch (op) {
-    case TermOp::Add:
-      return a + b;
-    case TermOp::Sub:
-      return a - b;
-    case TermOp::Mul:
-      return a * b;
-    case TermOp::Div:
-      return b.is_zero() ? Exact{} : Exact{a / b};
-    case TermOp::Max:
-      return std::max(a, b);
-    case TermOp::Min:
-      return std::min(a, b);
-    case TermOp::Lt:
-      return truth(a < b);
-    case TermOp::Le:
-      return truth(a <= b);
-    case TermOp::Gt:
-      return truth(a > b);
-    case TermOp::Ge:
-      return truth(a >= b);
-    case TermOp::Eq:
-      return truth(a == b);
-    case TermOp::Ne:
-      return truth(!(a == b));
-    case TermOp::And:
-      return truth(!a.is_zero() && !b.is_zero());
-    case TermOp::Or:
-      return truth(!a.is_zero() || !b.is_zero());
-    case TermOp::IDiv:
-      return exact_quotient(a, b, false);
-    case TermOp::Mod:
-      return exact_quotient(a, b, true);
-    default:
-      return std::nullopt;
+    case TermOp::Add: return a + b;
+    case TermOp::Sub: return a - b;
+    case TermOp::Mul: return a * b;
+    case TermOp::Div: return b.is_zero() ? Exact{} : Exact{a / b};
+    case TermOp::Max: return std::max(a, b);
+    case TermOp::Min: return std::min(a, b);
+    case TermOp::Lt: return truth(a < b);
+    case TermOp::Le: return truth(a <= b);
+    case TermOp::Gt: return truth(a > b);
+    case TermOp::Ge: return truth(a >= b);
+    case TermOp::Eq: return truth(a == b);
+    case TermOp::Ne: return truth(!(a == b));
+    case TermOp::And: return truth(!a.is_zero() && !b.is_zero());
+    case TermOp::Or: return truth(!a.is_zero() || !b.is_zero());
+    case TermOp::IDiv: return exact_quotient(a, b, false);
+    case TermOp::Mod: return exact_quotient(a, b, true);
+    default: return std::nullopt;
   }
 }
 
 Exact exact(const Term& t, const ExactEnv& env) {
   switch (t.op) {
-    case TermOp::Const:
-      return t.value;
+    case TermOp::Const: return t.value;
     case TermOp::Var:
       for (const auto& [n, v] : env)
         if (n == t.name) return v;
       return std::nullopt;
     case TermOp::NegInf:
-    case TermOp::PosInf:
-      return std::nullopt;
+    case TermOp::PosInf: return std::nullopt;
     case TermOp::Select: {
       Exact c = exact(t.args[0], env);
       if (!c) return std::nullopt;
       return exact(t.args[c->is_zero() ? 2 : 1], env);
     }
-    default:
-      break;
+    default: break;
   }
   std::vector<Rational> args;
   for (const Term& a : t.args) {
@@ -324,18 +272,13 @@ Exact exact(const Term& t, const ExactEnv& env) {
     args.push_back(*v);
   }
   switch (t.op) {
-    case TermOp::Neg:
-      return -args[0];
-    case TermOp::Not:
-      return truth(args[0].is_zero());
-    case TermOp::Cast:
-      return integer_cast(t) ? cast_exact(args[0], t.name) : args[0];
+    case TermOp::Neg: return -args[0];
+    case TermOp::Not: return truth(args[0].is_zero());
+    case TermOp::Cast: return integer_cast(t) ? cast_exact(args[0], t.name) : args[0];
     case TermOp::Exp:
     case TermOp::Log:
-    case TermOp::Sqrt:
-      return transcendental(t.op, args[0]);
-    default:
-      return binary_exact(t.op, args[0], args[1]);
+    case TermOp::Sqrt: return transcendental(t.op, args[0]);
+    default: return binary_exact(t.op, args[0], args[1]);
   }
 }
 

@@ -35,36 +35,18 @@ Rational operator*(Rational a, Rational b);
 Rational operator/(Rational a, Rational b);
 Rational operator-(Rational a);
 
+// The enumerators grouped by family, as laid out by hand.
+// clang-format off
 enum class TermOp {
-  Const,
-  Var,
-  NegInf,
-  PosInf,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Neg,
-  Exp,
-  Log,
-  Sqrt,
-  Max,
-  Min,
-  Select,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Eq,
-  Ne,
-  And,
-  Or,
-  Not,
-  IDiv,
-  Mod,   // integer / (truncating toward zero) and % (the dividend's sign), as in C
-  Cast,  // to the dtype `name`: "i32", "i64" truncate toward zero; a float dtype is the
-         // identity over the reals (the reference is exact), kept for the lowering
+  Const, Var, NegInf, PosInf,
+  Add, Sub, Mul, Div, Neg,
+  Exp, Log, Sqrt, Max, Min, Select,
+  Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not,
+  IDiv, Mod,  // integer / (truncating toward zero) and % (the dividend's sign), as in C
+  Cast,       // to the dtype `name`: "i32", "i64" truncate toward zero; a float dtype is the
+              // identity over the reals (the reference is exact), kept for the lowering
 };
+// clang-format on
 
 // A value-semantic term tree. Vector fields are variables too: every operation is
 // elementwise, so a law proved for one channel holds for all.

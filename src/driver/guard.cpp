@@ -26,15 +26,10 @@ int run_guarded(const std::function<int()>& body, std::ostream& err, std::string
   if (!escaped) return status;
   const Failure f = describe_failure(escaped);
   switch (f.kind) {
-    case FailureKind::File:
-      err << fmt::format("{}error: {}\n", prefix, f.message);
-      return kUsageError;
+    case FailureKind::File: err << fmt::format("{}error: {}\n", prefix, f.message); return kUsageError;
     case FailureKind::Memory:
-    case FailureKind::Resource:
-      err << fmt::format("{}error: {}\n", prefix, f.message);
-      return kUserError;
-    case FailureKind::Internal:
-      break;
+    case FailureKind::Resource: err << fmt::format("{}error: {}\n", prefix, f.message); return kUserError;
+    case FailureKind::Internal: break;
   }
   err << fmt::format("{}internal error (a compiler bug; please report it): {}\n", prefix, f.message);
   return kUserError;

@@ -345,12 +345,9 @@ namespace {
 // The smallest normal magnitude of a float dtype: below it values are subnormal.
 double smallest_normal(DType dtype) {
   switch (dtype) {
-    case DType::F16:
-      return std::ldexp(1.0, -14);
-    case DType::F64:
-      return std::numeric_limits<double>::min();
-    default:
-      return std::ldexp(1.0, -126);  // bf16 and f32 share f32's exponent range
+    case DType::F16: return std::ldexp(1.0, -14);
+    case DType::F64: return std::numeric_limits<double>::min();
+    default: return std::ldexp(1.0, -126);  // bf16 and f32 share f32's exponent range
   }
 }
 
@@ -361,16 +358,11 @@ double hostile_value(HostileKind kind, DType dtype, size_t i, size_t row, double
   switch (kind) {
     case HostileKind::Large:
       return dtype == DType::F16 || dtype == DType::BF16 ? round_to_dtype(x * kHostileScale, dtype) : x;
-    case HostileKind::NegInfRows:
-      return row > 0 && i < row ? neg_inf : x;
-    case HostileKind::LeadingNegInf:
-      return row > 0 && i % row == 0 ? neg_inf : x;
-    case HostileKind::TrailingNegInf:
-      return row > 0 && i % row == row - 1 ? neg_inf : x;
-    case HostileKind::NegInfPrefix:
-      return row > 0 && i % row < (row + 1) / 2 ? neg_inf : x;
-    case HostileKind::NaN:
-      return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
+    case HostileKind::NegInfRows: return row > 0 && i < row ? neg_inf : x;
+    case HostileKind::LeadingNegInf: return row > 0 && i % row == 0 ? neg_inf : x;
+    case HostileKind::TrailingNegInf: return row > 0 && i % row == row - 1 ? neg_inf : x;
+    case HostileKind::NegInfPrefix: return row > 0 && i % row < (row + 1) / 2 ? neg_inf : x;
+    case HostileKind::NaN: return i % 7 == 3 ? std::numeric_limits<double>::quiet_NaN() : x;
     case HostileKind::Denormal:
       return i % 2 == 0 ? round_to_dtype(std::copysign((0.1 + 0.8 * u) * smallest_normal(dtype), x), dtype) : x;
   }

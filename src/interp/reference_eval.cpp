@@ -134,42 +134,14 @@ int64_t to_index(double v, const char* what) {
 // ---- elementwise functions ------------------------------------------------------------------
 
 // ExpSub: a - b as the argument of exp or exp2, where -inf - -inf is -inf (support/ieee_rules.hpp).
+// The enumerators grouped by family, as laid out by hand.
+// clang-format off
 enum class Fn {
-  Neg,
-  Not,
-  Add,
-  Sub,
-  ExpSub,
-  Mul,
-  Div,
-  IDiv,
-  Mod,
-  Eq,
-  Ne,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Exp,
-  Exp2,
-  Log,
-  Log2,
-  Sqrt,
-  Rsqrt,
-  Tanh,
-  Erf,
-  Sigmoid,
-  Abs,
-  Max,
-  Min,
-  ToBool,
-  ToI32,
-  ToI64,
-  ToF16,
-  ToBf16,
-  ToF32,
-  ToF64,
+  Neg, Not, Add, Sub, ExpSub, Mul, Div, IDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge,
+  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Abs, Max, Min,
+  ToBool, ToI32, ToI64, ToF16, ToBf16, ToF32, ToF64,
 };
+// clang-format on
 
 double to_integer(double x, DType dtype) {
   double t = std::trunc(x);
@@ -188,76 +160,42 @@ double integer_quotient(double a, double b, bool remainder) {
 
 double apply(Fn f, double a, double b) {
   switch (f) {
-    case Fn::Neg:
-      return -a;
-    case Fn::Not:
-      return a == 0 ? 1 : 0;
-    case Fn::Add:
-      return a + b;
-    case Fn::Sub:
-      return a - b;
-    case Fn::ExpSub:
-      return exp_difference(a, b);
-    case Fn::Mul:
-      return a * b;
-    case Fn::Div:
-      return a / b;
-    case Fn::IDiv:
-      return integer_quotient(a, b, false);
-    case Fn::Mod:
-      return integer_quotient(a, b, true);
-    case Fn::Eq:
-      return a == b;
-    case Fn::Ne:
-      return a != b;
-    case Fn::Lt:
-      return a < b;
-    case Fn::Le:
-      return a <= b;
-    case Fn::Gt:
-      return a > b;
-    case Fn::Ge:
-      return a >= b;
-    case Fn::Exp:
-      return std::exp(a);
-    case Fn::Exp2:
-      return std::exp2(a);
-    case Fn::Log:
-      return std::log(a);
-    case Fn::Log2:
-      return std::log2(a);
-    case Fn::Sqrt:
-      return std::sqrt(a);
-    case Fn::Rsqrt:
-      return 1.0 / std::sqrt(a);
-    case Fn::Tanh:
-      return std::tanh(a);
-    case Fn::Erf:
-      return std::erf(a);
-    case Fn::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-a));
-    case Fn::Abs:
-      return std::fabs(a);
-    case Fn::Max:
-      return max_nan(a, b);
-    case Fn::Min:
-      return min_nan(a, b);
-    case Fn::ToBool:
-      return a != 0 ? 1 : 0;
-    case Fn::ToI32:
-      return to_integer(a, DType::I32);
-    case Fn::ToI64:
-      return to_integer(a, DType::I64);
+    case Fn::Neg: return -a;
+    case Fn::Not: return a == 0 ? 1 : 0;
+    case Fn::Add: return a + b;
+    case Fn::Sub: return a - b;
+    case Fn::ExpSub: return exp_difference(a, b);
+    case Fn::Mul: return a * b;
+    case Fn::Div: return a / b;
+    case Fn::IDiv: return integer_quotient(a, b, false);
+    case Fn::Mod: return integer_quotient(a, b, true);
+    case Fn::Eq: return a == b;
+    case Fn::Ne: return a != b;
+    case Fn::Lt: return a < b;
+    case Fn::Le: return a <= b;
+    case Fn::Gt: return a > b;
+    case Fn::Ge: return a >= b;
+    case Fn::Exp: return std::exp(a);
+    case Fn::Exp2: return std::exp2(a);
+    case Fn::Log: return std::log(a);
+    case Fn::Log2: return std::log2(a);
+    case Fn::Sqrt: return std::sqrt(a);
+    case Fn::Rsqrt: return 1.0 / std::sqrt(a);
+    case Fn::Tanh: return std::tanh(a);
+    case Fn::Erf: return std::erf(a);
+    case Fn::Sigmoid: return 1.0 / (1.0 + std::exp(-a));
+    case Fn::Abs: return std::fabs(a);
+    case Fn::Max: return max_nan(a, b);
+    case Fn::Min: return min_nan(a, b);
+    case Fn::ToBool: return a != 0 ? 1 : 0;
+    case Fn::ToI32: return to_integer(a, DType::I32);
+    case Fn::ToI64: return to_integer(a, DType::I64);
     // An explicit cast is the program's: it rounds to its type as the kernels do (nothing else
     // rounds in the reference, which is exact math in float64).
-    case Fn::ToF16:
-      return kir::round_to(kir::ScalarType::F16, a);
-    case Fn::ToBf16:
-      return kir::round_to(kir::ScalarType::BF16, a);
-    case Fn::ToF32:
-      return kir::round_to(kir::ScalarType::F32, a);
-    case Fn::ToF64:
-      return a;
+    case Fn::ToF16: return kir::round_to(kir::ScalarType::F16, a);
+    case Fn::ToBf16: return kir::round_to(kir::ScalarType::BF16, a);
+    case Fn::ToF32: return kir::round_to(kir::ScalarType::F32, a);
+    case Fn::ToF64: return a;
   }
   return kNaN;
 }
@@ -570,24 +508,12 @@ class BuiltinReduceNode : public Node {
       if (where_ && where_->scalar(s) == 0) return;
       double x = body_->scalar(s);
       switch (kind_) {
-        case Builtin::Sum:
-          acc += x;
-          break;
-        case Builtin::Prod:
-          acc *= x;
-          break;
-        case Builtin::Max:
-          acc = max_nan(acc, x);
-          break;
-        case Builtin::Min:
-          acc = min_nan(acc, x);
-          break;
-        case Builtin::Any:
-          acc = (acc != 0 || x != 0) ? 1 : 0;
-          break;
-        case Builtin::All:
-          acc = (acc != 0 && x != 0) ? 1 : 0;
-          break;
+        case Builtin::Sum: acc += x; break;
+        case Builtin::Prod: acc *= x; break;
+        case Builtin::Max: acc = max_nan(acc, x); break;
+        case Builtin::Min: acc = min_nan(acc, x); break;
+        case Builtin::Any: acc = (acc != 0 || x != 0) ? 1 : 0; break;
+        case Builtin::All: acc = (acc != 0 && x != 0) ? 1 : 0; break;
         case Builtin::ArgMax:
         case Builtin::ArgMin: {
           auto j = static_cast<double>(s.slots[axes_.slots[0]]);
@@ -607,21 +533,14 @@ class BuiltinReduceNode : public Node {
  private:
   double identity() const {
     switch (kind_) {
-      case Builtin::Sum:
-        return 0;
-      case Builtin::Prod:
-        return 1;
-      case Builtin::Max:
-        return integer_limit(true);
-      case Builtin::Min:
-        return integer_limit(false);
-      case Builtin::Any:
-        return 0;
-      case Builtin::All:
-        return 1;
+      case Builtin::Sum: return 0;
+      case Builtin::Prod: return 1;
+      case Builtin::Max: return integer_limit(true);
+      case Builtin::Min: return integer_limit(false);
+      case Builtin::Any: return 0;
+      case Builtin::All: return 1;
       case Builtin::ArgMax:
-      case Builtin::ArgMin:
-        return 0;
+      case Builtin::ArgMin: return 0;
     }
     return 0;
   }
@@ -635,8 +554,7 @@ class BuiltinReduceNode : public Node {
       case DType::I64:
         return low ? static_cast<double>(std::numeric_limits<int64_t>::min())
                    : static_cast<double>(std::numeric_limits<int64_t>::max());
-      default:
-        return low ? -kInf : kInf;
+      default: return low ? -kInf : kInf;
     }
   }
 
@@ -771,32 +689,19 @@ class ExprCompiler {
   NodePtr compile(const ast::Expr& e) {
     using K = ast::ExprKind;
     switch (e.kind) {
-      case K::Int:
-        return std::make_unique<ConstNode>(static_cast<double>(e.int_value), Type::scalar(DType::I64, true));
-      case K::Float:
-        return std::make_unique<ConstNode>(e.float_value, Type::scalar(DType::F32, true));
-      case K::Inf:
-        return std::make_unique<ConstNode>(kInf, Type::scalar(DType::F32, true));
-      case K::Bool:
-        return std::make_unique<ConstNode>(e.int_value ? 1.0 : 0.0, Type::scalar(DType::Bool));
-      case K::Name:
-        return name(e);
-      case K::Index:
-        return index(e);
-      case K::Field:
-        return field(e);
-      case K::Slice:
-        fail("a slice ':' outside the vector argument of a monoid reduction");
-      case K::Unary:
-        return unary(e);
-      case K::Binary:
-        return binary(e);
-      case K::Call:
-        return call(e);
-      case K::Reduce:
-        return reduce(e);
-      case K::Tuple:
-        fail("a tuple outside a monoid's identity, lift or yield");
+      case K::Int: return std::make_unique<ConstNode>(static_cast<double>(e.int_value), Type::scalar(DType::I64, true));
+      case K::Float: return std::make_unique<ConstNode>(e.float_value, Type::scalar(DType::F32, true));
+      case K::Inf: return std::make_unique<ConstNode>(kInf, Type::scalar(DType::F32, true));
+      case K::Bool: return std::make_unique<ConstNode>(e.int_value ? 1.0 : 0.0, Type::scalar(DType::Bool));
+      case K::Name: return name(e);
+      case K::Index: return index(e);
+      case K::Field: return field(e);
+      case K::Slice: fail("a slice ':' outside the vector argument of a monoid reduction");
+      case K::Unary: return unary(e);
+      case K::Binary: return binary(e);
+      case K::Call: return call(e);
+      case K::Reduce: return reduce(e);
+      case K::Tuple: fail("a tuple outside a monoid's identity, lift or yield");
     }
     fail("unknown expression kind");
   }

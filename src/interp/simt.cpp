@@ -72,14 +72,10 @@ bool truth(const Vals& v, size_t k) { return is_f(v.type) ? v.f[k] != 0 : v.i[k]
 int64_t wrap_int(ScalarType t, int64_t v) {
   auto bits = static_cast<uint64_t>(v);
   switch (t) {
-    case ScalarType::Pred:
-      return v != 0 ? 1 : 0;
-    case ScalarType::I32:
-      return static_cast<int32_t>(static_cast<uint32_t>(bits));
-    case ScalarType::U32:
-      return static_cast<uint32_t>(bits);
-    default:
-      return v;
+    case ScalarType::Pred: return v != 0 ? 1 : 0;
+    case ScalarType::I32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    case ScalarType::U32: return static_cast<uint32_t>(bits);
+    default: return v;
   }
 }
 
@@ -123,14 +119,10 @@ Vals convert(Vals v, ScalarType to) {
 
 int int_rank(ScalarType t) {
   switch (t) {
-    case ScalarType::Pred:
-      return 0;
-    case ScalarType::I32:
-      return 1;
-    case ScalarType::U32:
-      return 2;
-    default:
-      return 3;
+    case ScalarType::Pred: return 0;
+    case ScalarType::I32: return 1;
+    case ScalarType::U32: return 2;
+    default: return 3;
   }
 }
 
@@ -166,50 +158,25 @@ void float_unary(UnOp op, std::vector<double>& v) {
     for (double& x : v) x = static_cast<double>(f(static_cast<T>(x)));
   };
   switch (op) {
-    case UnOp::Neg:
-      each([](T x) { return -x; });
-      break;
-    case UnOp::Abs:
-      each([](T x) { return std::abs(x); });
-      break;
-    case UnOp::Exp:
-      each([](T x) { return std::exp(x); });
-      break;
-    case UnOp::Exp2:
-      each([](T x) { return std::exp2(x); });
-      break;
+    case UnOp::Neg: each([](T x) { return -x; }); break;
+    case UnOp::Abs: each([](T x) { return std::abs(x); }); break;
+    case UnOp::Exp: each([](T x) { return std::exp(x); }); break;
+    case UnOp::Exp2: each([](T x) { return std::exp2(x); }); break;
     case UnOp::Exp2Ftz:
       each([](T x) {  // ex2.approx.ftz: subnormals in and out are zero
         T r = std::exp2(std::fpclassify(x) == FP_SUBNORMAL ? T(0) : x);
         return std::fpclassify(r) == FP_SUBNORMAL ? T(0) : r;
       });
       break;
-    case UnOp::Log:
-      each([](T x) { return std::log(x); });
-      break;
-    case UnOp::Sqrt:
-      each([](T x) { return std::sqrt(x); });
-      break;
-    case UnOp::Rsqrt:
-      each([](T x) { return T(1) / std::sqrt(x); });
-      break;
-    case UnOp::Tanh:
-      each([](T x) { return std::tanh(x); });
-      break;
-    case UnOp::Erf:
-      each([](T x) { return std::erf(x); });
-      break;
-    case UnOp::Sigmoid:
-      each([](T x) { return T(1) / (T(1) + std::exp(-x)); });
-      break;
-    case UnOp::Floor:
-      each([](T x) { return std::floor(x); });
-      break;
-    case UnOp::Ceil:
-      each([](T x) { return std::ceil(x); });
-      break;
-    case UnOp::Not:
-      break;  // a predicate: the caller's
+    case UnOp::Log: each([](T x) { return std::log(x); }); break;
+    case UnOp::Sqrt: each([](T x) { return std::sqrt(x); }); break;
+    case UnOp::Rsqrt: each([](T x) { return T(1) / std::sqrt(x); }); break;
+    case UnOp::Tanh: each([](T x) { return std::tanh(x); }); break;
+    case UnOp::Erf: each([](T x) { return std::erf(x); }); break;
+    case UnOp::Sigmoid: each([](T x) { return T(1) / (T(1) + std::exp(-x)); }); break;
+    case UnOp::Floor: each([](T x) { return std::floor(x); }); break;
+    case UnOp::Ceil: each([](T x) { return std::ceil(x); }); break;
+    case UnOp::Not: break;  // a predicate: the caller's
   }
 }
 
@@ -220,34 +187,17 @@ void float_binary(BinOp op, const std::vector<double>& a, const std::vector<doub
     for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<double>(f(static_cast<T>(a[k]), static_cast<T>(b[k])));
   };
   switch (op) {
-    case BinOp::Add:
-      each([](T x, T y) { return x + y; });
-      break;
-    case BinOp::Sub:
-      each([](T x, T y) { return x - y; });
-      break;
-    case BinOp::Mul:
-      each([](T x, T y) { return x * y; });
-      break;
-    case BinOp::Div:
-      each([](T x, T y) { return x / y; });
-      break;
-    case BinOp::Rem:
-      each([](T x, T y) { return std::fmod(x, y); });
-      break;
+    case BinOp::Add: each([](T x, T y) { return x + y; }); break;
+    case BinOp::Sub: each([](T x, T y) { return x - y; }); break;
+    case BinOp::Mul: each([](T x, T y) { return x * y; }); break;
+    case BinOp::Div: each([](T x, T y) { return x / y; }); break;
+    case BinOp::Rem: each([](T x, T y) { return std::fmod(x, y); }); break;
     // NaN through max and min, as the kernels' max.NaN (support/ieee_rules.hpp); max of a value held in T
     // is that value, so rounding to T and back changes nothing.
-    case BinOp::Min:
-      each([](T x, T y) { return static_cast<T>(min_nan(x, y)); });
-      break;
-    case BinOp::Max:
-      each([](T x, T y) { return static_cast<T>(max_nan(x, y)); });
-      break;
-    case BinOp::Pow:
-      each([](T x, T y) { return std::pow(x, y); });
-      break;
-    default:
-      break;  // comparisons, logic and bit ops: the caller's
+    case BinOp::Min: each([](T x, T y) { return static_cast<T>(min_nan(x, y)); }); break;
+    case BinOp::Max: each([](T x, T y) { return static_cast<T>(max_nan(x, y)); }); break;
+    case BinOp::Pow: each([](T x, T y) { return std::pow(x, y); }); break;
+    default: break;  // comparisons, logic and bit ops: the caller's
   }
 }
 
@@ -270,15 +220,9 @@ size_t int_binary(BinOp op, const std::vector<int64_t>& a, const std::vector<int
     for (size_t k = 0; k < n; ++k)
       if (b[k] < 0 || b[k] >= kBits) return k;
   switch (op) {
-    case BinOp::Add:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) + static_cast<U>(y)); });
-      break;
-    case BinOp::Sub:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) - static_cast<U>(y)); });
-      break;
-    case BinOp::Mul:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) * static_cast<U>(y)); });
-      break;
+    case BinOp::Add: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) + static_cast<U>(y)); }); break;
+    case BinOp::Sub: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) - static_cast<U>(y)); }); break;
+    case BinOp::Mul: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) * static_cast<U>(y)); }); break;
     case BinOp::Div:
       each([](S x, S y) {
         if constexpr (std::is_signed_v<S>)
@@ -293,29 +237,14 @@ size_t int_binary(BinOp op, const std::vector<int64_t>& a, const std::vector<int
         return static_cast<S>(x % y);
       });
       break;
-    case BinOp::Min:
-      each([](S x, S y) { return std::min(x, y); });
-      break;
-    case BinOp::Max:
-      each([](S x, S y) { return std::max(x, y); });
-      break;
-    case BinOp::Shl:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) << y); });
-      break;
-    case BinOp::Shr:
-      each([](S x, S y) { return static_cast<S>(x >> y); });
-      break;
-    case BinOp::BitAnd:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) & static_cast<U>(y)); });
-      break;
-    case BinOp::BitOr:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) | static_cast<U>(y)); });
-      break;
-    case BinOp::BitXor:
-      each([](S x, S y) { return static_cast<S>(static_cast<U>(x) ^ static_cast<U>(y)); });
-      break;
-    default:
-      break;  // comparisons, logic, pow: the caller's
+    case BinOp::Min: each([](S x, S y) { return std::min(x, y); }); break;
+    case BinOp::Max: each([](S x, S y) { return std::max(x, y); }); break;
+    case BinOp::Shl: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) << y); }); break;
+    case BinOp::Shr: each([](S x, S y) { return static_cast<S>(x >> y); }); break;
+    case BinOp::BitAnd: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) & static_cast<U>(y)); }); break;
+    case BinOp::BitOr: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) | static_cast<U>(y)); }); break;
+    case BinOp::BitXor: each([](S x, S y) { return static_cast<S>(static_cast<U>(x) ^ static_cast<U>(y)); }); break;
+    default: break;  // comparisons, logic, pow: the caller's
   }
   return kNoLane;
 }
@@ -326,26 +255,13 @@ void compare(BinOp op, const std::vector<V>& a, const std::vector<V>& b, std::ve
     for (size_t k = 0; k < out.size(); ++k) out[k] = f(a[k], b[k]) ? 1 : 0;
   };
   switch (op) {
-    case BinOp::Lt:
-      each([](V x, V y) { return x < y; });
-      break;
-    case BinOp::Le:
-      each([](V x, V y) { return x <= y; });
-      break;
-    case BinOp::Gt:
-      each([](V x, V y) { return x > y; });
-      break;
-    case BinOp::Ge:
-      each([](V x, V y) { return x >= y; });
-      break;
-    case BinOp::Eq:
-      each([](V x, V y) { return x == y; });
-      break;
-    case BinOp::Ne:
-      each([](V x, V y) { return x != y; });
-      break;
-    default:
-      break;
+    case BinOp::Lt: each([](V x, V y) { return x < y; }); break;
+    case BinOp::Le: each([](V x, V y) { return x <= y; }); break;
+    case BinOp::Gt: each([](V x, V y) { return x > y; }); break;
+    case BinOp::Ge: each([](V x, V y) { return x >= y; }); break;
+    case BinOp::Eq: each([](V x, V y) { return x == y; }); break;
+    case BinOp::Ne: each([](V x, V y) { return x != y; }); break;
+    default: break;
   }
 }
 
@@ -375,8 +291,7 @@ double decode_float(ScalarType t, const uint8_t* p) {
 
 int64_t decode_int(ScalarType t, const uint8_t* p) {
   switch (t) {
-    case ScalarType::Pred:
-      return p[0] != 0 ? 1 : 0;
+    case ScalarType::Pred: return p[0] != 0 ? 1 : 0;
     case ScalarType::I32: {
       int32_t x;
       std::memcpy(&x, p, 4);
@@ -423,12 +338,9 @@ void encode_int(ScalarType t, int64_t v, uint8_t* p) {
 // Lane k of `v` as the raw words an intrinsic takes (low, high; high only for 8-byte types).
 std::pair<uint32_t, uint32_t> to_words(const Vals& v, size_t k) {
   switch (v.type) {
-    case ScalarType::F16:
-      return {kir::f32_to_f16_bits(static_cast<float>(v.f[k])), 0};
-    case ScalarType::BF16:
-      return {kir::f32_to_bf16_bits(static_cast<float>(v.f[k])), 0};
-    case ScalarType::F32:
-      return {kir::f32_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::F16: return {kir::f32_to_f16_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::BF16: return {kir::f32_to_bf16_bits(static_cast<float>(v.f[k])), 0};
+    case ScalarType::F32: return {kir::f32_bits(static_cast<float>(v.f[k])), 0};
     case ScalarType::F64: {
       auto bits = std::bit_cast<uint64_t>(v.f[k]);
       return {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
@@ -444,30 +356,14 @@ std::pair<uint32_t, uint32_t> to_words(const Vals& v, size_t k) {
 void from_words(Vals& v, size_t k, uint32_t lo, uint32_t hi) {
   uint64_t wide = lo | static_cast<uint64_t>(hi) << 32;
   switch (v.type) {
-    case ScalarType::F16:
-      v.f[k] = kir::f16_bits_to_f32(static_cast<uint16_t>(lo));
-      break;
-    case ScalarType::BF16:
-      v.f[k] = kir::bf16_bits_to_f32(static_cast<uint16_t>(lo));
-      break;
-    case ScalarType::F32:
-      v.f[k] = kir::bits_f32(lo);
-      break;
-    case ScalarType::F64:
-      v.f[k] = std::bit_cast<double>(wide);
-      break;
-    case ScalarType::Pred:
-      v.i[k] = lo != 0 ? 1 : 0;
-      break;
-    case ScalarType::I32:
-      v.i[k] = static_cast<int32_t>(lo);
-      break;
-    case ScalarType::U32:
-      v.i[k] = lo;
-      break;
-    case ScalarType::I64:
-      v.i[k] = static_cast<int64_t>(wide);
-      break;
+    case ScalarType::F16: v.f[k] = kir::f16_bits_to_f32(static_cast<uint16_t>(lo)); break;
+    case ScalarType::BF16: v.f[k] = kir::bf16_bits_to_f32(static_cast<uint16_t>(lo)); break;
+    case ScalarType::F32: v.f[k] = kir::bits_f32(lo); break;
+    case ScalarType::F64: v.f[k] = std::bit_cast<double>(wide); break;
+    case ScalarType::Pred: v.i[k] = lo != 0 ? 1 : 0; break;
+    case ScalarType::I32: v.i[k] = static_cast<int32_t>(lo); break;
+    case ScalarType::U32: v.i[k] = lo; break;
+    case ScalarType::I64: v.i[k] = static_cast<int64_t>(wide); break;
   }
 }
 
@@ -824,25 +720,16 @@ void Block::exec_body(const std::vector<Stmt>& body, const Lanes& lanes) {
 
 void Block::exec(const Stmt& s, const Lanes& lanes) {
   switch (s.kind) {
-    case Stmt::Kind::Decl:
-      return exec_decl(s, lanes);
-    case Stmt::Kind::Assign:
-      return exec_assign(s, lanes);
-    case Stmt::Kind::Store:
-      return exec_store(s, lanes);
-    case Stmt::Kind::For:
-      return exec_for(s, lanes);
-    case Stmt::Kind::If:
-      return exec_if(s, lanes);
-    case Stmt::Kind::Barrier:
-      return exec_barrier(lanes);
-    case Stmt::Kind::Intrinsic:
-      return exec_intrinsic(s, lanes);
-    case Stmt::Kind::Comment:
-      return;
+    case Stmt::Kind::Decl: return exec_decl(s, lanes);
+    case Stmt::Kind::Assign: return exec_assign(s, lanes);
+    case Stmt::Kind::Store: return exec_store(s, lanes);
+    case Stmt::Kind::For: return exec_for(s, lanes);
+    case Stmt::Kind::If: return exec_if(s, lanes);
+    case Stmt::Kind::Barrier: return exec_barrier(lanes);
+    case Stmt::Kind::Intrinsic: return exec_intrinsic(s, lanes);
+    case Stmt::Kind::Comment: return;
     case Stmt::Kind::VecLoad:
-    case Stmt::Kind::VecStore:
-      return exec_vector(s, lanes);
+    case Stmt::Kind::VecStore: return exec_vector(s, lanes);
   }
 }
 
@@ -1018,26 +905,16 @@ Vals Block::eval(const Expr& e, const Lanes& lanes) {
 
 Vals Block::eval_node(const Expr& e, const Lanes& lanes) {
   switch (e.kind) {
-    case Expr::Kind::Const:
-      return eval_const(e, lanes.size());
-    case Expr::Kind::Var:
-      return eval_var(e, lanes);
-    case Expr::Kind::Special:
-      return eval_special(e, lanes);
-    case Expr::Kind::Param:
-      return eval_param(e, lanes);
-    case Expr::Kind::Unary:
-      return eval_unary(e, lanes);
-    case Expr::Kind::Binary:
-      return is_logical(e.bin) ? eval_logical(e, lanes) : eval_binary(e, lanes);
-    case Expr::Kind::Select:
-      return eval_select(e, lanes);
-    case Expr::Kind::Cast:
-      return convert(eval(e.args[0], lanes), e.type);
-    case Expr::Kind::Load:
-      return eval_load(e, lanes);
-    case Expr::Kind::SharedAddr:
-      return eval_shared_addr(e, lanes);
+    case Expr::Kind::Const: return eval_const(e, lanes.size());
+    case Expr::Kind::Var: return eval_var(e, lanes);
+    case Expr::Kind::Special: return eval_special(e, lanes);
+    case Expr::Kind::Param: return eval_param(e, lanes);
+    case Expr::Kind::Unary: return eval_unary(e, lanes);
+    case Expr::Kind::Binary: return is_logical(e.bin) ? eval_logical(e, lanes) : eval_binary(e, lanes);
+    case Expr::Kind::Select: return eval_select(e, lanes);
+    case Expr::Kind::Cast: return convert(eval(e.args[0], lanes), e.type);
+    case Expr::Kind::Load: return eval_load(e, lanes);
+    case Expr::Kind::SharedAddr: return eval_shared_addr(e, lanes);
   }
   return {};
 }
@@ -1084,24 +961,12 @@ Vals Block::eval_special(const Expr& e, const Lanes& lanes) const {
   for (size_t k = 0; k < lanes.size(); ++k) {
     int32_t t = lanes[k];
     switch (e.special) {
-      case kir::Special::ThreadIdx:
-        v.i[k] = t;
-        break;
-      case kir::Special::BlockIdx:
-        v.i[k] = id_;
-        break;
-      case kir::Special::BlockDim:
-        v.i[k] = threads_;
-        break;
-      case kir::Special::GridDim:
-        v.i[k] = launch_.grid;
-        break;
-      case kir::Special::LaneId:
-        v.i[k] = t & (kWarp - 1);
-        break;
-      case kir::Special::WarpId:
-        v.i[k] = t >> 5;
-        break;
+      case kir::Special::ThreadIdx: v.i[k] = t; break;
+      case kir::Special::BlockIdx: v.i[k] = id_; break;
+      case kir::Special::BlockDim: v.i[k] = threads_; break;
+      case kir::Special::GridDim: v.i[k] = launch_.grid; break;
+      case kir::Special::LaneId: v.i[k] = t & (kWarp - 1); break;
+      case kir::Special::WarpId: v.i[k] = t >> 5; break;
     }
   }
   return v;
@@ -1656,17 +1521,14 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         try_complete(m);
         break;
       }
-      case IntrinsicId::MbarrierTryWait:
-        wait_mbarrier(t, addr, word1);
-        break;
+      case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, addr, word1); break;
       case IntrinsicId::MbarrierArrive: {
         Mbarrier& m = mbarrier(t, addr);
         --m.pending;
         try_complete(m);
         break;
       }
-      default:
-        return false;
+      default: return false;
     }
   }
   if (!info.outs.empty())

@@ -27,14 +27,10 @@ namespace {
 // An integer truncated to the width of `type`, as the interpreter binds it.
 int64_t wrap(ScalarType type, int64_t v) {
   switch (type) {
-    case ScalarType::Pred:
-      return v != 0 ? 1 : 0;
-    case ScalarType::I32:
-      return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
-    case ScalarType::U32:
-      return static_cast<uint32_t>(static_cast<uint64_t>(v));
-    default:
-      return v;
+    case ScalarType::Pred: return v != 0 ? 1 : 0;
+    case ScalarType::I32: return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    case ScalarType::U32: return static_cast<uint32_t>(static_cast<uint64_t>(v));
+    default: return v;
   }
 }
 
@@ -52,22 +48,14 @@ T get(const uint8_t* at) {
 
 void encode(ScalarType type, double v, uint8_t* at) {
   switch (type) {
-    case ScalarType::Pred:
-      return put<uint8_t>(v != 0 ? 1 : 0, at);
-    case ScalarType::I32:
-      return put(static_cast<int32_t>(wrap(type, static_cast<int64_t>(v))), at);
-    case ScalarType::U32:
-      return put(static_cast<uint32_t>(wrap(type, static_cast<int64_t>(v))), at);
-    case ScalarType::I64:
-      return put(static_cast<int64_t>(v), at);
-    case ScalarType::F16:
-      return put(f32_to_f16_bits(static_cast<float>(v)), at);
-    case ScalarType::BF16:
-      return put(f32_to_bf16_bits(static_cast<float>(v)), at);
-    case ScalarType::F32:
-      return put(static_cast<float>(v), at);
-    case ScalarType::F64:
-      return put(v, at);
+    case ScalarType::Pred: return put<uint8_t>(v != 0 ? 1 : 0, at);
+    case ScalarType::I32: return put(static_cast<int32_t>(wrap(type, static_cast<int64_t>(v))), at);
+    case ScalarType::U32: return put(static_cast<uint32_t>(wrap(type, static_cast<int64_t>(v))), at);
+    case ScalarType::I64: return put(static_cast<int64_t>(v), at);
+    case ScalarType::F16: return put(f32_to_f16_bits(static_cast<float>(v)), at);
+    case ScalarType::BF16: return put(f32_to_bf16_bits(static_cast<float>(v)), at);
+    case ScalarType::F32: return put(static_cast<float>(v), at);
+    case ScalarType::F64: return put(v, at);
   }
 }
 
@@ -79,20 +67,13 @@ double decode(ScalarType type, const uint8_t* at) {
       const uint8_t b = get<uint8_t>(at);
       return b <= 1 ? b : std::numeric_limits<double>::quiet_NaN();
     }
-    case ScalarType::I32:
-      return get<int32_t>(at);
-    case ScalarType::U32:
-      return get<uint32_t>(at);
-    case ScalarType::I64:
-      return static_cast<double>(get<int64_t>(at));
-    case ScalarType::F16:
-      return f16_bits_to_f32(get<uint16_t>(at));
-    case ScalarType::BF16:
-      return bf16_bits_to_f32(get<uint16_t>(at));
-    case ScalarType::F32:
-      return get<float>(at);
-    case ScalarType::F64:
-      return get<double>(at);
+    case ScalarType::I32: return get<int32_t>(at);
+    case ScalarType::U32: return get<uint32_t>(at);
+    case ScalarType::I64: return static_cast<double>(get<int64_t>(at));
+    case ScalarType::F16: return f16_bits_to_f32(get<uint16_t>(at));
+    case ScalarType::BF16: return bf16_bits_to_f32(get<uint16_t>(at));
+    case ScalarType::F32: return get<float>(at);
+    case ScalarType::F64: return get<double>(at);
   }
   return 0;
 }

@@ -85,8 +85,7 @@ uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major) {
                             : start + m / 8 * sbo + m % 8 * 128 + kk * 2;
       return a ^ (((a >> 7) & 7) << 4);
     }
-    default:
-      throw std::invalid_argument("wgmma: the 32- and 64-byte swizzles are not modelled");
+    default: throw std::invalid_argument("wgmma: the 32- and 64-byte swizzles are not modelled");
   }
 }
 

@@ -29,29 +29,14 @@ std::string_view special_name(Special special);  // "threadIdx.x", "lane"
 // Exp2Ftz: f32 only, PTX ex2.approx.ftz.f32 (FAST_EXP's exponential: one MUFU.EX2, subnormal
 // inputs read as 0 and subnormal results flushed to 0, no slow path for them).
 enum class UnOp : uint8_t { Neg, Not, Abs, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Exp2Ftz };
+// The enumerators grouped by family, as laid out by hand.
+// clang-format off
 enum class BinOp : uint8_t {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Rem,
-  Min,
-  Max,
-  Pow,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Eq,
-  Ne,
-  And,
-  Or,
-  Shl,
-  Shr,
-  BitAnd,
-  BitOr,
-  BitXor,
+  Add, Sub, Mul, Div, Rem, Min, Max, Pow,
+  Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+  Shl, Shr, BitAnd, BitOr, BitXor,
 };
+// clang-format on
 std::string_view unop_name(UnOp op);    // "exp"
 std::string_view binop_name(BinOp op);  // "+", "max"
 bool is_comparison(BinOp op);           // result type Pred

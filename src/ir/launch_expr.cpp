@@ -16,14 +16,10 @@ struct Bad {
 // An integer result truncated to its type's width, as the GPU holds it.
 int64_t wrap(ScalarType t, int64_t v) {
   switch (t) {
-    case ScalarType::I32:
-      return static_cast<int32_t>(v);
-    case ScalarType::U32:
-      return static_cast<uint32_t>(v);
-    case ScalarType::Pred:
-      return v != 0;
-    default:
-      return v;
+    case ScalarType::I32: return static_cast<int32_t>(v);
+    case ScalarType::U32: return static_cast<uint32_t>(v);
+    case ScalarType::Pred: return v != 0;
+    default: return v;
   }
 }
 
@@ -36,55 +32,38 @@ int64_t constant(const Expr& e) {
 int64_t eval(const Expr& e, const std::map<std::string, int64_t>& scalars) {
   auto arg = [&](size_t i) { return eval(e.args[i], scalars); };
   switch (e.kind) {
-    case Expr::Kind::Const:
-      return constant(e);
+    case Expr::Kind::Const: return constant(e);
     case Expr::Kind::Param: {
       auto it = scalars.find(e.name);
       if (it == scalars.end()) throw Bad{fmt::format("uses {}, not a scalar parameter", e.name)};
       return it->second;
     }
-    case Expr::Kind::Cast:
-      return wrap(e.type, arg(0));
-    case Expr::Kind::Select:
-      return arg(0) != 0 ? arg(1) : arg(2);
-    case Expr::Kind::Binary:
-      break;
-    default:
-      throw Bad{"may use only constants, scalar parameters and integer arithmetic"};
+    case Expr::Kind::Cast: return wrap(e.type, arg(0));
+    case Expr::Kind::Select: return arg(0) != 0 ? arg(1) : arg(2);
+    case Expr::Kind::Binary: break;
+    default: throw Bad{"may use only constants, scalar parameters and integer arithmetic"};
   }
   const int64_t a = arg(0), b = arg(1);
   const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (e.bin) {
-    case BinOp::Add:
-      return wrap(e.type, static_cast<int64_t>(ua + ub));
-    case BinOp::Sub:
-      return wrap(e.type, static_cast<int64_t>(ua - ub));
-    case BinOp::Mul:
-      return wrap(e.type, static_cast<int64_t>(ua * ub));
+    case BinOp::Add: return wrap(e.type, static_cast<int64_t>(ua + ub));
+    case BinOp::Sub: return wrap(e.type, static_cast<int64_t>(ua - ub));
+    case BinOp::Mul: return wrap(e.type, static_cast<int64_t>(ua * ub));
     case BinOp::Div:
       if (b == 0) throw Bad{"divides by zero"};
       return wrap(e.type, a / b);
     case BinOp::Rem:
       if (b == 0) throw Bad{"divides by zero"};
       return a % b;
-    case BinOp::Min:
-      return std::min(a, b);
-    case BinOp::Max:
-      return std::max(a, b);
-    case BinOp::Lt:
-      return a < b;
-    case BinOp::Le:
-      return a <= b;
-    case BinOp::Gt:
-      return a > b;
-    case BinOp::Ge:
-      return a >= b;
-    case BinOp::Eq:
-      return a == b;
-    case BinOp::Ne:
-      return a != b;
-    default:
-      throw Bad{fmt::format("uses '{}'", binop_name(e.bin))};
+    case BinOp::Min: return std::min(a, b);
+    case BinOp::Max: return std::max(a, b);
+    case BinOp::Lt: return a < b;
+    case BinOp::Le: return a <= b;
+    case BinOp::Gt: return a > b;
+    case BinOp::Ge: return a >= b;
+    case BinOp::Eq: return a == b;
+    case BinOp::Ne: return a != b;
+    default: throw Bad{fmt::format("uses '{}'", binop_name(e.bin))};
   }
 }
 

@@ -21,9 +21,7 @@ void print_stmt(const Stmt& s, int depth, std::string& out) {
       for (const Stmt& b : s.body) print_stmt(b, depth + 1, out);
       out += pad + "}\n";
       return;
-    case Stmt::Kind::Compute:
-      out += fmt::format("{}%{} = {}\n", pad, s.reg, tir::print_expr(s.value));
-      return;
+    case Stmt::Kind::Compute: out += fmt::format("{}%{} = {}\n", pad, s.reg, tir::print_expr(s.value)); return;
     case Stmt::Kind::Store:
       out += fmt::format("{}{}{}[{}] {} {}\n", pad, s.atomic.empty() ? "store " : "atomic " + s.atomic + " ", s.tensor,
                          axes_text(s.vars), s.atomic.empty() ? "=" : "<-", tir::print_expr(s.value));

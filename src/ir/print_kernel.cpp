@@ -139,26 +139,16 @@ Infix select_infix(const Expr& e) {
 
 Infix infix(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::Const:
-      return const_infix(e);
-    case Expr::Kind::Var:
-      return {reg_text(e.reg)};
-    case Expr::Kind::Special:
-      return {std::string(special_name(e.special))};
-    case Expr::Kind::Param:
-      return {e.name};
-    case Expr::Kind::Unary:
-      return unary_infix(e);
-    case Expr::Kind::Binary:
-      return binary_infix(e);
-    case Expr::Kind::Select:
-      return select_infix(e);
-    case Expr::Kind::Cast:
-      return call(type_name(e.type), e.args);
-    case Expr::Kind::Load:
-      return {fmt::format("{}[{}]", e.name, infix(e.args[0]).text)};
-    case Expr::Kind::SharedAddr:
-      return {fmt::format("&{}[{}]", e.name, infix(e.args[0]).text), kPrecUnary};
+    case Expr::Kind::Const: return const_infix(e);
+    case Expr::Kind::Var: return {reg_text(e.reg)};
+    case Expr::Kind::Special: return {std::string(special_name(e.special))};
+    case Expr::Kind::Param: return {e.name};
+    case Expr::Kind::Unary: return unary_infix(e);
+    case Expr::Kind::Binary: return binary_infix(e);
+    case Expr::Kind::Select: return select_infix(e);
+    case Expr::Kind::Cast: return call(type_name(e.type), e.args);
+    case Expr::Kind::Load: return {fmt::format("{}[{}]", e.name, infix(e.args[0]).text)};
+    case Expr::Kind::SharedAddr: return {fmt::format("&{}[{}]", e.name, infix(e.args[0]).text), kPrecUnary};
   }
   return {"?"};
 }
@@ -259,22 +249,14 @@ std::string print_expr(const Expr& expr) { return infix(expr).text; }
 
 std::string print_stmt_line(const Stmt& s) {
   switch (s.kind) {
-    case Stmt::Kind::Decl:
-      return decl_line(s);
-    case Stmt::Kind::Assign:
-      return reg_text(s.reg) + " = " + print_expr(s.args[0]);
-    case Stmt::Kind::Store:
-      return fmt::format("{}[{}] = {}", s.name, print_expr(s.args[0]), print_expr(s.args[1]));
-    case Stmt::Kind::For:
-      return for_line(s);
-    case Stmt::Kind::If:
-      return fmt::format("if {}", print_expr(s.args[0]));
-    case Stmt::Kind::Barrier:
-      return "barrier";
-    case Stmt::Kind::Intrinsic:
-      return intrinsic_line(s);
-    case Stmt::Kind::Comment:
-      return "// " + s.text;
+    case Stmt::Kind::Decl: return decl_line(s);
+    case Stmt::Kind::Assign: return reg_text(s.reg) + " = " + print_expr(s.args[0]);
+    case Stmt::Kind::Store: return fmt::format("{}[{}] = {}", s.name, print_expr(s.args[0]), print_expr(s.args[1]));
+    case Stmt::Kind::For: return for_line(s);
+    case Stmt::Kind::If: return fmt::format("if {}", print_expr(s.args[0]));
+    case Stmt::Kind::Barrier: return "barrier";
+    case Stmt::Kind::Intrinsic: return intrinsic_line(s);
+    case Stmt::Kind::Comment: return "// " + s.text;
     case Stmt::Kind::VecLoad:
       return fmt::format("{} = vload<{}> {}[{}]", s.reg.name, s.count, s.name, print_expr(s.args[0]));
     case Stmt::Kind::VecStore:

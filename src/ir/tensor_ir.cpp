@@ -35,12 +35,9 @@ std::string axes_text(const std::vector<Axis>& axes) {
 
 std::string role_name(Tensor::Role role) {
   switch (role) {
-    case Tensor::Role::Input:
-      return "in";
-    case Tensor::Role::Output:
-      return "out";
-    case Tensor::Role::Intermediate:
-      return "tmp";
+    case Tensor::Role::Input: return "in";
+    case Tensor::Role::Output: return "out";
+    case Tensor::Role::Intermediate: return "tmp";
   }
   return "?";
 }
@@ -49,24 +46,17 @@ std::string role_name(Tensor::Role role) {
 
 std::string print_expr(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::Const:
-      return fmt::format("{}", e.value);
+    case Expr::Kind::Const: return fmt::format("{}", e.value);
     case Expr::Kind::Size:
-    case Expr::Kind::Index:
-      return e.name;
-    case Expr::Kind::Reg:
-      return "%" + e.name;
-    case Expr::Kind::Read:
-      return fmt::format("{}[{}]", e.name, join_args(e.args));
-    case Expr::Kind::Slice:
-      return ":";
-    case Expr::Kind::Unary:
-      return fmt::format("({}{})", e.op, print_expr(e.args[0]));
+    case Expr::Kind::Index: return e.name;
+    case Expr::Kind::Reg: return "%" + e.name;
+    case Expr::Kind::Read: return fmt::format("{}[{}]", e.name, join_args(e.args));
+    case Expr::Kind::Slice: return ":";
+    case Expr::Kind::Unary: return fmt::format("({}{})", e.op, print_expr(e.args[0]));
     case Expr::Kind::Binary:
       if (e.op == "max" || e.op == "min") return fmt::format("{}({})", e.op, join_args(e.args));
       return fmt::format("({} {} {})", print_expr(e.args[0]), e.op, print_expr(e.args[1]));
-    case Expr::Kind::Call:
-      return fmt::format("{}({})", e.op, join_args(e.args));
+    case Expr::Kind::Call: return fmt::format("{}({})", e.op, join_args(e.args));
     case Expr::Kind::Reduce:
       return fmt::format("{}({}{}: {})", e.op, axes_text(e.axes),
                          e.where.empty() ? "" : " where " + print_expr(e.where[0]), join_args(e.args));

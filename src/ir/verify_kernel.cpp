@@ -109,8 +109,7 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
   switch (s.kind) {
     case Stmt::Kind::Decl:
     case Stmt::Kind::Assign:
-    case Stmt::Kind::VecLoad:
-      return raise(taint, s.reg.name, v);
+    case Stmt::Kind::VecLoad: return raise(taint, s.reg.name, v);
     case Stmt::Kind::For: {  // both sides run: each raises taints as it goes
       bool var = raise(taint, s.reg.name, v);
       return taint_block(s.body, v, taint) || var;
@@ -126,8 +125,7 @@ bool taint_stmt(const Stmt& s, Vary ctrl, Taint& taint) {
       for (const Reg& r : s.outs) changed |= raise(taint, r.name, v);
       return changed;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -226,27 +224,16 @@ class Checker {
   void expr(const Expr& e) {
     for (const Expr& a : e.args) expr(a);
     switch (e.kind) {
-      case Expr::Kind::Const:
-        return constant(e);
-      case Expr::Kind::Var:
-        use_reg(e.reg, e.type);
-        return;
-      case Expr::Kind::Special:
-        return expect_type(e, ScalarType::I32);
-      case Expr::Kind::Param:
-        return scalar_param(e);
-      case Expr::Kind::Unary:
-        return unary(e);
-      case Expr::Kind::Binary:
-        return binary(e);
-      case Expr::Kind::Select:
-        return select(e);
-      case Expr::Kind::Cast:
-        return;
-      case Expr::Kind::Load:
-        return memory(e.space, e.name, e.args[0], e.type, false);
-      case Expr::Kind::SharedAddr:
-        return shared_addr(e);
+      case Expr::Kind::Const: return constant(e);
+      case Expr::Kind::Var: use_reg(e.reg, e.type); return;
+      case Expr::Kind::Special: return expect_type(e, ScalarType::I32);
+      case Expr::Kind::Param: return scalar_param(e);
+      case Expr::Kind::Unary: return unary(e);
+      case Expr::Kind::Binary: return binary(e);
+      case Expr::Kind::Select: return select(e);
+      case Expr::Kind::Cast: return;
+      case Expr::Kind::Load: return memory(e.space, e.name, e.args[0], e.type, false);
+      case Expr::Kind::SharedAddr: return shared_addr(e);
     }
   }
 
@@ -386,25 +373,16 @@ class Checker {
     where_ = print_stmt_line(s);
     for (const Expr& a : s.args) expr(a);
     switch (s.kind) {
-      case Stmt::Kind::Decl:
-        return decl(s);
-      case Stmt::Kind::Assign:
-        return assign(s);
-      case Stmt::Kind::Store:
-        return memory(s.space, s.name, s.args[0], s.args[1].type, true);
-      case Stmt::Kind::For:
-        return for_loop(s);
-      case Stmt::Kind::If:
-        return if_then(s);
-      case Stmt::Kind::Barrier:
-        return collective("barrier", Vary::Uniform);
-      case Stmt::Kind::Intrinsic:
-        return intrinsic(s);
-      case Stmt::Kind::Comment:
-        return;
+      case Stmt::Kind::Decl: return decl(s);
+      case Stmt::Kind::Assign: return assign(s);
+      case Stmt::Kind::Store: return memory(s.space, s.name, s.args[0], s.args[1].type, true);
+      case Stmt::Kind::For: return for_loop(s);
+      case Stmt::Kind::If: return if_then(s);
+      case Stmt::Kind::Barrier: return collective("barrier", Vary::Uniform);
+      case Stmt::Kind::Intrinsic: return intrinsic(s);
+      case Stmt::Kind::Comment: return;
       case Stmt::Kind::VecLoad:
-      case Stmt::Kind::VecStore:
-        return vector_access(s);
+      case Stmt::Kind::VecStore: return vector_access(s);
     }
   }
 

@@ -15,14 +15,10 @@ using tir::Expr;
 
 const char* kind_name(Stmt::Kind k) {
   switch (k) {
-    case Stmt::Kind::Loop:
-      return "loop";
-    case Stmt::Kind::Compute:
-      return "compute";
-    case Stmt::Kind::Store:
-      return "store";
-    case Stmt::Kind::Fold:
-      return "fold";
+    case Stmt::Kind::Loop: return "loop";
+    case Stmt::Kind::Compute: return "compute";
+    case Stmt::Kind::Store: return "store";
+    case Stmt::Kind::Fold: return "fold";
   }
   return "?";
 }
@@ -96,12 +92,8 @@ struct Checker {
         if (s.reg.empty()) fail(s, "a compute without a register");
         expr(s, s.value);
         break;
-      case Stmt::Kind::Store:
-        store(s);
-        break;
-      case Stmt::Kind::Fold:
-        fold(s);
-        break;
+      case Stmt::Kind::Store: store(s); break;
+      case Stmt::Kind::Fold: fold(s); break;
     }
   }
 };

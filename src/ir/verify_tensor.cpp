@@ -36,11 +36,8 @@ struct Checker {
   void expr(const Expr& e, std::vector<std::string>& scope) {
     switch (e.kind) {
       case Expr::Kind::Const:
-      case Expr::Kind::Slice:
-        break;
-      case Expr::Kind::Size:
-        size(e.name);
-        break;
+      case Expr::Kind::Slice: break;
+      case Expr::Kind::Size: size(e.name); break;
       case Expr::Kind::Index:
         if (std::find(scope.begin(), scope.end(), e.name) == scope.end())
           fail(fmt::format("index variable '{}' is not bound here", e.name));
@@ -57,20 +54,15 @@ struct Checker {
         }
         break;
       }
-      case Expr::Kind::Unary:
-        arity(e, 1);
-        break;
-      case Expr::Kind::Binary:
-        arity(e, 2);
-        break;
+      case Expr::Kind::Unary: arity(e, 1); break;
+      case Expr::Kind::Binary: arity(e, 2); break;
       case Expr::Kind::Reg:
         fail(fmt::format("register '{}' in the tensor IR (registers are the loop IR's)", e.name));
         break;
       case Expr::Kind::Field:
         if (e.args.empty() || e.args.size() > 2) arity(e, 1);
         break;
-      case Expr::Kind::Call:
-        break;
+      case Expr::Kind::Call: break;
       case Expr::Kind::Reduce: {
         if (e.axes.empty()) fail("a reduction over no axis");
         if (e.where.size() > 1) fail(fmt::format("a reduction with {} predicates", e.where.size()));

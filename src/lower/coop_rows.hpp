@@ -230,8 +230,7 @@ inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K&
 inline bool KernelBuilder::row_invariant(const Expr& e) const {
   switch (e.kind) {
     case Expr::Kind::Const:
-    case Expr::Kind::Size:
-      return true;
+    case Expr::Kind::Size: return true;
     case Expr::Kind::Index: {
       const K* bound = find_index(e.name);
       auto top = scopes_.front().index.find(e.name);
@@ -241,8 +240,7 @@ inline bool KernelBuilder::row_invariant(const Expr& e) const {
     case Expr::Kind::Unary:
     case Expr::Kind::Binary:
       return std::all_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return row_invariant(a); });
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -428,18 +426,13 @@ inline K KernelBuilder::shuffle_xor(const K& value, int mask) {
     return kir::var({out}, v.type);
   };
   switch (t) {
-    case ScalarType::F32:
-      return one(kir::IntrinsicId::ShflBfly, value);
-    case ScalarType::F64:
-      return one(kir::IntrinsicId::ShflBflyF64, value);
-    case ScalarType::I32:
-      return one(kir::IntrinsicId::ShflBflyI32, value);
+    case ScalarType::F32: return one(kir::IntrinsicId::ShflBfly, value);
+    case ScalarType::F64: return one(kir::IntrinsicId::ShflBflyF64, value);
+    case ScalarType::I32: return one(kir::IntrinsicId::ShflBflyI32, value);
     case ScalarType::F16:
-    case ScalarType::BF16:
-      return as(one(kir::IntrinsicId::ShflBfly, as(value, ScalarType::F32)), t);
+    case ScalarType::BF16: return as(one(kir::IntrinsicId::ShflBfly, as(value, ScalarType::F32)), t);
     case ScalarType::Pred:
-    case ScalarType::U32:
-      return as(one(kir::IntrinsicId::ShflBflyI32, as(value, ScalarType::I32)), t);
+    case ScalarType::U32: return as(one(kir::IntrinsicId::ShflBflyI32, as(value, ScalarType::I32)), t);
     case ScalarType::I64: {
       const ScalarType I = ScalarType::I64, W = ScalarType::I32;
       K lo = one(kir::IntrinsicId::ShflBflyI32, kir::cast(value, W));

@@ -322,8 +322,7 @@ class KernelBuilder {
       case Expr::Kind::Const:
         if (t == ScalarType::Pred) return kir::ci(e.value != 0, ScalarType::Pred);
         return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(saturated_int(e.value), t);
-      case Expr::Kind::Size:
-        return size_value(e.name);
+      case Expr::Kind::Size: return size_value(e.name);
       case Expr::Kind::Index: {
         if (const K* v = find_index(e.name)) return *v;
         internal_error(__FILE__, __LINE__, fmt::format("index '{}' is unbound", e.name));
@@ -332,8 +331,7 @@ class KernelBuilder {
         if (const K* v = find_reg(e.name)) return *v;
         internal_error(__FILE__, __LINE__, fmt::format("register '{}' is unbound", e.name));
       }
-      case Expr::Kind::Read:
-        return read(e);
+      case Expr::Kind::Read: return read(e);
       case Expr::Kind::Unary: {
         K a = lower(e.args[0]);
         if (e.op == "!") return kir::unary(kir::UnOp::Not, as(a, ScalarType::Pred));
@@ -347,8 +345,7 @@ class KernelBuilder {
           if (const K* inv = find_reciprocal(rhs)) return binop(kir::BinOp::Mul, std::move(lhs), *inv, t);
         return binop(*op, std::move(lhs), std::move(rhs), t);
       }
-      case Expr::Kind::Call:
-        return call(e, t);
+      case Expr::Kind::Call: return call(e, t);
       case Expr::Kind::Reduce: {
         Carrier c = reduce(e, std::nullopt);
         std::string field = result_field(e);
@@ -361,8 +358,7 @@ class KernelBuilder {
         Carrier c = record(e.args[0], elem);
         return c.at(e.name);
       }
-      case Expr::Kind::Slice:
-        break;
+      case Expr::Kind::Slice: break;
     }
     throw LowerError("a whole vector (':') is only a value as a monoid's lift argument");
   }
@@ -623,8 +619,7 @@ class KernelBuilder {
         K a = term_value(t.args[0], env, hint);
         return kir::unary(kir::UnOp::Neg, as(a, compute_type(a.type)));
       }
-      case TermOp::Not:
-        return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
+      case TermOp::Not: return kir::unary(kir::UnOp::Not, as(term_value(t.args[0], env, hint), ScalarType::Pred));
       case TermOp::Exp:
         if (std::optional<K> e = exp_below_max(t.args[0], env, hint)) return *e;
         [[fallthrough]];
@@ -650,8 +645,7 @@ class KernelBuilder {
         ScalarType it = !kir::is_float(a.type) ? a.type : !kir::is_float(b.type) ? b.type : ScalarType::I64;
         return binop(t.op == TermOp::IDiv ? kir::BinOp::Div : kir::BinOp::Rem, as(a, it), as(b, it), it);
       }
-      default:
-        break;
+      default: break;
     }
     for (const TermRow& r : kTermBinary)
       if (r.term == t.op) {
@@ -684,10 +678,8 @@ class KernelBuilder {
         emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
         return;
       }
-      case lir::Stmt::Kind::Loop:
-        return coop_top() ? coop_loop(s) : loop(s);
-      case lir::Stmt::Kind::Fold:
-        return fold(s, 1);
+      case lir::Stmt::Kind::Loop: return coop_top() ? coop_loop(s) : loop(s);
+      case lir::Stmt::Kind::Fold: return fold(s, 1);
     }
   }
 

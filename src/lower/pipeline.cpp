@@ -65,24 +65,18 @@ const char* level_name(Level l) { return l == Level::Tensor ? "tensor" : l == Le
 
 std::string printed(const State& s, Level l) {
   switch (l) {
-    case Level::Tensor:
-      return tir::print_program(s.tensor);
-    case Level::Loop:
-      return lir::print_program(s.out.loops);
-    case Level::Kernel:
-      return print_program(s.out.kernels);
+    case Level::Tensor: return tir::print_program(s.tensor);
+    case Level::Loop: return lir::print_program(s.out.loops);
+    case Level::Kernel: return print_program(s.out.kernels);
   }
   return "";
 }
 
 std::vector<std::string> verified(const State& s, Level l) {
   switch (l) {
-    case Level::Tensor:
-      return tir::verify_program(s.tensor);
-    case Level::Loop:
-      return lir::verify_program(s.out.loops);
-    case Level::Kernel:
-      return verify_program(s.out.kernels);
+    case Level::Tensor: return tir::verify_program(s.tensor);
+    case Level::Loop: return lir::verify_program(s.out.loops);
+    case Level::Kernel: return verify_program(s.out.kernels);
   }
   return {};
 }

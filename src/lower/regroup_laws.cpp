@@ -45,12 +45,9 @@ const Need kAtomic{"combined by an atomic", [](const MonoidLaws& l) { return l.a
 
 std::vector<const Need*> needs(Regroup how) {
   switch (how) {
-    case Regroup::Tree:
-      return {&kAssociative};
-    case Regroup::Reorder:
-      return {&kAssociative, &kCommutative};
-    case Regroup::Atomic:
-      return {&kAssociative, &kCommutative, &kAtomic};
+    case Regroup::Tree: return {&kAssociative};
+    case Regroup::Reorder: return {&kAssociative, &kCommutative};
+    case Regroup::Atomic: return {&kAssociative, &kCommutative, &kAtomic};
   }
   return {};
 }

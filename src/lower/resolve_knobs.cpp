@@ -217,9 +217,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
     for (KnobSetting& s : k.settings) {
       if ((s.knob == Knob::Tile) != (pass == 0)) continue;
       switch (s.knob) {
-        case Knob::Place:
-          apply_place(k, s);
-          break;
+        case Knob::Place: apply_place(k, s); break;
         case Knob::Tile:
           if (apply_tile(k, s, target, from_block(s), origins))
             s = std::get<KnobSetting>(parse_knob_value(Knob::Tile, s.site, "a:scalar"));

@@ -39,12 +39,9 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
                                                           {TermOp::Sqrt, "sqrt"}, {TermOp::Max, "max"},
                                                           {TermOp::Min, "min"},   {TermOp::Select, "select"}};
   switch (t.op) {
-    case TermOp::Const:
-      return const_expr(t.value.value(), dtype);
-    case TermOp::NegInf:
-      return const_expr(-INFINITY, dtype);
-    case TermOp::PosInf:
-      return const_expr(INFINITY, dtype);
+    case TermOp::Const: return const_expr(t.value.value(), dtype);
+    case TermOp::NegInf: return const_expr(-INFINITY, dtype);
+    case TermOp::PosInf: return const_expr(INFINITY, dtype);
     case TermOp::Var:
       if (auto it = params.find(t.name); it != params.end()) return it->second;
       internal_error(__FILE__, __LINE__, fmt::format("the monoid term variable '{}' is unbound", t.name));
@@ -65,8 +62,7 @@ Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params
       e.dtype = parse_dtype(t.name).value_or(DType::I64);
       return e;
     }
-    default:
-      break;
+    default: break;
   }
   Expr e;
   for (const auto& [op, spelling] : kBinary)

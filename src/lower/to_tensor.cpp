@@ -150,18 +150,15 @@ class TensorBuilder {
         c.value = std::numeric_limits<double>::infinity();
         return c;
       }
-      case ExprKind::Name:
-        return name(e, scope, vars);
-      case ExprKind::Index:
-        return index(e, scope, vars);
+      case ExprKind::Name: return name(e, scope, vars);
+      case ExprKind::Index: return index(e, scope, vars);
       case ExprKind::Field: {
         Expr f = node(Expr::Kind::Field, scope, e);
         f.name = e.text;
         f.args.push_back(convert(e.args[0], scope, vars));
         return f;
       }
-      case ExprKind::Slice:
-        return node(Expr::Kind::Slice, scope, e);
+      case ExprKind::Slice: return node(Expr::Kind::Slice, scope, e);
       case ExprKind::Unary:
       case ExprKind::Binary: {
         Expr u = node(e.kind == ExprKind::Unary ? Expr::Kind::Unary : Expr::Kind::Binary, scope, e);
@@ -191,8 +188,7 @@ class TensorBuilder {
         for (const ast::Expr& a : e.args) r.args.push_back(convert(a, scope, inner));
         return r;
       }
-      case ExprKind::Tuple:
-        break;
+      case ExprKind::Tuple: break;
     }
     throw LowerError(fmt::format("tuples are not values in an op body (op {})", out_.op));
   }

@@ -478,13 +478,10 @@ struct Token {
 
 bool head_matches(const FieldSpec& f, std::string_view head, std::string_view tok) {
   switch (f.shape) {
-    case Shape::Word:
-      return tok == head;
-    case Shape::Atom:
-      return tok.starts_with(head);
+    case Shape::Word: return tok == head;
+    case Shape::Atom: return tok.starts_with(head);
     case Shape::Number:
-    case Shape::Pair:
-      return tok.size() > head.size() && tok.starts_with(head) && is_digit(tok[head.size()]);
+    case Shape::Pair: return tok.size() > head.size() && tok.starts_with(head) && is_digit(tok[head.size()]);
   }
   return false;
 }
@@ -619,29 +616,22 @@ std::variant<FieldRead, KnobError> read_pair_field(const KnobSpec& k, const Toke
 
 std::variant<FieldRead, KnobError> read_field(const KnobSpec& k, const Token& t) {
   switch (t.spec->shape) {
-    case Shape::Word:
-      return FieldRead{.head = t.head};
-    case Shape::Atom:
-      return read_atom_field(k, t);
-    case Shape::Number:
-      return read_number_field(k, t);
-    case Shape::Pair:
-      return read_pair_field(k, t);
+    case Shape::Word: return FieldRead{.head = t.head};
+    case Shape::Atom: return read_atom_field(k, t);
+    case Shape::Number: return read_number_field(k, t);
+    case Shape::Pair: return read_pair_field(k, t);
   }
   return FieldRead{};
 }
 
 std::string format_field(const FieldSpec& f, const FieldRead& r) {
   switch (f.shape) {
-    case Shape::Word:
-      return std::string(f.heads[r.head].text);
-    case Shape::Atom:
-      return fmt::format("{}{}", f.heads[0].text, r.atom);
+    case Shape::Word: return std::string(f.heads[r.head].text);
+    case Shape::Atom: return fmt::format("{}{}", f.heads[0].text, r.atom);
     case Shape::Number:
       return fmt::format("{}{}{}", f.heads[r.head].text, r.n1,
                          f.tails.empty() ? std::string_view() : f.tails[r.tail].text);
-    case Shape::Pair:
-      return fmt::format("{}{}x{}", f.heads[r.head].text, r.n1, r.n2);
+    case Shape::Pair: return fmt::format("{}{}x{}", f.heads[r.head].text, r.n1, r.n2);
   }
   return {};
 }

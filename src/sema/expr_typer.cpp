@@ -11,44 +11,22 @@ Type ExprTyper::check(const ast::Expr& e) {
   using K = ast::ExprKind;
   Type t;
   switch (e.kind) {
-    case K::Int:
-      t = Type::scalar(DType::I64, true);
-      break;
+    case K::Int: t = Type::scalar(DType::I64, true); break;
     case K::Float:
-    case K::Inf:
-      t = Type::scalar(DType::F32, true);
-      break;
-    case K::Bool:
-      t = Type::scalar(DType::Bool);
-      break;
-    case K::Name:
-      t = name(e);
-      break;
-    case K::Index:
-      t = index(e);
-      break;
-    case K::Field:
-      t = field(e);
-      break;
+    case K::Inf: t = Type::scalar(DType::F32, true); break;
+    case K::Bool: t = Type::scalar(DType::Bool); break;
+    case K::Name: t = name(e); break;
+    case K::Index: t = index(e); break;
+    case K::Field: t = field(e); break;
     case K::Slice:
       diags_.error("E035", e.range, "a slice ':' may only stand for a vector argument of a monoid reduction")
           .hint("index every dim, or pass the slice to a monoid whose lift takes a vector (v: f32[E])");
       break;
-    case K::Unary:
-      t = unary(e);
-      break;
-    case K::Binary:
-      t = binary(e);
-      break;
-    case K::Call:
-      t = call(e);
-      break;
-    case K::Reduce:
-      t = reduce(e);
-      break;
-    case K::Tuple:
-      t = tuple(e);
-      break;
+    case K::Unary: t = unary(e); break;
+    case K::Binary: t = binary(e); break;
+    case K::Call: t = call(e); break;
+    case K::Reduce: t = reduce(e); break;
+    case K::Tuple: t = tuple(e); break;
   }
   if (t.is_scalar() && is_int(t.dtype)) fold_int(e);
   types_[e.id] = t;

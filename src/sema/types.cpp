@@ -47,14 +47,11 @@ bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
 
 std::string Type::str() const {
   switch (kind) {
-    case Kind::Error:
-      return "<error>";
+    case Kind::Error: return "<error>";
     case Kind::Scalar:
       return std::string(weak ? (is_float(dtype) ? "float literal" : "integer literal") : dtype_name(dtype));
-    case Kind::Vector:
-      return fmt::format("{}[{}]", dtype_name(dtype), length.str());
-    case Kind::Record:
-      return fmt::format("{} carrier", monoid);
+    case Kind::Vector: return fmt::format("{}[{}]", dtype_name(dtype), length.str());
+    case Kind::Record: return fmt::format("{} carrier", monoid);
     case Kind::Tuple: {
       std::string s;
       for (const Type& e : elems) s += (s.empty() ? "" : ", ") + e.str();

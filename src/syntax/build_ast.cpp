@@ -45,20 +45,14 @@ bool is_comparison(const std::string& s) {
 std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression) {
   for (; ctx; ctx = dynamic_cast<antlr4::ParserRuleContext*>(ctx->parent)) {
     switch (ctx->getRuleIndex()) {
-      case P::RuleImportDecl:
-        return "an import is written: import std.monoids;";
-      case P::RuleDim:
-        return "a dim is a size name (N) or a positive integer, e.g. x: f32[N, 64]";
+      case P::RuleImportDecl: return "an import is written: import std.monoids;";
+      case P::RuleDim: return "a dim is a size name (N) or a positive integer, e.g. x: f32[N, 64]";
       case P::RuleParam:
-      case P::RuleParamList:
-        return "a parameter is written name: dtype[dims], e.g. q: f16[S, D]";
-      case P::RuleOpDecl:
-        return "an op is written: op name(x: f32[N]) -> (y: f32[N]) { y[i] = ...; }";
-      case P::RuleLetStmt:
-        return "a let is written: let name = expression;";
+      case P::RuleParamList: return "a parameter is written name: dtype[dims], e.g. q: f16[S, D]";
+      case P::RuleOpDecl: return "an op is written: op name(x: f32[N]) -> (y: f32[N]) { y[i] = ...; }";
+      case P::RuleLetStmt: return "a let is written: let name = expression;";
       case P::RuleStmt:
-      case P::RuleAssignStmt:
-        return "a statement is written: name[i, j] = expression; or let name = expression;";
+      case P::RuleAssignStmt: return "a statement is written: name[i, j] = expression; or let name = expression;";
       case P::RuleExpr:
       case P::RuleExprList:
       case P::RuleIndexList:
@@ -67,8 +61,7 @@ std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression
         return wants_expression ? "an operand is a name, a number, x[i], f(x), sum(j: ...) or (expression)"
                                 : "check the operators and brackets of this expression";
       case P::RuleField:
-      case P::RuleFieldList:
-        return "a monoid field is written name: dtype or name: dtype[E]";
+      case P::RuleFieldList: return "a monoid field is written name: dtype or name: dtype[E]";
       case P::RuleMonoidMember:
         if (dynamic_cast<P::CombineMemberContext*>(ctx))
           return "combine is written: combine(a, b) { let ...; yield (...); }";
@@ -81,13 +74,10 @@ std::string construct_hint(antlr4::ParserRuleContext* ctx, bool wants_expression
         return "a monoid holds identity = ...; lift(x: f32) = ...; combine(a, b) { yield ...; } and assume ...;";
       case P::RuleScheduleDecl:
       case P::RuleKnobEntry:
-      case P::RuleKnobValue:
-        return "a schedule is written: schedule op for sm_90 { KNOB = value; }";
+      case P::RuleKnobValue: return "a schedule is written: schedule op for sm_90 { KNOB = value; }";
       case P::RuleModule:
-      case P::RuleItem:
-        return "a file holds import, op, monoid and schedule declarations";
-      default:
-        break;
+      case P::RuleItem: return "a file holds import, op, monoid and schedule declarations";
+      default: break;
     }
   }
   return "a file holds import, op, monoid and schedule declarations";

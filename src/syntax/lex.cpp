@@ -57,35 +57,20 @@ bool lex_all(std::string_view text, std::vector<Token>& out) {
     tok.begin = byte(t->getStartIndex());
     tok.end = byte(t->getStopIndex() + 1);
     switch (t->getType()) {
-      case EmmyLexer::WS:
-        continue;
-      case EmmyLexer::ID:
-        tok.kind = TokenKind::Word;
-        break;
+      case EmmyLexer::WS: continue;
+      case EmmyLexer::ID: tok.kind = TokenKind::Word; break;
       case EmmyLexer::INT:
-      case EmmyLexer::FLOAT:
-        tok.kind = TokenKind::Number;
-        break;
-      case EmmyLexer::STRING:
-        tok.kind = TokenKind::String;
-        break;
-      case EmmyLexer::DOC:
-        tok.kind = TokenKind::DocComment;
-        break;
-      case EmmyLexer::LINE_COMMENT:
-        tok.kind = TokenKind::LineComment;
-        break;
-      case EmmyLexer::BLOCK_COMMENT:
-        tok.kind = TokenKind::BlockComment;
-        break;
+      case EmmyLexer::FLOAT: tok.kind = TokenKind::Number; break;
+      case EmmyLexer::STRING: tok.kind = TokenKind::String; break;
+      case EmmyLexer::DOC: tok.kind = TokenKind::DocComment; break;
+      case EmmyLexer::LINE_COMMENT: tok.kind = TokenKind::LineComment; break;
+      case EmmyLexer::BLOCK_COMMENT: tok.kind = TokenKind::BlockComment; break;
       case EmmyLexer::UNTERMINATED_COMMENT:
       case EmmyLexer::ERRCHAR:
         tok.kind = TokenKind::Error;
         ok = false;
         break;
-      default:
-        tok.kind = is_word(tok.text) ? TokenKind::Word : TokenKind::Punct;
-        break;
+      default: tok.kind = is_word(tok.text) ? TokenKind::Word : TokenKind::Punct; break;
     }
     out.push_back(std::move(tok));
   }

@@ -88,22 +88,14 @@ std::string print_expr(const ast::Expr& e, const AstAnnotator* n) {
     case K::Float:
     case K::Bool:
     case K::Inf:
-    case K::Name:
-      return e.text;
-    case K::Slice:
-      return ":";
-    case K::Index:
-      return fmt::format("{}[{}]", print_expr(e.args[0], n), join_exprs(e.args, 1, ", ", n));
-    case K::Field:
-      return fmt::format("{}.{}", print_expr(e.args[0], n), e.text);
-    case K::Unary:
-      return fmt::format("({} {})", e.text == "-" ? "neg" : e.text, print_expr(e.args[0], n));
-    case K::Binary:
-      return fmt::format("({} {} {})", e.text, print_expr(e.args[0], n), print_expr(e.args[1], n));
-    case K::Call:
-      return fmt::format("({}{}{})", e.text, e.args.empty() ? "" : " ", join_exprs(e.args, 0, " ", n));
-    case K::Tuple:
-      return fmt::format("(tuple {})", join_exprs(e.args, 0, " ", n));
+    case K::Name: return e.text;
+    case K::Slice: return ":";
+    case K::Index: return fmt::format("{}[{}]", print_expr(e.args[0], n), join_exprs(e.args, 1, ", ", n));
+    case K::Field: return fmt::format("{}.{}", print_expr(e.args[0], n), e.text);
+    case K::Unary: return fmt::format("({} {})", e.text == "-" ? "neg" : e.text, print_expr(e.args[0], n));
+    case K::Binary: return fmt::format("({} {} {})", e.text, print_expr(e.args[0], n), print_expr(e.args[1], n));
+    case K::Call: return fmt::format("({}{}{})", e.text, e.args.empty() ? "" : " ", join_exprs(e.args, 0, " ", n));
+    case K::Tuple: return fmt::format("(tuple {})", join_exprs(e.args, 0, " ", n));
     case K::Reduce: {
       std::string axes;
       for (const ast::Ident& a : e.axes) axes += (axes.empty() ? "" : ", ") + a.name;

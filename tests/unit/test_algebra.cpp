@@ -108,27 +108,21 @@ struct Generator {
 
   Term leaf() {
     switch (rng() % 4) {
-      case 0:
-        return Term::constant(Rational::of(static_cast<int64_t>(rng() % 5) - 2));
-      case 1:
-        return Term::var("b." + fields[rng() % fields.size()]);
-      default:
-        return Term::var("a." + fields[rng() % fields.size()]);
+      case 0: return Term::constant(Rational::of(static_cast<int64_t>(rng() % 5) - 2));
+      case 1: return Term::var("b." + fields[rng() % fields.size()]);
+      default: return Term::var("a." + fields[rng() % fields.size()]);
     }
   }
   Term expr(int depth) {
     if (depth == 0) return leaf();
     static const TermOp binary[] = {TermOp::Add, TermOp::Sub, TermOp::Mul, TermOp::Max, TermOp::Min};
     switch (rng() % 8) {
-      case 0:
-        return Term::make(TermOp::Exp, {expr(depth - 1)});
+      case 0: return Term::make(TermOp::Exp, {expr(depth - 1)});
       case 1:
         return Term::make(TermOp::Select, {Term::make(TermOp::Gt, {expr(depth - 1), expr(depth - 1)}), expr(depth - 1),
                                            expr(depth - 1)});
-      case 2:
-        return leaf();
-      default:
-        return Term::make(binary[rng() % 5], {expr(depth - 1), expr(depth - 1)});
+      case 2: return leaf();
+      default: return Term::make(binary[rng() % 5], {expr(depth - 1), expr(depth - 1)});
     }
   }
 };

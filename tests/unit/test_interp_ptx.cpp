@@ -240,14 +240,10 @@ constexpr int kSmemHalves = 4096;  // smem[i] = i for i < 4096 covers every reco
 
 IntrinsicId ldmatrix_id(int x, bool trans) {
   switch (x) {
-    case 1:
-      return trans ? IntrinsicId::LdmatrixX1Trans : IntrinsicId::LdmatrixX1;
-    case 2:
-      return trans ? IntrinsicId::LdmatrixX2Trans : IntrinsicId::LdmatrixX2;
-    case 4:
-      return trans ? IntrinsicId::LdmatrixX4Trans : IntrinsicId::LdmatrixX4;
-    default:
-      throw std::invalid_argument("ldmatrix x" + std::to_string(x));
+    case 1: return trans ? IntrinsicId::LdmatrixX1Trans : IntrinsicId::LdmatrixX1;
+    case 2: return trans ? IntrinsicId::LdmatrixX2Trans : IntrinsicId::LdmatrixX2;
+    case 4: return trans ? IntrinsicId::LdmatrixX4Trans : IntrinsicId::LdmatrixX4;
+    default: throw std::invalid_argument("ldmatrix x" + std::to_string(x));
   }
 }
 

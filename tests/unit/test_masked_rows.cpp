@@ -33,26 +33,13 @@ std::vector<double> rows(int64_t n, int64_t c) {
     for (int64_t j = 0; j < c; ++j) {
       double v = static_cast<double>((j * 7 + r) % 9) * 0.5 - 2.0;  // exact in f16
       switch (r % 7) {
-        case 0:
-          v = j == 0 ? kNegInf : v;
-          break;
-        case 1:
-          v = j < 2 * c / 3 ? kNegInf : v;
-          break;
-        case 2:
-          v = j == c - 1 ? kNegInf : v;
-          break;
-        case 3:
-          v = j % 3 == 0 ? kNegInf : v;
-          break;
-        case 4:
-          v = kNegInf;
-          break;
-        case 5:
-          v = j == c / 2 ? kNaN : v;
-          break;
-        default:
-          break;
+        case 0: v = j == 0 ? kNegInf : v; break;
+        case 1: v = j < 2 * c / 3 ? kNegInf : v; break;
+        case 2: v = j == c - 1 ? kNegInf : v; break;
+        case 3: v = j % 3 == 0 ? kNegInf : v; break;
+        case 4: v = kNegInf; break;
+        case 5: v = j == c / 2 ? kNaN : v; break;
+        default: break;
       }
       x[static_cast<size_t>(r * c + j)] = v;
     }

@@ -242,28 +242,20 @@ std::string f64_literal(double v) {
 
 std::string int_literal(const Expr& e) {
   switch (e.type) {
-    case ST::Pred:
-      return e.ival ? "true" : "false";
-    case ST::I32:
-      return e.ival == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(static_cast<int32_t>(e.ival));
-    case ST::U32:
-      return std::to_string(static_cast<uint32_t>(e.ival)) + "u";
-    default:
-      return e.ival == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(e.ival) + "LL";
+    case ST::Pred: return e.ival ? "true" : "false";
+    case ST::I32: return e.ival == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(static_cast<int32_t>(e.ival));
+    case ST::U32: return std::to_string(static_cast<uint32_t>(e.ival)) + "u";
+    default: return e.ival == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(e.ival) + "LL";
   }
 }
 
 // f16 and bf16 constants hold values their format represents exactly, so the f32 literal inside is exact.
 std::string float_literal(const Expr& e) {
   switch (e.type) {
-    case ST::F64:
-      return f64_literal(e.fval);
-    case ST::F16:
-      return fmt::format("__float2half_rn({})", f32_literal(round_to(ST::F16, e.fval)));
-    case ST::BF16:
-      return fmt::format("__float2bfloat16_rn({})", f32_literal(round_to(ST::BF16, e.fval)));
-    default:
-      return f32_literal(e.fval);
+    case ST::F64: return f64_literal(e.fval);
+    case ST::F16: return fmt::format("__float2half_rn({})", f32_literal(round_to(ST::F16, e.fval)));
+    case ST::BF16: return fmt::format("__float2bfloat16_rn({})", f32_literal(round_to(ST::BF16, e.fval)));
+    default: return f32_literal(e.fval);
   }
 }
 
@@ -319,24 +311,15 @@ Infix cast(const Expr& e) {
 
 Infix expr(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::Const:
-      return literal(e);
-    case Expr::Kind::Var:
-      return {e.reg.elem < 0 ? e.reg.name : fmt::format("{}[{}]", e.reg.name, e.reg.elem)};
-    case Expr::Kind::Special:
-      return {fmt::format("(int){}", kSpecial[idx(e.special)]), kPrecUnary};
-    case Expr::Kind::Param:
-      return {e.name};
-    case Expr::Kind::Unary:
-      return unary(e);
-    case Expr::Kind::Binary:
-      return binary(e);
-    case Expr::Kind::Select:
-      return select(e);
-    case Expr::Kind::Cast:
-      return cast(e);
-    case Expr::Kind::Load:
-      return {fmt::format("{}[{}]", e.name, expr(e.args[0]).text)};
+    case Expr::Kind::Const: return literal(e);
+    case Expr::Kind::Var: return {e.reg.elem < 0 ? e.reg.name : fmt::format("{}[{}]", e.reg.name, e.reg.elem)};
+    case Expr::Kind::Special: return {fmt::format("(int){}", kSpecial[idx(e.special)]), kPrecUnary};
+    case Expr::Kind::Param: return {e.name};
+    case Expr::Kind::Unary: return unary(e);
+    case Expr::Kind::Binary: return binary(e);
+    case Expr::Kind::Select: return select(e);
+    case Expr::Kind::Cast: return cast(e);
+    case Expr::Kind::Load: return {fmt::format("{}[{}]", e.name, expr(e.args[0]).text)};
     case Expr::Kind::SharedAddr:
       return {fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", e.name, expr(e.args[0]).text), kPrecUnary};
   }
@@ -373,14 +356,10 @@ std::string intrinsic_call(const Stmt& s) {
 // The unsigned type one aligned access of `bytes` moves (ld/st.global.v4.b32 for 16 bytes).
 std::string_view vector_word(int bytes) {
   switch (bytes) {
-    case 2:
-      return "unsigned short";
-    case 4:
-      return "unsigned";
-    case 8:
-      return "uint2";
-    default:
-      return "uint4";
+    case 2: return "unsigned short";
+    case 4: return "unsigned";
+    case 8: return "uint2";
+    default: return "uint4";
   }
 }
 
@@ -462,25 +441,17 @@ class Printer {
 
   void stmt(const Stmt& s, int depth, bool first) {
     switch (s.kind) {
-      case Stmt::Kind::Decl:
-        return decl(s, depth);
-      case Stmt::Kind::Assign:
-        return line(depth, fmt::format("{} = {};", reg_text(s.reg), expr(s.args[0]).text));
+      case Stmt::Kind::Decl: return decl(s, depth);
+      case Stmt::Kind::Assign: return line(depth, fmt::format("{} = {};", reg_text(s.reg), expr(s.args[0]).text));
       case Stmt::Kind::Store:
         return line(depth, fmt::format("{}[{}] = {};", s.name, expr(s.args[0]).text, expr(s.args[1]).text));
-      case Stmt::Kind::For:
-        return for_loop(s, depth);
-      case Stmt::Kind::If:
-        return if_then(s, depth);
-      case Stmt::Kind::Barrier:
-        return line(depth, "__syncthreads();");
-      case Stmt::Kind::Intrinsic:
-        return line(depth, intrinsic_call(s));
-      case Stmt::Kind::Comment:
-        return comment(s.text, depth, first);
+      case Stmt::Kind::For: return for_loop(s, depth);
+      case Stmt::Kind::If: return if_then(s, depth);
+      case Stmt::Kind::Barrier: return line(depth, "__syncthreads();");
+      case Stmt::Kind::Intrinsic: return line(depth, intrinsic_call(s));
+      case Stmt::Kind::Comment: return comment(s.text, depth, first);
       case Stmt::Kind::VecLoad:
-      case Stmt::Kind::VecStore:
-        return line(depth, vector_access(s));
+      case Stmt::Kind::VecStore: return line(depth, vector_access(s));
     }
   }
 };
@@ -561,10 +532,8 @@ std::string param_decl(const Param& p) {
   switch (p.kind) {
     case Param::Kind::Buffer:
       return fmt::format("{}{}* __restrict__ {}", p.is_const ? "const " : "", cuda_type(p.type), p.name);
-    case Param::Kind::Scalar:
-      return fmt::format("{} {}", cuda_type(p.type), p.name);
-    case Param::Kind::TensorMap:
-      return fmt::format("const __grid_constant__ CUtensorMap {}", p.name);
+    case Param::Kind::Scalar: return fmt::format("{} {}", cuda_type(p.type), p.name);
+    case Param::Kind::TensorMap: return fmt::format("const __grid_constant__ CUtensorMap {}", p.name);
   }
   return "";
 }
