@@ -922,33 +922,25 @@ class KernelBuilder {
   }
 
   // Parameters: the buffers the body touches, in program order, then every size.
-  void collect_params(kir::Kernel& k, const kir::Program& program) {
+  static void collect_params(kir::Kernel& k, const kir::Program& program) {
     std::set<std::string> loads, stores, sizes;
-    scan(k.body, loads, stores, sizes);
-    for (const kir::Buffer& b : program.buffers)
-      if (loads.count(b.name) || stores.count(b.name))
-        k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name), {}, {}});
-    scan(k.grid_x, loads, sizes);
-    for (const std::string& s : program.sizes)
-      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true, {}, {}});
-  }
-
-  static void scan(const K& e, std::set<std::string>& loads, std::set<std::string>& sizes) {
-    if (e.kind == K::Kind::Load) loads.insert(e.name);
-    if (e.kind == K::Kind::Param) sizes.insert(e.name);
-    for (const K& a : e.args) scan(a, loads, sizes);
-  }
-  static void scan(const std::vector<kir::Stmt>& body, std::set<std::string>& loads, std::set<std::string>& stores,
-                   std::set<std::string>& sizes) {
-    for (const kir::Stmt& s : body) {
+    auto expr = [&](const K& e) {
+      if (e.kind == K::Kind::Load) loads.insert(e.name);
+      if (e.kind == K::Kind::Param) sizes.insert(e.name);
+    };
+    kir::visit(k.body, [&](const kir::Stmt& s) {
       if (s.kind == kir::Stmt::Kind::Store || s.kind == kir::Stmt::Kind::VecStore ||
           (s.kind == kir::Stmt::Kind::Intrinsic && kir::is_atomic(s.intrinsic)))
         stores.insert(s.name);
       if (s.kind == kir::Stmt::Kind::VecLoad) loads.insert(s.name);
-      for (const K& a : s.args) scan(a, loads, sizes);
-      scan(s.body, loads, stores, sizes);
-      scan(s.orelse, loads, stores, sizes);
-    }
+    });
+    kir::visit_exprs(k.body, expr);
+    for (const kir::Buffer& b : program.buffers)
+      if (loads.count(b.name) || stores.count(b.name))
+        k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name), {}, {}});
+    kir::visit(k.grid_x, expr);
+    for (const std::string& s : program.sizes)
+      if (sizes.count(s)) k.params.push_back({kir::Param::Kind::Scalar, s, ScalarType::I64, true, {}, {}});
   }
 
   const lir::Program& p_;

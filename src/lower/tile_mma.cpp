@@ -460,9 +460,8 @@ class MmaTier {
 
   Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
                  int y_extent, int depth = 0, bool swizzled = false) {
-    const Expr* last = read.args.empty() ? nullptr : &read.args.back();
-    bool y_inner = last && last->kind == Expr::Kind::Index && last->name == y.name;
-    bool x_inner = last && last->kind == Expr::Kind::Index && last->name == x.name;
+    bool y_inner = innermost_is(read, y.name);
+    bool x_inner = innermost_is(read, x.name);
     if (!x_inner && !y_inner)
       unsupported(
           fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
