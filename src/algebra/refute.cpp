@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "algebra/compiled_term.hpp"
 #include "algebra/witness.hpp"
 
 namespace emmy::algebra {
@@ -139,6 +140,35 @@ std::optional<size_t> mismatch(const Sides& s, const Env& env, const ExactEnv* e
 }
 std::optional<size_t> mismatch(const Sides& s, const Env& env) { return mismatch(s, env, nullptr); }
 
+// The sides compiled over a search's variables: the cheap IEEE filter a search runs at each
+// point before `mismatch` re-checks the few points that pass it (the same IEEE values, so the
+// verdicts are the same as evaluating every point by name).
+class CompiledSides {
+ public:
+  CompiledSides(const Sides& s, const std::vector<std::string>& names) : names_(names) {
+    for (size_t i = 0; i < s.lhs.size(); ++i) {
+      lhs_.emplace_back(s.lhs[i], names);
+      rhs_.emplace_back(s.rhs[i], names);
+    }
+  }
+  // Whether some field's two sides differ in IEEE arithmetic at `point`.
+  bool may_differ(const std::vector<double>& point) {
+    for (size_t i = 0; i < lhs_.size(); ++i)
+      if (differs_ieee(lhs_[i](point, stack_), rhs_[i](point, stack_))) return true;
+    return false;
+  }
+  Env env(const std::vector<double>& point) const {
+    Env out;
+    for (size_t i = 0; i < names_.size(); ++i) out.emplace_back(names_[i], point[i]);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<CompiledTerm> lhs_, rhs_;
+  std::vector<double> stack_;
+};
+
 bool listed(const std::vector<std::string>& fields, const std::string& var) {
   std::string field = var.substr(var.find('.') + 1);
   return std::find(fields.begin(), fields.end(), field) != fields.end();
@@ -156,6 +186,11 @@ struct Kind {
 };
 Kind kind_of(const MonoidTerms& m, const Case& domain, const std::string& var) {
   return {listed(m.bool_fields, var), listed(m.int_fields, var), positive(domain, var)};
+}
+std::vector<Kind> kinds_of(const MonoidTerms& m, const Case& domain, const std::vector<std::string>& vars) {
+  std::vector<Kind> out;
+  for (const std::string& v : vars) out.push_back(kind_of(m, domain, v));
+  return out;
 }
 
 // Moves a drawn value into the variable's kind.
@@ -215,36 +250,43 @@ Refutation report_search(const MonoidTerms& m, const Sides& s, const Env& env, s
 std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case& domain, bool grid,
                                 PointBudget& budget) {
   std::vector<std::string> names = variable_names(m, s);
+  std::vector<Kind> kinds = kinds_of(m, domain, names);
+  CompiledSides fast(s, names);
+  std::vector<double> point(names.size());
+  auto differs = [&]() -> std::optional<Env> {
+    if (!fast.may_differ(point)) return std::nullopt;
+    Env env = fast.env(point);
+    if (mismatch(s, env)) return env;
+    return std::nullopt;
+  };
   std::mt19937_64 rng(12345);
   for (int trial = 0; trial < 4000 && budget.spend(); ++trial) {
-    Env env;
-    for (const std::string& n : names) {
+    for (size_t i = 0; i < names.size(); ++i) {
       double v = trial < 2000 ? static_cast<double>(static_cast<int>(rng() % 9) - 4)
                               : std::uniform_real_distribution<double>(-4, 4)(rng);
-      Kind k = kind_of(m, domain, n);
+      const Kind& k = kinds[i];
       if (k.positive) v = std::fabs(v) + 1;
       if (k.integer) v = std::trunc(v) + 0.0;  // + 0.0: no -0 from trunc(-0.5)
       if (k.boolean) v = static_cast<double>(rng() % 2);
-      env.emplace_back(n, v);
+      point[i] = v;
     }
-    if (mismatch(s, env)) return env;
+    if (std::optional<Env> env = differs()) return env;
   }
   constexpr double kGrid[] = {-1, 0, 1, 2};
   if (!grid || names.size() > 7) return std::nullopt;
   size_t points = 1;
   for (size_t k = 0; k < names.size(); ++k) points *= 4;
   for (size_t p = 0; p < points && budget.spend(); ++p) {
-    Env env;
     size_t code = p;
-    for (const std::string& n : names) {
+    for (size_t i = 0; i < names.size(); ++i) {
       double v = kGrid[code % 4];
       code /= 4;
-      Kind k = kind_of(m, domain, n);
+      const Kind& k = kinds[i];
       if (k.positive && v <= 0) v = 1 - v;
       if (k.boolean) v = v > 0 ? 1 : 0;
-      env.emplace_back(n, v);
+      point[i] = v;
     }
-    if (mismatch(s, env)) return env;
+    if (std::optional<Env> env = differs()) return env;
   }
   return std::nullopt;
 }
@@ -278,12 +320,14 @@ std::vector<double> pool_for(const MonoidTerms& m, const std::string& var) {
 
 std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case& domain, PointBudget& budget) {
   std::vector<std::string> names = variable_names(m, s);
+  std::vector<Kind> kinds = kinds_of(m, domain, names);
   std::vector<std::vector<double>> pools;
   for (const std::string& n : names) pools.push_back(pool_for(m, n));
+  CompiledSides fast(s, names);
+  std::vector<double> point(names.size());
   std::mt19937_64 rng(67890);
   std::uniform_real_distribution<double> unit(0, 1);
   for (int trial = 0; trial < 3000 && budget.spend(); ++trial) {
-    Env env;
     for (size_t i = 0; i < names.size(); ++i) {
       double r = unit(rng), v;
       if (r < 0.5)
@@ -292,8 +336,10 @@ std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case&
         v = static_cast<double>(static_cast<int64_t>(rng() % 2000001) - 1000000);
       else
         v = std::copysign(std::pow(10.0, unit(rng) * 12 - 6), unit(rng) - 0.5);
-      env.emplace_back(names[i], fit(kind_of(m, domain, names[i]), v));
+      point[i] = fit(kinds[i], v);
     }
+    if (!fast.may_differ(point)) continue;
+    Env env = fast.env(point);
     if (mismatch(s, env, nullptr, /*wide=*/true)) return env;
   }
   return std::nullopt;

@@ -123,25 +123,6 @@ Term substitute(const Term& t, const std::vector<std::pair<std::string, Term>>& 
   return out;
 }
 
-namespace {
-
-// The reference's integer conversion: truncate, then wrap to 32 bits for i32.
-double to_integer(double x, const std::string& dtype) {
-  double t = std::trunc(x);
-  if (!std::isfinite(t) || std::fabs(t) >= 9.2e18) return NAN;
-  auto v = static_cast<int64_t>(t);
-  return dtype == "i32" ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v))) : static_cast<double>(v);
-}
-
-double integer_quotient(double a, double b, bool remainder) {
-  if (!std::isfinite(a) || !std::isfinite(b) || std::fabs(a) >= 9.2e18 || std::fabs(b) >= 9.2e18) return NAN;
-  auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-  if (y == 0) return NAN;
-  return static_cast<double>(remainder ? x % y : x / y);
-}
-
-}  // namespace
-
 double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>& env) {
   auto arg = [&](size_t i) { return evaluate(t.args[i], env); };
   switch (t.op) {
@@ -152,34 +133,18 @@ double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>
       return NAN;
     case TermOp::NegInf: return -INFINITY;
     case TermOp::PosInf: return INFINITY;
-    case TermOp::Add: return arg(0) + arg(1);
-    case TermOp::Sub: return arg(0) - arg(1);
-    case TermOp::Mul: return arg(0) * arg(1);
-    case TermOp::Div: return arg(0) / arg(1);
-    case TermOp::Neg: return -arg(0);
     case TermOp::Exp:  // Emmy's exp of a difference (support/ieee_rules.hpp), as the kernels compute it
       if (t.args[0].op == TermOp::Sub)
         return std::exp(exp_difference(evaluate(t.args[0].args[0], env), evaluate(t.args[0].args[1], env)));
       return std::exp(arg(0));
-    case TermOp::Log: return std::log(arg(0));
-    case TermOp::Sqrt: return std::sqrt(arg(0));
-    case TermOp::Max: return max_nan(arg(0), arg(1));
-    case TermOp::Min: return min_nan(arg(0), arg(1));
+    case TermOp::Neg:
+    case TermOp::Log:
+    case TermOp::Sqrt:
+    case TermOp::Not: return ieee_unary(t.op, arg(0));
     case TermOp::Select: return arg(0) != 0.0 ? arg(1) : arg(2);
-    case TermOp::Lt: return arg(0) < arg(1);
-    case TermOp::Le: return arg(0) <= arg(1);
-    case TermOp::Gt: return arg(0) > arg(1);
-    case TermOp::Ge: return arg(0) >= arg(1);
-    case TermOp::Eq: return arg(0) == arg(1);
-    case TermOp::Ne: return arg(0) != arg(1);
-    case TermOp::And: return arg(0) != 0.0 && arg(1) != 0.0;
-    case TermOp::Or: return arg(0) != 0.0 || arg(1) != 0.0;
-    case TermOp::Not: return arg(0) == 0.0;
-    case TermOp::IDiv: return integer_quotient(arg(0), arg(1), false);
-    case TermOp::Mod: return integer_quotient(arg(0), arg(1), true);
-    case TermOp::Cast: return integer_cast(t) ? to_integer(arg(0), t.name) : arg(0);
+    case TermOp::Cast: return integer_cast(t) ? ieee_integer(arg(0), t.name == "i32") : arg(0);
+    default: return ieee_binary(t.op, arg(0), arg(1));
   }
-  return NAN;
 }
 
 bool integer_cast(const Term& t) { return t.op == TermOp::Cast && (t.name == "i32" || t.name == "i64"); }

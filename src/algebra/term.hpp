@@ -3,11 +3,14 @@
 // and the infinities.
 #pragma once
 
+#include <cmath>
 #include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/ieee_rules.hpp"
 
 namespace emmy::algebra {
 
@@ -71,6 +74,57 @@ Term substitute(const Term& t, const std::vector<std::pair<std::string, Term>>& 
 // wrap to 32 bits for i32); an integer division by zero or a cast of a non-finite value
 // is NaN (undefined: it proves nothing).
 double evaluate(const Term& t, const std::vector<std::pair<std::string, double>>& env);
+
+// The IEEE value of one operation on evaluated operands, as `evaluate` computes it:
+// ieee_unary for Neg, Exp, Log, Sqrt, Not; ieee_binary for the two-operand operations (NaN for
+// any other); ieee_integer for a cast to i32 (`i32`) or i64. Inline: they are the inner loop of
+// `evaluate` and of the refutation search's compiled terms.
+inline double ieee_integer_quotient(double a, double b, bool remainder) {
+  if (!std::isfinite(a) || !std::isfinite(b) || std::fabs(a) >= 9.2e18 || std::fabs(b) >= 9.2e18) return NAN;
+  auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  if (y == 0) return NAN;
+  return static_cast<double>(remainder ? x % y : x / y);
+}
+
+inline double ieee_integer(double x, bool i32) {
+  double t = std::trunc(x);
+  if (!std::isfinite(t) || std::fabs(t) >= 9.2e18) return NAN;
+  auto v = static_cast<int64_t>(t);
+  return i32 ? static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(v))) : static_cast<double>(v);
+}
+
+inline double ieee_unary(TermOp op, double a) {
+  switch (op) {
+    case TermOp::Neg: return -a;
+    case TermOp::Exp: return std::exp(a);
+    case TermOp::Log: return std::log(a);
+    case TermOp::Sqrt: return std::sqrt(a);
+    case TermOp::Not: return a == 0.0;
+    default: return NAN;
+  }
+}
+
+inline double ieee_binary(TermOp op, double a, double b) {
+  switch (op) {
+    case TermOp::Add: return a + b;
+    case TermOp::Sub: return a - b;
+    case TermOp::Mul: return a * b;
+    case TermOp::Div: return a / b;
+    case TermOp::Max: return max_nan(a, b);
+    case TermOp::Min: return min_nan(a, b);
+    case TermOp::Lt: return a < b;
+    case TermOp::Le: return a <= b;
+    case TermOp::Gt: return a > b;
+    case TermOp::Ge: return a >= b;
+    case TermOp::Eq: return a == b;
+    case TermOp::Ne: return a != b;
+    case TermOp::And: return a != 0.0 && b != 0.0;
+    case TermOp::Or: return a != 0.0 || b != 0.0;
+    case TermOp::IDiv: return ieee_integer_quotient(a, b, false);
+    case TermOp::Mod: return ieee_integer_quotient(a, b, true);
+    default: return NAN;
+  }
+}
 
 // Exact evaluation over the rationals; nullopt where the value is not rational (exp(1),
 // an infinity), undefined (a division by zero) or too large.

@@ -36,7 +36,15 @@ void lower_every_op(const emmy::CheckedProgram& program, const emmy::algebra::Pr
   }
 }
 
-// The checked AST of `text`, or "" when it has errors.
+// The prover's verdicts by monoid (its terms are the key): the stdlib's monoids, which most
+// inputs import, are proved once a run; a monoid the input changes is a new key.
+emmy::algebra::LawMemo& law_memo() {
+  static emmy::algebra::LawMemo memo;
+  return memo;
+}
+
+// The checked AST of `text`, or "" when it has errors; with `lower`, the prover runs and
+// every op lowers too (the reformatted text's check only compares the AST).
 std::string checked_ast(const std::string& text, bool& had_syntax_errors, bool lower) {
   emmy::SourceManager sources;
   emmy::Diagnostics diags(sources);
@@ -47,7 +55,7 @@ std::string checked_ast(const std::string& text, bool& had_syntax_errors, bool l
   emmy::Diagnostics sema_diags(sources);
   auto program = emmy::check_program(sources, id, emmy::SemaOptions{{EMMY_FUZZ_STDLIB}, std::nullopt, {}}, sema_diags);
   emmy::algebra::ProgramLaws laws;
-  if (!sema_diags.has_errors()) laws = emmy::algebra::classify(*program, sema_diags);  // the prover too
+  if (lower && !sema_diags.has_errors()) laws = emmy::algebra::classify(*program, sema_diags, &law_memo());
   for (const emmy::Diagnostic& d : sema_diags.all()) (void)sema_diags.render_one(d);
   if (sema_diags.has_errors()) return "";
   if (lower) lower_every_op(*program, laws);
