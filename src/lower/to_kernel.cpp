@@ -1,7 +1,7 @@
 // The scalar tier: turns each loop-IR kernel into kernel IR — one thread per point of the
 // kernel's thread space, reductions as serial loops whose carriers follow the monoid's
 // combine, folds as one loop, register tiles unrolled with guarded tails, 64-bit indices.
-#include "lower/kernel_builder.hpp"
+#include "lower/kernel/builder.hpp"
 
 namespace emmy::lower {
 

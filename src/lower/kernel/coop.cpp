@@ -2,11 +2,9 @@
 // thread space (a row); reductions and loops over the row's axes are split between them,
 // partial carriers are combined with the monoid's proved combine (shfl butterflies in a warp,
 // shared memory across warps), and accesses along the split axis move V elements at a time.
-// Members of KernelBuilder (kernel_builder.hpp), kept apart so the scalar tier stays readable.
-#pragma once
-
+// Members of KernelBuilder (builder.hpp), kept apart so the scalar tier stays readable.
 #include "ir/intrinsics.hpp"
-#include "lower/kernel_builder.hpp"
+#include "lower/kernel/builder.hpp"
 #include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
@@ -14,7 +12,7 @@ namespace emmy::lower::detail {
 // The block: max(N, 128) threads, block / N rows. Every thread of a row runs the collective
 // parts (shuffles, barriers) whether or not its row exists: rows past the end compute the last
 // row again, and only their stores are guarded.
-inline void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total) {
+void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec;
   const int rows = out.block_threads / n;
   const ScalarType I = ScalarType::I64;
@@ -48,7 +46,7 @@ inline void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, c
 }
 
 // The carrier's laws, as the algebra layer proves them on its combine (or the user assumed them).
-inline const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const CarrierSpec& spec) {
+const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const CarrierSpec& spec) {
   if (auto it = laws_.find(monoid); it != laws_.end()) return it->second;
   algebra::MonoidTerms terms;
   terms.name = monoid;
@@ -67,9 +65,8 @@ inline const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, con
 // its share into `carrier` (already at the identity), then the shares combined: a tree of
 // contiguous shares needs associativity; strided shares (coalesced) reorder, and need
 // commutativity too.
-inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes,
-                                       const CarrierSpec& spec, const std::vector<K>& carrier, const K& has,
-                                       const std::function<void()>& element) {
+void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
+                                const std::vector<K>& carrier, const K& has, const std::function<void()>& element) {
   const MonoidLaws& laws = coop_laws(monoid, spec);
   bool contiguous = !missing_laws(laws, Regroup::Reorder).empty();
   auto use = knobs_.uses.find(Knob::Coop);
@@ -94,7 +91,7 @@ inline void KernelBuilder::coop_reduce(const std::string& monoid, const std::vec
 // row's threads read neighbouring elements together) or a contiguous range. With V > 1, a
 // vector path steps V elements at a time when every row of the tensors it touches starts
 // V-aligned (sizes multiples of V, checked at run time); otherwise the scalar path runs.
-inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
+void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec;
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
@@ -165,14 +162,14 @@ inline void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, co
 }
 
 // The j-th access of `a`: its first element index.
-inline K KernelBuilder::vec_part_index(const VecChunk::Access& a, size_t j) {
+K KernelBuilder::vec_part_index(const VecChunk::Access& a, size_t j) {
   if (j == 0) return a.index;
   return kir::binary(kir::BinOp::Add, a.index, kir::ci(static_cast<int64_t>(j) * a.width, ScalarType::I64));
 }
 
 // V elements base..base+V-1 of `axis`, each lowered in a scope of its own; reads of a row of a
 // tensor along the axis share its vector loads, stores into it are gathered into vector stores.
-inline void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element) {
+void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element) {
   const int v = knobs_.coop_vec;
   vec_.emplace();
   vec_->block = blocks_.size() - 1;
@@ -198,7 +195,7 @@ inline void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, cons
 
 // A row of `t` may be read V at a time: its rows start V-aligned (a literal last size
 // divisible by V, or a size checked at run time).
-inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
+bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   const int v = knobs_.coop_vec;
   if (t.dims.size() < 2) return true;
   const std::string& last = t.dims.back();
@@ -211,7 +208,7 @@ inline bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
 
 // The register arrays of V elements of `t` from element `index`, declared where the chunk
 // starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
-inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix) {
+VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix) {
   const int v = knobs_.coop_vec;
   VecChunk::Access a;
   a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
@@ -227,7 +224,7 @@ inline VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K&
 
 // An index expression that is the same for every element of a row (its thread axes, sizes,
 // constants): a vector load's row part may be computed where the chunk starts.
-inline bool KernelBuilder::row_invariant(const Expr& e) const {
+bool KernelBuilder::row_invariant(const Expr& e) const {
   switch (e.kind) {
     case Expr::Kind::Const:
     case Expr::Kind::Size: return true;
@@ -245,7 +242,7 @@ inline bool KernelBuilder::row_invariant(const Expr& e) const {
 }
 
 // t[row..., c] at the chunk's element u: element u of one vector load per chunk.
-inline std::optional<K> KernelBuilder::vec_read(const Expr& e) {
+std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   const tir::Tensor& t = *p_.tensors.find(e.name);
   if (e.args.empty() || !t.record.empty()) return std::nullopt;
   const Expr& last = e.args.back();
@@ -273,7 +270,7 @@ inline std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 
 // A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
 // the end store nothing; a row's own value, outside any split loop, is stored by rank 0).
-inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value) {
+void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value) {
   if (vec_ && blocks_.size() == vec_->block + 2 && !idx.empty() && render_key(idx.back()) == render_key(vec_->elem)) {
     bool row = true;
     for (size_t k = 0; k + 1 < idx.size(); ++k) {
@@ -302,7 +299,7 @@ inline void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>
 }
 
 // A loop of the row's own statements: its iterations split between the row's threads.
-inline void KernelBuilder::coop_loop(const lir::Stmt& s) {
+void KernelBuilder::coop_loop(const lir::Stmt& s) {
   const int n = knobs_.coop_threads;
   bool carries =
       std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
@@ -322,8 +319,7 @@ inline void KernelBuilder::coop_loop(const lir::Stmt& s) {
 }
 
 // combine(a, b) of two carriers, field by field from the old values.
-inline std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const std::vector<K>& a,
-                                                  const std::vector<K>& b) {
+std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b) {
   std::map<std::string, K> env;
   for (size_t i = 0; i < spec.fields.size(); ++i) {
     env["a." + spec.fields[i]] = a[i];
@@ -340,8 +336,8 @@ inline std::vector<K> KernelBuilder::combine_pair(const CarrierSpec& spec, const
 // rather than combined: the identity is two-sided, so this changes nothing but keeps
 // combine(identity, identity) away (online softmax's -inf - -inf would give NaN). The
 // carrier, then whether either share had an element.
-inline std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
-                                                    const std::vector<K>& b, const K& b_has) {
+std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                             const std::vector<K>& b, const K& b_has) {
   std::vector<K> both = combine_pair(spec, a, b);
   std::vector<K> out;
   for (size_t i = 0; i < spec.fields.size(); ++i)
@@ -354,8 +350,8 @@ inline std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, con
 // its ranges in sequence: butterflies (xor 1, 2, 4...) where the lower lane's value is the
 // left operand, then (more than one warp a row) the warps' results through shared memory,
 // in warp order. Every thread of the row ends with the whole row's carrier.
-inline void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec,
-                                        const std::vector<K>& carrier, const K& has) {
+void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier,
+                                 const K& has) {
   const int n = knobs_.coop_threads;
   const ScalarType I = ScalarType::I64;
   emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
@@ -417,7 +413,7 @@ inline void KernelBuilder::coop_combine(const std::string& monoid, const Carrier
 
 // v of the lane `mask` away (xor) in the warp: shfl.bfly for 32-bit values, 16-bit floats and
 // predicates through f32 and i32, i64 as two 32-bit words, f64 by its own table row.
-inline K KernelBuilder::shuffle_xor(const K& value, int mask) {
+K KernelBuilder::shuffle_xor(const K& value, int mask) {
   const ScalarType t = value.type;
   auto one = [&](kir::IntrinsicId id, const K& v) {
     std::string out = fresh("shfl");

@@ -1,0 +1,384 @@
+// The kernel builder shared by the scalar tier (scalar.cpp, cooperative rows in coop.cpp) and
+// the tensor-core tier (mma/): expression lowering (builder.cpp), monoid terms and carriers
+// (reduce.cpp), and register scopes. Internal to the lower layer.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "algebra/from_ast.hpp"
+#include "algebra/laws.hpp"
+#include "ir/ieee_rules.hpp"
+#include "ir/intrinsics.hpp"
+#include "lower/monoid_table.hpp"
+#include "lower/passes.hpp"
+#include "lower/regroup_laws.hpp"
+#include "support/diagnostics.hpp"
+
+namespace emmy::lower::detail {
+
+using algebra::Term;
+using algebra::TermOp;
+using kir::ScalarType;
+using tir::Expr;
+using K = kir::Expr;
+
+// Arithmetic on 16-bit floats runs in f32 and rounds once at the end, as the GPU does it.
+inline constexpr double kLog2e = 1.4426950408889634;  // FAST_EXP: exp(x) = exp2(x * log2 e)
+
+inline ScalarType compute_type(ScalarType t) {
+  return t == ScalarType::F16 || t == ScalarType::BF16 ? ScalarType::F32 : t;
+}
+
+inline ScalarType wider(ScalarType a, ScalarType b) {
+  if (kir::is_float(a) || kir::is_float(b)) {
+    if (a == ScalarType::F64 || b == ScalarType::F64) return ScalarType::F64;
+    return ScalarType::F32;
+  }
+  if (a == ScalarType::Pred && b == ScalarType::Pred) return ScalarType::Pred;
+  return ScalarType::I64;
+}
+
+// A literal converted to an integer as a C cast would on the GPU (cvt.rzi): toward zero,
+// saturated, NaN to 0 — never the undefined behaviour of an out-of-range conversion.
+inline int64_t saturated_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+inline K as(K e, ScalarType t) {
+  if (e.type == t) return e;
+  if (t == ScalarType::Pred && e.type != ScalarType::Pred)
+    return kir::binary(kir::BinOp::Ne, e, kir::is_float(e.type) ? kir::cf(0, e.type) : kir::ci(0, e.type));
+  if (e.kind == K::Kind::Const)
+    return kir::is_float(t) ? kir::cf(e.fval, t) : kir::ci(kir::is_float(e.type) ? saturated_int(e.fval) : e.ival, t);
+  return kir::cast(std::move(e), t);
+}
+
+inline K arith(kir::BinOp op, K a, K b, ScalarType result) {
+  ScalarType ct = compute_type(result);
+  return as(kir::binary(op, as(std::move(a), ct), as(std::move(b), ct)), result);
+}
+
+struct UnaryRow {
+  std::string_view name;
+  kir::UnOp op;
+};
+inline constexpr UnaryRow kUnaryCalls[] = {
+    {"exp", kir::UnOp::Exp},   {"exp2", kir::UnOp::Exp2},       {"log", kir::UnOp::Log},
+    {"sqrt", kir::UnOp::Sqrt}, {"rsqrt", kir::UnOp::Rsqrt},     {"tanh", kir::UnOp::Tanh},
+    {"erf", kir::UnOp::Erf},   {"sigmoid", kir::UnOp::Sigmoid}, {"abs", kir::UnOp::Abs}};
+struct BinaryRow {
+  std::string_view spelling;
+  kir::BinOp op;
+};
+inline constexpr BinaryRow kBinaryOps[] = {{"+", kir::BinOp::Add},   {"-", kir::BinOp::Sub},  {"*", kir::BinOp::Mul},
+                                           {"/", kir::BinOp::Div},   {"%", kir::BinOp::Rem},  {"max", kir::BinOp::Max},
+                                           {"min", kir::BinOp::Min}, {"<", kir::BinOp::Lt},   {"<=", kir::BinOp::Le},
+                                           {">", kir::BinOp::Gt},    {">=", kir::BinOp::Ge},  {"==", kir::BinOp::Eq},
+                                           {"!=", kir::BinOp::Ne},   {"&&", kir::BinOp::And}, {"||", kir::BinOp::Or}};
+struct TermRow {
+  TermOp term;
+  kir::BinOp op;
+};
+inline constexpr TermRow kTermBinary[] = {
+    {TermOp::Add, kir::BinOp::Add}, {TermOp::Sub, kir::BinOp::Sub}, {TermOp::Mul, kir::BinOp::Mul},
+    {TermOp::Div, kir::BinOp::Div}, {TermOp::Max, kir::BinOp::Max}, {TermOp::Min, kir::BinOp::Min},
+    {TermOp::Lt, kir::BinOp::Lt},   {TermOp::Le, kir::BinOp::Le},   {TermOp::Gt, kir::BinOp::Gt},
+    {TermOp::Ge, kir::BinOp::Ge},   {TermOp::Eq, kir::BinOp::Eq},   {TermOp::Ne, kir::BinOp::Ne},
+    {TermOp::And, kir::BinOp::And}, {TermOp::Or, kir::BinOp::Or}};
+
+inline std::optional<kir::BinOp> binop_of(std::string_view spelling) {
+  for (const BinaryRow& r : kBinaryOps)
+    if (r.spelling == spelling) return r.op;
+  return std::nullopt;
+}
+
+inline K binop(kir::BinOp op, K a, K b, ScalarType result) {
+  if (kir::is_comparison(op) && op != kir::BinOp::And && op != kir::BinOp::Or) {
+    ScalarType ct = compute_type(wider(a.type, b.type));
+    return kir::binary(op, as(std::move(a), ct), as(std::move(b), ct));
+  }
+  if (op == kir::BinOp::And || op == kir::BinOp::Or)
+    return kir::binary(op, as(std::move(a), ScalarType::Pred), as(std::move(b), ScalarType::Pred));
+  return arith(op, std::move(a), std::move(b), result);
+}
+
+// A reduction's carrier: one register per field (a vector field: one element of it).
+struct Carrier {
+  std::vector<std::string> fields;
+  std::vector<K> values;
+  const K& at(const std::string& field) const {
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (fields[i] == field) return values[i];
+    internal_error(__FILE__, __LINE__, fmt::format("no carrier field '{}'", field));
+  }
+};
+
+// One chunk of V elements of a split axis in the vector path: the loads it shares between
+// its elements and the stores it gathers into one vector store each. At namespace scope: a
+// nested class with member initializers cannot be default-constructed inside its enclosing
+// class (clang).
+struct VecChunk {
+  size_t block = 0;  // index in blocks_ of the chunk's body, where its vector loads go
+  K base;            // the chunk's first element index
+  K elem;            // the current element's index (base + u)
+  int u = 0;
+  // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
+  // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
+  struct Access {
+    std::vector<std::string> arrays;
+    int width = 1;
+    std::string tensor;
+    K index;
+  };
+  std::map<std::string, Access> loads;   // tensor + row -> its vector loads
+  std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
+};
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs)
+      : p_(program), checked_(checked), knobs_(knobs) {}
+
+  kir::Program run();
+
+  // ---- what the tiers build with (the tensor-core tier in mma/ too) ------------------------
+  // Names and scopes.
+  std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, ++counter_); }
+
+  // A register named after a tensor or an index, unless a parameter already has the name
+  // (matmul's tensor b and an index b): then with a trailing underscore.
+  std::string unclashed(std::string name) const;
+
+  struct Scope {
+    std::map<std::string, K> index;       // index variable -> value
+    std::map<std::string, K> regs;        // Reg name -> value
+    std::map<std::string, Carrier> memo;  // reductions already computed in this block
+    std::map<std::string, K> cse;         // expensive subexpressions already in a register
+    std::map<std::string, K> reciprocal;  // a float divisor (rendered) -> the register holding 1 / it
+  };
+
+  void emit(kir::Stmt s) { blocks_.back()->push_back(std::move(s)); }
+
+  template <class F>
+  std::vector<kir::Stmt> nested(F&& body) {
+    std::vector<kir::Stmt> out;
+    blocks_.push_back(&out);
+    scopes_.push_back({});
+    body();
+    scopes_.pop_back();
+    blocks_.pop_back();
+    return out;
+  }
+
+  const K* find_index(const std::string& name) const;
+  // The innermost scope, and a scope pushed and popped around a tier's own emission.
+  Scope& scope() { return scopes_.back(); }
+  void push_scope() { scopes_.push_back({}); }
+  void pop_scope() { scopes_.pop_back(); }
+  // Starts a kernel body: `body` is the only block, under one empty scope.
+  void begin_body(std::vector<kir::Stmt>& body) {
+    blocks_ = {&body};
+    scopes_ = {{}};
+  }
+  // The statements of the block being emitted.
+  const std::vector<kir::Stmt>& block() const { return *blocks_.back(); }
+
+  // A value computed once per block (in a register), and a named register.
+  K shared(K value);
+
+  // A register initialized to `value`, in the current block; returns its value.
+  K let(const std::string& name, K value);
+
+  // Sizes, addresses and expressions.
+  static K size_value(const std::string& size);
+
+  K linear_index(const tir::Tensor& t, const std::vector<K>& idx) const;
+
+  bool in_global(const std::string& name) const;
+
+  K lower(const Expr& e);
+
+  // The definition of an intermediate at the read's indices, its own axes renamed fresh.
+  Expr inline_def(const Expr& e);
+  static std::string render_key(const K& e);  // an expression as a memo key
+  void stmt(const lir::Stmt& s);              // a loop-IR statement
+  // exp(x); with FAST_EXP=1 on an f32 value, exp2(x * log2 e) as ex2.approx.ftz: one multiply
+  // and one MUFU.EX2 instead of expf's range reduction (within a few ulp of it; results below
+  // 2^-126 flush to 0, which a softmax weight that small never notices).
+  K exp_value(K x) const;
+
+  bool coop_on() const { return knobs_.coop_threads > 1; }
+
+  // What the builder lowers, and the regroupings that rely on assumed laws (W053).
+  const lir::Program& loops() const { return p_; }
+  const CheckedProgram& checked() const { return checked_; }
+  const Knobs& knobs() const { return knobs_; }
+  std::vector<Warning>& law_warnings() { return law_warnings_; }
+
+ private:
+  std::vector<Scope> scopes_;
+  std::vector<std::vector<kir::Stmt>*> blocks_;
+
+  // The tensor-core tier (mma/): fills `out`'s launch shape and body when the kernel's
+  // contractions fit the knobs' mma atom; else false with `why`.
+  bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
+
+  // op(x), every exp through exp_value (the one place FAST_EXP acts); an exp or exp2 of a
+  // difference takes it as kir::exp_difference (-inf - -inf is -inf there: ir/ieee_rules.hpp).
+  K unary_value(kir::UnOp op, K x);
+
+  // ---- names and scopes (the builder's own) -----------------------------------------------
+  const K* find_reg(const std::string& name) const;
+  const Carrier* find_memo(const std::string& key) const;
+
+  // An expensive value computed once per block: the combine of a carrier repeats
+  // max(a.m, b.m) and exp(a.m - n) in every field, and must not pay for them each time.
+  // A divisor whose reciprocal a tier computed once (a row's normalizer, divided into every
+  // element of the row): x / d becomes x * (1 / d).
+  const K* find_reciprocal(const K& divisor) const;
+
+  K call(const Expr& e, ScalarType t);
+
+  K read(const Expr& e);
+
+  // Reads of a register statement by its own index variables (the thread's row).
+  bool is_own_row(const Expr& e) const;
+
+  Expr fresh_axes(const Expr& e);
+
+  Carrier record(const Expr& e, const std::optional<K>& elem);
+
+  // ---- reductions -------------------------------------------------------------------------
+  static std::string result_field(const Expr& e);
+
+  MonoidLowering monoid_of(const Expr& e);
+
+  Carrier reduce(const Expr& e, const std::optional<K>& elem);
+
+  static std::vector<std::string> axis_list(const std::vector<tir::Axis>& axes);
+
+  static std::string axes_names(const std::vector<tir::Axis>& axes);
+
+  // Nested loops over `axes` (outermost first) around `body`, as statements.
+  template <class F>
+  std::vector<kir::Stmt> axis_loops(const std::vector<tir::Axis>& axes, F&& body, size_t k = 0) {
+    std::vector<kir::Stmt> out;
+    if (k == axes.size()) return out;
+    const tir::Axis& a = axes[k];
+    // A reduction axis named like an enclosing loop's variable (softmax's c, reduced inside
+    // the loop over c that stores y) gets a fresh name instead of shadowing it.
+    std::string loop_var = find_index(a.name) ? fresh(a.name) : unclashed(a.name);
+    std::vector<kir::Stmt> inner = nested([&] {
+      scopes_.back().index[a.name] = kir::var({loop_var}, ScalarType::I64);
+      if (k + 1 == axes.size())
+        body();
+      else
+        for (kir::Stmt& s : axis_loops(axes, body, k + 1)) emit(std::move(s));
+    });
+    out.push_back(
+        kir::for_loop(loop_var, ScalarType::I64, kir::ci(0, ScalarType::I64), size_value(a.size), std::move(inner)));
+    return out;
+  }
+
+  // The lifted element: field -> value, for the current point of the reduction.
+  std::map<std::string, K> lift(const Expr& e, const MonoidLowering& m, const K& vector_elem);
+
+  // v[b, h, j, :] at element `elem`: the slice replaced by the element index.
+  Expr with_elem(const Expr& e, const K& elem);
+
+  // carrier <- combine(carrier, lifted), every field from the old values.
+  // With `has` (the fold starts from its first element): the lifted value itself until has.
+  void combine_into(Carrier& c, const MonoidLowering& m, const std::map<std::string, K>& lifted,
+                    const std::optional<K>& has = std::nullopt);
+
+  // exp(x - max(..., x, ...)), online softmax's rescale: the maximum n is never below x, so
+  // -inf - -inf arises only where n is -inf, and n replaced by 0 there (once, shared by every
+  // exp against it) is the exp of a difference's rule at one select a carrier, not one an exp.
+  std::optional<K> exp_below_max(const Term& d, const std::map<std::string, K>& env, ScalarType hint);
+
+  // A term of the monoid as a kernel expression; `hint` types constants and infinities.
+  K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);
+
+  // ---- loop IR statements -----------------------------------------------------------------
+
+  // A split reduction's partial combined into its accumulator (REDUCE=g<N>a).
+  static kir::Stmt atomic_store(const lir::Stmt& s, const tir::Tensor& t, K index, K value);
+
+  // `start`/`threads`: COOP's register tiles, strided over the row's threads.
+  void loop(const lir::Stmt& s, std::optional<K> start = std::nullopt, int threads = 1);
+
+  // Inside a tile: per-tile carrier registers read as element u.
+  void bind_tile_element(int u);
+
+  void fold(const lir::Stmt& s, int tile);
+
+  // The tile element u's index, clamped into the axis so its loads stay in bounds.
+  void bind_clamped(int u);
+
+  // ---- kernels ----------------------------------------------------------------------------
+  kir::Kernel kernel(const lir::Kernel& k, kir::Program& program);
+
+  // Parameters: the buffers the body touches, in program order, then every size.
+  static void collect_params(kir::Kernel& k, const kir::Program& program);
+
+  const lir::Program& p_;
+  const CheckedProgram& checked_;
+  const Knobs& knobs_;
+  int counter_ = 0;
+  int widen_half_ = 0;
+  bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
+  int tile_ = 1;
+  K tile_base_, tile_size_;
+  std::string tile_axis_;
+  std::map<std::string, std::pair<std::string, ScalarType>> tile_arrays_;
+
+  // ---- COOP=t<N>[/v<V>]: cooperative rows and vector accesses (coop.cpp) -------------
+  // A carrier's fields, types and proved identity and combine (over a.<field>, b.<field>).
+  struct CarrierSpec {
+    std::vector<std::string> fields;
+    std::vector<ScalarType> types;
+    std::vector<Term> identity, combine;
+  };
+  bool coop_top() const { return coop_on() && !coop_inner_; }
+  void coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total);
+  void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
+                   const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
+  void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
+  void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
+  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
+  std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                const std::vector<K>& b, const K& b_has);
+  std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
+  const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);
+  void coop_loop(const lir::Stmt& s);
+  void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
+  std::optional<K> vec_read(const Expr& e);
+  bool row_invariant(const Expr& e) const;
+  bool vec_stride_ok(const tir::Tensor& t);
+  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix);
+  static K vec_part_index(const VecChunk::Access& a, size_t j);
+  K shuffle_xor(const K& value, int mask);
+
+  bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
+  K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
+  std::set<std::string> coop_axes_;                         // the thread-space axes (a row's index variables)
+  std::map<std::string, MonoidLaws> laws_;                  // by monoid, as the algebra layer proved it
+  std::vector<Warning> law_warnings_;                       // regroupings that rely on assumed laws (W053)
+  std::optional<VecChunk> vec_;
+  std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
+  int vec_used_ = 0;          // vector accesses the current split made
+  std::vector<kir::SharedArray>* shared_ = nullptr;
+};
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,107 @@
+// A contraction and its epilogue (matmul): accumulators over the reduced axis, then the
+// expression around the contraction at every C element.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+void MmaTier::emit_contraction() {
+  const int fm = t_.frag_m, fn = t_.frag_n, steps = std::max(1, t_.k_chunk);
+  // Fresh names: the op's own registers (an epilogue's `acc`) must not shadow them.
+  const std::string acc = b_.fresh("acc"), af = b_.fresh("a_frag"), bf = b_.fresh("b_frag");
+  emit(kir::comment(fmt::format("C tile in registers: {} x {} atoms per warp", fm, fn)));
+  emit(kir::decl(acc, F32, kir::cf(0, F32), fm * fn * 4));
+  if (!wgmma()) {
+    emit(kir::decl(af, U32, fm * 4));
+    emit(kir::decl(bf, U32, fn * 2));
+  }
+  const std::string kv = b_.fresh("k0");
+  K ksize = KernelBuilder::size_value(first_.axis.size);
+  const int chunk = steps * kAtomK;
+  std::optional<Slab> sa, sb;
+  if (stage_) {
+    sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
+                   axis_at(first_.axis, i64(0), true), chunk, 0, wgmma());
+    sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
+                   axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_, 0, wgmma());
+    sa->stream = sb->stream = first_.axis.name;
+    EMMY_INTERNAL_ASSERT(!wgmma() || sa->inner.name == first_.axis.name,
+                         "A's slab is not K-major (the plan checks it)");
+  }
+  std::vector<const Slab*> slabs;
+  if (stage_) slabs = {&*sa, &*sb};
+  // wgmma by TMA: the next tile's boxes go under this tile's wgmma batch (the issuing thread
+  // waits for every warp to release the buffer meanwhile); mma.sync issues them first, which
+  // measured faster there (tests/bench/RESULTS.md, "Measurements that were code comments").
+  const bool late = wgmma() && sa && !sa->map.empty() && sb && !sb->map.empty();
+  stream_loop(
+      kv, i64(0), ksize, chunk, slabs, late,
+      [&](const K& k0, const K& buf, const Issue& issue) {
+        if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
+          emit(kir::comment(fmt::format("{} k16 steps: one wgmma each, A and B read from shared memory", steps)));
+          wgmma_fence();
+          for (int s = 0; s < steps; ++s) {  // B's address before A's: one emission order on every compiler
+            BOperand b = b_operand(*sb, buf, first_.axis.name, s);
+            wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
+          }
+          wgmma_done(acc, fm * fn * 4, issue);
+          return;
+        }
+        for (int s = 0; s < steps; ++s) {
+          K kb = add(k0, i64(s * kAtomK));
+          emit(kir::comment(fmt::format("K step {}: fragments from {}, then {} mma", s,
+                                        stage_ ? "shared memory (ldmatrix)" : "global memory", fm * fn)));
+          {  // in the tile's scope: the slabs' per-tile address parts are shared by every step
+            if (stage_) {
+              drain_fragments(
+                  *sa, buf, kir::mma_a_coord, 4, fm, af, 0, warp_rows32_, ci32(0),
+                  [&](int a) {
+                    return std::pair{a * kAtomM, s * kAtomK};
+                  },
+                  sa->outer.name == row_axis_.name);
+              drain_fragments(
+                  *sb, buf, kir::mma_b_coord, 2, fn, bf, 0, ci32(0), warp_cols32_,
+                  [&](int n) {
+                    return std::pair{s * kAtomK, n * kAtomN};
+                  },
+                  sb->outer.name == first_.axis.name);
+            } else {
+              for (int a = 0; a < fm; ++a)
+                load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4,
+                              axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, kb, true));
+              for (int n = 0; n < fn; ++n)
+                load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
+                              axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+            }
+            for (int a = 0; a < fm; ++a)
+              for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);
+          }
+          // Unguarded: a step past the end multiplies zero padding, and straight-line steps let
+          // the compiler load step s + 1's fragments under step s's mma.
+        }
+      },
+      /*barrier_free=*/true);
+  emit(kir::comment("epilogue: each C element at its row and column"));
+  const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
+  const std::optional<StagedOut> staged =
+      staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+  for_each_c(
+      fm, fn,
+      [&](int a, int n, int e, const K& row, const K& col) {
+        std::vector<kir::Stmt> one = b_.nested([&] {
+          b_.scope().index[row_axis_.name] = row;
+          b_.scope().index[col_axis_.name] = col;
+          b_.scope().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
+          for (size_t i = 0; i < kernel_body_.size(); ++i) {
+            lir::Stmt st = kernel_body_[i];
+            if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
+            if (staged && i + 1 == kernel_body_.size()) return stage_element(*staged, b_.lower(st.value), a, n, e);
+            b_.stmt(st);
+          }
+        });
+        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
+      },
+      col0_);
+  if (staged) write_out(*staged, col_block0_, rows, cols);
+}
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,94 @@
+// Stores staged through shared memory: C fragments written to a staging tile, then stored to
+// global memory in coalesced rows.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis,
+                                                      int cols, const std::vector<const Slab*>& slabs) {
+  auto is_store = [](const lir::Stmt& s) { return s.kind == lir::Stmt::Kind::Store; };
+  if (!stage_ || body.empty() || !is_store(body.back()) || std::count_if(body.begin(), body.end(), is_store) != 1 ||
+      !body.back().atomic.empty() || b_.coop_on())
+    return std::nullopt;
+  const lir::Stmt& st = body.back();
+  const tir::Tensor& t = *b_.loops().tensors.find(st.tensor);
+  if (scalar_of(t.dtype) != t_.operand || st.vars.empty() || st.vars.back().name != col_axis ||
+      std::count_if(st.vars.begin(), st.vars.end(), [&](const tir::Axis& v) { return v.name == row_axis_.name; }) != 1)
+    return std::nullopt;
+  // The C lane map: a lane's rows are grp + 8 k and its columns 2 tig (+ 1) within each
+  // 8-column atom, so an element's chunk is its atom's XORed with grp (stage_element); the
+  // XOR stays inside a warp's own chunks (xor_mod divides the warp's chunk count).
+  for (const LaneAffine& c : c_aff_)
+    if (c.row_g != 1 || c.row_t != 0 || c.row0 % 8 != 0 || c.col_g != 0 || c.col0 + 3 * c.col_t >= 8)
+      return std::nullopt;
+  StagedOut so{{}, st.tensor, col_axis, {}, t_.operand, t_.warps_m * rows_per_warp_, cols, 1};
+  const int warp_chunks = (t_.warps_n > 1 ? cols_per_warp_ : cols) / 8;
+  while (so.xor_mod < 8 && warp_chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
+  for (const Slab* slab : slabs)
+    if (slab && slab->elems() * stage_->depth >= int64_t{so.rows} * cols) {
+      so.array = slab->array;
+      for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
+      emit(
+          kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its "
+                                   "place in the block's tile, then the tile out 16 bytes a thread",
+                                   so.tensor, so.array)));
+      return so;
+    }
+  return std::nullopt;
+}
+
+K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
+  using kir::BinOp;
+  K chunk =
+      kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, c, ci32(8)), kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
+  return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
+}
+
+void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e) {
+  const LaneAffine& c = c_aff_[e];
+  K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
+  K lane = hoisted(fmt::format("out_lane{}", c.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
+                                                           add(warp_cols32_, mul(i32(tig_), ci32(c.col_t)))));
+  K at = add(add(lane, ci32((int64_t{a} * kAtomM + c.row0) * so.cols + c.col0)),
+             mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
+  emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
+}
+
+void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols) {
+  emit(kir::barrier());
+  const int per_row = so.cols / 8, chunks = so.rows * per_row, threads = out_->block_threads;
+  const tir::Tensor& t = *b_.loops().tensors.find(so.tensor);
+  const std::string qv = b_.fresh("out_chunk"), vec = b_.fresh("out_vec");
+  K q = kir::var({qv}, ScalarType::I32);
+  std::vector<kir::Stmt> body = b_.nested([&] {
+    K r = let(b_.fresh("out_row"), kir::binary(kir::BinOp::Div, q, ci32(per_row)));
+    K c = let(b_.fresh("out_col"), mul(kir::binary(kir::BinOp::Rem, q, ci32(per_row)), ci32(8)));
+    K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_c"), add(col0, as(c, I64)));
+    std::vector<K> idx;
+    for (const std::string& v : so.vars)
+      idx.push_back(v == row_axis_.name ? row : v == so.col_axis ? col : *b_.find_index(v));
+    K at = let(b_.fresh("out_at"), b_.linear_index(t, idx));
+    K from = let(b_.fresh("out_from"), staged_at(so, r, c));
+    K whole = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(col, i64(8)), cols),
+                          kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, at, i64(8)), i64(0)));
+    std::vector<kir::Stmt> vector = b_.nested([&] {
+      emit(kir::decl(vec, so.type, 8));
+      emit(kir::vec_load(vec, so.type, 8, so.array, from, kir::Space::Shared));
+      emit(kir::vec_store(so.tensor, at, vec, so.type, 8));
+    });
+    std::vector<kir::Stmt> scalar = b_.nested([&] {
+      for (int u = 0; u < 8; ++u)
+        emit(kir::if_then(lt(add(col, i64(u)), cols),
+                          {kir::store(kir::Space::Global, so.tensor, add(at, i64(u)),
+                                      kir::load(kir::Space::Shared, so.array, add(from, ci32(u)), so.type))}));
+    });
+    emit(kir::if_then(lt(row, rows), {kir::if_then(whole, std::move(vector), std::move(scalar))}));
+  });
+  kir::Stmt loop =
+      kir::for_loop(qv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(body));
+  loop.step = threads;
+  emit(std::move(loop));
+  emit(kir::barrier());  // the slab is the next pass's (another register tile's) ring again
+}
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,539 @@
+// A fold of a max-rescaled sum whose key is a contraction (the online softmax): scores on the
+// tensor cores, key bounds and masks, the per-tile update, and the fold's results.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+void MmaTier::emit_fold(kir::Program& program) {
+  const lir::Stmt& fold = *fold_;
+  const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
+  const int bound = ks * kAtomK;
+  program.limits.push_back({first_.axis.size, bound,
+                            fmt::format("{}'s fragments are kept in registers, {} k-steps of 16 deep (k{} of TILE); "
+                                        "raise k to cover {} (k{} covers {})",
+                                        first_.row.name, ks, ks, first_.axis.size, 2 * ks, 2 * bound)});
+  const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
+                    pf = b_.fresh("p_frag"), sc = b_.fresh("score");
+  const K rows = KernelBuilder::size_value(row_axis_.size);
+  // The keys this block folds: the whole axis, or a split's range (REDUCE), uniform per block.
+  K keys_lo = fold.range.empty() ? i64(0) : let(b_.fresh("keys_lo"), as(b_.lower(fold.range[0]), I64));
+  K keys = fold.range.empty() ? KernelBuilder::size_value(fold.axis.size)
+                              : let(b_.fresh("keys_hi"), as(b_.lower(fold.range[1]), I64));
+  // A predicate comparing the key with the row (causal: j <= i) bounds the keys any row of
+  // this block folds: blocks of keys masked for every row are never loaded nor computed.
+  const std::optional<KeyBound>& key_limit = key_limit_;
+  if (key_limit) {
+    const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+    K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
+    K edge = add(key_limit->upper ? last_row : first_row, i64(key_limit->offset));
+    emit(kir::comment(
+        fmt::format("the fold's predicate {} bounds the keys of this block's rows", tir::print_expr(fold.where[0]))));
+    if (key_limit->upper)
+      keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
+    else
+      keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
+  }
+  scale_ = key_scale(fold);
+  const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
+  // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
+  // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
+  // With wgmma, Q waits in a swizzled slab that the score wgmma read through descriptors (A
+  // from shared memory: no registers, and one coalesced copy instead of per-lane loads).
+  const bool q_regs = !wgmma() && (!stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget);
+  std::optional<Slab> qslab;
+  if (q_regs) {
+    emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
+                                  first_.row.name, fold.axis.name, ks)));
+    emit(kir::decl(qf, U32, fm * ks * 4));
+    for (int a = 0; a < fm; ++a)
+      for (int s = 0; s < ks; ++s)
+        load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4,
+                      axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                      axis_at(first_.axis, i64(s * kAtomK), true));
+  } else {
+    if (wgmma())
+      emit(
+          kir::comment(fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, read by the "
+                                   "scores' wgmma through descriptors",
+                                   first_.row.name, fold.axis.name)));
+    else
+      emit(kir::comment(
+          fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
+                      "fragments re-read each block (registers: {} with them kept, over {})",
+                      first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true), kFragmentRegBudget)));
+    const int rows_per_block = t_.warps_m * rows_per_warp_;
+    qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
+                      axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
+    EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name,
+                         "the row slab is not K-major (the plan checks it)");
+    fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
+         qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
+    commit();
+    if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
+  }
+  auto tile_body = [&](const K& tile0) {
+    // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
+    // field as C fragments over the tile.
+    emit(kir::comment(fmt::format("carrier ({}) through the proved monoid {}, per row of the warp's {} rows",
+                                  field_names(), fold.monoid, rows_per_warp_)));
+    std::vector<std::string> carrier(fold.fields.size());
+    for (size_t f = 0; f < fold.fields.size(); ++f) {
+      carrier[f] = b_.fresh("run_" + fold.fields[f].name);
+      ScalarType t = scalar_of(fold.fields[f].dtype);
+      if (f == value_field_ && value_read_) {
+        emit(kir::decl(carrier[f], F32, kir::cf(0, F32), fm * ne * 4));
+        continue;
+      }
+      if (is_flag(f)) continue;
+      double init = f == rescaled_.key ? -std::numeric_limits<double>::infinity() : 0.0;
+      EMMY_INTERNAL_ASSERT(t == F32, "a carrier field that is not f32 (the plan checks it)");
+      emit(kir::decl(carrier[f], F32, kir::cf(init, F32), fm * 2));
+    }
+    // wgmma reads B from shared memory, and every P fragment of the block stays live until
+    // the batch of P @ V completes.
+    if (!wgmma()) emit(kir::decl(kf, U32, fn * 2));
+    emit(kir::decl(pf, U32, wgmma() ? fm * 4 * (fn / 2) : fm * 4));
+    if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * ne));
+    const std::string jv = b_.fresh(fold.axis.name + "0");
+    const int chunk = fn * kAtomN;
+    std::vector<const Slab*> slabs;
+    if (stage_) {
+      kslab_ = make_slab(b_.fresh("col_tile"), first_.col, axis_at(fold.axis, i64(0), false), chunk,
+                         axis_at(first_.axis, i64(0), true), bound, 0, wgmma());
+      kslab_->stream = fold.axis.name;
+      slabs.push_back(&*kslab_);
+      if (value_read_) {
+        vslab_ = make_slab(b_.fresh("val_tile"), *value_read_, axis_at(fold.axis, i64(0), true), chunk,
+                           axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile, 0, wgmma());
+        vslab_->stream = fold.axis.name;
+        slabs.push_back(&*vslab_);
+      }
+    }
+    stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
+      // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
+      // rows, needs no mask: only the ragged last block and the diagonal ones do.
+      std::optional<K> interior;
+      if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
+      if (key_limit) {
+        // Per warp, or per warpgroup with wgmma (whose warps must take the same branch).
+        const K& rows0 = wgmma() ? group_row0_ : row0_;
+        const int64_t span = wgmma() ? 4 * rows_per_warp_ : rows_per_warp_;
+        K visible = key_limit->upper
+                        ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(key_limit->offset)))
+                        : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + key_limit->offset)));
+        interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
+      }
+      auto block_math = [&](bool masked) {
+        emit(kir::comment(
+            fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
+        emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
+        if (wgmma()) {
+          wgmma_fence();
+          for (int s = 0; s < ks; ++s) {
+            BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
+            wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
+          }
+          wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
+        }
+        for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
+          if (stage_)
+            drain_fragments(
+                *kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
+                [&](int n) {
+                  return std::pair{s * kAtomK, n * kAtomN};
+                },
+                kslab_->outer.name == first_.axis.name);
+          else
+            for (int n = 0; n < fn; ++n)
+              load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
+                            axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+          if (qslab)
+            drain_fragments(
+                *qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
+                [&](int a) {
+                  return std::pair{a * kAtomM, s * kAtomK};
+                },
+                qslab->outer.name == row_axis_.name);
+          for (int a = 0; a < fm; ++a)
+            for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
+        }
+        if (!wgmma()) issue();
+        // Each score element: the key field's lift around the contraction, -inf where the
+        // key is past the end or the fold's predicate excludes it.
+        emit(kir::comment(fmt::format(
+            "lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
+            masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate", fold.axis.size) : "",
+            scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
+        // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
+        // absent or the key bound (col - row against a constant): per block two differences, per
+        // element two compares with constants, not each element's 64-bit indices. (The mma.sync
+        // folds keep the indices: f2x8 has no register left for the lane parts.)
+        std::optional<BlockMask> bm;
+        if (wgmma() && masked && (fold.where.empty() || key_limit)) bm = block_mask(j0, keys, chunk, key_limit);
+        if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
+          for_each_c(
+              fm, fn,
+              [&](int a, int n, int e, const K& row, const K& col) {
+                K slot = elem(sc, c_index(a, n, e, fn), F32);
+                b_.push_scope();
+                bind(axis_at(row_axis_, {}, false), row);
+                bind(axis_at(fold.axis, {}, false), col);
+                b_.scope().regs[std::string(kContracted)] = slot;
+                K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
+                K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
+                if (!bm && !fold.where.empty())
+                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                b_.pop_scope();
+                emit(kir::assign(
+                    slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
+              },
+              j0);
+        emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
+      };
+      // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
+      // copy of the block's math without the mask: one basic block the compiler schedules whole.
+      if (interior)
+        emit(kir::if_then(*interior, b_.nested([&] { block_math(false); }), b_.nested([&] { block_math(true); })));
+      else
+        block_math(true);
+    });
+    emit_fold_results(carrier, fm, ne, tile0, rows);
+  };
+  if (!tile_loop_) return tile_body(i64(0));
+  const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
+  std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(kir::var({ev}, I64)); });
+  kir::Stmt f = kir::for_loop(ev, I64, i64(0), KernelBuilder::size_value(tile_loop_->axis.size), std::move(tiles));
+  f.step = tile_loop_->tile;
+  emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
+  emit(std::move(f));
+}
+
+int MmaTier::fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) {
+  return fm * 4 * (keep_rows ? ks : 1) + fm * fn * 4 + fm * ne * 4 + 2 * fn + fm * 4 + 2 * ne;
+}
+
+std::optional<MmaTier::KeyBound> MmaTier::key_bound(const lir::Stmt& fold) const {
+  if (fold.where.size() != 1) return std::nullopt;
+  const Expr& w = fold.where[0];
+  if (w.kind != Expr::Kind::Binary) return std::nullopt;
+  auto offset_of = [](const Expr& e, const std::string& axis) -> std::optional<int64_t> {
+    if (e.kind == Expr::Kind::Index && e.name == axis) return 0;
+    if (e.kind != Expr::Kind::Binary || (e.op != "+" && e.op != "-") || e.args.size() != 2) return std::nullopt;
+    const Expr &a = e.args[0], &b = e.args[1];
+    auto whole = [](const Expr& c) { return c.kind == Expr::Kind::Const && c.value == std::floor(c.value); };
+    if (a.kind == Expr::Kind::Index && a.name == axis && whole(b))
+      return static_cast<int64_t>(e.op == "+" ? b.value : -b.value);
+    if (e.op == "+" && b.kind == Expr::Kind::Index && b.name == axis && whole(a)) return static_cast<int64_t>(a.value);
+    return std::nullopt;
+  };
+  std::string op = w.op;
+  const Expr *key = &w.args[0], *row = &w.args[1];
+  if (!offset_of(*key, fold.axis.name) || *offset_of(*key, fold.axis.name) != 0) {
+    std::swap(key, row);
+    static const std::map<std::string, std::string> flip{{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
+    auto it = flip.find(op);
+    if (it == flip.end()) return std::nullopt;
+    op = it->second;
+  }
+  std::optional<int64_t> k = offset_of(*key, fold.axis.name), c = offset_of(*row, row_axis_.name);
+  if (!k || *k != 0 || !c) return std::nullopt;
+  if (op == "<=") return KeyBound{true, *c + 1};
+  if (op == "<") return KeyBound{true, *c};
+  if (op == ">=") return KeyBound{false, *c};
+  if (op == ">") return KeyBound{false, *c + 1};
+  return std::nullopt;
+}
+
+std::string MmaTier::field_names() const {
+  std::vector<std::string> n;
+  for (const lir::CarrierField& f : fold_->fields) n.push_back(f.name);
+  return fmt::format("{}", fmt::join(n, ", "));
+}
+
+MmaTier::BlockMask MmaTier::block_mask(const K& j0, const K& keys, int chunk, const std::optional<KeyBound>& bound) {
+  constexpr int64_t kClamp = int64_t{1} << 30;
+  K room =
+      let(b_.fresh("key_room"), i32(kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Sub, keys, j0), i64(chunk))));
+  K diag = ci32(0);
+  if (bound) {
+    K d = kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Sub, j0, row0_), i64(bound->offset));
+    d = kir::binary(kir::BinOp::Max, kir::binary(kir::BinOp::Min, d, i64(kClamp)), i64(-kClamp));
+    diag = let(b_.fresh("key_diag"), i32(d));
+  }
+  return {room, diag};
+}
+
+K MmaTier::element_mask(const BlockMask& m, int a, int n, int e, const std::optional<KeyBound>& bound) {
+  const LaneAffine& c = c_aff_[e];
+  auto lane_part = [&](const char* name, int g, int t) {
+    K v = ci32(0);
+    if (g) v = add(v, mul(i32(grp_), ci32(g)));
+    if (t) v = add(v, mul(i32(tig_), ci32(t)));
+    return g || t ? hoisted(name, v) : v;
+  };
+  K dcol = add(lane_part("lane_col", c.col_g, c.col_t), ci32(n * kAtomN + c.col0));
+  K ok = lt(dcol, m.room);
+  if (!bound) return ok;
+  K drow = add(lane_part("lane_row", c.row_g, c.row_t), ci32(int64_t{a} * kAtomM + c.row0));
+  K side = add(kir::binary(kir::BinOp::Sub, dcol, drow), m.diag);
+  K kept = bound->upper ? lt(side, ci32(0)) : kir::binary(kir::BinOp::Ge, side, ci32(0));
+  return kir::binary(kir::BinOp::And, ok, kept);
+}
+
+K MmaTier::tree(std::vector<K> v, kir::BinOp op) {
+  while (v.size() > 1) {
+    std::vector<K> next;
+    for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(kir::binary(op, v[i], v[i + 1]));
+    if (v.size() % 2) next.push_back(v.back());
+    v = std::move(next);
+  }
+  return v.front();
+}
+
+std::optional<K> MmaTier::key_scale(const lir::Stmt& fold) {
+  b_.push_scope();
+  bind(axis_at(row_axis_, {}, false), i64(0));
+  bind(axis_at(fold.axis, {}, false), i64(0));
+  K raw = kir::var({std::string(kContracted)}, F32);
+  b_.scope().regs[std::string(kContracted)] = raw;
+  K v = as(b_.lower(first_.around), F32);
+  b_.pop_scope();
+  auto is_raw = [&](const K& x) { return x.kind == K::Kind::Var && x.reg == raw.reg; };
+  auto scale_ok = [&](const K& x) {
+    return kir::launch_invariant(x) && kir::positive_for_every_launch(x, b_.loops().tensors.sizes);
+  };
+  if (v.kind != K::Kind::Binary) return std::nullopt;
+  if (v.bin == kir::BinOp::Div && is_raw(v.args[0]) && scale_ok(v.args[1]))  // raw / s = raw * (1 / s)
+    return hoist_invariants(kir::binary(kir::BinOp::Div, kir::cf(1, F32), v.args[1]));
+  if (v.bin != kir::BinOp::Mul) return std::nullopt;
+  for (int side = 0; side < 2; ++side)
+    if (is_raw(v.args[side]) && scale_ok(v.args[1 - side])) return hoist_invariants(v.args[1 - side]);
+  return std::nullopt;
+}
+
+void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
+                                 const std::string& pf, const std::string& vf, const K& j0, const K& tile0,
+                                 const K& buf) {
+  const lir::Stmt& fold = *fold_;
+  const std::string& mrun = carrier[rescaled_.key];
+  const double ninf = -std::numeric_limits<double>::infinity();
+  emit(kir::comment("row maxima of the block, across the lanes sharing a row; the carrier's new key"));
+  std::vector<K> alpha(fm * 2), use(fm * 2);
+  for (int a = 0; a < fm; ++a)
+    for (int r = 0; r < 2; ++r) {
+      std::vector<K> row;
+      for (int n = 0; n < fn; ++n)
+        for (int e = 0; e < 4; ++e)
+          if (slot_of(e) == r) row.push_back(elem(sc, c_index(a, n, e, fn), F32));
+      K mx = let(b_.fresh("row_max"), tree(std::move(row), kir::BinOp::Max));
+      row_allreduce(mx, kir::BinOp::Max);
+      if (scale_) emit(kir::assign(mx.reg, mul(mx, *scale_)));
+      K old = elem(mrun, a * 2 + r, F32);
+      K mnew = let(b_.fresh("key_new"), kir::binary(kir::BinOp::Max, old, mx));
+      // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
+      use[a * 2 + r] = let(b_.fresh("key_use"),
+                           kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)), kir::cf(0, F32), mnew));
+      alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(old, use[a * 2 + r]));
+      if (fast_exp()) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
+      emit(kir::assign({mrun, a * 2 + r}, mnew));
+    }
+  emit(kir::comment("p = exp(score - key) in place"));
+  for (int a = 0; a < fm; ++a)
+    for (int n = 0; n < fn; ++n)
+      for (int e = 0; e < 4; ++e) {
+        K s = elem(sc, c_index(a, n, e, fn), F32);
+        K x = fast_exp()
+                  ? mul(s, scale_ ? hoisted("scale_log2", mul(*scale_, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
+              : scale_ ? mul(s, *scale_)
+                       : s;
+        K p = kir::unary(fast_exp() ? kir::UnOp::Exp2Ftz : kir::UnOp::Exp,
+                         kir::binary(kir::BinOp::Sub, x, use[a * 2 + slot_of(e)]));
+        emit(kir::assign(s.reg, p));
+      }
+  for (size_t f : rescaled_.weighted) {
+    if (f == value_field_ && value_read_) continue;
+    const lir::CarrierField& field = fold.fields[f];
+    emit(kir::comment(
+        fmt::format("{} <- {} * rescale + sum of p * {}", field.name, field.name, tir::print_expr(field.lift))));
+    std::vector<std::vector<K>> terms(fm * 2);
+    for_each_c(
+        fm, fn,
+        [&](int a, int n, int e, const K& row, const K& col) {
+          b_.push_scope();
+          bind(axis_at(row_axis_, {}, false), row);
+          bind(axis_at(fold.axis, {}, false), col);
+          K w = as(b_.lower(field.lift), F32);
+          b_.pop_scope();
+          K p = elem(sc, c_index(a, n, e, fn), F32);
+          terms[a * 2 + slot_of(e)].push_back(w.kind == K::Kind::Const && w.fval == 1.0 ? p : mul(p, w));
+        },
+        j0);
+    std::vector<K> sums(fm * 2);
+    for (size_t i = 0; i < sums.size(); ++i)
+      sums[i] = let(b_.fresh("row_sum"), tree(std::move(terms[i]), kir::BinOp::Add));
+    // Each lane keeps its own part of the row's sum: the rescale factors are the same on the
+    // lanes sharing a row, so the parts add up across them once, after the last block.
+    for (int a = 0; a < fm; ++a)
+      for (int r = 0; r < 2; ++r) {
+        K run = elem(carrier[f], a * 2 + r, F32);
+        emit(kir::assign(run.reg, add(mul(run, alpha[a * 2 + r]), sums[a * 2 + r])));
+      }
+  }
+  if (!value_read_) return;
+  const lir::CarrierField& field = fold.fields[value_field_];
+  const std::string& orun = carrier[value_field_];
+  emit(kir::comment(fmt::format("{} <- {} * rescale + P @ {}: P repacked from C to A fragments in registers",
+                                field.name, field.name, value_read_->name)));
+  auto rescale_o = [&] {
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < ne; ++n)
+        for (int e = 0; e < 4; ++e) {
+          K o = elem(orun, c_index(a, n, e, ne), F32);
+          emit(kir::assign(o.reg, mul(o, alpha[a * 2 + slot_of(e)])));
+        }
+  };
+  // Once a row's max settles its rescale is exactly 1. Where the thread holds more of o than
+  // the block has keys (hd128 over 32-key blocks: 128 multiplies a block, as many as its mma),
+  // the multiplies are skipped unless a row of the thread moved. With fewer (hd64 over 64
+  // keys) the branch costs more than it saves, and under a key bound (causal) it costs
+  // registers: there the multiplies always run (tests/bench/RESULTS.md, "Measurements that
+  // were code comments").
+  if (fm * ne * 4 > fn * kAtomN && !key_limit_) {
+    std::optional<K> moved;
+    for (const K& al : alpha) {
+      K changed = kir::binary(kir::BinOp::Ne, al, kir::cf(1, F32));
+      moved = moved ? kir::binary(kir::BinOp::Or, *moved, changed) : changed;
+    }
+    emit(kir::if_then(*moved, b_.nested(rescale_o)));
+  } else {
+    rescale_o();
+  }
+  const std::vector<RepackSource> repack = c_to_a_map();
+  kir::IntrinsicId cvt =
+      t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
+  const tir::Axis& tile_axis = tile_loop_->axis;
+  if (wgmma()) {  // every k16 step's P repacked, then one batch of wgmma reading V in place
+    for (int step = 0; step < fn / 2; ++step)
+      for (int r = 0; r < 4; ++r) {
+        const RepackSource &lo = repack[2 * r], &hi = repack[2 * r + 1];
+        emit(kir::intrinsic(cvt, {{pf, step * 4 + r}},
+                            {elem(sc, c_index(0, 2 * step + hi.atom, hi.elem, fn), F32),
+                             elem(sc, c_index(0, 2 * step + lo.atom, lo.elem, fn), F32)}));
+      }
+    wgmma_fence();
+    for (int step = 0; step < fn / 2; ++step)
+      wgmma_step(orun, ne * kAtomN, {pf, step * 4, {}}, b_operand(*vslab_, buf, fold.axis.name, step));
+    wgmma_done(orun, ne * 4);
+    return;
+  }
+  for (int step = 0; step < fn / 2; ++step) {  // keys past the end too: p = 0 against zero rows
+    K kb = add(j0, i64(step * kAtomK));
+    {
+      for (int a = 0; a < fm; ++a)
+        for (int r = 0; r < 4; ++r) {
+          const RepackSource &lo = repack[2 * r], &hi = repack[2 * r + 1];
+          emit(kir::intrinsic(cvt, {{pf, a * 4 + r}},
+                              {elem(sc, c_index(a, 2 * step + hi.atom, hi.elem, fn), F32),
+                               elem(sc, c_index(a, 2 * step + lo.atom, lo.elem, fn), F32)}));
+        }
+      if (stage_)
+        drain_fragments(
+            *vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0),
+            [&](int n) {
+              return std::pair{step * kAtomK, n * kAtomN};
+            },
+            vslab_->outer.name == fold.axis.name);
+      for (int n = 0; n < ne; ++n) {
+        if (!stage_)
+          load_fragment(*value_read_, kir::mma_b_coord, 2, vf, n * 2, axis_at(fold.axis, kb, true),
+                        axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
+        for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, n * 2);
+      }
+    }
+  }
+}
+
+void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0,
+                                const K& rows) {
+  const lir::Stmt& fold = *fold_;
+  emit(kir::comment("the weighted sums' lane parts added across the lanes sharing a row"));
+  for (size_t f : rescaled_.weighted)
+    if (!(f == value_field_ && value_read_))
+      for (int a = 0; a < fm; ++a)
+        for (int r = 0; r < 2; ++r) row_allreduce(elem(carrier[f], a * 2 + r, F32), kir::BinOp::Add);
+  emit(kir::comment("the fold's results and stores"));
+  auto bind_carrier = [&](int a, int r) {
+    K key = elem(carrier[rescaled_.key], a * 2 + r, F32);
+    for (size_t f = 0; f < fold.fields.size(); ++f) {
+      std::string reg = "run_" + fold.fields[f].name;
+      if (is_flag(f))
+        b_.scope().regs[reg] =
+            kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
+      else if (!(f == value_field_ && value_read_))
+        b_.scope().regs[reg] = elem(carrier[f], a * 2 + r, F32);
+    }
+  };
+  std::vector<lir::Stmt> stores;
+  if (tile_loop_)
+    for (size_t i = 1; i < tile_loop_->body.size(); ++i) stores.push_back(tile_loop_->body[i]);
+  else
+    for (const lir::Stmt& s : kernel_body_)
+      if (&s != fold_) stores.push_back(s);
+  if (!value_read_) {
+    // Rows only: lane group g holds rows g and g + 8 of each atom; one thread of the quad stores.
+    for (int a = 0; a < fm; ++a)
+      for (int r = 0; r < 2; ++r) {
+        const LaneAffine& c = c_aff_[r == 0 ? 0 : 2];
+        K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+        std::vector<kir::Stmt> one = b_.nested([&] {
+          b_.scope().index[row_axis_.name] = row;
+          bind_carrier(a, r);
+          for (const lir::Stmt& s : fold.results) b_.stmt(s);
+          for (const lir::Stmt& s : stores) b_.stmt(s);
+        });
+        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), kir::binary(kir::BinOp::Eq, tig_, i64(0))),
+                          std::move(one)));
+      }
+    return;
+  }
+  const tir::Axis& tile_axis = tile_loop_->axis;
+  K tsize = KernelBuilder::size_value(tile_axis.size);
+  // Each row's scalar sums inverted once (FA-2's 1 / l): a result dividing the vector field by
+  // one (or by the result register holding it) multiplies by the reciprocal instead.
+  std::map<std::string, K> inverse;  // a sum's element (rendered) -> 1 / it
+  for (size_t f : rescaled_.weighted)
+    if (!(f == value_field_ && value_read_))
+      for (int slot = 0; slot < fm * 2; ++slot) {
+        K sum = elem(carrier[f], slot, F32);
+        inverse[KernelBuilder::render_key(sum)] =
+            let(b_.fresh("inv_" + fold.fields[f].name), kir::binary(kir::BinOp::Div, kir::cf(1, F32), sum));
+      }
+  auto invert_copies = [&] {  // the results' registers that copy a sum share its reciprocal
+    for (const kir::Stmt& d : b_.block())
+      if (d.kind == kir::Stmt::Kind::Decl && d.args.size() == 1 && d.count == 1)
+        if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
+          b_.scope().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
+  };
+  const std::optional<StagedOut> staged =
+      staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
+  for_each_c(
+      fm, ne,
+      [&](int a, int n, int e, const K& row, const K& col) {
+        std::vector<kir::Stmt> one = b_.nested([&] {
+          b_.scope().index[row_axis_.name] = row;
+          b_.scope().index[tile_axis.name] = col;
+          bind_carrier(a, slot_of(e));
+          b_.scope().regs["run_" + fold.fields[value_field_].name] =
+              elem(carrier[value_field_], c_index(a, n, e, ne), F32);
+          for (const lir::Stmt& s : fold.results) b_.stmt(s);
+          invert_copies();
+          if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e);
+          for (const lir::Stmt& s : stores) b_.stmt(s);
+        });
+        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
+      },
+      tile0);
+  if (staged) write_out(*staged, tile0, rows, tsize);
+}
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,108 @@
+// The tensor-core kernel: its block of warps, the tile each warp owns, and the body of the
+// contraction or the fold; the builder's entry to the tier.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
+  masks_ = row_sharing_masks();
+  for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);
+  const bool fold = fold_ != nullptr;
+  rows_per_warp_ = t_.frag_m * kAtomM;
+  cols_per_warp_ = fold ? 0 : t_.frag_n * kAtomN;
+  const int warps = t_.warps_m * t_.warps_n;
+  out.block_threads = warps * kWarp;
+  out.min_blocks_per_sm = 1;
+  const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+  const int64_t cols_per_block = int64_t{t_.warps_n} * cols_per_warp_;
+
+  std::vector<kir::Stmt> body;
+  b_.begin_body(body);
+  const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
+  K row_tiles = ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block);
+  K col_tiles = fold ? i64(1) : ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block);
+  K grid = mul(row_tiles, col_tiles);
+  for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
+  out.grid_x = grid;
+
+  emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments{}", t_.atom, warps,
+                                t_.warps_m, t_.warps_n, rows_per_warp_,
+                                fold ? "" : fmt::format(" x {} columns", cols_per_warp_),
+                                wgmma() ? " (a warpgroup's wgmma accumulators, warp by warp)" : "")));
+  K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
+  K col_tile = i64(0);
+  if (!fold) {
+    col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
+    rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
+  }
+  K row_tile;
+  key_limit_ = fold ? key_bound(*fold_) : std::nullopt;
+  if (const std::optional<KeyBound>& bound = key_limit_) {
+    // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
+    // first (row tile slowest, heaviest first), the short ones fill the last wave instead of
+    // trailing it. Within groups of heads (the other block axes) of about kCausalGroupBlocks
+    // blocks: every row tile of a head runs while its keys are in L2 (heaviest first over all
+    // heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM for each row tile).
+    using kir::BinOp;
+    K others = i64(1);
+    for (size_t i = 0; i + tiled < k.threads.size(); ++i)
+      others = mul(others, KernelBuilder::size_value(k.threads[i].size));
+    K group = let("head_group", kir::binary(BinOp::Min, others, ceil_div_by(i64(kCausalGroupBlocks), row_tiles)));
+    K per_group = mul(group, row_tiles);
+    K first = let("group_head0", mul(kir::binary(BinOp::Div, rest, per_group), group));
+    K width = let("group_heads", kir::binary(BinOp::Min, group, kir::binary(BinOp::Sub, others, first)));
+    K within = let("in_group", kir::binary(BinOp::Rem, rest, per_group));
+    K rank = kir::binary(BinOp::Div, within, width);
+    row_tile = let("row_tile",
+                   bound->upper ? kir::binary(BinOp::Sub, kir::binary(BinOp::Sub, row_tiles, i64(1)), rank) : rank);
+    rest = add(first, kir::binary(BinOp::Rem, within, width));
+  } else {
+    row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
+    rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
+  }
+  for (size_t i = k.threads.size() - tiled; i-- > 0;) {
+    const tir::Axis& a = k.threads[i];
+    K v = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, KernelBuilder::size_value(a.size));
+    b_.scope().index[a.name] = let(b_.unclashed(a.name), v);
+    if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
+  }
+  out_ = &out;
+  program_ = &program;
+  K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
+  K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
+  lane32_ = let("lane32", kir::special(kir::Special::LaneId));
+  grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
+  tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
+  warp_m_ = t_.warps_n == 1 ? warp : let("warp_m", kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n)));
+  warp_n_ = t_.warps_n == 1 ? i64(0) : let("warp_n", kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)));
+  warp_rows32_ = let("warp_rows", i32(mul(warp_m_, i64(rows_per_warp_))));
+  warp_cols32_ = let("warp_cols", i32(mul(warp_n_, i64(cols_per_warp_))));
+  top_ = &body;
+  hoist_at_ = body.size();
+  row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
+  row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
+  if (wgmma())
+    group_row0_ = let("group_row0",
+                      add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
+  if (!fold) {
+    col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block)));
+    col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
+  }
+  if (fold)
+    emit_fold(program);
+  else
+    emit_contraction();
+  out.body = std::move(body);
+}
+
+AxisAt MmaTier::axis_at(const tir::Axis& a, K base, bool zero) const {
+  return {a.name, std::move(base), KernelBuilder::size_value(a.size), zero};
+}
+
+bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
+  MmaTier tier(*this, *knobs_.mma, knobs_.stage);
+  tier.kernel_body_ = k.body;
+  return tier.build(k, out, program, why);
+}
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,61 @@
+// The tensor-core tier's fixed facts: the mma.sync atom's shape, fragment coordinates as affine
+// functions of a lane, the lanes sharing a row of C, the C -> A repack, and the small value
+// types the tier's files share. All derived from (and checked against) the intrinsic table.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "ir/intrinsics.hpp"
+#include "lower/kernel/builder.hpp"
+
+namespace emmy::lower::detail {
+
+inline constexpr int kWarp = 32;
+inline constexpr int kAtomM = 16, kAtomN = 8, kAtomK = 16;
+// Blocks in a group of heads that a causal fold runs heaviest row tile first (two waves of one
+// block an SM on an H200's 132 SMs): the group's keys stay in L2 while its row tiles run.
+inline constexpr int64_t kCausalGroupBlocks = 256;
+inline constexpr ScalarType I64 = ScalarType::I64, F32 = ScalarType::F32, U32 = ScalarType::U32;
+inline constexpr std::string_view kContracted = "<mma>";  // the register a contraction's value is bound to
+using CoordFn = kir::FragmentCoord (*)(int, int);
+
+// A fragment element's matrix coordinate as an affine function of the lane's group
+// (lane >> 2) and thread in group (lane & 3), derived from — and checked against — the
+// intrinsic table's lane map at every lane.
+struct LaneAffine {
+  int row0 = 0, row_g = 0, row_t = 0, col0 = 0, col_g = 0, col_t = 0;
+};
+
+LaneAffine lane_affine(CoordFn fn, int elem);
+
+// The lane-mask bits whose butterfly partners hold the same rows of C: the row reductions'
+// shuffles (for m16n8k16: 1 and 2, the four lanes of a quad).
+std::vector<int> row_sharing_masks();
+
+// The C -> A repack: A element x of k-step t is C element `elem` of n-atom 2t + `atom`, in the
+// same lane — for every lane, or the layouts do not match and there is no register repack.
+struct RepackSource {
+  int atom = 0, elem = 0;
+};
+std::vector<RepackSource> c_to_a_map();
+
+// The contraction's operands: `row` reads the output's row axis and the reduced axis, `col`
+// the column axis and the reduced axis; `around` is the expression with the contraction
+// replaced by the register kContracted.
+struct Contraction {
+  Expr row, col;
+  tir::Axis axis;
+  Expr around;
+};
+
+// The row-major index math of an element: binds an axis to base + offset, clamped into the
+// axis (loads stay in bounds) or zero past its end (a contraction's padding).
+struct AxisAt {
+  std::string name;
+  K base;
+  K size;
+  bool zero_past_end = false;
+};
+
+}  // namespace emmy::lower::detail

@@ -1,0 +1,230 @@
+// The tensor-core tier's matching: which contraction or fold of a loop-IR kernel the atom takes,
+// and every refusal, before anything is emitted.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
+  try {
+    if (!plan(k)) {
+      why = why_;
+      return false;
+    }
+    emit_kernel(k, out, program);
+    return true;
+  } catch (const Unsupported& u) {
+    why = u.why;
+    return false;
+  }
+}
+
+bool MmaTier::reject(std::string why) {
+  why_ = std::move(why);
+  return false;
+}
+
+const Expr& MmaTier::strip_casts(const Expr& e) {
+  if (e.kind == Expr::Kind::Call && parse_dtype(e.op) && e.args.size() == 1) return strip_casts(e.args[0]);
+  return e;
+}
+
+bool MmaTier::is_operand(const Expr& e) const {
+  if (e.kind != Expr::Kind::Read || !b_.in_global(e.name)) return false;
+  const tir::Tensor* t = b_.loops().tensors.find(e.name);
+  return t && t->role == tir::Tensor::Role::Input && scalar_of(t->dtype) == t_.operand;
+}
+
+std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
+                                     std::optional<Contraction>& found) {
+  if (e.kind == Expr::Kind::Read && !b_.in_global(e.name)) return extract(b_.inline_def(e), row_axis, col_axis, found);
+  if (e.kind == Expr::Kind::Reduce) {
+    if (found || e.op != "sum" || e.axes.size() != 1 || !e.where.empty() || e.args.size() != 1) return std::nullopt;
+    const Expr& prod = e.args[0];
+    if (prod.kind != Expr::Kind::Binary || prod.op != "*") return std::nullopt;
+    const Expr &x = strip_casts(prod.args[0]), &y = strip_casts(prod.args[1]);
+    if (!is_operand(x) || !is_operand(y)) return std::nullopt;
+    const std::string& d = e.axes[0].name;
+    auto side = [&](const Expr& r, const std::string& own, const std::string& other) {
+      return tir::uses_index(r, own) && tir::uses_index(r, d) && !tir::uses_index(r, other);
+    };
+    Contraction c{x, y, e.axes[0], {}};
+    if (!side(x, row_axis, col_axis)) std::swap(c.row, c.col);
+    if (!side(c.row, row_axis, col_axis) || !side(c.col, col_axis, row_axis)) return std::nullopt;
+    found = c;
+    Expr reg;
+    reg.kind = Expr::Kind::Reg;
+    reg.name = std::string(kContracted);
+    reg.dtype = DType::F32;
+    return reg;
+  }
+  Expr out = tir::node_of(e);
+  out.where = e.where;
+  for (const Expr& a : e.args) {
+    std::optional<Expr> sub = extract(a, row_axis, col_axis, found);
+    if (!sub) return std::nullopt;
+    out.args.push_back(std::move(*sub));
+  }
+  return out;
+}
+
+std::optional<Contraction> MmaTier::contraction_in(const Expr& e, const std::string& row_axis,
+                                                   const std::string& col_axis) {
+  std::optional<Contraction> found;
+  std::optional<Expr> around = extract(e, row_axis, col_axis, found);
+  if (!around || !found) return std::nullopt;
+  found->around = *around;
+  return found;
+}
+
+bool MmaTier::plan(const lir::Kernel& k) {
+  if (k.threads.empty()) return reject("the kernel has no thread space to tile");
+  if (t_.warps_m < 1 || t_.warps_n < 1 || t_.warps_m * t_.warps_n * kWarp > 1024)
+    return reject(fmt::format("the warp grid w{}x{} does not fit a block", t_.warps_m, t_.warps_n));
+  const std::vector<lir::Stmt>& body = k.body;
+  const lir::Stmt* fold = nullptr;
+  if (body.size() == 1 && body[0].kind == lir::Stmt::Kind::Loop && !body[0].body.empty() &&
+      body[0].body[0].kind == lir::Stmt::Kind::Fold) {
+    tile_loop_ = &body[0];
+    fold = &body[0].body[0];
+  } else if (!body.empty() && body[0].kind == lir::Stmt::Kind::Fold) {
+    fold = &body[0];
+  }
+  if (fold) return plan_fold(k, *fold);
+  return plan_contraction(k);
+}
+
+bool MmaTier::is_or_flag(const algebra::MonoidTerms& m, size_t f) {
+  const algebra::Term& c = m.combine[f];
+  const std::string& n = m.fields[f];
+  return m.identity[f].op == algebra::TermOp::Const && m.identity[f].value.num == 0 && c.op == algebra::TermOp::Or &&
+         c.args.size() == 2 && c.args[0].op == algebra::TermOp::Var && c.args[0].name == "a." + n &&
+         c.args[1].op == algebra::TermOp::Var && c.args[1].name == "b." + n;
+}
+
+bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
+  if (wgmma() && (!stage_ || !stage_->async))
+    return reject(
+        fmt::format("{} reads K and V from shared memory: it needs STAGE with an asynchronous copy, "
+                    "cp or tma (e.g. STAGE=d2/cp/ring)",
+                    t_.atom));
+  if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
+    return reject(fmt::format("{}: the fold's key block is the atom's N, 64 or 128", t_.atom));
+  if (t_.warps_n != 1)
+    return reject(
+        fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
+                    "carriers would then need a cross-warp combine (use w<M>x1)",
+                    t_.warps_m, t_.warps_n));
+  if (t_.frag_n % 2 != 0)
+    return reject(
+        fmt::format("f{}x{}: the fold's key block feeds the second contraction's K in steps of 16, "
+                    "so it needs an even number of n-atoms",
+                    t_.frag_m, t_.frag_n));
+  // Flags a split adds ("this range folded something": or-combined, identity false) ride
+  // along: a row folded something exactly when its key left -inf.
+  algebra::MonoidTerms core = fold.terms;
+  std::vector<size_t> kept;
+  for (size_t f = 0; f < fold.fields.size(); ++f) {
+    if (is_or_flag(fold.terms, f)) {
+      flags_.push_back(f);
+      continue;
+    }
+    kept.push_back(f);
+  }
+  core.fields.clear();
+  core.identity.clear();
+  core.combine.clear();
+  for (size_t f : kept) {
+    core.fields.push_back(fold.terms.fields[f]);
+    core.identity.push_back(fold.terms.identity[f]);
+    core.combine.push_back(fold.terms.combine[f]);
+  }
+  std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(core);
+  if (!rs) return reject(fmt::format("the fold's monoid {} is not a max-rescaled sum", fold.monoid));
+  require_reorder(fold.terms, fmt::format("folds the reduction over {} a key block at a time, in trees across lanes",
+                                          fold.axis.name));
+  fold_ = &fold;
+  rescaled_.key = kept[rs->key];
+  for (size_t w : rs->weighted) rescaled_.weighted.push_back(kept[w]);
+  row_axis_ = k.threads.back();
+  std::optional<Contraction> c = contraction_in(fold.fields[rescaled_.key].lift, row_axis_.name, fold.axis.name);
+  if (!c)
+    return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis",
+                              tir::print_expr(fold.fields[rescaled_.key].lift), kir::type_name(t_.operand)));
+  first_ = *c;
+  for (size_t f : rescaled_.weighted) {
+    const lir::CarrierField& field = fold.fields[f];
+    if (!field.per_tile) continue;
+    const Expr& v = strip_casts(field.lift);
+    if (!tile_loop_ || !is_operand(v) || !tir::uses_index(v, fold.axis.name) ||
+        !tir::uses_index(v, tile_loop_->axis.name))
+      return reject(fmt::format("the vector field {} lifts {}, not a {} input read at the fold's and the tile's axes",
+                                field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
+    if (value_read_) return reject("the fold has two vector fields; the tensor-core tier contracts one");
+    value_read_ = v;
+    value_field_ = f;
+  }
+  if (tile_loop_ && (tile_loop_->tile % kAtomN != 0))
+    return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8",
+                              tile_loop_->axis.name, tile_loop_->tile));
+  for (size_t i = 1; tile_loop_ && i < tile_loop_->body.size(); ++i)
+    if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store)
+      return reject("the register tile holds statements other than the fold and its stores");
+  for (size_t f = 0; f < fold.fields.size(); ++f)
+    if (!(f == value_field_ && value_read_) && !is_flag(f) && scalar_of(fold.fields[f].dtype) != F32)
+      return reject(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name,
+                                kir::type_name(scalar_of(fold.fields[f].dtype))));
+  // wgmma reads the row operand's slab K-major (with wgmma it always waits in a slab).
+  if (wgmma() && innermost_is(first_.row, row_axis_.name))
+    return reject(
+        fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
+  return true;
+}
+
+bool MmaTier::innermost_is(const Expr& read, const std::string& axis) {
+  return !read.args.empty() && read.args.back().kind == Expr::Kind::Index && read.args.back().name == axis;
+}
+
+bool MmaTier::plan_contraction(const lir::Kernel& k) {
+  if (wgmma() && (!stage_ || !stage_->async))
+    return reject(
+        fmt::format("{} reads A and B from shared memory: it needs STAGE with an asynchronous copy, "
+                    "cp or tma (e.g. STAGE=d3/cp/ring)",
+                    t_.atom));
+  if (wgmma() && t_.warps_n != 1)
+    return reject(
+        fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns", t_.atom));
+  if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
+    return reject(fmt::format("{}: the lowering issues N = 64 or 128", t_.atom));
+  if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
+  row_axis_ = k.threads[k.threads.size() - 2];
+  col_axis_ = k.threads.back();
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const lir::Stmt& s = k.body[i];
+    if (s.kind != lir::Stmt::Kind::Compute && s.kind != lir::Stmt::Kind::Store)
+      return reject("the kernel's body holds loops or folds besides its contraction");
+    if (!tir::has_reduce(s.value)) continue;
+    if (contraction_stmt_ >= 0) return reject("the kernel computes two reductions; the tensor-core tier tiles one");
+    std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name);
+    if (!c)
+      return reject(fmt::format("{} is not a contraction of two {} inputs with rows on {} and columns on {}",
+                                tir::print_expr(s.value), kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
+    first_ = *c;
+    contraction_stmt_ = static_cast<int>(i);
+  }
+  if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
+  // wgmma reads A's slab K-major.
+  if (wgmma() && innermost_is(first_.row, row_axis_.name))
+    return reject(
+        fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
+  require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
+                  fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
+  return true;
+}
+
+void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {
+  auto use = b_.knobs().uses.find(Knob::Tile);
+  if (use == b_.knobs().uses.end()) internal_error(__FILE__, __LINE__, "a tensor-core tile without its TILE setting");
+  require_laws(monoid_laws(terms, b_.checked()), Regroup::Reorder, use->second, what, b_.law_warnings());
+}
+
+}  // namespace emmy::lower::detail

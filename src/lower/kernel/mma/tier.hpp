@@ -1,0 +1,437 @@
+// The tensor-core tier (the class its files share): a loop-IR kernel whose contraction fits the knobs' mma.sync atom
+// becomes a block of warps holding m16n8k16 fragments — a plain contraction with its
+// epilogue (matmul), or a fold of a max-rescaled sum whose key is a contraction and whose
+// vector field contracts again (the online softmax: scores on the tensor cores, P repacked
+// from the C to the A layout in registers, row statistics reduced across the lanes sharing
+// a row). Fragment layouts, the repack and the lane butterflies all come from the intrinsic
+// table's lane maps; nothing here knows which op it lowers.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algebra/rescaled_sum.hpp"
+#include "ir/expr_facts.hpp"
+#include "ir/intrinsics.hpp"
+#include "lower/kernel/builder.hpp"
+#include "lower/kernel/mma/layout.hpp"
+#include "support/diagnostics.hpp"
+
+namespace emmy::lower::detail {
+
+class MmaTier {
+ public:
+  MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage) : b_(b), t_(tile), stage_(stage) {}
+
+  bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
+
+ private:
+  struct Unsupported {
+    std::string why;
+  };
+  [[noreturn]] static void unsupported(std::string why) { throw Unsupported{std::move(why)}; }
+
+  // ---- matching --------------------------------------------------------------------------
+  bool reject(std::string why);
+
+  static const Expr& strip_casts(const Expr& e);
+
+  // A read of a global input whose elements the atom takes as they are.
+  bool is_operand(const Expr& e) const;
+
+  // Finds the one contraction sum(d: row * col) in `e` (inlining register intermediates on
+  // the way) and returns `e` with it replaced by kContracted.
+  std::optional<Expr> extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
+                              std::optional<Contraction>& found);
+
+  std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis);
+
+  // The kernel's shape: a fold over a max-rescaled sum (inside a register tile of its vector
+  // field, or alone), or a contraction followed by stores.
+  bool plan(const lir::Kernel& k);
+
+  static bool is_or_flag(const algebra::MonoidTerms& m, size_t f);
+
+  bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
+
+  // Whether the read's last subscript is the bare index `axis` (its contiguous axis).
+  static bool innermost_is(const Expr& read, const std::string& axis);
+
+  // The body: statements computed per output element (the epilogue chain) and stores, one of
+  // which holds the contraction; the others read it through registers.
+  bool plan_contraction(const lir::Kernel& k);
+
+  // The atoms sum a contraction's products in their own order, and a fold's key blocks
+  // combine in trees: both reorder the reduction, which its monoid's laws must allow.
+  void require_reorder(const algebra::MonoidTerms& terms, const std::string& what);
+
+  // ---- emission helpers -----------------------------------------------------------------
+  void emit(kir::Stmt s) { b_.emit(std::move(s)); }
+  K let(const std::string& name, K v) { return b_.let(name, std::move(v)); }
+  static K i64(int64_t v) { return kir::ci(v, I64); }
+  static K add(K a, K b) { return kir::binary(kir::BinOp::Add, std::move(a), std::move(b)); }
+  static K mul(K a, K b) { return kir::binary(kir::BinOp::Mul, std::move(a), std::move(b)); }
+  static K lt(K a, K b) { return kir::binary(kir::BinOp::Lt, std::move(a), std::move(b)); }
+  static K ceil_div(K a, int64_t b) { return kir::binary(kir::BinOp::Div, add(std::move(a), i64(b - 1)), i64(b)); }
+  static K ceil_div_by(K a, K b);
+  static K elem(const std::string& array, int i, ScalarType t) { return kir::var({array, i}, t); }
+
+  // base + row0 + row_g * group + row_t * thread (I64).
+  K lane_coord(K base, int off, int g, int t) const;
+
+  // Binds `at` to its element index in the current scope: clamped into the axis.
+  void bind(const AxisAt& at, const K& index);
+
+  // One 16-bit operand element as f32: `read` at the two bound axes; zero past the end of
+  // an axis that pads (the contraction's), clamped elsewhere.
+  K operand_value(const Expr& read, const AxisAt& r, const K& ri, const AxisAt& c, const K& ci);
+
+  // Loads fragment registers array[off .. off + regs) of the lane map `fn` (rows and columns
+  // of the atom's operand) from global memory, packing element pairs with cvt.rn.
+  void load_fragment(const Expr& read, CoordFn fn, int regs, const std::string& array, int off, const AxisAt& r,
+                     const AxisAt& c);
+
+  void mma(const std::string& acc, int acc_off, const std::string& a, int a_off, const std::string& b, int b_off);
+
+  // v <- op(v, partner's v) over the butterflies that stay within a row of C.
+  void row_allreduce(const K& v, kir::BinOp op);
+
+  // ---- shared-memory staging --------------------------------------------------------------
+  // A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
+  // `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
+  // With `swizzled` (wgmma's operands), rows are 128 bytes in panels of 64 columns, each 16-byte
+  // chunk at its index XORed with the row's index mod 8 (the 128-byte swizzle: eight rows of a
+  // column of chunks hit distinct banks, and wgmma's descriptors read the layout as it is).
+  struct Slab {
+    std::string array;
+    Expr read;
+    AxisAt outer, inner;
+    int rows = 0, cols = 0, pitch = 0;
+    std::string stream;    // the axis the loop streams tiles of; the other axis's base is fixed
+    bool strided = false;  // the read's element index is first + row * stride + col
+    bool swizzled = false;
+    std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
+    int64_t elems() const { return int64_t{rows} * pitch; }
+    K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
+      return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
+    }
+    // The element offset of (row, col) within a buffer (I32; col a multiple of 8 plus at most 7).
+    K offset(const K& r, const K& c) const {
+      using kir::BinOp;
+      auto op = [](BinOp o, K a, K b) { return kir::binary(o, std::move(a), std::move(b)); };
+      auto c32 = [](int64_t v) { return kir::ci(v, ScalarType::I32); };
+      if (!swizzled) return op(BinOp::Add, op(BinOp::Mul, r, c32(pitch)), c);
+      K panel = op(BinOp::Mul, op(BinOp::Div, c, c32(64)), c32(int64_t{rows} * 64));
+      K chunk = op(BinOp::BitXor, op(BinOp::Div, op(BinOp::Rem, c, c32(64)), c32(8)), op(BinOp::Rem, r, c32(8)));
+      return op(BinOp::Add, op(BinOp::Add, panel, op(BinOp::Mul, r, c32(64))),
+                op(BinOp::Add, op(BinOp::Mul, chunk, c32(8)), op(BinOp::Rem, c, c32(8))));
+    }
+  };
+
+  Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
+                 int y_extent, int depth = 0, bool swizzled = false);
+
+  static K i32(K e) { return as(std::move(e), ScalarType::I32); }
+
+  // ---- TMA ----------------------------------------------------------------------------------
+  // A streamed tile is one box per 64-column panel of the tensor it reads: rows along one
+  // subscript, the panel along the last (the 128-byte swizzle: wgmma's layout, and ldmatrix's
+  // rows in distinct banks), every other subscript one index. Why `s` is not such a box (empty:
+  // it is).
+  std::string tma_refusal(const Slab& s) const;
+
+  // The TensorMap parameter of `s`'s boxes (one per tensor and box shape).
+  std::string tensor_map_param(const Slab& s);
+
+  // A `full` mbarrier a ring buffer, armed by the thread that issues the buffer's boxes and
+  // waited on by every thread; each thread keeps each buffer's phase parity in a bit of one
+  // register.
+  void tma_setup();
+
+  // A `free` mbarrier a ring buffer, which every thread arrives at once done with the buffer and
+  // the issuing thread waits on before refilling it (a ring without a block barrier a tile); the
+  // issuer's parities start at 1: a fresh buffer counts as released.
+  void tma_free_setup();
+
+  // `depth` mbarriers of `count` arrivals initialised by thread 0 at the top of the kernel, and
+  // the register of their phase bits.
+  void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
+                      int64_t bits);
+
+  // Whether the sizes let every tensor map of the kernel exist (rows 16-byte multiples, no empty
+  // dimension: the host's rule, kir::tma_map_of); else the tiles come by cp.async.
+  K tma_ok();
+
+  // Thread 0 arms buffer `buf`'s mbarrier with the tiles' bytes and issues their boxes; where the
+  // sizes rule TMA out, every thread copies them with cp.async instead (the same layout).
+  // With `wait_free` (a ring), the issuer first waits until every thread released the buffer.
+  void tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
+
+  // Waits on mbarrier `bars`[buf] for the phase parity in bit `buf` of `phases`, then flips it.
+  void wait_phase(const std::string& bars, const std::string& phases, const K& buf);
+
+  bool wgmma() const { return t_.wgmma_n > 0; }
+
+  // A wgmma operand: A in four registers of `regs` from `off` (each warp's mma A fragment) or in
+  // shared memory through `desc`; B through `desc`, N-major or K-major.
+  struct AOperand {
+    std::string regs;
+    int off = 0;
+    std::optional<std::pair<K, K>> desc;
+  };
+  struct BOperand {
+    std::pair<K, K> desc;
+    bool n_major = false;
+  };
+
+  // k16 step `step` of a K-major swizzled slab: 32 bytes a step within a 64-column panel, then
+  // the next panel (rows of 128 bytes).
+  static int64_t k_major_step_bytes(const Slab& s, int step);
+
+  // The B operand for k16 step `step` of a swizzled slab whose rows (K-major: the contiguous axis
+  // is the contraction's, `k_axis`) or columns (N-major) are B's N.
+  BOperand b_operand(const Slab& s, const K& buf, const std::string& k_axis, int step);
+
+  // A descriptor's two words: the start address field of base + byte_off (shared bytes, U32)
+  // over the fixed fields (offsets and swizzle) of `fixed`.
+  static std::pair<K, K> descriptor_words(const K& base, int64_t byte_off, uint64_t fixed);
+
+  // The A operand from shared memory: the warpgroup's 64 rows of a K-major swizzled slab (rows:
+  // the output's, columns: the contraction's), k16 step `step`.
+  AOperand a_operand(const Slab& s, int step, const K& buf);
+
+  // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup. The caller brackets a batch
+  // with wgmma_fence / wgmma_done.
+  void wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b);
+  void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
+  // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
+  // the results are pinned after the wait (no use of them moves above it).
+  void wgmma_done(const std::string& acc, int regs, const std::function<void()>& under = {});
+
+  // The global element index the slab's read has at (outer, inner), the indices unclamped.
+  K element_index(const Slab& s, const K& outer, const K& inner);
+
+  // The block's threads copy one tile into buffer `buf`.
+  void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base);
+
+  // 16-byte cp.async per chunk of 8 elements where the chunk is inside the tensor and aligned,
+  // else element by element through registers with zeros past the ends (ragged sizes, odd strides).
+  void fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, const K& inner_base);
+
+  void commit();
+  // With wgmma, each thread's landed copies (generic proxy) are fenced for the tensor cores'
+  // operand reads (async proxy) before the barrier publishes them.
+  // `tma_buf`: the buffer whose boxes (if the tiles came by TMA) this wait is for; with
+  // `boxes_only` every tile of the ring comes by TMA and the full mbarrier is all a thread waits
+  // for (the block barrier stays for the cp.async path the sizes may force).
+  void wait(int pending, const std::optional<K>& tma_buf = std::nullopt, bool boxes_only = false);
+
+  // A value computed once at the top of the kernel (before every loop): the lane's parts of
+  // shared-memory addresses, invariant scales, the same on every trip.
+  K hoisted(const std::string& base, K value);
+
+  // `e` with its launch-invariant parts (computed from parameters and constants only, like a
+  // score scale 1 / sqrt(D)) hoisted to the top of the kernel: computed once, not per tile.
+  K hoist_invariants(K e);
+
+  // The key's lift as `contraction * scale` (or `/ scale`), the scale launch-invariant and
+  // positive (sdpa's 1 / sqrt(D)): max commutes with it, so the row max runs on the raw scores
+  // and is scaled once per row, and the scale folds into the exponential's multiply (FA-2's
+  // scale_log2).
+  std::optional<K> key_scale(const lir::Stmt& fold);
+
+  // Registers of fragments read from a slab with one ldmatrix: piece m is register `reg` of a
+  // fragment of lane map `fn` at (row, col) from the group's origin in the slab's frame;
+  // `row_is_outer` says whether the fragment's rows run along the slab's rows.
+  struct Piece {
+    kir::Reg dest;
+    CoordFn fn;
+    int reg;
+    int row, col;
+  };
+  // The group's origin (row_dyn, col_dyn) is a run-time offset (a warp's place), I32.
+  void drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces, const K& row_dyn, const K& col_dyn,
+             bool row_is_outer);
+
+  static K ci32(int64_t v) { return kir::ci(v, ScalarType::I32); }
+
+  // The lane's row address in a swizzled slab (128-byte rows in panels of 64 columns, chunk c of
+  // row r at c ^ r % 8): the lane's row of its matrix m (lane % 8, plus the matrix's row offset)
+  // and the matrix's column. Block origins and the dynamic row offsets are multiples of 8 rows,
+  // so the row's phase r % 8 is lane % 8; the XOR is one instruction a ldmatrix.
+  K swizzled_row_address(const Slab& s, const K& buf, const std::vector<std::pair<int, int>>& at, const K& m,
+                         const K& outer_dyn, const K& inner_dyn);
+
+  // Whether a drain's dynamic column offset is a multiple of 64 columns on every warp: zero, or
+  // the warp's column (row) offset when a warp spans whole panels.
+  bool whole_panels(const K& dyn) const;
+
+  // Fragment registers of `n_frags` fragments (regs each) into array[off + f * regs + r]
+  // from a slab, four matrices per ldmatrix where they pair up; fragment f sits at
+  // (row_dyn, col_dyn) + origin(f).
+  void drain_fragments(const Slab& s, const K& buf, CoordFn fn, int regs, int n_frags, const std::string& array,
+                       int off, const K& row_dyn, const K& col_dyn,
+                       const std::function<std::pair<int, int>(int)>& origin, bool row_is_outer);
+
+  // The tile at `origin` of the streamed axis: its (outer, inner) base, the other axis's fixed.
+  static std::pair<K, K> tile_base(const Slab& s, const K& origin);
+
+  void fill_tile(const Slab& s, const K& buf, const K& origin);
+
+  // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the
+  // block waits for the tile's copies before computing; with the ring the copies of the next
+  // depth - 1 tiles stay in flight under this tile's math. With `late_issue` the compute calls
+  // `issue()`, which emits the copy of the tile ahead, once its first mma are issued (the fold:
+  // the copies' address math runs under the tensor cores' latency, 3% on hd128; the wgmma
+  // matmul by TMA); else the copy goes first (the mma.sync matmul: 8% faster that way with
+  // cp.async, 7% with TMA, measured) and `issue` does nothing.
+  using Issue = std::function<void()>;
+  void stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
+                   bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute,
+                   bool barrier_free = false);
+
+  // ---- the kernel -----------------------------------------------------------------------
+  void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program);
+
+  AxisAt axis_at(const tir::Axis& a, K base, bool zero) const;
+
+  // The accumulator element (atom a, n-atom n, element e) of a frag_m x n_atoms C tile.
+  static int c_index(int a, int n, int e, int n_atoms) { return (a * n_atoms + n) * 4 + e; }
+
+  // ---- a contraction and its epilogue (matmul) --------------------------------------------
+  void emit_contraction();
+
+  // ---- a fold of a max-rescaled sum (the online softmax) -------------------------------------
+  void emit_fold(kir::Program& program);
+
+  // Fragment registers a thread of the fold holds: the row operand's (all k-steps when kept,
+  // one step when re-read), scores, the vector field's accumulators, and the B and P fragments.
+  // Past the budget, kept row fragments would leave the compiler too few registers (255 a
+  // thread) for addresses and the softmax: measured, w4x1/f2x8/k4 with Q kept (200) spills.
+  static constexpr int kFragmentRegBudget = 184;
+  static int fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows);
+
+  // `key OP row + c` read off the fold's predicate: the keys a row folds end before row + c
+  // (+1 for <=) or start at it. Only comparisons of the bare fold axis with the bare row axis
+  // plus a constant qualify; anything else is masked element by element.
+  struct KeyBound {
+    bool upper = true;   // keys < edge (else keys >= edge)
+    int64_t offset = 0;  // edge = the block's last row (upper) or first row (lower) + offset
+  };
+  std::optional<KeyBound> key_bound(const lir::Stmt& fold) const;
+
+  std::string field_names() const;
+
+  // A block's mask in 32-bit offsets: `room` keys of the block inside the axis (at most the
+  // block), `diag` = j0 - row0 - the key bound's offset (clamped: only its sign near the
+  // diagonal matters), and the lane's parts of (col - j0) and (row - row0).
+  struct BlockMask {
+    K room, diag;
+  };
+  BlockMask block_mask(const K& j0, const K& keys, int chunk, const std::optional<KeyBound>& bound);
+  // Element (a, n, e)'s mask: its key inside the axis and (under the bound) on the kept side:
+  // col - row < offset (upper) or >= offset (lower), i.e. dcol - drow + diag < 0 or >= 0.
+  K element_mask(const BlockMask& m, int a, int n, int e, const std::optional<KeyBound>& bound);
+
+  // Calls fn(a, n, e, row, col) for every C element of an fm x fn tile at row0_ / col_base.
+  template <class F>
+  void for_each_c(int fm, int fn, F&& fnc, const K& col_base) {
+    for (int a = 0; a < fm; ++a)
+      for (int n = 0; n < fn; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const LaneAffine& c = c_aff_[e];
+          K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+          K col = lane_coord(add(col_base, i64(n * kAtomN)), c.col0, c.col_g, c.col_t);
+          fnc(a, n, e, row, col);
+        }
+  }
+
+  // op over the values as a balanced tree: independent halves, not one long dependent chain.
+  static K tree(std::vector<K> v, kir::BinOp op);
+
+  // The row slot (0 or 1) of C element e: which distinct row offset of the lane map it has.
+  int slot_of(int e) const { return c_aff_[e].row0 == c_aff_[0].row0 ? 0 : 1; }
+
+  // exp(x - y) as the builder lowers every exp (FAST_EXP=1: exp2 of the scaled difference).
+  K exp_of_difference(const K& x, const K& y) const { return b_.exp_value(kir::binary(kir::BinOp::Sub, x, y)); }
+  bool fast_exp() const { return b_.knobs().fast_exp; }
+
+  // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
+  // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
+  void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
+                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf);
+
+  // After the keys: the fold's results and the tile's stores, per C element of the vector
+  // field (or per row when there is none), guarded to the rows and tile columns that exist.
+  void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows);
+
+  // ---- stores staged through shared memory ---------------------------------------------------
+  // A C element's lanes hold two adjacent columns of eight rows: stored from registers, each
+  // warp store touches eight 8-byte pieces of eight rows (2-byte stores, a quarter of each
+  // sector; on a one-block-an-SM fold the epilogue was a quarter of the stall samples, all on
+  // the load/store queue). Staged in a slab the loop no longer needs, the block's tile leaves
+  // as whole 16-byte chunks, consecutive threads on consecutive chunks of a row.
+  struct StagedOut {
+    std::string array, tensor, col_axis;
+    std::vector<std::string> vars;  // the store's subscripts (axis names), the column axis last
+    ScalarType type = ScalarType::F32;
+    int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
+  };
+
+  // Staged when the element's statements end with its one store, a plain one of the operands'
+  // type contiguous along the column axis, and one of `slabs` (free once the loop is done) holds
+  // the block's tile. Says so in a comment of the kernel.
+  std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
+                                      const std::vector<const Slab*>& slabs);
+
+  // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
+  // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.
+  K staged_at(const StagedOut& so, const K& r, const K& c) const;
+
+  // C element (a, n, e) at row warp_rows + 16 a + row0 + grp, column warp_cols + 8 n + col0 +
+  // col_t tig of the tile: staged_at folded into a per-lane base (hoisted) and a constant, the
+  // chunk warp_cols / 8 + (n ^ (grp % xor_mod)).
+  void stage_element(const StagedOut& so, K value, int a, int n, int e);
+
+  // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns from col0) goes out with
+  // one 16-byte load and store where it is whole and aligned in the tensor, else element by element.
+  void write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols);
+
+ public:
+  std::vector<lir::Stmt> kernel_body_;
+
+ private:
+  KernelBuilder& b_;
+  MmaTile t_;
+  std::string why_;
+  const lir::Stmt* tile_loop_ = nullptr;
+  const lir::Stmt* fold_ = nullptr;
+  int contraction_stmt_ = -1;  // the body statement holding the contraction
+  algebra::RescaledSum rescaled_;
+  std::vector<size_t> flags_;  // or-combined flags riding along the fold
+  bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
+  tir::Axis row_axis_, col_axis_;
+  Contraction first_;
+  std::optional<Expr> value_read_;
+  size_t value_field_ = static_cast<size_t>(-1);
+  std::vector<int> masks_;
+  LaneAffine c_aff_[4];
+  K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_, group_row0_;
+  std::optional<MmaStage> stage_;
+  std::optional<Slab> kslab_, vslab_;
+  std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
+  std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
+  K lane32_, warp_rows32_, warp_cols32_;
+  std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
+  size_t hoist_at_ = 0;
+  std::map<std::string, K> hoisted_;
+  kir::Kernel* out_ = nullptr;
+  kir::Program* program_ = nullptr;
+  std::string tma_bars_, tma_free_, tma_phase_, tma_free_phase_;  // TMA mbarriers and phase bits (empty: no TMA)
+  int rows_per_warp_ = 0, cols_per_warp_ = 0;
+};
+
+}  // namespace emmy::lower::detail

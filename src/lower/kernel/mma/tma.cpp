@@ -1,0 +1,124 @@
+// TMA: tensor-map parameters (or the reason a slab has none), mbarrier setup, bulk tensor
+// copies into a stage, and the phase waits.
+#include "lower/kernel/mma/tier.hpp"
+
+namespace emmy::lower::detail {
+
+std::string MmaTier::tma_refusal(const Slab& s) const {
+  const tir::Tensor* t = b_.loops().tensors.find(s.read.name);
+  if (!t || !b_.in_global(s.read.name)) return "it is not a tensor in global memory";
+  if (!s.strided) return "its tile's rows are not one subscript each (a bare index) of the tensor";
+  if (t->dims.size() < 2 || t->dims.size() > static_cast<size_t>(kir::kTmaMaxRank))
+    return fmt::format("{} has {} dimensions (a tensor map has 2 to {})", s.read.name, t->dims.size(),
+                       kir::kTmaMaxRank);
+  if (kir::type_bytes(t_.operand) != 2) return fmt::format("{} elements are not 2 bytes", kir::type_name(t_.operand));
+  if (s.rows > 256 || s.rows % 8 != 0)
+    return fmt::format("a tile of {} rows (a box: at most 256, a multiple of 8)", s.rows);
+  if (s.cols % 64 != 0) return fmt::format("tile rows of {} elements (boxes of 64: the 128-byte swizzle)", s.cols);
+  return {};
+}
+
+std::string MmaTier::tensor_map_param(const Slab& s) {
+  std::vector<int> box(s.read.args.size(), 1);
+  box[0] = 64;
+  for (size_t i = 0; i < s.read.args.size(); ++i)
+    if (s.read.args[i].kind == Expr::Kind::Index && s.read.args[i].name == s.outer.name)
+      box[s.read.args.size() - 1 - i] = s.rows;
+  for (const kir::Param& p : out_->params)
+    if (p.kind == kir::Param::Kind::TensorMap && p.map_of == s.read.name && p.box == box) return p.name;
+  std::string name = b_.fresh(s.read.name + "_map");
+  out_->params.push_back({kir::Param::Kind::TensorMap, name, t_.operand, true, s.read.name, box, kir::Swizzle::B128});
+  if (tma_bars_.empty()) tma_setup();
+  return name;
+}
+
+void MmaTier::tma_setup() {
+  tma_bars_ = b_.fresh("tma_bar");
+  tma_phase_ = b_.fresh("tma_phase");
+  init_mbarriers("TMA: a full mbarrier a buffer, initialised by thread 0; its phases, a bit each", tma_bars_,
+                 tma_phase_, 1, 0);
+}
+
+void MmaTier::tma_free_setup() {
+  tma_free_ = b_.fresh("tma_free");
+  tma_free_phase_ = b_.fresh("tma_free_phase");
+  init_mbarriers("TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases", tma_free_,
+                 tma_free_phase_, out_->block_threads, 0xffffffffLL);
+}
+
+void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
+                             int64_t bits) {
+  out_->shared.push_back({bars, ScalarType::I64, stage_->depth, 8});
+  std::vector<kir::Stmt> init;
+  for (int i = 0; i < stage_->depth; ++i)
+    init.push_back(kir::intrinsic(kir::IntrinsicId::MbarrierInit, {}, {kir::shared_addr(bars, ci32(i))}, {count}));
+  init.push_back(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));  // the barriers, seen by the copies
+  auto at = [&] { return top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++); };
+  top_->insert(at(), kir::comment(why));
+  top_->insert(at(), kir::decl(phases, U32, kir::ci(bits, U32)));
+  top_->insert(
+      at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(init)));
+  top_->insert(at(), kir::barrier());
+}
+
+K MmaTier::tma_ok() {
+  std::set<std::string> rows, dims;
+  for (const kir::Param& p : out_->params) {
+    if (p.kind != kir::Param::Kind::TensorMap) continue;
+    const tir::Tensor& t = *b_.loops().tensors.find(p.map_of);
+    rows.insert(t.dims.back());
+    dims.insert(t.dims.begin(), t.dims.end());
+  }
+  std::optional<K> ok;
+  auto both = [&](K c) { ok = ok ? kir::binary(kir::BinOp::And, *ok, std::move(c)) : std::move(c); };
+  const int64_t per_16_bytes = 16 / kir::type_bytes(t_.operand);
+  for (const std::string& r : rows)
+    both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)),
+                     i64(0)));
+  for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
+  if (!ok) throw std::logic_error("tma_ok without a tensor map");
+  return hoisted("tma_ok", *ok);
+}
+
+void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {
+  int64_t bytes = 0;
+  for (const Slab* s : slabs) bytes += s->elems() * kir::type_bytes(t_.operand);
+  K bar = kir::shared_addr(tma_bars_, i32(buf));
+  std::vector<kir::Stmt> issue = b_.nested([&] {
+    if (wait_free) wait_phase(tma_free_, tma_free_phase_, buf);
+    // The buffer's last reads (generic proxy, ordered by the barrier or the free mbarrier
+    // before) before the copies.
+    emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
+    emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(bytes, U32)}));
+    for (const Slab* s : slabs)
+      for (int p = 0; p < s->cols / 64; ++p) {
+        // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
+        auto [outer, inner] = tile_base(*s, origin);
+        b_.push_scope();
+        b_.scope().index[s->outer.name] = outer;
+        b_.scope().index[s->inner.name] = add(inner, i64(int64_t{p} * 64));
+        std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))),
+                            bar};
+        for (size_t i = s->read.args.size(); i-- > 0;) args.push_back(i32(b_.lower(s->read.args[i])));
+        b_.pop_scope();
+        emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s->read.args.size())), {}, std::move(args), {},
+                            s->map));
+      }
+  });
+  std::vector<kir::Stmt> by_tma;
+  by_tma.push_back(
+      kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(issue)));
+  emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
+    for (const Slab* s : slabs) fill_tile(*s, buf, origin);
+  })));
+}
+
+void MmaTier::wait_phase(const std::string& bars, const std::string& phases, const K& buf) {
+  K bit = kir::binary(kir::BinOp::Shl, kir::ci(1, U32), as(buf, U32));
+  K parity =
+      kir::binary(kir::BinOp::Ne, kir::binary(kir::BinOp::BitAnd, kir::var({phases}, U32), bit), kir::ci(0, U32));
+  emit(kir::intrinsic(kir::IntrinsicId::MbarrierTryWait, {}, {kir::shared_addr(bars, i32(buf)), as(parity, U32)}));
+  emit(kir::assign({phases}, kir::binary(kir::BinOp::BitXor, kir::var({phases}, U32), bit)));
+}
+
+}  // namespace emmy::lower::detail
