@@ -467,8 +467,7 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
     for (size_t f = 0; f < fold.fields.size(); ++f) {
       std::string reg = "run_" + fold.fields[f].name;
       if (is_flag(f))
-        b_.scope().regs[reg] =
-            kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
+        b_.scope().regs[reg] = kir::binary(kir::BinOp::Ne, key, kir::cf(-std::numeric_limits<double>::infinity(), F32));
       else if (!(f == value_field_ && value_read_))
         b_.scope().regs[reg] = elem(carrier[f], a * 2 + r, F32);
     }
