@@ -60,9 +60,9 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   try {
     lower::Lowered l =
         lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains, lo.pipeline);
-    for (const Warning& w : l.knobs.warnings) err << "emmyc: " << render_warning(w) << "\n";
-    for (const Warning& w : l.loops.warnings) err << "emmyc: " << render_warning(w) << "\n";
-    for (const Warning& w : l.kernels.warnings) err << "emmyc: " << render_warning(w) << "\n";
+    for (const Warning& w : l.knobs.warnings) err << driver_warning(w) << "\n";
+    for (const Warning& w : l.loops.warnings) err << driver_warning(w) << "\n";
+    for (const Warning& w : l.kernels.warnings) err << driver_warning(w) << "\n";
     if (op_out) *op_out = op;
     return l;
   } catch (const lower::LowerError& e) {  // (an internal error, EMMY_INTERNAL_ASSERT, is run_guarded's to report)
@@ -86,6 +86,8 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
     out << tir::print_program(l->tensor);
   else if (level == "loop")
     out << lir::print_program(l->loops);
+  else if (level == "plan")
+    out << lower::print_plans(l->plans);
   else if (level == "kernel")
     out << print_program(l->kernels);
   else if (level == "cuda")

@@ -4,7 +4,8 @@
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
-//   to_kernel        loop IR + knobs -> kernel IR (scalar tier: threads, loops, carriers)
+//   to_kernel        loop IR + knobs -> kernel IR: a plan a kernel (kernel/plan.hpp: its tier,
+//                    tiles and slabs), then the tier's emitter (kernel/, kernel/mma/)
 // pipeline.cpp runs them as a list (pass_names()), printing and verifying the IR after each
 // pass that PipelineOptions names.
 #pragma once
@@ -21,6 +22,7 @@
 #include "ir/kernel.hpp"
 #include "ir/loop_ir.hpp"
 #include "ir/tensor_ir.hpp"
+#include "lower/kernel/plan.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/sema.hpp"
 
@@ -70,6 +72,12 @@ struct KnobOrigin {
 // the entry, then the help.
 std::string knob_error(const KnobOrigin& origin, const KnobSetting& setting, const std::string& message,
                        const std::string& help, const std::string& code = "");
+// Where a setting was written ("--knobs:1:7") and its source line with a caret under the
+// entry, for a located warning; both empty where the origin has no text.
+struct KnobLocation {
+  std::string where, snippet;
+};
+KnobLocation knob_location(const KnobOrigin& origin, const KnobSetting& setting);
 
 // REDUCE=g<N>k|g<N>a (REDUCE@site: a statement or a reduction axis; "" = the op's first
 // reduction, see split_reduce.cpp).
@@ -100,10 +108,12 @@ struct Knobs {
   std::vector<KnobSetting> settings;       // as resolved, for printing and hashing
   std::vector<Warning> warnings;           // knobs that have no effect here, and why (W050-W052)
   int block_threads = 128;
-  int carrier_tile = 32;         // TILE@axis default for per-element carriers (the target's)
-  int coop_threads = 1;          // COOP=t<N>: threads per point of a kernel's thread space
-  int coop_vec = 1;              // COOP=.../v<V>: elements per vector load/store
-  std::map<Knob, KnobUse> uses;  // the op-wide TILE and COOP in force, with their origins
+  int carrier_tile = 32;          // TILE@axis default for per-element carriers (the target's)
+  int fold_fragment_regs = 184;   // the tensor-core fold's fragment register budget (the target's)
+  int causal_group_blocks = 256;  // a key-bounded fold's head-group size in blocks (the target's)
+  int coop_threads = 1;           // COOP=t<N>: threads per point of a kernel's thread space
+  int coop_vec = 1;               // COOP=.../v<V>: elements per vector load/store
+  std::map<Knob, KnobUse> uses;   // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };
 
@@ -126,7 +136,9 @@ lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked
 // group's range plus a kernel combining the partials (k), or an init kernel, a kernel with
 // atomics and a finishing kernel (a). No split: the program unchanged.
 lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
-kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
+// `plans`: what the back end decided for each kernel (its tier, tiles, slabs; --ir plan).
+kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
+                       std::vector<KernelPlan>* plans = nullptr);
 
 // The ops the main file of `program` defines, in order.
 std::vector<std::string> main_ops(const CheckedProgram& program);
@@ -141,6 +153,7 @@ struct Lowered {
   tir::Program tensor;
   lir::Program loops;
   kir::Program kernels;
+  std::vector<KernelPlan> plans;  // the kernel back end's decisions, a kernel each
 };
 // What the pipeline shows and checks as it runs (emmyc compile --print-after, --verify-each).
 struct PipelineOptions {

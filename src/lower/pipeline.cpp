@@ -56,7 +56,7 @@ const Pass kPasses[] = {
     {"split-reduce", Level::Loop, [](State& s) { s.out.loops = split_reduce(s.out.loops, s.program, s.out.knobs); }},
     {"to-kernel", Level::Kernel,
      [](State& s) {
-       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs);
+       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs, &s.out.plans);
        refuse_oversized_shared(s.out.kernels, s.target);
      }},
 };

@@ -173,6 +173,15 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
 
 // "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every other
 // diagnostic; a setting of the op's schedule block names the block.
+KnobLocation knob_location(const KnobOrigin& o, const KnobSetting& s) {
+  if (o.text.empty()) return {};
+  size_t length = o.length ? o.length : print_knob(s).size();
+  std::string gutter(std::to_string(o.line).size(), ' ');
+  return {fmt::format("{}:{}:{}", o.source, o.line, o.column + 1),
+          fmt::format(" {} | {}\n {} | {}^{}", o.line, o.text, gutter, std::string(o.column, ' '),
+                      std::string(length > 1 ? length - 1 : 0, '~'))};
+}
+
 std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::string& message, const std::string& help,
                        const std::string& code) {
   std::string entry = print_knob(s);
@@ -180,11 +189,8 @@ std::string knob_error(const KnobOrigin& o, const KnobSetting& s, const std::str
   if (o.text.empty())
     return fmt::format("{}: {}{}\n  help: {}", error,
                        o.source.empty() ? "" : fmt::format("{} (in `{}`): ", entry, o.source), message, help);
-  size_t length = o.length ? o.length : entry.size();
-  std::string gutter(std::to_string(o.line).size(), ' ');
-  return fmt::format("{}:{}:{}: {}: {}\n {} | {}\n {} | {}^{}\n  help: {}", o.source, o.line, o.column + 1, error,
-                     message, o.line, o.text, gutter, std::string(o.column, ' '),
-                     std::string(length > 1 ? length - 1 : 0, '~'), help);
+  KnobLocation at = knob_location(o, s);
+  return fmt::format("{}: {}: {}\n{}\n  help: {}", at.where, error, message, at.snippet, help);
 }
 
 bool Knobs::fuses(const std::string& site) const {
@@ -195,6 +201,8 @@ bool Knobs::fuses(const std::string& site) const {
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   Knobs k;
   k.carrier_tile = target.scalar_carrier_tile;
+  k.fold_fragment_regs = target.mma_fold_fragment_regs;
+  k.causal_group_blocks = target.causal_group_blocks;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

@@ -5,8 +5,12 @@
 
 namespace emmy::lower {
 
-kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs) {
-  return detail::KernelBuilder(program, checked, knobs).run();
+kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
+                       std::vector<KernelPlan>* plans) {
+  detail::KernelBuilder builder(program, checked, knobs);
+  kir::Program out = builder.run();
+  if (plans) *plans = builder.plans();
+  return out;
 }
 
 }  // namespace emmy::lower

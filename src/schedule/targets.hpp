@@ -21,6 +21,14 @@ struct TargetInfo {
   // when no TILE@axis knob sets it: the widest that compiles without spills on the target
   // (tests/bench/RESULTS.md, "Measurements that were code comments").
   int scalar_carrier_tile;
+  // The tensor-core fold's register budget a thread for its fragments: the loop-invariant
+  // operand's fragments stay in registers while all of them fit, else that operand waits in a
+  // shared slab (tuned on the H200; the same register file on the other targets).
+  int mma_fold_fragment_regs;
+  // Blocks in a group of heads that a fold under a key bound (causal) runs heaviest row tile
+  // first: the group's keys stay in L2 while its row tiles run (two waves of one block an SM
+  // on an H200's 132 SMs; the other targets take the H200's value, unmeasured there).
+  int causal_group_blocks;
 };
 
 // Hardware features a knob value may need; target_has says whether a target has one.

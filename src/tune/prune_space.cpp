@@ -54,7 +54,8 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
   const bool enumerated = point.origin == "enumerated";
   std::vector<Warning> warnings = l.knobs.warnings;
   warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
-  if (enumerated && !warnings.empty()) return {std::nullopt, "not honoured", render_warning(warnings.front())};
+  if (enumerated && !warnings.empty())  // one line: the code and text, not where the knob was written
+    return {std::nullopt, "not honoured", render_warning({warnings.front().code, warnings.front().text})};
   if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) return {std::nullopt, "sizes", *broken};
   // A register bound (a K chunk held in registers) of twice the size or more only adds zero
   // padding: the half as deep chunk is in the space too.

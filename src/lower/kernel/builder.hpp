@@ -17,6 +17,7 @@
 #include "algebra/laws.hpp"
 #include "ir/ieee_rules.hpp"
 #include "ir/intrinsics.hpp"
+#include "lower/kernel/plan.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/regroup_laws.hpp"
@@ -151,6 +152,8 @@ class KernelBuilder {
       : p_(program), checked_(checked), knobs_(knobs) {}
 
   kir::Program run();
+  // What run() decided for each kernel, in order.
+  const std::vector<KernelPlan>& plans() const { return plans_; }
 
   // ---- what the tiers build with (the tensor-core tier in mma/ too) ------------------------
   // Names and scopes.
@@ -232,7 +235,8 @@ class KernelBuilder {
 
   // The tensor-core tier (mma/): fills `out`'s launch shape and body when the kernel's
   // contractions fit the knobs' mma atom; else false with `why`.
-  bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
+  // `plan`: what the tier decided, where it takes the kernel.
+  bool mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why, KernelPlan& plan);
 
   // op(x), every exp through exp_value (the one place FAST_EXP acts); an exp or exp2 of a
   // difference takes it as kir::exp_difference (-inf - -inf is -inf there: ir/ieee_rules.hpp).
@@ -379,6 +383,7 @@ class KernelBuilder {
   std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;          // vector accesses the current split made
   std::vector<kir::SharedArray>* shared_ = nullptr;
+  std::vector<KernelPlan> plans_;
 };
 
 }  // namespace emmy::lower::detail

@@ -201,6 +201,8 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   }
   out.name = fmt::format("k_{}_{:06x}", base, h & 0xffffff);
   out.doc = k.doc;
+  KernelPlan plan;
+  plan.kernel = out.name;
   if (knobs_.mma && !k.scalar_tier) {
     std::string why;
     counter_ = 0;
@@ -208,18 +210,36 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
     // parameters in the kernel the scalar tier then builds, nor its limits and warnings.
     kir::Kernel attempt = out;
     const size_t warnings = program.warnings.size(), limits = program.limits.size(), laws = law_warnings_.size();
-    if (mma_kernel(k, attempt, program, why)) {
+    if (mma_kernel(k, attempt, program, why, plan)) {
+      plan.kernel = out.name;
+      plans_.push_back(std::move(plan));
       collect_params(attempt, program);
       return attempt;
     }
+    plan = KernelPlan();
+    plan.kernel = out.name;
+    plan.refused = why;
     program.warnings.resize(warnings);
     program.limits.resize(limits);
     law_warnings_.resize(laws);
-    program.warnings.push_back(
-        {"W054", fmt::format("{} (kernel {}): {}; it runs on the scalar tier", knobs_.atom, out.name, why)});
+    // Located at the TILE setting that asked for tensor cores.
+    KnobLocation at;
+    if (auto use = knobs_.uses.find(Knob::Tile); use != knobs_.uses.end())
+      at = knob_location(use->second.origin, use->second.setting);
+    program.warnings.push_back({"W054",
+                                fmt::format("{} (kernel {}): {}; it runs on the scalar tier (--ir plan shows the plan)",
+                                            knobs_.atom, out.name, why),
+                                at.where, at.snippet});
   }
   out.block_threads = knobs_.block_threads;
   out.min_blocks_per_sm = 1;
+  plan.block_threads = out.block_threads;
+  plan.tier = coop_on() ? KernelPlan::Tier::CoopRows : KernelPlan::Tier::Scalar;
+  if (coop_on()) {
+    plan.coop_threads = knobs_.coop_threads;
+    plan.coop_vec = knobs_.coop_vec;
+  }
+  plans_.push_back(std::move(plan));
   K total = kir::ci(1, ScalarType::I64);
   for (size_t i = 0; i < k.threads.size(); ++i)
     total = i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));

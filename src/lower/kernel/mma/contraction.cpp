@@ -19,10 +19,10 @@ void MmaTier::emit_contraction() {
   const int chunk = steps * kAtomK;
   std::optional<Slab> sa, sb;
   if (stage_) {
-    sa = make_slab(b_.fresh("a_tile"), first_.row, axis_at(row_axis_, row_block0_, false), t_.warps_m * rows_per_warp_,
-                   axis_at(first_.axis, i64(0), true), chunk, 0, wgmma());
-    sb = make_slab(b_.fresh("b_tile"), first_.col, axis_at(first_.axis, i64(0), true), chunk,
-                   axis_at(col_axis_, col_block0_, false), t_.warps_n * cols_per_warp_, 0, wgmma());
+    sa = make_slab(b_.fresh("a_tile"), "row", axis_at(row_axis_, row_block0_, false),
+                   axis_at(first_.axis, i64(0), true));
+    sb = make_slab(b_.fresh("b_tile"), "col", axis_at(first_.axis, i64(0), true),
+                   axis_at(col_axis_, col_block0_, false));
     sa->stream = sb->stream = first_.axis.name;
     EMMY_INTERNAL_ASSERT(!wgmma() || sa->inner.name == first_.axis.name,
                          "A's slab is not K-major (the plan checks it)");

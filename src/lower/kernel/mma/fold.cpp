@@ -35,11 +35,8 @@ void MmaTier::emit_fold(kir::Program& program) {
   }
   scale_ = key_scale(fold);
   const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
-  // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room
-  // for it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block.
-  // With wgmma, Q waits in a swizzled slab that the score wgmma read through descriptors (A
-  // from shared memory: no registers, and one coalesced copy instead of per-lane loads).
-  const bool q_regs = !wgmma() && (!stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= kFragmentRegBudget);
+  // The loop-invariant operand (Q): in registers, or in a shared slab (plan_staging decides).
+  const bool q_regs = plan_.row_fragments_in_registers;
   std::optional<Slab> qslab;
   if (q_regs) {
     emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
@@ -57,13 +54,12 @@ void MmaTier::emit_fold(kir::Program& program) {
                                    "scores' wgmma through descriptors",
                                    first_.row.name, fold.axis.name)));
     else
-      emit(kir::comment(
-          fmt::format("{}'s block is loop-invariant over {}: copied to shared memory once, its "
-                      "fragments re-read each block (registers: {} with them kept, over {})",
-                      first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true), kFragmentRegBudget)));
-    const int rows_per_block = t_.warps_m * rows_per_warp_;
-    qslab = make_slab(b_.fresh("row_tile"), first_.row, axis_at(row_axis_, row_block0_, false), rows_per_block,
-                      axis_at(first_.axis, i64(0), true), bound, 1, wgmma());
+      emit(kir::comment(fmt::format(
+          "{}'s block is loop-invariant over {}: copied to shared memory once, its "
+          "fragments re-read each block (registers: {} with them kept, over {})",
+          first_.row.name, fold.axis.name, fold_fragment_regs(fm, fn, ks, ne, true), b_.knobs().fold_fragment_regs)));
+    qslab = make_slab(b_.fresh("row_tile"), "row", axis_at(row_axis_, row_block0_, false),
+                      axis_at(first_.axis, i64(0), true));
     EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name,
                          "the row slab is not K-major (the plan checks it)");
     fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
@@ -98,13 +94,13 @@ void MmaTier::emit_fold(kir::Program& program) {
     const int chunk = fn * kAtomN;
     std::vector<const Slab*> slabs;
     if (stage_) {
-      kslab_ = make_slab(b_.fresh("col_tile"), first_.col, axis_at(fold.axis, i64(0), false), chunk,
-                         axis_at(first_.axis, i64(0), true), bound, 0, wgmma());
+      kslab_ =
+          make_slab(b_.fresh("col_tile"), "col", axis_at(fold.axis, i64(0), false), axis_at(first_.axis, i64(0), true));
       kslab_->stream = fold.axis.name;
       slabs.push_back(&*kslab_);
       if (value_read_) {
-        vslab_ = make_slab(b_.fresh("val_tile"), *value_read_, axis_at(fold.axis, i64(0), true), chunk,
-                           axis_at(tile_loop_->axis, tile0, false), tile_loop_->tile, 0, wgmma());
+        vslab_ = make_slab(b_.fresh("val_tile"), "value", axis_at(fold.axis, i64(0), true),
+                           axis_at(tile_loop_->axis, tile0, false));
         vslab_->stream = fold.axis.name;
         slabs.push_back(&*vslab_);
       }

@@ -36,18 +36,18 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
   }
   K row_tile;
-  key_limit_ = fold ? key_bound(*fold_) : std::nullopt;
   if (const std::optional<KeyBound>& bound = key_limit_) {
     // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
     // first (row tile slowest, heaviest first), the short ones fill the last wave instead of
-    // trailing it. Within groups of heads (the other block axes) of about kCausalGroupBlocks
+    // trailing it. Within groups of heads (the other block axes) of about causal_group_blocks (the target's)
     // blocks: every row tile of a head runs while its keys are in L2 (heaviest first over all
     // heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM for each row tile).
     using kir::BinOp;
     K others = i64(1);
     for (size_t i = 0; i + tiled < k.threads.size(); ++i)
       others = mul(others, KernelBuilder::size_value(k.threads[i].size));
-    K group = let("head_group", kir::binary(BinOp::Min, others, ceil_div_by(i64(kCausalGroupBlocks), row_tiles)));
+    K group =
+        let("head_group", kir::binary(BinOp::Min, others, ceil_div_by(i64(b_.knobs().causal_group_blocks), row_tiles)));
     K per_group = mul(group, row_tiles);
     K first = let("group_head0", mul(kir::binary(BinOp::Div, rest, per_group), group));
     K width = let("group_heads", kir::binary(BinOp::Min, group, kir::binary(BinOp::Sub, others, first)));
@@ -99,10 +99,13 @@ AxisAt MmaTier::axis_at(const tir::Axis& a, K base, bool zero) const {
   return {a.name, std::move(base), KernelBuilder::size_value(a.size), zero};
 }
 
-bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
+bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why,
+                               KernelPlan& plan) {
   MmaTier tier(*this, *knobs_.mma, knobs_.stage);
   tier.kernel_body_ = k.body;
-  return tier.build(k, out, program, why);
+  if (!tier.build(k, out, program, why)) return false;
+  plan = tier.plan_made();
+  return true;
 }
 
 }  // namespace emmy::lower::detail

@@ -1,6 +1,6 @@
 #include "lower/kernel/mma/layout.hpp"
 
-#include <stdexcept>
+#include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
 
@@ -10,8 +10,8 @@ LaneAffine lane_affine(CoordFn fn, int elem) {
   for (int lane = 0; lane < kWarp; ++lane) {
     kir::FragmentCoord c = fn(lane, elem);
     int gi = lane >> 2, ti = lane & 3;
-    if (c.row != a.row0 + a.row_g * gi + a.row_t * ti || c.col != a.col0 + a.col_g * gi + a.col_t * ti)
-      throw std::logic_error("an mma fragment lane map is not affine in (group, thread in group)");
+    EMMY_INTERNAL_ASSERT(c.row == a.row0 + a.row_g * gi + a.row_t * ti && c.col == a.col0 + a.col_g * gi + a.col_t * ti,
+                         "an mma fragment lane map is not affine in (group, thread in group)");
   }
   return a;
 }
@@ -40,7 +40,7 @@ std::vector<RepackSource> c_to_a_map() {
         }
         if (all) found = RepackSource{atom, y};
       }
-    if (!found) throw std::logic_error("the mma C and A fragment layouts do not match element for element");
+    EMMY_INTERNAL_ASSERT(found, "the mma C and A fragment layouts do not match element for element");
     map.push_back(*found);
   }
   return map;

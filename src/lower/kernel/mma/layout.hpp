@@ -13,9 +13,6 @@ namespace emmy::lower::detail {
 
 inline constexpr int kWarp = 32;
 inline constexpr int kAtomM = 16, kAtomN = 8, kAtomK = 16;
-// Blocks in a group of heads that a causal fold runs heaviest row tile first (two waves of one
-// block an SM on an H200's 132 SMs): the group's keys stay in L2 while its row tiles run.
-inline constexpr int64_t kCausalGroupBlocks = 256;
 inline constexpr ScalarType I64 = ScalarType::I64, F32 = ScalarType::F32, U32 = ScalarType::U32;
 inline constexpr std::string_view kContracted = "<mma>";  // the register a contraction's value is bound to
 using CoordFn = kir::FragmentCoord (*)(int, int);

@@ -5,17 +5,12 @@
 namespace emmy::lower::detail {
 
 bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
-  try {
-    if (!plan(k)) {
-      why = why_;
-      return false;
-    }
-    emit_kernel(k, out, program);
-    return true;
-  } catch (const Unsupported& u) {
-    why = u.why;
+  if (!plan(k) || !plan_staging()) {
+    why = why_;
     return false;
   }
+  emit_kernel(k, out, program);
+  return true;
 }
 
 bool MmaTier::reject(std::string why) {
@@ -219,6 +214,50 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
   require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
                   fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
   return true;
+}
+
+bool MmaTier::plan_staging() {
+  const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
+  plan_.atom = t_.atom;
+  plan_.warps_m = t_.warps_m;
+  plan_.warps_n = t_.warps_n;
+  plan_.frag_m = fm;
+  plan_.frag_n = fn;
+  plan_.k_steps = ks;
+  plan_.block_threads = t_.warps_m * t_.warps_n * kWarp;
+  plan_.rows = row_axis_.name;
+  plan_.reduced = first_.axis.name;
+  plan_.contraction =
+      fmt::format("{} * {} over {}", tir::print_expr(first_.row), tir::print_expr(first_.col), first_.axis.name);
+  const int rows_per_block = t_.warps_m * fm * kAtomM;
+  if (!fold_) {
+    plan_.tier = KernelPlan::Tier::MmaContraction;
+    plan_.cols = col_axis_.name;
+    if (!stage_) return true;
+    const int chunk = ks * kAtomK;
+    return plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, chunk, 0, wgmma()) &&
+           plan_slab("col", first_.col, first_.axis, chunk, col_axis_, t_.warps_n * fn * kAtomN, 0, wgmma());
+  }
+  const lir::Stmt& fold = *fold_;
+  plan_.tier = KernelPlan::Tier::MmaFold;
+  plan_.cols = fold.axis.name;
+  plan_.monoid = fold.monoid;
+  key_limit_ = key_bound(fold);
+  if (key_limit_) plan_.key_bound = tir::print_expr(fold.where[0]);
+  // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room for
+  // it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block. With
+  // wgmma it always waits in a swizzled slab, which the scores' wgmma read through descriptors.
+  const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
+  plan_.row_fragments_in_registers =
+      !wgmma() && (!stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= b_.knobs().fold_fragment_regs);
+  const int bound = ks * kAtomK, chunk = fn * kAtomN;
+  if (!plan_.row_fragments_in_registers &&
+      !plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, bound, 1, wgmma()))
+    return false;
+  if (!stage_) return true;
+  if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
+  return !value_read_ ||
+         plan_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile, 0, wgmma());
 }
 
 void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {

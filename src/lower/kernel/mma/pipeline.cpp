@@ -100,14 +100,14 @@ void MmaTier::drain(const Slab& s, const K& buf, const std::vector<Piece>& piece
     kir::FragmentCoord lo = p.fn(0, 2 * p.reg), hi = p.fn(0, 2 * p.reg + 1);
     bool pair_along_rows = hi.row == lo.row + 1;
     bool t = pair_along_rows == row_is_outer;  // the register pairs run along the slab's rows
-    if (trans && *trans != t) throw std::logic_error("one ldmatrix cannot mix transposed and plain pieces");
+    EMMY_INTERNAL_ASSERT(!trans || *trans == t, "one ldmatrix cannot mix transposed and plain pieces");
     trans = t;
     row += p.row;
     col += p.col;
     at.emplace_back(row_is_outer ? row : col, row_is_outer ? col : row);
   }
-  if (pieces.size() == 3 || pieces.empty() || pieces.size() > 4)
-    throw std::logic_error("ldmatrix takes 1, 2 or 4 matrices");
+  EMMY_INTERNAL_ASSERT(pieces.size() == 1 || pieces.size() == 2 || pieces.size() == 4,
+                       "ldmatrix takes 1, 2 or 4 matrices");
   // Lanes 8m..8m+7 address the rows of matrix m (lanes past the pieces repeat them): the
   // lane's offset from piece 0, a constant per lane, hoisted out of every loop.
   const int n = static_cast<int>(pieces.size());

@@ -4,26 +4,19 @@
 
 namespace emmy::lower::detail {
 
-MmaTier::Slab MmaTier::make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent,
-                                 const AxisAt& y, int y_extent, int depth, bool swizzled) {
-  bool y_inner = innermost_is(read, y.name);
-  bool x_inner = innermost_is(read, x.name);
-  if (!x_inner && !y_inner)
-    unsupported(
-        fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows "
-                    "to copy",
+bool MmaTier::plan_slab(const std::string& role, const Expr& read, const tir::Axis& x, int x_extent, const tir::Axis& y,
+                        int y_extent, int depth, bool swizzled) {
+  SlabChoice c;
+  c.read = read;
+  c.y_inner = innermost_is(read, y.name);
+  if (!c.y_inner && !innermost_is(read, x.name))
+    return reject(
+        fmt::format("STAGE: {}'s innermost index is neither {} nor {}, so its tile has no contiguous rows to copy",
                     tir::print_expr(read), x.name, y.name));
-  Slab s{name,
-         read,
-         y_inner ? x : y,
-         y_inner ? y : x,
-         y_inner ? x_extent : y_extent,
-         y_inner ? y_extent : x_extent,
-         0,
-         {},
-         false,
-         false,
-         {}};
+  const tir::Axis &outer = c.y_inner ? x : y, &inner = c.y_inner ? y : x;
+  c.rows = c.y_inner ? x_extent : y_extent;
+  c.cols = c.y_inner ? y_extent : x_extent;
+  c.depth = depth;
   // Rows at a constant element stride: each axis a bare index of exactly one subscript.
   auto bare_once = [&](const std::string& axis) {
     int uses = 0, bare = 0;
@@ -33,26 +26,44 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const Expr& read, cons
     }
     return uses == 1 && bare == 1;
   };
-  s.strided = bare_once(s.outer.name) && bare_once(s.inner.name);
+  c.strided = bare_once(outer.name) && bare_once(inner.name);
   // Streamed tiles (depth 0: the stage's) by TMA where the tile is a box of the tensor.
   if (depth == 0 && stage_->tma) {
-    if (std::string why = tma_refusal(s); why.empty()) {
-      swizzled = true;
-      s.map = tensor_map_param(s);
-    } else {
-      Warning w{"W055", fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", read.name, why)};
-      if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
-        program_->warnings.push_back(std::move(w));
-    }
+    c.no_tma = tma_refusal(c);
+    c.tma = c.no_tma.empty();
+    swizzled = swizzled || c.tma;
   }
-  s.pitch = swizzled ? s.cols : s.cols + 8;
-  s.swizzled = swizzled;
-  if (swizzled && (s.cols % 64 != 0 || s.rows % 8 != 0))
-    unsupported(
+  c.swizzled = swizzled;
+  if (swizzled && (c.cols % 64 != 0 || c.rows % 8 != 0))
+    return reject(
         fmt::format("wgmma reads {}'s tile ({} rows of {}) from 128-byte swizzled rows: it needs a multiple of "
                     "64 columns and of 8 rows",
-                    read.name, s.rows, s.cols));
-  out_->shared.push_back({name, t_.operand, s.elems() * (depth > 0 ? depth : stage_->depth), swizzled ? 1024 : 16});
+                    read.name, c.rows, c.cols));
+  const int buffers = depth > 0 ? depth : stage_->depth;
+  plan_.slabs.push_back({role, tir::print_expr(read), outer.name, inner.name, c.rows, c.cols, buffers, c.swizzled,
+                         c.tma           ? "tma"
+                         : stage_->async ? "cp.async"
+                                         : "registers",
+                         c.no_tma});
+  slab_choices_[role] = std::move(c);
+  return true;
+}
+
+MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y) {
+  auto it = slab_choices_.find(role);
+  EMMY_INTERNAL_ASSERT(it != slab_choices_.end(), "a slab the plan did not make");
+  const SlabChoice& c = it->second;
+  Slab s{name, c.read, c.y_inner ? x : y, c.y_inner ? y : x, c.rows, c.cols, 0, {}, c.strided, c.swizzled, {}};
+  if (c.tma) {
+    s.map = tensor_map_param(s);
+  } else if (!c.no_tma.empty()) {
+    Warning w{"W055", fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", c.read.name, c.no_tma)};
+    if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
+      program_->warnings.push_back(std::move(w));
+  }
+  s.pitch = c.swizzled ? s.cols : s.cols + 8;
+  out_->shared.push_back(
+      {name, t_.operand, s.elems() * (c.depth > 0 ? c.depth : stage_->depth), c.swizzled ? 1024 : 16});
   return s;
 }
 
@@ -184,8 +195,7 @@ void MmaTier::wait(int pending, const std::optional<K>& tma_buf, bool boxes_only
 
 K MmaTier::swizzled_row_address(const Slab& s, const K& buf, const std::vector<std::pair<int, int>>& at, const K& m,
                                 const K& outer_dyn, const K& inner_dyn) {
-  for (auto [r, c] : at)
-    if (r % 8 != 0 || c % 8 != 0) throw std::logic_error("ldmatrix blocks off the swizzle's 8 x 8 grid");
+  for (auto [r, c] : at) EMMY_INTERNAL_ASSERT(r % 8 == 0 && c % 8 == 0, "ldmatrix blocks off the swizzle's 8 x 8 grid");
   K drow = ci32(0), dcol = ci32(0);
   for (size_t i = at.size(); i-- > 1;) {
     K is_i = kir::binary(kir::BinOp::Eq, m, ci32(static_cast<int64_t>(i)));

@@ -18,6 +18,7 @@
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
 #include "lower/kernel/mma/layout.hpp"
+#include "lower/kernel/plan.hpp"
 #include "support/diagnostics.hpp"
 
 namespace emmy::lower::detail {
@@ -26,14 +27,12 @@ class MmaTier {
  public:
   MmaTier(KernelBuilder& b, const MmaTile& tile, std::optional<MmaStage> stage) : b_(b), t_(tile), stage_(stage) {}
 
+  // Plans the kernel (false with `why` where the tier refuses it), then emits it: emission
+  // reads the plan and cannot fail.
   bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
+  const KernelPlan& plan_made() const { return plan_; }
 
  private:
-  struct Unsupported {
-    std::string why;
-  };
-  [[noreturn]] static void unsupported(std::string why) { throw Unsupported{std::move(why)}; }
-
   // ---- matching --------------------------------------------------------------------------
   bool reject(std::string why);
 
@@ -52,6 +51,9 @@ class MmaTier {
   // The kernel's shape: a fold over a max-rescaled sum (inside a register tile of its vector
   // field, or alone), or a contraction followed by stores.
   bool plan(const lir::Kernel& k);
+  // The decisions the emitters read, recorded in plan_: the key bound, where the row operand
+  // waits, and every slab (plan_slab).
+  bool plan_staging();
 
   static bool is_or_flag(const algebra::MonoidTerms& m, size_t f);
 
@@ -131,8 +133,18 @@ class MmaTier {
     }
   };
 
-  Slab make_slab(const std::string& name, const Expr& read, const AxisAt& x, int x_extent, const AxisAt& y,
-                 int y_extent, int depth = 0, bool swizzled = false);
+  // A slab's planned shape: which axis is contiguous, its transport and swizzle. plan_slab
+  // decides it (refusing a read with no contiguous axis, or a swizzle the tile cannot take),
+  // make_slab builds the slab from it at emission.
+  struct SlabChoice {
+    Expr read;
+    bool y_inner = false, strided = false, tma = false, swizzled = false;
+    int rows = 0, cols = 0, depth = 0;
+    std::string no_tma;
+  };
+  bool plan_slab(const std::string& role, const Expr& read, const tir::Axis& x, int x_extent, const tir::Axis& y,
+                 int y_extent, int depth, bool swizzled);
+  Slab make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y);
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
 
@@ -141,7 +153,7 @@ class MmaTier {
   // subscript, the panel along the last (the 128-byte swizzle: wgmma's layout, and ldmatrix's
   // rows in distinct banks), every other subscript one index. Why `s` is not such a box (empty:
   // it is).
-  std::string tma_refusal(const Slab& s) const;
+  std::string tma_refusal(const SlabChoice& s) const;
 
   // The TensorMap parameter of `s`'s boxes (one per tensor and box shape).
   std::string tensor_map_param(const Slab& s);
@@ -311,7 +323,6 @@ class MmaTier {
   // one step when re-read), scores, the vector field's accumulators, and the B and P fragments.
   // Past the budget, kept row fragments would leave the compiler too few registers (255 a
   // thread) for addresses and the softmax: measured, w4x1/f2x8/k4 with Q kept (200) spills.
-  static constexpr int kFragmentRegBudget = 184;
   static int fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows);
 
   // `key OP row + c` read off the fold's predicate: the keys a row folds end before row + c
@@ -407,6 +418,8 @@ class MmaTier {
   KernelBuilder& b_;
   MmaTile t_;
   std::string why_;
+  KernelPlan plan_;                                 // what plan() decided, for the emitters and --ir plan
+  std::map<std::string, SlabChoice> slab_choices_;  // by role
   const lir::Stmt* tile_loop_ = nullptr;
   const lir::Stmt* fold_ = nullptr;
   int contraction_stmt_ = -1;  // the body statement holding the contraction

@@ -4,7 +4,7 @@
 
 namespace emmy::lower::detail {
 
-std::string MmaTier::tma_refusal(const Slab& s) const {
+std::string MmaTier::tma_refusal(const SlabChoice& s) const {
   const tir::Tensor* t = b_.loops().tensors.find(s.read.name);
   if (!t || !b_.in_global(s.read.name)) return "it is not a tensor in global memory";
   if (!s.strided) return "its tile's rows are not one subscript each (a bare index) of the tensor";
@@ -76,7 +76,7 @@ K MmaTier::tma_ok() {
     both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)),
                      i64(0)));
   for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
-  if (!ok) throw std::logic_error("tma_ok without a tensor map");
+  EMMY_INTERNAL_ASSERT(ok, "tma_ok without a tensor map");
   return hoisted("tma_ok", *ok);
 }
 

@@ -1,0 +1,54 @@
+#include "lower/kernel/plan.hpp"
+
+#include <fmt/format.h>
+
+namespace emmy::lower {
+
+const char* tier_name(KernelPlan::Tier tier) {
+  switch (tier) {
+    case KernelPlan::Tier::Scalar: return "scalar";
+    case KernelPlan::Tier::CoopRows: return "cooperative rows";
+    case KernelPlan::Tier::MmaContraction: return "tensor-core contraction";
+    case KernelPlan::Tier::MmaFold: return "tensor-core fold";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string print_slab(const SlabPlan& s) {
+  std::string out = fmt::format("  slab {}: {}, {} x {} ({} outer, {} inner), {} buffer{}, {}{}", s.role, s.read,
+                                s.rows, s.cols, s.outer, s.inner, s.buffers, s.buffers == 1 ? "" : "s", s.transport,
+                                s.swizzled ? ", 128-byte swizzle" : "");
+  if (!s.no_tma.empty()) out += fmt::format("\n    no TMA: {}", s.no_tma);
+  return out + "\n";
+}
+
+std::string print_plan(const KernelPlan& p) {
+  std::string out = fmt::format("kernel {}: {}\n", p.kernel, tier_name(p.tier));
+  if (!p.refused.empty()) out += fmt::format("  tensor cores refused: {}\n", p.refused);
+  out += fmt::format("  block: {} threads\n", p.block_threads);
+  if (p.tier == KernelPlan::Tier::CoopRows)
+    out += fmt::format("  rows: {} threads each, vector accesses of {}\n", p.coop_threads, p.coop_vec);
+  if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
+  out += fmt::format("  atom: {}, warps w{}x{}, fragments f{}x{} a warp, k{} (k-steps of 16 a chunk)\n", p.atom,
+                     p.warps_m, p.warps_n, p.frag_m, p.frag_n, p.k_steps);
+  out += fmt::format("  tiles: rows {}, {} {}; contraction {}\n", p.rows,
+                     p.tier == KernelPlan::Tier::MmaFold ? "keys" : "columns", p.cols, p.contraction);
+  if (p.tier == KernelPlan::Tier::MmaFold) {
+    out += fmt::format("  fold: monoid {}, key bound {}\n", p.monoid, p.key_bound.empty() ? "none" : p.key_bound);
+    out += fmt::format("  row fragments: {}\n", p.row_fragments_in_registers ? "in registers" : "re-read from a slab");
+  }
+  for (const SlabPlan& s : p.slabs) out += print_slab(s);
+  return out;
+}
+
+}  // namespace
+
+std::string print_plans(const std::vector<KernelPlan>& plans) {
+  std::string out;
+  for (const KernelPlan& p : plans) out += print_plan(p);
+  return out;
+}
+
+}  // namespace emmy::lower

@@ -1,0 +1,46 @@
+// The kernel back end's decisions for one loop-IR kernel, made before anything is emitted: its
+// tier and, for the tensor-core tier, the warp grid, the fragments, each operand's slab and how
+// its tiles arrive (TMA, or why not), and a fold's key bound. A tier that refuses says why, and
+// the kernel takes the next one. `emmyc compile --ir plan` prints them (print_plans).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace emmy::lower {
+
+// A tile of one operand in shared memory.
+struct SlabPlan {
+  std::string role;          // "row" or "col" operand of the contraction, "value": a fold's vector field
+  std::string read;          // the read it stages, printed ("k[b, h, j, d]")
+  std::string outer, inner;  // its axes: `inner` is contiguous along the tile's rows
+  int rows = 0, cols = 0;    // the tile, in elements
+  int buffers = 1;           // the tiles it keeps: the stage's depth, or 1 (loaded once)
+  bool swizzled = false;     // 128-byte swizzled rows (what wgmma and TMA read)
+  std::string transport;     // "tma", "cp.async" or "registers" (STAGE's reg)
+  std::string no_tma;        // where STAGE asked for TMA and the slab has none: why
+};
+
+struct KernelPlan {
+  enum class Tier { Scalar, CoopRows, MmaContraction, MmaFold };
+  std::string kernel;  // the kernel IR kernel's name
+  Tier tier = Tier::Scalar;
+  std::string refused;  // the tensor-core tier's refusal, where TILE asked for one
+  int block_threads = 0;
+  int coop_threads = 0, coop_vec = 0;  // CoopRows: threads a row, elements a vector access
+  // The tensor-core tiers.
+  std::string atom;
+  int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;
+  std::string rows, cols, reduced;          // the tiled axes (cols: a fold's keys) and the contracted one
+  std::string contraction;                  // its operands, printed ("q[b, h, i, d] * k[b, h, j, d] over d")
+  std::string monoid;                       // a fold's
+  std::string key_bound;                    // a fold's bound on its keys ("j <= i"), or ""
+  bool row_fragments_in_registers = false;  // a fold's loop-invariant operand, kept in registers
+  std::vector<SlabPlan> slabs;
+};
+
+const char* tier_name(KernelPlan::Tier tier);
+// One block a kernel: "kernel NAME: TIER", then its decisions, one a line.
+std::string print_plans(const std::vector<KernelPlan>& plans);
+
+}  // namespace emmy::lower
