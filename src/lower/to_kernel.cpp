@@ -1,6 +1,6 @@
-// The scalar tier: turns each loop-IR kernel into kernel IR — one thread per point of the
-// kernel's thread space, reductions as serial loops whose carriers follow the monoid's
-// combine, folds as one loop, register tiles unrolled with guarded tails, 64-bit indices.
+// Turns each loop-IR kernel into kernel IR: a plan first (its tier, and the tensor-core tier's
+// tiles and slabs, or why that tier refuses), then the tier's emitter — the tensor-core tier
+// (kernel/mma/), cooperative rows (kernel/coop.cpp) or the scalar tier (kernel/scalar.cpp).
 #include "lower/kernel/builder.hpp"
 
 namespace emmy::lower {

@@ -39,9 +39,10 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   if (const std::optional<KeyBound>& bound = key_limit_) {
     // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
     // first (row tile slowest, heaviest first), the short ones fill the last wave instead of
-    // trailing it. Within groups of heads (the other block axes) of about causal_group_blocks (the target's)
-    // blocks: every row tile of a head runs while its keys are in L2 (heaviest first over all
-    // heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM for each row tile).
+    // trailing it. Within groups of heads (the other block axes) of about the target's
+    // causal_group_blocks blocks: every row tile of a head runs while its keys are in L2
+    // (heaviest first over all heads re-read (16, 16, 1024, 128)'s 128 MB of keys from DRAM
+    // for each row tile).
     using kir::BinOp;
     K others = i64(1);
     for (size_t i = 0; i + tiled < k.threads.size(); ++i)
