@@ -157,10 +157,13 @@ class CompiledSides {
       if (differs_ieee(lhs_[i](point, stack_), rhs_[i](point, stack_))) return true;
     return false;
   }
-  Env env(const std::vector<double>& point) const {
-    Env out;
-    for (size_t i = 0; i < names_.size(); ++i) out.emplace_back(names_[i], point[i]);
-    return out;
+  // The point, named, where the sides differ there and `mismatch` confirms it.
+  std::optional<Env> failing(const Sides& s, const std::vector<double>& point, bool wide) {
+    if (!may_differ(point)) return std::nullopt;
+    Env env;
+    for (size_t i = 0; i < names_.size(); ++i) env.emplace_back(names_[i], point[i]);
+    if (!mismatch(s, env, nullptr, wide)) return std::nullopt;
+    return env;
   }
 
  private:
@@ -253,12 +256,6 @@ std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case
   std::vector<Kind> kinds = kinds_of(m, domain, names);
   CompiledSides fast(s, names);
   std::vector<double> point(names.size());
-  auto differs = [&]() -> std::optional<Env> {
-    if (!fast.may_differ(point)) return std::nullopt;
-    Env env = fast.env(point);
-    if (mismatch(s, env)) return env;
-    return std::nullopt;
-  };
   std::mt19937_64 rng(12345);
   for (int trial = 0; trial < 4000 && budget.spend(); ++trial) {
     for (size_t i = 0; i < names.size(); ++i) {
@@ -270,7 +267,7 @@ std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case
       if (k.boolean) v = static_cast<double>(rng() % 2);
       point[i] = v;
     }
-    if (std::optional<Env> env = differs()) return env;
+    if (std::optional<Env> env = fast.failing(s, point, false)) return env;
   }
   constexpr double kGrid[] = {-1, 0, 1, 2};
   if (!grid || names.size() > 7) return std::nullopt;
@@ -286,7 +283,7 @@ std::optional<Env> search_small(const MonoidTerms& m, const Sides& s, const Case
       if (k.boolean) v = v > 0 ? 1 : 0;
       point[i] = v;
     }
-    if (std::optional<Env> env = differs()) return env;
+    if (std::optional<Env> env = fast.failing(s, point, false)) return env;
   }
   return std::nullopt;
 }
@@ -338,9 +335,7 @@ std::optional<Env> search_wide(const MonoidTerms& m, const Sides& s, const Case&
         v = std::copysign(std::pow(10.0, unit(rng) * 12 - 6), unit(rng) - 0.5);
       point[i] = fit(kinds[i], v);
     }
-    if (!fast.may_differ(point)) continue;
-    Env env = fast.env(point);
-    if (mismatch(s, env, nullptr, /*wide=*/true)) return env;
+    if (std::optional<Env> env = fast.failing(s, point, /*wide=*/true)) return env;
   }
   return std::nullopt;
 }
