@@ -14,7 +14,9 @@ them by their info string (the word after the opening ```):
                          warnings: each listed code appears, and no other code does
   sh example             each command is run from the root with bash (pipefail); it must
                          exit 0. `build/emmyc` in a command is replaced by --emmyc. Only
-                         commands that need no GPU belong in such a block.
+                         commands that need no GPU belong in such a block. A pipe into a
+                         reader that may stop early (grep -q, head) is refused: under
+                         pipefail the writer's SIGPIPE (exit 141) would fail it by timing.
   cpp example            a C++ program: compiled with --cxx against include/ and --libemmy,
                          run from the root; it must exit 0 (skipped without --libemmy)
   python example         a Python script: run from the root with python/ on the path and
@@ -40,6 +42,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+# A reader that can stop before its writer has finished: under pipefail the writer then dies of SIGPIPE.
+EARLY_READER = re.compile(r"\|\s*(grep\s+(-\w*q\w*|--quiet|--silent)\b|head\b)")
 
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*(.*?)\s*$")
 
@@ -206,6 +211,10 @@ class Checker:
             self.count("commands")
             if "--interp" in cmd:
                 self.interp_commands.append((here, cmd))
+            if EARLY_READER.search(cmd):
+                self.fail(here, "a pipe into grep -q or head may end its writer with SIGPIPE (exit 141 under "
+                          "pipefail): use plain grep, or write the output to a file first", cmd)
+                continue
             real = re.sub(r"(?<![\w/.-])build/emmyc\b", shlex.quote(self.emmyc), cmd)
             r = self.run(["bash", "-o", "pipefail", "-c", real], cwd=self.root)
             if r.returncode != 0:
