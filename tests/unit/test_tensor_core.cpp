@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "algebra/discover.hpp"
+#include "algebra/fold_form.hpp"
 #include "algebra/from_ast.hpp"
-#include "algebra/rescaled_sum.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
@@ -461,30 +461,41 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
       doctest::Contains("its register tile is f1x1, not f2x8"), lower::LowerError);
 }
 
-TEST_CASE("tensor cores: the max-rescaled sum class is decided on normal forms") {
+TEST_CASE("tensor cores: each field's law is decided on normal forms") {
+  using algebra::FieldLaw;
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!l->diags->has_errors());
-  // The chain discovered in sdpa (m, l, o) is one; so is the library's softmax_pv.
+  // The chain discovered in sdpa (m, l, o) is a max-rescaled sum; so is the library's softmax_pv.
   std::vector<algebra::DiscoveredChain> chains = algebra::discover_chains(l->program->ops.at("sdpa"));
   REQUIRE(!chains.empty());
-  std::optional<algebra::RescaledSum> online = algebra::as_rescaled_sum(chains[0].monoid);
-  REQUIRE(online);
-  CHECK(chains[0].monoid.fields[online->key] == "m");
-  CHECK(online->weighted.size() == 2);
+  algebra::FoldForm online = algebra::fold_form(chains[0].monoid);
+  REQUIRE(online.rescaled_sum());
+  CHECK(chains[0].monoid.fields[*online.pivot] == "m");
+  CHECK(std::count(online.laws.begin(), online.laws.end(), FieldLaw::Rescaled) == 2);
   std::string why;
   auto pv = algebra::monoid_terms(*l->program->monoids.at("softmax_pv").decl, why);
   REQUIRE(pv);
-  REQUIRE(algebra::as_rescaled_sum(*pv));
-  CHECK(pv->fields[algebra::as_rescaled_sum(*pv)->key] == "m");
-  // Not in the class: a plain sum, Welford, a max paired with an unweighted sum.
-  for (const char* name : {"sum", "welford", "argmax"}) {
+  REQUIRE(algebra::fold_form(*pv).rescaled_sum());
+  CHECK(pv->fields[*algebra::fold_form(*pv).pivot] == "m");
+  // Not in the class, each field read off its combine: a plain sum, a max, Welford (a count
+  // and two fields that are neither), argmax (a select on the comparison).
+  const std::map<std::string, std::vector<FieldLaw>> laws{
+      {"sum", {FieldLaw::Sum}},
+      {"max", {FieldLaw::Max}},
+      {"min", {FieldLaw::Min}},
+      {"welford", {FieldLaw::Sum, FieldLaw::General, FieldLaw::General}},
+      {"argmax", {FieldLaw::General, FieldLaw::General}}};
+  for (const auto& [name, expected] : laws) {
     CAPTURE(name);
     auto it = l->program->monoids.find(name);
     REQUIRE(it != l->program->monoids.end());
     auto terms = algebra::monoid_terms(*it->second.decl, why);
     REQUIRE(terms);
-    CHECK(!algebra::as_rescaled_sum(*terms));
+    algebra::FoldForm form = algebra::fold_form(*terms);
+    CHECK(!form.rescaled_sum());
+    CHECK(form.laws == expected);
   }
+  // A max beside an unweighted sum: both classified, neither a pivot.
   auto bad = test::check_source(R"(
 monoid maxsum(m: f32, s: f32) {
   identity = (-inf, 0);
@@ -494,7 +505,10 @@ monoid maxsum(m: f32, s: f32) {
   REQUIRE(!bad->diags->has_errors());
   auto terms = algebra::monoid_terms(*bad->program->monoids.at("maxsum").decl, why);
   REQUIRE(terms);
-  CHECK(!algebra::as_rescaled_sum(*terms));
+  algebra::FoldForm form = algebra::fold_form(*terms);
+  CHECK(!form.rescaled_sum());
+  CHECK(!form.pivot);
+  CHECK(form.laws == std::vector<FieldLaw>{FieldLaw::Max, FieldLaw::Sum});
 }
 
 TEST_CASE("tensor cores: what the tier refuses says why, and the kernel still runs") {

@@ -223,6 +223,21 @@ class KernelBuilder {
 
   bool coop_on() const { return knobs_.coop_threads > 1; }
 
+  // Monoids: a reduction's lowering, a term as a kernel expression (`hint` types constants and
+  // infinities), and two carriers combined (a share that combined no element skipped, as
+  // coop_combine does), a value of the lane `mask` away.
+  struct CarrierSpec {  // a carrier's fields, types and proved identity and combine (over a.<field>, b.<field>)
+    std::vector<std::string> fields;
+    std::vector<ScalarType> types;
+    std::vector<Term> identity, combine;
+  };
+  MonoidLowering monoid_of(const Expr& e);
+  K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);
+  std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
+  std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
+                                const std::vector<K>& b, const K& b_has);
+  K shuffle_xor(const K& value, int mask);
+
   // What the builder lowers, and the regroupings that rely on assumed laws (W053).
   const lir::Program& loops() const { return p_; }
   const CheckedProgram& checked() const { return checked_; }
@@ -265,8 +280,6 @@ class KernelBuilder {
 
   // ---- reductions -------------------------------------------------------------------------
   static std::string result_field(const Expr& e);
-
-  MonoidLowering monoid_of(const Expr& e);
 
   Carrier reduce(const Expr& e, const std::optional<K>& elem);
 
@@ -311,9 +324,6 @@ class KernelBuilder {
   // exp against it) is the exp of a difference's rule at one select a carrier, not one an exp.
   std::optional<K> exp_below_max(const Term& d, const std::map<std::string, K>& env, ScalarType hint);
 
-  // A term of the monoid as a kernel expression; `hint` types constants and infinities.
-  K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);
-
   // ---- loop IR statements -----------------------------------------------------------------
 
   // A split reduction's partial combined into its accumulator (REDUCE=g<N>a).
@@ -348,12 +358,6 @@ class KernelBuilder {
   std::map<std::string, std::pair<std::string, ScalarType>> tile_arrays_;
 
   // ---- COOP=t<N>[/v<V>]: cooperative rows and vector accesses (coop.cpp) -------------
-  // A carrier's fields, types and proved identity and combine (over a.<field>, b.<field>).
-  struct CarrierSpec {
-    std::vector<std::string> fields;
-    std::vector<ScalarType> types;
-    std::vector<Term> identity, combine;
-  };
   bool coop_top() const { return coop_on() && !coop_inner_; }
   void coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total);
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
@@ -361,9 +365,6 @@ class KernelBuilder {
   void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
   void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
   void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
-  std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
-                                const std::vector<K>& b, const K& b_has);
-  std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
   const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);
   void coop_loop(const lir::Stmt& s);
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
@@ -372,7 +373,6 @@ class KernelBuilder {
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix);
   static K vec_part_index(const VecChunk::Access& a, size_t j);
-  K shuffle_xor(const K& value, int mask);
 
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row

@@ -37,6 +37,7 @@ std::string print_plan(const KernelPlan& p) {
                      p.tier == KernelPlan::Tier::MmaFold ? "keys" : "columns", p.cols, p.contraction);
   if (p.tier == KernelPlan::Tier::MmaFold) {
     out += fmt::format("  fold: monoid {}, key bound {}\n", p.monoid, p.key_bound.empty() ? "none" : p.key_bound);
+    out += fmt::format("  fold update: {}\n", p.fold_update);
     out += fmt::format("  row fragments: {}\n", p.row_fragments_in_registers ? "in registers" : "re-read from a slab");
   }
   for (const SlabPlan& s : p.slabs) out += print_slab(s);

@@ -35,6 +35,7 @@ struct KernelPlan {
   std::string contraction;                  // its operands, printed ("q[b, h, i, d] * k[b, h, j, d] over d")
   std::string monoid;                       // a fold's
   std::string key_bound;                    // a fold's bound on its keys ("j <= i"), or ""
+  std::string fold_update;                  // a fold's per-block update, as its monoid's normal form gives it
   bool row_fragments_in_registers = false;  // a fold's loop-invariant operand, kept in registers
   std::vector<SlabPlan> slabs;
 };

@@ -33,7 +33,7 @@ void MmaTier::emit_fold(kir::Program& program) {
     else
       keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
   }
-  scale_ = key_scale(fold);
+  scale_ = general_ ? std::nullopt : key_scale(fold);
   const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
   // The loop-invariant operand (Q): in registers, or in a shared slab (plan_staging decides).
   const bool q_regs = plan_.row_fragments_in_registers;
@@ -70,10 +70,14 @@ void MmaTier::emit_fold(kir::Program& program) {
   auto tile_body = [&](const K& tile0) {
     // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
     // field as C fragments over the tile.
-    emit(kir::comment(fmt::format("carrier ({}) through the proved monoid {}, per row of the warp's {} rows",
-                                  field_names(), fold.monoid, rows_per_warp_)));
+    std::optional<LaneCarrier> lanes;
+    if (general_)
+      lanes = general_carrier(fm);
+    else
+      emit(kir::comment(fmt::format("carrier ({}) through the proved monoid {}, per row of the warp's {} rows",
+                                    field_names(), fold.monoid, rows_per_warp_)));
     std::vector<std::string> carrier(fold.fields.size());
-    for (size_t f = 0; f < fold.fields.size(); ++f) {
+    for (size_t f = 0; f < fold.fields.size() && !general_; ++f) {
       carrier[f] = b_.fresh("run_" + fold.fields[f].name);
       ScalarType t = scalar_of(fold.fields[f].dtype);
       if (f == value_field_ && value_read_) {
@@ -88,7 +92,7 @@ void MmaTier::emit_fold(kir::Program& program) {
     // wgmma reads B from shared memory, and every P fragment of the block stays live until
     // the batch of P @ V completes.
     if (!wgmma()) emit(kir::decl(kf, U32, fn * 2));
-    emit(kir::decl(pf, U32, wgmma() ? fm * 4 * (fn / 2) : fm * 4));
+    if (!general_) emit(kir::decl(pf, U32, wgmma() ? fm * 4 * (fn / 2) : fm * 4));
     if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * ne));
     const std::string jv = b_.fresh(fold.axis.name + "0");
     const int chunk = fn * kAtomN;
@@ -120,8 +124,8 @@ void MmaTier::emit_fold(kir::Program& program) {
         interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
       }
       auto block_math = [&](bool masked) {
-        emit(kir::comment(
-            fmt::format("scores of {} keys: {} on the tensor cores", chunk, tir::print_expr(first_.around))));
+        emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
+                                      general_ ? plan_.contraction : tir::print_expr(first_.around))));
         emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
         if (wgmma()) {
           wgmma_fence();
@@ -154,6 +158,19 @@ void MmaTier::emit_fold(kir::Program& program) {
             for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
         }
         if (!wgmma()) issue();
+        if (general_) {
+          std::optional<BlockMask> gm;
+          if (wgmma() && masked && (fold.where.empty() || key_limit)) gm = block_mask(j0, keys, chunk, key_limit);
+          return emit_general_update(
+              *lanes, fm, fn, sc, j0, [&](int a, int n, int e, const K& col) -> std::optional<K> {
+                if (!masked) return std::nullopt;
+                if (gm) return element_mask(*gm, a, n, e, key_limit);
+                K ok = lt(col, keys);
+                if (!fold.where.empty())
+                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                return ok;
+              });
+        }
         // Each score element: the key field's lift around the contraction, -inf where the
         // key is past the end or the fold's predicate excludes it.
         emit(kir::comment(fmt::format(
@@ -193,6 +210,7 @@ void MmaTier::emit_fold(kir::Program& program) {
       else
         block_math(true);
     });
+    if (general_) return emit_general_results(*lanes, fm, rows);
     emit_fold_results(carrier, fm, ne, tile0, rows);
   };
   if (!tile_loop_) return tile_body(i64(0));
@@ -449,6 +467,23 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   }
 }
 
+void MmaTier::emit_row_results(int fm, const K& rows, const std::vector<lir::Stmt>& stores,
+                               const std::function<void(int a, int r)>& bind) {
+  // Lane group g holds rows g and g + 8 of each atom; one thread of the lanes sharing a row stores.
+  for (int a = 0; a < fm; ++a)
+    for (int r = 0; r < 2; ++r) {
+      const LaneAffine& c = c_aff_[r == 0 ? 0 : 2];
+      K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
+      std::vector<kir::Stmt> one = b_.nested([&] {
+        b_.scope().index[row_axis_.name] = row;
+        bind(a, r);
+        for (const lir::Stmt& s : stores) b_.stmt(s);
+      });
+      emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), kir::binary(kir::BinOp::Eq, tig_, i64(0))),
+                        std::move(one)));
+    }
+}
+
 void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0,
                                 const K& rows) {
   const lir::Stmt& fold = *fold_;
@@ -471,24 +506,13 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
   std::vector<lir::Stmt> stores;
   if (tile_loop_)
     for (size_t i = 1; i < tile_loop_->body.size(); ++i) stores.push_back(tile_loop_->body[i]);
-  else
-    for (const lir::Stmt& s : kernel_body_)
-      if (&s != fold_) stores.push_back(s);
+  else  // the fold is the body's first statement (plan)
+    stores.assign(kernel_body_.begin() + 1, kernel_body_.end());
   if (!value_read_) {
-    // Rows only: lane group g holds rows g and g + 8 of each atom; one thread of the quad stores.
-    for (int a = 0; a < fm; ++a)
-      for (int r = 0; r < 2; ++r) {
-        const LaneAffine& c = c_aff_[r == 0 ? 0 : 2];
-        K row = lane_coord(add(row0_, i64(a * kAtomM)), c.row0, c.row_g, c.row_t);
-        std::vector<kir::Stmt> one = b_.nested([&] {
-          b_.scope().index[row_axis_.name] = row;
-          bind_carrier(a, r);
-          for (const lir::Stmt& s : fold.results) b_.stmt(s);
-          for (const lir::Stmt& s : stores) b_.stmt(s);
-        });
-        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), kir::binary(kir::BinOp::Eq, tig_, i64(0))),
-                          std::move(one)));
-      }
+    emit_row_results(fm, rows, stores, [&](int a, int r) {
+      bind_carrier(a, r);
+      for (const lir::Stmt& s : fold.results) b_.stmt(s);
+    });
     return;
   }
   const tir::Axis& tile_axis = tile_loop_->axis;

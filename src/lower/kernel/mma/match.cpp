@@ -1,6 +1,7 @@
 // The tensor-core tier's matching: which contraction or fold of a loop-IR kernel the atom takes,
 // and every refusal, before anything is emitted.
 #include "lower/kernel/mma/tier.hpp"
+#include "lower/term_expr.hpp"
 
 namespace emmy::lower::detail {
 
@@ -83,6 +84,9 @@ bool MmaTier::plan(const lir::Kernel& k) {
     fold = &body[0].body[0];
   } else if (!body.empty() && body[0].kind == lir::Stmt::Kind::Fold) {
     fold = &body[0];
+  } else if (std::optional<std::vector<lir::Stmt>> folded = body_as_fold(body)) {
+    kernel_body_ = std::move(*folded);  // the emitters read kernel_body_
+    fold = &kernel_body_[0];
   }
   if (fold) return plan_fold(k, *fold);
   return plan_contraction(k);
@@ -133,14 +137,26 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     core.identity.push_back(fold.terms.identity[f]);
     core.combine.push_back(fold.terms.combine[f]);
   }
-  std::optional<algebra::RescaledSum> rs = algebra::as_rescaled_sum(core);
-  if (!rs) return reject(fmt::format("the fold's monoid {} is not a max-rescaled sum", fold.monoid));
+  const algebra::FoldForm form = algebra::fold_form(core);
+  const bool vector = std::any_of(fold.fields.begin(), fold.fields.end(), [](const auto& f) { return f.per_tile; });
   require_reorder(fold.terms, fmt::format("folds the reduction over {} a key block at a time, in trees across lanes",
                                           fold.axis.name));
   fold_ = &fold;
-  rescaled_.key = kept[rs->key];
-  for (size_t w : rs->weighted) rescaled_.weighted.push_back(kept[w]);
   row_axis_ = k.threads.back();
+  if (!form.rescaled_sum()) {
+    if (vector)
+      return reject(
+          fmt::format("the fold's monoid {} has a vector field, which the tensor cores contract as P @ V only for a "
+                      "max-rescaled sum (a max and the sums it rescales)",
+                      fold.monoid));
+    if (tile_loop_) return reject("the fold sits in a register tile but has no vector field");
+    general_ = true;
+    flags_.clear();  // every field, flags too, through the combine
+    return plan_general_lifts(fold);
+  }
+  rescaled_.key = kept[*form.pivot];
+  for (size_t w = 0; w < kept.size(); ++w)
+    if (form.laws[w] == algebra::FieldLaw::Rescaled) rescaled_.weighted.push_back(kept[w]);
   std::optional<Contraction> c = contraction_in(fold.fields[rescaled_.key].lift, row_axis_.name, fold.axis.name);
   if (!c)
     return reject(fmt::format("the fold's key {} is not a contraction of two {} inputs over one axis",
@@ -172,6 +188,105 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
   if (wgmma() && innermost_is(first_.row, row_axis_.name))
     return reject(
         fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
+  return true;
+}
+
+bool MmaTier::reads_a_reduction(const Expr& e) const {
+  if (e.kind == Expr::Kind::Reduce) return true;
+  if (e.kind == Expr::Kind::Read && !b_.in_global(e.name))
+    if (const tir::Stmt* def = b_.loops().tensors.def(e.name); def && reads_a_reduction(def->value)) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return reads_a_reduction(a); });
+}
+
+std::optional<std::vector<lir::Stmt>> MmaTier::body_as_fold(const std::vector<lir::Stmt>& body) {
+  // The reduction: a built-in's node, or a read r[...].f of a record intermediate defined by a
+  // user monoid's; its elements read another reduction (the contraction).
+  auto folds_one_axis = [&](const Expr& r) {
+    return r.kind == Expr::Kind::Reduce && r.axes.size() == 1 && r.where.size() <= 1 &&
+           std::any_of(r.args.begin(), r.args.end(), [&](const Expr& a) { return reads_a_reduction(a); });
+  };
+  const Expr* found = nullptr;
+  bool record = false;
+  std::function<void(const Expr&)> find = [&](const Expr& e) {
+    if (found) return;
+    if (e.kind == Expr::Kind::Reduce) {
+      if (folds_one_axis(e) && builtin_monoid(e.op)) found = &e;
+      return;
+    }
+    if (e.kind == Expr::Kind::Field && e.args.size() == 1 && e.args[0].kind == Expr::Kind::Read &&
+        !b_.in_global(e.args[0].name))
+      if (const tir::Stmt* def = b_.loops().tensors.def(e.args[0].name);
+          def && folds_one_axis(def->value) && !builtin_monoid(def->value.op)) {
+        found = &e.args[0];
+        record = true;
+        return;
+      }
+    for (const Expr& a : e.args) find(a);
+  };
+  for (const lir::Stmt& s : body) {
+    if (s.kind != lir::Stmt::Kind::Compute && s.kind != lir::Stmt::Kind::Store) return std::nullopt;
+    find(s.value);
+  }
+  if (!found) return std::nullopt;
+  const std::string key = tir::print_expr(*found);
+  const BuiltinMonoid* builtin = record ? nullptr : builtin_monoid(found->op);
+  // Every other reduction of the body must be this one: the fold is the body's only loop.
+  std::function<Expr(const Expr&)> to_carrier = [&](const Expr& e) -> Expr {
+    if (!record && e.kind == Expr::Kind::Reduce && tir::print_expr(e) == key)
+      return reg_expr("run_" + std::string(builtin->result), e.dtype);
+    if (record && e.kind == Expr::Kind::Field && e.args.size() == 1 && tir::print_expr(e.args[0]) == key)
+      return reg_expr("run_" + e.name, e.dtype);
+    return tir::map_children(e, to_carrier);
+  };
+  std::vector<lir::Stmt> out(1);
+  for (const lir::Stmt& s : body) {
+    out.push_back(s);
+    out.back().value = to_carrier(s.value);
+    if (reads_a_reduction(out.back().value)) return std::nullopt;
+  }
+  const Expr r = record ? b_.inline_def(*found) : *found;
+  MonoidLowering m = b_.monoid_of(r);
+  lir::Stmt& f = out[0];
+  f.kind = lir::Stmt::Kind::Fold;
+  f.axis = r.axes[0];
+  f.where = r.where;
+  f.monoid = r.op;
+  f.terms = terms_of(r.op, m);
+  std::map<std::string, Expr> params;
+  for (size_t i = 0; i < r.args.size() && i < m.lift_params.size(); ++i) params[m.lift_params[i]] = r.args[i];
+  if (m.axis_param) {
+    Expr j;
+    j.kind = Expr::Kind::Index;
+    j.dtype = DType::I64;
+    j.name = f.axis.name;
+    params[*m.axis_param] = j;
+  }
+  for (size_t i = 0; i < m.fields.size(); ++i) {
+    const DType dt = kir::dtype_of(m.types[i]);
+    f.fields.push_back({m.fields[i], dt, term_expr(m.lift[i], params, dt), false});
+  }
+  return out;
+}
+
+bool MmaTier::plan_general_lifts(const lir::Stmt& fold) {
+  std::optional<Contraction> shared;
+  for (const lir::CarrierField& field : fold.fields) {
+    std::optional<Contraction> found;
+    std::optional<Expr> around = extract(field.lift, row_axis_.name, fold.axis.name, found);
+    if (!around)
+      return reject(fmt::format("the fold's field {} lifts {}, whose reduction is not a contraction of two {} inputs",
+                                field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
+    auto text = [](const Contraction& c) {
+      return tir::print_expr(c.row) + " * " + tir::print_expr(c.col) + " over " + c.axis.name;
+    };
+    if (found && shared && text(*found) != text(*shared))
+      return reject(fmt::format("the fold's fields lift two contractions, {} and {}; the tier computes one",
+                                text(*shared), text(*found)));
+    if (found) shared = found;
+    general_lifts_.push_back(*around);
+  }
+  if (!shared) return reject(fmt::format("no field of the fold's monoid {} lifts a contraction", fold.monoid));
+  first_ = *shared;
   return true;
 }
 
@@ -244,6 +359,17 @@ bool MmaTier::plan_staging() {
   plan_.monoid = fold.monoid;
   key_limit_ = key_bound(fold);
   if (key_limit_) plan_.key_bound = tir::print_expr(fold.where[0]);
+  std::vector<std::string> weighted;
+  for (size_t f : rescaled_.weighted) weighted.push_back(fold.fields[f].name);
+  plan_.fold_update = general_
+                          ? fmt::format(
+                                "each score through {}'s combine into the lane's ({}); the lanes of a row combined "
+                                "after the last block",
+                                fold.monoid, field_names())
+                          : fmt::format(
+                                "{} the pivot (the block's row max); {} rescaled by exp(old - new), plus the block's "
+                                "sums of exp(x - max) times their lifts",
+                                fold.fields[rescaled_.key].name, fmt::join(weighted, ", "));
   // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room for
   // it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block. With
   // wgmma it always waits in a swizzled slab, which the scores' wgmma read through descriptors.

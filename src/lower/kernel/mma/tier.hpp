@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "algebra/rescaled_sum.hpp"
+#include "algebra/fold_form.hpp"
 #include "ir/expr_facts.hpp"
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
@@ -58,6 +58,17 @@ class MmaTier {
   static bool is_or_flag(const algebra::MonoidTerms& m, size_t f);
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
+
+  // The body as one fold: its one reduction whose elements read another (the contraction) — a
+  // built-in's (max(j: q . k), argmax, a sum of f(q . k)) or a user monoid's record read as
+  // r.field — becomes the body's first statement, a fold, and the statements read its carrier;
+  // nullopt for anything else (a plain contraction, two reductions).
+  std::optional<std::vector<lir::Stmt>> body_as_fold(const std::vector<lir::Stmt>& body);
+  // Whether `e` holds a reduction, its register intermediates inlined.
+  bool reads_a_reduction(const Expr& e) const;
+
+  // general_: every field's lift with the one contraction they share replaced (first_).
+  bool plan_general_lifts(const lir::Stmt& fold);
 
   // Whether the read's last subscript is the bare index `axis` (its contiguous axis).
   static bool innermost_is(const Expr& read, const std::string& axis);
@@ -379,6 +390,26 @@ class MmaTier {
   // field (or per row when there is none), guarded to the rows and tile columns that exist.
   void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows);
 
+  // A rows-only fold's results and stores: per row slot (m-atom a, row r of the lane's two), one
+  // thread of the lanes sharing the row; `bind` binds the carrier's registers of the slot.
+  void emit_row_results(int fm, const K& rows, const std::vector<lir::Stmt>& stores,
+                        const std::function<void(int a, int r)>& bind);
+
+  // ---- a fold of any other proved monoid (general_, general_fold.cpp) ------------------------
+  // The lane's carrier, one register a field and row slot (and, where the identity must not
+  // meet a value, whether the slot combined anything), at the identity.
+  struct LaneCarrier {
+    KernelBuilder::CarrierSpec spec;
+    std::vector<std::string> regs;  // per field, fm * 2 slots
+    std::string has;                // empty: the identity meets values safely
+  };
+  LaneCarrier general_carrier(int fm);
+  // Each score element of the block (its key masked where `ok` says) into its slot's carrier.
+  void emit_general_update(const LaneCarrier& c, int fm, int fn, const std::string& sc, const K& j0,
+                           const std::function<std::optional<K>(int a, int n, int e, const K& col)>& ok);
+  // The lanes sharing a row combined (butterflies over the row-sharing masks), then the results.
+  void emit_general_results(const LaneCarrier& c, int fm, const K& rows);
+
   // ---- stores staged through shared memory ---------------------------------------------------
   // A C element's lanes hold two adjacent columns of eight rows: stored from registers, each
   // warp store touches eight 8-byte pieces of eight rows (2-byte stores, a quarter of each
@@ -423,8 +454,18 @@ class MmaTier {
   const lir::Stmt* tile_loop_ = nullptr;
   const lir::Stmt* fold_ = nullptr;
   int contraction_stmt_ = -1;  // the body statement holding the contraction
-  algebra::RescaledSum rescaled_;
-  std::vector<size_t> flags_;  // or-combined flags riding along the fold
+  struct Pivoted {             // a max-rescaled sum's fields: the pivot (the key) and those it rescales
+    size_t key = 0;
+    std::vector<size_t> weighted;
+  };
+  Pivoted rescaled_;
+  // The fold's per-block update. False: from the max-rescaled sum's normal form (the block's
+  // max, one rescale, sums of exp(x - max) w, P @ V). True (any other proved monoid, no vector
+  // field): each element through the monoid's combine into the lane's carrier, the lanes
+  // sharing a row combined once after the last block.
+  bool general_ = false;
+  std::vector<Expr> general_lifts_;    // general_: each field's lift, the contraction as kContracted
+  std::vector<size_t> flags_;          // or-combined flags riding along the fold
   bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
   tir::Axis row_axis_, col_axis_;
   Contraction first_;
