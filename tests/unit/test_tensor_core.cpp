@@ -478,13 +478,14 @@ TEST_CASE("tensor cores: each field's law is decided on normal forms") {
   REQUIRE(algebra::fold_form(*pv).rescaled_sum());
   CHECK(pv->fields[*algebra::fold_form(*pv).pivot] == "m");
   // Not in the class, each field read off its combine: a plain sum, a max, Welford (a count
-  // and two fields that are neither), argmax (a select on the comparison).
+  // and two fields that are neither), argmax (its value is the max over the reals; its index a
+  // select on the comparison).
   const std::map<std::string, std::vector<FieldLaw>> laws{
       {"sum", {FieldLaw::Sum}},
       {"max", {FieldLaw::Max}},
       {"min", {FieldLaw::Min}},
       {"welford", {FieldLaw::Sum, FieldLaw::General, FieldLaw::General}},
-      {"argmax", {FieldLaw::General, FieldLaw::General}}};
+      {"argmax", {FieldLaw::Max, FieldLaw::General}}};
   for (const auto& [name, expected] : laws) {
     CAPTURE(name);
     auto it = l->program->monoids.find(name);

@@ -1,0 +1,105 @@
+// The tensor-core fold generated from the monoid's normal form: reductions of q . k^T (max,
+// argmax, a user monoid, logsumexp) and softmax attention with its score changed (soft cap,
+// ALiBi, an additive bias, a two-sided window) take the tier under mma.sync and wgmma, f16 and
+// bf16, and every output element matches the float64 reference on the interpreter: random
+// inputs at ragged and unit shapes, and each hostile kind.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hostile_matrix.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
+#include "schedule_matrix.hpp"
+#include "test_helpers.hpp"
+
+namespace emmy {
+namespace {
+
+const std::string kFile = std::string(EMMY_SOURCE_DIR) + "/tests/unit/programs/fold_variants.emmy";
+
+// The file checked with its f16 tensors read as `dtype` (f16 or bf16), as `emmyc run --dtype` does.
+struct Checked {
+  SourceManager sources;
+  std::unique_ptr<Diagnostics> diags;
+  std::unique_ptr<CheckedProgram> program;
+};
+std::unique_ptr<Checked> check_as(DType dtype) {
+  auto c = std::make_unique<Checked>();
+  c->diags = std::make_unique<Diagnostics>(c->sources);
+  std::ifstream in(kFile);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t id = c->sources.add(kFile, text);
+  c->program =
+      check_program(c->sources, id, SemaOptions{{std::string(EMMY_SOURCE_DIR) + "/stdlib"}, dtype, {}}, *c->diags);
+  return c;
+}
+
+struct Schedule {
+  const char* knobs;  // with <T> for the operand type, f16 or bf16
+  const char* target;
+};
+const Schedule kSchedules[] = {
+    {"TILE=a:mma_m16n8k16_<T>/w2x1/f1x4/k4,TILE@e=f64,STAGE=d2/cp/ring", "sm_90"},
+    {"TILE=a:mma_m16n8k16_<T>/w2x1/f2x8/k4,TILE@e=f64,STAGE=d3/cp/ring,FAST_EXP=1", "sm_90"},
+    {"TILE=a:wgmma_m64n64k16_<T>/w4x1/k4,TILE@e=f64,STAGE=d2/cp/ring", "sm_90a"},
+    {"TILE=a:wgmma_m64n128k16_<T>/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,FAST_EXP=1", "sm_90a"},
+};
+
+}  // namespace
+
+TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores, against the reference") {
+  const std::vector<std::string> ops{"top", "nearest", "top_count", "lse", "capped", "alibi", "biased", "window"};
+  int runs = 0;
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    auto c = check_as(dtype);
+    REQUIRE(!c->diags->has_errors());
+    const std::string type = dtype == DType::F16 ? "f16" : "bf16";
+    for (const std::string& name : ops)
+      for (const Schedule& s : kSchedules) {
+        std::string knobs = s.knobs;
+        knobs.replace(knobs.find("<T>"), 3, type);
+        CAPTURE(name);
+        CAPTURE(knobs);
+        const CheckedOp& op = c->program->ops.at(name);
+        lower::Lowered low = lower::lower_op(*c->program, op, {nullptr, "", knobs}, *find_target(s.target));
+        REQUIRE(low.plans.size() == 1);
+        CHECK_MESSAGE(low.plans[0].tier == lower::KernelPlan::Tier::MmaFold, low.plans[0].refused);
+        std::vector<std::string> problems = verify_program(low.kernels);
+        CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+        // Ragged (no tile divides them) and unit sizes, then every hostile kind at the ragged ones.
+        const SizeBindings ragged{{"B", 2}, {"S", 37}, {"T", 45}, {"D", 24}, {"E", 19}};
+        const SizeBindings unit{{"B", 1}, {"S", 1}, {"T", 1}, {"D", 1}, {"E", 1}};
+        std::vector<std::pair<SizeBindings, std::optional<HostileKind>>> cases{{ragged, std::nullopt},
+                                                                               {unit, std::nullopt}};
+        for (HostileKind kind : test::kMatrixHostileKinds) cases.emplace_back(ragged, kind);
+        for (const auto& [sizes, kind] : cases) {
+          CAPTURE(test::shape_text(sizes));
+          CAPTURE((kind ? hostile_kind_name(*kind) : "ordinary"));
+          TensorMap inputs = kind ? hostile_inputs(op, sizes, 7, *kind) : random_inputs(op, sizes, 7);
+          TensorMap ref = evaluate_reference(*c->program, op, sizes, inputs);
+          if (kind && !test::reference_meaningful(ref, *kind)) continue;  // overflowed in exact arithmetic
+          TensorMap buffers = inputs;
+          SimtOptions so;
+          so.shuffle_blocks = true;
+          so.seed = 3;
+          run_simt(low.kernels, sizes, buffers, so);
+          const std::string failures = test::output_failures(op, buffers, ref, kind);
+          if (kind && test::known_divergence(name, knobs, *kind))  // the list stays exact
+            CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
+          else
+            CHECK_MESSAGE(failures.empty(), failures);
+          ++runs;
+        }
+      }
+  }
+  MESSAGE(runs << " runs");
+  CHECK(runs >= 400);
+}
+
+}  // namespace emmy
