@@ -22,13 +22,15 @@ void MmaTier::emit_fold(kir::Program& program) {
   // A predicate comparing the key with the row (causal: j <= i) bounds the keys any row of
   // this block folds: blocks of keys masked for every row are never loaded nor computed.
   const std::optional<KeyBound>& key_limit = key_limit_;
-  if (key_limit) {
-    const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
-    K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
-    K edge = add(key_limit->upper ? last_row : first_row, i64(key_limit->offset));
+  if (key_limit)
     emit(kir::comment(
         fmt::format("the fold's predicate {} bounds the keys of this block's rows", tir::print_expr(fold.where[0]))));
-    if (key_limit->upper)
+  for (const std::optional<KeyBound>& bound : {key_limit_, key_other_}) {
+    if (!bound) continue;
+    const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+    K first_row = row_block0_, last_row = add(row_block0_, i64(rows_per_block - 1));
+    K edge = add(bound->upper ? last_row : first_row, i64(bound->offset));
+    if (bound->upper)
       keys = let(b_.fresh("keys_hi"), kir::binary(kir::BinOp::Min, keys, edge));
     else
       keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
@@ -114,14 +116,17 @@ void MmaTier::emit_fold(kir::Program& program) {
       // rows, needs no mask: only the ragged last block and the diagonal ones do.
       std::optional<K> interior;
       if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
-      if (key_limit) {
+      if (key_limit && key_exact_) {  // the predicate is the bounds alone
         // Per warp, or per warpgroup with wgmma (whose warps must take the same branch).
         const K& rows0 = wgmma() ? group_row0_ : row0_;
         const int64_t span = wgmma() ? 4 * rows_per_warp_ : rows_per_warp_;
-        K visible = key_limit->upper
-                        ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(key_limit->offset)))
-                        : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + key_limit->offset)));
-        interior = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys), visible);
+        interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
+        for (const std::optional<KeyBound>& bound : {key_limit_, key_other_}) {
+          if (!bound) continue;
+          K visible = bound->upper ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(bound->offset)))
+                                   : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + bound->offset)));
+          interior = kir::binary(kir::BinOp::And, *interior, visible);
+        }
       }
       auto block_math = [&](bool masked) {
         emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
@@ -160,7 +165,8 @@ void MmaTier::emit_fold(kir::Program& program) {
         if (!wgmma()) issue();
         if (general_) {
           std::optional<BlockMask> gm;
-          if (wgmma() && masked && (fold.where.empty() || key_limit)) gm = block_mask(j0, keys, chunk, key_limit);
+          if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
+            gm = block_mask(j0, keys, chunk, key_limit);
           return emit_general_update(
               *lanes, fm, fn, sc, j0, [&](int a, int n, int e, const K& col) -> std::optional<K> {
                 if (!masked) return std::nullopt;
@@ -182,7 +188,8 @@ void MmaTier::emit_fold(kir::Program& program) {
         // element two compares with constants, not each element's 64-bit indices. (The mma.sync
         // folds keep the indices: f2x8 has no register left for the lane parts.)
         std::optional<BlockMask> bm;
-        if (wgmma() && masked && (fold.where.empty() || key_limit)) bm = block_mask(j0, keys, chunk, key_limit);
+        if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
+          bm = block_mask(j0, keys, chunk, key_limit);
         if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
           for_each_c(
               fm, fn,
@@ -192,7 +199,7 @@ void MmaTier::emit_fold(kir::Program& program) {
                 bind(axis_at(row_axis_, {}, false), row);
                 bind(axis_at(fold.axis, {}, false), col);
                 b_.scope().regs[std::string(kContracted)] = slot;
-                K v = scale_ ? slot : hoist_invariants(as(b_.lower(first_.around), F32));
+                K v = scale_ ? slot : per_score(as(b_.lower(first_.around), F32));
                 K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
                 if (!bm && !fold.where.empty())
                   ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
@@ -226,9 +233,17 @@ int MmaTier::fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) 
   return fm * 4 * (keep_rows ? ks : 1) + fm * fn * 4 + fm * ne * 4 + 2 * fn + fm * 4 + 2 * ne;
 }
 
-std::optional<MmaTier::KeyBound> MmaTier::key_bound(const lir::Stmt& fold) const {
-  if (fold.where.size() != 1) return std::nullopt;
-  const Expr& w = fold.where[0];
+std::vector<MmaTier::KeyBound> MmaTier::key_bounds(const Expr& w, const lir::Stmt& fold) const {
+  if (w.kind == Expr::Kind::Binary && w.op == "&&" && w.args.size() == 2) {
+    std::vector<KeyBound> both = key_bounds(w.args[0], fold), right = key_bounds(w.args[1], fold);
+    both.insert(both.end(), right.begin(), right.end());
+    return both;
+  }
+  if (std::optional<KeyBound> b = comparison_bound(w, fold)) return {*b};
+  return {};
+}
+
+std::optional<MmaTier::KeyBound> MmaTier::comparison_bound(const Expr& w, const lir::Stmt& fold) const {
   if (w.kind != Expr::Kind::Binary) return std::nullopt;
   auto offset_of = [](const Expr& e, const std::string& axis) -> std::optional<int64_t> {
     if (e.kind == Expr::Kind::Index && e.name == axis) return 0;

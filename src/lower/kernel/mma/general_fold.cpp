@@ -54,7 +54,7 @@ void MmaTier::emit_general_update(const LaneCarrier& c, int fm, int fn, const st
         for (size_t f = 0; f < nf; ++f) {
           const ScalarType t = c.spec.types[f];
           mine.push_back(kir::var({c.regs[f], slot}, t));
-          lifted.push_back(let(b_.fresh("lift_" + c.spec.fields[f]), as(b_.lower(general_lifts_[f]), t)));
+          lifted.push_back(let(b_.fresh("lift_" + c.spec.fields[f]), per_score(as(b_.lower(general_lifts_[f]), t))));
         }
         std::vector<K> next = b_.combine_pair(c.spec, mine, lifted);
         std::optional<K> has;

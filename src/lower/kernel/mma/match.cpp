@@ -139,8 +139,8 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
   }
   const algebra::FoldForm form = algebra::fold_form(core);
   const bool vector = std::any_of(fold.fields.begin(), fold.fields.end(), [](const auto& f) { return f.per_tile; });
-  require_reorder(fold.terms, fmt::format("folds the reduction over {} a key block at a time, in trees across lanes",
-                                          fold.axis.name));
+  const std::string what =
+      fmt::format("folds the reduction over {} a key block at a time, in trees across lanes", fold.axis.name);
   fold_ = &fold;
   row_axis_ = k.threads.back();
   if (!form.rescaled_sum()) {
@@ -152,8 +152,19 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     if (tile_loop_) return reject("the fold sits in a register tile but has no vector field");
     general_ = true;
     flags_.clear();  // every field, flags too, through the combine
-    return plan_general_lifts(fold);
+    if (!plan_general_lifts(fold)) return false;
+    // A monoid whose laws do not allow the lanes' order (argmax with ties to the left) folds in
+    // order on the scalar tier: a refusal, not an error, since TILE may be the program's.
+    std::vector<std::string> missing = missing_laws(monoid_laws(fold.terms, b_.checked()), Regroup::Reorder);
+    if (!missing.empty())
+      return reject(
+          fmt::format("the tensor-core fold combines a row's scores in any order, which needs monoid {} "
+                      "to be {} (not proved)",
+                      fold.monoid, fmt::join(missing, " and ")));
+    require_reorder(fold.terms, what);  // assumed laws: W053
+    return true;
   }
+  require_reorder(fold.terms, what);
   rescaled_.key = kept[*form.pivot];
   for (size_t w = 0; w < kept.size(); ++w)
     if (form.laws[w] == algebra::FieldLaw::Rescaled) rescaled_.weighted.push_back(kept[w]);
@@ -357,7 +368,23 @@ bool MmaTier::plan_staging() {
   plan_.tier = KernelPlan::Tier::MmaFold;
   plan_.cols = fold.axis.name;
   plan_.monoid = fold.monoid;
-  key_limit_ = key_bound(fold);
+  // The bounds the predicate's conjuncts put on the keys: one of each side skips whole blocks.
+  if (fold.where.size() == 1)
+    for (const KeyBound& b : key_bounds(fold.where[0], fold)) {
+      if (!key_limit_)
+        key_limit_ = b;
+      else if (!key_other_ && b.upper != key_limit_->upper)
+        key_other_ = b;
+    }
+  if (key_limit_) {
+    std::function<size_t(const Expr&)> conjuncts = [&](const Expr& e) -> size_t {
+      return e.kind == Expr::Kind::Binary && e.op == "&&" && e.args.size() == 2
+                 ? conjuncts(e.args[0]) + conjuncts(e.args[1])
+                 : 1;
+    };
+    key_exact_ = conjuncts(fold.where[0]) == (key_other_ ? 2 : 1) &&
+                 key_bounds(fold.where[0], fold).size() == (key_other_ ? 2 : 1);
+  }
   if (key_limit_) plan_.key_bound = tir::print_expr(fold.where[0]);
   std::vector<std::string> weighted;
   for (size_t f : rescaled_.weighted) weighted.push_back(fold.fields[f].name);

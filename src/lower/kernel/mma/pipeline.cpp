@@ -170,4 +170,14 @@ K MmaTier::hoist_invariants(K e) {
   return e;
 }
 
+K MmaTier::per_score(K e) {
+  if (e.kind == K::Kind::Binary && e.bin == kir::BinOp::Div && kir::is_float(e.type) && !kir::launch_invariant(e) &&
+      kir::launch_invariant(e.args[1]))
+    return mul(per_score(std::move(e.args[0])),
+               hoisted("inverse", kir::binary(kir::BinOp::Div, kir::cf(1, e.type), std::move(e.args[1]))));
+  if (kir::launch_invariant(e)) return hoist_invariants(std::move(e));
+  for (K& a : e.args) a = per_score(std::move(a));
+  return e;
+}
+
 }  // namespace emmy::lower::detail

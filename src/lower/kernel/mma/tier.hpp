@@ -260,6 +260,11 @@ class MmaTier {
   // score scale 1 / sqrt(D)) hoisted to the top of the kernel: computed once, not per tile.
   K hoist_invariants(K e);
 
+  // A value computed for every score of a block (a key's lift): hoist_invariants, and a float
+  // division by a launch-invariant divisor (s / sqrt(D), tanh(s / cap)) as a product with its
+  // reciprocal, computed once: within an ulp of the quotient, as the fold's results' 1 / l is.
+  K per_score(K e);
+
   // The key's lift as `contraction * scale` (or `/ scale`), the scale launch-invariant and
   // positive (sdpa's 1 / sqrt(D)): max commutes with it, so the row max runs on the raw scores
   // and is scaled once per row, and the scale folds into the exponential's multiply (FA-2's
@@ -343,7 +348,9 @@ class MmaTier {
     bool upper = true;   // keys < edge (else keys >= edge)
     int64_t offset = 0;  // edge = the block's last row (upper) or first row (lower) + offset
   };
-  std::optional<KeyBound> key_bound(const lir::Stmt& fold) const;
+  std::optional<KeyBound> comparison_bound(const Expr& w, const lir::Stmt& fold) const;
+  // The bounds of each conjunct of `w` (a && b && ...) that is such a comparison.
+  std::vector<KeyBound> key_bounds(const Expr& w, const lir::Stmt& fold) const;
 
   std::string field_names() const;
 
@@ -464,8 +471,8 @@ class MmaTier {
   // field): each element through the monoid's combine into the lane's carrier, the lanes
   // sharing a row combined once after the last block.
   bool general_ = false;
-  std::vector<Expr> general_lifts_;    // general_: each field's lift, the contraction as kContracted
-  std::vector<size_t> flags_;          // or-combined flags riding along the fold
+  std::vector<Expr> general_lifts_;  // general_: each field's lift, the contraction as kContracted
+  std::vector<size_t> flags_;        // or-combined flags riding along the fold
   bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
   tir::Axis row_axis_, col_axis_;
   Contraction first_;
@@ -478,6 +485,8 @@ class MmaTier {
   std::optional<Slab> kslab_, vslab_;
   std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
   std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
+  std::optional<KeyBound> key_other_;  // a bound on the other side (a window: j <= i && j > i - W)
+  bool key_exact_ = false;             // the predicate is the bounds' comparisons alone
   K lane32_, warp_rows32_, warp_cols32_;
   std::vector<kir::Stmt>* top_ = nullptr;  // the kernel's outermost block, where hoisted values go
   size_t hoist_at_ = 0;
