@@ -104,6 +104,9 @@ struct Fold {
   // then reads the carrier registers (its rewritten value) inside its own loops.
   const tir::Stmt* rewritten_reader = nullptr;
   Expr rewritten_value;
+  // Row-wide outputs computed from the narrow members of a fold with a wide member (sdpa's row
+  // log-sum-exp m + log(l)): computed and stored inside the wide member's loop, after the fold.
+  std::vector<const tir::Stmt*> absorbed;
   tir::Axis axis;
   std::vector<Expr> where;
   algebra::MonoidTerms terms;
@@ -548,6 +551,10 @@ class LoopBuilder {
       return is_intermediate(s.name) && p_.find(s.name)->record.empty() && s.vars.size() == k.threads.size() &&
              std::all_of(s.vars.begin(), s.vars.end(), [&](const tir::Axis& a) { return has_var(k.threads, a.name); });
     };
+    auto read_by_any = [&](const std::string& name) {
+      return std::any_of(p_.stmts.begin(), p_.stmts.end(),
+                         [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
+    };
     std::vector<Fold> folds;
     std::set<std::string> folded;
     std::vector<Fold> candidates;
@@ -571,15 +578,29 @@ class LoopBuilder {
           if (!row) ++wide;
           if (!row && i + 1 != f->members.size()) fits = false;  // only the last member may be wider
         }
-        if (wide)  // the narrow members then live inside the wide one's loop: nobody else may read them
+        // The narrow members then live inside the wide one's loop: only the fold, and row-wide
+        // outputs that reduce nothing and that nothing reads (they move into that loop), read them.
+        auto absorbable = [&](const tir::Stmt* s) {
+          return !is_intermediate(s->name) && s->vars.size() == k.threads.size() && !tir::has_reduce(s->value) &&
+                 p_.find(s->name)->record.empty() && !read_by_any(s->name);
+        };
+        if (wide)
           for (size_t i = 0; i + 1 < f->members.size(); ++i) {
             const std::string& n = f->members[i].stmt->name;
             if (!is_intermediate(n)) fits = false;
             for (const tir::Stmt* s : stmts)
               if (tir::reads(s->value, n) &&
-                  std::none_of(f->members.begin(), f->members.end(), [&](const Member& m) { return m.stmt == s; }))
-                fits = false;
+                  std::none_of(f->members.begin(), f->members.end(), [&](const Member& m) { return m.stmt == s; })) {
+                if (!absorbable(s))
+                  fits = false;
+                else if (!std::count(f->absorbed.begin(), f->absorbed.end(), s))
+                  f->absorbed.push_back(s);
+              }
           }
+        if (fits)
+          for (const Fold& g : folds)  // a statement moves into one fold's loop at most
+            for (const tir::Stmt* s : f->absorbed)
+              if (std::count(g.absorbed.begin(), g.absorbed.end(), s)) fits = false;
         if (!fits) continue;
         for (const Member& m : f->members) folded.insert(m.stmt->name);
         decisions_.push_back(fmt::format("fold over {}: {}", f->axis.name, f->summary));
@@ -591,10 +612,6 @@ class LoopBuilder {
     for (const Fold& f : folds)
       if (f.rewritten_reader) rewritten[f.rewritten_reader->name] = f.rewritten_value;
     auto value_of = [&](const tir::Stmt& s) { return rewritten.count(s.name) ? rewritten.at(s.name) : s.value; };
-    auto read_by_anyone = [&](const std::string& name) {
-      return std::any_of(p_.stmts.begin(), p_.stmts.end(),
-                         [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
-    };
     for (const tir::Stmt* s : stmts) {
       if (is_reg(*s) || (!is_intermediate(s->name) && s->vars.size() == k.threads.size() && !s->vars.empty() &&
                          p_.find(s->name)->record.empty()))
@@ -602,15 +619,19 @@ class LoopBuilder {
     }
     for (const tir::Stmt* s : stmts) {
       const Fold* fold = nullptr;
-      for (const Fold& f : folds)
+      bool moved = false;
+      for (const Fold& f : folds) {
         for (const Member& m : f.members)
           if (m.stmt == s) fold = &f;
+        moved = moved || std::count(f.absorbed.begin(), f.absorbed.end(), s);
+      }
+      if (moved) continue;  // emitted inside its fold's loop
       if (fold) {
         emit_fold_member(k, *fold, *s, regs);
         continue;
       }
       bool output = !is_intermediate(s->name);
-      if (!output && !read_by_anyone(s->name)) continue;  // dead: nothing reads it
+      if (!output && !read_by_any(s->name)) continue;  // dead: nothing reads it
       Expr value = to_regs(value_of(*s), regs);
       if (regs.count(s->name)) {
         k.body.push_back(compute(s->name, value));
@@ -669,6 +690,10 @@ class LoopBuilder {
     std::vector<lir::Stmt> body;
     body.push_back(std::move(fs));
     if (!is_intermediate(s.name)) body.push_back(store_of(s, to_regs(last.result.value, regs)));
+    for (const tir::Stmt* a : f.absorbed) {
+      body.push_back(compute(a->name, to_regs(a->value, regs)));
+      body.push_back(store_of(*a, reg_expr(a->name, p_.find(a->name)->dtype)));
+    }
     k.body.push_back(wrap_in_loops(s, k.threads, std::move(body)));
   }
 

@@ -7,7 +7,7 @@ against a float64 PyTorch reference.
 
 Shapes: B (batch x heads) = 8, S = T = 4096 (the window's S), D = E = 64. Peers: FlexAttention
 (torch.nn.attention.flex_attention under torch.compile) with a score_mod for soft cap, ALiBi and
-the bias, a block mask for the window; torch SDPA's flash backend for plain attention; torch.compile
+the bias, a block mask for the window, return_lse for attention with its row log-sum-exp; torch SDPA's flash backend for plain attention; torch.compile
 (Inductor) of the eager formula for the reductions of q k^T (max, argmax, logsumexp, max-count).
 Writes results.json and results.md to --out; prints one line a row.
 """
@@ -83,12 +83,13 @@ def main():
         "nearest": [s_raw.argmax(-1)],
         "top_count": [s_raw.max(-1).values, (s_raw == s_raw.max(-1, keepdim=True).values).double().sum(-1)],
         "lse": [torch.logsumexp(s_raw * scale, -1)],
+        "attend_lse": [softmax_ref(s_raw * scale), torch.logsumexp(s_raw * scale, -1)],
         "capped": [softmax_ref(CAP * torch.tanh(s_raw / CAP))],
         "alibi": [softmax_ref(s_raw * scale + slope.double()[:, None, None] * (ii[None, :] - ii[:, None]).double())],
         "biased": [softmax_ref(s_raw * scale + bias.double())],
         "window": [softmax_ref(s_raw * scale, win)],
     }
-    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "capped": (q, k, v),
+    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "capped": (q, k, v),
               "alibi": (q, k, v, slope), "biased": (q, k, v, bias), "window": (q, k, v)}
     # 4 S T D for attention (two contractions), 2 S T D for a reduction of q k^T; the window's keys.
     work = {n: (4.0 if len(inputs[n]) >= 3 else 2.0) * B * S * S * D for n in inputs}
@@ -116,6 +117,7 @@ def main():
         "nearest": ("Inductor (torch.compile)", lambda: compiled["nearest"](q, k)),
         "top_count": ("Inductor (torch.compile)", lambda: compiled["top_count"](q, k)),
         "lse": ("Inductor (torch.compile)", lambda: compiled["lse"](q, k)),
+        "attend_lse": ("FlexAttention return_lse", lambda: flex(q4, k4, v4, return_lse=True)),
         "capped": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=cap_mod, scale=1.0)),
         "alibi": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=alibi_mod)),
         "biased": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=bias_mod)),
@@ -142,7 +144,8 @@ def main():
             got = got if isinstance(got, tuple) else (got,)
             us = timed(torch, pfn)
             add(dict(row, backend=pname, median_us=us, tflops=work[name] / us / 1e6,
-                     max_err=[err(g.squeeze(0) if g.dim() == 4 else g, w) for g, w in zip(got, refs[name])]))
+                     max_err=[err(g.squeeze(0) if g.dim() >= 3 and g.shape[0] == 1 else g, w)
+                              for g, w in zip(got, refs[name])]))
         except Exception as e:  # a peer that cannot express it
             add(dict(row, backend=pname, error=f"{type(e).__name__}: {e}"[:300]))
         for label, knobs, target in (("mma.sync", MMA, "sm_90"), ("wgmma", WGMMA, "sm_90a")):

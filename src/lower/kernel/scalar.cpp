@@ -60,9 +60,27 @@ void KernelBuilder::loop(const lir::Stmt& s, std::optional<K> start, int threads
     tile_base_ = b;
     tile_size_ = size;
     tile_axis_ = s.axis.name;
-    for (const lir::Stmt& st : s.body) {
+    // Statements of the row that do not read the tile's axis (a log-sum-exp beside the fold's
+    // vector result) run once, in the loop's first tile: the thread that owns it (COOP's lane 0).
+    auto of_the_row = [&](const lir::Stmt& st) {
+      return (st.kind == lir::Stmt::Kind::Compute || st.kind == lir::Stmt::Kind::Store) &&
+             !tir::uses_index(st.value, s.axis.name) &&
+             std::none_of(st.vars.begin(), st.vars.end(), [&](const tir::Axis& a) { return a.name == s.axis.name; });
+    };
+    for (size_t i = 0; i < s.body.size(); ++i) {
+      const lir::Stmt& st = s.body[i];
       if (st.kind == lir::Stmt::Kind::Fold) {
         fold(st, s.tile);
+        continue;
+      }
+      if (of_the_row(st)) {
+        size_t end = i;
+        while (end < s.body.size() && of_the_row(s.body[end])) ++end;
+        std::vector<kir::Stmt> once = nested([&] {
+          for (size_t r = i; r < end; ++r) stmt(s.body[r]);
+        });
+        emit(kir::if_then(kir::binary(kir::BinOp::Eq, b, kir::ci(0, ScalarType::I64)), std::move(once)));
+        i = end - 1;
         continue;
       }
       for (int u = 0; u < s.tile; ++u) {

@@ -532,6 +532,16 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
   }
   const tir::Axis& tile_axis = tile_loop_->axis;
   K tsize = KernelBuilder::size_value(tile_axis.size);
+  // Statements of the row (not reading the tile's axis: a log-sum-exp beside o) run once a row,
+  // in the first tile; the others once an element.
+  std::vector<lir::Stmt> row_stmts, element_stmts;
+  for (const lir::Stmt& s : stores)
+    (tir::uses_index(s.value, tile_axis.name) ||
+             std::any_of(s.vars.begin(), s.vars.end(), [&](const tir::Axis& a) { return a.name == tile_axis.name; })
+         ? element_stmts
+         : row_stmts)
+        .push_back(s);
+  stores = element_stmts;
   // Each row's scalar sums inverted once (FA-2's 1 / l): a result dividing the vector field by
   // one (or by the result register holding it) multiplies by the reciprocal instead.
   std::map<std::string, K> inverse;  // a sum's element (rendered) -> 1 / it
@@ -568,6 +578,13 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
       },
       tile0);
   if (staged) write_out(*staged, tile0, rows, tsize);
+  if (row_stmts.empty()) return;
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, tile0, i64(0)), b_.nested([&] {
+    emit_row_results(fm, rows, row_stmts, [&](int a, int r) {
+      bind_carrier(a, r);
+      for (const lir::Stmt& s : fold.results) b_.stmt(s);
+    });
+  })));
 }
 
 }  // namespace emmy::lower::detail

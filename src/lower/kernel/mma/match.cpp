@@ -189,8 +189,8 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8",
                               tile_loop_->axis.name, tile_loop_->tile));
   for (size_t i = 1; tile_loop_ && i < tile_loop_->body.size(); ++i)
-    if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store)
-      return reject("the register tile holds statements other than the fold and its stores");
+    if (tile_loop_->body[i].kind != lir::Stmt::Kind::Store && tile_loop_->body[i].kind != lir::Stmt::Kind::Compute)
+      return reject("the register tile holds statements other than the fold, its results and stores");
   for (size_t f = 0; f < fold.fields.size(); ++f)
     if (!(f == value_field_ && value_read_) && !is_flag(f) && scalar_of(fold.fields[f].dtype) != F32)
       return reject(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name,
