@@ -2,6 +2,7 @@
 // read (fuse) or written to global memory by a kernel of its own (cut), turns discovered
 // chains into folds (one loop carrying the proved monoid), and gives each kernel its
 // thread space and the ordered loop nest every thread runs.
+#include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/regroup_laws.hpp"
 #include "lower/term_expr.hpp"
@@ -261,6 +262,63 @@ class LoopBuilder {
     return k;
   }
 
+  // Whether `e` holds a reduction (its intermediates inlined at their reads) whose elements read
+  // index `j`: a score s[i, j] = q[i] . k[j], not a row statistic that j does not change.
+  bool reduces_along(const Expr& e, const std::string& j) const {
+    if (e.kind == Expr::Kind::Reduce) {
+      // Its own axis named j is another variable: ms[n] = sum(c: x[n, c]^2) does not vary along c.
+      if (std::any_of(e.axes.begin(), e.axes.end(), [&](const tir::Axis& a) { return a.name == j; })) return false;
+      if (std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return tir::uses_index(a, j); })) return true;
+    }
+    if (e.kind == Expr::Kind::Read && is_intermediate(e.name))
+      if (const tir::Stmt* def = p_.def(e.name)) {
+        std::vector<std::pair<std::string, Expr>> by;
+        for (size_t k = 0; k < def->vars.size() && k < e.args.size(); ++k)
+          by.emplace_back(def->vars[k].name, e.args[k]);
+        if (reduces_along(tir::substitute(def->value, by), j)) return true;
+      }
+    return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return reduces_along(a, j); });
+  }
+
+  // An output y[..., e] = sum(j: w * x) whose weight w reduces along j (a score of q . k^T) and
+  // does not read e, and x reads e: a fold over j whose one field is a vector over e (register
+  // tiles of e), so that each weight is computed once for every e — sigmoid attention's
+  // sum(j: sigmoid(s) * v). The statement's element axis e, else nullopt.
+  std::optional<tir::Axis> vector_sum(const tir::Stmt& s) const {
+    const Expr& r = s.value;
+    if (is_intermediate(s.name) || s.vars.size() < 2 || r.kind != Expr::Kind::Reduce || r.op != "sum" ||
+        r.axes.size() != 1 || r.args.size() != 1 || r.where.size() > 1)
+      return std::nullopt;
+    const Expr& prod = r.args[0];
+    const tir::Axis& e = s.vars.back();
+    const std::string& j = r.axes[0].name;
+    if (prod.kind != Expr::Kind::Binary || prod.op != "*" || prod.args.size() != 2) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      const Expr &w = prod.args[side], &x = prod.args[1 - side];
+      if (!tir::uses_index(w, e.name) && tir::uses_index(x, e.name) && !tir::has_reduce(x) && reduces_along(w, j))
+        return e;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Fold> sum_fold(const tir::Stmt& s) const {
+    if (!vector_sum(s)) return std::nullopt;
+    const Expr& r = s.value;
+    Fold f;
+    f.axis = r.axes[0];
+    f.where = r.where;
+    const BuiltinMonoid* sum = builtin_monoid("sum");
+    f.terms = terms_of("sum", sum->lowering(kir::ScalarType::F32, {kir::ScalarType::F32}));
+    f.summary =
+        fmt::format("{} = sum({}: w * x) with w reading a reduction along {}: one register a tile element of {}",
+                    s.name, f.axis.name, f.axis.name, s.vars.back().name);
+    tir::Stmt result = s;
+    result.value = reg_expr("run_" + f.terms.fields[0], DType::F32);
+    lir::CarrierField field{f.terms.fields[0], DType::F32, r.args[0], true};
+    f.members.push_back({&s, field, std::move(result)});
+    return f;
+  }
+
   // The thread space: the index variables every output and every row statistic share.
   std::vector<tir::Axis> thread_space(const std::vector<const tir::Stmt*>& stmts) {
     std::vector<const tir::Stmt*> shapers;
@@ -277,7 +335,10 @@ class LoopBuilder {
         shapers.push_back(s);
     std::vector<tir::Axis> t;
     for (const tir::Axis& a : output_vars)
-      if (std::all_of(shapers.begin(), shapers.end(), [&](const tir::Stmt* s) { return has_var(s->vars, a.name); }))
+      if (std::all_of(shapers.begin(), shapers.end(), [&](const tir::Stmt* s) {
+            std::optional<tir::Axis> e = vector_sum(*s);
+            return has_var(s->vars, a.name) && !(e && e->name == a.name);
+          }))
         t.push_back(a);
     return t;
   }
@@ -567,6 +628,9 @@ class LoopBuilder {
     for (const tir::Stmt* s : stmts)
       if (is_intermediate(s->name) && !p_.find(s->name)->record.empty() && s->vars.size() == k.threads.size())
         if (std::optional<Fold> f = record_fold(*s, stmts)) candidates.push_back(std::move(*f));
+    for (const tir::Stmt* s : stmts)
+      if (s->vars.size() == k.threads.size() + 1)  // its element axis left the thread space
+        if (std::optional<Fold> f = sum_fold(*s)) candidates.push_back(std::move(*f));
     for (std::optional<Fold> f : candidates) {
       {
         bool fits = true;

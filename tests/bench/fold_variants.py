@@ -8,7 +8,8 @@ against a float64 PyTorch reference.
 Shapes: B (batch x heads) = 8, S = T = 4096 (the window's S), D = E = 64. Peers: FlexAttention
 (torch.nn.attention.flex_attention under torch.compile) with a score_mod for soft cap, ALiBi and
 the bias, a block mask for the window, return_lse for attention with its row log-sum-exp; torch SDPA's flash backend for plain attention; torch.compile
-(Inductor) of the eager formula for the reductions of q k^T (max, argmax, logsumexp, max-count).
+(Inductor) of the eager formula for the reductions of q k^T (max, argmax, logsumexp, max-count)
+and for sigmoid attention (FlexAttention's softmax cannot express it).
 Writes results.json and results.md to --out; prints one line a row.
 """
 import argparse
@@ -84,12 +85,13 @@ def main():
         "top_count": [s_raw.max(-1).values, (s_raw == s_raw.max(-1, keepdim=True).values).double().sum(-1)],
         "lse": [torch.logsumexp(s_raw * scale, -1)],
         "attend_lse": [softmax_ref(s_raw * scale), torch.logsumexp(s_raw * scale, -1)],
+        "sigmoid_attend": [torch.sigmoid(s_raw * scale - 4) @ vd],
         "capped": [softmax_ref(CAP * torch.tanh(s_raw / CAP))],
         "alibi": [softmax_ref(s_raw * scale + slope.double()[:, None, None] * (ii[None, :] - ii[:, None]).double())],
         "biased": [softmax_ref(s_raw * scale + bias.double())],
         "window": [softmax_ref(s_raw * scale, win)],
     }
-    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "capped": (q, k, v),
+    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "sigmoid_attend": (q, k, v), "capped": (q, k, v),
               "alibi": (q, k, v, slope), "biased": (q, k, v, bias), "window": (q, k, v)}
     # 4 S T D for attention (two contractions), 2 S T D for a reduction of q k^T; the window's keys.
     work = {n: (4.0 if len(inputs[n]) >= 3 else 2.0) * B * S * S * D for n in inputs}
@@ -111,6 +113,9 @@ def main():
         "top_count": torch.compile(lambda q, k: (lambda s: (s.amax(-1), (s == s.amax(-1, keepdim=True)).float()
                                                             .sum(-1)))((q @ k.transpose(1, 2)).float())),
         "lse": torch.compile(lambda q, k: torch.logsumexp((q @ k.transpose(1, 2)).float() * scale, -1)),
+        # FlexAttention normalizes by a softmax: sigmoid attention is Inductor's two matmuls around it
+        "sigmoid_attend": torch.compile(lambda q, k, v: torch.sigmoid((q @ k.transpose(1, 2)).float() * scale - 4)
+                                        .half() @ v),
     }
     peers = {
         "top": ("Inductor (torch.compile)", lambda: compiled["top"](q, k)),
@@ -118,6 +123,7 @@ def main():
         "top_count": ("Inductor (torch.compile)", lambda: compiled["top_count"](q, k)),
         "lse": ("Inductor (torch.compile)", lambda: compiled["lse"](q, k)),
         "attend_lse": ("FlexAttention return_lse", lambda: flex(q4, k4, v4, return_lse=True)),
+        "sigmoid_attend": ("Inductor (torch.compile)", lambda: compiled["sigmoid_attend"](q, k, v)),
         "capped": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=cap_mod, scale=1.0)),
         "alibi": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=alibi_mod)),
         "biased": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=bias_mod)),

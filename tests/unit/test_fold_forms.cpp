@@ -1,5 +1,6 @@
 // The tensor-core fold generated from the monoid's normal form: reductions of q . k^T (max,
-// argmax, a user monoid, logsumexp), attention that also returns its row log-sum-exp, and
+// argmax, a user monoid, logsumexp), attention that also returns its row log-sum-exp, sigmoid
+// attention, and
 // softmax attention with its score changed (soft cap,
 // ALiBi, an additive bias, a two-sided window) take the tier under mma.sync and wgmma, f16 and
 // bf16, and every output element matches the float64 reference on the interpreter: random
@@ -55,7 +56,8 @@ const Schedule kSchedules[] = {
 }  // namespace
 
 TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores, against the reference") {
-  const std::vector<std::string> ops{"top", "nearest", "top_count", "lse", "attend_lse", "capped", "alibi", "biased", "window"};
+  const std::vector<std::string> ops{"top",    "nearest", "top_count", "lse",   "attend_lse", "sigmoid_attend",
+                                     "capped", "alibi",   "biased",    "window"};
   int runs = 0;
   for (DType dtype : {DType::F16, DType::BF16}) {
     auto c = check_as(dtype);

@@ -35,7 +35,7 @@ void MmaTier::emit_fold(kir::Program& program) {
     else
       keys_lo = let(b_.fresh("keys_lo"), kir::binary(kir::BinOp::Max, keys_lo, edge));
   }
-  scale_ = general_ ? std::nullopt : key_scale(fold);
+  scale_ = general_ || summed_ ? std::nullopt : key_scale(fold);
   const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
   // The loop-invariant operand (Q): in registers, or in a shared slab (plan_staging decides).
   const bool q_regs = plan_.row_fragments_in_registers;
@@ -163,6 +163,27 @@ void MmaTier::emit_fold(kir::Program& program) {
             for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
         }
         if (!wgmma()) issue();
+        if (summed_) {
+          emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
+                                        masked ? ", 0 past the keys and outside the fold's predicate" : "")));
+          for_each_c(
+              fm, fn,
+              [&](int a, int n, int e, const K& row, const K& col) {
+                K slot = elem(sc, c_index(a, n, e, fn), F32);
+                b_.push_scope();
+                bind(axis_at(row_axis_, {}, false), row);
+                bind(axis_at(fold.axis, {}, false), col);
+                b_.scope().regs[std::string(kContracted)] = slot;
+                K w = per_score(as(b_.lower(first_.around), F32));
+                K ok = lt(col, keys);
+                if (!fold.where.empty())
+                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                b_.pop_scope();
+                emit(kir::assign(slot.reg, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
+              },
+              j0);
+          return emit_pv(carrier[value_field_], fm, fn, ne, sc, pf, vf, j0, tile0, buf);
+        }
         if (general_) {
           std::optional<BlockMask> gm;
           if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
@@ -437,6 +458,12 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   } else {
     rescale_o();
   }
+  emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
+}
+
+void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
+                      const std::string& vf, const K& j0, const K& tile0, const K& buf) {
+  const lir::Stmt& fold = *fold_;
   const std::vector<RepackSource> repack = c_to_a_map();
   kir::IntrinsicId cvt =
       t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;

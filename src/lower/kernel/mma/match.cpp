@@ -143,6 +143,11 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
       fmt::format("folds the reduction over {} a key block at a time, in trees across lanes", fold.axis.name);
   fold_ = &fold;
   row_axis_ = k.threads.back();
+  if (!form.rescaled_sum() && vector && core.fields.size() == 1 && form.laws[0] == algebra::FieldLaw::Sum) {
+    require_reorder(fold.terms, what);
+    if (!plan_summed(fold, kept[0])) return false;
+    return plan_fold_checks(fold);
+  }
   if (!form.rescaled_sum()) {
     if (vector)
       return reject(
@@ -185,6 +190,35 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     value_read_ = v;
     value_field_ = f;
   }
+  return plan_fold_checks(fold);
+}
+
+bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
+  const lir::CarrierField& field = fold.fields[f];
+  const Expr& prod = field.lift;
+  if (!tile_loop_ || prod.kind != Expr::Kind::Binary || prod.op != "*" || prod.args.size() != 2)
+    return reject(fmt::format("the vector field {} lifts {}, not a weight times a {} input", field.name,
+                              tir::print_expr(prod), kir::type_name(t_.operand)));
+  for (int side = 0; side < 2; ++side) {
+    const Expr &w = prod.args[side], &v = strip_casts(prod.args[1 - side]);
+    if (!is_operand(v) || !tir::uses_index(v, fold.axis.name) || !tir::uses_index(v, tile_loop_->axis.name) ||
+        tir::uses_index(w, tile_loop_->axis.name))
+      continue;
+    std::optional<Contraction> c = contraction_in(w, row_axis_.name, fold.axis.name);
+    if (!c) continue;
+    first_ = *c;
+    summed_ = true;
+    value_read_ = v;
+    value_field_ = f;
+    return true;
+  }
+  return reject(
+      fmt::format("the vector field {} lifts {}, not a weight of one contraction (independent of {}) times "
+                  "a {} input read at the fold's and the tile's axes",
+                  field.name, tir::print_expr(prod), tile_loop_->axis.name, kir::type_name(t_.operand)));
+}
+
+bool MmaTier::plan_fold_checks(const lir::Stmt& fold) {
   if (tile_loop_ && (tile_loop_->tile % kAtomN != 0))
     return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8",
                               tile_loop_->axis.name, tile_loop_->tile));
@@ -388,15 +422,19 @@ bool MmaTier::plan_staging() {
   if (key_limit_) plan_.key_bound = tir::print_expr(fold.where[0]);
   std::vector<std::string> weighted;
   for (size_t f : rescaled_.weighted) weighted.push_back(fold.fields[f].name);
-  plan_.fold_update = general_
-                          ? fmt::format(
-                                "each score through {}'s combine into the lane's ({}); the lanes of a row combined "
-                                "after the last block",
-                                fold.monoid, field_names())
-                          : fmt::format(
-                                "{} the pivot (the block's row max); {} rescaled by exp(old - new), plus the block's "
-                                "sums of exp(x - max) times their lifts",
-                                fold.fields[rescaled_.key].name, fmt::join(weighted, ", "));
+  if (summed_)
+    plan_.fold_update =
+        fmt::format("{} a plain sum: the block's weights {} as P, P @ {} on the tensor cores, nothing rescaled",
+                    fold.fields[value_field_].name, tir::print_expr(first_.around), value_read_->name);
+  else if (general_)
+    plan_.fold_update = fmt::format(
+        "each score through {}'s combine into the lane's ({}); the lanes of a row combined after the last block",
+        fold.monoid, field_names());
+  else
+    plan_.fold_update = fmt::format(
+        "{} the pivot (the block's row max); {} rescaled by exp(old - new), plus the block's sums of exp(x - max) "
+        "times their lifts",
+        fold.fields[rescaled_.key].name, fmt::join(weighted, ", "));
   // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room for
   // it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block. With
   // wgmma it always waits in a swizzled slab, which the scores' wgmma read through descriptors.

@@ -67,6 +67,12 @@ class MmaTier {
   // Whether `e` holds a reduction, its register intermediates inlined.
   bool reads_a_reduction(const Expr& e) const;
 
+  // A plain sum whose one field is a vector: its lift a weight of the contraction (first_.around)
+  // times a value read (sigmoid attention's sigmoid(s) * v[j, e]).
+  bool plan_summed(const lir::Stmt& fold, size_t f);
+  // What every tensor-core fold needs of its register tile and carrier types.
+  bool plan_fold_checks(const lir::Stmt& fold);
+
   // general_: every field's lift with the one contraction they share replaced (first_).
   bool plan_general_lifts(const lir::Stmt& fold);
 
@@ -393,6 +399,11 @@ class MmaTier {
   void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
                           const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf);
 
+  // o += P @ V for the block: P, the scores' registers, repacked from C to A fragments (with
+  // wgmma, every k16 step's, then one batch reading V in place).
+  void emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
+               const std::string& vf, const K& j0, const K& tile0, const K& buf);
+
   // After the keys: the fold's results and the tile's stores, per C element of the vector
   // field (or per row when there is none), guarded to the rows and tile columns that exist.
   void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows);
@@ -471,6 +482,7 @@ class MmaTier {
   // field): each element through the monoid's combine into the lane's carrier, the lanes
   // sharing a row combined once after the last block.
   bool general_ = false;
+  bool summed_ = false;              // plan_summed: P is the weight itself, nothing rescaled
   std::vector<Expr> general_lifts_;  // general_: each field's lift, the contraction as kContracted
   std::vector<size_t> flags_;        // or-combined flags riding along the fold
   bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
