@@ -167,6 +167,9 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
                       "to be {} (not proved)",
                       fold.monoid, fmt::join(missing, " and ")));
     require_reorder(fold.terms, what);  // assumed laws: W053
+    if (wgmma() && innermost_is(first_.row, row_axis_.name))
+      return reject(
+          fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
     return true;
   }
   require_reorder(fold.terms, what);
