@@ -175,9 +175,7 @@ void MmaTier::emit_fold(kir::Program& program) {
                 bind(axis_at(fold.axis, {}, false), col);
                 b_.scope().regs[std::string(kContracted)] = slot;
                 K w = per_score(as(b_.lower(first_.around), F32));
-                K ok = lt(col, keys);
-                if (!fold.where.empty())
-                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                K ok = counted(col, keys);
                 b_.pop_scope();
                 emit(kir::assign(slot.reg, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
               },
@@ -188,15 +186,12 @@ void MmaTier::emit_fold(kir::Program& program) {
           std::optional<BlockMask> gm;
           if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
             gm = block_mask(j0, keys, chunk, key_limit);
-          return emit_general_update(
-              *lanes, fm, fn, sc, j0, [&](int a, int n, int e, const K& col) -> std::optional<K> {
-                if (!masked) return std::nullopt;
-                if (gm) return element_mask(*gm, a, n, e, key_limit);
-                K ok = lt(col, keys);
-                if (!fold.where.empty())
-                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
-                return ok;
-              });
+          return emit_general_update(*lanes, fm, fn, sc, j0,
+                                     [&](int a, int n, int e, const K& col) -> std::optional<K> {
+                                       if (!masked) return std::nullopt;
+                                       if (gm) return element_mask(*gm, a, n, e, key_limit);
+                                       return counted(col, keys);
+                                     });
         }
         // Each score element: the key field's lift around the contraction, -inf where the
         // key is past the end or the fold's predicate excludes it.
@@ -252,6 +247,12 @@ void MmaTier::emit_fold(kir::Program& program) {
 
 int MmaTier::fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) {
   return fm * 4 * (keep_rows ? ks : 1) + fm * fn * 4 + fm * ne * 4 + 2 * fn + fm * 4 + 2 * ne;
+}
+
+K MmaTier::counted(const K& col, const K& keys) {
+  K ok = lt(col, keys);
+  if (!fold_->where.empty()) ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold_->where[0]), ScalarType::Pred));
+  return ok;
 }
 
 std::vector<MmaTier::KeyBound> MmaTier::key_bounds(const Expr& w, const lir::Stmt& fold) const {

@@ -360,6 +360,10 @@ class MmaTier {
 
   std::string field_names() const;
 
+  // Whether the score at key `col` is folded: inside the keys and the fold's predicate (the
+  // element's row and key bound in the current scope).
+  K counted(const K& col, const K& keys);
+
   // A block's mask in 32-bit offsets: `room` keys of the block inside the axis (at most the
   // block), `diag` = j0 - row0 - the key bound's offset (clamped: only its sign near the
   // diagonal matters), and the lane's parts of (col - j0) and (row - row0).
