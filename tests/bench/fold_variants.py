@@ -66,6 +66,8 @@ def main():
     q, k, v = (torch.randn(B, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
     slope = torch.rand(B, device="cuda", generator=gen) * 0.1
     bias = torch.randn(B, S, S, device="cuda", dtype=torch.float16, generator=gen)
+    sink = torch.randn(B, device="cuda", generator=gen)
+    sinkd = sink.double()
     q4, k4, v4 = (t.unsqueeze(0) for t in (q, k, v))  # (1, B, S, D): heads = B
     flex = torch.compile(flex_attention)
     scale = 1 / math.sqrt(D)
@@ -77,6 +79,12 @@ def main():
             s = s.masked_fill(~mask, -math.inf)
         return torch.softmax(s, -1) @ vd
 
+    def sink_ref():
+        s = s_raw * scale
+        m = torch.maximum(s.amax(-1, keepdim=True), sinkd[:, None, None])
+        p = torch.exp(s - m)
+        return (p @ vd) / (p.sum(-1, keepdim=True) + torch.exp(sinkd[:, None, None] - m))
+
     ii = torch.arange(S, device="cuda")
     win = (ii[None, :] <= ii[:, None]) & (ii[None, :] > ii[:, None] - WINDOW)
     refs = {
@@ -86,12 +94,13 @@ def main():
         "lse": [torch.logsumexp(s_raw * scale, -1)],
         "attend_lse": [softmax_ref(s_raw * scale), torch.logsumexp(s_raw * scale, -1)],
         "sigmoid_attend": [torch.sigmoid(s_raw * scale - 4) @ vd],
+        "sink_attend": [sink_ref()],
         "capped": [softmax_ref(CAP * torch.tanh(s_raw / CAP))],
         "alibi": [softmax_ref(s_raw * scale + slope.double()[:, None, None] * (ii[None, :] - ii[:, None]).double())],
         "biased": [softmax_ref(s_raw * scale + bias.double())],
         "window": [softmax_ref(s_raw * scale, win)],
     }
-    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "sigmoid_attend": (q, k, v), "capped": (q, k, v),
+    inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "sigmoid_attend": (q, k, v), "sink_attend": (q, k, v, sink), "capped": (q, k, v),
               "alibi": (q, k, v, slope), "biased": (q, k, v, bias), "window": (q, k, v)}
     # 4 S T D for attention (two contractions), 2 S T D for a reduction of q k^T; the window's keys.
     work = {n: (4.0 if len(inputs[n]) >= 3 else 2.0) * B * S * S * D for n in inputs}
@@ -113,6 +122,11 @@ def main():
         "top_count": torch.compile(lambda q, k: (lambda s: (s.amax(-1), (s == s.amax(-1, keepdim=True)).float()
                                                             .sum(-1)))((q @ k.transpose(1, 2)).float())),
         "lse": torch.compile(lambda q, k: torch.logsumexp((q @ k.transpose(1, 2)).float() * scale, -1)),
+        # FlexAttention has no extra score outside the keys: the sink's formula under Inductor
+        "sink_attend": torch.compile(lambda q, k, v, sink: (lambda s, m: (torch.exp(s - m).half() @ v).float() / (
+            torch.exp(s - m).sum(-1, keepdim=True) + torch.exp(sink[:, None, None] - m)))(
+            *(lambda s: (s, torch.maximum(s.amax(-1, keepdim=True), sink[:, None, None])))(
+                (q @ k.transpose(1, 2)).float() * scale))),
         # FlexAttention normalizes by a softmax: sigmoid attention is Inductor's two matmuls around it
         "sigmoid_attend": torch.compile(lambda q, k, v: torch.sigmoid((q @ k.transpose(1, 2)).float() * scale - 4)
                                         .half() @ v),
@@ -124,6 +138,7 @@ def main():
         "lse": ("Inductor (torch.compile)", lambda: compiled["lse"](q, k)),
         "attend_lse": ("FlexAttention return_lse", lambda: flex(q4, k4, v4, return_lse=True)),
         "sigmoid_attend": ("Inductor (torch.compile)", lambda: compiled["sigmoid_attend"](q, k, v)),
+        "sink_attend": ("Inductor (torch.compile)", lambda: compiled["sink_attend"](q, k, v, sink)),
         "capped": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=cap_mod, scale=1.0)),
         "alibi": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=alibi_mod)),
         "biased": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=bias_mod)),

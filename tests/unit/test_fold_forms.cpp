@@ -1,6 +1,6 @@
 // The tensor-core fold generated from the monoid's normal form: reductions of q . k^T (max,
 // argmax, a user monoid, logsumexp), attention that also returns its row log-sum-exp, sigmoid
-// attention, and
+// attention, a sink logit, and
 // softmax attention with its score changed (soft cap,
 // ALiBi, an additive bias, a two-sided window) take the tier under mma.sync and wgmma, f16 and
 // bf16, and every output element matches the float64 reference on the interpreter: random
