@@ -644,7 +644,14 @@ class LoopBuilder {
         }
         // The narrow members then live inside the wide one's loop: only the fold, and row-wide
         // outputs that reduce nothing and that nothing reads (they move into that loop), read them.
+        // They read no intermediate but the fold's members, which the loop has by then.
         auto absorbable = [&](const tir::Stmt* s) {
+          std::set<std::string> read;
+          tir::add_reads(s->value, read);
+          for (const std::string& t : read)
+            if (is_intermediate(t) &&
+                std::none_of(f->members.begin(), f->members.end(), [&](const Member& m) { return m.stmt->name == t; }))
+              return false;
           return !is_intermediate(s->name) && s->vars.size() == k.threads.size() && !tir::has_reduce(s->value) &&
                  p_.find(s->name)->record.empty() && !read_by_any(s->name);
         };
