@@ -163,6 +163,15 @@ void MmaTier::emit_fold(kir::Program& program) {
             for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
         }
         if (!wgmma()) issue();
+        // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
+        // absent or the key bound (col - row against a constant): per block two differences, per
+        // element two compares with constants, not each element's 64-bit indices. (The mma.sync
+        // folds keep the indices: f2x8 has no register left for the lane parts.)
+        auto lane_mask = [&]() -> std::optional<BlockMask> {
+          if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
+            return block_mask(j0, keys, chunk, key_limit);
+          return std::nullopt;
+        };
         if (summed_) {
           emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
                                         masked ? ", 0 past the keys and outside the fold's predicate" : "")));
@@ -170,10 +179,7 @@ void MmaTier::emit_fold(kir::Program& program) {
               fm, fn,
               [&](int a, int n, int e, const K& row, const K& col) {
                 K slot = elem(sc, c_index(a, n, e, fn), F32);
-                b_.push_scope();
-                bind(axis_at(row_axis_, {}, false), row);
-                bind(axis_at(fold.axis, {}, false), col);
-                b_.scope().regs[std::string(kContracted)] = slot;
+                enter_score(row, col, slot);
                 K w = per_score(as(b_.lower(first_.around), F32));
                 K ok = counted(col, keys);
                 b_.pop_scope();
@@ -183,13 +189,11 @@ void MmaTier::emit_fold(kir::Program& program) {
           return emit_pv(carrier[value_field_], fm, fn, ne, sc, pf, vf, j0, tile0, buf);
         }
         if (general_) {
-          std::optional<BlockMask> gm;
-          if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
-            gm = block_mask(j0, keys, chunk, key_limit);
+          const std::optional<BlockMask> bm = lane_mask();
           return emit_general_update(*lanes, fm, fn, sc, j0,
                                      [&](int a, int n, int e, const K& col) -> std::optional<K> {
                                        if (!masked) return std::nullopt;
-                                       if (gm) return element_mask(*gm, a, n, e, key_limit);
+                                       if (bm) return element_mask(*bm, a, n, e, key_limit);
                                        return counted(col, keys);
                                      });
         }
@@ -199,26 +203,15 @@ void MmaTier::emit_fold(kir::Program& program) {
             "lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
             masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate", fold.axis.size) : "",
             scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
-        // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
-        // absent or the key bound (col - row against a constant): per block two differences, per
-        // element two compares with constants, not each element's 64-bit indices. (The mma.sync
-        // folds keep the indices: f2x8 has no register left for the lane parts.)
-        std::optional<BlockMask> bm;
-        if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
-          bm = block_mask(j0, keys, chunk, key_limit);
+        const std::optional<BlockMask> bm = lane_mask();
         if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
           for_each_c(
               fm, fn,
               [&](int a, int n, int e, const K& row, const K& col) {
                 K slot = elem(sc, c_index(a, n, e, fn), F32);
-                b_.push_scope();
-                bind(axis_at(row_axis_, {}, false), row);
-                bind(axis_at(fold.axis, {}, false), col);
-                b_.scope().regs[std::string(kContracted)] = slot;
+                enter_score(row, col, slot);
                 K v = scale_ ? slot : per_score(as(b_.lower(first_.around), F32));
-                K ok = bm ? element_mask(*bm, a, n, e, key_limit) : lt(col, keys);
-                if (!bm && !fold.where.empty())
-                  ok = kir::binary(kir::BinOp::And, ok, as(b_.lower(fold.where[0]), ScalarType::Pred));
+                K ok = bm ? element_mask(*bm, a, n, e, key_limit) : counted(col, keys);
                 b_.pop_scope();
                 emit(kir::assign(
                     slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
@@ -247,6 +240,13 @@ void MmaTier::emit_fold(kir::Program& program) {
 
 int MmaTier::fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) {
   return fm * 4 * (keep_rows ? ks : 1) + fm * fn * 4 + fm * ne * 4 + 2 * fn + fm * 4 + 2 * ne;
+}
+
+void MmaTier::enter_score(const K& row, const K& col, const K& score) {
+  b_.push_scope();
+  bind(axis_at(row_axis_, {}, false), row);
+  bind(axis_at(fold_->axis, {}, false), col);
+  b_.scope().regs[std::string(kContracted)] = score;
 }
 
 K MmaTier::counted(const K& col, const K& keys) {

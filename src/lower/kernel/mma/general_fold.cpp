@@ -45,10 +45,7 @@ void MmaTier::emit_general_update(const LaneCarrier& c, int fm, int fn, const st
       fm, fn,
       [&](int a, int n, int e, const K& row, const K& col) {
         const int slot = a * 2 + slot_of(e);
-        b_.push_scope();
-        bind(axis_at(row_axis_, {}, false), row);
-        bind(axis_at(fold.axis, {}, false), col);
-        b_.scope().regs[std::string(kContracted)] = elem(sc, c_index(a, n, e, fn), F32);
+        enter_score(row, col, elem(sc, c_index(a, n, e, fn), F32));
         const std::optional<K> keep = ok(a, n, e, col);
         std::vector<K> mine, lifted;
         for (size_t f = 0; f < nf; ++f) {

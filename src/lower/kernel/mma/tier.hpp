@@ -360,6 +360,10 @@ class MmaTier {
 
   std::string field_names() const;
 
+  // A scope for one score element: the row and key axes bound (clamped) and the contraction's
+  // register the score; the caller pops it.
+  void enter_score(const K& row, const K& col, const K& score);
+
   // Whether the score at key `col` is folded: inside the keys and the fold's predicate (the
   // element's row and key bound in the current scope).
   K counted(const K& col, const K& keys);
