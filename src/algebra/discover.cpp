@@ -1,10 +1,14 @@
 #include "algebra/discover.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
+#include <numbers>
 
 #include <fmt/format.h>
 
+#include "algebra/normal_form.hpp"
 #include "syntax/print_ast.hpp"
 
 namespace emmy::algebra {
@@ -73,11 +77,19 @@ Expr inline_elementwise(const Expr& e, const Defs& defs) {
         else if (e.kind == ExprKind::Name)
           by[vars[k]] = make_expr(ExprKind::Name, vars[k]);
       }
-      return inline_elementwise(rename(it->second->value, by), defs);
+      return rename(inline_elementwise(it->second->value, defs), by);  // bare names read in the definition's scope
+    }
+  // A bare intermediate that stays (it holds a reduction) means r[its own indices].
+  if (e.kind == ExprKind::Name)
+    if (auto it = defs.find(e.text); it != defs.end()) {
+      Expr ref = make_expr(ExprKind::Index, "", {e});
+      for (const std::string& v : lhs_names(*it->second)) ref.args.push_back(make_expr(ExprKind::Name, v));
+      return ref;
     }
   Expr out = ast::node_of(e);
   out.where_ = e.where_;
-  for (const Expr& a : e.args) out.args.push_back(inline_elementwise(a, defs));
+  for (size_t k = 0; k < e.args.size(); ++k)  // an index's base is a name, not a bare read
+    out.args.push_back(k == 0 && e.kind == ExprKind::Index ? e.args[0] : inline_elementwise(e.args[k], defs));
   return out;
 }
 
@@ -116,22 +128,105 @@ struct MaxStmt {
   const Expr* where;  // its predicate, or null
 };
 
-// Is `f` exp(Y - m[...]) with Y the max's body under the renaming the m reference gives?
-bool is_shifted_exp(const Expr& f, const MaxStmt& m, const std::string& sum_axis) {
-  if (f.kind != ExprKind::Call || f.text != "exp" || f.args.size() != 1) return false;
-  const Expr& diff = f.args[0];
-  if (diff.kind != ExprKind::Binary || diff.text != "-") return false;
-  const Expr& ref = diff.args[1];
+// e as a linear form over atoms: `atom` names the leaves it keeps whole (a reference to the
+// pivot, an element read); sums, differences, negations, casts and products and quotients by
+// constants are unfolded. nullopt when e is not linear in its atoms.
+using AtomOf = std::function<std::optional<std::string>(const Expr&)>;
+
+std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom) {
+  auto constant = [](Rational r) { return LinearForm{{}, r}; };
+  try {
+    switch (e.kind) {
+      case ExprKind::Int: return constant(Rational::of(e.int_value));
+      case ExprKind::Float:
+        if (std::optional<Rational> r = Rational::of_double(e.float_value)) return constant(*r);
+        return std::nullopt;
+      case ExprKind::Unary:
+        if (e.text != "-") break;
+        if (std::optional<LinearForm> a = linear_of(e.args[0], atom)) return scaled(*a, Rational::of(-1));
+        return std::nullopt;
+      case ExprKind::Binary: {
+        if (e.text != "+" && e.text != "-" && e.text != "*" && e.text != "/") break;
+        std::optional<LinearForm> a = linear_of(e.args[0], atom), b = linear_of(e.args[1], atom);
+        if (!a || !b) return std::nullopt;
+        if (e.text == "+") return plus(*a, *b);
+        if (e.text == "-") return plus(*a, scaled(*b, Rational::of(-1)));
+        if (e.text == "*" && a->coef.empty()) return scaled(*b, a->constant);
+        if (e.text == "*" && b->coef.empty()) return scaled(*a, b->constant);
+        if (e.text == "/" && b->coef.empty() && !b->constant.is_zero())
+          return scaled(*a, Rational::of(1) / b->constant);
+        break;  // a product of two non-constants: one leaf
+      }
+      default: break;
+    }
+  } catch (const Overflow&) {
+    return std::nullopt;
+  }
+  if (std::optional<std::string> a = atom(e)) return LinearForm{{{*a, Rational::of(1)}}, Rational::of(0)};
+  return std::nullopt;
+}
+
+// The first reference to the pivot `m` in e: its index expressions rename the max's own.
+const Expr* pivot_ref(const Expr& e, const std::string& m) {
+  if ((e.kind == ExprKind::Name && e.text == m) ||
+      (e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name && e.args[0].text == m))
+    return &e;
+  for (const Expr& a : e.args)
+    if (const Expr* r = pivot_ref(a, m)) return r;
+  return nullptr;
+}
+
+// Is d (a difference, inside exp or squared) c·(Y − m) with Y the max's body where the sum
+// reads it? The scale c, decided on linear normal forms over the element reads: so
+// `s - m`, `(s - m) * 0.5`, `2 * s - 2 * m` and `-(m - s)` all match, with their c.
+std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::string& sum_axis, const Defs& defs) {
+  const std::string& mx = m.stmt->target.name;
+  const Expr* ref = pivot_ref(d, mx);
+  if (!ref) return std::nullopt;
   std::vector<std::string> vars = lhs_names(*m.stmt);
   std::map<std::string, Expr> by;
-  if (ref.kind == ExprKind::Index && ref.args[0].kind == ExprKind::Name && ref.args[0].text == m.stmt->target.name &&
-      ref.args.size() == vars.size() + 1) {
-    for (size_t k = 0; k < vars.size(); ++k) by[vars[k]] = ref.args[k + 1];
-  } else if (!(ref.kind == ExprKind::Name && ref.text == m.stmt->target.name)) {
-    return false;  // a bare m keeps its own index names
-  }
+  if (ref->kind == ExprKind::Index) {
+    if (ref->args.size() != vars.size() + 1) return std::nullopt;
+    for (size_t k = 0; k < vars.size(); ++k) by[vars[k]] = ref->args[k + 1];
+  }  // a bare m keeps its own index names
   by[m.axis] = make_expr(ExprKind::Name, sum_axis);
-  return print_expr(strip_casts(rename(m.body, by))) == print_expr(strip_casts(diff.args[0]));
+  std::string pivot_text = print_expr(strip_casts(*ref));
+  bool other_pivot = false;  // m read at other indices, or inside a leaf
+  AtomOf atom = [&](const Expr& e) -> std::optional<std::string> {
+    std::string text = print_expr(strip_casts(e));
+    if (pivot_ref(e, mx)) {
+      if (text == pivot_text) return std::string("m");
+      other_pivot = true;
+      return std::nullopt;
+    }
+    return fmt::format("@{}", text);
+  };
+  std::optional<LinearForm> diff = linear_of(strip_casts(d), atom);
+  std::optional<LinearForm> y = linear_of(strip_casts(inline_elementwise(rename(m.body, by), defs)), atom);
+  if (!diff || !y || other_pivot || y->coef.count("m")) return std::nullopt;
+  auto c = diff->coef.find("m");
+  if (c == diff->coef.end() || c->second.sign() >= 0) return std::nullopt;
+  Rational scale = -c->second;
+  try {
+    // diff - scale·(y - m) must vanish: no other read, no constant.
+    LinearForm rest = plus(*diff, scaled(y.value(), -scale));
+    rest = plus(rest, LinearForm{{{"m", scale}}, Rational::of(0)});
+    if (!rest.coef.empty() || !rest.constant.is_zero()) return std::nullopt;
+  } catch (const Overflow&) {
+    return std::nullopt;
+  }
+  return scale;
+}
+
+// Is `f` exp(c·(Y − m)) (or exp2 of it in base 2), Y the max's body where the sum reads it?
+// The scale c > 0 of the weight, in base e.
+std::optional<Rational> shifted_exp_scale(const Expr& f, const MaxStmt& m, const std::string& sum_axis,
+                                          const Defs& defs) {
+  Expr g = strip_casts(f);
+  if (g.kind != ExprKind::Call || (g.text != "exp" && g.text != "exp2") || g.args.size() != 1) return std::nullopt;
+  std::optional<Rational> c = pivot_scale(g.args[0], m, sum_axis, defs);
+  if (!c || g.text == "exp") return c;
+  return exp2_scale_in_base_e(*c);
 }
 
 // The sum ranges over the same indices as the max: the same predicate, or none.
@@ -142,7 +237,8 @@ bool same_range(const Expr& sum, const MaxStmt& m) {
 }
 
 // The chain's monoid: n = max(a.m, b.m); each d rescaled by exp(old max - n).
-MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& ds) {
+MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& ds,
+                         const std::vector<Rational>& scales) {
   MonoidTerms t;
   t.name = fmt::format("online({})", m);
   t.fields.push_back(m);
@@ -151,9 +247,15 @@ MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& d
   Term n = Term::make(TermOp::Max, {am, bm});
   t.identity.push_back(Term::make(TermOp::NegInf, {}));
   t.combine.push_back(n);
-  Term x = Term::make(TermOp::Exp, {Term::make(TermOp::Sub, {am, n})});
-  Term y = Term::make(TermOp::Exp, {Term::make(TermOp::Sub, {bm, n})});
-  for (const std::string& d : ds) {
+  // exp(c·(k − n)); c = 1 is the plain exp(k − n).
+  auto rescale = [&](const Term& k, Rational c) {
+    Term diff = Term::make(TermOp::Sub, {k, n});
+    if (c != Rational::of(1)) diff = Term::make(TermOp::Mul, {Term::constant(c), diff});
+    return Term::make(TermOp::Exp, {diff});
+  };
+  for (size_t i = 0; i < ds.size(); ++i) {
+    const std::string& d = ds[i];
+    Term x = rescale(am, scales[i]), y = rescale(bm, scales[i]);
     t.identity.push_back(Term::constant(Rational::of(0)));
     t.combine.push_back(Term::make(TermOp::Add, {Term::make(TermOp::Mul, {Term::var("a." + d), x}),
                                                  Term::make(TermOp::Mul, {Term::var("b." + d), y})}));
@@ -188,7 +290,7 @@ void sums_in(const Expr& e, std::vector<const Expr*>& out) {
 
 DiscoveredChain make_chain(const CheckedOp& op, const std::string& axis, const std::string& first,
                            std::vector<std::string> rest, std::string summary, MonoidTerms monoid) {
-  DiscoveredChain c{op.decl->name.name, std::move(summary), axis, first, std::move(rest), std::move(monoid), {}};
+  DiscoveredChain c{op.decl->name.name, std::move(summary), axis, first, std::move(rest), {}, std::move(monoid), {}};
   c.laws = check_laws(c.monoid);
   return c;
 }
@@ -211,7 +313,7 @@ MonoidTerms argmax_monoid(const std::string& m, const std::string& idx) {
 
 // m[I] = max(j: X), then idx[I] = min(j where X == m: j): the first index of the
 // maximum, which is argmax — one reduction with carrier (m, idx).
-std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vector<MaxStmt>& maxes) {
+std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vector<MaxStmt>& maxes, const Defs& defs) {
   std::vector<DiscoveredChain> out;
   for (const MaxStmt& m : maxes) {
     if (m.where) continue;
@@ -222,11 +324,11 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
         continue;
       const Expr& w = v.where_[0];
       if (w.kind != ExprKind::Binary || w.text != "==") continue;
-      // x == m or m == x: written as exp(x - m) the shared matcher applies.
+      // x == m or m == x: x - m is the max's body minus the max.
       bool found = false;
       for (int side = 0; side < 2 && !found; ++side) {
         Expr diff = make_expr(ExprKind::Binary, "-", {w.args[side], w.args[1 - side]});
-        found = is_shifted_exp(make_expr(ExprKind::Call, "exp", {diff}), m, v.axes[0].name);
+        found = pivot_scale(diff, m, v.axes[0].name, defs) == Rational::of(1);
       }
       if (!found) continue;
       const std::string& mx = m.stmt->target.name;
@@ -293,8 +395,8 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
     for (const LaterSum& s : later_sums(op, defs, mean)) {
       const std::vector<Expr>& fs = s.factors;
       if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
-      // (Y - mean) with Y the mean's body: the same test as exp(Y - m), without the exp.
-      if (!is_shifted_exp(make_expr(ExprKind::Call, "exp", {fs[0]}), mean, s.sum->axes[0].name)) continue;
+      // (Y - mean) with Y the mean's body: the difference exp(Y - m) tests, without the exp.
+      if (pivot_scale(fs[0], mean, s.sum->axes[0].name, defs) != Rational::of(1)) continue;
       const std::string& mu = mean.stmt->target.name;
       const std::string& var = s.stmt->target.name;
       out.push_back(make_chain(op, mean.axis, mu, {var},
@@ -307,6 +409,13 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
 }
 
 }  // namespace
+
+std::optional<Rational> exp2_scale_in_base_e(Rational base2) {
+  double v = base2.value() * std::numbers::ln2;
+  if (std::abs(v - 1) < 0x1p-40) return Rational::of(1);
+  if (!(std::abs(v) < 0x1p20)) return std::nullopt;
+  return Rational::of(std::llround(std::ldexp(v, 40)), int64_t{1} << 40);
+}
 
 std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
   Defs defs;
@@ -321,30 +430,43 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       maxes.push_back({a, v.axes[0].name, v.args[0], v.where_.empty() ? nullptr : &v.where_[0]});
   }
   std::vector<DiscoveredChain> chains = discover_variances(op, defs);
-  for (DiscoveredChain& c : discover_argmax(op, maxes)) chains.push_back(std::move(c));
+  for (DiscoveredChain& c : discover_argmax(op, maxes, defs)) chains.push_back(std::move(c));
   for (const MaxStmt& m : maxes) {
     const std::string& mx = m.stmt->target.name;
     std::vector<std::string> ds;
+    std::vector<Rational> scales;
     for (const LaterSum& s : later_sums(op, defs, m)) {
       int shifted = 0, others_mention_m = 0;
+      Rational scale;
       for (const Expr& f : s.factors) {
-        if (is_shifted_exp(f, m, s.sum->axes[0].name))
+        if (std::optional<Rational> c = shifted_exp_scale(f, m, s.sum->axes[0].name, defs)) {
           ++shifted;
-        else if (mentions(f, mx))
+          scale = *c;
+        } else if (mentions(f, mx)) {
           ++others_mention_m;
+        }
       }
       if (shifted != 1 || others_mention_m != 0) continue;
+      scales.push_back(scale);
       std::string field = s.stmt->target.name;  // two sums in one statement: l, l_2
       for (int k = 2; std::find(ds.begin(), ds.end(), field) != ds.end(); ++k)
         field = fmt::format("{}_{}", s.stmt->target.name, k);
       ds.push_back(field);
     }
     if (ds.empty()) continue;
-    std::string summary = fmt::format(
-        "{} = max({}: ...) and the sums {} weighted by exp(x - {}) are one reduction over {} with carrier ({}, {})", mx,
-        m.axis, fmt::join(ds, ", "), mx, m.axis, mx, fmt::join(ds, ", "));
-    MonoidTerms monoid = chain_monoid(mx, ds);
-    chains.push_back(make_chain(op, m.axis, mx, std::move(ds), std::move(summary), std::move(monoid)));
+    std::string weight = fmt::format("exp(x - {})", mx);
+    if (std::any_of(scales.begin(), scales.end(), [](Rational c) { return c != Rational::of(1); })) {
+      std::vector<std::string> cs;
+      for (Rational c : scales) cs.push_back(c.str());
+      weight = fmt::format("exp(c·(x - {})), c = {}", mx, fmt::join(cs, ", "));
+    }
+    std::string summary =
+        fmt::format("{} = max({}: ...) and the sums {} weighted by {} are one reduction over {} with carrier ({}, {})",
+                    mx, m.axis, fmt::join(ds, ", "), weight, m.axis, mx, fmt::join(ds, ", "));
+    MonoidTerms monoid = chain_monoid(mx, ds, scales);
+    DiscoveredChain chain = make_chain(op, m.axis, mx, std::move(ds), std::move(summary), std::move(monoid));
+    chain.sum_scales = std::move(scales);
+    chains.push_back(std::move(chain));
   }
   return chains;
 }

@@ -1,11 +1,13 @@
 // Finds secretly associative chains and proves the monoid each one becomes:
-// - a max over an axis followed by sums weighted by exp(x - max): one reduction with
-//   carrier (m, d1, ..., dk), the online softmax of FlashAttention;
+// - a max over an axis followed by sums weighted by exp(c·(x - max)), c > 0 (exp or exp2, the
+//   scale folded in or not; decided on linear normal forms): one reduction with carrier
+//   (m, d1, ..., dk), the online softmax of FlashAttention;
 // - a mean over an axis followed by the sum of squared deviations from it: one
 //   reduction with Welford's carrier (n, mean, M2);
 // - a max followed by the first index where it is reached: argmax, carrier (m, index).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,10 +22,15 @@ struct DiscoveredChain {
   std::string axis;                    // the reduced axis, as the max names it
   std::string max_stmt;                // the chain's first statement: m, or the mean
   std::vector<std::string> sum_stmts;  // the statements it absorbs: l, o; the variance; the index
+  std::vector<Rational> sum_scales;    // online chains: sum k's weight is exp(c_k·(x − m))
   MonoidTerms monoid;                  // the carrier built from the chain
   MonoidReport laws;                   // its proof
 };
 
 std::vector<DiscoveredChain> discover_chains(const CheckedOp& op);
+
+// exp2(c·u) is exp(c·ln 2·u): that scale in base e, kept as a rational within 2^-40 of it, and
+// exactly 1 when c is a rounded log2(e) (the spelling exp2((x - m) * 1.4426950408889634)).
+std::optional<Rational> exp2_scale_in_base_e(Rational base2);
 
 }  // namespace emmy::algebra

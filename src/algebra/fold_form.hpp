@@ -1,6 +1,6 @@
 // How each field of a monoid combines, read off the normal forms of its combine and identity:
-// the pivot (max, identity -inf), the fields it rescales (a.f * exp(a.k - M) + b.f * exp(b.k - M)
-// with M the new pivot, identity 0: the online softmax's carrier class), plain sums, maxima and
+// the pivot (max, identity -inf), the fields it rescales (a.f * exp(c·(a.k - M)) + b.f * exp(c·(b.k - M))
+// with M the new pivot and c > 0, identity 0: the online softmax's carrier class), plain sums, maxima and
 // minima; any other field is General. A tensor-core fold generates its per-block update from it.
 #pragma once
 
@@ -13,7 +13,7 @@ namespace emmy::algebra {
 
 enum class FieldLaw {
   Pivot,     // max(a.f, b.f), identity -inf, and some field is rescaled by it
-  Rescaled,  // a.f * exp(a.k - M) + b.f * exp(b.k - M), k the pivot, identity 0
+  Rescaled,  // a.f * exp(c·(a.k - M)) + b.f * exp(c·(b.k - M)), k the pivot, c > 0 one scale, identity 0
   Sum,       // a.f + b.f, identity 0
   Max,       // max(a.f, b.f), identity -inf (no field rescaled by it)
   Min,       // min(a.f, b.f), identity +inf
@@ -23,6 +23,7 @@ enum class FieldLaw {
 struct FoldForm {
   std::vector<FieldLaw> laws;  // per field
   std::optional<size_t> pivot;
+  Rational scale = Rational::of(1);  // the rescaled fields' exp(scale·(a.k - M)), scale > 0
   // The pivot and fields it rescales only, at least one of them (the "max-rescaled sum"): a
   // chunk of elements x_j with weights w_j reduces at once to (max x, sum exp(x_j - max) w_j).
   bool rescaled_sum() const;

@@ -32,6 +32,22 @@ Rational normalized(__int128 n, __int128 d) {
 
 Rational Rational::of(int64_t n, int64_t d) { return normalized(n, d); }
 
+std::optional<Rational> Rational::of_double(double v) {
+  if (!std::isfinite(v)) return std::nullopt;
+  if (v == 0) return Rational::of(0);
+  int e = 0;
+  double frac = std::frexp(v, &e);  // v = frac * 2^e, 0.5 <= |frac| < 1
+  auto mant = static_cast<int64_t>(std::ldexp(frac, 53));
+  int shift = e - 53;
+  for (; shift < 0 && mant % 2 == 0; ++shift) mant /= 2;
+  if (shift >= 0) {
+    if (shift > 9) return std::nullopt;
+    return Rational::of(mant * (int64_t{1} << shift));
+  }
+  if (shift < -62) return std::nullopt;
+  return Rational::of(mant, int64_t{1} << -shift);
+}
+
 std::optional<Rational> Rational::parse(const std::string& text) {
   try {
     __int128 mant = 0;

@@ -22,6 +22,8 @@ struct Rational {
   static Rational of(int64_t n, int64_t d = 1);
   // Exact value of a decimal literal such as "0.5", "1e-5", "3"; nullopt if too large.
   static std::optional<Rational> parse(const std::string& text);
+  // Exact value of a finite double; nullopt past 64-bit numerators and denominators.
+  static std::optional<Rational> of_double(double v);
   bool is_zero() const { return num == 0; }
   int sign() const { return num > 0 ? 1 : num < 0 ? -1 : 0; }
   double value() const { return static_cast<double>(num) / static_cast<double>(den); }

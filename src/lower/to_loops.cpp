@@ -2,6 +2,7 @@
 // read (fuse) or written to global memory by a kernel of its own (cut), turns discovered
 // chains into folds (one loop carrying the proved monoid), and gives each kernel its
 // thread space and the ordered loop nest every thread runs.
+#include "lower/chain_weight.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/regroup_laws.hpp"
@@ -52,28 +53,6 @@ Expr to_regs(const Expr& e, const std::map<std::string, const tir::Stmt*>& regs)
 bool mentions_reg(const Expr& e, const std::string& name) {
   if (e.kind == Expr::Kind::Reg && e.name == name) return true;
   return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return mentions_reg(a, name); });
-}
-
-// Float casts do not change which value a term is (the prover reasons over the reals too):
-// exp(f32(x) - m) is shifted by the max of x.
-Expr strip_float_casts(const Expr& e) {
-  if (e.kind == Expr::Kind::Call && e.args.size() == 1 &&
-      (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64"))
-    return strip_float_casts(e.args[0]);
-  return tir::map_args(e, strip_float_casts);
-}
-
-bool same_value(const Expr& a, const Expr& b) {
-  return tir::print_expr(strip_float_casts(a)) == tir::print_expr(strip_float_casts(b));
-}
-
-void factors_of(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind == Expr::Kind::Binary && e.op == "*") {
-    factors_of(e.args[0], out);
-    factors_of(e.args[1], out);
-    return;
-  }
-  out.push_back(e);
 }
 
 // The one single-axis sum (or min, for argmax) of `e` over an axis of `size`.
@@ -370,10 +349,14 @@ class LoopBuilder {
     Member hm{head, {chain.max_stmt, head->value.dtype, x, false}, *head};
     hm.result.value = reg_expr("run_" + chain.max_stmt, head->value.dtype);
     f.members.push_back(hm);
-    for (const std::string& name : chain.sum_stmts) {
-      const tir::Stmt* s = p_.def(name);
-      if (!s || std::count(materialized.begin(), materialized.end(), name)) return std::nullopt;
-      tir::Stmt result = *s;
+    for (size_t k = 0; k < chain.sum_stmts.size(); ++k) {
+      const std::string& name = chain.sum_stmts[k];
+      // A second sum of one statement is field l_2 of statement l: that member's result
+      // carries both registers, the first member's result none.
+      bool shares = !p_.def(name) && f.members.size() > 1 && name.rfind(f.members.back().field.name + "_", 0) == 0;
+      const tir::Stmt* s = shares ? f.members.back().stmt : p_.def(name);
+      if (!s || std::count(materialized.begin(), materialized.end(), s->name)) return std::nullopt;
+      tir::Stmt result = shares ? f.members.back().result : *s;
       Expr* r = find_reduce(result.value, online ? "sum" : "min", f.axis.size);
       if (!r) return std::nullopt;
       std::string from = r->axes[0].name;
@@ -385,8 +368,9 @@ class LoopBuilder {
         if (where.size() != f.where.size() ||
             (!where.empty() && tir::print_expr(where[0]) != tir::print_expr(f.where[0])))
           return std::nullopt;
-        std::optional<Expr> weight;
-        if (!split_weight(rename_axis(r->args[0], from, f.axis.name), x, chain.max_stmt, weight)) return std::nullopt;
+        algebra::Rational scale = k < chain.sum_scales.size() ? chain.sum_scales[k] : algebra::Rational::of(1);
+        std::optional<Expr> weight = chain_weight(rename_axis(r->args[0], from, f.axis.name), x, chain.max_stmt, scale);
+        if (!weight) return std::nullopt;
         lift = *weight;
       } else {
         lift.kind = Expr::Kind::Index;
@@ -395,6 +379,7 @@ class LoopBuilder {
       }
       DType dtype = r->dtype;
       *r = reg_expr("run_" + name, dtype);
+      if (shares) f.members.back().result = tir::Stmt{};
       f.members.push_back({s, {name, dtype, lift, false}, std::move(result)});
     }
     return f;
@@ -491,43 +476,6 @@ class LoopBuilder {
     return true;
   }
 
-  // body == exp(x - m) * w1 * w2 ...: the weight w, or 1.
-  static bool split_weight(const Expr& body, const Expr& x, const std::string& m, std::optional<Expr>& weight) {
-    std::vector<Expr> fs;
-    factors_of(body, fs);
-    int shifted = 0;
-    for (const Expr& f : fs) {
-      const Expr* g = &f;
-      if (g->kind == Expr::Kind::Call && g->op != "exp" && g->args.size() == 1 && g->op[0] == 'f') g = &g->args[0];
-      bool is_shift = g->kind == Expr::Kind::Call && g->op == "exp" && g->args[0].kind == Expr::Kind::Binary &&
-                      g->args[0].op == "-" && g->args[0].args[1].kind == Expr::Kind::Read &&
-                      g->args[0].args[1].name == m && same_value(g->args[0].args[0], x);
-      if (is_shift) {
-        ++shifted;
-        continue;
-      }
-      if (tir::reads(f, m)) return false;
-      if (!weight) {
-        weight = f;
-      } else {
-        Expr mul;
-        mul.kind = Expr::Kind::Binary;
-        mul.op = "*";
-        mul.dtype = weight->dtype == DType::F64 || f.dtype == DType::F64 ? DType::F64 : DType::F32;
-        mul.args = {*weight, f};
-        weight = mul;
-      }
-    }
-    if (shifted != 1) return false;
-    if (!weight) {
-      Expr one;
-      one.kind = Expr::Kind::Const;
-      one.value = 1;
-      weight = one;
-    }
-    return true;
-  }
-
   lir::Stmt store_of(const tir::Stmt& s, Expr value) {
     lir::Stmt st;
     st.kind = lir::Stmt::Kind::Store;
@@ -621,8 +569,14 @@ class LoopBuilder {
     std::vector<Fold> candidates;
     for (const algebra::DiscoveredChain& c : chains_)
       if (std::optional<Fold> f = make_fold(c, out.materialized)) {
-        // The chain's last sum, when wider than the row, keeps one register per tile element.
-        if (f->members.back().stmt->vars.size() != k.threads.size()) f->members.back().field.per_tile = true;
+        // The chain's last statement, when wider than the row, keeps one register per tile
+        // element for each of its sums whose lift reads the wider index.
+        const tir::Stmt* last = f->members.back().stmt;
+        for (Member& m : f->members)
+          if (m.stmt == last && last->vars.size() != k.threads.size())
+            m.field.per_tile = std::any_of(last->vars.begin(), last->vars.end(), [&](const tir::Axis& a) {
+              return !has_var(k.threads, a.name) && tir::uses_index(m.field.lift, a.name);
+            });
         candidates.push_back(std::move(*f));
       }
     for (const tir::Stmt* s : stmts)
@@ -640,7 +594,7 @@ class LoopBuilder {
           if (folded.count(s.name)) fits = false;
           bool row = s.vars.size() == k.threads.size();
           if (!row) ++wide;
-          if (!row && i + 1 != f->members.size()) fits = false;  // only the last member may be wider
+          if (!row && &s != f->members.back().stmt) fits = false;  // only the last statement may be wider
         }
         // The narrow members then live inside the wide one's loop: only the fold, and row-wide
         // outputs that reduce nothing and that nothing reads (they move into that loop), read them.
@@ -656,7 +610,7 @@ class LoopBuilder {
                  p_.find(s->name)->record.empty() && !read_by_any(s->name);
         };
         if (wide)
-          for (size_t i = 0; i + 1 < f->members.size(); ++i) {
+          for (size_t i = 0; f->members[i].stmt != f->members.back().stmt; ++i) {
             const std::string& n = f->members[i].stmt->name;
             if (!is_intermediate(n)) fits = false;
             for (const tir::Stmt* s : stmts)
@@ -741,7 +695,8 @@ class LoopBuilder {
     auto results = [&](size_t upto) {
       std::vector<lir::Stmt> rs;
       for (size_t i = 0; i < upto; ++i)
-        if (needed(i)) rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
+        if (needed(i) && !f.members[i].result.name.empty())  // a shared statement's result is in its last member
+          rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
       return rs;
     };
     if (!wide) {

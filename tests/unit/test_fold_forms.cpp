@@ -56,8 +56,9 @@ const Schedule kSchedules[] = {
 }  // namespace
 
 TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores, against the reference") {
-  const std::vector<std::string> ops{"top",         "nearest", "top_count", "lse",    "attend_lse", "sigmoid_attend",
-                                     "sink_attend", "capped",  "alibi",     "biased", "window"};
+  const std::vector<std::string> ops{"top",         "nearest",    "top_count", "lse",    "attend_lse", "sigmoid_attend",
+                                     "sink_attend", "capped",     "alibi",     "biased", "window",     "masked_select",
+                                     "scaled_exp",  "exp2_attend"};
   int runs = 0;
   for (DType dtype : {DType::F16, DType::BF16}) {
     auto c = check_as(dtype);

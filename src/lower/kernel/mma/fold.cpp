@@ -370,6 +370,10 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   const double ninf = -std::numeric_limits<double>::infinity();
   emit(kir::comment("row maxima of the block, across the lanes sharing a row; the carrier's new key"));
   std::vector<K> alpha(fm * 2), use(fm * 2);
+  const K exp_scale = kir::cf(rescaled_.scale, F32);
+  // The scores' factor before the exp: the key's positive scale, the monoid's, log2(e) for exp2.
+  std::optional<K> factor = scale_;
+  if (rescaled_.scale != 1) factor = factor ? hoisted("exp_scale", mul(*factor, exp_scale)) : exp_scale;
   for (int a = 0; a < fm; ++a)
     for (int r = 0; r < 2; ++r) {
       std::vector<K> row;
@@ -384,7 +388,10 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
       // A row with no key yet keeps -inf; subtracting 0 instead keeps exp(-inf - -inf) out.
       use[a * 2 + r] = let(b_.fresh("key_use"),
                            kir::select(kir::binary(kir::BinOp::Eq, mnew, kir::cf(ninf, F32)), kir::cf(0, F32), mnew));
-      alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(old, use[a * 2 + r]));
+      // exp(c·(x - key)) as exp(c·x - c·key): the monoid's scale c multiplies both (1: nothing).
+      K cold = rescaled_.scale == 1 ? old : mul(old, exp_scale);
+      if (rescaled_.scale != 1) use[a * 2 + r] = let(b_.fresh("key_scaled"), mul(use[a * 2 + r], exp_scale));
+      alpha[a * 2 + r] = let(b_.fresh("rescale"), exp_of_difference(cold, use[a * 2 + r]));
       if (fast_exp()) use[a * 2 + r] = let(b_.fresh("key_log2"), mul(use[a * 2 + r], kir::cf(kLog2e, F32)));
       emit(kir::assign({mrun, a * 2 + r}, mnew));
     }
@@ -394,8 +401,8 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
       for (int e = 0; e < 4; ++e) {
         K s = elem(sc, c_index(a, n, e, fn), F32);
         K x = fast_exp()
-                  ? mul(s, scale_ ? hoisted("scale_log2", mul(*scale_, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
-              : scale_ ? mul(s, *scale_)
+                  ? mul(s, factor ? hoisted("scale_log2", mul(*factor, kir::cf(kLog2e, F32))) : kir::cf(kLog2e, F32))
+              : factor ? mul(s, *factor)
                        : s;
         K p = kir::unary(fast_exp() ? kir::UnOp::Exp2Ftz : kir::UnOp::Exp,
                          kir::binary(kir::BinOp::Sub, x, use[a * 2 + slot_of(e)]));

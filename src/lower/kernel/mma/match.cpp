@@ -174,6 +174,7 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
   }
   require_reorder(fold.terms, what);
   rescaled_.key = kept[*form.pivot];
+  rescaled_.scale = form.scale.value();
   for (size_t w = 0; w < kept.size(); ++w)
     if (form.laws[w] == algebra::FieldLaw::Rescaled) rescaled_.weighted.push_back(kept[w]);
   std::optional<Contraction> c = contraction_in(fold.fields[rescaled_.key].lift, row_axis_.name, fold.axis.name);
@@ -425,6 +426,9 @@ bool MmaTier::plan_staging() {
   if (key_limit_) plan_.key_bound = tir::print_expr(fold.where[0]);
   std::vector<std::string> weighted;
   for (size_t f : rescaled_.weighted) weighted.push_back(fold.fields[f].name);
+  auto scaled_difference = [&](const char* d) {
+    return rescaled_.scale == 1 ? std::string(d) : fmt::format("{}·({})", rescaled_.scale, d);
+  };
   if (summed_)
     plan_.fold_update =
         fmt::format("{} a plain sum: the block's weights {} as P, P @ {} on the tensor cores, nothing rescaled",
@@ -435,9 +439,10 @@ bool MmaTier::plan_staging() {
         fold.monoid, field_names());
   else
     plan_.fold_update = fmt::format(
-        "{} the pivot (the block's row max); {} rescaled by exp(old - new), plus the block's sums of exp(x - max) "
-        "times their lifts",
-        fold.fields[rescaled_.key].name, fmt::join(weighted, ", "));
+        "{} the pivot (the block's row max); {} rescaled by exp({}), plus the block's sums of exp({}) times their "
+        "lifts",
+        fold.fields[rescaled_.key].name, fmt::join(weighted, ", "), scaled_difference("old - new"),
+        scaled_difference("x - max"));
   // The loop-invariant operand (Q) stays in registers when the fold's fragments leave room for
   // it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block. With
   // wgmma it always waits in a swizzled slab, which the scores' wgmma read through descriptors.

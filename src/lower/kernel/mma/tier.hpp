@@ -483,6 +483,7 @@ class MmaTier {
   struct Pivoted {             // a max-rescaled sum's fields: the pivot (the key) and those it rescales
     size_t key = 0;
     std::vector<size_t> weighted;
+    double scale = 1;  // the rescale and the weights are exp(scale·(x - key))
   };
   Pivoted rescaled_;
   // The fold's per-block update. False: from the max-rescaled sum's normal form (the block's
