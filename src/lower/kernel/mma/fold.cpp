@@ -265,34 +265,75 @@ std::vector<MmaTier::KeyBound> MmaTier::key_bounds(const Expr& w, const lir::Stm
   return {};
 }
 
-std::optional<MmaTier::KeyBound> MmaTier::comparison_bound(const Expr& w, const lir::Stmt& fold) const {
-  if (w.kind != Expr::Kind::Binary) return std::nullopt;
-  auto offset_of = [](const Expr& e, const std::string& axis) -> std::optional<int64_t> {
-    if (e.kind == Expr::Kind::Index && e.name == axis) return 0;
-    if (e.kind != Expr::Kind::Binary || (e.op != "+" && e.op != "-") || e.args.size() != 2) return std::nullopt;
-    const Expr &a = e.args[0], &b = e.args[1];
-    auto whole = [](const Expr& c) { return c.kind == Expr::Kind::Const && c.value == std::floor(c.value); };
-    if (a.kind == Expr::Kind::Index && a.name == axis && whole(b))
-      return static_cast<int64_t>(e.op == "+" ? b.value : -b.value);
-    if (e.op == "+" && b.kind == Expr::Kind::Index && b.name == axis && whole(a)) return static_cast<int64_t>(a.value);
-    return std::nullopt;
+namespace {
+
+// An integer linear form over index variables: sum(coef[v] * v) + constant.
+struct IndexForm {
+  std::map<std::string, int64_t> coef;
+  int64_t constant = 0;
+};
+
+std::optional<IndexForm> index_form(const Expr& e) {
+  constexpr double kLimit = double{int64_t{1} << 40};
+  auto whole = [&](double v) { return v == std::floor(v) && std::abs(v) < kLimit; };
+  if (e.kind == Expr::Kind::Index) return IndexForm{{{e.name, 1}}, 0};
+  if (e.kind == Expr::Kind::Const && whole(e.value)) return IndexForm{{}, static_cast<int64_t>(e.value)};
+  auto scaled = [](IndexForm f, int64_t c) {
+    for (auto& [v, k] : f.coef) k *= c;
+    f.constant *= c;
+    return f;
   };
-  std::string op = w.op;
-  const Expr *key = &w.args[0], *row = &w.args[1];
-  if (!offset_of(*key, fold.axis.name) || *offset_of(*key, fold.axis.name) != 0) {
-    std::swap(key, row);
-    static const std::map<std::string, std::string> flip{{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
-    auto it = flip.find(op);
-    if (it == flip.end()) return std::nullopt;
-    op = it->second;
+  if (e.kind == Expr::Kind::Unary && e.op == "-" && e.args.size() == 1) {
+    std::optional<IndexForm> a = index_form(e.args[0]);
+    return a ? std::optional(scaled(*a, -1)) : std::nullopt;
   }
-  std::optional<int64_t> k = offset_of(*key, fold.axis.name), c = offset_of(*row, row_axis_.name);
-  if (!k || *k != 0 || !c) return std::nullopt;
-  if (op == "<=") return KeyBound{true, *c + 1};
-  if (op == "<") return KeyBound{true, *c};
-  if (op == ">=") return KeyBound{false, *c};
-  if (op == ">") return KeyBound{false, *c + 1};
-  return std::nullopt;
+  if (e.kind != Expr::Kind::Binary || e.args.size() != 2 || (e.op != "+" && e.op != "-" && e.op != "*"))
+    return std::nullopt;
+  std::optional<IndexForm> a = index_form(e.args[0]), b = index_form(e.args[1]);
+  if (!a || !b) return std::nullopt;
+  if (e.op == "*") {
+    if (a->coef.empty() && std::abs(a->constant) < (int64_t{1} << 20)) return scaled(*b, a->constant);
+    if (b->coef.empty() && std::abs(b->constant) < (int64_t{1} << 20)) return scaled(*a, b->constant);
+    return std::nullopt;
+  }
+  if (e.op == "-") b = scaled(*b, -1);
+  if (std::abs(a->constant) >= (int64_t{1} << 40) || std::abs(b->constant) >= (int64_t{1} << 40)) return std::nullopt;
+  for (const auto& [v, k] : b->coef) a->coef[v] += k;
+  a->constant += b->constant;
+  std::erase_if(a->coef, [](const auto& vk) { return vk.second == 0; });
+  return a;
+}
+
+}  // namespace
+
+// A comparison of the key with the row in any linear form whose key and row coefficients are
+// opposite (j <= i, i - j < 8, j + 16 > i, 2 * j > 2 * i - 17, ...): key < row + offset, or
+// key >= row + offset.
+std::optional<MmaTier::KeyBound> MmaTier::comparison_bound(const Expr& w, const lir::Stmt& fold) const {
+  static const std::map<std::string, std::string> flip{{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
+  if (w.kind != Expr::Kind::Binary || w.args.size() != 2 || !flip.count(w.op)) return std::nullopt;
+  std::optional<IndexForm> lhs = index_form(w.args[0]), rhs = index_form(w.args[1]);
+  if (!lhs || !rhs) return std::nullopt;
+  // d = lhs - rhs, then d OP 0 with the key's coefficient +1.
+  IndexForm d = *lhs;
+  for (const auto& [v, k] : rhs->coef) d.coef[v] -= k;
+  d.constant -= rhs->constant;
+  std::erase_if(d.coef, [](const auto& vk) { return vk.second == 0; });
+  std::string op = w.op;
+  const std::string &key = fold.axis.name, &row = row_axis_.name;
+  if (d.coef.size() != 2 || !d.coef.count(key) || !d.coef.count(row) || d.coef[row] != -d.coef[key])
+    return std::nullopt;
+  if (d.coef[key] < 0) {
+    d.constant = -d.constant;
+    op = flip.at(op);
+  }
+  // g·(key - row) + C OP 0, g > 0: key - row OP -C / g, rounded to the integers.
+  const int64_t g = std::abs(d.coef[key]), q = -d.constant;
+  const int64_t floor_q = q / g - (q % g != 0 && q < 0), ceil_q = q / g + (q % g != 0 && q > 0);
+  if (op == "<=") return KeyBound{true, floor_q + 1};
+  if (op == "<") return KeyBound{true, ceil_q};
+  if (op == ">=") return KeyBound{false, ceil_q};
+  return KeyBound{false, floor_q + 1};  // >
 }
 
 std::string MmaTier::field_names() const {
