@@ -203,6 +203,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.carrier_tile = target.scalar_carrier_tile;
   k.fold_fragment_regs = target.mma_fold_fragment_regs;
   k.causal_group_blocks = target.causal_group_blocks;
+  k.rescale_skip_per_key = target.rescale_skip_per_key;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

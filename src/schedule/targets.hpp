@@ -29,6 +29,12 @@ struct TargetInfo {
   // first: the group's keys stay in L2 while its row tiles run (two waves of one block an SM
   // on an H200's 132 SMs; the other targets take the H200's value, unmeasured there).
   int causal_group_blocks;
+  // The tensor-core fold skips the rescale of its vector field (a branch on whether a row's
+  // max moved) when a thread holds more than this many elements of it per key of a block
+  // (hd128 over 32-key blocks skips; hd64 over 64 keys, where the branch costs more than the
+  // multiplies, does not); 0 never skips. Under a key bound it never skips: the branch costs
+  // registers there (tests/bench/RESULTS.md, "Measurements that were code comments").
+  int rescale_skip_per_key;
 };
 
 // Hardware features a knob value may need; target_has says whether a target has one.

@@ -491,13 +491,10 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
           emit(kir::assign(o.reg, mul(o, alpha[a * 2 + slot_of(e)])));
         }
   };
-  // Once a row's max settles its rescale is exactly 1. Where the thread holds more of o than
-  // the block has keys (hd128 over 32-key blocks: 128 multiplies a block, as many as its mma),
-  // the multiplies are skipped unless a row of the thread moved. With fewer (hd64 over 64
-  // keys) the branch costs more than it saves, and under a key bound (causal) it costs
-  // registers: there the multiplies always run (tests/bench/RESULTS.md, "Measurements that
-  // were code comments").
-  if (fm * ne * 4 > fn * kAtomN && !key_limit_) {
+  // Once a row's max settles its rescale is exactly 1: past the target's ratio of o's elements
+  // a thread to the block's keys, the multiplies are skipped unless a row of the thread moved.
+  const int skip = b_.knobs().rescale_skip_per_key;
+  if (skip > 0 && fm * ne * 4 > skip * fn * kAtomN && !key_limit_) {
     std::optional<K> moved;
     for (const K& al : alpha) {
       K changed = kir::binary(kir::BinOp::Ne, al, kir::cf(1, F32));
