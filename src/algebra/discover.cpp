@@ -263,22 +263,29 @@ MonoidTerms chain_monoid(const std::string& m, const std::vector<std::string>& d
   return t;
 }
 
-// Welford's merge (Chan et al.): count n, mean u, sum of squared deviations q.
+// Welford's merge (Chan et al.): count n, mean u, sum of squared deviations q. The mean is
+// the weighted mean a.u * a.n / n + b.u * b.n / n, as std.monoids' welford: an infinite mean
+// stays infinite when it meets a finite one (a.u + (b.u - a.u) * w would be inf - inf).
 MonoidTerms welford_monoid(const std::string& mean, const std::string& m2) {
   MonoidTerms t;
   t.name = fmt::format("welford({}, {})", mean, m2);
-  t.fields = {"n", mean, m2};
+  std::string count = "n";  // the count is no statement's: a name the other two do not take
+  while (count == mean || count == m2) count += "_";
+  t.fields = {count, mean, m2};
   auto a = [&](const std::string& f) { return Term::var("a." + f); };
   auto b = [&](const std::string& f) { return Term::var("b." + f); };
   auto op = [](TermOp o, Term x, Term y) { return Term::make(o, {std::move(x), std::move(y)}); };
-  Term n = op(TermOp::Add, a("n"), b("n"));
+  Term n = op(TermOp::Add, a(count), b(count));
   Term delta = op(TermOp::Sub, b(mean), a(mean));
-  Term w = Term::make(TermOp::Select, {op(TermOp::Gt, n, Term::constant(Rational::of(0))), op(TermOp::Div, b("n"), n),
-                                       Term::constant(Rational::of(0))});
+  auto share = [&](Term part) {
+    return Term::make(TermOp::Select, {op(TermOp::Gt, n, Term::constant(Rational::of(0))),
+                                       op(TermOp::Div, std::move(part), n), Term::constant(Rational::of(0))});
+  };
+  Term wa = share(a(count)), w = share(b(count));
   t.identity = {Term::constant(Rational::of(0)), Term::constant(Rational::of(0)), Term::constant(Rational::of(0))};
-  t.combine = {n, op(TermOp::Add, a(mean), op(TermOp::Mul, delta, w)),
+  t.combine = {n, op(TermOp::Add, op(TermOp::Mul, a(mean), wa), op(TermOp::Mul, b(mean), w)),
                op(TermOp::Add, op(TermOp::Add, a(m2), b(m2)),
-                  op(TermOp::Mul, op(TermOp::Mul, delta, delta), op(TermOp::Mul, a("n"), w)))};
+                  op(TermOp::Mul, op(TermOp::Mul, delta, delta), op(TermOp::Mul, a(count), w)))};
   t.lift = {Term::constant(Rational::of(1)), Term::var("x"), Term::constant(Rational::of(0))};
   return t;
 }
@@ -399,11 +406,12 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
       if (pivot_scale(fs[0], mean, s.sum->axes[0].name, defs) != Rational::of(1)) continue;
       const std::string& mu = mean.stmt->target.name;
       const std::string& var = s.stmt->target.name;
-      out.push_back(make_chain(op, mean.axis, mu, {var},
-                               fmt::format("{} = sum({}: ...) / n and {} = sum of squared deviations from it are "
-                                           "one reduction over {} with Welford's carrier (n, {}, {})",
-                                           mu, mean.axis, var, mean.axis, mu, var),
-                               welford_monoid(mu, var)));
+      MonoidTerms monoid = welford_monoid(mu, var);
+      std::string summary = fmt::format(
+          "{} = sum({}: ...) / n and {} = sum of squared deviations from it are one reduction over {} with "
+          "Welford's carrier ({}, {}, {})",
+          mu, mean.axis, var, mean.axis, monoid.fields[0], mu, var);
+      out.push_back(make_chain(op, mean.axis, mu, {var}, std::move(summary), std::move(monoid)));
     }
   return out;
 }

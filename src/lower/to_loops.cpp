@@ -2,6 +2,7 @@
 // read (fuse) or written to global memory by a kernel of its own (cut), turns discovered
 // chains into folds (one loop carrying the proved monoid), and gives each kernel its
 // thread space and the ordered loop nest every thread runs.
+#include "lower/chain_fold.hpp"
 #include "lower/chain_weight.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
@@ -70,28 +71,6 @@ Expr rename_axis(const Expr& e, const std::string& from, const std::string& to) 
   i.name = to;
   return tir::substitute(e, {{from, i}});
 }
-
-// One member of a fold: its statement, its carrier field and what an element lifts to.
-struct Member {
-  const tir::Stmt* stmt;
-  lir::CarrierField field;
-  tir::Stmt result;  // the statement with its reduction replaced by the carrier
-};
-
-struct Fold {
-  std::vector<Member> members;
-  // A carrier with no vector field is folded once per row, before its reader: the reader
-  // then reads the carrier registers (its rewritten value) inside its own loops.
-  const tir::Stmt* rewritten_reader = nullptr;
-  Expr rewritten_value;
-  // Row-wide outputs computed from the narrow members of a fold with a wide member (sdpa's row
-  // log-sum-exp m + log(l)): computed and stored inside the wide member's loop, after the fold.
-  std::vector<const tir::Stmt*> absorbed;
-  tir::Axis axis;
-  std::vector<Expr> where;
-  algebra::MonoidTerms terms;
-  std::string summary;
-};
 
 class LoopBuilder {
  public:
@@ -323,8 +302,9 @@ class LoopBuilder {
   }
 
   std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, const std::vector<std::string>& materialized) {
-    bool online = chain.monoid.name.rfind("online(", 0) == 0, argmax = chain.monoid.name.rfind("argmax(", 0) == 0;
-    if (!online && !argmax) return std::nullopt;  // Welford's mean is a quotient, not a carrier field: two passes
+    auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
+    bool online = named("online("), argmax = named("argmax("), welford = named("welford(");
+    if (!online && !argmax && !welford) return std::nullopt;
     // Proofs, not tests, license the reordering: an unproved chain stays as separate passes.
     if (!missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() ||
         chain.laws.identity.outcome != algebra::Outcome::Proved)
@@ -335,6 +315,7 @@ class LoopBuilder {
                                        chain.max_stmt, fmt::join(chain.sum_stmts, ", "), chain.axis));
       return std::nullopt;
     }
+    if (welford) return welford_fold(p_, chain, materialized);
     const tir::Stmt* head = p_.def(chain.max_stmt);
     if (!head || std::count(materialized.begin(), materialized.end(), chain.max_stmt) ||
         head->value.kind != Expr::Kind::Reduce || head->value.op != "max" || head->value.axes.size() != 1 ||
@@ -695,7 +676,8 @@ class LoopBuilder {
     auto results = [&](size_t upto) {
       std::vector<lir::Stmt> rs;
       for (size_t i = 0; i < upto; ++i)
-        if (needed(i) && !f.members[i].result.name.empty())  // a shared statement's result is in its last member
+        // internal: Welford's count; no name: a shared statement's result is in its last member
+        if (!f.members[i].internal && needed(i) && !f.members[i].result.name.empty())
           rs.push_back(compute(f.members[i].stmt->name, to_regs(f.members[i].result.value, regs)));
       return rs;
     };

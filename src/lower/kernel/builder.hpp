@@ -230,6 +230,7 @@ class KernelBuilder {
     std::vector<std::string> fields;
     std::vector<ScalarType> types;
     std::vector<Term> identity, combine;
+    std::vector<Term> lift;  // over the lift's parameters, where known: the domain of the laws (a count > 0)
   };
   MonoidLowering monoid_of(const Expr& e);
   K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);

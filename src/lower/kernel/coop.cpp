@@ -53,6 +53,7 @@ const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const Carr
   terms.fields = spec.fields;
   terms.identity = spec.identity;
   terms.combine = spec.combine;
+  terms.lift = spec.lift;
   for (size_t i = 0; i < spec.fields.size(); ++i)
     if (spec.types[i] == ScalarType::Pred)
       terms.bool_fields.push_back(spec.fields[i]);

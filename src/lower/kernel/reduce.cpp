@@ -54,7 +54,7 @@ Carrier KernelBuilder::reduce(const Expr& e, const std::optional<K>& elem) {
     emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
   };
   if (coop_top()) {
-    coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine}, carrier.values, *has, element);
+    coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine, {}}, carrier.values, *has, element);
   } else {
     std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
     for (kir::Stmt& s : loop) emit(std::move(s));

@@ -182,6 +182,7 @@ void KernelBuilder::fold(const lir::Stmt& s, int tile) {
     for (const lir::CarrierField& f : s.fields) spec.types.push_back(scalar_of(f.dtype));
     spec.identity = s.terms.identity;
     spec.combine = s.terms.combine;
+    spec.lift = s.terms.lift;
     coop_reduce(s.monoid, {s.axis}, spec, scalars, *has, element);
   } else {
     std::vector<kir::Stmt> loop = axis_loops({s.axis}, element);
