@@ -1,6 +1,8 @@
 // The lowering pipeline from a checked op to kernel IR, one pass per file:
 //   resolve_knobs    schedule block + EMMY_KNOBS + --knobs + defaults -> the knobs in force
 //   to_tensor        checked op -> tensor IR (lets, bare names, op calls inlined)
+//   hoist_invariant  tensor IR -> tensor IR with each reduction that does not vary along its whole
+//                    context (statement variables, enclosing axes) an intermediate of its own
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
@@ -129,6 +131,10 @@ struct KnobSources {
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
 
 tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
+// softmax's y[n, c] = exp(x[n, c] - max(k: x[n, k])) / sum(k: ...) becomes y_max[n], y_sum[n] and
+// y reading them: each row statistic computed once a row, not once an element (O(C), not O(C^2)).
+// The statements of `chains` stay as written: to_loops folds their reductions in one pass.
+tir::Program hoist_invariant(const tir::Program& program, const std::vector<algebra::DiscoveredChain>& chains);
 tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
 // `chains`: the discovered chains of `op` with their proofs; only proved ones are folded.
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
@@ -162,7 +168,8 @@ struct PipelineOptions {
   bool verify_each = false;              // verify the tensor and loop IR after each pass too
   std::ostream* out = nullptr;           // where print_after writes
 };
-// The passes of lower_op, in order: to-tensor, inline-pointwise, to-loops, split-reduce, to-kernel.
+// The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise, to-loops,
+// split-reduce, to-kernel.
 const std::vector<std::string>& pass_names();
 
 // `chains`: the algebra layer's discovered chains (algebra::classify proves them once for

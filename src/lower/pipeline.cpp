@@ -50,6 +50,7 @@ const Pass kPasses[] = {
        s.out.tensor = to_tensor(s.program, s.op);
        s.tensor = s.out.tensor;
      }},
+    {"hoist-invariant", Level::Tensor, [](State& s) { s.tensor = hoist_invariant(s.tensor, s.chains); }},
     {"inline-pointwise", Level::Tensor, [](State& s) { s.tensor = inline_pointwise(s.tensor, s.out.knobs); }},
     {"to-loops", Level::Loop,
      [](State& s) { s.out.loops = to_loops(s.tensor, s.program, s.op, s.out.knobs, s.chains); }},

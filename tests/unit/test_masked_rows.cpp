@@ -1,9 +1,10 @@
 // Issue 23: rows with -inf (a padding mask, a forbidden class) and NaN, against values written
 // down here the way PyTorch computes them, not against Emmy's reference: logsumexp (two-pass and
 // one-pass), softmax and cross_entropy under every scalar-tier and split schedule, on the
-// interpreter. -inf before, after and among finite values weighs 0; an all -inf row's
-// logsumexp is -inf and its softmax NaN; NaN anywhere in a row makes the row NaN (max
-// propagates it); argmax picks the first NaN.
+// interpreter, and softmax and logsumexp written in one statement (issue 24: hoisted). -inf
+// before, after and among finite values weighs 0; an all -inf row's logsumexp is -inf and its
+// softmax NaN; NaN anywhere in a row makes the row NaN (max propagates it); argmax picks the
+// first NaN.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -62,15 +63,16 @@ bool same(double got, double want, double tol) {
   return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
 }
 
-// Every schedule of `op` on the interpreter; `expect(x, row, got)` checks the outputs of one row.
+// Every schedule of `op` of `r` on the interpreter; `expect(x, row, got)` checks the outputs of
+// one row.
 template <class Expect>
-void each_schedule(const char* op_name, const SizeBindings& sizes, const Expect& expect, int& runs) {
-  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
-  REQUIRE(!r->diags->has_errors());
-  const CheckedOp& op = r->program->ops.at(op_name);
+void each_schedule(const test::Run& r, const char* op_name, const SizeBindings& sizes, const Expect& expect,
+                   int& runs) {
+  REQUIRE(!r.diags->has_errors());
+  const CheckedOp& op = r.program->ops.at(op_name);
   const TargetInfo& target = *find_target("sm_90");
-  std::vector<std::string> all = test::schedules(*r->program, op);
-  for (const std::string& k : test::split_schedules(*r->program, op, target)) all.push_back(k);
+  std::vector<std::string> all = test::schedules(*r.program, op);
+  for (const std::string& k : test::split_schedules(*r.program, op, target)) all.push_back(k);
   TensorMap inputs = random_inputs(op, sizes, 3);
   const int64_t n = sizes.at("N"), c = sizes.at("C");
   HostTensor& x = inputs.begin()->second;  // the rows: x or logits (the first input by name)
@@ -78,7 +80,7 @@ void each_schedule(const char* op_name, const SizeBindings& sizes, const Expect&
   for (const std::string& knobs : all) {
     CAPTURE(op_name);
     CAPTURE(knobs);
-    lower::Lowered low = lower::lower_op(*r->program, op, {nullptr, "", knobs}, target);
+    lower::Lowered low = lower::lower_op(*r.program, op, {nullptr, "", knobs}, target);
     TensorMap got = inputs;
     run_simt(low.kernels, sizes, got, {});
     for (int64_t row = 0; row < n; ++row) {
@@ -88,6 +90,22 @@ void each_schedule(const char* op_name, const SizeBindings& sizes, const Expect&
     ++runs;
   }
 }
+
+template <class Expect>
+void each_schedule(const char* op_name, const SizeBindings& sizes, const Expect& expect, int& runs) {
+  each_schedule(*test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy"), op_name, sizes, expect, runs);
+}
+
+// Issue 24: softmax and logsumexp in one statement each; hoist-invariant moves their row
+// statistics into statements of their own (y_max, y_sum), which must not change a value.
+constexpr const char* kOneStatement = R"(
+op softmax1(x: f32[N, C]) -> (y: f32[N, C]) {
+  y[n, c] = exp(x[n, c] - max(k: x[n, k])) / sum(k: exp(x[n, k] - max(l: x[n, l])));
+}
+op logsumexp1(x: f32[N, C]) -> (y: f32[N]) {
+  y[n] = max(k: x[n, k]) + log(sum(k: exp(x[n, k] - max(l: x[n, l]))));
+}
+)";
 
 }  // namespace
 
@@ -135,6 +153,37 @@ TEST_CASE("masked rows: cross_entropy is finite wherever the target's logit is f
       },
       runs);
   CHECK(runs > 8);
+}
+
+TEST_CASE("masked rows: softmax and logsumexp in one statement, their row statistics hoisted, are PyTorch's") {
+  auto r = test::check_source(kOneStatement);
+  REQUIRE(!r->diags->has_errors());
+  const std::string hoisted =
+      tir::print_program(lower::hoist_invariant(lower::to_tensor(*r->program, r->program->ops.at("softmax1")), {}));
+  CHECK(hoisted.find("y_sum[n<N] = sum(k<C: exp((x[n, k] - y_max[n])))") != std::string::npos);
+  int runs = 0;
+  for (const SizeBindings& sizes : {SizeBindings{{"N", 14}, {"C", 37}}, SizeBindings{{"N", 7}, {"C", 1}}}) {
+    const int64_t c = sizes.at("C");
+    each_schedule(
+        *r, "softmax1", sizes,
+        [&](const double* x, int64_t row, const TensorMap& got) {
+          const double lse = logsumexp(x, c);
+          for (int64_t j = 0; j < c; ++j) {
+            const double want = std::isinf(lse) ? kNaN : std::exp(x[j] - lse);
+            const double y = got.at("y").data[static_cast<size_t>(row * c + j)];
+            CHECK_MESSAGE(same(y, want, 1e-5), fmt::format("y[{}] = {}, want {}", j, y, want));
+          }
+        },
+        runs);
+    each_schedule(
+        *r, "logsumexp1", sizes,
+        [&](const double* x, int64_t row, const TensorMap& got) {
+          const double want = logsumexp(x, c), y = got.at("y").data[static_cast<size_t>(row)];
+          CHECK_MESSAGE(same(y, want, 1e-5), fmt::format("y = {}, want {}", y, want));
+        },
+        runs);
+  }
+  CHECK(runs > 20);
 }
 
 }  // namespace emmy
