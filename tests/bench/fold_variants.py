@@ -99,9 +99,13 @@ def main():
         "alibi": [softmax_ref(s_raw * scale + slope.double()[:, None, None] * (ii[None, :] - ii[:, None]).double())],
         "biased": [softmax_ref(s_raw * scale + bias.double())],
         "window": [softmax_ref(s_raw * scale, win)],
+        "masked_select": [softmax_ref(s_raw * scale, ii[None, :] <= ii[:, None])],
+        "scaled_exp": [softmax_ref(s_raw * 0.125)],
+        "exp2_attend": [softmax_ref(s_raw * scale)],
     }
     inputs = {"top": (q, k), "nearest": (q, k), "top_count": (q, k), "lse": (q, k), "attend_lse": (q, k, v), "sigmoid_attend": (q, k, v), "sink_attend": (q, k, v, sink), "capped": (q, k, v),
-              "alibi": (q, k, v, slope), "biased": (q, k, v, bias), "window": (q, k, v)}
+              "alibi": (q, k, v, slope), "biased": (q, k, v, bias), "window": (q, k, v),
+              "masked_select": (q, k, v), "scaled_exp": (q, k, v), "exp2_attend": (q, k, v)}
     # 4 S T D for attention (two contractions), 2 S T D for a reduction of q k^T; the window's keys.
     work = {n: (4.0 if len(inputs[n]) >= 3 else 2.0) * B * S * S * D for n in inputs}
     work["window"] = 4.0 * B * S * WINDOW * D
@@ -115,6 +119,7 @@ def main():
     def cap_mod(score, b, h, i, j):
         return CAP * torch.tanh(score / CAP)
 
+    causal_mask = create_block_mask(lambda b, h, i, j: j <= i, 1, B, S, S, device="cuda")
     window_mask = create_block_mask(lambda b, h, i, j: (j <= i) & (j > i - WINDOW), 1, B, S, S, device="cuda")
     compiled = {
         "top": torch.compile(lambda q, k: (q @ k.transpose(1, 2)).float().amax(-1)),
@@ -143,6 +148,10 @@ def main():
         "alibi": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=alibi_mod)),
         "biased": ("FlexAttention score_mod", lambda: flex(q4, k4, v4, score_mod=bias_mod)),
         "window": ("FlexAttention block_mask", lambda: flex(q4, k4, v4, block_mask=window_mask)),
+        # the spellings of item 5: the best peer of the same math (the causal one skips masked blocks)
+        "masked_select": ("FlexAttention causal block_mask", lambda: flex(q4, k4, v4, block_mask=causal_mask)),
+        "scaled_exp": ("SDPA (cuDNN/flash, best backend)", lambda: F.scaled_dot_product_attention(q4, k4, v4)),
+        "exp2_attend": ("SDPA (cuDNN/flash, best backend)", lambda: F.scaled_dot_product_attention(q4, k4, v4)),
     }
     rows = []
 
