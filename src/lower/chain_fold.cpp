@@ -21,14 +21,6 @@ Expr strip_float_casts(const Expr& e) {
   return tir::map_args(e, strip_float_casts);
 }
 
-Expr index_expr(const std::string& name) {
-  Expr i;
-  i.kind = Expr::Kind::Index;
-  i.dtype = DType::I64;
-  i.name = name;
-  return i;
-}
-
 // The sum of mean[I] = sum(j: X) / N, as discover_variances matched it: a float quotient of
 // one unmasked sum over one axis.
 const Expr* mean_sum(const tir::Stmt& head) {

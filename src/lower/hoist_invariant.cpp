@@ -3,6 +3,7 @@
 // variables it does read, innermost first, identical reductions shared as one intermediate; the
 // statements of a discovered chain stay whole, for to_loops to fold.
 #include "lower/passes.hpp"
+#include "lower/term_expr.hpp"
 
 #include <algorithm>
 #include <map>
@@ -139,13 +140,7 @@ class Hoister {
     read.kind = Expr::Kind::Read;
     read.dtype = r.dtype;
     read.name = intermediate(r, vars);
-    for (const tir::Axis& v : vars) {
-      Expr i;
-      i.kind = Expr::Kind::Index;
-      i.dtype = DType::I64;
-      i.name = v.name;
-      read.args.push_back(std::move(i));
-    }
+    for (const tir::Axis& v : vars) read.args.push_back(index_expr(v.name));
     return read;
   }
 

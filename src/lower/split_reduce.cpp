@@ -23,14 +23,6 @@ using tir::Expr;
 
 // ---- expressions ------------------------------------------------------------------------------
 
-Expr index_expr(const std::string& name) {
-  Expr e;
-  e.kind = Expr::Kind::Index;
-  e.dtype = DType::I64;
-  e.name = name;
-  return e;
-}
-
 Expr size_expr(const std::string& size) {
   Expr e;
   e.kind = Expr::Kind::Size;

@@ -20,6 +20,14 @@ Expr const_expr(double value, DType dtype) {
   return e;
 }
 
+Expr index_expr(const std::string& name) {
+  Expr e;
+  e.kind = Expr::Kind::Index;
+  e.dtype = DType::I64;
+  e.name = name;
+  return e;
+}
+
 Expr reg_expr(const std::string& name, DType dtype) {
   Expr e;
   e.kind = Expr::Kind::Reg;

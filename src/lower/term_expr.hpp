@@ -11,6 +11,7 @@
 namespace emmy::lower {
 
 tir::Expr const_expr(double value, DType dtype);
+tir::Expr index_expr(const std::string& name);             // an index variable's value (i64)
 tir::Expr reg_expr(const std::string& name, DType dtype);  // a value the loop IR keeps in a register
 // `params` binds the term's variables; constants and infinities get `dtype`.
 tir::Expr term_expr(const algebra::Term& t, const std::map<std::string, tir::Expr>& params, DType dtype);

@@ -65,11 +65,7 @@ Expr* find_reduce(Expr& e, const std::string& monoid, const std::string& size) {
 }
 
 Expr rename_axis(const Expr& e, const std::string& from, const std::string& to) {
-  Expr i;
-  i.kind = Expr::Kind::Index;
-  i.dtype = DType::I64;
-  i.name = to;
-  return tir::substitute(e, {{from, i}});
+  return tir::substitute(e, {{from, index_expr(to)}});
 }
 
 class LoopBuilder {
@@ -354,9 +350,7 @@ class LoopBuilder {
         if (!weight) return std::nullopt;
         lift = *weight;
       } else {
-        lift.kind = Expr::Kind::Index;
-        lift.dtype = DType::I64;
-        lift.name = f.axis.name;
+        lift = index_expr(f.axis.name);
       }
       DType dtype = r->dtype;
       *r = reg_expr("run_" + name, dtype);
@@ -388,12 +382,7 @@ class LoopBuilder {
     for (const tir::Axis& a : reader->vars)
       if (!has_var(r.vars, a.name)) extra.push_back(a);
     std::optional<Expr> elem;
-    if (extra.size() == 1) {
-      elem.emplace();
-      elem->kind = Expr::Kind::Index;
-      elem->dtype = DType::I64;
-      elem->name = extra[0].name;
-    }
+    if (extra.size() == 1) elem = index_expr(extra[0].name);
     std::vector<std::pair<std::string, Expr>> params;
     for (size_t i = 0; i < red.args.size(); ++i) {
       std::string name = decl.lift_params ? (*decl.lift_params)[i].name.name : terms->fields[i];
