@@ -134,12 +134,11 @@ struct MaxStmt {
 using AtomOf = std::function<std::optional<std::string>(const Expr&)>;
 
 std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom) {
-  auto constant = [](Rational r) { return LinearForm{{}, r}; };
   try {
     switch (e.kind) {
-      case ExprKind::Int: return constant(Rational::of(e.int_value));
+      case ExprKind::Int: return LinearForm{{}, Rational::of(e.int_value)};
       case ExprKind::Float:
-        if (std::optional<Rational> r = Rational::of_double(e.float_value)) return constant(*r);
+        if (std::optional<Rational> r = Rational::of_double(e.float_value)) return LinearForm{{}, *r};
         return std::nullopt;
       case ExprKind::Unary:
         if (e.text != "-") break;
@@ -149,12 +148,7 @@ std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom) {
         if (e.text != "+" && e.text != "-" && e.text != "*" && e.text != "/") break;
         std::optional<LinearForm> a = linear_of(e.args[0], atom), b = linear_of(e.args[1], atom);
         if (!a || !b) return std::nullopt;
-        if (e.text == "+") return plus(*a, *b);
-        if (e.text == "-") return plus(*a, scaled(*b, Rational::of(-1)));
-        if (e.text == "*" && a->coef.empty()) return scaled(*b, a->constant);
-        if (e.text == "*" && b->coef.empty()) return scaled(*a, b->constant);
-        if (e.text == "/" && b->coef.empty() && !b->constant.is_zero())
-          return scaled(*a, Rational::of(1) / b->constant);
+        if (std::optional<LinearForm> f = linear_combine(e.text, *a, *b)) return f;
         break;  // a product of two non-constants: one leaf
       }
       default: break;
@@ -203,19 +197,8 @@ std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::
   };
   std::optional<LinearForm> diff = linear_of(strip_casts(d), atom);
   std::optional<LinearForm> y = linear_of(strip_casts(inline_elementwise(rename(m.body, by), defs)), atom);
-  if (!diff || !y || other_pivot || y->coef.count("m")) return std::nullopt;
-  auto c = diff->coef.find("m");
-  if (c == diff->coef.end() || c->second.sign() >= 0) return std::nullopt;
-  Rational scale = -c->second;
-  try {
-    // diff - scale·(y - m) must vanish: no other read, no constant.
-    LinearForm rest = plus(*diff, scaled(y.value(), -scale));
-    rest = plus(rest, LinearForm{{{"m", scale}}, Rational::of(0)});
-    if (!rest.coef.empty() || !rest.constant.is_zero()) return std::nullopt;
-  } catch (const Overflow&) {
-    return std::nullopt;
-  }
-  return scale;
+  if (!diff || !y || other_pivot) return std::nullopt;
+  return pivot_shift(*diff, *y, "m");
 }
 
 // Is `f` exp(c·(Y − m)) (or exp2 of it in base 2), Y the max's body where the sum reads it?

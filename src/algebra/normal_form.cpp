@@ -68,6 +68,29 @@ LinearForm plus(const LinearForm& a, const LinearForm& b) {
   return out;
 }
 
+std::optional<LinearForm> linear_combine(std::string_view op, const LinearForm& a, const LinearForm& b) {
+  if (op == "+") return plus(a, b);
+  if (op == "-") return plus(a, scaled(b, Rational::of(-1)));
+  if (op == "*" && a.coef.empty()) return scaled(b, a.constant);
+  if (op == "*" && b.coef.empty()) return scaled(a, b.constant);
+  if (op == "/" && b.coef.empty() && !b.constant.is_zero()) return scaled(a, Rational::of(1) / b.constant);
+  return std::nullopt;
+}
+
+std::optional<Rational> pivot_shift(const LinearForm& diff, const LinearForm& y, const std::string& pivot) {
+  auto c = diff.coef.find(pivot);
+  if (y.coef.count(pivot) || c == diff.coef.end() || c->second.sign() >= 0) return std::nullopt;
+  const Rational scale = -c->second;
+  try {
+    // diff - scale·(y - pivot) must vanish: no other term, no constant.
+    LinearForm rest = plus(plus(diff, scaled(y, -scale)), LinearForm{{{pivot, scale}}, Rational::of(0)});
+    if (!rest.coef.empty() || !rest.constant.is_zero()) return std::nullopt;
+  } catch (const Overflow&) {
+    return std::nullopt;
+  }
+  return scale;
+}
+
 // Substitutes var := by in a linear form.
 LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by) {
   auto it = f.coef.find(var);

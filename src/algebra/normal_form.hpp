@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "algebra/term.hpp"
 
@@ -27,6 +29,12 @@ LinearForm scaled(const LinearForm& f, Rational s);
 LinearForm plus(const LinearForm& a, const LinearForm& b);
 // Substitutes var := by in a linear form.
 LinearForm replace(const LinearForm& f, const std::string& var, const LinearForm& by);
+// a op b for op + - * /, when the result is linear: a product or quotient by a constant (the
+// caller decides that / is a real quotient); nullopt otherwise. Throws Overflow as plus does.
+std::optional<LinearForm> linear_combine(std::string_view op, const LinearForm& a, const LinearForm& b);
+// diff = c·(y - pivot) with c > 0, `pivot` a variable y does not have: c; else nullopt (the shifted
+// difference of an online softmax's weight, exp(c·(x - m)), or a deviation from a mean).
+std::optional<Rational> pivot_shift(const LinearForm& diff, const LinearForm& y, const std::string& pivot);
 // An equality f == 0 solved for its largest variable (the infinities are never solved for).
 std::optional<std::pair<std::string, LinearForm>> solve(const LinearForm& f);
 

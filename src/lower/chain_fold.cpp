@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "lower/chain_weight.hpp"
 #include "lower/term_expr.hpp"
 #include "support/diagnostics.hpp"
 
@@ -33,23 +34,14 @@ const Expr* mean_sum(const tir::Stmt& head) {
   return &s;
 }
 
-// Whether `f` is X - mean[I], X the mean's body and I the mean statement's own variables.
-bool is_deviation(const Expr& f, const Expr& x, const tir::Stmt& head) {
-  if (f.kind != Expr::Kind::Binary || f.op != "-") return false;
-  const Expr& m = f.args[1];
-  if (m.kind != Expr::Kind::Read || m.name != head.name || m.args.size() != head.vars.size()) return false;
-  for (size_t k = 0; k < m.args.size(); ++k)
-    if (m.args[k].kind != Expr::Kind::Index || m.args[k].name != head.vars[k].name) return false;
-  return same_value(f.args[0], x);
-}
-
 // The unmasked sum in `e` over an axis the size of `axis` whose body is (X - mean) * (X - mean).
 Expr* deviation_sum(Expr& e, const Expr& x, const tir::Axis& axis, const tir::Stmt& head) {
   if (e.kind == Expr::Kind::Reduce && e.op == "sum" && e.axes.size() == 1 && e.axes[0].size == axis.size &&
       e.args.size() == 1 && e.where.empty() && is_float(e.dtype)) {
     Expr body = strip_float_casts(tir::substitute(e.args[0], {{e.axes[0].name, index_expr(axis.name)}}));
     if (body.kind == Expr::Kind::Binary && body.op == "*" &&
-        tir::print_expr(body.args[0]) == tir::print_expr(body.args[1]) && is_deviation(body.args[0], x, head))
+        tir::print_expr(body.args[0]) == tir::print_expr(body.args[1]) &&
+        pivot_scale_of(body.args[0], x, head) == algebra::Rational::of(1))  // X - mean[I], on linear forms
       return &e;
   }
   for (Expr& a : e.args)
@@ -81,10 +73,6 @@ Expr m2_lift(const Expr& x, DType dtype) {
 }
 
 }  // namespace
-
-bool same_value(const Expr& a, const Expr& b) {
-  return tir::print_expr(strip_float_casts(a)) == tir::print_expr(strip_float_casts(b));
-}
 
 std::optional<Fold> welford_fold(const tir::Program& program, const algebra::DiscoveredChain& chain,
                                  const std::vector<std::string>& materialized) {

@@ -35,10 +35,6 @@ struct Fold {
   std::string summary;
 };
 
-// Whether two expressions are the same value up to float casts (the prover reasons over the
-// reals): exp(f32(x) - m) is shifted by the max of x.
-bool same_value(const tir::Expr& a, const tir::Expr& b);
-
 // `chain` (algebra::discover_chains: mean[I] = sum(j: X) / N, then a statement reading
 // sum(j: (X - mean) * (X - mean))) as one fold over j with Welford's carrier (n, mean, M2):
 // the mean statement reads the mean field, the other statement the M2 field in place of its

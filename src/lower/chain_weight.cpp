@@ -1,12 +1,13 @@
 #include "lower/chain_weight.hpp"
 
-#include <functional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "algebra/discover.hpp"
 #include "algebra/normal_form.hpp"
+#include "lower/linear_expr.hpp"
+#include "lower/term_expr.hpp"
 
 namespace emmy::lower {
 namespace {
@@ -20,59 +21,14 @@ bool is_float_cast(const Expr& e) {
          (e.op == "f16" || e.op == "bf16" || e.op == "f32" || e.op == "f64");
 }
 
-// e as a linear form over its leaves (reads, index values, sizes, registers), each named
-// by `atom`; nullopt when e is not linear in them.
-std::optional<LinearForm> linear_of(const Expr& e, const std::function<std::string(const Expr&)>& atom) {
-  try {
-    if (e.kind == Expr::Kind::Const) {
-      std::optional<Rational> r = Rational::of_double(e.value);
-      return r ? std::optional(LinearForm{{}, *r}) : std::nullopt;
-    }
-    if (is_float_cast(e)) return linear_of(e.args[0], atom);
-    if (e.kind == Expr::Kind::Unary && e.op == "-") {
-      std::optional<LinearForm> a = linear_of(e.args[0], atom);
-      return a ? std::optional(scaled(*a, Rational::of(-1))) : std::nullopt;
-    }
-    if (e.kind == Expr::Kind::Binary && (e.op == "+" || e.op == "-" || e.op == "*" || e.op == "/")) {
-      std::optional<LinearForm> a = linear_of(e.args[0], atom), b = linear_of(e.args[1], atom);
-      if (!a || !b) return std::nullopt;
-      if (e.op == "+") return plus(*a, *b);
-      if (e.op == "-") return plus(*a, scaled(*b, Rational::of(-1)));
-      if (e.op == "*" && a->coef.empty()) return scaled(*b, a->constant);
-      if (e.op == "*" && b->coef.empty()) return scaled(*a, b->constant);
-      if (e.op == "/" && b->coef.empty() && !b->constant.is_zero()) return scaled(*a, Rational::of(1) / b->constant);
-      // a product of two non-constants: one leaf
-    }
-  } catch (const algebra::Overflow&) {
-    return std::nullopt;
-  }
-  return LinearForm{{{atom(e), Rational::of(1)}}, Rational::of(0)};
-}
-
 // Is f exp(c·(x − m)) (or exp2 of it), with c the discovered scale?
-bool is_shift(const Expr& f, const Expr& x, const std::string& m, Rational scale) {
+bool is_shift(const Expr& f, const Expr& x, const tir::Stmt& m, Rational scale) {
   const Expr* g = &f;
   while (is_float_cast(*g)) g = &g->args[0];
   if (g->kind != Expr::Kind::Call || (g->op != "exp" && g->op != "exp2") || g->args.size() != 1) return false;
-  bool bad = false;  // m inside a leaf: not linear in it
-  auto atom = [&](const Expr& e) -> std::string {
-    if (e.kind == Expr::Kind::Read && e.name == m) return "m";
-    if (tir::reads(e, m)) bad = true;
-    return fmt::format("@{}", tir::print_expr(e));
-  };
-  std::optional<LinearForm> diff = linear_of(g->args[0], atom), y = linear_of(x, atom);
-  if (!diff || !y || bad || y->coef.count("m")) return false;
-  auto c = diff->coef.find("m");
-  if (c == diff->coef.end() || c->second.sign() >= 0) return false;
-  Rational base = -c->second;
-  std::optional<Rational> in_e = g->op == "exp" ? std::optional(base) : algebra::exp2_scale_in_base_e(base);
-  if (in_e != scale) return false;
-  try {
-    LinearForm rest = plus(plus(*diff, scaled(*y, -base)), LinearForm{{{"m", base}}, Rational::of(0)});
-    return rest.coef.empty() && rest.constant.is_zero();
-  } catch (const algebra::Overflow&) {
-    return false;
-  }
+  std::optional<Rational> base = pivot_scale_of(g->args[0], x, m);
+  if (!base) return false;
+  return (g->op == "exp" ? base : algebra::exp2_scale_in_base_e(*base)) == scale;
 }
 
 void factors_of(const Expr& e, std::vector<Expr>& out) {
@@ -86,7 +42,25 @@ void factors_of(const Expr& e, std::vector<Expr>& out) {
 
 }  // namespace
 
-std::optional<Expr> chain_weight(const Expr& body, const Expr& x, const std::string& m, Rational scale) {
+std::optional<Rational> pivot_scale_of(const Expr& diff, const Expr& x, const tir::Stmt& pivot) {
+  Expr own;  // the pivot at its own variables: m[b, h, i]
+  own.kind = Expr::Kind::Read;
+  own.name = pivot.name;
+  for (const tir::Axis& v : pivot.vars) own.args.push_back(index_expr(v.name));
+  const std::string own_text = tir::print_expr(own);
+  bool other = false;  // the pivot read elsewhere, or inside a leaf
+  auto leaf = [&](const Expr& e) -> std::optional<std::string> {
+    std::string text = tir::print_expr(e);
+    if (e.kind == Expr::Kind::Read && text == own_text) return std::string("m");
+    if (tir::reads(e, pivot.name)) other = true;
+    return fmt::format("@{}", text);
+  };
+  std::optional<LinearForm> d = linear_form(diff, leaf), y = linear_form(x, leaf);
+  if (!d || !y || other) return std::nullopt;
+  return algebra::pivot_shift(*d, *y, "m");
+}
+
+std::optional<Expr> chain_weight(const Expr& body, const Expr& x, const tir::Stmt& m, Rational scale) {
   std::vector<Expr> fs;
   factors_of(body, fs);
   std::optional<Expr> weight;
@@ -96,7 +70,7 @@ std::optional<Expr> chain_weight(const Expr& body, const Expr& x, const std::str
       ++shifted;
       continue;
     }
-    if (tir::reads(f, m)) return std::nullopt;
+    if (tir::reads(f, m.name)) return std::nullopt;
     if (!weight) {
       weight = f;
       continue;

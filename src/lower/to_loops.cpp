@@ -346,7 +346,7 @@ class LoopBuilder {
             (!where.empty() && tir::print_expr(where[0]) != tir::print_expr(f.where[0])))
           return std::nullopt;
         algebra::Rational scale = k < chain.sum_scales.size() ? chain.sum_scales[k] : algebra::Rational::of(1);
-        std::optional<Expr> weight = chain_weight(rename_axis(r->args[0], from, f.axis.name), x, chain.max_stmt, scale);
+        std::optional<Expr> weight = chain_weight(rename_axis(r->args[0], from, f.axis.name), x, *head, scale);
         if (!weight) return std::nullopt;
         lift = *weight;
       } else {

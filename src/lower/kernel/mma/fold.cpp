@@ -1,6 +1,7 @@
 // A fold of a max-rescaled sum whose key is a contraction (the online softmax): scores on the
 // tensor cores, key bounds and masks, the per-tile update, and the fold's results.
 #include "lower/kernel/mma/tier.hpp"
+#include "lower/linear_expr.hpp"
 
 namespace emmy::lower::detail {
 
@@ -265,75 +266,41 @@ std::vector<MmaTier::KeyBound> MmaTier::key_bounds(const Expr& w, const lir::Stm
   return {};
 }
 
-namespace {
-
-// An integer linear form over index variables: sum(coef[v] * v) + constant.
-struct IndexForm {
-  std::map<std::string, int64_t> coef;
-  int64_t constant = 0;
-};
-
-std::optional<IndexForm> index_form(const Expr& e) {
-  constexpr double kLimit = double{int64_t{1} << 40};
-  auto whole = [&](double v) { return v == std::floor(v) && std::abs(v) < kLimit; };
-  if (e.kind == Expr::Kind::Index) return IndexForm{{{e.name, 1}}, 0};
-  if (e.kind == Expr::Kind::Const && whole(e.value)) return IndexForm{{}, static_cast<int64_t>(e.value)};
-  auto scaled = [](IndexForm f, int64_t c) {
-    for (auto& [v, k] : f.coef) k *= c;
-    f.constant *= c;
-    return f;
-  };
-  if (e.kind == Expr::Kind::Unary && e.op == "-" && e.args.size() == 1) {
-    std::optional<IndexForm> a = index_form(e.args[0]);
-    return a ? std::optional(scaled(*a, -1)) : std::nullopt;
-  }
-  if (e.kind != Expr::Kind::Binary || e.args.size() != 2 || (e.op != "+" && e.op != "-" && e.op != "*"))
-    return std::nullopt;
-  std::optional<IndexForm> a = index_form(e.args[0]), b = index_form(e.args[1]);
-  if (!a || !b) return std::nullopt;
-  if (e.op == "*") {
-    if (a->coef.empty() && std::abs(a->constant) < (int64_t{1} << 20)) return scaled(*b, a->constant);
-    if (b->coef.empty() && std::abs(b->constant) < (int64_t{1} << 20)) return scaled(*a, b->constant);
-    return std::nullopt;
-  }
-  if (e.op == "-") b = scaled(*b, -1);
-  if (std::abs(a->constant) >= (int64_t{1} << 40) || std::abs(b->constant) >= (int64_t{1} << 40)) return std::nullopt;
-  for (const auto& [v, k] : b->coef) a->coef[v] += k;
-  a->constant += b->constant;
-  std::erase_if(a->coef, [](const auto& vk) { return vk.second == 0; });
-  return a;
-}
-
-}  // namespace
-
 // A comparison of the key with the row in any linear form whose key and row coefficients are
 // opposite (j <= i, i - j < 8, j + 16 > i, 2 * j > 2 * i - 17, ...): key < row + offset, or
 // key >= row + offset.
 std::optional<MmaTier::KeyBound> MmaTier::comparison_bound(const Expr& w, const lir::Stmt& fold) const {
+  using algebra::Rational;
   static const std::map<std::string, std::string> flip{{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
   if (w.kind != Expr::Kind::Binary || w.args.size() != 2 || !flip.count(w.op)) return std::nullopt;
-  std::optional<IndexForm> lhs = index_form(w.args[0]), rhs = index_form(w.args[1]);
-  if (!lhs || !rhs) return std::nullopt;
-  // d = lhs - rhs, then d OP 0 with the key's coefficient +1.
-  IndexForm d = *lhs;
-  for (const auto& [v, k] : rhs->coef) d.coef[v] -= k;
-  d.constant -= rhs->constant;
-  std::erase_if(d.coef, [](const auto& vk) { return vk.second == 0; });
-  std::string op = w.op;
-  const std::string &key = fold.axis.name, &row = row_axis_.name;
-  if (d.coef.size() != 2 || !d.coef.count(key) || !d.coef.count(row) || d.coef[row] != -d.coef[key])
+  auto index = [](const Expr& e) -> std::optional<std::string> {  // the only leaves: index variables
+    if (e.kind == Expr::Kind::Index) return e.name;
     return std::nullopt;
-  if (d.coef[key] < 0) {
-    d.constant = -d.constant;
-    op = flip.at(op);
+  };
+  std::optional<algebra::LinearForm> lhs = linear_form(w.args[0], index), rhs = linear_form(w.args[1], index);
+  if (!lhs || !rhs) return std::nullopt;
+  std::optional<algebra::LinearForm> d;  // lhs - rhs OP 0
+  try {
+    d = linear_combine("-", *lhs, *rhs);
+  } catch (const algebra::Overflow&) {
+    return std::nullopt;
   }
-  // g·(key - row) + C OP 0, g > 0: key - row OP -C / g, rounded to the integers.
-  const int64_t g = std::abs(d.coef[key]), q = -d.constant;
-  const int64_t floor_q = q / g - (q % g != 0 && q < 0), ceil_q = q / g + (q % g != 0 && q > 0);
-  if (op == "<=") return KeyBound{true, floor_q + 1};
-  if (op == "<") return KeyBound{true, ceil_q};
-  if (op == ">=") return KeyBound{false, ceil_q};
-  return KeyBound{false, floor_q + 1};  // >
+  const std::string &key = fold.axis.name, &row = row_axis_.name;
+  if (!d || d->coef.size() != 2 || !d->coef.count(key) || !d->coef.count(row) || d->coef[row] != -d->coef[key])
+    return std::nullopt;
+  // g·(key - row) + C OP 0 with g > 0: key - row OP q = -C / g, rounded to the integers.
+  const Rational g = d->coef[key];
+  std::string op = g.sign() < 0 ? flip.at(w.op) : w.op;
+  try {
+    const Rational q = -d->constant / g;
+    const int64_t floor_q = algebra::floor_of(q), ceil_q = -algebra::floor_of(-q);
+    if (op == "<=") return KeyBound{true, floor_q + 1};
+    if (op == "<") return KeyBound{true, ceil_q};
+    if (op == ">=") return KeyBound{false, ceil_q};
+    return KeyBound{false, floor_q + 1};  // >
+  } catch (const algebra::Overflow&) {
+    return std::nullopt;
+  }
 }
 
 std::string MmaTier::field_names() const {
