@@ -129,11 +129,16 @@ struct MaxStmt {
 };
 
 // e as a linear form over atoms: `atom` names the leaves it keeps whole (a reference to the
-// pivot, an element read); sums, differences, negations, casts and products and quotients by
-// constants are unfolded. nullopt when e is not linear in its atoms.
+// pivot, an element read); sums, differences, negations, casts, products by constants and real
+// quotients by constants are unfolded (an integer `/` is a leaf). nullopt when e is not linear
+// in its atoms.
 using AtomOf = std::function<std::optional<std::string>(const Expr&)>;
 
-std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom) {
+std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom, const CheckedOp& op) {
+  auto real = [&](const Expr& x) {  // an integer quotient truncates: not linear
+    auto t = op.expr_types.find(x.id);
+    return t != op.expr_types.end() && t->second.kind == Type::Kind::Scalar && is_float(t->second.dtype);
+  };
   try {
     switch (e.kind) {
       case ExprKind::Int: return LinearForm{{}, Rational::of(e.int_value)};
@@ -142,11 +147,11 @@ std::optional<LinearForm> linear_of(const Expr& e, const AtomOf& atom) {
         return std::nullopt;
       case ExprKind::Unary:
         if (e.text != "-") break;
-        if (std::optional<LinearForm> a = linear_of(e.args[0], atom)) return scaled(*a, Rational::of(-1));
+        if (std::optional<LinearForm> a = linear_of(e.args[0], atom, op)) return scaled(*a, Rational::of(-1));
         return std::nullopt;
       case ExprKind::Binary: {
-        if (e.text != "+" && e.text != "-" && e.text != "*" && e.text != "/") break;
-        std::optional<LinearForm> a = linear_of(e.args[0], atom), b = linear_of(e.args[1], atom);
+        if (e.text != "+" && e.text != "-" && e.text != "*" && !(e.text == "/" && real(e))) break;
+        std::optional<LinearForm> a = linear_of(e.args[0], atom, op), b = linear_of(e.args[1], atom, op);
         if (!a || !b) return std::nullopt;
         if (std::optional<LinearForm> f = linear_combine(e.text, *a, *b)) return f;
         break;  // a product of two non-constants: one leaf
@@ -173,7 +178,8 @@ const Expr* pivot_ref(const Expr& e, const std::string& m) {
 // Is d (a difference, inside exp or squared) c·(Y − m) with Y the max's body where the sum
 // reads it? The scale c, decided on linear normal forms over the element reads: so
 // `s - m`, `(s - m) * 0.5`, `2 * s - 2 * m` and `-(m - s)` all match, with their c.
-std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::string& sum_axis, const Defs& defs) {
+std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::string& sum_axis, const Defs& defs,
+                                    const CheckedOp& op) {
   const std::string& mx = m.stmt->target.name;
   const Expr* ref = pivot_ref(d, mx);
   if (!ref) return std::nullopt;
@@ -195,8 +201,8 @@ std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::
     }
     return fmt::format("@{}", text);
   };
-  std::optional<LinearForm> diff = linear_of(strip_casts(d), atom);
-  std::optional<LinearForm> y = linear_of(strip_casts(inline_elementwise(rename(m.body, by), defs)), atom);
+  std::optional<LinearForm> diff = linear_of(strip_casts(d), atom, op);
+  std::optional<LinearForm> y = linear_of(strip_casts(inline_elementwise(rename(m.body, by), defs)), atom, op);
   if (!diff || !y || other_pivot) return std::nullopt;
   return pivot_shift(*diff, *y, "m");
 }
@@ -204,10 +210,10 @@ std::optional<Rational> pivot_scale(const Expr& d, const MaxStmt& m, const std::
 // Is `f` exp(c·(Y − m)) (or exp2 of it in base 2), Y the max's body where the sum reads it?
 // The scale c > 0 of the weight, in base e.
 std::optional<Rational> shifted_exp_scale(const Expr& f, const MaxStmt& m, const std::string& sum_axis,
-                                          const Defs& defs) {
+                                          const Defs& defs, const CheckedOp& op) {
   Expr g = strip_casts(f);
   if (g.kind != ExprKind::Call || (g.text != "exp" && g.text != "exp2") || g.args.size() != 1) return std::nullopt;
-  std::optional<Rational> c = pivot_scale(g.args[0], m, sum_axis, defs);
+  std::optional<Rational> c = pivot_scale(g.args[0], m, sum_axis, defs, op);
   if (!c || g.text == "exp") return c;
   return exp2_scale_in_base_e(*c);
 }
@@ -318,7 +324,7 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
       bool found = false;
       for (int side = 0; side < 2 && !found; ++side) {
         Expr diff = make_expr(ExprKind::Binary, "-", {w.args[side], w.args[1 - side]});
-        found = pivot_scale(diff, m, v.axes[0].name, defs) == Rational::of(1);
+        found = pivot_scale(diff, m, v.axes[0].name, defs, op) == Rational::of(1);
       }
       if (!found) continue;
       const std::string& mx = m.stmt->target.name;
@@ -386,7 +392,7 @@ std::vector<DiscoveredChain> discover_variances(const CheckedOp& op, const Defs&
       const std::vector<Expr>& fs = s.factors;
       if (fs.size() != 2 || print_expr(fs[0]) != print_expr(fs[1])) continue;
       // (Y - mean) with Y the mean's body: the difference exp(Y - m) tests, without the exp.
-      if (pivot_scale(fs[0], mean, s.sum->axes[0].name, defs) != Rational::of(1)) continue;
+      if (pivot_scale(fs[0], mean, s.sum->axes[0].name, defs, op) != Rational::of(1)) continue;
       const std::string& mu = mean.stmt->target.name;
       const std::string& var = s.stmt->target.name;
       MonoidTerms monoid = welford_monoid(mu, var);
@@ -430,7 +436,7 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       int shifted = 0, others_mention_m = 0;
       Rational scale;
       for (const Expr& f : s.factors) {
-        if (std::optional<Rational> c = shifted_exp_scale(f, m, s.sum->axes[0].name, defs)) {
+        if (std::optional<Rational> c = shifted_exp_scale(f, m, s.sum->axes[0].name, defs, op)) {
           ++shifted;
           scale = *c;
         } else if (mentions(f, mx)) {
