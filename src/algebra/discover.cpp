@@ -114,6 +114,28 @@ void factors(const Expr& e, std::vector<Expr>& out) {
   }
 }
 
+// e as numerator factors over divisors: products and quotients unfolded.
+void quotient_factors(const Expr& e, std::vector<Expr>& num, std::vector<Expr>& den) {
+  if (e.kind == ExprKind::Binary && (e.text == "*" || e.text == "/")) {
+    quotient_factors(e.args[0], num, den);
+    if (e.text == "*") return quotient_factors(e.args[1], num, den);
+    std::vector<Expr> dn;  // a / (b / c) = a · c / b
+    quotient_factors(e.args[1], dn, num);
+    den.insert(den.end(), dn.begin(), dn.end());
+  } else {
+    num.push_back(e);
+  }
+}
+
+// The indices of a read of `name` (none for a bare name), printed, or nullopt for another expression.
+std::optional<std::string> read_args(const Expr& e, const std::string& name) {
+  if (e.kind == ExprKind::Name && e.text == name) return std::string();
+  if (e.kind != ExprKind::Index || e.args[0].kind != ExprKind::Name || e.args[0].text != name) return std::nullopt;
+  std::vector<std::string> args;
+  for (size_t k = 1; k < e.args.size(); ++k) args.push_back(print_expr(e.args[k]));
+  return fmt::format("{}", fmt::join(args, ", "));
+}
+
 bool mentions(const Expr& e, const std::string& name) {
   if ((e.kind == ExprKind::Name) && e.text == name) return true;
   for (const Expr& a : e.args)
@@ -286,7 +308,8 @@ void sums_in(const Expr& e, std::vector<const Expr*>& out) {
 
 DiscoveredChain make_chain(const CheckedOp& op, const std::string& axis, const std::string& first,
                            std::vector<std::string> rest, std::string summary, MonoidTerms monoid) {
-  DiscoveredChain c{op.decl->name.name, std::move(summary), axis, first, std::move(rest), {}, std::move(monoid), {}};
+  DiscoveredChain c{
+      op.decl->name.name, std::move(summary), axis, first, std::move(rest), {}, std::move(monoid), {}, {}};
   c.laws = check_laws(c.monoid);
   return c;
 }
@@ -430,12 +453,27 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
   for (DiscoveredChain& c : discover_argmax(op, maxes, defs)) chains.push_back(std::move(c));
   for (const MaxStmt& m : maxes) {
     const std::string& mx = m.stmt->target.name;
-    std::vector<std::string> ds;
+    std::vector<std::string> ds, normalizers;
     std::vector<Rational> scales;
+    std::vector<std::string> denominators;  // this chain's sums of the weight alone, exp(c·(x - m))
     for (const LaterSum& s : later_sums(op, defs, m)) {
       int shifted = 0, others_mention_m = 0;
       Rational scale;
-      for (const Expr& f : s.factors) {
+      // Normalized inside the sum, sum(j: exp(x - m) / l * v) with l = sum(j: exp(x - m)) read
+      // where m is: the sum joins the chain and l is factored out of it (l is 0 only on an
+      // empty range, where the lowering's guard gives the empty sum's 0).
+      std::vector<Expr> factors = s.factors, num, den;
+      std::string normalizer;
+      const Expr body = inline_elementwise(s.sum->args[0], defs);
+      quotient_factors(body, num, den);
+      if (den.size() == 1)
+        if (const Expr* pivot = pivot_ref(body, mx))
+          for (const std::string& l : denominators)
+            if (read_args(den[0], l) && read_args(den[0], l) == read_args(*pivot, mx)) {
+              factors = num;
+              normalizer = l;
+            }
+      for (const Expr& f : factors) {
         if (std::optional<Rational> c = shifted_exp_scale(f, m, s.sum->axes[0].name, defs, op)) {
           ++shifted;
           scale = *c;
@@ -449,6 +487,9 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       for (int k = 2; std::find(ds.begin(), ds.end(), field) != ds.end(); ++k)
         field = fmt::format("{}_{}", s.stmt->target.name, k);
       ds.push_back(field);
+      normalizers.push_back(normalizer);
+      if (factors.size() == 1 && normalizer.empty() && s.stmt->value.kind == ExprKind::Reduce)
+        denominators.push_back(s.stmt->target.name);
     }
     if (ds.empty()) continue;
     std::string weight = fmt::format("exp(x - {})", mx);
@@ -457,12 +498,17 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       for (Rational c : scales) cs.push_back(c.str());
       weight = fmt::format("exp(c·(x - {})), c = {}", mx, fmt::join(cs, ", "));
     }
-    std::string summary =
-        fmt::format("{} = max({}: ...) and the sums {} weighted by {} are one reduction over {} with carrier ({}, {})",
-                    mx, m.axis, fmt::join(ds, ", "), weight, m.axis, mx, fmt::join(ds, ", "));
+    std::vector<std::string> normalized;
+    for (size_t k = 0; k < ds.size(); ++k)
+      if (!normalizers[k].empty()) normalized.push_back(fmt::format("{} by {}", ds[k], normalizers[k]));
+    std::string summary = fmt::format(
+        "{} = max({}: ...) and the sums {} weighted by {} are one reduction over {} with carrier ({}, {}){}", mx,
+        m.axis, fmt::join(ds, ", "), weight, m.axis, mx, fmt::join(ds, ", "),
+        normalized.empty() ? "" : fmt::format("; normalized after the fold: {}", fmt::join(normalized, ", ")));
     MonoidTerms monoid = chain_monoid(mx, ds, scales);
     DiscoveredChain chain = make_chain(op, m.axis, mx, std::move(ds), std::move(summary), std::move(monoid));
     chain.sum_scales = std::move(scales);
+    chain.sum_normalizers = std::move(normalizers);
     chains.push_back(std::move(chain));
   }
   return chains;

@@ -18,13 +18,15 @@ namespace emmy::algebra {
 
 struct DiscoveredChain {
   std::string op;
-  std::string summary;                 // one line for --explain
-  std::string axis;                    // the reduced axis, as the max names it
-  std::string max_stmt;                // the chain's first statement: m, or the mean
-  std::vector<std::string> sum_stmts;  // the statements it absorbs: l, o; the variance; the index
-  std::vector<Rational> sum_scales;    // online chains: sum k's weight is exp(c_k·(x − m))
-  MonoidTerms monoid;                  // the carrier built from the chain
-  MonoidReport laws;                   // its proof
+  std::string summary;                       // one line for --explain
+  std::string axis;                          // the reduced axis, as the max names it
+  std::string max_stmt;                      // the chain's first statement: m, or the mean
+  std::vector<std::string> sum_stmts;        // the statements it absorbs: l, o; the variance; the index
+  std::vector<Rational> sum_scales;          // online chains: sum k's weight is exp(c_k·(x − m))
+  MonoidTerms monoid;                        // the carrier built from the chain
+  MonoidReport laws;                         // its proof
+  std::vector<std::string> sum_normalizers;  // online chains: the denominator sum k divides by inside
+                                             // (sum(j: w / l · v)), factored out by the lowering; "" none
 };
 
 std::vector<DiscoveredChain> discover_chains(const CheckedOp& op);

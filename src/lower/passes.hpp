@@ -4,6 +4,8 @@
 //   hoist_invariant  tensor IR -> tensor IR with each reduction that does not vary along its whole
 //                    context (statement variables, enclosing axes) an intermediate of its own
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
+//   factor_normalizer tensor IR -> tensor IR with a chain's sum normalized inside by the chain's
+//                    own denominator divided after the sum (sum(j: w / l · v) -> sum(j: w · v) / l)
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
 //   to_kernel        loop IR + knobs -> kernel IR: a plan a kernel (kernel/plan.hpp: its tier,
@@ -136,6 +138,9 @@ tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
 // The statements of `chains` stay as written: to_loops folds their reductions in one pass.
 tir::Program hoist_invariant(const tir::Program& program, const std::vector<algebra::DiscoveredChain>& chains);
 tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
+// sum(j: exp(x - m) / l * v), l = sum(j: exp(x - m)) of the same chain read where m is, becomes
+// select(l == 0, 0, sum(j: exp(x - m) * v) / l): a sum the chain's fold carries.
+tir::Program factor_normalizer(const tir::Program& program, const std::vector<algebra::DiscoveredChain>& chains);
 // `chains`: the discovered chains of `op` with their proofs; only proved ones are folded.
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
                       const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains);
@@ -168,8 +173,8 @@ struct PipelineOptions {
   bool verify_each = false;              // verify the tensor and loop IR after each pass too
   std::ostream* out = nullptr;           // where print_after writes
 };
-// The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise, to-loops,
-// split-reduce, to-kernel.
+// The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise,
+// factor-normalizer, to-loops, split-reduce, to-kernel.
 const std::vector<std::string>& pass_names();
 
 // `chains`: the algebra layer's discovered chains (algebra::classify proves them once for

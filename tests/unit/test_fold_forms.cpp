@@ -56,9 +56,10 @@ const Schedule kSchedules[] = {
 }  // namespace
 
 TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores, against the reference") {
-  const std::vector<std::string> ops{"top",         "nearest",    "top_count", "lse",    "attend_lse", "sigmoid_attend",
-                                     "sink_attend", "capped",     "alibi",     "biased", "window",     "masked_select",
-                                     "scaled_exp",  "exp2_attend"};
+  const std::vector<std::string> ops{"top",        "nearest",        "top_count",     "lse",
+                                     "attend_lse", "sigmoid_attend", "sink_attend",   "capped",
+                                     "alibi",      "biased",         "window",        "masked_select",
+                                     "scaled_exp", "exp2_attend",    "normalized_pv", "normalized_strict"};
   int runs = 0;
   for (DType dtype : {DType::F16, DType::BF16}) {
     auto c = check_as(dtype);
@@ -76,11 +77,13 @@ TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores,
         CHECK_MESSAGE(low.plans[0].tier == lower::KernelPlan::Tier::MmaFold, low.plans[0].refused);
         std::vector<std::string> problems = verify_program(low.kernels);
         CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
-        // Ragged (no tile divides them) and unit sizes, then every hostile kind at the ragged ones.
+        // Ragged (no tile divides them) and unit sizes, keys past two blocks of 128 (the interior
+        // blocks' unmasked math, lane floats included), then every hostile kind at the ragged ones.
         const SizeBindings ragged{{"B", 2}, {"S", 37}, {"T", 45}, {"D", 24}, {"E", 19}};
         const SizeBindings unit{{"B", 1}, {"S", 1}, {"T", 1}, {"D", 1}, {"E", 1}};
-        std::vector<std::pair<SizeBindings, std::optional<HostileKind>>> cases{{ragged, std::nullopt},
-                                                                               {unit, std::nullopt}};
+        const SizeBindings interior{{"B", 1}, {"S", 70}, {"T", 300}, {"D", 24}, {"E", 19}};
+        std::vector<std::pair<SizeBindings, std::optional<HostileKind>>> cases{
+            {ragged, std::nullopt}, {unit, std::nullopt}, {interior, std::nullopt}};
         for (HostileKind kind : test::kMatrixHostileKinds) cases.emplace_back(ragged, kind);
         for (const auto& [sizes, kind] : cases) {
           CAPTURE(test::shape_text(sizes));

@@ -55,9 +55,12 @@ std::string KernelBuilder::unclashed(std::string name) const {
   return name;
 }
 
-const K* KernelBuilder::find_index(const std::string& name) const {
-  for (size_t i = scopes_.size(); i-- > 0;)
+const K* KernelBuilder::find_index(const std::string& name, bool as_value) const {
+  for (size_t i = scopes_.size(); i-- > 0;) {
+    if (as_value)
+      if (auto it = scopes_[i].value.find(name); it != scopes_[i].value.end()) return &it->second;
     if (auto it = scopes_[i].index.find(name); it != scopes_[i].index.end()) return &it->second;
+  }
   return nullptr;
 }
 
@@ -133,7 +136,7 @@ K KernelBuilder::lower(const Expr& e) {
       return kir::is_float(t) ? kir::cf(e.value, t) : kir::ci(saturated_int(e.value), t);
     case Expr::Kind::Size: return size_value(e.name);
     case Expr::Kind::Index: {
-      if (const K* v = find_index(e.name)) return *v;
+      if (const K* v = find_index(e.name, address_depth_ == 0)) return *v;
       internal_error(__FILE__, __LINE__, fmt::format("index '{}' is unbound", e.name));
     }
     case Expr::Kind::Reg: {
@@ -189,6 +192,11 @@ K KernelBuilder::call(const Expr& e, ScalarType t) {
 
 K KernelBuilder::read(const Expr& e) {
   if (in_global(e.name)) {
+    struct InAddress {  // the subscripts are addresses: their indices take the clamped bindings
+      int& depth;
+      explicit InAddress(int& d) : depth(++d) {}
+      ~InAddress() { --depth; }
+    } in_address(address_depth_);
     if (vec_)
       if (std::optional<K> v = vec_read(e)) return *v;
     const tir::Tensor& t = *p_.tensors.find(e.name);

@@ -164,7 +164,8 @@ class KernelBuilder {
   std::string unclashed(std::string name) const;
 
   struct Scope {
-    std::map<std::string, K> index;       // index variable -> value
+    std::map<std::string, K> index;       // index variable -> its value in addresses (clamped into its axis)
+    std::map<std::string, K> value;       // index variable -> its value in arithmetic, where it is not clamped
     std::map<std::string, K> regs;        // Reg name -> value
     std::map<std::string, Carrier> memo;  // reductions already computed in this block
     std::map<std::string, K> cse;         // expensive subexpressions already in a register
@@ -184,7 +185,9 @@ class KernelBuilder {
     return out;
   }
 
-  const K* find_index(const std::string& name) const;
+  // The index's binding: in an address (a global read's subscripts), or as a value in arithmetic,
+  // which is the unclamped one where a scope bound both.
+  const K* find_index(const std::string& name, bool as_value = false) const;
   // The innermost scope, and a scope pushed and popped around a tier's own emission.
   Scope& scope() { return scopes_.back(); }
   void push_scope() { scopes_.push_back({}); }
@@ -378,6 +381,7 @@ class KernelBuilder {
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
   std::set<std::string> coop_axes_;                         // the thread-space axes (a row's index variables)
+  int address_depth_ = 0;                                   // > 0 while a global read's subscripts are lowered
   std::map<std::string, MonoidLaws> laws_;                  // by monoid, as the algebra layer proved it
   std::vector<Warning> law_warnings_;                       // regroupings that rely on assumed laws (W053)
   std::optional<VecChunk> vec_;

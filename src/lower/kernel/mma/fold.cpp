@@ -222,9 +222,16 @@ void MmaTier::emit_fold(kir::Program& program) {
       };
       // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
       // copy of the block's math without the mask: one basic block the compiler schedules whole.
-      if (interior)
-        emit(kir::if_then(*interior, b_.nested([&] { block_math(false); }), b_.nested([&] { block_math(true); })));
-      else
+      if (interior) {
+        std::vector<kir::Stmt> masked = b_.nested([&] { block_math(true); });
+        LaneFloats lf = lane_floats(j0);
+        lane_floats_ = &lf;
+        std::vector<kir::Stmt> fast = b_.nested([&] { block_math(false); });
+        lane_floats_ = nullptr;
+        K test = *interior;
+        if (std::optional<K> exact = lane_floats_exact(lf)) test = kir::binary(kir::BinOp::And, *exact, test);
+        emit(kir::if_then(test, std::move(fast), std::move(masked)));
+      } else
         block_math(true);
     });
     if (general_) return emit_general_results(*lanes, fm, rows);
@@ -247,6 +254,10 @@ void MmaTier::enter_score(const K& row, const K& col, const K& score) {
   b_.push_scope();
   bind(axis_at(row_axis_, {}, false), row);
   bind(axis_at(fold_->axis, {}, false), col);
+  // In arithmetic the indices are exact: a key past the end is masked and a row past it is
+  // never stored, so only addresses need the clamp.
+  b_.scope().value[row_axis_.name] = row;
+  b_.scope().value[fold_->axis.name] = col;
   b_.scope().regs[std::string(kContracted)] = score;
 }
 

@@ -14,6 +14,7 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   out.block_threads = warps * kWarp;
   out.min_blocks_per_sm = 1;
   const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
+  rows_per_block_ = rows_per_block;
   const int64_t cols_per_block = int64_t{t_.warps_n} * cols_per_warp_;
 
   std::vector<kir::Stmt> body;

@@ -176,6 +176,8 @@ K MmaTier::per_score(K e) {
     return mul(per_score(std::move(e.args[0])),
                hoisted("inverse", kir::binary(kir::BinOp::Div, kir::cf(1, e.type), std::move(e.args[1]))));
   if (kir::launch_invariant(e)) return hoist_invariants(std::move(e));
+  if (lane_floats_ && e.kind == K::Kind::Cast && e.type == F32 && !kir::is_float(e.args[0].type))
+    if (std::optional<K> f = lane_float(e.args[0])) return *f;
   for (K& a : e.args) a = per_score(std::move(a));
   return e;
 }

@@ -360,8 +360,8 @@ class MmaTier {
 
   std::string field_names() const;
 
-  // A scope for one score element: the row and key axes bound (clamped) and the contraction's
-  // register the score; the caller pops it.
+  // A scope for one score element: the row and key axes bound (clamped in addresses, exact in
+  // arithmetic) and the contraction's register the score; the caller pops it.
   void enter_score(const K& row, const K& col, const K& score);
 
   // Whether the score at key `col` is folded: inside the keys and the fold's predicate (the
@@ -378,6 +378,25 @@ class MmaTier {
   // Element (a, n, e)'s mask: its key inside the axis and (under the bound) on the kept side:
   // col - row < offset (upper) or >= offset (lower), i.e. dcol - drow + diag < 0 or >= 0.
   K element_mask(const BlockMask& m, int a, int n, int e, const std::optional<KeyBound>& bound);
+
+  // ---- integer lane forms converted to f32 once a block (lane_floats.cpp) -------------------
+  struct LaneFloats {
+    struct Form {
+      std::optional<K> value;        // the block's f32 of the form without its constant
+      K bound;                       // an upper bound of |that form| over the launch (I64)
+      int64_t largest_constant = 0;  // the largest |constant| an element adds
+    };
+    std::map<std::string, K> atom_bounds;  // rendered lane variable -> an upper bound of it
+    std::map<std::string, Form> forms;     // by the rendered form
+  };
+  // The lane variables' bounds in an interior block at key j0: rows, keys, grp and tig.
+  LaneFloats lane_floats(const K& j0) const;
+  // x (an integer) as f32 through the block's form (emitted once), or none where x is not a
+  // linear form of bounded lane variables and launch invariants.
+  std::optional<K> lane_float(const K& x);
+  // The launch's test (hoisted) that every form's values stay within 2^24, where f32 holds
+  // integers exactly; none without forms.
+  std::optional<K> lane_floats_exact(const LaneFloats& lf);
 
   // Calls fn(a, n, e, row, col) for every C element of an fm x fn tile at row0_ / col_base.
   template <class F>
@@ -516,6 +535,8 @@ class MmaTier {
   kir::Program* program_ = nullptr;
   std::string tma_bars_, tma_free_, tma_phase_, tma_free_phase_;  // TMA mbarriers and phase bits (empty: no TMA)
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
+  int64_t rows_per_block_ = 0;
+  LaneFloats* lane_floats_ = nullptr;  // set while an interior block's scores are emitted
 };
 
 }  // namespace emmy::lower::detail
