@@ -10,7 +10,8 @@ namespace emmy::lower::detail {
 
 namespace {
 
-constexpr int64_t kLanes = 32;  // a warp's
+constexpr int64_t kLanes = 32;                // a warp's
+constexpr int64_t kExact = int64_t{1} << 24;  // f32 holds every integer of at most this magnitude
 
 // sum of coefficient * atom, plus a constant; atoms keyed by their rendering.
 struct IntForm {
@@ -72,25 +73,31 @@ std::optional<IntForm> int_form(const K& e) {
 
 std::optional<K> MmaTier::lane_float(const K& x) {
   std::optional<IntForm> f = int_form(x);
-  if (!f || f->terms.empty() || std::llabs(f->c) > (int64_t{1} << 24)) return std::nullopt;
-  // An upper bound of |form - constant| over the launch: each atom's bound times |coefficient|.
-  std::optional<K> bound, base;
+  if (!f || f->terms.empty() || std::llabs(f->c) > kExact) return std::nullopt;
+  // An upper bound of |form - constant| over the launch, each atom's bound times |coefficient|,
+  // and the test that no term alone passes 2^24 (so the bound's sum cannot overflow).
+  std::optional<K> bound, base, terms_small;
   for (const auto& [key, term] : f->terms) {
     const auto& [atom, coef] = term;
+    const K wide = as(atom, I64);
     std::optional<K> b = lane_floats_->atom_bounds.count(key) ? std::optional<K>(lane_floats_->atom_bounds.at(key))
                          : kir::launch_invariant(atom)
-                             ? std::optional<K>(kir::select(lt(atom, i64(0)), kir::unary(kir::UnOp::Neg, atom), atom))
+                             ? std::optional<K>(kir::select(lt(wide, i64(0)), kir::unary(kir::UnOp::Neg, wide), wide))
                              : std::nullopt;
-    if (!b) return std::nullopt;
+    if (!b || std::llabs(coef) > kExact) return std::nullopt;
+    K small = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Ge, *b, i64(0)),
+                          kir::binary(kir::BinOp::Le, *b, i64(kExact / std::llabs(coef))));
+    terms_small = terms_small ? kir::binary(kir::BinOp::And, *terms_small, small) : small;
     K scaled_bound = mul(*b, i64(std::llabs(coef)));
     bound = bound ? add(*bound, scaled_bound) : scaled_bound;
-    K t = coef == 1 ? as(atom, I64) : mul(as(atom, I64), i64(coef));
+    K t = coef == 1 ? wide : mul(wide, i64(coef));
     base = base ? add(*base, t) : t;
   }
   LaneFloats::Form& form = lane_floats_->forms[KernelBuilder::render_key(*base)];
   if (!form.value) {
     form.value = let(b_.fresh("lane_float"), as(*base, F32));
     form.bound = *bound;
+    form.terms_small = *terms_small;
   }
   form.largest_constant = std::max<int64_t>(form.largest_constant, std::llabs(f->c));
   return f->c == 0 ? *form.value : add(*form.value, kir::cf(static_cast<double>(f->c), F32));
@@ -99,7 +106,8 @@ std::optional<K> MmaTier::lane_float(const K& x) {
 std::optional<K> MmaTier::lane_floats_exact(const LaneFloats& lf) {
   std::optional<K> ok;
   for (const auto& [key, form] : lf.forms) {
-    K within = kir::binary(kir::BinOp::Le, add(form.bound, i64(form.largest_constant)), i64(int64_t{1} << 24));
+    K within = kir::binary(kir::BinOp::And, form.terms_small,
+                           kir::binary(kir::BinOp::Le, add(form.bound, i64(form.largest_constant)), i64(kExact)));
     ok = ok ? kir::binary(kir::BinOp::And, *ok, within) : within;
   }
   if (!ok) return std::nullopt;

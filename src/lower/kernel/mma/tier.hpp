@@ -384,6 +384,7 @@ class MmaTier {
     struct Form {
       std::optional<K> value;        // the block's f32 of the form without its constant
       K bound;                       // an upper bound of |that form| over the launch (I64)
+      K terms_small;                 // each term's bound within 2^24 (the bound's sum cannot overflow)
       int64_t largest_constant = 0;  // the largest |constant| an element adds
     };
     std::map<std::string, K> atom_bounds;  // rendered lane variable -> an upper bound of it
