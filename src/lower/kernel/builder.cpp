@@ -33,6 +33,12 @@ K KernelBuilder::exp_value(K x) const {
 }
 
 K KernelBuilder::unary_value(kir::UnOp op, K x) {
+  // sigmoid(x) = 1 / (1 + exp(-x)): under FAST_EXP its exp is exp_value's too.
+  if (op == kir::UnOp::Sigmoid && knobs_.fast_exp && x.type == ScalarType::F32) {
+    const K one = kir::cf(1, ScalarType::F32);
+    return kir::binary(kir::BinOp::Div, one,
+                       kir::binary(kir::BinOp::Add, one, exp_value(kir::unary(kir::UnOp::Neg, std::move(x)))));
+  }
   if (op != kir::UnOp::Exp && op != kir::UnOp::Exp2) return kir::unary(op, std::move(x));
   K* d = &x;
   while (d->kind == K::Kind::Cast) d = &d->args[0];
