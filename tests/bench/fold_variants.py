@@ -17,6 +17,7 @@ Writes results.json and results.md to --out; prints one line a row.
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -53,8 +54,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=None)
     ap.add_argument("--out", default=str(ROOT / "tests" / "bench" / "results" / "fold_variants"))
+    ap.add_argument("--only", default=None, help="run only the ops whose name matches this regex")
     args = ap.parse_args()
     import torch
+    import torch._dynamo
+    # One compiled flex_attention serves every score_mod and block mask: past dynamo's default
+    # cache of 8 it would fall back to eager FlexAttention (milliseconds, not a peer).
+    torch._dynamo.config.cache_size_limit = 256
+    if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
+        torch._dynamo.config.accumulated_cache_size_limit = 4096
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -126,6 +134,7 @@ def main():
         return CAP * torch.tanh(score / CAP)
 
     causal_mask = create_block_mask(lambda b, h, i, j: j <= i, 1, B, S, S, device="cuda")
+    full_mask = create_block_mask(lambda b, h, i, j: j >= 0, 1, B, S, S, device="cuda")
     strict_mask = create_block_mask(lambda b, h, i, j: j < i, 1, B, S, S, device="cuda")
     window_mask = create_block_mask(lambda b, h, i, j: (j <= i) & (j > i - WINDOW), 1, B, S, S, device="cuda")
     compiled = {
@@ -147,7 +156,7 @@ def main():
         return torch.where(j <= i, score, -math.inf)
 
     sdpa = ("SDPA (cuDNN/flash, best backend)", lambda: F.scaled_dot_product_attention(q4, k4, v4))
-    flex_plain = ("FlexAttention", lambda: flex(q4, k4, v4))
+    flex_plain = ("FlexAttention", lambda: flex(q4, k4, v4, block_mask=full_mask))
     # Each op's peers; the first is the one its "vs peer" column divides by, the fastest is the
     # best peer, and FlexAttention's own column is there wherever it can express the op.
     peers = {
@@ -186,7 +195,10 @@ def main():
         print(json.dumps(row), flush=True)
 
     path = ROOT / "tests" / "unit" / "programs" / "fold_variants.emmy"
+    only = re.compile(args.only) if args.only else None
     for name in inputs:
+        if only and not only.search(name):
+            continue
         row = {"op": name, "shape": f"B={B} S={S} D={D}", "work": work[name]}
         for pname, pfn in peers[name]:
             try:
