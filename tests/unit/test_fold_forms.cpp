@@ -81,7 +81,7 @@ TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores,
         // blocks' unmasked math, lane floats included), then every hostile kind at the ragged ones.
         const SizeBindings ragged{{"B", 2}, {"S", 37}, {"T", 45}, {"D", 24}, {"E", 19}};
         const SizeBindings unit{{"B", 1}, {"S", 1}, {"T", 1}, {"D", 1}, {"E", 1}};
-        const SizeBindings interior{{"B", 1}, {"S", 70}, {"T", 300}, {"D", 24}, {"E", 19}};
+        const SizeBindings interior{{"B", 1}, {"S", 150}, {"T", 300}, {"D", 24}, {"E", 19}};
         std::vector<std::pair<SizeBindings, std::optional<HostileKind>>> cases{
             {ragged, std::nullopt}, {unit, std::nullopt}, {interior, std::nullopt}};
         for (HostileKind kind : test::kMatrixHostileKinds) cases.emplace_back(ragged, kind);

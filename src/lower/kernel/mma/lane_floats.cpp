@@ -1,7 +1,8 @@
-// Lane floats: in a fold's interior blocks, an integer linear form of the lane's coordinates
-// (ALiBi's j - i) is converted to f32 once a block and each score element adds its constant
-// in f32, instead of converting each element's 64-bit value (a quarter-rate cvt); exact while
-// every value stays within 2^24, which the interior test checks once a launch.
+// Lane forms: in a fold's interior blocks, an integer linear form of the lane's coordinates is
+// computed once a block and each score element adds its constant: converted to f32 (ALiBi's
+// j - i), instead of each element's 64-bit value through a quarter-rate cvt, exact within 2^24;
+// compared (a select's j <= i) in 32 bits against an immediate. The interior test checks once a
+// launch that every value stays within those limits.
 #include "lower/kernel/mma/tier.hpp"
 
 #include <cstdlib>
@@ -12,6 +13,7 @@ namespace {
 
 constexpr int64_t kLanes = 32;                // a warp's
 constexpr int64_t kExact = int64_t{1} << 24;  // f32 holds every integer of at most this magnitude
+constexpr int64_t kInt32 = (int64_t{1} << 31) - 1;
 
 // sum of coefficient * atom, plus a constant; atoms keyed by their rendering.
 struct IntForm {
@@ -71,11 +73,14 @@ std::optional<IntForm> int_form(const K& e) {
 
 }  // namespace
 
-std::optional<K> MmaTier::lane_float(const K& x) {
+// x's lane form without its constant, registered in the block's forms as `type` (emitted once),
+// and the constant; none where x is not a linear form of bounded lane variables and invariants.
+std::optional<std::pair<K, int64_t>> MmaTier::lane_form(const K& x, ScalarType type) {
+  const int64_t limit = type == F32 ? kExact : kInt32;
   std::optional<IntForm> f = int_form(x);
-  if (!f || f->terms.empty() || std::llabs(f->c) > kExact) return std::nullopt;
+  if (!f || f->terms.empty() || std::llabs(f->c) > limit) return std::nullopt;
   // An upper bound of |form - constant| over the launch, each atom's bound times |coefficient|,
-  // and the test that no term alone passes 2^24 (so the bound's sum cannot overflow).
+  // and the test that no term alone passes the limit (so the bound's sum cannot overflow).
   std::optional<K> bound, base, terms_small;
   for (const auto& [key, term] : f->terms) {
     const auto& [atom, coef] = term;
@@ -84,30 +89,46 @@ std::optional<K> MmaTier::lane_float(const K& x) {
                          : kir::launch_invariant(atom)
                              ? std::optional<K>(kir::select(lt(wide, i64(0)), kir::unary(kir::UnOp::Neg, wide), wide))
                              : std::nullopt;
-    if (!b || std::llabs(coef) > kExact) return std::nullopt;
+    if (!b || std::llabs(coef) > limit) return std::nullopt;
     K small = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Ge, *b, i64(0)),
-                          kir::binary(kir::BinOp::Le, *b, i64(kExact / std::llabs(coef))));
+                          kir::binary(kir::BinOp::Le, *b, i64(limit / std::llabs(coef))));
     terms_small = terms_small ? kir::binary(kir::BinOp::And, *terms_small, small) : small;
     K scaled_bound = mul(*b, i64(std::llabs(coef)));
     bound = bound ? add(*bound, scaled_bound) : scaled_bound;
     K t = coef == 1 ? wide : mul(wide, i64(coef));
     base = base ? add(*base, t) : t;
   }
-  LaneFloats::Form& form = lane_floats_->forms[KernelBuilder::render_key(*base)];
+  LaneFloats::Form& form = lane_floats_->forms[KernelBuilder::render_key(*base) + (type == F32 ? ":f32" : ":i32")];
   if (!form.value) {
-    form.value = let(b_.fresh("lane_float"), as(*base, F32));
+    form.value = let(b_.fresh(type == F32 ? "lane_float" : "lane_int"), as(*base, type));
     form.bound = *bound;
     form.terms_small = *terms_small;
+    form.limit = limit;
   }
   form.largest_constant = std::max<int64_t>(form.largest_constant, std::llabs(f->c));
-  return f->c == 0 ? *form.value : add(*form.value, kir::cf(static_cast<double>(f->c), F32));
+  return std::pair{*form.value, f->c};
+}
+
+std::optional<K> MmaTier::lane_float(const K& x) {
+  std::optional<std::pair<K, int64_t>> f = lane_form(x, F32);
+  if (!f) return std::nullopt;
+  return f->second == 0 ? f->first : add(f->first, kir::cf(static_cast<double>(f->second), F32));
+}
+
+std::optional<K> MmaTier::lane_compare(const K& cmp) {
+  // a op b as (a - b - c) op c in 32 bits, c the difference's constant: one compare with an
+  // immediate an element.
+  std::optional<std::pair<K, int64_t>> f =
+      lane_form(kir::binary(kir::BinOp::Sub, as(cmp.args[0], I64), as(cmp.args[1], I64)), ScalarType::I32);
+  if (!f) return std::nullopt;
+  return kir::binary(cmp.bin, f->first, kir::ci(-f->second, ScalarType::I32));
 }
 
 std::optional<K> MmaTier::lane_floats_exact(const LaneFloats& lf) {
   std::optional<K> ok;
   for (const auto& [key, form] : lf.forms) {
     K within = kir::binary(kir::BinOp::And, form.terms_small,
-                           kir::binary(kir::BinOp::Le, add(form.bound, i64(form.largest_constant)), i64(kExact)));
+                           kir::binary(kir::BinOp::Le, add(form.bound, i64(form.largest_constant)), i64(form.limit)));
     ok = ok ? kir::binary(kir::BinOp::And, *ok, within) : within;
   }
   if (!ok) return std::nullopt;

@@ -178,6 +178,9 @@ K MmaTier::per_score(K e) {
   if (kir::launch_invariant(e)) return hoist_invariants(std::move(e));
   if (lane_floats_ && e.kind == K::Kind::Cast && e.type == F32 && !kir::is_float(e.args[0].type))
     if (std::optional<K> f = lane_float(e.args[0])) return *f;
+  if (lane_floats_ && e.kind == K::Kind::Binary && kir::is_comparison(e.bin) && !kir::is_float(e.args[0].type) &&
+      !kir::is_float(e.args[1].type) && e.args[0].type != ScalarType::Pred)
+    if (std::optional<K> c = lane_compare(e)) return *c;
   for (K& a : e.args) a = per_score(std::move(a));
   return e;
 }

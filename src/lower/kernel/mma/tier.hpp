@@ -384,7 +384,8 @@ class MmaTier {
     struct Form {
       std::optional<K> value;        // the block's f32 of the form without its constant
       K bound;                       // an upper bound of |that form| over the launch (I64)
-      K terms_small;                 // each term's bound within 2^24 (the bound's sum cannot overflow)
+      K terms_small;                 // each term's bound within the limit (the bound's sum cannot overflow)
+      int64_t limit = 0;             // 2^24 (f32: integers exact) or 2^31 - 1 (i32)
       int64_t largest_constant = 0;  // the largest |constant| an element adds
     };
     std::map<std::string, K> atom_bounds;  // rendered lane variable -> an upper bound of it
@@ -392,11 +393,15 @@ class MmaTier {
   };
   // The lane variables' bounds in an interior block at key j0: rows, keys, grp and tig.
   LaneFloats lane_floats(const K& j0) const;
-  // x (an integer) as f32 through the block's form (emitted once), or none where x is not a
-  // linear form of bounded lane variables and launch invariants.
+  // x's form (its value less its constant, emitted once a block as `type`) and the constant.
+  std::optional<std::pair<K, int64_t>> lane_form(const K& x, ScalarType type);
+  // x (an integer) as f32 through the block's form, or none where x is not a linear form of
+  // bounded lane variables and launch invariants.
   std::optional<K> lane_float(const K& x);
-  // The launch's test (hoisted) that every form's values stay within 2^24, where f32 holds
-  // integers exactly; none without forms.
+  // An integer comparison as a 32-bit one of the block's form with an immediate, or none.
+  std::optional<K> lane_compare(const K& cmp);
+  // The launch's test (hoisted) that every form's values stay within its limit; none without
+  // forms.
   std::optional<K> lane_floats_exact(const LaneFloats& lf);
 
   // Calls fn(a, n, e, row, col) for every C element of an fm x fn tile at row0_ / col_base.
