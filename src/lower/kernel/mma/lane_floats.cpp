@@ -31,10 +31,13 @@ bool scaled(IntForm& f, int64_t k) {
 }
 
 bool added(IntForm& into, const IntForm& f, int64_t sign) {
-  if (__builtin_add_overflow(into.c, sign * f.c, &into.c)) return false;
+  int64_t c = 0;
+  if (__builtin_mul_overflow(f.c, sign, &c) || __builtin_add_overflow(into.c, c, &into.c)) return false;
   for (const auto& [key, term] : f.terms) {
     auto [it, fresh] = into.terms.try_emplace(key, term.first, 0);
-    if (__builtin_add_overflow(it->second.second, sign * term.second, &it->second.second)) return false;
+    if (__builtin_mul_overflow(term.second, sign, &c) ||
+        __builtin_add_overflow(it->second.second, c, &it->second.second))
+      return false;
     if (it->second.second == 0) into.terms.erase(it);
   }
   return true;
