@@ -450,9 +450,21 @@ struct AsyncWrite {
 };
 
 // The cp.async groups of one thread: committed ones, oldest first, and the open one.
+// A register element a wgmma writes asynchronously: its name, which declaration of the name
+// (the stack's depth), and its slot.
+struct PendingReg {
+  std::string name;
+  size_t depth = 0;
+  size_t slot = 0;
+};
+
 struct ThreadAsync {
   std::vector<std::vector<AsyncWrite>> committed;
   std::vector<AsyncWrite> open;
+  // wgmma accumulators in flight: readable (but by another wgmma) only after the
+  // wgmma.wait_group that retires their commit group.
+  std::vector<std::vector<PendingReg>> wgmma_committed;
+  std::vector<PendingReg> wgmma_open;
 };
 
 struct Mbarrier {
@@ -464,12 +476,14 @@ struct Mbarrier {
   std::vector<AsyncWrite> landing;   // boxes of completed phases: they land at the next wait
 };
 
+constexpr uint8_t kInFlight = 2;  // Register::init of a wgmma accumulator before its wait_group
+
 struct Register {
   ScalarType type = ScalarType::F32;
   int count = 1;
   std::vector<double> f;  // [elem * threads + thread]
   std::vector<int64_t> i;
-  std::vector<uint8_t> init;
+  std::vector<uint8_t> init;  // 0 never written, 1 written, kInFlight
 };
 
 // The registers in scope: a stack per name (inner declarations shadow outer ones).
@@ -497,6 +511,15 @@ class Registers {
   Register* find(const std::string& name) {
     auto it = stacks_.find(name);
     return it == stacks_.end() || it->second.empty() ? nullptr : &it->second.back();
+  }
+  // How many declarations of `name` are in scope, and the depth-th (1-based) one, if still there.
+  size_t depth(const std::string& name) const {
+    auto it = stacks_.find(name);
+    return it == stacks_.end() ? 0 : it->second.size();
+  }
+  Register* at(const std::string& name, size_t depth) {
+    auto it = stacks_.find(name);
+    return it == stacks_.end() || it->second.size() < depth || depth == 0 ? nullptr : &it->second[depth - 1];
   }
 
  private:
@@ -638,6 +661,8 @@ class Block {
                  std::vector<uint32_t>& out, std::span<const int64_t> imm, int group);
   void issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
   bool ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
+  void mark_in_flight(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
+  void wgmma_groups(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
   Mbarrier& mbarrier(int32_t t, uint32_t addr);
   void try_complete(Mbarrier& m);
   void wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity);
@@ -650,6 +675,7 @@ class Block {
   SimtReport& report_;
   Registers regs_;
   std::vector<ThreadAsync> async_;
+  bool wgmma_operands_ = false;  // a wgmma's operands are being read (its chain's accumulator may be in flight)
   std::unordered_map<uint32_t, Mbarrier> mbarriers_;
 };
 
@@ -944,10 +970,16 @@ Vals Block::eval_var(const Expr& e, const Lanes& lanes) {
   Register& r = reg(e.reg, lanes[0], &elem);
   size_t base = static_cast<size_t>(elem) * static_cast<size_t>(threads_);
   size_t n = lanes.size();
-  for (size_t k = 0; k < n; ++k)
-    if (!r.init[base + static_cast<size_t>(lanes[k])])
+  for (size_t k = 0; k < n; ++k) {
+    const uint8_t state = r.init[base + static_cast<size_t>(lanes[k])];
+    if (!state)
       fail(lanes[k], fmt::format("read of uninitialized register {}{}", e.reg.name,
                                  e.reg.elem < 0 ? std::string() : fmt::format("[{}]", e.reg.elem)));
+    if (state == kInFlight && !wgmma_operands_)
+      fail(lanes[k], fmt::format("read of {}{} before wgmma.wait_group: it is the accumulator of a wgmma still in "
+                                 "flight (commit its group and wait for it first)",
+                                 e.reg.name, e.reg.elem < 0 ? std::string() : fmt::format("[{}]", e.reg.elem)));
+  }
   Vals v = make_vals(r.type, n);
   if (is_f(r.type))
     for (size_t k = 0; k < n; ++k) v.f[k] = r.f[base + static_cast<size_t>(lanes[k])];
@@ -1538,7 +1570,11 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
 
 void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   const kir::IntrinsicInfo& info = intrinsic(s, lanes[0]);
+  const bool wgmma = kir::wgmma_n(info.id) > 0;
+  wgmma_operands_ = wgmma;  // a wgmma reads the accumulator an earlier one of its chain writes
   std::vector<uint32_t> in = operand_words(s, info, lanes);
+  wgmma_operands_ = false;
+  if (info.id == IntrinsicId::WgmmaCommit || info.id == IntrinsicId::WgmmaWait) wgmma_groups(s, info, lanes);
   if (info.id == IntrinsicId::CpAsync16 || kir::tma_rank(info.id) > 0) return issue_async(s, info, lanes, in);
   if (ordering(s, info, lanes, in)) return;
   size_t n = lanes.size();
@@ -1557,6 +1593,38 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
     fail(lanes[0], fmt::format("block-scope intrinsic {} is not supported", info.name));
   }
   write_outs(s, info, lanes, out);
+  if (wgmma) mark_in_flight(s, info, lanes);
+}
+
+// The accumulator registers of a wgmma are in flight until the wait_group that retires its group.
+void Block::mark_in_flight(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes) {
+  for (size_t o = 0; o < info.outs.size(); ++o) {
+    int elem = 0;
+    Register& r = reg(s.outs[o], lanes[0], &elem);
+    const size_t depth = regs_.depth(s.outs[o].name);
+    for (int32_t t : lanes) {
+      const size_t slot = static_cast<size_t>(elem) * static_cast<size_t>(threads_) + static_cast<size_t>(t);
+      r.init[slot] = kInFlight;
+      async_[static_cast<size_t>(t)].wgmma_open.push_back({s.outs[o].name, depth, slot});
+    }
+  }
+}
+
+// wgmma.commit_group closes each thread's open group; wait_group N retires all but the newest N.
+void Block::wgmma_groups(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes) {
+  for (int32_t t : lanes) {
+    ThreadAsync& a = async_[static_cast<size_t>(t)];
+    if (info.id == IntrinsicId::WgmmaCommit) {
+      a.wgmma_committed.push_back(std::move(a.wgmma_open));
+      a.wgmma_open.clear();
+      continue;
+    }
+    while (static_cast<int64_t>(a.wgmma_committed.size()) > s.imm[0]) {
+      for (const PendingReg& p : a.wgmma_committed.front())
+        if (Register* r = regs_.at(p.name, p.depth); r != nullptr && r->init[p.slot] == kInFlight) r->init[p.slot] = 1;
+      a.wgmma_committed.erase(a.wgmma_committed.begin());
+    }
+  }
 }
 
 // ---- the program -------------------------------------------------------------------------------

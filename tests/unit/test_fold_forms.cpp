@@ -109,4 +109,42 @@ TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores,
   CHECK(runs >= 400);
 }
 
+namespace {
+
+// The kernel without its wgmma.wait_group statements.
+void drop_wgmma_waits(std::vector<kir::Stmt>& body) {
+  std::erase_if(body, [](const kir::Stmt& st) {
+    return st.kind == kir::Stmt::Kind::Intrinsic && st.intrinsic == static_cast<int>(kir::IntrinsicId::WgmmaWait);
+  });
+  for (kir::Stmt& st : body) {
+    drop_wgmma_waits(st.body);
+    drop_wgmma_waits(st.orelse);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read before its wait_group") {
+  auto c = check_as(DType::F16);
+  REQUIRE(!c->diags->has_errors());
+  const CheckedOp& op = c->program->ops.at("alibi");
+  lower::Lowered low = lower::lower_op(
+      *c->program, op, {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring"},
+      *find_target("sm_90a"));
+  const SizeBindings sizes{{"B", 1}, {"S", 70}, {"T", 150}, {"D", 24}, {"E", 19}};
+  TensorMap inputs = random_inputs(op, sizes, 5);
+  TensorMap ok = inputs;
+  CHECK_NOTHROW(run_simt(low.kernels, sizes, ok, {}));  // as emitted: every read after its wait
+  kir::Program early = low.kernels;
+  for (kir::Kernel& k : early.kernels) drop_wgmma_waits(k.body);
+  TensorMap buffers = inputs;
+  std::string err = "(no error)";
+  try {
+    run_simt(early, sizes, buffers, {});
+  } catch (const SimtError& e) {
+    err = e.what();
+  }
+  CHECK_MESSAGE(err.find("before wgmma.wait_group") != std::string::npos, err);
+}
+
 }  // namespace emmy
