@@ -662,6 +662,7 @@ class Block {
   void issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
   bool ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes, const std::vector<uint32_t>& in);
   void mark_in_flight(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
+  void check_not_in_flight(const Register& r, int elem, const kir::Reg& name, const Lanes& lanes);
   void wgmma_groups(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
   Mbarrier& mbarrier(int32_t t, uint32_t addr);
   void try_complete(Mbarrier& m);
@@ -772,7 +773,17 @@ void Block::exec_assign(const Stmt& s, const Lanes& lanes) {
   Vals v = eval(s.args[0], lanes);
   int elem = 0;
   Register& r = reg(s.reg, lanes[0], &elem);
+  check_not_in_flight(r, elem, s.reg, lanes);
   store_lanes(r, elem, convert(std::move(v), r.type), lanes, threads_);
+}
+
+// A write to an accumulator a wgmma still writes races with it (the wgmma's result may land after).
+void Block::check_not_in_flight(const Register& r, int elem, const kir::Reg& name, const Lanes& lanes) {
+  const size_t base = static_cast<size_t>(elem) * static_cast<size_t>(threads_);
+  for (int32_t t : lanes)
+    if (r.init[base + static_cast<size_t>(t)] == kInFlight)
+      fail(t, fmt::format("write of {}{} before wgmma.wait_group: it is the accumulator of a wgmma still in flight",
+                          name.name, name.elem < 0 ? std::string() : fmt::format("[{}]", name.elem)));
 }
 
 void Block::exec_store(const Stmt& s, const Lanes& lanes) {
@@ -1410,6 +1421,7 @@ void Block::write_outs(const Stmt& s, const kir::IntrinsicInfo& info, const Lane
     if (r.type != t)
       fail(lanes[0], fmt::format("output {} of {} is {}, register {} is {}", o, info.name, kir::type_name(t),
                                  s.outs[o].name, kir::type_name(r.type)));
+    if (kir::wgmma_n(info.id) == 0) check_not_in_flight(r, elem, s.outs[o], lanes);
     store_lanes(r, elem, v, lanes, threads_);
   }
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,9 +123,35 @@ void drop_wgmma_waits(std::vector<kir::Stmt>& body) {
   }
 }
 
+// After the first wgmma.commit_group, a write of the accumulator its wgmma writes.
+bool write_after_commit(std::vector<kir::Stmt>& body, std::optional<kir::Reg>& acc) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    kir::Stmt& st = body[i];
+    if (st.kind == kir::Stmt::Kind::Intrinsic && kir::wgmma_n(static_cast<kir::IntrinsicId>(st.intrinsic)) > 0)
+      acc = st.outs[0];
+    if (st.kind == kir::Stmt::Kind::Intrinsic && st.intrinsic == static_cast<int>(kir::IntrinsicId::WgmmaCommit) &&
+        acc) {
+      body.insert(body.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  kir::assign(*acc, kir::cf(0, kir::ScalarType::F32)));
+      return true;
+    }
+    if (write_after_commit(st.body, acc) || write_after_commit(st.orelse, acc)) return true;
+  }
+  return false;
+}
+
+std::string simt_message(const kir::Program& p, const SizeBindings& sizes, TensorMap buffers) {
+  try {
+    run_simt(p, sizes, buffers, {});
+  } catch (const SimtError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace
 
-TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read before its wait_group") {
+TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read or written before its wait_group") {
   auto c = check_as(DType::F16);
   REQUIRE(!c->diags->has_errors());
   const CheckedOp& op = c->program->ops.at("alibi");
@@ -137,13 +164,15 @@ TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read before
   CHECK_NOTHROW(run_simt(low.kernels, sizes, ok, {}));  // as emitted: every read after its wait
   kir::Program early = low.kernels;
   for (kir::Kernel& k : early.kernels) drop_wgmma_waits(k.body);
-  TensorMap buffers = inputs;
-  std::string err = "(no error)";
-  try {
-    run_simt(early, sizes, buffers, {});
-  } catch (const SimtError& e) {
-    err = e.what();
-  }
+  std::string err = simt_message(early, sizes, inputs);
+  CHECK_MESSAGE(err.find("read of score") != std::string::npos, err);
+  CHECK_MESSAGE(err.find("before wgmma.wait_group") != std::string::npos, err);
+  // A write of the accumulator between the commit and the wait races with the wgmma.
+  kir::Program racing = low.kernels;
+  std::optional<kir::Reg> acc;
+  REQUIRE(write_after_commit(racing.kernels.front().body, acc));
+  err = simt_message(racing, sizes, inputs);
+  CHECK_MESSAGE(err.find("write of " + acc->name) != std::string::npos, err);
   CHECK_MESSAGE(err.find("before wgmma.wait_group") != std::string::npos, err);
 }
 
