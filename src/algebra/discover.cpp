@@ -367,6 +367,7 @@ std::vector<DiscoveredChain> discover_argmax(const CheckedOp& op, const std::vec
 struct LaterSum {
   const ast::AssignStmt* stmt;
   const Expr* sum;
+  Expr body;  // the sum's body, elementwise definitions inlined
   std::vector<Expr> factors;
 };
 
@@ -377,8 +378,8 @@ std::vector<LaterSum> later_sums(const CheckedOp& op, const Defs& defs, const Ma
     sums_in(a->value, sums);
     for (const Expr* sum : sums) {
       if (!same_range(*sum, head)) continue;
-      LaterSum s{a, sum, {}};
-      factors(inline_elementwise(sum->args[0], defs), s.factors);
+      LaterSum s{a, sum, inline_elementwise(sum->args[0], defs), {}};
+      factors(s.body, s.factors);
       out.push_back(std::move(s));
     }
   }
@@ -464,12 +465,11 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
       // empty range, where the lowering's guard gives the empty sum's 0).
       std::vector<Expr> factors = s.factors, num, den;
       std::string normalizer;
-      const Expr body = inline_elementwise(s.sum->args[0], defs);
-      quotient_factors(body, num, den);
+      quotient_factors(s.body, num, den);
       if (den.size() == 1)
-        if (const Expr* pivot = pivot_ref(body, mx))
+        if (const Expr* pivot = pivot_ref(s.body, mx))
           for (const std::string& l : denominators)
-            if (read_args(den[0], l) && read_args(den[0], l) == read_args(*pivot, mx)) {
+            if (std::optional<std::string> at = read_args(den[0], l); at && at == read_args(*pivot, mx)) {
               factors = num;
               normalizer = l;
             }

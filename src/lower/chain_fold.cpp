@@ -63,14 +63,7 @@ bool reads_before(const Expr& e, const tir::Program& p, const tir::Stmt& head) {
 // M2's lift, 0 * x: 0 for a finite element, NaN for an infinite or NaN one. The two passes'
 // sum of squared deviations is NaN as soon as one element is not finite (its deviation is
 // inf - inf); Chan's merge alone would give a single infinite element an M2 of +inf.
-Expr m2_lift(const Expr& x, DType dtype) {
-  Expr e;
-  e.kind = Expr::Kind::Binary;
-  e.op = "*";
-  e.dtype = dtype;
-  e.args = {const_expr(0, dtype), x};
-  return e;
-}
+Expr m2_lift(const Expr& x, DType dtype) { return binary_expr("*", const_expr(0, dtype), x, dtype); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 // Exact in real arithmetic: l is at least exp(0) = 1 on a non-empty range, 0 on an empty one,
 // where the empty sum's 0 is kept.
 #include "lower/passes.hpp"
+#include "lower/term_expr.hpp"
 
 #include <algorithm>
 
@@ -45,31 +46,10 @@ std::optional<std::string> reads_at(const Expr& e, const std::string& tensor) {
   return same ? at : std::nullopt;
 }
 
-Expr binary(const char* op, Expr a, Expr b, DType dtype) {
-  Expr e;
-  e.kind = Expr::Kind::Binary;
-  e.op = op;
-  e.dtype = dtype;
-  e.args = {std::move(a), std::move(b)};
-  return e;
-}
-
-Expr constant(double v, DType dtype) {
-  Expr e;
-  e.kind = Expr::Kind::Const;
-  e.value = v;
-  e.dtype = dtype;
-  return e;
-}
-
 // The head's predicate over the axis named `axis` (printed; empty: none).
 std::string range_of(const tir::Expr& head, const std::string& axis) {
   if (head.where.empty()) return "";
-  Expr index;
-  index.kind = Expr::Kind::Index;
-  index.dtype = DType::I64;
-  index.name = axis;
-  return tir::print_expr(tir::substitute(head.where[0], {{head.axes[0].name, index}}));
+  return tir::print_expr(tir::substitute(head.where[0], {{head.axes[0].name, index_expr(axis)}}));
 }
 
 // The sums of e over the head's range normalized by a read of `l` where `pivot` is read, factored.
@@ -89,17 +69,14 @@ Expr factor(const Expr& e, const Expr& head, const std::string& pivot, const std
   if (!at || *at != printed_args(q.den[0])) return out;
   const DType t = out.args[0].dtype;
   Expr lift = q.num[0];
-  for (size_t k = 1; k < q.num.size(); ++k) lift = binary("*", std::move(lift), q.num[k], t);
+  for (size_t k = 1; k < q.num.size(); ++k) lift = binary_expr("*", std::move(lift), q.num[k], t);
   Expr denominator = q.den[0];
   out.args[0] = std::move(lift);
   const DType rt = out.dtype;
-  Expr call;
-  call.kind = Expr::Kind::Call;
-  call.op = "select";
-  call.dtype = rt;
-  call.args = {binary("==", denominator, constant(0, denominator.dtype), DType::Bool), constant(0, rt),
-               binary("/", std::move(out), denominator, rt)};
-  return call;
+  return call_expr("select",
+                   {binary_expr("==", denominator, const_expr(0, denominator.dtype), DType::Bool), const_expr(0, rt),
+                    binary_expr("/", std::move(out), denominator, rt)},
+                   rt);
 }
 
 }  // namespace

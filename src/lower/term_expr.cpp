@@ -36,6 +36,24 @@ Expr reg_expr(const std::string& name, DType dtype) {
   return e;
 }
 
+Expr binary_expr(const std::string& op, Expr a, Expr b, DType dtype) {
+  Expr e;
+  e.kind = Expr::Kind::Binary;
+  e.op = op;
+  e.dtype = dtype;
+  e.args = {std::move(a), std::move(b)};
+  return e;
+}
+
+Expr call_expr(const std::string& fn, std::vector<Expr> args, DType dtype) {
+  Expr e;
+  e.kind = Expr::Kind::Call;
+  e.op = fn;
+  e.dtype = dtype;
+  e.args = std::move(args);
+  return e;
+}
+
 // A monoid's identity or lift term as an expression over the reduction's arguments.
 Expr term_expr(const algebra::Term& t, const std::map<std::string, Expr>& params, DType dtype) {
   using algebra::TermOp;

@@ -88,10 +88,11 @@ std::optional<std::pair<K, int64_t>> MmaTier::lane_form(const K& x, ScalarType t
   for (const auto& [key, term] : f->terms) {
     const auto& [atom, coef] = term;
     const K wide = as(atom, I64);
-    std::optional<K> b = lane_floats_->atom_bounds.count(key) ? std::optional<K>(lane_floats_->atom_bounds.at(key))
-                         : kir::launch_invariant(atom)
-                             ? std::optional<K>(kir::select(lt(wide, i64(0)), kir::unary(kir::UnOp::Neg, wide), wide))
-                             : std::nullopt;
+    std::optional<K> b;
+    if (auto known = lane_floats_->atom_bounds.find(key); known != lane_floats_->atom_bounds.end())
+      b = known->second;
+    else if (kir::launch_invariant(atom))
+      b = kir::select(lt(wide, i64(0)), kir::unary(kir::UnOp::Neg, wide), wide);
     if (!b || std::llabs(coef) > limit) return std::nullopt;
     K small = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Ge, *b, i64(0)),
                           kir::binary(kir::BinOp::Le, *b, i64(limit / std::llabs(coef))));
