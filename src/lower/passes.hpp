@@ -107,6 +107,7 @@ struct Knobs {
   std::optional<MmaTile> mma;              // the tensor-core tier, when TILE names an mma atom
   std::optional<MmaStage> stage;           // STAGE on the tensor-core tier; none: fragments from global memory
   bool fast_exp = false;                   // FAST_EXP=1: exp(x) as exp2(x * log2 e) (both tiers)
+  bool overlap = false;                    // OVERLAP=1: a block's next product issued before its elementwise work
   std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
   std::vector<SplitKnob> splits;           // REDUCE (at most one)
   std::vector<KnobSetting> settings;       // as resolved, for printing and hashing

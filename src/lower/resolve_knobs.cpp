@@ -255,6 +255,12 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             break;
           }
           [[fallthrough]];
+        case Knob::Overlap:
+          if (!s.off && k.mma) {  // the tensor-core tier's plan decides where it applies
+            k.overlap = std::get<bool>(s.value);
+            break;
+          }
+          [[fallthrough]];
         case Knob::Wspec:
         case Knob::Raster:
         case Knob::FastExp:
@@ -262,7 +268,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             k.fast_exp = std::get<bool>(s.value);
             break;
           }
-          if (!s.off && !(s.knob == Knob::FastExp && !std::get<bool>(s.value)))
+          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap) && !std::get<bool>(s.value)))
             k.warnings.push_back(
                 {"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
                                      k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});

@@ -136,6 +136,7 @@ struct FieldSpec {
 
 constexpr Choice kPlaceWords[] = {{"fuse"}, {"cut"}};
 constexpr Choice kFastExpWords[] = {{"0"}, {"1"}};
+constexpr Choice kOverlapWords[] = {{"0"}, {"1", Feature::Wgmma}};  // wgmma's asynchronous groups
 constexpr Choice kTransports[] = {{"cp", Feature::CpAsync}, {"tma", Feature::Tma}, {"reg"}};
 constexpr Choice kRingWord[] = {{"ring"}};
 constexpr Choice kAtomPrefix[] = {{"a:"}};
@@ -315,6 +316,15 @@ constexpr FieldSpec kFastExpFields[] = {
      }},
 };
 
+constexpr FieldSpec kOverlapFields[] = {
+    {.name = "value", .grammar = "0|1", .example = "1", .slot = 0, .shape = Shape::Word,
+     .heads = kOverlapWords, .required = true,
+     .store = [](KnobValue& v, const FieldRead& r) { v = (r.head == 1); },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       return FieldRead{.head = as<bool>(v) ? 1 : 0};
+     }},
+};
+
 constexpr FieldSpec kCoopFields[] = {
     {.name = "threads per row", .grammar = "t<N>", .example = "t256", .slot = 0, .shape = Shape::Number,
      .heads = kPrefixT, .r1 = {2, 1024, 1, "thread count", true}, .required = true,
@@ -355,6 +365,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; }, kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
     {Knob::Coop, "COOP", "t<N>[/v<V>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
+    {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
 };
 
 const KnobSpec& knob_spec(Knob knob) {

@@ -20,8 +20,10 @@
 #include "ir/intrinsics.hpp"
 #include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
+#include "lower/kernel/plan.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "schedule/knobs.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
 
@@ -198,9 +200,12 @@ TEST_CASE(
   const std::vector<std::string> knob_sets{
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/cp/ring",
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k8,TILE@e=f128,STAGE=d2/cp/ring",
-      // d3 and d4: the scores run one block ahead
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/cp/ring,FAST_EXP=1",
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w8x1/k8,TILE@e=f128,STAGE=d4/cp/ring",
+      // OVERLAP: P @ V one block behind the scores, the ring depth - 2 tiles ahead (TMA and cp.async)
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
+      "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d4/cp/ring,OVERLAP=1",
   };
   kir::Program all;
   int runs = 0;
@@ -240,6 +245,10 @@ TEST_CASE(
       CHECK(cuda.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
       CHECK(cuda.find("emmy_fence_proxy_async();") != std::string::npos);
       CHECK(cuda.find("ldmatrix") == std::string::npos);  // every operand through descriptors or registers
+      if (src.cli.find("OVERLAP=1") != std::string::npos) {  // applied, with one block's P @ V in flight
+        CHECK(low.plans[0].overlap);
+        CHECK(cuda.find("emmy_wgmma_wait(1);") != std::string::npos);
+      }
       interpret_all(*l->program, op, low, 9);
     }
   }
@@ -459,6 +468,36 @@ TEST_CASE("tensor cores: wgmma refusals say why") {
       lower::lower_op(*l->program, op, {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/f2x8/k4"},
                       *find_target("sm_90a")),
       doctest::Contains("its register tile is f1x1, not f2x8"), lower::LowerError);
+}
+
+TEST_CASE("tensor cores: OVERLAP=1 where it cannot apply keeps the fold in step and says why") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("sdpa");
+  // Two buffers: the pending P @ V's V and the tile landing would share one.
+  lower::Lowered d2 = lower::lower_op(
+      *l->program, op,
+      {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,OVERLAP=1"},
+      *find_target("sm_90a"));
+  REQUIRE(took_tensor_cores(d2));
+  CHECK(!d2.plans[0].overlap);
+  CHECK(d2.plans[0].no_overlap.find("fewer than three buffers") != std::string::npos);
+  CHECK(texts(d2.kernels.warnings).find("OVERLAP=1 has no effect on the fold over j") != std::string::npos);
+  CHECK(print_cuda(d2.kernels).find("emmy_wgmma_wait(1);") == std::string::npos);
+  CHECK(lower::print_plans(d2.plans).find("overlap refused: the keys' ring has fewer than three buffers") !=
+        std::string::npos);
+  // A fold without a vector field (the row log-sum-exp alone) has one product a block.
+  auto f = test::check_file(std::string(EMMY_SOURCE_DIR) + "/tests/unit/programs/fold_variants.emmy");
+  REQUIRE(!f->diags->has_errors());
+  lower::Lowered lse = lower::lower_op(
+      *f->program, f->program->ops.at("lse"),
+      {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring,OVERLAP=1"}, *find_target("sm_90a"));
+  REQUIRE(took_tensor_cores(lse));
+  CHECK(lse.plans[0].no_overlap.find("no vector field") != std::string::npos);
+  // mma.sync has no asynchronous groups: OVERLAP=1 is an error on sm_90 (E055).
+  KnobListResult r = parse_knob_list("OVERLAP=1", find_target("sm_90"));
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].code == "E055");
 }
 
 TEST_CASE("tensor cores: each field's law is decided on normal forms") {

@@ -242,7 +242,8 @@ class KernelBuilder {
                                 const std::vector<K>& b, const K& b_has);
   K shuffle_xor(const K& value, int mask);
 
-  // What the builder lowers, and the regroupings that rely on assumed laws (W053).
+  // What the builder lowers, and its warnings: regroupings that rely on assumed laws (W053), knobs a
+  // plan could not apply (W050).
   const lir::Program& loops() const { return p_; }
   const CheckedProgram& checked() const { return checked_; }
   const Knobs& knobs() const { return knobs_; }
@@ -383,7 +384,7 @@ class KernelBuilder {
   std::set<std::string> coop_axes_;                         // the thread-space axes (a row's index variables)
   int address_depth_ = 0;                                   // > 0 while a global read's subscripts are lowered
   std::map<std::string, MonoidLaws> laws_;                  // by monoid, as the algebra layer proved it
-  std::vector<Warning> law_warnings_;                       // regroupings that rely on assumed laws (W053)
+  std::vector<Warning> law_warnings_;                       // W053 (assumed laws) and W050 (knobs not applied)
   std::optional<VecChunk> vec_;
   std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;          // vector accesses the current split made

@@ -37,6 +37,8 @@ struct KernelPlan {
   std::string key_bound;                    // a fold's bound on its keys ("j <= i"), or ""
   std::string fold_update;                  // a fold's per-block update, as its monoid's normal form gives it
   bool row_fragments_in_registers = false;  // a fold's loop-invariant operand, kept in registers
+  bool overlap = false;                     // OVERLAP=1 applied: the next block's product issued early
+  std::string no_overlap;                   // where OVERLAP=1 was asked for and not applied: why
   std::vector<SlabPlan> slabs;
 };
 

@@ -112,128 +112,153 @@ void MmaTier::emit_fold(kir::Program& program) {
         slabs.push_back(&*vslab_);
       }
     }
-    stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
-      // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
-      // rows, needs no mask: only the ragged last block and the diagonal ones do.
-      std::optional<K> interior;
-      if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
-      if (key_limit && key_exact_) {  // the predicate is the bounds alone
-        // Per warp, or per warpgroup with wgmma (whose warps must take the same branch).
-        const K& rows0 = wgmma() ? group_row0_ : row0_;
-        const int64_t span = wgmma() ? 4 * rows_per_warp_ : rows_per_warp_;
-        interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
-        for (const std::optional<KeyBound>& bound : {key_limit_, key_other_}) {
-          if (!bound) continue;
-          K visible = bound->upper ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(bound->offset)))
-                                   : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + bound->offset)));
-          interior = kir::binary(kir::BinOp::And, *interior, visible);
+    const std::string orun = value_read_ ? carrier[value_field_] : std::string();
+    auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const BlockOrder& order) {
+      emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
+                                    general_ ? plan_.contraction : tir::print_expr(first_.around))));
+      emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
+      if (wgmma()) {
+        wgmma_fence();
+        for (int s = 0; s < ks; ++s) {
+          BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
+          wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
+        }
+        if (!order.overlapped) {
+          wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
+        } else {
+          wgmma_commit();
+          if (order.pending) {  // the previous block's P @ V runs under this block's softmax
+            emit(kir::comment("the previous block's P @ V, in flight under this block's softmax"));
+            issue_pv(orun, fn, ne, pf, *order.pending);
+            wgmma_commit();
+          }
+          wgmma_wait(order.pending ? 1 : 0, sc, fm * fn * 4);
         }
       }
-      auto block_math = [&](bool masked) {
-        emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
-                                      general_ ? plan_.contraction : tir::print_expr(first_.around))));
-        emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
-        if (wgmma()) {
-          wgmma_fence();
-          for (int s = 0; s < ks; ++s) {
-            BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
-            wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
-          }
-          wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
-        }
-        for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
-          if (stage_)
-            drain_fragments(
-                *kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
-                [&](int n) {
-                  return std::pair{s * kAtomK, n * kAtomN};
-                },
-                kslab_->outer.name == first_.axis.name);
-          else
-            for (int n = 0; n < fn; ++n)
-              load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
-                            axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
-          if (qslab)
-            drain_fragments(
-                *qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
-                [&](int a) {
-                  return std::pair{a * kAtomM, s * kAtomK};
-                },
-                qslab->outer.name == row_axis_.name);
-          for (int a = 0; a < fm; ++a)
-            for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
-        }
-        if (!wgmma()) issue();
-        // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
-        // absent or the key bound (col - row against a constant): per block two differences, per
-        // element two compares with constants, not each element's 64-bit indices. (The mma.sync
-        // folds keep the indices: f2x8 has no register left for the lane parts.)
-        auto lane_mask = [&]() -> std::optional<BlockMask> {
-          if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
-            return block_mask(j0, keys, chunk, key_limit);
-          return std::nullopt;
-        };
-        if (summed_) {
-          emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
-                                        masked ? ", 0 past the keys and outside the fold's predicate" : "")));
-          for_each_c(
-              fm, fn,
-              [&](int a, int n, int e, const K& row, const K& col) {
-                K slot = elem(sc, c_index(a, n, e, fn), F32);
-                enter_score(row, col, slot);
-                K w = per_score(as(b_.lower(first_.around), F32));
-                K ok = counted(col, keys);
-                b_.pop_scope();
-                emit(kir::assign(slot.reg, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
+      for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
+        if (stage_)
+          drain_fragments(
+              *kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
+              [&](int n) {
+                return std::pair{s * kAtomK, n * kAtomN};
               },
-              j0);
-          return emit_pv(carrier[value_field_], fm, fn, ne, sc, pf, vf, j0, tile0, buf);
-        }
-        if (general_) {
-          const std::optional<BlockMask> bm = lane_mask();
-          return emit_general_update(*lanes, fm, fn, sc, j0,
-                                     [&](int a, int n, int e, const K& col) -> std::optional<K> {
-                                       if (!masked) return std::nullopt;
-                                       if (bm) return element_mask(*bm, a, n, e, key_limit);
-                                       return counted(col, keys);
-                                     });
-        }
-        // Each score element: the key field's lift around the contraction, -inf where the
-        // key is past the end or the fold's predicate excludes it.
-        emit(kir::comment(fmt::format(
-            "lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
-            masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate", fold.axis.size) : "",
-            scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
-        const std::optional<BlockMask> bm = lane_mask();
-        if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
-          for_each_c(
-              fm, fn,
-              [&](int a, int n, int e, const K& row, const K& col) {
-                K slot = elem(sc, c_index(a, n, e, fn), F32);
-                enter_score(row, col, slot);
-                K v = scale_ ? slot : per_score(as(b_.lower(first_.around), F32));
-                K ok = bm ? element_mask(*bm, a, n, e, key_limit) : counted(col, keys);
-                b_.pop_scope();
-                emit(kir::assign(
-                    slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
+              kslab_->outer.name == first_.axis.name);
+        else
+          for (int n = 0; n < fn; ++n)
+            load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
+                          axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+        if (qslab)
+          drain_fragments(
+              *qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
+              [&](int a) {
+                return std::pair{a * kAtomM, s * kAtomK};
               },
-              j0);
-        emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
+              qslab->outer.name == row_axis_.name);
+        for (int a = 0; a < fm; ++a)
+          for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
+      }
+      if (!wgmma()) issue();
+      // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
+      // absent or the key bound (col - row against a constant): per block two differences, per
+      // element two compares with constants, not each element's 64-bit indices. (The mma.sync
+      // folds keep the indices: f2x8 has no register left for the lane parts.)
+      auto lane_mask = [&]() -> std::optional<BlockMask> {
+        if (wgmma() && masked && (fold.where.empty() || (key_limit && key_exact_ && !key_other_)))
+          return block_mask(j0, keys, chunk, key_limit);
+        return std::nullopt;
       };
-      // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
-      // copy of the block's math without the mask: one basic block the compiler schedules whole.
-      if (interior) {
-        std::vector<kir::Stmt> masked = b_.nested([&] { block_math(true); });
-        LaneFloats lf = lane_floats(j0);
-        lane_floats_ = &lf;
-        std::vector<kir::Stmt> fast = b_.nested([&] { block_math(false); });
-        lane_floats_ = nullptr;
-        K test = *interior;
-        if (std::optional<K> exact = lane_floats_exact(lf)) test = kir::binary(kir::BinOp::And, *exact, test);
-        emit(kir::if_then(test, std::move(fast), std::move(masked)));
-      } else
-        block_math(true);
-    });
+      if (summed_) {
+        emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
+                                      masked ? ", 0 past the keys and outside the fold's predicate" : "")));
+        for_each_c(
+            fm, fn,
+            [&](int a, int n, int e, const K& row, const K& col) {
+              K slot = elem(sc, c_index(a, n, e, fn), F32);
+              enter_score(row, col, slot);
+              K w = per_score(as(b_.lower(first_.around), F32));
+              K ok = counted(col, keys);
+              b_.pop_scope();
+              emit(kir::assign(slot.reg, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
+            },
+            j0);
+        retire_pv(orun, fm, ne, order);
+        return emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+      }
+      if (general_) {
+        const std::optional<BlockMask> bm = lane_mask();
+        return emit_general_update(*lanes, fm, fn, sc, j0,
+                                   [&](int a, int n, int e, const K& col) -> std::optional<K> {
+                                     if (!masked) return std::nullopt;
+                                     if (bm) return element_mask(*bm, a, n, e, key_limit);
+                                     return counted(col, keys);
+                                   });
+      }
+      // Each score element: the key field's lift around the contraction, -inf where the
+      // key is past the end or the fold's predicate excludes it.
+      emit(kir::comment(fmt::format(
+          "lift {}: {}{}{}", fold.fields[rescaled_.key].name, tir::print_expr(first_.around),
+          masked ? fmt::format(", masked to -inf past {} and outside the fold's predicate", fold.axis.size) : "",
+          scale_ ? "; its positive scale waits for the row max and the exponential" : "")));
+      const std::optional<BlockMask> bm = lane_mask();
+      if (!(scale_ && !masked))  // unmasked raw scores are the lift, up to the positive scale
+        for_each_c(
+            fm, fn,
+            [&](int a, int n, int e, const K& row, const K& col) {
+              K slot = elem(sc, c_index(a, n, e, fn), F32);
+              enter_score(row, col, slot);
+              K v = scale_ ? slot : per_score(as(b_.lower(first_.around), F32));
+              K ok = bm ? element_mask(*bm, a, n, e, key_limit) : counted(col, keys);
+              b_.pop_scope();
+              emit(kir::assign(
+                  slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
+            },
+            j0);
+      emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+    };
+    if (plan_.overlap)
+      emit_overlapped_keys(
+          jv, keys_lo, keys, chunk, slabs,
+          [&](const K& j0, const K& buf, bool masked, const BlockOrder& order) {
+            block_math(j0, buf, [] {}, masked, order);
+          },
+          [&](const K& buf) {
+            wgmma_fence();
+            issue_pv(orun, fn, ne, pf, buf);
+            wgmma_commit();
+            wgmma_wait(0, orun, fm * ne * 4);
+          });
+    else
+      stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
+        // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
+        // rows, needs no mask: only the ragged last block and the diagonal ones do.
+        std::optional<K> interior;
+        if (fold.where.empty()) interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
+        if (key_limit && key_exact_) {  // the predicate is the bounds alone
+          // Per warp, or per warpgroup with wgmma (whose warps must take the same branch).
+          const K& rows0 = wgmma() ? group_row0_ : row0_;
+          const int64_t span = wgmma() ? 4 * rows_per_warp_ : rows_per_warp_;
+          interior = kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), keys);
+          for (const std::optional<KeyBound>& bound : {key_limit_, key_other_}) {
+            if (!bound) continue;
+            K visible = bound->upper ? kir::binary(kir::BinOp::Le, add(j0, i64(chunk)), add(rows0, i64(bound->offset)))
+                                     : kir::binary(kir::BinOp::Ge, j0, add(rows0, i64(span - 1 + bound->offset)));
+            interior = kir::binary(kir::BinOp::And, *interior, visible);
+          }
+        }
+        // The interior blocks (all but the ragged last and the diagonal ones) run a straight-line
+        // copy of the block's math without the mask: one basic block the compiler schedules whole.
+        if (interior) {
+          std::vector<kir::Stmt> masked = b_.nested([&] { block_math(j0, buf, issue, true, {}); });
+          LaneFloats lf = lane_floats(j0);
+          lane_floats_ = &lf;
+          std::vector<kir::Stmt> fast = b_.nested([&] { block_math(j0, buf, issue, false, {}); });
+          lane_floats_ = nullptr;
+          K test = *interior;
+          if (std::optional<K> exact = lane_floats_exact(lf)) test = kir::binary(kir::BinOp::And, *exact, test);
+          emit(kir::if_then(test, std::move(fast), std::move(masked)));
+        } else
+          block_math(j0, buf, issue, true, {});
+      });
     if (general_) return emit_general_results(*lanes, fm, rows);
     emit_fold_results(carrier, fm, ne, tile0, rows);
   };
@@ -383,7 +408,7 @@ std::optional<K> MmaTier::key_scale(const lir::Stmt& fold) {
 
 void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
                                  const std::string& pf, const std::string& vf, const K& j0, const K& tile0,
-                                 const K& buf) {
+                                 const K& buf, const BlockOrder& order) {
   const lir::Stmt& fold = *fold_;
   const std::string& mrun = carrier[rescaled_.key];
   const double ninf = -std::numeric_limits<double>::infinity();
@@ -471,6 +496,7 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   };
   // Once a row's max settles its rescale is exactly 1: past the target's ratio of o's elements
   // a thread to the block's keys, the multiplies are skipped unless a row of the thread moved.
+  retire_pv(orun, fm, ne, order);
   const int skip = b_.knobs().rescale_skip_per_key;
   if (skip > 0 && fm * ne * 4 > skip * fn * kAtomN && !key_limit_) {
     std::optional<K> moved;
@@ -482,11 +508,23 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   } else {
     rescale_o();
   }
-  emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
+  emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+}
+
+void MmaTier::issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf) {
+  for (int step = 0; step < fn / 2; ++step)
+    wgmma_step(orun, ne * kAtomN, {pf, step * 4, {}}, b_operand(*vslab_, buf, fold_->axis.name, step));
+}
+
+void MmaTier::retire_pv(const std::string& orun, int fm, int ne, const BlockOrder& order) {
+  if (!order.pending) return;
+  emit(kir::comment("the previous block's P @ V completes: o in this block's frame, its P registers free"));
+  wgmma_wait(0, orun, fm * ne * 4);
+  if (order.release) release(*order.pending);
 }
 
 void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-                      const std::string& vf, const K& j0, const K& tile0, const K& buf) {
+                      const std::string& vf, const K& j0, const K& tile0, const K& buf, const BlockOrder& order) {
   const lir::Stmt& fold = *fold_;
   const std::vector<RepackSource> repack = c_to_a_map();
   kir::IntrinsicId cvt =
@@ -500,9 +538,9 @@ void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std
                             {elem(sc, c_index(0, 2 * step + hi.atom, hi.elem, fn), F32),
                              elem(sc, c_index(0, 2 * step + lo.atom, lo.elem, fn), F32)}));
       }
+    if (order.overlapped) return;  // issued after the next block's scores, or after the last block
     wgmma_fence();
-    for (int step = 0; step < fn / 2; ++step)
-      wgmma_step(orun, ne * kAtomN, {pf, step * 4, {}}, b_operand(*vslab_, buf, fold.axis.name, step));
+    issue_pv(orun, fn, ne, pf, buf);
     wgmma_done(orun, ne * 4);
     return;
   }

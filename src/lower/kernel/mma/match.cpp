@@ -453,10 +453,30 @@ bool MmaTier::plan_staging() {
   if (!plan_.row_fragments_in_registers &&
       !plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, bound, 1, wgmma()))
     return false;
+  if (b_.knobs().overlap) plan_overlap();
   if (!stage_) return true;
   if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
   return !value_read_ ||
          plan_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile, 0, wgmma());
+}
+
+void MmaTier::plan_overlap() {
+  // The next block's scores go out before this block's elementwise work, and P @ V one block
+  // behind: a ring of three buffers or more (the tile landing, the one whose P @ V is pending,
+  // the one being scored), a vector field to overlap with, and the asynchronous wgmma groups.
+  if (!wgmma())
+    plan_.no_overlap = "the atom is mma.sync, whose products complete in order (OVERLAP needs wgmma)";
+  else if (!value_read_ || general_)
+    plan_.no_overlap = "the fold has no vector field: one product a block, nothing to issue ahead of it";
+  else if (!stage_ || !stage_->ring || stage_->depth < 3)
+    plan_.no_overlap =
+        "the keys' ring has fewer than three buffers (STAGE=d3/.../ring or deeper: one landing, one whose P @ V is "
+        "pending, one scored)";
+  else
+    plan_.overlap = true;
+  if (!plan_.no_overlap.empty())
+    b_.law_warnings().push_back(
+        {"W050", fmt::format("OVERLAP=1 has no effect on the fold over {}: {}", fold_->axis.name, plan_.no_overlap)});
 }
 
 void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {

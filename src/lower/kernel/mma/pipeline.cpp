@@ -14,15 +14,7 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
   const bool boxes_only = barrier_free && dist > 0 && !slabs.empty() &&
                           std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
   if (boxes_only && tma_free_.empty()) tma_free_setup();
-  auto fill_all = [&](const K& buf, const K& origin) {
-    std::vector<const Slab*> boxes;
-    for (const Slab* sl : slabs)
-      if (sl->map.empty())
-        fill_tile(*sl, buf, origin);
-      else
-        boxes.push_back(sl);
-    if (!boxes.empty()) tma_fill(boxes, buf, origin, boxes_only);
-  };
+  auto fill_all = [&](const K& buf, const K& origin) { fill_stage(slabs, buf, origin, boxes_only); };
   if (stage_ && dist > 0) {
     emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
     for (int p = 0; p < dist; ++p) {
@@ -83,6 +75,16 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
   emit(std::move(f));
   // The slabs are free for whatever fills them next (another register tile's prologue).
   if (stage_ && !(dist == 0 && depth == 1)) emit(kir::barrier());
+}
+
+void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {
+  std::vector<const Slab*> boxes;
+  for (const Slab* sl : slabs)
+    if (sl->map.empty())
+      fill_tile(*sl, buf, origin);
+    else
+      boxes.push_back(sl);
+  if (!boxes.empty()) tma_fill(boxes, buf, origin, wait_free);
 }
 
 void MmaTier::drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces, const K& row_dyn, const K& col_dyn,

@@ -57,6 +57,9 @@ class MmaTier {
 
   static bool is_or_flag(const algebra::MonoidTerms& m, size_t f);
 
+  // OVERLAP=1 on a fold: applied (plan_.overlap), or refused with the reason (plan_.no_overlap).
+  void plan_overlap();
+
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
 
   // The body as one fold: its one reduction whose elements read another (the contraction) — a
@@ -239,6 +242,10 @@ class MmaTier {
   // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
   // the results are pinned after the wait (no use of them moves above it).
   void wgmma_done(const std::string& acc, int regs, const std::function<void()>& under = {});
+  void wgmma_commit();
+  // wgmma.wait_group `pending`: every group but the newest `pending` complete; acc[0 .. regs),
+  // written by the groups it retires, pinned after it.
+  void wgmma_wait(int pending, const std::string& acc, int regs);
 
   // The global element index the slab's read has at (outer, inner), the indices unclamped.
   K element_index(const Slab& s, const K& outer, const K& inner);
@@ -314,6 +321,10 @@ class MmaTier {
   static std::pair<K, K> tile_base(const Slab& s, const K& origin);
 
   void fill_tile(const Slab& s, const K& buf, const K& origin);
+
+  // Fills buffer `buf` with every slab's tile at `origin`: TMA boxes where the slab has a map
+  // (the issuer first waiting for the buffer's release with `wait_free`), else cp.async.
+  void fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
 
   // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the
   // block waits for the tile's copies before computing; with the ring the copies of the next
@@ -427,15 +438,46 @@ class MmaTier {
   K exp_of_difference(const K& x, const K& y) const { return b_.exp_value(kir::binary(kir::BinOp::Sub, x, y)); }
   bool fast_exp() const { return b_.knobs().fast_exp; }
 
+  // How a key block's P @ V is ordered. In step (overlapped = false): repacked, issued and waited
+  // for within the block. Overlapped (OVERLAP=1): the previous block's P @ V, reading V from
+  // buffer `pending` (none for the first block), is issued right after this block's scores and
+  // waited for before o's rescale; this block's P is only repacked, for the next block to issue.
+  struct BlockOrder {
+    bool overlapped = false;
+    std::optional<K> pending;
+    bool release = false;  // the pending buffer is released (its free mbarrier) once its P @ V completes
+  };
+  // A key block's math, as emit_fold builds it: the block at j0 in buffer `buf`, its mask or not.
+  using BlockMath = std::function<void(const K& j0, const K& buf, bool masked, const BlockOrder& order)>;
+
+  // OVERLAP: the key blocks [lo, keys) as consecutive loops, each a straight line (no wgmma group
+  // may stay in flight across a branch: ptxas would serialize every wgmma): the first block, the
+  // masked blocks before the interior, the interior blocks unmasked, the masked blocks after.
+  // The ring runs depth - 2 tiles ahead, so the buffer whose P @ V is pending is never refilled;
+  // `last_pv` issues the last block's P @ V from its buffer once past the loops.
+  void emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
+                            const std::vector<const Slab*>& slabs, const BlockMath& math,
+                            const std::function<void(const K& buf)>& last_pv);
+  // This thread is done with buffer `buf`: an arrival on its free mbarrier (where TMA fills it).
+  void release(const K& buf);
+  // The interior blocks' range [begin, end) on the block grid from lo, the same for every warp
+  // of the block (the ring's barriers meet): keys no row of the block masks.
+  std::pair<K, K> interior_range(const K& lo, const K& keys, int chunk);
+
   // One key block through the carrier: new row max, rescale factor, p = exp(s - max), the
   // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
   void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
-                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf);
+                          const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf,
+                          const BlockOrder& order);
 
   // o += P @ V for the block: P, the scores' registers, repacked from C to A fragments (with
-  // wgmma, every k16 step's, then one batch reading V in place).
+  // wgmma, every k16 step's, then one batch reading V in place; overlapped, the repack alone).
   void emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-               const std::string& vf, const K& j0, const K& tile0, const K& buf);
+               const std::string& vf, const K& j0, const K& tile0, const K& buf, const BlockOrder& order);
+  // The wgmma batch o += P @ V with V's tile in buffer `buf` (not committed).
+  void issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf);
+  // Overlapped with a P @ V pending: waits for it (o's registers pinned after the wait).
+  void retire_pv(const std::string& orun, int fm, int ne, const BlockOrder& order);
 
   // After the keys: the fold's results and the tile's stores, per C element of the vector
   // field (or per row when there is none), guarded to the rows and tile columns that exist.

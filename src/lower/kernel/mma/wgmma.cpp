@@ -54,9 +54,15 @@ void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const
 }
 
 void MmaTier::wgmma_done(const std::string& acc, int regs, const std::function<void()>& under) {
-  emit(kir::intrinsic(kir::IntrinsicId::WgmmaCommit, {}, {}));
+  wgmma_commit();
   if (under) under();
-  emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {0}));
+  wgmma_wait(0, acc, regs);
+}
+
+void MmaTier::wgmma_commit() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaCommit, {}, {})); }
+
+void MmaTier::wgmma_wait(int pending, const std::string& acc, int regs) {
+  emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {pending}));
   for (int i = 0; i < regs; ++i) emit(kir::intrinsic(kir::IntrinsicId::RegFence, {{acc, i}}, {elem(acc, i, F32)}));
 }
 
