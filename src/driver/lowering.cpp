@@ -108,8 +108,7 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
       for (size_t at = 0; at < r.log.size();) {
         size_t end = std::min(r.log.find('\n', at), r.log.size());
         std::string_view line(r.log.data() + at, end - at);
-        if (line.find("serialized") != std::string_view::npos)
-          err << "// " << line << "\n";
+        if (line.find("serialized") != std::string_view::npos) err << "// " << line << "\n";
         at = end + 1;
       }
     } catch (const std::runtime_error& e) {

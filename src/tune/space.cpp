@@ -25,6 +25,7 @@ constexpr int kChunks[] = {2, 4, 8};  // k<K>: K steps of 16 a chunk
 struct StageRow {
   const char* value;
   Feature needs;
+  int depth = 0;  // its buffers (OVERLAP needs 3)
 };
 constexpr StageRow kMmaStages[] = {{"", Feature::None},
                                    {"d1/cp", Feature::CpAsync},
@@ -34,11 +35,11 @@ constexpr StageRow kMmaStages[] = {{"", Feature::None},
                                    {"d2/tma/ring", Feature::Tma},
                                    {"d3/tma/ring", Feature::Tma},
                                    {"d4/tma/ring", Feature::Tma}};
-constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync},
-                                     {"d3/cp/ring", Feature::CpAsync},
-                                     {"d2/tma/ring", Feature::Tma},
-                                     {"d3/tma/ring", Feature::Tma},
-                                     {"d4/tma/ring", Feature::Tma}};
+constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
+                                     {"d3/cp/ring", Feature::CpAsync, 3},
+                                     {"d2/tma/ring", Feature::Tma, 2},
+                                     {"d3/tma/ring", Feature::Tma, 3},
+                                     {"d4/tma/ring", Feature::Tma, 4}};
 constexpr int kWgmmaN[] = {64, 128};
 constexpr int kWgmmaWarps[] = {4, 8, 16};  // w<M>x1: M / 4 warpgroups
 constexpr int kValueTiles[] = {64, 128};   // TILE@<the output's last axis>: a fold's value columns a CTA
@@ -176,11 +177,16 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
       for (int k : kChunks)
         for (const StageRow& s : kWgmmaStages) {
           if (!target_has(target, s.needs)) continue;
+          // OVERLAP on a fold whose ring has a buffer for the P @ V in flight (a contraction's is
+          // refused until WSPEC lowers: the tuner does not spend builds on it).
+          std::vector<std::string> overlap{""};
+          if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
-              b.add(join({fold ? "PLACE=fuse" : "",
-                          fmt::format("TILE=a:{}/w{}x1/k{}", mma_atom(op, fmt::format("wgmma_m64n{}k16", n)), w, k), v,
-                          fmt::format("STAGE={}", s.value), fe}));
+              for (const std::string& ov : overlap)
+                b.add(join({fold ? "PLACE=fuse" : "",
+                            fmt::format("TILE=a:{}/w{}x1/k{}", mma_atom(op, fmt::format("wgmma_m64n{}k16", n)), w, k),
+                            v, fmt::format("STAGE={}", s.value), fe, ov}));
         }
 }
 

@@ -160,8 +160,8 @@ TEST_CASE("targets: feature table") {
 // Names
 
 TEST_CASE("knobs: names and lookup") {
-  CHECK(knob_names() ==
-        std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC", "RASTER", "FAST_EXP", "COOP", "OVERLAP"});
+  CHECK(knob_names() == std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC", "RASTER", "FAST_EXP",
+                                                      "COOP", "OVERLAP"});
   for (std::string_view name : knob_names()) {
     auto k = find_knob(name);
     REQUIRE(k);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "algebra/discover.hpp"
@@ -244,7 +245,7 @@ TEST_CASE(
       const std::string cuda = print_cuda(low.kernels);
       CHECK(cuda.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
       CHECK(cuda.find("emmy_fence_proxy_async();") != std::string::npos);
-      CHECK(cuda.find("ldmatrix") == std::string::npos);  // every operand through descriptors or registers
+      CHECK(cuda.find("ldmatrix") == std::string::npos);     // every operand through descriptors or registers
       if (src.cli.find("OVERLAP=1") != std::string::npos) {  // applied, with one block's P @ V in flight
         CHECK(low.plans[0].overlap);
         CHECK(cuda.find("emmy_wgmma_wait(1);") != std::string::npos);
@@ -484,16 +485,41 @@ TEST_CASE("tensor cores: OVERLAP=1 where it cannot apply keeps the fold in step 
   CHECK(d2.plans[0].no_overlap.find("fewer than three buffers") != std::string::npos);
   CHECK(texts(d2.kernels.warnings).find("OVERLAP=1 has no effect on the fold over j") != std::string::npos);
   CHECK(print_cuda(d2.kernels).find("emmy_wgmma_wait(1);") == std::string::npos);
-  CHECK(lower::print_plans(d2.plans).find("overlap refused: the keys' ring has fewer than three buffers") !=
+  CHECK(lower::print_plans(d2.plans).find("overlap refused: the ring has fewer than three buffers") !=
         std::string::npos);
   // A fold without a vector field (the row log-sum-exp alone) has one product a block.
   auto f = test::check_file(std::string(EMMY_SOURCE_DIR) + "/tests/unit/programs/fold_variants.emmy");
   REQUIRE(!f->diags->has_errors());
-  lower::Lowered lse = lower::lower_op(
-      *f->program, f->program->ops.at("lse"),
-      {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring,OVERLAP=1"}, *find_target("sm_90a"));
+  lower::Lowered lse = lower::lower_op(*f->program, f->program->ops.at("lse"),
+                                       {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring,OVERLAP=1"},
+                                       *find_target("sm_90a"));
   REQUIRE(took_tensor_cores(lse));
   CHECK(lse.plans[0].no_overlap.find("no vector field") != std::string::npos);
+  // Overlapped, every operation on the carrier happens in the in-step order: the same bits, with
+  // interior, diagonal and ragged blocks (causal, T past two blocks) and hostile inputs.
+  for (const char* name : {"sdpa", "sdpa_causal"}) {
+    CAPTURE(name);
+    const CheckedOp& o = l->program->ops.at(name);
+    const std::string in_step =
+        "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1";
+    lower::Lowered a = lower::lower_op(*l->program, o, {nullptr, "", in_step}, *find_target("sm_90a"));
+    lower::Lowered b = lower::lower_op(*l->program, o, {nullptr, "", in_step + ",OVERLAP=1"}, *find_target("sm_90a"));
+    REQUIRE(b.plans[0].overlap);
+    const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 300}, {"T", 300}, {"D", 40}, {"E", 24}};
+    for (std::optional<HostileKind> kind :
+         {std::optional<HostileKind>{}, std::optional{HostileKind::NegInfRows}, std::optional{HostileKind::Large}}) {
+      TensorMap inputs = kind ? hostile_inputs(o, sizes, 4, *kind) : random_inputs(o, sizes, 4);
+      TensorMap x = inputs, y = inputs;
+      run_simt(a.kernels, sizes, x, {});
+      run_simt(b.kernels, sizes, y, {});
+      const std::vector<double>&xo = x.at("o").data, &yo = y.at("o").data;
+      REQUIRE(xo.size() == yo.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < xo.size(); ++i)
+        if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
+      CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+    }
+  }
   // mma.sync has no asynchronous groups: OVERLAP=1 is an error on sm_90 (E055).
   KnobListResult r = parse_knob_list("OVERLAP=1", find_target("sm_90"));
   REQUIRE(r.errors.size() == 1);

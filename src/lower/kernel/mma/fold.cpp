@@ -186,12 +186,11 @@ void MmaTier::emit_fold(kir::Program& program) {
       }
       if (general_) {
         const std::optional<BlockMask> bm = lane_mask();
-        return emit_general_update(*lanes, fm, fn, sc, j0,
-                                   [&](int a, int n, int e, const K& col) -> std::optional<K> {
-                                     if (!masked) return std::nullopt;
-                                     if (bm) return element_mask(*bm, a, n, e, key_limit);
-                                     return counted(col, keys);
-                                   });
+        return emit_general_update(*lanes, fm, fn, sc, j0, [&](int a, int n, int e, const K& col) -> std::optional<K> {
+          if (!masked) return std::nullopt;
+          if (bm) return element_mask(*bm, a, n, e, key_limit);
+          return counted(col, keys);
+        });
       }
       // Each score element: the key field's lift around the contraction, -inf where the
       // key is past the end or the fold's predicate excludes it.
@@ -216,10 +215,11 @@ void MmaTier::emit_fold(kir::Program& program) {
       emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
     };
     if (plan_.overlap)
-      emit_overlapped_keys(
+      emit_overlapped_stream(
           jv, keys_lo, keys, chunk, slabs,
           [&](const K& j0, const K& buf, bool masked, const BlockOrder& order) {
-            block_math(j0, buf, [] {}, masked, order);
+            block_math(
+                j0, buf, [] {}, masked, order);
           },
           [&](const K& buf) {
             wgmma_fence();

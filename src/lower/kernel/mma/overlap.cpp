@@ -1,5 +1,5 @@
-// OVERLAP on a fold: the key blocks as straight-line loops over the ring, each block's scores
-// issued while the previous block's P @ V is still on the tensor cores.
+// OVERLAP: the streamed axis as straight-line loops over the ring, each block's product issued
+// while the previous block's is still on the tensor cores (a fold's P @ V, a contraction's chunk).
 #include "lower/kernel/mma/tier.hpp"
 
 namespace emmy::lower::detail {
@@ -26,9 +26,9 @@ void MmaTier::release(const K& buf) {
                     {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
 }
 
-void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
-                                   const std::vector<const Slab*>& slabs, const BlockMath& math,
-                                   const std::function<void(const K& buf)>& last_pv) {
+void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const K& keys, int chunk,
+                                     const std::vector<const Slab*>& slabs, const BlockMath& math,
+                                     const std::function<void(const K& buf)>& last_pv) {
   using kir::BinOp;
   const int depth = stage_->depth, ahead = depth - 2;
   EMMY_INTERNAL_ASSERT(ahead >= 1 && stage_->ring, "OVERLAP without a ring of three buffers (the plan checks it)");
@@ -36,9 +36,10 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
   // free mbarrier) once the P @ V that read it completes; the warpgroups need not meet each block.
   const bool boxes_only = std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
   if (boxes_only && tma_free_.empty()) tma_free_setup();
-  emit(kir::comment(fmt::format("overlap: each block's scores issued before the previous block's P @ V completes; "
-                                "the ring {} tile{} ahead (one buffer stays with the pending P @ V){}",
-                                ahead, ahead == 1 ? "" : "s", boxes_only ? ", no block barrier a tile" : "")));
+  emit(
+      kir::comment(fmt::format("overlap: each block's product issued before the previous block's completes; "
+                               "the ring {} tile{} ahead (one buffer stays with the product in flight){}",
+                               ahead, ahead == 1 ? "" : "s", boxes_only ? ", no block barrier a tile" : "")));
   emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", ahead)));
   for (int p = 0; p < ahead; ++p) {
     K origin = add(lo, i64(int64_t{p} * chunk));
@@ -84,7 +85,7 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
   const K after_first = let(b_.fresh("keys_first"), kir::binary(BinOp::Min, add(lo, i64(chunk)), keys));
   segments[0].end = after_first;
   // Interior blocks exist where the predicate is absent or is the key bounds alone.
-  if (fold_->where.empty() || (key_limit_ && key_exact_)) {
+  if (fold_ && (fold_->where.empty() || (key_limit_ && key_exact_))) {
     Segment before{b_.fresh(var), {}, {}}, inner{b_.fresh(var), {}, {}};
     before.body = body(before.var, true, false);
     LaneFloats lf = lane_floats(kir::var({inner.var}, I64));
@@ -112,7 +113,7 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
     emit(std::move(f));
     begin = s.end;
   }
-  emit(kir::comment("the last block's P @ V"));
+  emit(kir::comment(fold_ ? "the last block's P @ V" : "the last chunk completes"));
   emit(kir::if_then(lt(lo, keys), b_.nested([&] {
     K last = let(b_.fresh("last_buf"), wrap(add(buf, ci32(depth - 1))));
     last_pv(last);
