@@ -8,11 +8,11 @@ OUT=${OUT:-/tmp/emmy-out}
 mkdir -p "$OUT"
 export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
 [ -f "$B/COMMIT" ] && export EMMY_COMMIT="$(cat "$B/COMMIT")"
-# compute-sanitizer memcheck and racecheck on each `emmyc run` argument list given (one string
-# each, split on spaces): a line per run with the exit status and the tool's summary.
+# compute-sanitizer memcheck, racecheck and synccheck on each `emmyc run` argument list given (one
+# string each, split on spaces): a line per run with the exit status and the tool's summary.
 sanitize() {
   local tool run
-  for tool in memcheck racecheck; do
+  for tool in memcheck racecheck synccheck; do
     for run in "$@"; do
       compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run --no-cache > "$OUT/san.log" 2>&1
       echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"

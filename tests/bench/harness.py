@@ -64,6 +64,7 @@ ROW_SHAPES = [(32768, 8192), (4097, 1000)]
 MATMUL_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 777, 1023)]  # (M, N, K)
 # Decode: one query row against a long KV cache, (B, H, T, D) with S = 1 (split-KV's case).
 DECODE_SHAPES = [(8, 32, 16384, 128)]
+GQA_SHAPES = [(2, 32, 4, 2048, 128)]  # (B, H query heads, KH key/value heads, S, D): issue 25's row, not causal
 # Emmy's portable targets: a "[default]" row runs the device's (sm_90 on an H200) by name, since
 # emmy.load without a target picks the arch-specific one (sm_90a), whose rows are labelled so.
 PORTABLE_TARGETS = ("sm_80", "sm_90", "sm_120")
@@ -78,7 +79,8 @@ TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-
 
 PEER_BUDGET_S = 0.25      # launch time per peer measurement
 EMMY_CASE_BUDGET_S = 1.0  # launch time per Emmy measurement (after its first timed launch)
-EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0, "matmul": 40.0}
+EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "gqa": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0,
+                        "matmul": 40.0}
 
 # ---- Triton: a compact FA-2-style forward kernel (disabled, with a note, if Triton is missing) --
 
@@ -648,7 +650,30 @@ class Harness:
         self.run_case(("sdpa", label), body)
         self.finish_case(start, "torch FA-2 (flash)")
 
-    def measure_torch_sdpa(self, base, qkv, causal, backends, ref, tols, work):
+    def case_gqa(self, B, H, KH, S, D):
+        """Grouped-query attention: H query heads over KH key/value heads (std.nn's sdpa_gqa)."""
+        label = f"B={B} H={H} KH={KH} S={S} D={D}"
+        start = len(self.rows)
+        work = 4.0 * B * H * S * S * D
+        base = {"op": "gqa", "case": label, "shape": {"B": B, "H": H, "KH": KH, "S": S, "T": S, "D": D, "E": D},
+                "causal": False, "work": work}
+
+        def body():
+            gen = torch.Generator(device="cuda").manual_seed(5)
+            q = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16, generator=gen)
+            k, v = (torch.randn(B, KH, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(2))
+            ref = [sdpa_reference(q, k.repeat_interleave(H // KH, dim=1), v.repeat_interleave(H // KH, dim=1), False)]
+            tols = TOL["sdpa"]
+            self.measure_torch_sdpa(base, (q, k, v), False, (None, "flash", "cudnn"), ref, tols, work, gqa=True)
+            tiny = tuple(torch.randn(1, h, 16, D, device="cuda", dtype=torch.float16) for h in (H // KH, 1, 1))
+            seen = {}
+            for var in self.variants_for("gqa", ROOT / "stdlib" / "nn.emmy", "sdpa_gqa"):
+                self.measure_emmy(base, var, (q, k, v), tiny, ref, tols, work, "TFLOP/s", seen)
+
+        self.run_case(("gqa", label), body)
+        self.finish_case(start, "torch SDPA (default backend)")
+
+    def measure_torch_sdpa(self, base, qkv, causal, backends, ref, tols, work, gqa=False):
         """PyTorch's scaled_dot_product_attention, each backend forced (None: torch's own choice)."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
         table = {None: (None, "torch SDPA (default backend)"),
@@ -656,7 +681,8 @@ class Harness:
                  "cudnn": (SDPBackend.CUDNN_ATTENTION, "torch cuDNN"),
                  "efficient": (SDPBackend.EFFICIENT_ATTENTION, "torch mem-efficient")}
         q, k, v = qkv
-        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        run = ((lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)) if gqa else
+               (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
         for key in backends:
             backend, name = table[key]
             with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
@@ -764,6 +790,9 @@ class Harness:
         if not self.quick:
             out += [(f"decode B={b} H={h} T={t} D={d}", (lambda b=b, h=h, t=t, d=d: self.case_decode(b, h, t, d)))
                     for b, h, t, d in DECODE_SHAPES]
+            out += [(f"gqa B={b} H={h} KH={kh} S={s_} D={d}",
+                     (lambda b=b, h=h, kh=kh, s_=s_, d=d: self.case_gqa(b, h, kh, s_, d)))
+                    for b, h, kh, s_, d in GQA_SHAPES]
         return out
 
     def run(self):
@@ -815,7 +844,8 @@ class Harness:
         families = [("sdpa", "Attention forward (f16, B,H,S,D; T = S, E = D)"), ("softmax", "Softmax (f16, N x C)"),
                     ("layernorm", "LayerNorm (f16, N x C)"), ("rmsnorm", "RMSNorm (f16, N x C)"),
                     ("matmul", "Matmul (f16 in, f16 out, f32 accumulate)"),
-                    ("decode", "Decode attention (f16, one query row, B,H,T,D; 4·B·H·T·D FLOPs)")]
+                    ("decode", "Decode attention (f16, one query row, B,H,T,D; 4·B·H·T·D FLOPs)"),
+                    ("gqa", "Grouped-query attention (f16, H query heads over KH key/value heads; 4·B·H·S²·D FLOPs)")]
         for fam, title in families:
             rows = [r for r in self.rows if r["op"] == fam]
             if not rows:
@@ -873,7 +903,8 @@ def plot(rows, path, meta):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fams = [f for f in ("sdpa", "softmax", "layernorm", "rmsnorm", "matmul", "decode") if any(r["op"] == f for r in rows)]
+    fams = [f for f in ("sdpa", "softmax", "layernorm", "rmsnorm", "matmul", "decode", "gqa")
+            if any(r["op"] == f for r in rows)]
     if not fams:
         return
     fig, axes = plt.subplots(len(fams), 1, figsize=(16, 4.8 * len(fams)), squeeze=False)

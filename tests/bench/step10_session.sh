@@ -11,14 +11,9 @@ if [ -z "${HARNESS_ONLY:-}" ]; then
   timeout "${GPU_TESTS_TIMEOUT:-240}" "$B/emmy_gpu_tests" --ops="$GPU_OPS" > "$OUT/gpu_tests.txt" 2>&1
   echo "exit $?"; tail -6 "$OUT/gpu_tests.txt"
   step compute-sanitizer
-  for tool in memcheck racecheck synccheck; do
-    for run in "--op sdpa --schedule wgmma-hd128 --shape B=1,H=2,S=200,T=300,D=128,E=128" \
-               "--op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
-               "--op sdpa_causal --schedule wgmma-hd128 --shape B=1,H=2,S=257,D=96,E=96"; do
-      compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run stdlib/nn.emmy --target sm_90a $run --no-cache > "$OUT/san.log" 2>&1
-      echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
-    done
-  done
+  sanitize "stdlib/nn.emmy --target sm_90a --op sdpa --schedule wgmma-hd128 --shape B=1,H=2,S=200,T=300,D=128,E=128" \
+           "stdlib/nn.emmy --target sm_90a --op sdpa_causal --shape B=1,H=2,S=300,D=64,E=64" \
+           "stdlib/nn.emmy --target sm_90a --op sdpa_causal --schedule wgmma-hd128 --shape B=1,H=2,S=257,D=96,E=96"
 fi
 step harness
 args=()

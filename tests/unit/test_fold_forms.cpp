@@ -142,6 +142,29 @@ bool write_after_commit(std::vector<kir::Stmt>& body, std::optional<kir::Reg>& a
   return false;
 }
 
+// After every wgmma that reads A from registers, at its group's commit, a write of that A register
+// (in every loop: some run no trip at a given shape). The number of writes inserted.
+int write_a_after_commit(std::vector<kir::Stmt>& body, std::optional<kir::Reg>& a) {
+  int inserted = 0;
+  std::optional<kir::Reg> pending;
+  for (size_t i = 0; i < body.size(); ++i) {
+    kir::Stmt& st = body[i];
+    if (st.kind == kir::Stmt::Kind::Intrinsic && kir::wgmma_a_in_registers(static_cast<kir::IntrinsicId>(st.intrinsic)))
+      pending = st.args[0].reg;
+    if (st.kind == kir::Stmt::Kind::Intrinsic && st.intrinsic == static_cast<int>(kir::IntrinsicId::WgmmaCommit) &&
+        pending) {
+      body.insert(body.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  kir::assign(*pending, kir::ci(0, kir::ScalarType::U32)));
+      a = pending;
+      pending.reset();
+      ++inserted;
+      continue;
+    }
+    inserted += write_a_after_commit(st.body, a) + write_a_after_commit(st.orelse, a);
+  }
+  return inserted;
+}
+
 std::string simt_message(const kir::Program& p, const SizeBindings& sizes, TensorMap buffers) {
   try {
     run_simt(p, sizes, buffers, {});
@@ -153,7 +176,9 @@ std::string simt_message(const kir::Program& p, const SizeBindings& sizes, Tenso
 
 }  // namespace
 
-TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read or written before its wait_group") {
+TEST_CASE(
+    "tensor cores: the interpreter reports a wgmma accumulator read or written, or its A registers written, before its "
+    "wait_group") {
   auto c = check_as(DType::F16);
   REQUIRE(!c->diags->has_errors());
   const CheckedOp& op = c->program->ops.at("alibi");
@@ -175,6 +200,20 @@ TEST_CASE("tensor cores: the interpreter reports a wgmma accumulator read or wri
   REQUIRE(write_after_commit(racing.kernels.front().body, acc));
   err = simt_message(racing, sizes, inputs);
   CHECK_MESSAGE(err.find("write of " + acc->name) != std::string::npos, err);
+  // P @ V reads P from registers: overwriting P before the group's wait races with it too (what
+  // OVERLAP's repack, which waits for the previous block's P @ V first, must not do).
+  lower::Lowered ov = lower::lower_op(
+      *c->program, op, {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,OVERLAP=1"},
+      *find_target("sm_90a"));
+  REQUIRE(ov.plans[0].overlap);
+  TensorMap fine = inputs;
+  CHECK_NOTHROW(run_simt(ov.kernels, sizes, fine, {}));
+  kir::Program clobbered = ov.kernels;
+  std::optional<kir::Reg> a;
+  REQUIRE(write_a_after_commit(clobbered.kernels.front().body, a) > 0);
+  err = simt_message(clobbered, sizes, inputs);
+  CHECK_MESSAGE(err.find("write of " + a->name) != std::string::npos, err);
+  CHECK_MESSAGE(err.find("A operand (registers)") != std::string::npos, err);
   CHECK_MESSAGE(err.find("before wgmma.wait_group") != std::string::npos, err);
 }
 

@@ -241,8 +241,9 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
        "kept the hand-written block of sdpa for sm_90 as \"hand\" (line 135) and added the tuned one after it (line "
        "144)"},
       {"nn.emmy",
-       {"sdpa_gqa", "sm_90a", sdpa_knobs, comment},
-       "added the tuned block of sdpa_gqa for sm_90a after the last schedule of sdpa_gqa (for sm_90) (line 349)"},
+       {"sdpa_explicit", "sm_90a", sdpa_knobs, comment},
+       "added the tuned block of sdpa_explicit for sm_90a after the last schedule of sdpa_explicit (for sm_90 as "
+       "\"scalar-baseline\") (line 386)"},
       {"nn.emmy",
        {"logsumexp", "sm_90", {{"COOP", "t128/v8"}}, comment},
        "added the tuned block of logsumexp for sm_90 after op logsumexp (line 28)"},

@@ -215,7 +215,7 @@ void MmaTier::emit_fold(kir::Program& program) {
       emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
     };
     if (plan_.overlap)
-      emit_overlapped_stream(
+      emit_overlapped_keys(
           jv, keys_lo, keys, chunk, slabs,
           [&](const K& j0, const K& buf, bool masked, const BlockOrder& order) {
             block_math(

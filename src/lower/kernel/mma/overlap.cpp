@@ -1,5 +1,5 @@
-// OVERLAP: the streamed axis as straight-line loops over the ring, each block's product issued
-// while the previous block's is still on the tensor cores (a fold's P @ V, a contraction's chunk).
+// OVERLAP on a fold: the key blocks as straight-line loops over the ring, each block's scores
+// issued while the previous block's P @ V is still on the tensor cores.
 #include "lower/kernel/mma/tier.hpp"
 
 namespace emmy::lower::detail {
@@ -26,9 +26,9 @@ void MmaTier::release(const K& buf) {
                     {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
 }
 
-void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const K& keys, int chunk,
-                                     const std::vector<const Slab*>& slabs, const BlockMath& math,
-                                     const std::function<void(const K& buf)>& last_pv) {
+void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
+                                   const std::vector<const Slab*>& slabs, const BlockMath& math,
+                                   const std::function<void(const K& buf)>& last_pv) {
   using kir::BinOp;
   const int depth = stage_->depth, ahead = depth - 2;
   EMMY_INTERNAL_ASSERT(ahead >= 1 && stage_->ring, "OVERLAP without a ring of three buffers (the plan checks it)");
@@ -37,8 +37,8 @@ void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const 
   const bool boxes_only = std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
   if (boxes_only && tma_free_.empty()) tma_free_setup();
   emit(
-      kir::comment(fmt::format("overlap: each block's product issued before the previous block's completes; "
-                               "the ring {} tile{} ahead (one buffer stays with the product in flight){}",
+      kir::comment(fmt::format("overlap: each block's scores issued before the previous block's P @ V completes; "
+                               "the ring {} tile{} ahead (one buffer stays with the pending P @ V){}",
                                ahead, ahead == 1 ? "" : "s", boxes_only ? ", no block barrier a tile" : "")));
   emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", ahead)));
   for (int p = 0; p < ahead; ++p) {
@@ -84,10 +84,12 @@ void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const 
   segments[0].body = body(segments[0].var, true, true);
   const K after_first = let(b_.fresh("keys_first"), kir::binary(BinOp::Min, add(lo, i64(chunk)), keys));
   segments[0].end = after_first;
-  // Interior blocks exist where the predicate is absent or is the key bounds alone.
-  if (fold_ && (fold_->where.empty() || (key_limit_ && key_exact_))) {
+  // Interior blocks exist where the predicate is absent or is the key bounds alone; masked ones
+  // before them only under a lower bound (a window's).
+  if (fold_->where.empty() || (key_limit_ && key_exact_)) {
+    const bool lower = (key_limit_ && !key_limit_->upper) || (key_other_ && !key_other_->upper);
     Segment before{b_.fresh(var), {}, {}}, inner{b_.fresh(var), {}, {}};
-    before.body = body(before.var, true, false);
+    if (lower) before.body = body(before.var, true, false);
     LaneFloats lf = lane_floats(kir::var({inner.var}, I64));
     lane_floats_ = &lf;
     inner.body = body(inner.var, false, false);
@@ -98,9 +100,9 @@ void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const 
     auto clamp = [&](const K& x, const K& below) {
       return kir::binary(BinOp::Min, kir::binary(BinOp::Max, x, below), keys);
     };
-    before.end = let(b_.fresh("keys_masked"), clamp(ib, after_first));
+    before.end = lower ? let(b_.fresh("keys_masked"), clamp(ib, after_first)) : after_first;
     inner.end = let(b_.fresh("keys_interior"), clamp(ie, before.end));
-    segments.push_back(std::move(before));
+    if (lower) segments.push_back(std::move(before));
     segments.push_back(std::move(inner));
   }
   Segment rest{b_.fresh(var), {}, keys};
@@ -113,7 +115,7 @@ void MmaTier::emit_overlapped_stream(const std::string& var, const K& lo, const 
     emit(std::move(f));
     begin = s.end;
   }
-  emit(kir::comment(fold_ ? "the last block's P @ V" : "the last chunk completes"));
+  emit(kir::comment("the last block's P @ V"));
   emit(kir::if_then(lt(lo, keys), b_.nested([&] {
     K last = let(b_.fresh("last_buf"), wrap(add(buf, ci32(depth - 1))));
     last_pv(last);

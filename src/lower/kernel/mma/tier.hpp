@@ -450,15 +450,15 @@ class MmaTier {
   // A key block's math, as emit_fold builds it: the block at j0 in buffer `buf`, its mask or not.
   using BlockMath = std::function<void(const K& j0, const K& buf, bool masked, const BlockOrder& order)>;
 
-  // OVERLAP: the blocks [lo, keys) of the streamed axis as consecutive loops, each a straight
-  // line (no wgmma group may stay in flight across a branch: ptxas would serialize every wgmma):
-  // the first block; for a fold, the masked blocks before the interior, the interior blocks
-  // unmasked, the masked blocks after. The ring runs depth - 2 tiles ahead, so the buffer a
-  // product in flight reads is never refilled; `last` completes the last block's product (its
-  // buffer given) once past the loops.
-  void emit_overlapped_stream(const std::string& var, const K& lo, const K& keys, int chunk,
-                              const std::vector<const Slab*>& slabs, const BlockMath& math,
-                              const std::function<void(const K& buf)>& last);
+  // OVERLAP: the key blocks [lo, keys) as consecutive loops, each a straight line (no wgmma group
+  // may stay in flight across a branch: ptxas would serialize every wgmma): the first block, the
+  // masked blocks before the interior (under a lower key bound), the interior blocks unmasked,
+  // the masked blocks after. The ring runs depth - 2 tiles ahead, so the buffer whose P @ V is
+  // pending is never refilled; `last_pv` issues and completes the last block's P @ V from its
+  // buffer once past the loops.
+  void emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
+                            const std::vector<const Slab*>& slabs, const BlockMath& math,
+                            const std::function<void(const K& buf)>& last_pv);
   // This thread is done with buffer `buf`: an arrival on its free mbarrier (where TMA fills it).
   void release(const K& buf);
   // The interior blocks' range [begin, end) on the block grid from lo, the same for every warp
