@@ -522,6 +522,15 @@ TEST_CASE("tensor cores: OVERLAP=1 where it cannot apply keeps the fold in step 
       CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
     }
   }
+  // A contraction's next chunk would follow thread 0's copies with a group in flight: refused.
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  lower::Lowered mm = lower::lower_op(*la->program, la->program->ops.at("matmul"),
+                                      {nullptr, "", "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d3/tma/ring,OVERLAP=1"},
+                                      *find_target("sm_90a"));
+  REQUIRE(took_tensor_cores(mm));
+  CHECK(!mm.plans[0].overlap);
+  CHECK(mm.plans[0].no_overlap.find("producer warp (WSPEC") != std::string::npos);
+  CHECK(print_cuda(mm.kernels).find("emmy_wgmma_wait(1);") == std::string::npos);
   // mma.sync has no asynchronous groups: OVERLAP=1 is an error on sm_90 (E055).
   KnobListResult r = parse_knob_list("OVERLAP=1", find_target("sm_90"));
   REQUIRE(r.errors.size() == 1);

@@ -41,9 +41,7 @@ std::string print_plan(const KernelPlan& p) {
     out += fmt::format("  row fragments: {}\n", p.row_fragments_in_registers ? "in registers" : "re-read from a slab");
   }
   if (p.overlap)
-    out += p.tier == KernelPlan::Tier::MmaFold
-               ? "  overlap: the next block's scores issued before this block's softmax, P @ V one block behind\n"
-               : "  overlap: each chunk's wgmma issued before the previous chunk's completes (one group in flight)\n";
+    out += "  overlap: the next block's scores issued before this block's softmax, P @ V one block behind\n";
   if (!p.no_overlap.empty()) out += fmt::format("  overlap refused: {}\n", p.no_overlap);
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;

@@ -463,9 +463,8 @@ bool MmaTier::plan_staging() {
 
 void MmaTier::plan_overlap() {
   // A fold's next block's scores go out before this block's elementwise work, its P @ V one
-  // block behind; a contraction's next chunk before the previous one completes. Either needs
-  // the asynchronous wgmma groups and a ring of three buffers or more (the tile landing, the one
-  // a product still in flight reads, the one being issued); a fold, a vector field to overlap.
+  // block behind: the asynchronous wgmma groups, a vector field to overlap, and a ring of three
+  // buffers or more (the tile landing, the one the P @ V in flight reads, the one being scored).
   const std::string what = fold_ ? fmt::format("the fold over {}", fold_->axis.name)
                                  : fmt::format("the contraction over {}", first_.axis.name);
   if (!wgmma())
@@ -475,7 +474,7 @@ void MmaTier::plan_overlap() {
         "a contraction's next chunk reads the accumulator of the chunk in flight, and between them the ring's "
         "copies branch on one thread: ptxas would serialize every wgmma; it needs the copies in a producer warp "
         "(WSPEC, not lowered yet)";
-  else if (fold_ && (!value_read_ || general_))
+  else if (!value_read_ || general_)
     plan_.no_overlap = "the fold has no vector field: one product a block, nothing to issue ahead of it";
   else if (!stage_ || !stage_->ring || stage_->depth < 3)
     plan_.no_overlap =
