@@ -113,7 +113,7 @@ void MmaTier::emit_fold(kir::Program& program) {
       }
     }
     const std::string orun = value_read_ ? carrier[value_field_] : std::string();
-    auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const BlockOrder& order) {
+    auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const std::optional<K>& pending) {
       emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
                                     general_ ? plan_.contraction : tir::print_expr(first_.around))));
       emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
@@ -123,16 +123,16 @@ void MmaTier::emit_fold(kir::Program& program) {
           BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
           wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
         }
-        if (!order.overlapped) {
+        if (!plan_.overlap) {
           wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma
         } else {
           wgmma_commit();
-          if (order.pending) {  // the previous block's P @ V runs under this block's softmax
+          if (pending) {  // the previous block's P @ V runs under this block's softmax
             emit(kir::comment("the previous block's P @ V, in flight under this block's softmax"));
-            issue_pv(orun, fn, ne, pf, *order.pending);
+            issue_pv(orun, fn, ne, pf, *pending);
             wgmma_commit();
           }
-          wgmma_wait(order.pending ? 1 : 0, sc, fm * fn * 4);
+          wgmma_wait(pending ? 1 : 0, sc, fm * fn * 4);
         }
       }
       for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
@@ -181,8 +181,8 @@ void MmaTier::emit_fold(kir::Program& program) {
               emit(kir::assign(slot.reg, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
             },
             j0);
-        retire_pv(orun, fm, ne, order);
-        return emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+        retire_pv(orun, fm, ne, pending);
+        return emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
       }
       if (general_) {
         const std::optional<BlockMask> bm = lane_mask();
@@ -212,14 +212,14 @@ void MmaTier::emit_fold(kir::Program& program) {
                   slot.reg, masked ? kir::select(ok, v, kir::cf(-std::numeric_limits<double>::infinity(), F32)) : v));
             },
             j0);
-      emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+      emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, pending);
     };
     if (plan_.overlap)
       emit_overlapped_keys(
           jv, keys_lo, keys, chunk, slabs,
-          [&](const K& j0, const K& buf, bool masked, const BlockOrder& order) {
+          [&](const K& j0, const K& buf, bool masked, const std::optional<K>& pending) {
             block_math(
-                j0, buf, [] {}, masked, order);
+                j0, buf, [] {}, masked, pending);
           },
           [&](const K& buf) {
             wgmma_fence();
@@ -408,7 +408,7 @@ std::optional<K> MmaTier::key_scale(const lir::Stmt& fold) {
 
 void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
                                  const std::string& pf, const std::string& vf, const K& j0, const K& tile0,
-                                 const K& buf, const BlockOrder& order) {
+                                 const K& buf, const std::optional<K>& pending) {
   const lir::Stmt& fold = *fold_;
   const std::string& mrun = carrier[rescaled_.key];
   const double ninf = -std::numeric_limits<double>::infinity();
@@ -496,7 +496,7 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   };
   // Once a row's max settles its rescale is exactly 1: past the target's ratio of o's elements
   // a thread to the block's keys, the multiplies are skipped unless a row of the thread moved.
-  retire_pv(orun, fm, ne, order);
+  retire_pv(orun, fm, ne, pending);
   const int skip = b_.knobs().rescale_skip_per_key;
   if (skip > 0 && fm * ne * 4 > skip * fn * kAtomN && !key_limit_) {
     std::optional<K> moved;
@@ -508,7 +508,7 @@ void MmaTier::emit_online_update(const std::vector<std::string>& carrier, int fm
   } else {
     rescale_o();
   }
-  emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf, order);
+  emit_pv(orun, fm, fn, ne, sc, pf, vf, j0, tile0, buf);
 }
 
 void MmaTier::issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf) {
@@ -516,15 +516,15 @@ void MmaTier::issue_pv(const std::string& orun, int fn, int ne, const std::strin
     wgmma_step(orun, ne * kAtomN, {pf, step * 4, {}}, b_operand(*vslab_, buf, fold_->axis.name, step));
 }
 
-void MmaTier::retire_pv(const std::string& orun, int fm, int ne, const BlockOrder& order) {
-  if (!order.pending) return;
+void MmaTier::retire_pv(const std::string& orun, int fm, int ne, const std::optional<K>& pending) {
+  if (!pending) return;
   emit(kir::comment("the previous block's P @ V completes: o in this block's frame, its P registers free"));
   wgmma_wait(0, orun, fm * ne * 4);
-  if (order.release) release(*order.pending);
+  if (!tma_free_.empty()) release(*pending);  // a ring of boxes only: the buffer is free
 }
 
 void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-                      const std::string& vf, const K& j0, const K& tile0, const K& buf, const BlockOrder& order) {
+                      const std::string& vf, const K& j0, const K& tile0, const K& buf) {
   const lir::Stmt& fold = *fold_;
   const std::vector<RepackSource> repack = c_to_a_map();
   kir::IntrinsicId cvt =
@@ -538,7 +538,7 @@ void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std
                             {elem(sc, c_index(0, 2 * step + hi.atom, hi.elem, fn), F32),
                              elem(sc, c_index(0, 2 * step + lo.atom, lo.elem, fn), F32)}));
       }
-    if (order.overlapped) return;  // issued after the next block's scores, or after the last block
+    if (plan_.overlap) return;  // issued after the next block's scores, or after the last block
     wgmma_fence();
     issue_pv(orun, fn, ne, pf, buf);
     wgmma_done(orun, ne * 4);

@@ -21,11 +21,6 @@ std::pair<K, K> MmaTier::interior_range(const K& lo, const K& keys, int chunk) {
   return {let(b_.fresh("interior_begin"), kir::binary(BinOp::Min, b, e)), e};
 }
 
-void MmaTier::release(const K& buf) {
-  emit(kir::if_then(tma_ok(),
-                    {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
-}
-
 void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                                    const std::vector<const Slab*>& slabs, const BlockMath& math,
                                    const std::function<void(const K& buf)>& last_pv) {
@@ -40,22 +35,9 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
       kir::comment(fmt::format("overlap: each block's scores issued before the previous block's P @ V completes; "
                                "the ring {} tile{} ahead (one buffer stays with the pending P @ V){}",
                                ahead, ahead == 1 ? "" : "s", boxes_only ? ", no block barrier a tile" : "")));
-  emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", ahead)));
-  for (int p = 0; p < ahead; ++p) {
-    K origin = add(lo, i64(int64_t{p} * chunk));
-    emit(kir::if_then(lt(origin, keys), b_.nested([&] { fill_stage(slabs, i64(p), origin, boxes_only); })));
-    commit();
-  }
-  if (boxes_only) {  // what came by cp.async before the loop (the row slab) lands and is published here
-    emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0})}));
-    emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-    emit(kir::barrier());
-  }
+  ring_prologue(lo, keys, chunk, slabs, ahead, boxes_only);
   const std::string bv = b_.fresh("buf");
   K buf = kir::var({bv}, ScalarType::I32);
-  auto wrap = [&](K x) {  // x in [0, 2 depth) -> x mod depth
-    return kir::select(kir::binary(BinOp::Ge, x, ci32(depth)), kir::binary(BinOp::Sub, x, ci32(depth)), x);
-  };
   emit(kir::decl(bv, ScalarType::I32, ci32(0)));
   // One trip: past the barrier every warp is done with the block before the previous one, whose
   // buffer the copy issued next overwrites; then the block's math; then the next buffer.
@@ -63,15 +45,12 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
     return b_.nested([&] {
       K v = kir::var({name}, I64);
       wait(ahead - 1, buf, boxes_only);
-      K next = add(v, i64(int64_t{ahead} * chunk));
-      K nb = let(b_.fresh("ahead_buf"), wrap(add(buf, ci32(ahead))));
-      emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", ahead)));
-      emit(kir::if_then(lt(next, keys), b_.nested([&] { fill_stage(slabs, nb, next, boxes_only); })));
-      commit();
-      BlockOrder order{true, std::nullopt, boxes_only};
-      if (!first) order.pending = let(b_.fresh("pending_buf"), wrap(add(buf, ci32(depth - 1))));
-      math(v, buf, masked, order);
-      emit(kir::assign({bv}, wrap(add(buf, ci32(1)))));
+      K nb = let(b_.fresh("ahead_buf"), ring_wrap(add(buf, ci32(ahead))));
+      ring_issue(add(v, i64(int64_t{ahead} * chunk)), nb, keys, ahead, slabs, boxes_only);
+      std::optional<K> pending;
+      if (!first) pending = let(b_.fresh("pending_buf"), ring_wrap(add(buf, ci32(depth - 1))));
+      math(v, buf, masked, pending);
+      emit(kir::assign({bv}, ring_wrap(add(buf, ci32(1)))));
     });
   };
   struct Segment {
@@ -117,7 +96,7 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
   }
   emit(kir::comment("the last block's P @ V"));
   emit(kir::if_then(lt(lo, keys), b_.nested([&] {
-    K last = let(b_.fresh("last_buf"), wrap(add(buf, ci32(depth - 1))));
+    K last = let(b_.fresh("last_buf"), ring_wrap(add(buf, ci32(depth - 1))));
     last_pv(last);
     if (boxes_only) release(last);
   })));

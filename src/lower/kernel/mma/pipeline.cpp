@@ -14,29 +14,11 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
   const bool boxes_only = barrier_free && dist > 0 && !slabs.empty() &&
                           std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
   if (boxes_only && tma_free_.empty()) tma_free_setup();
-  auto fill_all = [&](const K& buf, const K& origin) { fill_stage(slabs, buf, origin, boxes_only); };
-  if (stage_ && dist > 0) {
-    emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
-    for (int p = 0; p < dist; ++p) {
-      K origin = add(lo, i64(int64_t{p} * chunk));
-      emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_all(i64(p), origin); })));
-      commit();
-    }
-    if (boxes_only) {
-      // What came by cp.async before the loop (a row tile's slab) lands and is published
-      // here: the loop's tiles have no block barrier.
-      emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0})}));
-      if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-      emit(kir::barrier());
-    }
-  }
+  if (stage_ && dist > 0) ring_prologue(lo, size, chunk, slabs, dist, boxes_only);
   K v = kir::var({var}, I64);
   // The tile's buffer, counted round the ring in a small register (not divided out of v).
   const std::string bv = b_.fresh("buf");
   K buf = kir::var({bv}, ScalarType::I32);
-  auto wrap = [&](K x) {  // x in [0, 2 depth) -> x mod depth
-    return kir::select(kir::binary(kir::BinOp::Ge, x, ci32(depth)), kir::binary(kir::BinOp::Sub, x, ci32(depth)), x);
-  };
   if (stage_) emit(kir::decl(bv, ScalarType::I32, ci32(0)));
   std::vector<kir::Stmt> body = b_.nested([&] {
     if (!stage_) return compute(v, i64(0), [] {});
@@ -47,34 +29,64 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
       // boxes only waits on the tile's full mbarrier instead, and its issuer on the free one.
       wait(dist - 1, buf, boxes_only);
       K ahead = add(v, i64(int64_t{dist} * chunk));
-      K nb = let(b_.fresh("ahead_buf"), wrap(add(buf, ci32(dist))));
-      issue = [this, ahead, nb, size, dist, &fill_all] {
-        emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
-        emit(kir::if_then(lt(ahead, size), b_.nested([&] { fill_all(nb, ahead); })));
-        commit();
+      K nb = let(b_.fresh("ahead_buf"), ring_wrap(add(buf, ci32(dist))));
+      issue = [this, ahead, nb, size, dist, &slabs, boxes_only] {
+        ring_issue(ahead, nb, size, dist, slabs, boxes_only);
       };
       if (!late_issue) {
         issue();
         issue = [] {};
       }
     } else {
-      fill_all(buf, v);
+      fill_stage(slabs, buf, v, boxes_only);
       commit();
       wait(0, buf);
     }
     compute(v, buf, issue);
-    if (boxes_only)  // this thread is done with the buffer
-      emit(kir::if_then(
-          tma_ok(), {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
+    if (boxes_only) release(buf);  // this thread is done with the buffer
     // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
     if (dist == 0 && depth == 1) emit(kir::barrier());
-    emit(kir::assign({bv}, wrap(add(buf, ci32(1)))));
+    emit(kir::assign({bv}, ring_wrap(add(buf, ci32(1)))));
   });
   kir::Stmt f = kir::for_loop(var, I64, lo, size, std::move(body));
   f.step = chunk;
   emit(std::move(f));
   // The slabs are free for whatever fills them next (another register tile's prologue).
   if (stage_ && !(dist == 0 && depth == 1)) emit(kir::barrier());
+}
+
+void MmaTier::ring_prologue(const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs, int dist,
+                            bool boxes_only) {
+  emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
+  for (int p = 0; p < dist; ++p) {
+    K origin = add(lo, i64(int64_t{p} * chunk));
+    emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_stage(slabs, i64(p), origin, boxes_only); })));
+    commit();
+  }
+  if (boxes_only) {
+    // What came by cp.async before the loop (a row tile's slab) lands and is published
+    // here: the loop's tiles have no block barrier.
+    emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0})}));
+    if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
+    emit(kir::barrier());
+  }
+}
+
+void MmaTier::ring_issue(const K& origin, const K& buf, const K& size, int dist, const std::vector<const Slab*>& slabs,
+                         bool boxes_only) {
+  emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
+  emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_stage(slabs, buf, origin, boxes_only); })));
+  commit();
+}
+
+K MmaTier::ring_wrap(const K& x) const {
+  const int depth = stage_->depth;
+  return kir::select(kir::binary(kir::BinOp::Ge, x, ci32(depth)), kir::binary(kir::BinOp::Sub, x, ci32(depth)), x);
+}
+
+void MmaTier::release(const K& buf) {
+  emit(kir::if_then(tma_ok(),
+                    {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
 }
 
 void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {

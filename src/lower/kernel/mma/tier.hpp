@@ -325,6 +325,17 @@ class MmaTier {
   // Fills buffer `buf` with every slab's tile at `origin`: TMA boxes where the slab has a map
   // (the issuer first waiting for the buffer's release with `wait_free`), else cp.async.
   void fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
+  // The ring's parts, shared by stream_loop and the overlapped fold: the first `dist` tiles'
+  // copies into buffers 0 .. dist - 1, a commit group each (with `boxes_only`, what came by
+  // cp.async before is published after them); the copy of the tile at `origin` into `buf` where it
+  // is inside `size`, one commit group; x in [0, 2 depth) taken mod depth; and this thread done
+  // with buffer `buf` (an arrival on its free mbarrier).
+  void ring_prologue(const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs, int dist,
+                     bool boxes_only);
+  void ring_issue(const K& origin, const K& buf, const K& size, int dist, const std::vector<const Slab*>& slabs,
+                  bool boxes_only);
+  K ring_wrap(const K& x) const;
+  void release(const K& buf);
 
   // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the
   // block waits for the tile's copies before computing; with the ring the copies of the next
@@ -438,17 +449,11 @@ class MmaTier {
   K exp_of_difference(const K& x, const K& y) const { return b_.exp_value(kir::binary(kir::BinOp::Sub, x, y)); }
   bool fast_exp() const { return b_.knobs().fast_exp; }
 
-  // How a key block's P @ V is ordered. In step (overlapped = false): repacked, issued and waited
-  // for within the block. Overlapped (OVERLAP=1): the previous block's P @ V, reading V from
-  // buffer `pending` (none for the first block), is issued right after this block's scores and
-  // waited for before o's rescale; this block's P is only repacked, for the next block to issue.
-  struct BlockOrder {
-    bool overlapped = false;
-    std::optional<K> pending;
-    bool release = false;  // the pending buffer is released (its free mbarrier) once its P @ V completes
-  };
   // A key block's math, as emit_fold builds it: the block at j0 in buffer `buf`, its mask or not.
-  using BlockMath = std::function<void(const K& j0, const K& buf, bool masked, const BlockOrder& order)>;
+  // `pending` (OVERLAP only): the buffer of the previous block, whose P @ V is issued right after
+  // this block's scores and waited for before o's rescale (none for the first block); with
+  // OVERLAP this block's P is only repacked, for the next block to issue.
+  using BlockMath = std::function<void(const K& j0, const K& buf, bool masked, const std::optional<K>& pending)>;
 
   // OVERLAP: the key blocks [lo, keys) as consecutive loops, each a straight line (no wgmma group
   // may stay in flight across a branch: ptxas would serialize every wgmma): the first block, the
@@ -459,8 +464,6 @@ class MmaTier {
   void emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                             const std::vector<const Slab*>& slabs, const BlockMath& math,
                             const std::function<void(const K& buf)>& last_pv);
-  // This thread is done with buffer `buf`: an arrival on its free mbarrier (where TMA fills it).
-  void release(const K& buf);
   // The interior blocks' range [begin, end) on the block grid from lo, the same for every warp
   // of the block (the ring's barriers meet): keys no row of the block masks.
   std::pair<K, K> interior_range(const K& lo, const K& keys, int chunk);
@@ -469,16 +472,17 @@ class MmaTier {
   // scalar weighted sums across the quad, the vector field's P @ V on the tensor cores.
   void emit_online_update(const std::vector<std::string>& carrier, int fm, int fn, int ne, const std::string& sc,
                           const std::string& pf, const std::string& vf, const K& j0, const K& tile0, const K& buf,
-                          const BlockOrder& order);
+                          const std::optional<K>& pending);
 
   // o += P @ V for the block: P, the scores' registers, repacked from C to A fragments (with
   // wgmma, every k16 step's, then one batch reading V in place; overlapped, the repack alone).
   void emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-               const std::string& vf, const K& j0, const K& tile0, const K& buf, const BlockOrder& order);
+               const std::string& vf, const K& j0, const K& tile0, const K& buf);
   // The wgmma batch o += P @ V with V's tile in buffer `buf` (not committed).
   void issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf);
-  // Overlapped with a P @ V pending: waits for it (o's registers pinned after the wait).
-  void retire_pv(const std::string& orun, int fm, int ne, const BlockOrder& order);
+  // Overlapped with a P @ V pending: waits for it (o's registers pinned after the wait) and, in a
+  // ring of boxes only, releases its buffer.
+  void retire_pv(const std::string& orun, int fm, int ne, const std::optional<K>& pending);
 
   // After the keys: the fold's results and the tile's stores, per C element of the vector
   // field (or per row when there is none), guarded to the rows and tile columns that exist.
