@@ -32,7 +32,7 @@ void Port::write_global(int buffer, uint64_t byte_offset, const void* src, uint3
 void Block::run() {
   Lanes all(static_cast<size_t>(threads_));
   std::iota(all.begin(), all.end(), 0);
-  ++smem_.epoch;
+  start_clocks();
   std::fill(smem_.data.begin(), smem_.data.end(), uint8_t{0xff});
   exec_body(kernel_.body, all);
   drop_pending();
@@ -131,6 +131,21 @@ int64_t eval_launch_expr(const Expr& e, const Launch& launch) {
   return std::get<int64_t>(v);
 }
 
+// Whether a statement may block its warps: a barrier, an mbarrier wait, a named barrier's sync,
+// setmaxnreg.inc, or a statement holding one. The `if`s that do are collected.
+bool may_block(const Stmt& s, std::unordered_set<const Stmt*>& ifs) {
+  bool blocks = false;
+  if (s.kind == Stmt::Kind::Barrier) return true;
+  if (s.kind == Stmt::Kind::Intrinsic) {
+    auto id = static_cast<IntrinsicId>(s.intrinsic);
+    return id == IntrinsicId::MbarrierTryWait || id == IntrinsicId::BarSync || id == IntrinsicId::SetmaxnregInc;
+  }
+  for (const Stmt& b : s.body) blocks = may_block(b, ifs) || blocks;
+  for (const Stmt& b : s.orelse) blocks = may_block(b, ifs) || blocks;
+  if (blocks && s.kind == Stmt::Kind::If) ifs.insert(&s);
+  return blocks;
+}
+
 Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes,
                    const SimtOptions& options) {
   Launch l;
@@ -180,6 +195,7 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
   }
   l.shared_bytes = static_cast<uint32_t>(offset);
+  for (const Stmt& s : k.body) may_block(s, l.blocking_ifs);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
   return l;
@@ -209,6 +225,7 @@ SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, Tens
     SharedScratch smem;
     smem.data.resize(launch.shared_bytes);
     smem.state.resize(launch.shared_bytes);
+    smem.reads.resize(static_cast<size_t>((k.block_threads + kWarp - 1) / kWarp));
     for (int64_t b : block_order(launch.grid, options, ki)) {
       Block(launch, smem, b, report).run();
       ++report.blocks;

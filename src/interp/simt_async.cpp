@@ -131,27 +131,36 @@ Mbarrier& Block::mbarrier(int32_t t, uint32_t addr) {
 }
 
 // The phase completes once every arrival came and the issued bytes match the expected ones;
-// its TMA boxes then land at the next wait.
+// its TMA boxes then land at the next wait, and its waiters acquire what its arrivals released.
 void Block::try_complete(Mbarrier& m) {
   if (m.pending != 0 || m.tx != 0) return;
   ++m.phase;
   m.pending = m.count;
   for (AsyncWrite& w : m.inflight) m.landing.push_back(std::move(w));
   m.inflight.clear();
+  join(m.completed, m.arrived);
+  m.arrived.clear();
 }
 
+std::string Block::mbarrier_wait_text(uint32_t addr, uint32_t parity) {
+  const Mbarrier& m = mbarriers_.at(addr);
+  return fmt::format(
+      "mbarrier wait never returns: phase {} of the mbarrier at {} (waited on with parity {}) still needs {} "
+      "arrival(s) and {} transaction byte(s){}",
+      m.phase, describe_shared(addr), parity & 1, m.pending, m.tx,
+      m.tx < 0 ? " (negative: more bytes issued than expected)" : "");
+}
+
+// The wait blocks the fiber until the phase of the other parity completes; then the phase's
+// boxes land and the waiter is ordered after every access its arrivals made before arriving.
 void Block::wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity) {
   Mbarrier& m = mbarrier(t, addr);
-  if ((m.phase & 1) == (parity & 1))
-    fail(t, fmt::format("mbarrier wait never returns: phase {} of the mbarrier at {} still needs {} arrival(s) and "
-                        "{} transaction byte(s) (negative: more bytes issued than expected)",
-                        m.phase, describe_shared(addr), m.pending, m.tx));
+  block_until(
+      t, [&m, parity] { return (m.phase & 1) != (parity & 1); },
+      [this, addr, parity] { return mbarrier_wait_text(addr, parity); });
   for (const AsyncWrite& w : m.landing) land(w, -1);
   m.landing.clear();
-  // A phase every thread of the block arrives at orders the waiter after all their accesses
-  // before the arrivals, as a barrier would (a producer refilling a buffer its consumers
-  // released): for the race check, a new barrier interval.
-  if (m.count == threads_) ++smem_.epoch;
+  acquire(warp_of(t), m.completed);
 }
 
 // commit/wait_group and the mbarrier operations, which order copies and compute nothing:
@@ -189,6 +198,7 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
       case IntrinsicId::MbarrierExpectTx: {
         Mbarrier& m = mbarrier(t, addr);
         m.tx += word1;
+        release(warp_of(t), m.arrived);
         --m.pending;
         try_complete(m);
         break;
@@ -196,6 +206,7 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
       case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, addr, word1); break;
       case IntrinsicId::MbarrierArrive: {
         Mbarrier& m = mbarrier(t, addr);
+        release(warp_of(t), m.arrived);
         --m.pending;
         try_complete(m);
         break;
@@ -216,7 +227,7 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   wgmma_operands_ = false;
   if (info.id == IntrinsicId::WgmmaCommit || info.id == IntrinsicId::WgmmaWait) wgmma_groups(s, info, lanes);
   if (info.id == IntrinsicId::CpAsync16 || kir::tma_rank(info.id) > 0) return issue_async(s, info, lanes, in);
-  if (ordering(s, info, lanes, in)) return;
+  if (ordering(s, info, lanes, in) || synchronizing(s, info, lanes)) return;
   size_t n = lanes.size();
   std::vector<uint32_t> out(static_cast<size_t>(total_words(info.outs)) * n);
   if (info.scope == kir::Scope::Warp || info.scope == kir::Scope::Warpgroup) {
@@ -242,12 +253,13 @@ void Block::mark_in_flight(const Stmt& s, const kir::IntrinsicInfo& info, const 
   auto mark = [&](const kir::Reg& name, uint8_t state) {
     int elem = 0;
     Register& r = reg(name, lanes[0], &elem);
-    const size_t depth = regs_.depth(name.name);
+    Registers* owner = regs_->owner(name.name);
+    const size_t depth = owner->depth(name.name);
     for (int32_t t : lanes) {
       const size_t slot = static_cast<size_t>(elem) * static_cast<size_t>(threads_) + static_cast<size_t>(t);
       if (r.init[slot] == kInFlight) continue;  // an accumulator stays one
       r.init[slot] = state;
-      async_[static_cast<size_t>(t)].wgmma_open.push_back({name.name, depth, slot});
+      async_[static_cast<size_t>(t)].wgmma_open.push_back({owner, name.name, depth, slot});
     }
   };
   for (size_t o = 0; o < info.outs.size(); ++o) mark(s.outs[o], kInFlight);
@@ -267,7 +279,7 @@ void Block::wgmma_groups(const Stmt& s, const kir::IntrinsicInfo& info, const La
     }
     while (static_cast<int64_t>(a.wgmma_committed.size()) > s.imm[0]) {
       for (const PendingReg& p : a.wgmma_committed.front())
-        if (Register* r = regs_.at(p.name, p.depth);
+        if (Register* r = p.owner->at(p.name, p.depth);
             r != nullptr && (r->init[p.slot] == kInFlight || r->init[p.slot] == kReadInFlight))
           r->init[p.slot] = 1;
       a.wgmma_committed.erase(a.wgmma_committed.begin());

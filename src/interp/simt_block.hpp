@@ -1,8 +1,9 @@
 // The SIMT interpreter's state, private to src/interp: lane values and their arithmetic
 // (simt_values.cpp), the program's buffers and a block's registers, and the Block that runs one
-// thread block in lockstep — its statements and expressions (simt_exec.cpp), memory and races
-// (simt_memory.cpp), intrinsics and the asynchronous ordering (simt_async.cpp); simt.cpp runs
-// the program.
+// thread block, its threads in lockstep until a branch between warps waits on a barrier (then
+// each side is a fiber: simt_fibers.cpp) — its statements and expressions (simt_exec.cpp),
+// memory and races (simt_memory.cpp), intrinsics and the asynchronous ordering (simt_async.cpp),
+// barriers and register budgets (simt_sync.cpp); simt.cpp runs the program.
 #pragma once
 
 #include "interp/simt.hpp"
@@ -12,14 +13,21 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -125,27 +133,35 @@ struct Launch {
   uint32_t shared_bytes = 0;
   int64_t grid = 0;
   bool race_check = true;
+  // The `if` statements whose branches may block (a barrier, an mbarrier wait, a named barrier,
+  // setmaxnreg.inc): split between warps, their sides run as fibers.
+  std::unordered_set<const Stmt*> blocking_ifs;
 };
 
 enum class Pending : uint8_t { None, CpAsync, Tma };
 
-// The shadow of one shared byte: the asynchronous copy still to land in it, and who wrote and
-// read it in which barrier interval (epoch) for the race check.
+// The shadow of one shared byte: the asynchronous copy still to land in it, and for the race
+// check who wrote it when, and when it was last read (times of SharedScratch::now).
 struct ByteState {
-  uint32_t write_epoch = 0, read_epoch = 0;
-  int32_t writer = -1;       // a thread; -1: every thread may read it (a landed TMA box)
-  int32_t reader_warp = -1;  // the warp that read it this epoch, or kManyWarps
+  uint32_t write_time = 0, last_read = 0;
+  int32_t writer = -1;  // a thread; -1: every thread may read it (a landed TMA box)
   Pending pending = Pending::None;
 };
-constexpr int32_t kManyWarps = -2;
 
-// Shared memory of the block being run, reused by the blocks of a launch; epochs keep
-// increasing across blocks, so an older block's shadow never reads as current.
+// Shared memory of the block being run, reused by the blocks of a launch. `now` counts the
+// releases (arrivals at barriers and mbarriers) of the launch and stamps every access; it keeps
+// increasing across blocks, so an older block's stamps read as ordered before everything.
 struct SharedScratch {
   std::vector<uint8_t> data;
   std::vector<ByteState> state;
-  uint32_t epoch = 0;
+  uint32_t now = 0;
+  std::vector<std::vector<uint32_t>> reads;  // reads[warp][byte]: when the warp last read it (sized on first read)
 };
+
+// Happens-before between the warps of a block, a vector clock a warp: clock[w][x] is the time
+// before which warp x's accesses are ordered before warp w's next one.
+using Clock = std::vector<uint32_t>;
+void join(Clock& into, const Clock& from);
 
 struct AsyncWrite {
   uint32_t addr = 0;
@@ -155,7 +171,9 @@ struct AsyncWrite {
 // The cp.async groups of one thread: committed ones, oldest first, and the open one.
 // A register element a wgmma writes asynchronously: its name, which declaration of the name
 // (the stack's depth), and its slot.
+class Registers;
 struct PendingReg {
+  Registers* owner = nullptr;  // the register set (a fiber's) that declares it
   std::string name;
   size_t depth = 0;
   size_t slot = 0;
@@ -177,7 +195,22 @@ struct Mbarrier {
   uint32_t phase = 0;                // phases completed
   std::vector<AsyncWrite> inflight;  // TMA boxes of the current phase
   std::vector<AsyncWrite> landing;   // boxes of completed phases: they land at the next wait
+  Clock arrived;                     // the releases of the current phase's arrivals
+  Clock completed;                   // ... of every completed phase: what a waiter acquires
 };
+
+// A hardware barrier (bar.sync / bar.arrive id, n; id 0 is also __syncthreads): arrivals of
+// the current generation, and what its completion orders.
+struct NamedBarrier {
+  int64_t expected = 0;  // threads of the current generation (0: none arrived yet)
+  int64_t arrived = 0;
+  Lanes who;  // the threads that arrived
+  uint64_t generation = 0;
+  Clock released;   // the arrivals' releases
+  Clock completed;  // the last completed generation's: what its waiters acquire
+};
+constexpr int kNamedBarriers = 16;
+constexpr int kRegisterFile = 65536;  // 32-bit registers of an SM: what setmaxnreg moves between warpgroups
 
 constexpr uint8_t kInFlight = 2;      // Register::init of a wgmma accumulator before its wait_group
 constexpr uint8_t kReadInFlight = 3;  // ... of a wgmma's A operand in registers before its wait_group
@@ -190,10 +223,11 @@ struct Register {
   std::vector<uint8_t> init;  // 0 never written, 1 written, kInFlight
 };
 
-// The registers in scope: a stack per name (inner declarations shadow outer ones).
+// The registers in scope: a stack per name (inner declarations shadow outer ones); a fiber's
+// own declarations sit over its parent's registers.
 class Registers {
  public:
-  explicit Registers(int threads) : threads_(threads) {}
+  explicit Registers(int threads, Registers* parent = nullptr) : threads_(threads), parent_(parent) {}
   void push_scope() { scopes_.emplace_back(); }
   void pop_scope() {
     for (const std::string& name : scopes_.back()) stacks_[name].pop_back();
@@ -214,9 +248,16 @@ class Registers {
   }
   Register* find(const std::string& name) {
     auto it = stacks_.find(name);
-    return it == stacks_.end() || it->second.empty() ? nullptr : &it->second.back();
+    if (it == stacks_.end() || it->second.empty()) return parent_ == nullptr ? nullptr : parent_->find(name);
+    return &it->second.back();
   }
-  // How many declarations of `name` are in scope, and the depth-th (1-based) one, if still there.
+  // The register set that declares the `name` in scope, how many declarations of `name` it
+  // holds, and the depth-th (1-based) one, if still there.
+  Registers* owner(const std::string& name) {
+    auto it = stacks_.find(name);
+    if (it == stacks_.end() || it->second.empty()) return parent_ == nullptr ? nullptr : parent_->owner(name);
+    return this;
+  }
   size_t depth(const std::string& name) const {
     auto it = stacks_.find(name);
     return it == stacks_.end() ? 0 : it->second.size();
@@ -228,8 +269,50 @@ class Registers {
 
  private:
   int threads_;
-  std::unordered_map<std::string, std::vector<Register>> stacks_;
+  Registers* parent_;
+  std::unordered_map<std::string, std::deque<Register>> stacks_;
   std::vector<std::vector<std::string>> scopes_;
+};
+
+// The fibers of a block: lanes that run apart, each side of a branch between warps that may
+// block. One runs at a time and switches only where it blocks, to the next one in a fixed
+// order that can go on, so a run is deterministic; none able to go on is a deadlock.
+class Fibers {
+ public:
+  // `format` makes a deadlock's message an error of the kernel and block.
+  explicit Fibers(std::function<std::string(const std::string&)> format);
+  ~Fibers();
+  Fibers(const Fibers&) = delete;
+  Fibers& operator=(const Fibers&) = delete;
+  // Runs the parts as fibers, the first first, the calling fiber waiting until all finished;
+  // rethrows the first error any of them raised.
+  void run(std::vector<std::function<void()>> parts);
+  // Blocks the calling fiber until ready() holds; nullopt once it does, else (no fiber can go
+  // on) the deadlock: each blocked fiber's what(), the caller's first.
+  std::optional<std::string> wait(const std::function<bool()>& ready, const std::function<std::string()>& what);
+
+ private:
+  struct Fiber {
+    std::function<bool()> ready;  // empty: runnable
+    std::function<std::string()> what;
+    bool done = false;
+    std::thread thread;
+  };
+  struct Cancelled {};
+  void entry(size_t id, const std::function<void()>& part);
+  bool runnable(size_t id) const;
+  std::optional<size_t> next_after(size_t id) const;
+  std::string deadlock(size_t first) const;
+  void cancel(std::exception_ptr error);
+  void join(size_t first, size_t last);
+
+  std::function<std::string(const std::string&)> format_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Fiber> fibers_;  // fiber 0: the thread that runs the block
+  size_t running_ = 0;
+  bool cancelled_ = false;
+  std::exception_ptr error_;
 };
 
 void store_lanes(Register& r, int elem, const Vals& v, const Lanes& lanes, int threads);
@@ -274,8 +357,15 @@ class Block {
         id_(id),
         threads_(kernel_.block_threads),
         report_(report),
-        regs_(threads_),
-        async_(static_cast<size_t>(threads_)) {}
+        root_regs_(threads_),
+        async_(static_cast<size_t>(threads_)),
+        warps_((threads_ + kWarp - 1) / kWarp),
+        clocks_(static_cast<size_t>(warps_)),
+        bars_(kNamedBarriers),
+        wg_regs_(static_cast<size_t>((warps_ + 3) / 4)),
+        fibers_([this](const std::string& what) {
+          return fmt::format("kernel {}: {} (block {})", kernel_.name, what, id_);
+        }) {}
 
   void run();
 
@@ -301,6 +391,7 @@ class Block {
   void exec_store(const Stmt& s, const Lanes& lanes);
   void exec_for(const Stmt& s, const Lanes& lanes);
   void exec_if(const Stmt& s, const Lanes& lanes);
+  void exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no);
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
   void exec_vector(const Stmt& s, const Lanes& lanes);
@@ -352,6 +443,18 @@ class Block {
   Mbarrier& mbarrier(int32_t t, uint32_t addr);
   void try_complete(Mbarrier& m);
   void wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity);
+  std::string mbarrier_wait_text(uint32_t addr, uint32_t parity);
+
+  // Barriers, fibers and register budgets (simt_sync.cpp).
+  void start_clocks();
+  void release(int32_t warp, Clock& into);
+  void acquire(int32_t warp, const Clock& from);
+  void acquire_lanes(const Lanes& lanes, const Clock& from);
+  void sync_all();
+  void block_until(int32_t thread, const std::function<bool()>& ready, const std::function<std::string()>& what);
+  bool synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
+  void arrive_barrier(int id, int64_t count, const Lanes& lanes, bool wait);
+  void set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, const Lanes& lanes);
 
   const Launch& launch_;
   const kir::Kernel& kernel_;
@@ -359,10 +462,18 @@ class Block {
   int64_t id_;
   int threads_;
   SimtReport& report_;
-  Registers regs_;
+  Registers root_regs_;
+  Registers* regs_ = &root_regs_;     // the running fiber's
+  std::deque<Registers> fiber_regs_;  // kept to the block's end: a wgmma still in flight names them
   std::vector<ThreadAsync> async_;
   bool wgmma_operands_ = false;  // a wgmma's operands are being read (its chain's accumulator may be in flight)
   std::unordered_map<uint32_t, Mbarrier> mbarriers_;
+  int warps_;
+  std::vector<Clock> clocks_;       // clocks_[w]: warp w's vector clock
+  std::vector<NamedBarrier> bars_;  // by barrier id
+  std::vector<int> wg_regs_;        // each warpgroup's registers a thread (setmaxnreg)
+  int64_t free_registers_ = 0;      // the register file's rest
+  Fibers fibers_;
 };
 
 }  // namespace emmy::simt_detail

@@ -18,9 +18,9 @@ void store_lanes(Register& r, int elem, const Vals& v, const Lanes& lanes, int t
 // ---- statements ----------------------------------------------------------------------------------
 
 void Block::exec_body(const std::vector<Stmt>& body, const Lanes& lanes) {
-  regs_.push_scope();
+  regs_->push_scope();
   for (const Stmt& s : body) exec(s, lanes);
-  regs_.pop_scope();
+  regs_->pop_scope();
 }
 
 void Block::exec(const Stmt& s, const Lanes& lanes) {
@@ -42,7 +42,7 @@ void Block::exec_decl(const Stmt& s, const Lanes& lanes) {
   if (s.count < 1) fail(lanes[0], fmt::format("register {} declared with {} elements", s.reg.name, s.count));
   std::optional<Vals> init;
   if (!s.args.empty()) init = convert(eval(s.args[0], lanes), s.type);
-  Register& r = regs_.declare(s.reg.name, s.type, s.count);
+  Register& r = regs_->declare(s.reg.name, s.type, s.count);
   if (init)
     for (int e = 0; e < s.count; ++e) store_lanes(r, e, *init, lanes, threads_);
 }
@@ -81,9 +81,9 @@ void Block::exec_for(const Stmt& s, const Lanes& lanes) {
   if (is_f(s.type) || s.type == ScalarType::Pred)
     fail(lanes[0], fmt::format("loop variable {} must be i32, i64 or u32", s.reg.name));
   if (s.step <= 0) fail(lanes[0], fmt::format("loop over {} has step {} (must be positive)", s.reg.name, s.step));
-  regs_.push_scope();
+  regs_->push_scope();
   Vals lo = convert(eval(s.args[0], lanes), s.type);
-  store_lanes(regs_.declare(s.reg.name, s.type, 1), 0, lo, lanes, threads_);
+  store_lanes(regs_->declare(s.reg.name, s.type, 1), 0, lo, lanes, threads_);
   Expr cond = kir::binary(BinOp::Lt, kir::var(kir::Reg{s.reg.name, -1}, s.type), s.args[1]);
   Lanes live = lanes;
   while (true) {
@@ -94,28 +94,48 @@ void Block::exec_for(const Stmt& s, const Lanes& lanes) {
     if (next.empty()) break;
     live = std::move(next);
     exec_body(s.body, live);
-    Register* r = regs_.find(s.reg.name);
+    Register* r = regs_->find(s.reg.name);
     for (int32_t t : live) r->i[static_cast<size_t>(t)] = wrap_int(s.type, r->i[static_cast<size_t>(t)] + s.step);
   }
-  regs_.pop_scope();
+  regs_->pop_scope();
 }
 
 void Block::exec_if(const Stmt& s, const Lanes& lanes) {
   Vals c = eval(s.args[0], lanes);
   Lanes yes, no;
   for (size_t k = 0; k < lanes.size(); ++k) (truth(c, k) ? yes : no).push_back(lanes[k]);
+  const bool both = !yes.empty() && !no.empty() && !s.orelse.empty();
+  if (both && launch_.blocking_ifs.contains(&s)) return exec_apart(s, yes, no);
   if (!yes.empty()) exec_body(s.body, yes);
   if (!no.empty() && !s.orelse.empty()) exec_body(s.orelse, no);
 }
 
-void Block::exec_barrier(const Lanes& lanes) {
-  if (static_cast<int>(lanes.size()) != threads_) {
-    int32_t missing = 0;
-    while (missing < threads_ && std::binary_search(lanes.begin(), lanes.end(), missing)) ++missing;
-    fail(lanes[0], fmt::format("barrier divergence: {} of {} threads reach the barrier (thread {} does not)",
-                               lanes.size(), threads_, missing));
+// The two sides of a branch that may block run as fibers, each with its own registers over
+// the enclosing ones: one side may wait for what the other does (a producer's copies, a
+// consumer's release of a buffer, a named barrier of both).
+void Block::exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no) {
+  Registers* outer = regs_;
+  Registers& then_regs = fiber_regs_.emplace_back(threads_, outer);
+  Registers& else_regs = fiber_regs_.emplace_back(threads_, outer);
+  auto side = [this](Registers& regs, const std::vector<Stmt>& body, const Lanes& lanes) {
+    return [this, &regs, &body, &lanes] {
+      regs_ = &regs;
+      exec_body(body, lanes);
+    };
+  };
+  try {
+    fibers_.run({side(then_regs, s.body, yes), side(else_regs, s.orelse, no)});
+  } catch (...) {
+    regs_ = outer;
+    throw;
   }
-  ++smem_.epoch;
+  regs_ = outer;
+}
+
+// __syncthreads: every thread of the block, in one fiber or arriving from several.
+void Block::exec_barrier(const Lanes& lanes) {
+  if (static_cast<int>(lanes.size()) == threads_) return sync_all();
+  arrive_barrier(0, threads_, lanes, true);
 }
 
 // A vector access: `count` elements of a global buffer or shared array to or from a register
@@ -124,7 +144,7 @@ void Block::exec_barrier(const Lanes& lanes) {
 void Block::exec_vector(const Stmt& s, const Lanes& lanes) {
   bool load = s.kind == Stmt::Kind::VecLoad;
   Vals idx = eval_index(s.args[0], lanes);
-  Register* r = regs_.find(s.reg.name);
+  Register* r = regs_->find(s.reg.name);
   if (r == nullptr) fail(lanes[0], fmt::format("register {} is not declared", s.reg.name));
   if (r->count != s.count || r->type != s.type)
     fail(lanes[0], fmt::format("vector access of {} {} through register array {} of {} {}", s.count,
@@ -248,7 +268,7 @@ Vals Block::eval_const(const Expr& e, size_t n) const {
 }
 
 Register& Block::reg(const kir::Reg& r, int32_t thread, int* elem) {
-  Register* found = regs_.find(r.name);
+  Register* found = regs_->find(r.name);
   if (found == nullptr) fail(thread, fmt::format("register {} is not declared", r.name));
   if (r.elem < 0 && found->count != 1)
     fail(thread, fmt::format("register array {}[{}] used without an element", r.name, found->count));

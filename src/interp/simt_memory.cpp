@@ -47,8 +47,16 @@ void Block::check_window(int32_t t, uint32_t addr, uint32_t bytes) const {
 }
 
 // A read of shared bytes by thread t: not before its asynchronous copy landed, and (race
-// check) not of bytes another warp wrote since the last barrier.
+// check) not of bytes another warp wrote unless the write is ordered before this read.
 void Block::check_read(int32_t t, uint32_t addr, uint32_t bytes) {
+  const int32_t w = warp_of(t);
+  std::vector<uint32_t>* reads = nullptr;
+  if (launch_.race_check) {
+    auto& all = smem_.reads[static_cast<size_t>(w)];
+    if (all.empty()) all.assign(smem_.data.size(), 0);
+    reads = &all;
+  }
+  const Clock& clock = clocks_[static_cast<size_t>(w)];
   for (uint32_t b = addr; b < addr + bytes; ++b) {
     ByteState& s = smem_.state[b];
     if (s.pending == Pending::CpAsync)
@@ -57,38 +65,43 @@ void Block::check_read(int32_t t, uint32_t addr, uint32_t bytes) {
     if (s.pending == Pending::Tma)
       fail(t, fmt::format("read before the mbarrier wait: {} is the destination of a TMA copy still in flight",
                           describe_shared(b)));
-    if (!launch_.race_check) continue;
-    if (s.write_epoch == smem_.epoch && s.writer >= 0 && warp_of(s.writer) != warp_of(t))
+    if (reads == nullptr) continue;
+    if (s.writer >= 0 && warp_of(s.writer) != w && s.write_time >= clock[static_cast<size_t>(warp_of(s.writer))])
       fail(t, fmt::format("shared-memory race: {} was written by thread {} with no barrier before this read",
                           describe_shared(b), s.writer));
-    if (s.read_epoch != smem_.epoch) {
-      s.read_epoch = smem_.epoch;
-      s.reader_warp = warp_of(t);
-    } else if (s.reader_warp != warp_of(t)) {
-      s.reader_warp = kManyWarps;
-    }
+    (*reads)[b] = smem_.now;
+    s.last_read = smem_.now;
   }
 }
 
-// A write of shared bytes by thread t (async: the issue of a copy that lands later).
+// A write of shared bytes by thread t (async: the issue of a copy that lands later): every
+// earlier access by another warp must be ordered before it.
 void Block::check_write(int32_t t, uint32_t addr, uint32_t bytes, bool async) {
+  const int32_t w = warp_of(t);
+  const Clock& clock = clocks_[static_cast<size_t>(w)];
+  uint32_t oldest = UINT32_MAX;  // the reads before it are ordered for every warp
+  for (size_t x = 0; x < clock.size(); ++x)
+    if (static_cast<int32_t>(x) != w) oldest = std::min(oldest, clock[x]);
   for (uint32_t b = addr; b < addr + bytes; ++b) {
     ByteState& s = smem_.state[b];
     if (s.pending != Pending::None)
       fail(t, fmt::format("{} into {} while an asynchronous copy into it is still in flight",
                           async ? "asynchronous copy" : "store", describe_shared(b)));
     if (!launch_.race_check) continue;
-    if (s.write_epoch == smem_.epoch && s.writer >= 0 && warp_of(s.writer) != warp_of(t))
+    if (s.writer >= 0 && warp_of(s.writer) != w && s.write_time >= clock[static_cast<size_t>(warp_of(s.writer))])
       fail(t, fmt::format(
                   "shared-memory race: {} was written by thread {} and again by this thread with no barrier between",
                   describe_shared(b), s.writer));
-    if (s.read_epoch == smem_.epoch && s.reader_warp != warp_of(t))
-      fail(t, fmt::format(
-                  "shared-memory race: {} is overwritten after {} read it, with no barrier between", describe_shared(b),
-                  s.reader_warp == kManyWarps ? std::string("several warps") : fmt::format("warp {}", s.reader_warp)));
+    if (s.last_read >= oldest)
+      for (size_t x = 0; x < clock.size(); ++x) {
+        const auto& reads = smem_.reads[x];
+        if (static_cast<int32_t>(x) == w || reads.empty() || reads[b] < clock[x]) continue;
+        fail(t, fmt::format("shared-memory race: {} is overwritten after warp {} read it, with no barrier between",
+                            describe_shared(b), x));
+      }
     if (!async) {
       s.writer = t;
-      s.write_epoch = smem_.epoch;
+      s.write_time = smem_.now;
     }
   }
 }
@@ -124,7 +137,7 @@ void Block::land(const AsyncWrite& w, int32_t writer) {
     ByteState& s = smem_.state[w.addr + b];
     s.pending = Pending::None;
     s.writer = writer;
-    s.write_epoch = smem_.epoch;
+    s.write_time = smem_.now;
   }
 }
 

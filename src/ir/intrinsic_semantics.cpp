@@ -225,9 +225,10 @@ float float_extreme(float old, float v, bool max) {
   return out;
 }
 
-// commit_group, wait_group and the mbarrier operations order the copies above; they compute
-// nothing. The interpreter gives them their meaning (groups, arrival counts, phases,
-// transaction bytes), so their semantics here do nothing.
+// commit_group, wait_group, the mbarrier operations, the named barriers and setmaxnreg order
+// the copies and warps around them; they compute nothing. The interpreter gives them their
+// meaning (groups, arrival counts, phases, transaction bytes, register budgets), so their
+// semantics here do nothing.
 void ordering_only(const IntrinsicCall&) {}
 
 constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)> kSemantics{{
@@ -280,6 +281,10 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) {  // RegFence
       for (int l = 0; l < c.lanes; ++l) c.out[static_cast<size_t>(l)] = c.in[static_cast<size_t>(l)];
     },
+    ordering_only,  // BarSync
+    ordering_only,  // BarArrive
+    ordering_only,  // SetmaxnregInc
+    ordering_only,  // SetmaxnregDec
 }};
 
 }  // namespace

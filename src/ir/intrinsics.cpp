@@ -260,6 +260,28 @@ constexpr std::string_view kAtomicMinI32 =
 }
 )";
 
+// bar.sync / bar.arrive take the barrier and the thread count in registers.
+constexpr std::string_view kBarSync =
+    R"(__device__ __forceinline__ void emmy_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+)";
+constexpr std::string_view kBarArrive =
+    R"(__device__ __forceinline__ void emmy_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+)";
+
+// setmaxnreg takes an immediate (24 to 256, a multiple of 8): the literal argument selects its
+// case once inlined.
+std::string setmaxnreg_source(std::string_view helper, std::string_view direction) {
+  std::string out = fmt::format("__device__ __forceinline__ void {}(int regs) {{\n  switch (regs) {{\n", helper);
+  for (int r = 24; r <= 256; r += 8)
+    out +=
+        fmt::format("    case {0}: asm volatile(\"setmaxnreg.{1}.sync.aligned.u32 {0};\\n\"); break;\n", r, direction);
+  return out + "    default: break;\n  }\n}\n";
+}
+
 constexpr std::string_view kRegFence =
     R"(__device__ __forceinline__ void emmy_reg_fence(float& d, float v) {
   d = v;
@@ -378,6 +400,12 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, wait_sources[1]));
   t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, ordering_sources[2]));
   t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
+  static const std::array<std::string, 2> setmaxnreg_sources{setmaxnreg_source("emmy_setmaxnreg_inc", "inc"),
+                                                             setmaxnreg_source("emmy_setmaxnreg_dec", "dec")};
+  t.push_back(row(BarSync, "emmy_bar_sync", W, {}, {}, 2, 80, kBarSync));
+  t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {}, 2, 80, kBarArrive));
+  t.push_back(row(SetmaxnregInc, "emmy_setmaxnreg_inc", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[0]));
+  t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[1]));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
   if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");
