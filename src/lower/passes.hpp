@@ -108,6 +108,7 @@ struct Knobs {
   std::optional<MmaStage> stage;           // STAGE on the tensor-core tier; none: fragments from global memory
   bool fast_exp = false;                   // FAST_EXP=1: exp(x) as exp2(x * log2 e) (both tiers)
   bool overlap = false;                    // OVERLAP=1: a block's next product issued before its elementwise work
+  std::optional<WspecValue> wspec;         // WSPEC=p<N>[/r<R>]: producer warps issue the ring's copies
   std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
   std::vector<SplitKnob> splits;           // REDUCE (at most one)
   std::vector<KnobSetting> settings;       // as resolved, for printing and hashing
@@ -115,6 +116,7 @@ struct Knobs {
   int block_threads = 128;
   int carrier_tile = 32;          // TILE@axis default for per-element carriers (the target's)
   int fold_fragment_regs = 184;   // the tensor-core fold's fragment register budget (the target's)
+  int register_file = 65536;      // 32-bit registers of an SM (the target's)
   int causal_group_blocks = 256;  // a key-bounded fold's head-group size in blocks (the target's)
   int rescale_skip_per_key = 1;   // the fold's rescale skip: elements of o a thread per key (the target's)
   int coop_threads = 1;           // COOP=t<N>: threads per point of a kernel's thread space

@@ -202,6 +202,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   Knobs k;
   k.carrier_tile = target.scalar_carrier_tile;
   k.fold_fragment_regs = target.mma_fold_fragment_regs;
+  k.register_file = target.register_file;
   k.causal_group_blocks = target.causal_group_blocks;
   k.rescale_skip_per_key = target.rescale_skip_per_key;
   std::vector<KnobSetting> block;
@@ -262,6 +263,11 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           }
           [[fallthrough]];
         case Knob::Wspec:
+          if (s.knob == Knob::Wspec && k.mma) {  // as OVERLAP: the plan decides
+            k.wspec = s.off ? std::nullopt : std::optional<WspecValue>(std::get<WspecValue>(s.value));
+            break;
+          }
+          [[fallthrough]];
         case Knob::Raster:
         case Knob::FastExp:
           if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument

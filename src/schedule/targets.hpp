@@ -17,6 +17,7 @@ struct TargetInfo {
   int smem_per_block_bytes;  // opt-in dynamic shared memory per block
   int max_regs_per_thread;
   int max_threads_per_block;
+  int register_file;  // 32-bit registers of an SM: what a block of one CTA an SM splits (WSPEC's setmaxnreg)
   // The scalar tier's register tile for a fold that carries one register per output element,
   // when no TILE@axis knob sets it: the widest that compiles without spills on the target
   // (tests/bench/RESULTS.md, "Measurements that were code comments").

@@ -27,7 +27,9 @@ std::string print_slab(const SlabPlan& s) {
 std::string print_plan(const KernelPlan& p) {
   std::string out = fmt::format("kernel {}: {}\n", p.kernel, tier_name(p.tier));
   if (!p.refused.empty()) out += fmt::format("  tensor cores refused: {}\n", p.refused);
-  out += fmt::format("  block: {} threads\n", p.block_threads);
+  out += p.producer_threads > 0 ? fmt::format("  block: {} threads ({} consumers, {} producers)\n",
+                                              p.block_threads + p.producer_threads, p.block_threads, p.producer_threads)
+                                : fmt::format("  block: {} threads\n", p.block_threads);
   if (p.tier == KernelPlan::Tier::CoopRows)
     out += fmt::format("  rows: {} threads each, vector accesses of {}\n", p.coop_threads, p.coop_vec);
   if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
@@ -43,6 +45,15 @@ std::string print_plan(const KernelPlan& p) {
   if (p.overlap)
     out += "  overlap: the next block's scores issued before this block's softmax, P @ V one block behind\n";
   if (!p.no_overlap.empty()) out += fmt::format("  overlap refused: {}\n", p.no_overlap);
+  if (p.producer_threads > 0)
+    out += fmt::format(
+        "  warp specialization: {} consumer threads, {} producer threads after them (thread {} issues "
+        "the ring's copies){}\n",
+        p.block_threads, p.producer_threads, p.block_threads,
+        p.consumer_registers > 0 ? fmt::format("; setmaxnreg {} a consumer thread, {} a producer thread",
+                                               p.consumer_registers, p.producer_registers)
+                                 : std::string());
+  if (!p.no_wspec.empty()) out += fmt::format("  warp specialization refused: {}\n", p.no_wspec);
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

@@ -39,6 +39,10 @@ struct KernelPlan {
   bool row_fragments_in_registers = false;  // a fold's loop-invariant operand, kept in registers
   bool overlap = false;                     // OVERLAP=1 applied: the next block's product issued early
   std::string no_overlap;                   // where OVERLAP=1 was asked for and not applied: why
+  int producer_threads = 0;                 // WSPEC applied: the producer warps' threads after the consumers'
+  int consumer_registers = 0;               // ... and setmaxnreg's budgets (0: none)
+  int producer_registers = 0;
+  std::string no_wspec;  // where WSPEC was asked for and not applied: why
   std::vector<SlabPlan> slabs;
 };
 

@@ -647,8 +647,12 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
         if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
           b_.scope().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
   };
+  // Staged through a ring's slab, unless producer warps may already refill it for the next
+  // register tile.
   const std::optional<StagedOut> staged =
-      staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
+      plan_.producer_threads > 0
+          ? std::nullopt
+          : staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
   for_each_c(
       fm, ne,
       [&](int a, int n, int e, const K& row, const K& col) {

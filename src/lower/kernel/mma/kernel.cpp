@@ -1,6 +1,7 @@
 // The tensor-core kernel: its block of warps, the tile each warp owns, and the body of the
 // contraction or the fold; the builder's entry to the tier.
 #include "lower/kernel/mma/tier.hpp"
+#include "lower/kernel/specialize_warps.hpp"
 
 namespace emmy::lower::detail {
 
@@ -95,6 +96,15 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   else
     emit_contraction();
   out.body = std::move(body);
+  if (plan_.producer_threads > 0) {
+    // The copies the producers' thread issues, split off: what the plan allowed always splits.
+    WarpRoles roles{.consumers = plan_.block_threads,
+                    .producers = plan_.producer_threads,
+                    .consumer_registers = plan_.consumer_registers,
+                    .producer_registers = plan_.producer_registers};
+    std::optional<std::string> why = specialize_warps(out, hoist_at_, roles);
+    EMMY_INTERNAL_ASSERT(!why, fmt::format("warp specialization: {}", why.value_or("")));
+  }
 }
 
 AxisAt MmaTier::axis_at(const tir::Axis& a, K base, bool zero) const {

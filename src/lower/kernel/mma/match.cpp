@@ -10,6 +10,7 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
     why = why_;
     return false;
   }
+  if (b_.knobs().wspec) plan_wspec();
   emit_kernel(k, out, program);
   return true;
 }
@@ -484,6 +485,59 @@ void MmaTier::plan_overlap() {
     plan_.overlap = true;
   if (!plan_.no_overlap.empty())
     b_.law_warnings().push_back({"W050", fmt::format("OVERLAP=1 has no effect on {}: {}", what, plan_.no_overlap)});
+}
+
+void MmaTier::plan_wspec() {
+  // Producer warps after the consumers issue the ring's copies, waiting on each buffer's free
+  // mbarrier; the consumers only wait on the full ones. The copies must all be TMA boxes (one
+  // thread issues them) into a ring the producers can run ahead in.
+  const WspecValue& w = *b_.knobs().wspec;
+  const int consumers = plan_.block_threads;
+  std::string& why = plan_.no_wspec;
+  const SlabPlan* by_copy = nullptr;
+  bool streamed = false;
+  for (const SlabPlan& s : plan_.slabs)
+    if (s.buffers > 1) {
+      streamed = true;
+      if (s.transport != "tma" && !by_copy) by_copy = &s;
+    }
+  if (!stage_ || !stage_->ring || stage_->depth < 2 || !streamed)
+    why = "the producers run ahead in a ring of two buffers or more (STAGE=d2/tma/ring or deeper)";
+  else if (by_copy)
+    why = fmt::format("the {} slab comes by {}{}: the producers' one thread issues TMA boxes", by_copy->role,
+                      by_copy->transport, by_copy->no_tma.empty() ? "" : fmt::format(" ({})", by_copy->no_tma));
+  else if ((w.regs || wgmma()) && consumers % 128 != 0)
+    why = fmt::format("setmaxnreg moves registers between whole warpgroups, and the {} consumer threads are not",
+                      consumers);
+  // wgmma's consumers take the registers a producer warpgroup does not need unless r<R> says how
+  // many: at least 24 stay with each producer thread.
+  const int file = b_.knobs().register_file;
+  const std::optional<int> regs = w.regs    ? w.regs
+                                  : wgmma() ? std::optional<int>(std::min(256, (file - 128 * 24) / consumers / 8 * 8))
+                                            : std::nullopt;
+  int producer_registers = 0;
+  if (why.empty() && regs) {
+    const int start = std::min(256, file / (consumers + 128) / 8 * 8);
+    const int rest = (file - consumers * *regs) / 128 / 8 * 8;
+    if (*regs < start)
+      why = fmt::format(
+          "r{} is below the {} registers a thread a block of {} starts with (setmaxnreg.inc cannot lower "
+          "them)",
+          *regs, start, consumers + 128);
+    else if (rest < 24)
+      why = fmt::format("{} consumer threads at {} registers leave {} a producer thread (setmaxnreg: at least 24)",
+                        consumers, *regs, rest);
+    producer_registers = std::min(start, rest);
+  }
+  if (!why.empty()) {
+    b_.law_warnings().push_back({"W050", fmt::format("WSPEC=p{}{} has no effect: {}", w.producers,
+                                                     w.regs ? fmt::format("/r{}", *w.regs) : std::string(), why)});
+    return;
+  }
+  // A whole warpgroup where setmaxnreg counts the block in warpgroups; p<N> warps otherwise.
+  plan_.producer_threads = regs ? 4 * kWarp : kWarp * w.producers;
+  plan_.consumer_registers = regs.value_or(0);
+  plan_.producer_registers = regs ? producer_registers : 0;
 }
 
 void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {

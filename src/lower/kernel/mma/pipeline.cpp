@@ -9,9 +9,10 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
                           const std::function<void(const K&, const K&, const Issue&)>& compute, bool barrier_free) {
   const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
   // With `barrier_free`, a ring whose every tile comes by TMA synchronises through the
-  // mbarriers alone (the contraction; the fold keeps its barrier a tile). Measurements:
+  // mbarriers alone (the contraction, and any ring a producer warp fills; the fold otherwise
+  // keeps its barrier a tile). Measurements:
   // tests/bench/RESULTS.md, "Measurements that were code comments".
-  const bool boxes_only = barrier_free && dist > 0 && !slabs.empty() &&
+  const bool boxes_only = (barrier_free || plan_.producer_threads > 0) && dist > 0 && !slabs.empty() &&
                           std::all_of(slabs.begin(), slabs.end(), [](const Slab* s) { return !s->map.empty(); });
   if (boxes_only && tma_free_.empty()) tma_free_setup();
   if (stage_ && dist > 0) ring_prologue(lo, size, chunk, slabs, dist, boxes_only);

@@ -59,6 +59,9 @@ class MmaTier {
 
   // OVERLAP=1 on a fold: applied (plan_.overlap), or refused with the reason (plan_.no_overlap).
   void plan_overlap();
+  // WSPEC: producer warps (plan_.producer_threads) and their register budgets, or the reason
+  // it is refused (plan_.no_wspec).
+  void plan_wspec();
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
 

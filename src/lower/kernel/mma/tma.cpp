@@ -105,9 +105,11 @@ void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, cons
                             s->map));
       }
   });
+  // Thread 0 issues, or with WSPEC the producers' first thread, past the consumers.
   std::vector<kir::Stmt> by_tma;
-  by_tma.push_back(
-      kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(issue)));
+  by_tma.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx),
+                                            ci32(plan_.producer_threads > 0 ? plan_.block_threads : 0)),
+                                std::move(issue)));
   emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
     for (const Slab* s : slabs) fill_tile(*s, buf, origin);
   })));
