@@ -11,13 +11,15 @@ void join(Clock& into, const Clock& from) {
 }
 
 // A new block: everything before it is ordered before everything in it; registers as the
-// launch allocates them (the register file split evenly, 8 a thread at a time, 256 at most).
+// launch allocates them (the register file split evenly, 8 a thread at a time, 256 at most),
+// and no register free for setmaxnreg.inc but those a setmaxnreg.dec releases (a block that
+// waits for the rest of the register file hangs on the GPU).
 void Block::start_clocks() {
   ++smem_.now;
   for (Clock& c : clocks_) c.assign(static_cast<size_t>(warps_), smem_.now);
   const int each = std::min(256, kRegisterFile / (warps_ * kWarp) / 8 * 8);
   std::fill(wg_regs_.begin(), wg_regs_.end(), each);
-  free_registers_ = kRegisterFile - int64_t{each} * warps_ * kWarp;
+  free_registers_ = 0;
 }
 
 // An arrival of `warp`: its accesses so far, and what it was ordered after, join `into`.
@@ -110,7 +112,7 @@ void Block::set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, cons
           first, [this, delta] { return free_registers_ >= delta; },
           [this, &info, regs, delta, first] {
             return fmt::format(
-                "{} {} of warpgroup {} waits for {} registers, the register file has {} free (another "
+                "{} {} of warpgroup {} waits for {} registers, {} of them are free (another "
                 "warpgroup must setmaxnreg.dec first)",
                 info.name, regs, first / (4 * kWarp), delta, free_registers_);
           });

@@ -150,6 +150,9 @@ TEST_CASE("simt roles: setmaxnreg moves registers between warpgroups, waiting fo
   for (int t = 0; t < 384; ++t) CHECK(io.at("y").data[static_cast<size_t>(t)] == t / 128);
   std::string err = simt_error(budgets(24, 248), {{"N", 1}}, {});
   CHECK(contains(err, "setmaxnreg_inc 248 of warpgroup 2 waits for 10240 registers"));
+  // Only what a setmaxnreg.dec released is free: the rest of the register file (1,024) is not.
+  CHECK(contains(simt_error(budgets(32, 240), {{"N", 1}}, {}),
+                 "setmaxnreg_inc 240 of warpgroup 2 waits for 9216 registers, 8192 of them are free"));
   CHECK(contains(simt_error(budgets(200, 240), {{"N", 1}}, {}), "is above the warpgroup's 168"));
   CHECK(contains(simt_error(budgets(24, 250), {{"N", 1}}, {}), "a multiple of 8 in [24, 256]"));
 }

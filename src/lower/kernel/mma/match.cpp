@@ -509,25 +509,28 @@ void MmaTier::plan_wspec() {
   else if ((w.regs || wgmma()) && consumers % 128 != 0)
     why = fmt::format("setmaxnreg moves registers between whole warpgroups, and the {} consumer threads are not",
                       consumers);
-  // wgmma's consumers take the registers a producer warpgroup does not need unless r<R> says how
-  // many: at least 24 stay with each producer thread.
-  const int file = b_.knobs().register_file;
-  const std::optional<int> regs = w.regs    ? w.regs
-                                  : wgmma() ? std::optional<int>(std::min(256, (file - 128 * 24) / consumers / 8 * 8))
-                                            : std::nullopt;
+  // setmaxnreg.inc takes registers only from those the block's setmaxnreg.dec released: the
+  // producer warpgroup gives up what the consumers take above the block's starting count.
+  // wgmma's consumers take all a producer warpgroup can give (it keeps 24) unless r<R> says.
+  const int file = b_.knobs().register_file, start = std::min(256, file / (consumers + 128) / 8 * 8);
+  const std::optional<int> regs =
+      w.regs    ? w.regs
+      : wgmma() ? std::optional<int>(std::min(256, (start + (start - 24) * 128 / consumers) / 8 * 8))
+                : std::nullopt;
   int producer_registers = 0;
   if (why.empty() && regs) {
-    const int start = std::min(256, file / (consumers + 128) / 8 * 8);
-    const int rest = (file - consumers * *regs) / 128 / 8 * 8;
+    const int taken = consumers * (*regs - start), left = (start * 128 - taken) / 128 / 8 * 8;
     if (*regs < start)
       why = fmt::format(
           "r{} is below the {} registers a thread a block of {} starts with (setmaxnreg.inc cannot lower "
           "them)",
           *regs, start, consumers + 128);
-    else if (rest < 24)
-      why = fmt::format("{} consumer threads at {} registers leave {} a producer thread (setmaxnreg: at least 24)",
-                        consumers, *regs, rest);
-    producer_registers = std::min(start, rest);
+    else if (left < 24)
+      why = fmt::format(
+          "{} consumer threads from {} to {} registers take {} a producer thread gives, which keeps "
+          "{} (setmaxnreg: at least 24)",
+          consumers, start, *regs, taken / 128, left);
+    producer_registers = left;
   }
   if (!why.empty()) {
     b_.law_warnings().push_back({"W050", fmt::format("WSPEC=p{}{} has no effect: {}", w.producers,
