@@ -203,6 +203,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.carrier_tile = target.scalar_carrier_tile;
   k.fold_fragment_regs = target.mma_fold_fragment_regs;
   k.register_file = target.register_file;
+  k.max_thread_registers = target.max_regs_per_thread;
   k.causal_group_blocks = target.causal_group_blocks;
   k.rescale_skip_per_key = target.rescale_skip_per_key;
   std::vector<KnobSetting> block;

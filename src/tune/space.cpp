@@ -177,10 +177,14 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
       for (int k : kChunks)
         for (const StageRow& s : kWgmmaStages) {
           if (!target_has(target, s.needs)) continue;
-          // OVERLAP on a fold whose ring has a buffer for the P @ V in flight (a contraction's is
-          // refused until WSPEC lowers: the tuner does not spend builds on it).
+          // The asynchronous moves: OVERLAP on a fold whose ring has a buffer for the P @ V in
+          // flight; a producer warpgroup (WSPEC) on a ring of TMA boxes, and on a contraction
+          // OVERLAP with it (without the producers a contraction's is refused: no build spent on it).
           std::vector<std::string> overlap{""};
+          const bool boxes = s.needs == Feature::Tma;
           if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
+          if (boxes) overlap.push_back("WSPEC=p1");
+          if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1");
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               for (const std::string& ov : overlap)

@@ -43,7 +43,10 @@ std::string print_plan(const KernelPlan& p) {
     out += fmt::format("  row fragments: {}\n", p.row_fragments_in_registers ? "in registers" : "re-read from a slab");
   }
   if (p.overlap)
-    out += "  overlap: the next block's scores issued before this block's softmax, P @ V one block behind\n";
+    out += p.tier == KernelPlan::Tier::MmaFold
+               ? "  overlap: the next block's scores issued before this block's softmax, P @ V one block behind\n"
+               : "  overlap: each chunk's wgmma batch in flight while the next one issues; its buffer released a "
+                 "chunk behind\n";
   if (!p.no_overlap.empty()) out += fmt::format("  overlap refused: {}\n", p.no_overlap);
   if (p.producer_threads > 0)
     out += fmt::format(

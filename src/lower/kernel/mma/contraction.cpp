@@ -4,6 +4,22 @@
 
 namespace emmy::lower::detail {
 
+kir::Stmt MmaTier::arrive_free(const K& buf) const {
+  return kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))});
+}
+
+// OVERLAP: the chunk's batch stays in flight while the previous one retires (wait_group 1: the
+// accumulator chain orders them), then the ring's copy ahead and the previous chunk's buffer
+// released, without a branch between the batches (the first chunk arrives on the spare
+// mbarrier nobody waits for).
+void MmaTier::overlap_chunk(const K& k0, const K& buf, const std::function<void()>& issue) {
+  wgmma_commit();
+  emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {1}));
+  issue();
+  K prev = ring_wrap(add(buf, ci32(stage_->depth - 1)));
+  emit(arrive_free(kir::select(lt(i64(0), k0), prev, ci32(stage_->depth))));
+}
+
 void MmaTier::emit_contraction() {
   const int fm = t_.frag_m, fn = t_.frag_n, steps = std::max(1, t_.k_chunk);
   // Fresh names: the op's own registers (an epilogue's `acc`) must not shadow them.
@@ -33,7 +49,8 @@ void MmaTier::emit_contraction() {
   // waits for every warp to release the buffer meanwhile); mma.sync issues them first, which
   // measured faster there (tests/bench/RESULTS.md, "Measurements that were code comments").
   const bool late = wgmma() && sa && !sa->map.empty() && sb && !sb->map.empty();
-  stream_loop(
+  const int regs = fm * fn * 4;
+  const K buf_after = stream_loop(
       kv, i64(0), ksize, chunk, slabs, late,
       [&](const K& k0, const K& buf, const Issue& issue) {
         if (wgmma()) {  // the chunk's k16 steps, one wgmma each a warpgroup, A and B by descriptor
@@ -43,7 +60,8 @@ void MmaTier::emit_contraction() {
             BOperand b = b_operand(*sb, buf, first_.axis.name, s);
             wgmma_step(acc, t_.wgmma_n, a_operand(*sa, s, buf), b);
           }
-          wgmma_done(acc, fm * fn * 4, issue);
+          if (plan_.overlap) return overlap_chunk(k0, buf, issue);
+          wgmma_done(acc, regs, issue);
           return;
         }
         for (int s = 0; s < steps; ++s) {
@@ -79,7 +97,12 @@ void MmaTier::emit_contraction() {
           // the compiler load step s + 1's fragments under step s's mma.
         }
       },
-      /*barrier_free=*/true);
+      /*barrier_free=*/true, plan_.overlap);
+  if (plan_.overlap) {
+    emit(kir::comment("the last chunk's wgmma; its buffer released"));
+    wgmma_wait(0, acc, regs);
+    emit(kir::if_then(lt(i64(0), ksize), {arrive_free(ring_wrap(add(buf_after, ci32(stage_->depth - 1))))}));
+  }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
   const std::optional<StagedOut> staged =

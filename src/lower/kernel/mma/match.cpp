@@ -11,6 +11,7 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
     return false;
   }
   if (b_.knobs().wspec) plan_wspec();
+  if (b_.knobs().overlap) plan_overlap();  // a contraction's needs the producers
   emit_kernel(k, out, program);
   return true;
 }
@@ -398,7 +399,6 @@ bool MmaTier::plan_staging() {
   if (!fold_) {
     plan_.tier = KernelPlan::Tier::MmaContraction;
     plan_.cols = col_axis_.name;
-    if (b_.knobs().overlap) plan_overlap();
     if (!stage_) return true;
     const int chunk = ks * kAtomK;
     return plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, chunk, 0, wgmma()) &&
@@ -455,7 +455,6 @@ bool MmaTier::plan_staging() {
   if (!plan_.row_fragments_in_registers &&
       !plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, bound, 1, wgmma()))
     return false;
-  if (b_.knobs().overlap) plan_overlap();
   if (!stage_) return true;
   if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
   return !value_read_ ||
@@ -470,11 +469,17 @@ void MmaTier::plan_overlap() {
                                  : fmt::format("the contraction over {}", first_.axis.name);
   if (!wgmma())
     plan_.no_overlap = "the atom is mma.sync, whose products complete in order (OVERLAP needs wgmma)";
-  else if (!fold_)  // measured: ptxas remark C7518 on every wgmma of the kernel
+  else if (!fold_ && plan_.producer_threads == 0)  // measured: ptxas remark C7518 on every wgmma of the kernel
     plan_.no_overlap =
         "a contraction's next chunk reads the accumulator of the chunk in flight, and between them the ring's "
-        "copies branch on one thread: ptxas would serialize every wgmma; it needs the copies in a producer warp "
-        "(WSPEC, not lowered yet)";
+        "copies branch on one thread: ptxas would serialize every wgmma; it needs the copies in producer warps "
+        "(WSPEC=p1)";
+  else if (!fold_ && stage_->depth < 3)
+    plan_.no_overlap =
+        "the ring has fewer than three buffers (STAGE=d3/tma/ring or deeper: one landing, one a batch in flight "
+        "reads, one the batch before it frees)";
+  else if (!fold_)
+    plan_.overlap = true;
   else if (!value_read_ || general_)
     plan_.no_overlap = "the fold has no vector field: one product a block, nothing to issue ahead of it";
   else if (!stage_ || !stage_->ring || stage_->depth < 3)
@@ -511,16 +516,24 @@ void MmaTier::plan_wspec() {
                       consumers);
   // setmaxnreg.inc takes registers only from those the block's setmaxnreg.dec released: the
   // producer warpgroup gives up what the consumers take above the block's starting count.
-  // wgmma's consumers take all a producer warpgroup can give (it keeps 24) unless r<R> says.
+  // wgmma's consumers take all a producer warpgroup can give (it keeps 24) unless r<R> says;
+  // a block that starts with the most a thread may hold has nothing to move (the H200 faults on
+  // a setmaxnreg.dec above the count a warp holds).
   const int file = b_.knobs().register_file, start = std::min(256, file / (consumers + 128) / 8 * 8);
-  const std::optional<int> regs =
-      w.regs    ? w.regs
-      : wgmma() ? std::optional<int>(std::min(256, (start + (start - 24) * 128 / consumers) / 8 * 8))
-                : std::nullopt;
+  const bool at_most = start > b_.knobs().max_thread_registers;
+  std::optional<int> regs = w.regs ? w.regs
+                            : wgmma() && !at_most
+                                ? std::optional<int>(std::min(256, (start + (start - 24) * 128 / consumers) / 8 * 8))
+                                : std::nullopt;
   int producer_registers = 0;
   if (why.empty() && regs) {
     const int taken = consumers * (*regs - start), left = (start * 128 - taken) / 128 / 8 * 8;
-    if (*regs < start)
+    if (at_most)
+      why = fmt::format(
+          "a block of {} threads starts with the most registers a thread may hold ({}): setmaxnreg has "
+          "none to move",
+          consumers + 128, b_.knobs().max_thread_registers);
+    else if (*regs < start)
       why = fmt::format(
           "r{} is below the {} registers a thread a block of {} starts with (setmaxnreg.inc cannot lower "
           "them)",
@@ -537,8 +550,8 @@ void MmaTier::plan_wspec() {
                                                      w.regs ? fmt::format("/r{}", *w.regs) : std::string(), why)});
     return;
   }
-  // A whole warpgroup where setmaxnreg counts the block in warpgroups; p<N> warps otherwise.
-  plan_.producer_threads = regs ? 4 * kWarp : kWarp * w.producers;
+  // A whole warpgroup where setmaxnreg or wgmma count the block in warpgroups; p<N> warps otherwise.
+  plan_.producer_threads = regs || wgmma() ? 4 * kWarp : kWarp * w.producers;
   plan_.consumer_registers = regs.value_or(0);
   plan_.producer_registers = regs ? producer_registers : 0;
 }

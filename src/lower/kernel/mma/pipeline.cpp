@@ -4,10 +4,11 @@
 
 namespace emmy::lower::detail {
 
-void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, int chunk,
-                          const std::vector<const Slab*>& slabs, bool late_issue,
-                          const std::function<void(const K&, const K&, const Issue&)>& compute, bool barrier_free) {
-  const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - 1 : 0;
+K MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, int chunk,
+                       const std::vector<const Slab*>& slabs, bool late_issue,
+                       const std::function<void(const K&, const K&, const Issue&)>& compute, bool barrier_free,
+                       bool overlapped) {
+  const int depth = stage_ ? stage_->depth : 1, dist = stage_ && stage_->ring ? depth - (overlapped ? 2 : 1) : 0;
   // With `barrier_free`, a ring whose every tile comes by TMA synchronises through the
   // mbarriers alone (the contraction, and any ring a producer warp fills; the fold otherwise
   // keeps its barrier a tile). Measurements:
@@ -44,7 +45,7 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
       wait(0, buf);
     }
     compute(v, buf, issue);
-    if (boxes_only) release(buf);  // this thread is done with the buffer
+    if (boxes_only && !overlapped) release(buf);  // this thread is done with the buffer
     // Without the ring, a single buffer is refilled by the next trip: wait for every warp.
     if (dist == 0 && depth == 1) emit(kir::barrier());
     emit(kir::assign({bv}, ring_wrap(add(buf, ci32(1)))));
@@ -54,6 +55,7 @@ void MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, in
   emit(std::move(f));
   // The slabs are free for whatever fills them next (another register tile's prologue).
   if (stage_ && !(dist == 0 && depth == 1)) emit(kir::barrier());
+  return buf;
 }
 
 void MmaTier::ring_prologue(const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs, int dist,

@@ -192,9 +192,10 @@ class MmaTier {
   void tma_free_setup();
 
   // `depth` mbarriers of `count` arrivals initialised by thread 0 at the top of the kernel, and
-  // the register of their phase bits.
+  // the register of their phase bits; `spare` more after them (an arrival nobody waits for: the
+  // overlapped contraction's first tile, which releases no buffer).
   void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
-                      int64_t bits);
+                      int64_t bits, int spare = 0);
 
   // Whether the sizes let every tensor map of the kernel exist (rows 16-byte multiples, no empty
   // dimension: the host's rule, kir::tma_map_of); else the tiles come by cp.async.
@@ -339,6 +340,9 @@ class MmaTier {
                   bool boxes_only);
   K ring_wrap(const K& x) const;
   void release(const K& buf);
+  kir::Stmt arrive_free(const K& buf) const;  // the arrival on buffer `buf`'s free mbarrier
+  // OVERLAP on a contraction: after the chunk's batch of wgmma (contraction.cpp).
+  void overlap_chunk(const K& k0, const K& buf, const std::function<void()>& issue);
 
   // for v in [0, size) step chunk: compute(v, buf, issue) on the tiles at v. With STAGE the
   // block waits for the tile's copies before computing; with the ring the copies of the next
@@ -347,10 +351,13 @@ class MmaTier {
   // the copies' address math runs under the tensor cores' latency, 3% on hd128; the wgmma
   // matmul by TMA); else the copy goes first (the mma.sync matmul: 8% faster that way with
   // cp.async, 7% with TMA, measured) and `issue` does nothing.
+  // With `overlapped` (OVERLAP on a contraction) the ring runs depth - 2 tiles ahead, the compute
+  // releases the buffers itself (one tile behind), and the loop leaves the buffer register,
+  // one past the last tile's, for the drain after it.
   using Issue = std::function<void()>;
-  void stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
-                   bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute,
-                   bool barrier_free = false);
+  K stream_loop(const std::string& var, const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs,
+                bool late_issue, const std::function<void(const K&, const K&, const Issue&)>& compute,
+                bool barrier_free = false, bool overlapped = false);
 
   // ---- the kernel -----------------------------------------------------------------------
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program);

@@ -43,14 +43,14 @@ void MmaTier::tma_free_setup() {
   tma_free_ = b_.fresh("tma_free");
   tma_free_phase_ = b_.fresh("tma_free_phase");
   init_mbarriers("TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases", tma_free_,
-                 tma_free_phase_, out_->block_threads, 0xffffffffLL);
+                 tma_free_phase_, out_->block_threads, 0xffffffffLL, plan_.overlap && !fold_ ? 1 : 0);
 }
 
 void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
-                             int64_t bits) {
-  out_->shared.push_back({bars, ScalarType::I64, stage_->depth, 8});
+                             int64_t bits, int spare) {
+  out_->shared.push_back({bars, ScalarType::I64, stage_->depth + spare, 8});
   std::vector<kir::Stmt> init;
-  for (int i = 0; i < stage_->depth; ++i)
+  for (int i = 0; i < stage_->depth + spare; ++i)
     init.push_back(kir::intrinsic(kir::IntrinsicId::MbarrierInit, {}, {kir::shared_addr(bars, ci32(i))}, {count}));
   init.push_back(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));  // the barriers, seen by the copies
   auto at = [&] { return top_->begin() + static_cast<std::ptrdiff_t>(hoist_at_++); };
