@@ -207,6 +207,9 @@ TEST_CASE(
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d4/cp/ring,OVERLAP=1",
+      // WSPEC: a producer warpgroup issues the ring's boxes (with setmaxnreg at 256 consumers)
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1,WSPEC=p1",
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,WSPEC=p1",
   };
   kir::Program all;
   int runs = 0;
@@ -252,6 +255,11 @@ TEST_CASE(
         CHECK(low.plans[0].overlap);
         CHECK(cuda.find("emmy_wgmma_wait(1);") != std::string::npos);
       }
+      if (src.cli.find("WSPEC=p1") != std::string::npos) {  // applied: the consumers meet at their own barrier
+        CHECK(low.plans[0].producer_threads == 128);
+        CHECK(cuda.find("emmy_bar_sync(1, ") != std::string::npos);
+        CHECK(cuda.find("__syncthreads();") != std::string::npos);  // the mbarriers' initialisation, all threads
+      }
       interpret_all(*l->program, op, low, 9);
     }
   }
@@ -260,8 +268,9 @@ TEST_CASE(
   auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
   REQUIRE(!la->diags->has_errors());
   for (const char* name : {"matmul", "matmul_nt", "bmm", "matmul_bias_relu", "bmm_nt_bias_relu"})
-    for (const char* knobs : {"TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d2/cp/ring",
-                              "TILE=a:wgmma_m64n128k16_f16/w8x1/k8,STAGE=d3/cp/ring"}) {
+    for (const char* knobs :
+         {"TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d2/cp/ring", "TILE=a:wgmma_m64n128k16_f16/w8x1/k8,STAGE=d3/cp/ring",
+          "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d3/tma/ring,WSPEC=p1,OVERLAP=1"}) {
       CAPTURE(name);
       CAPTURE(knobs);
       const CheckedOp& op = la->program->ops.at(name);
@@ -271,7 +280,7 @@ TEST_CASE(
       CHECK(print_cuda(low.kernels).find("emmy_wgmma_ss_n") != std::string::npos);
       interpret_all(*la->program, op, low, 3);
     }
-  CHECK(runs >= 40);
+  CHECK(runs >= 50);
   if (!test::nvrtc_or_skip()) return;
   runtime::CompileOptions co;
   co.target = &target;
@@ -290,7 +299,7 @@ TEST_CASE(
     CHECK(k.spill_stores == 0);
     CHECK(k.spill_loads == 0);
   }
-  CHECK(r.resources.size() >= 19);
+  CHECK(r.resources.size() >= 24);
 }
 
 TEST_CASE(
@@ -529,12 +538,113 @@ TEST_CASE("tensor cores: OVERLAP=1 where it cannot apply keeps the fold in step 
                                       *find_target("sm_90a"));
   REQUIRE(took_tensor_cores(mm));
   CHECK(!mm.plans[0].overlap);
-  CHECK(mm.plans[0].no_overlap.find("producer warp (WSPEC") != std::string::npos);
+  CHECK(mm.plans[0].no_overlap.find("producer warps (WSPEC=p1)") != std::string::npos);
   CHECK(print_cuda(mm.kernels).find("emmy_wgmma_wait(1);") == std::string::npos);
   // mma.sync has no asynchronous groups: OVERLAP=1 is an error on sm_90 (E055).
   KnobListResult r = parse_knob_list("OVERLAP=1", find_target("sm_90"));
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].code == "E055");
+}
+
+TEST_CASE("tensor cores: WSPEC splits off a producer warpgroup with the same results, or says why it cannot") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!l->diags->has_errors());
+  REQUIRE(!la->diags->has_errors());
+  auto lowered = [&](const char* file_op, const std::string& knobs) {
+    const bool fold = std::string_view(file_op).starts_with("sdpa");
+    const auto& c = fold ? l : la;
+    return lower::lower_op(*c->program, c->program->ops.at(file_op), {nullptr, "", knobs}, sm90a);
+  };
+  // The producers' copies run apart from the consumers' math: every output the same bits, with
+  // the boxes and with the cp.async the consumers take where a row is not 16 bytes (D = 36, K = 302).
+  struct Pair {
+    const char* op;
+    std::string knobs;
+    std::vector<SizeBindings> sizes;
+  };
+  const std::string fold = "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1";
+  const std::vector<Pair> pairs{
+      {"sdpa",
+       fold,
+       {{{"B", 1}, {"H", 2}, {"S", 200}, {"T", 300}, {"D", 40}, {"E", 72}},
+        {{"B", 1}, {"H", 1}, {"S", 70}, {"T", 129}, {"D", 36}, {"E", 24}}}},
+      {"sdpa_causal", fold + ",OVERLAP=1", {{{"B", 1}, {"H", 2}, {"S", 300}, {"D", 40}, {"E", 24}}}},
+      {"matmul",
+       "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d3/tma/ring",
+       {{{"M", 200}, {"N", 130}, {"K", 300}}, {{"M", 70}, {"N", 260}, {"K", 302}}}},
+  };
+  for (const Pair& p : pairs) {
+    CAPTURE(p.op);
+    const std::string extra = std::string(p.op) == "matmul" ? ",WSPEC=p1,OVERLAP=1" : ",WSPEC=p1";
+    lower::Lowered a = lowered(p.op, p.knobs), b = lowered(p.op, p.knobs + extra);
+    REQUIRE(took_tensor_cores(b));
+    const lower::KernelPlan& plan = b.plans[0];
+    CHECK(plan.producer_threads == 128);
+    CHECK(b.kernels.kernels[0].block_threads == plan.block_threads + 128);
+    CHECK(verify_program(b.kernels).empty());
+    const std::string cuda = print_cuda(b.kernels);
+    CHECK(cuda.find(fmt::format("emmy_setmaxnreg_inc({});", plan.consumer_registers)) != std::string::npos);
+    CHECK(cuda.find(fmt::format("emmy_setmaxnreg_dec({});", plan.producer_registers)) != std::string::npos);
+    CHECK(lower::print_plans(b.plans).find("warp specialization: ") != std::string::npos);
+    if (std::string(p.op) == "matmul") {  // and the contraction's chunks overlap
+      CHECK(plan.overlap);
+      CHECK(cuda.find("emmy_wgmma_wait(1);") != std::string::npos);
+    }
+    const CheckedOp& op = (std::string(p.op) == "matmul" ? la : l)->program->ops.at(p.op);
+    for (const SizeBindings& sizes : p.sizes) {
+      CAPTURE(test::shape_text(sizes));
+      for (std::optional<HostileKind> kind : {std::optional<HostileKind>{}, std::optional{HostileKind::NegInfRows}}) {
+        TensorMap inputs = kind ? hostile_inputs(op, sizes, 5, *kind) : random_inputs(op, sizes, 5);
+        TensorMap x = inputs, y = inputs;
+        run_simt(a.kernels, sizes, x, {});
+        SimtOptions shuffled;
+        shuffled.shuffle_blocks = true;
+        run_simt(b.kernels, sizes, y, shuffled);
+        const std::string out = std::string(p.op) == "matmul" ? "c" : "o";
+        const std::vector<double>&xo = x.at(out).data, &yo = y.at(out).data;
+        REQUIRE(xo.size() == yo.size());
+        size_t differ = 0;
+        for (size_t i = 0; i < xo.size(); ++i)
+          if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
+        CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+      }
+    }
+  }
+  // The register split: 256 consumers start at 168 (384 threads) and take 240, the producers keep 24.
+  lower::Lowered hd128 = lowered("sdpa", fold + ",WSPEC=p1");
+  CHECK(hd128.plans[0].consumer_registers == 240);
+  CHECK(hd128.plans[0].producer_registers == 24);
+  // Refusals: a W050 warning, the kernel as without WSPEC, the plan's reason.
+  struct Refusal {
+    const char* op;
+    std::string knobs, why;
+  };
+  const std::vector<Refusal> refusals{
+      {"sdpa", "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/cp/ring,WSPEC=p1",
+       "comes by cp.async: the producers' one thread issues TMA boxes"},
+      {"sdpa", "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d1/tma,WSPEC=p1",
+       "ring of two buffers or more"},
+      {"sdpa", fold + ",WSPEC=p1/r160", "r160 is below the 168 registers a thread a block of 384 starts with"},
+      {"sdpa", fold + ",WSPEC=p1/r248", "keeps 8 (setmaxnreg: at least 24)"},
+      {"matmul", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring,WSPEC=p1/r240",
+       "starts with the most registers a thread may hold (255)"},
+  };
+  for (const Refusal& r : refusals) {
+    CAPTURE(r.knobs);
+    lower::Lowered low = lowered(r.op, r.knobs);
+    REQUIRE(took_tensor_cores(low));
+    CHECK(low.plans[0].producer_threads == 0);
+    CHECK(low.plans[0].no_wspec.find(r.why) != std::string::npos);
+    CHECK(texts(low.kernels.warnings).find(r.why) != std::string::npos);
+    CHECK(print_cuda(low.kernels).find("emmy_bar_sync") == std::string::npos);
+  }
+  // Without registers to move (128 consumers and 128 producers start at 256): producers, no setmaxnreg.
+  lower::Lowered small = lowered("matmul", "TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d3/tma/ring,WSPEC=p1");
+  CHECK(small.plans[0].producer_threads == 128);
+  CHECK(small.plans[0].consumer_registers == 0);
+  CHECK(print_cuda(small.kernels).find("emmy_setmaxnreg") == std::string::npos);
 }
 
 TEST_CASE("tensor cores: each field's law is decided on normal forms") {

@@ -250,7 +250,7 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
       {"linalg.emmy",
        {"matmul", "sm_90a", {{"TILE", "a:wgmma_m64n128k16_f16/w8x1/k4"}, {"STAGE", "d3/tma/ring"}}, comment},
        "kept the hand-written block of matmul for sm_90a as \"hand\" (line 125) and added the tuned one after it (line "
-       "132)"},
+       "134)"},
       {"linalg.emmy",
        {"matmul_bias", "sm_90", {{"TILE", "a:mma_m16n8k16_f16/w2x2/f4x4/k2"}}, comment},
        "added the tuned block of matmul_bias for sm_90 after op matmul_bias (line 33)"},
