@@ -41,7 +41,7 @@ constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
                                      {"d3/tma/ring", Feature::Tma, 3},
                                      {"d4/tma/ring", Feature::Tma, 4}};
 constexpr int kWgmmaN[] = {64, 128};
-constexpr int kWgmmaWarps[] = {4, 8, 16};  // w<M>x1: M / 4 warpgroups
+constexpr int kWgmmaWarps[] = {4, 8, 12, 16};  // w<M>x1: M / 4 warpgroups (12: three, FA-3's head-dim-64 tile)
 constexpr int kValueTiles[] = {64, 128};   // TILE@<the output's last axis>: a fold's value columns a CTA
 
 // The scalar tier varies one family at a time around fuse / cut / one seam cut.
