@@ -132,18 +132,29 @@ int64_t eval_launch_expr(const Expr& e, const Launch& launch) {
 }
 
 // Whether a statement may block its warps: a barrier, an mbarrier wait, a named barrier's sync,
-// setmaxnreg.inc, or a statement holding one. The `if`s that do are collected.
-bool may_block(const Stmt& s, std::unordered_set<const Stmt*>& ifs) {
-  bool blocks = false;
-  if (s.kind == Stmt::Kind::Barrier) return true;
+// setmaxnreg.inc, or a statement holding one. The `if`s that do are collected, and the loops
+// holding a named barrier whose id is not a constant (warps taking turns).
+struct Blocking {
+  bool blocks = false, turns = false;
+};
+Blocking may_block(const Stmt& s, Launch& l) {
+  if (s.kind == Stmt::Kind::Barrier) return {true, false};
   if (s.kind == Stmt::Kind::Intrinsic) {
     auto id = static_cast<IntrinsicId>(s.intrinsic);
-    return id == IntrinsicId::MbarrierTryWait || id == IntrinsicId::BarSync || id == IntrinsicId::SetmaxnregInc;
+    const bool named = id == IntrinsicId::BarSync || id == IntrinsicId::BarArrive;
+    return {id == IntrinsicId::MbarrierTryWait || id == IntrinsicId::BarSync || id == IntrinsicId::SetmaxnregInc,
+            named && !s.args.empty() && s.args[0].kind != Expr::Kind::Const};
   }
-  for (const Stmt& b : s.body) blocks = may_block(b, ifs) || blocks;
-  for (const Stmt& b : s.orelse) blocks = may_block(b, ifs) || blocks;
-  if (blocks && s.kind == Stmt::Kind::If) ifs.insert(&s);
-  return blocks;
+  Blocking b;
+  for (const std::vector<Stmt>* list : {&s.body, &s.orelse})
+    for (const Stmt& x : *list) {
+      Blocking inner = may_block(x, l);
+      b.blocks = b.blocks || inner.blocks;
+      b.turns = b.turns || inner.turns;
+    }
+  if (b.blocks && s.kind == Stmt::Kind::If) l.blocking_ifs.insert(&s);
+  if (b.turns && s.kind == Stmt::Kind::For) l.turn_loops.insert(&s);
+  return b;
 }
 
 Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes,
@@ -195,7 +206,7 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
   }
   l.shared_bytes = static_cast<uint32_t>(offset);
-  for (const Stmt& s : k.body) may_block(s, l.blocking_ifs);
+  for (const Stmt& s : k.body) may_block(s, l);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
   return l;

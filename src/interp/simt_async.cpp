@@ -227,7 +227,7 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   wgmma_operands_ = false;
   if (info.id == IntrinsicId::WgmmaCommit || info.id == IntrinsicId::WgmmaWait) wgmma_groups(s, info, lanes);
   if (info.id == IntrinsicId::CpAsync16 || kir::tma_rank(info.id) > 0) return issue_async(s, info, lanes, in);
-  if (ordering(s, info, lanes, in) || synchronizing(s, info, lanes)) return;
+  if (ordering(s, info, lanes, in) || synchronizing(s, info, lanes, in)) return;
   size_t n = lanes.size();
   std::vector<uint32_t> out(static_cast<size_t>(total_words(info.outs)) * n);
   if (info.scope == kir::Scope::Warp || info.scope == kir::Scope::Warpgroup) {

@@ -136,6 +136,9 @@ struct Launch {
   // The `if` statements whose branches may block (a barrier, an mbarrier wait, a named barrier,
   // setmaxnreg.inc): split between warps, their sides run as fibers.
   std::unordered_set<const Stmt*> blocking_ifs;
+  // The loops that hold a named barrier whose id differs between warps (warpgroups taking turns):
+  // each warpgroup runs them as a fiber of its own.
+  std::unordered_set<const Stmt*> turn_loops;
 };
 
 enum class Pending : uint8_t { None, CpAsync, Tma };
@@ -392,6 +395,7 @@ class Block {
   void exec_for(const Stmt& s, const Lanes& lanes);
   void exec_if(const Stmt& s, const Lanes& lanes);
   void exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no);
+  void run_apart(const std::vector<std::function<void()>>& parts);
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
   void exec_vector(const Stmt& s, const Lanes& lanes);
@@ -452,7 +456,8 @@ class Block {
   void acquire_lanes(const Lanes& lanes, const Clock& from);
   void sync_all();
   void block_until(int32_t thread, const std::function<bool()>& ready, const std::function<std::string()>& what);
-  bool synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
+  bool synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
+                     const std::vector<uint32_t>& in);
   void arrive_barrier(int id, int64_t count, const Lanes& lanes, bool wait);
   void set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, const Lanes& lanes);
 

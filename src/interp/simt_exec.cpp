@@ -81,6 +81,18 @@ void Block::exec_for(const Stmt& s, const Lanes& lanes) {
   if (is_f(s.type) || s.type == ScalarType::Pred)
     fail(lanes[0], fmt::format("loop variable {} must be i32, i64 or u32", s.reg.name));
   if (s.step <= 0) fail(lanes[0], fmt::format("loop over {} has step {} (must be positive)", s.reg.name, s.step));
+  constexpr int32_t kGroup = 4 * kWarp;
+  if (launch_.turn_loops.contains(&s) && lanes.front() / kGroup != lanes.back() / kGroup) {
+    // Warpgroups taking turns at named barriers: each runs the loop apart, the first first.
+    std::vector<Lanes> groups;
+    for (int32_t t : lanes) {
+      if (groups.empty() || groups.back().front() / kGroup != t / kGroup) groups.emplace_back();
+      groups.back().push_back(t);
+    }
+    std::vector<std::function<void()>> parts;
+    for (const Lanes& g : groups) parts.push_back([this, &s, &g] { exec_for(s, g); });
+    return run_apart(parts);
+  }
   regs_->push_scope();
   Vals lo = convert(eval(s.args[0], lanes), s.type);
   store_lanes(regs_->declare(s.reg.name, s.type, 1), 0, lo, lanes, threads_);
@@ -110,21 +122,25 @@ void Block::exec_if(const Stmt& s, const Lanes& lanes) {
   if (!no.empty() && !s.orelse.empty()) exec_body(s.orelse, no);
 }
 
-// The two sides of a branch that may block run as fibers, each with its own registers over
-// the enclosing ones: one side may wait for what the other does (a producer's copies, a
-// consumer's release of a buffer, a named barrier of both).
+// The two sides of a branch that may block run as fibers: one side may wait for what the other
+// does (a producer's copies, a consumer's release of a buffer, a named barrier of both).
 void Block::exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no) {
+  run_apart({[&] { exec_body(s.body, yes); }, [&] { exec_body(s.orelse, no); }});
+}
+
+// Parts of a block that run as fibers, each with its own registers over the enclosing ones.
+void Block::run_apart(const std::vector<std::function<void()>>& parts) {
   Registers* outer = regs_;
-  Registers& then_regs = fiber_regs_.emplace_back(threads_, outer);
-  Registers& else_regs = fiber_regs_.emplace_back(threads_, outer);
-  auto side = [this](Registers& regs, const std::vector<Stmt>& body, const Lanes& lanes) {
-    return [this, &regs, &body, &lanes] {
+  std::vector<std::function<void()>> fibers;
+  for (const std::function<void()>& part : parts) {
+    Registers& regs = fiber_regs_.emplace_back(threads_, outer);
+    fibers.push_back([this, &regs, &part] {
       regs_ = &regs;
-      exec_body(body, lanes);
-    };
-  };
+      part();
+    });
+  }
   try {
-    fibers_.run({side(then_regs, s.body, yes), side(else_regs, s.orelse, no)});
+    fibers_.run(std::move(fibers));
   } catch (...) {
     regs_ = outer;
     throw;

@@ -122,11 +122,22 @@ void Block::set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, cons
 }
 
 // The named barriers and setmaxnreg; false for any other intrinsic.
-bool Block::synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes) {
+bool Block::synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
+                          const std::vector<uint32_t>& in) {
   switch (info.id) {
     case IntrinsicId::BarSync:
     case IntrinsicId::BarArrive: {
-      const int64_t id = s.imm[0], count = s.imm[1];
+      // The id, warp by warp: one barrier for the whole warp (lanes of other warps may name another).
+      const auto id = static_cast<int64_t>(static_cast<int32_t>(in[0])), count = s.imm[0];
+      for (size_t k = 1; k < lanes.size(); ++k)
+        if (in[k] != in[0]) {
+          if (warp_of(lanes[k]) == warp_of(lanes[0]))
+            fail(lanes[k], fmt::format("{} with barrier {} in a warp whose thread {} names barrier {}", info.name,
+                                       static_cast<int32_t>(in[k]), lanes[0], id));
+          fail(lanes[k], fmt::format("{} names barrier {} in warp {} and {} in warp {} of one fiber: the warps must "
+                                     "run apart (a branch between them, or a loop the interpreter splits)",
+                                     info.name, id, warp_of(lanes[0]), static_cast<int32_t>(in[k]), warp_of(lanes[k])));
+        }
       if (id < 0 || id >= kNamedBarriers || count < kWarp || count % kWarp != 0 || count > threads_)
         fail(lanes[0], fmt::format("{} {}, {}: the barrier is 0 to {}, the count a multiple of 32 up to the block's {}",
                                    info.name, id, count, kNamedBarriers - 1, threads_));

@@ -260,7 +260,8 @@ constexpr std::string_view kAtomicMinI32 =
 }
 )";
 
-// bar.sync / bar.arrive take the barrier and the thread count in registers.
+// bar.sync / bar.arrive: the barrier (an operand, the same for every thread of a warp) and the
+// thread count (an immediate).
 constexpr std::string_view kBarSync =
     R"(__device__ __forceinline__ void emmy_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
@@ -402,8 +403,8 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
   static const std::array<std::string, 2> setmaxnreg_sources{setmaxnreg_source("emmy_setmaxnreg_inc", "inc"),
                                                              setmaxnreg_source("emmy_setmaxnreg_dec", "dec")};
-  t.push_back(row(BarSync, "emmy_bar_sync", W, {}, {}, 2, 80, kBarSync));
-  t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {}, 2, 80, kBarArrive));
+  t.push_back(row(BarSync, "emmy_bar_sync", W, {}, {I}, 1, 80, kBarSync));
+  t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {I}, 1, 80, kBarArrive));
   t.push_back(row(SetmaxnregInc, "emmy_setmaxnreg_inc", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[0]));
   t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[1]));
   for (size_t i = 0; i < t.size(); ++i)

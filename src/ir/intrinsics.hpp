@@ -71,10 +71,11 @@ enum class IntrinsicId : uint8_t {
                     // visible to the async proxy (wgmma's operand reads)
   RegFence,         // d <- v (f32), pinned in place: the compiler moves no use of a wgmma result
                     // above the wait that completes it
-  // Warp specialization (whole warps): a hardware barrier of imm[1] threads (a multiple of 32),
-  // imm[0] its id (0 to 15; 0 is __syncthreads' too), and a warpgroup's register budget.
-  BarSync,        // bar.sync imm[0], imm[1]: arrive and wait for the generation to complete
-  BarArrive,      // bar.arrive imm[0], imm[1]: arrive only (a producer's signal)
+  // Warp specialization (whole warps): a hardware barrier of imm[0] threads (a multiple of 32),
+  // the operand its id (0 to 15, warp-uniform; 0 is __syncthreads' too), and a warpgroup's
+  // register budget.
+  BarSync,        // bar.sync id, imm[0]: arrive and wait for the generation to complete
+  BarArrive,      // bar.arrive id, imm[0]: arrive only (a producer's signal, a turn passed)
   SetmaxnregInc,  // setmaxnreg.inc.sync.aligned.u32 imm[0]: up to imm[0] registers a thread, waiting for them
   SetmaxnregDec,  // setmaxnreg.dec.sync.aligned.u32 imm[0]: down to imm[0], freeing the rest
   Count,

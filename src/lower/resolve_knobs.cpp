@@ -258,8 +258,9 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           }
           [[fallthrough]];
         case Knob::Overlap:
-          if (!s.off && k.mma) {  // the tensor-core tier's plan decides where it applies
-            k.overlap = std::get<bool>(s.value);
+        case Knob::PingPong:
+          if (!s.off && k.mma) {  // the tensor-core tier's plan decides where they apply
+            (s.knob == Knob::Overlap ? k.overlap : k.pingpong) = std::get<bool>(s.value);
             break;
           }
           [[fallthrough]];
@@ -275,7 +276,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             k.fast_exp = std::get<bool>(s.value);
             break;
           }
-          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap) && !std::get<bool>(s.value)))
+          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap || s.knob == Knob::PingPong) &&
+                          !std::get<bool>(s.value)))
             k.warnings.push_back(
                 {"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
                                      k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});

@@ -42,7 +42,7 @@ constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
                                      {"d4/tma/ring", Feature::Tma, 4}};
 constexpr int kWgmmaN[] = {64, 128};
 constexpr int kWgmmaWarps[] = {4, 8, 12, 16};  // w<M>x1: M / 4 warpgroups (12: three, FA-3's head-dim-64 tile)
-constexpr int kValueTiles[] = {64, 128};   // TILE@<the output's last axis>: a fold's value columns a CTA
+constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>: a fold's value columns a CTA
 
 // The scalar tier varies one family at a time around fuse / cut / one seam cut.
 constexpr int kScalarTiles[] = {16, 32, 64, 128};
@@ -178,11 +178,13 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
         for (const StageRow& s : kWgmmaStages) {
           if (!target_has(target, s.needs)) continue;
           // The asynchronous moves: OVERLAP on a fold whose ring has a buffer for the P @ V in
-          // flight; a producer warpgroup (WSPEC) on a ring of TMA boxes, and on a contraction
-          // OVERLAP with it (without the producers a contraction's is refused: no build spent on it).
+          // flight (with two warpgroups or more, also taking turns: PINGPONG); a producer warpgroup (WSPEC) on a ring
+          // of TMA boxes, and on a contraction OVERLAP with it (without the producers a contraction's is refused: no
+          // build spent on it).
           std::vector<std::string> overlap{""};
           const bool boxes = s.needs == Feature::Tma;
           if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
+          if (fold && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1");
           if (boxes) overlap.push_back("WSPEC=p1");
           if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1");
           for (const std::string& v : tiles)

@@ -73,20 +73,44 @@ kir::Program turns(int turns, bool pass) {
   std::vector<Stmt> mine{sstore("log", sload("count", c(0), I32), w),
                          sstore("count", c(0), add(sload("count", c(0), I32), c(1)))};
   auto turn = [&](int id, int next) {
-    std::vector<Stmt> s{kir::intrinsic(IntrinsicId::BarSync, {}, {}, {id, 64}), kir::if_then(eq(lane(), c(0)), mine)};
-    if (pass) s.push_back(kir::intrinsic(IntrinsicId::BarArrive, {}, {}, {next, 64}));
+    std::vector<Stmt> s{kir::intrinsic(IntrinsicId::BarSync, {}, {c(id)}, {64}), kir::if_then(eq(lane(), c(0)), mine)};
+    if (pass) s.push_back(kir::intrinsic(IntrinsicId::BarArrive, {}, {c(next)}, {64}));
     return s;
   };
   std::vector<Stmt> body{
       kir::if_then(eq(tid(), c(0)), {sstore("count", c(0), c(0))}),
       kir::barrier(),
       kir::if_then(eq(warp(), c(0)), {kir::for_loop("k", I32, c(0), c(turns), turn(1, 2))},
-                   {kir::intrinsic(IntrinsicId::BarArrive, {}, {}, {1, 64}),
+                   {kir::intrinsic(IntrinsicId::BarArrive, {}, {c(1)}, {64}),
                     kir::for_loop("k", I32, c(0), c(turns), turn(2, 1))}),
       kir::barrier(),
       kir::if_then(lt(tid(), c(2 * turns)), {gstore("y", i64(tid()), kir::cast(sload("log", tid(), I32), F32))}),
   };
   return program({buffer("y", Out, F32, {"16"})}, 64, kir::ci(1, I64), body,
+                 {shared("log", I32, 16), shared("count", I32, 1)});
+}
+
+// Two warpgroups take turns in one loop, as ping-pong does: warpgroup g waits on barrier 2 + g
+// (256 threads: its own and the other's arrival), appends g to the log and passes the turn on
+// barrier 3 - g; warpgroup 1 gives warpgroup 0 the first turn, warpgroup 0 takes the last
+// arrival after the loop. The interpreter runs the loop a warpgroup at a time, apart.
+kir::Program ping_pong(int turns) {
+  const Expr wg = bin(BinOp::Div, warp(), c(4));
+  std::vector<Stmt> turn{
+      kir::intrinsic(IntrinsicId::BarSync, {}, {add(c(2), wg)}, {256}),
+      kir::if_then(eq(tid(), mul(wg, c(128))), {sstore("log", sload("count", c(0), I32), wg),
+                                                sstore("count", c(0), add(sload("count", c(0), I32), c(1)))}),
+      kir::intrinsic(IntrinsicId::BarArrive, {}, {bin(BinOp::Sub, c(3), wg)}, {256})};
+  std::vector<Stmt> body{
+      kir::if_then(eq(tid(), c(0)), {sstore("count", c(0), c(0))}),
+      kir::barrier(),
+      kir::if_then(eq(wg, c(1)), {kir::intrinsic(IntrinsicId::BarArrive, {}, {c(2)}, {256})}),
+      kir::for_loop("k", I32, c(0), c(turns), turn),
+      kir::if_then(eq(wg, c(0)), {kir::intrinsic(IntrinsicId::BarSync, {}, {c(2)}, {256})}),
+      kir::barrier(),
+      kir::if_then(lt(tid(), c(2 * turns)), {gstore("y", i64(tid()), kir::cast(sload("log", tid(), I32), F32))}),
+  };
+  return program({buffer("y", Out, F32, {"16"})}, 256, kir::ci(1, I64), body,
                  {shared("log", I32, 16), shared("count", I32, 1)});
 }
 
@@ -142,6 +166,12 @@ TEST_CASE("simt roles: named barriers pass a turn between two warps") {
   for (int k = 0; k < 8; ++k) CHECK(io.at("y").data[static_cast<size_t>(k)] == k % 2);
   std::string err = simt_error(turns(4, false), {{"N", 1}}, {});
   CHECK(contains(err, "barrier 2 never completes: 32 of its 64 threads arrive"));
+}
+
+TEST_CASE("simt roles: two warpgroups take turns in one loop at named barriers named by their index") {
+  TensorMap io;
+  run_simt(ping_pong(5), {{"N", 1}}, io);
+  for (int k = 0; k < 10; ++k) CHECK(io.at("y").data[static_cast<size_t>(k)] == k % 2);
 }
 
 TEST_CASE("simt roles: setmaxnreg moves registers between warpgroups, waiting for them") {

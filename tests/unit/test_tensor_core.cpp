@@ -207,8 +207,10 @@ TEST_CASE(
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d4/cp/ring,OVERLAP=1",
-      // WSPEC: a producer warpgroup issues the ring's boxes (with setmaxnreg at 256 consumers)
-      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1,WSPEC=p1",
+      // WSPEC: a producer warpgroup issues the ring's boxes (with setmaxnreg at 256 consumers);
+      // PINGPONG: the two consumer warpgroups take turns issuing
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1,WSPEC=p1,"
+      "PINGPONG=1",
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,WSPEC=p1",
   };
   kir::Program all;
@@ -645,6 +647,65 @@ TEST_CASE("tensor cores: WSPEC splits off a producer warpgroup with the same res
   CHECK(small.plans[0].producer_threads == 128);
   CHECK(small.plans[0].consumer_registers == 0);
   CHECK(print_cuda(small.kernels).find("emmy_setmaxnreg") == std::string::npos);
+}
+
+TEST_CASE("tensor cores: PINGPONG's warpgroups take turns with the same results, or it says why it cannot") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const std::string overlapped =
+      "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1";
+  for (const char* name : {"sdpa", "sdpa_causal"})
+    for (const std::string& wspec : {std::string(), std::string(",WSPEC=p1")}) {
+      CAPTURE(name);
+      CAPTURE(wspec);
+      const CheckedOp& op = l->program->ops.at(name);
+      lower::Lowered a = lower::lower_op(*l->program, op, {nullptr, "", overlapped + wspec}, sm90a);
+      lower::Lowered b = lower::lower_op(*l->program, op, {nullptr, "", overlapped + wspec + ",PINGPONG=1"}, sm90a);
+      REQUIRE(b.plans[0].turns == 2);
+      CHECK(verify_program(b.kernels).empty());
+      const std::string cuda = print_cuda(b.kernels);
+      CHECK(cuda.find("emmy_bar_arrive(turn_next_") != std::string::npos);
+      CHECK(cuda.find("emmy_bar_sync(turn_mine_") != std::string::npos);
+      // Two register tiles of E (the turns carry over from one to the next), ragged keys.
+      const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 150}, {"T", 200}, {"D", 40}, {"E", 72}};
+      for (std::optional<HostileKind> kind : {std::optional<HostileKind>{}, std::optional{HostileKind::Large}}) {
+        TensorMap inputs = kind ? hostile_inputs(op, sizes, 6, *kind) : random_inputs(op, sizes, 6);
+        TensorMap x = inputs, y = inputs;
+        run_simt(a.kernels, sizes, x, {});
+        run_simt(b.kernels, sizes, y, {});
+        const std::vector<double>&xo = x.at("o").data, &yo = y.at("o").data;
+        REQUIRE(xo.size() == yo.size());
+        size_t differ = 0;
+        for (size_t i = 0; i < xo.size(); ++i)
+          if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
+        CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+      }
+    }
+  // Refused: in step, one warpgroup, a contraction.
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  struct Refusal {
+    const CheckedProgram* program;
+    const char* op;
+    std::string knobs, why;
+  };
+  const std::vector<Refusal> refusals{
+      {l->program.get(), "sdpa",
+       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,PINGPONG=1", "the fold is in step"},
+      {l->program.get(), "sdpa",
+       "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1",
+       "one warpgroup a CTA has nobody to take turns with"},
+      {la->program.get(), "matmul", "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d3/tma/ring,PINGPONG=1",
+       "a contraction's warpgroups share each chunk's tiles"},
+  };
+  for (const Refusal& r : refusals) {
+    CAPTURE(r.knobs);
+    lower::Lowered low = lower::lower_op(*r.program, r.program->ops.at(r.op), {nullptr, "", r.knobs}, sm90a);
+    CHECK(low.plans[0].turns == 0);
+    CHECK(low.plans[0].no_pingpong.find(r.why) != std::string::npos);
+    CHECK(texts(low.kernels.warnings).find("PINGPONG=1 has no effect: " + r.why) != std::string::npos);
+    CHECK(print_cuda(low.kernels).find("turn_mine") == std::string::npos);
+  }
 }
 
 TEST_CASE("tensor cores: each field's law is decided on normal forms") {

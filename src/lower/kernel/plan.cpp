@@ -57,6 +57,10 @@ std::string print_plan(const KernelPlan& p) {
                                                p.consumer_registers, p.producer_registers)
                                  : std::string());
   if (!p.no_wspec.empty()) out += fmt::format("  warp specialization refused: {}\n", p.no_wspec);
+  if (p.turns > 0)
+    out += fmt::format("  ping-pong: {} warpgroups take turns issuing each block's wgmma (named barriers 2 .. {})\n",
+                       p.turns, p.turns + 1);
+  if (!p.no_pingpong.empty()) out += fmt::format("  ping-pong refused: {}\n", p.no_pingpong);
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

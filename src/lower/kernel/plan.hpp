@@ -42,7 +42,9 @@ struct KernelPlan {
   int producer_threads = 0;                 // WSPEC applied: the producer warps' threads after the consumers'
   int consumer_registers = 0;               // ... and setmaxnreg's budgets (0: none)
   int producer_registers = 0;
-  std::string no_wspec;  // where WSPEC was asked for and not applied: why
+  std::string no_wspec;     // where WSPEC was asked for and not applied: why
+  int turns = 0;            // PINGPONG applied: the warpgroups taking turns at the tensor cores
+  std::string no_pingpong;  // where PINGPONG=1 was asked for and not applied: why
   std::vector<SlabPlan> slabs;
 };
 

@@ -125,7 +125,7 @@ std::optional<std::string> specialize_warps(kir::Kernel& kernel, size_t setup, c
   std::vector<Stmt> consumer = kir::map_stmts(rest, [&](Stmt s) -> std::vector<Stmt> {
     if (producer_only(s, issuer)) return {};
     if (s.kind == Stmt::Kind::Barrier)
-      return {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {}, {roles.consumer_barrier, roles.consumers})};
+      return {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {kir::ci(roles.consumer_barrier)}, {roles.consumers})};
     return {std::move(s)};
   });
   if (roles.consumer_registers > 0) {

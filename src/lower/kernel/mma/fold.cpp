@@ -118,6 +118,10 @@ void MmaTier::emit_fold(kir::Program& program) {
                                     general_ ? plan_.contraction : tir::print_expr(first_.around))));
       emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
       if (wgmma()) {
+        if (plan_.turns > 0) {  // this warpgroup's turn at the tensor cores
+          emit(kir::comment("ping-pong: wait for this warpgroup's turn to issue"));
+          emit(kir::intrinsic(kir::IntrinsicId::BarSync, {}, {turn_barrier(false)}, {kTurnThreads}));
+        }
         wgmma_fence();
         for (int s = 0; s < ks; ++s) {
           BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
@@ -131,6 +135,10 @@ void MmaTier::emit_fold(kir::Program& program) {
             emit(kir::comment("the previous block's P @ V, in flight under this block's softmax"));
             issue_pv(orun, fn, ne, pf, *pending);
             wgmma_commit();
+          }
+          if (plan_.turns > 0) {  // the next warpgroup's turn while this one's softmax runs
+            emit(kir::comment("ping-pong: the next warpgroup's turn"));
+            emit(kir::intrinsic(kir::IntrinsicId::BarArrive, {}, {turn_barrier(true)}, {kTurnThreads}));
           }
           wgmma_wait(pending ? 1 : 0, sc, fm * fn * 4);
         }
@@ -214,6 +222,13 @@ void MmaTier::emit_fold(kir::Program& program) {
             j0);
       emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, pending);
     };
+    // Ping-pong: the last warpgroup gives the first its first turn; the first takes the last
+    // warpgroup's last hand-over after the keys, before the barrier that ends them (else the
+    // next register tile's first hand-over could complete the barrier's generation alone).
+    const K group = kir::binary(kir::BinOp::Div, warp_m_, i64(4));
+    if (plan_.turns > 0)
+      emit(kir::if_then(kir::binary(kir::BinOp::Eq, group, i64(plan_.turns - 1)),
+                        {kir::intrinsic(kir::IntrinsicId::BarArrive, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
     if (plan_.overlap)
       emit_overlapped_keys(
           jv, keys_lo, keys, chunk, slabs,
@@ -226,8 +241,14 @@ void MmaTier::emit_fold(kir::Program& program) {
             issue_pv(orun, fn, ne, pf, buf);
             wgmma_commit();
             wgmma_wait(0, orun, fm * ne * 4);
+          },
+          [&] {  // before the consumers' barrier: no warpgroup hands over the next tile's first turn before
+            if (plan_.turns > 0)
+              emit(
+                  kir::if_then(kir::binary(kir::BinOp::Eq, group, i64(0)),
+                               {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
           });
-    else
+    if (!plan_.overlap)
       stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
         // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
         // rows, needs no mask: only the ragged last block and the diagonal ones do.

@@ -11,7 +11,8 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
     return false;
   }
   if (b_.knobs().wspec) plan_wspec();
-  if (b_.knobs().overlap) plan_overlap();  // a contraction's needs the producers
+  if (b_.knobs().overlap) plan_overlap();    // a contraction's needs the producers
+  if (b_.knobs().pingpong) plan_pingpong();  // on an overlapped fold
   emit_kernel(k, out, program);
   return true;
 }
@@ -554,6 +555,35 @@ void MmaTier::plan_wspec() {
   plan_.producer_threads = regs || wgmma() ? 4 * kWarp : kWarp * w.producers;
   plan_.consumer_registers = regs.value_or(0);
   plan_.producer_registers = regs ? producer_registers : 0;
+}
+
+void MmaTier::plan_pingpong() {
+  // The consumer warpgroups issue each key block's products in turn (named barriers, round
+  // robin), so that one's softmax runs while another's products occupy the tensor cores.
+  const int groups = t_.warps_m * t_.warps_n / 4;
+  std::string& why = plan_.no_pingpong;
+  if (!wgmma())
+    why = "the atom is mma.sync (PINGPONG orders warpgroups' wgmma)";
+  else if (!fold_)
+    why =
+        "a contraction's warpgroups share each chunk's tiles: taking turns only delays them (PINGPONG orders an "
+        "overlapped fold's key blocks)";
+  else if (!plan_.overlap)
+    why = "the fold is in step: its products wait for each other within the block (PINGPONG needs OVERLAP=1 applied)";
+  else if (groups < 2)
+    why = fmt::format("one warpgroup a CTA has nobody to take turns with (TILE .../w8x1 or more: {} warps)",
+                      t_.warps_m * t_.warps_n);
+  if (!why.empty()) {
+    b_.law_warnings().push_back({"W050", fmt::format("PINGPONG=1 has no effect: {}", why)});
+    return;
+  }
+  plan_.turns = groups;
+}
+
+K MmaTier::turn_barrier(bool next) {
+  K group = kir::binary(kir::BinOp::Div, warp_m_, i64(4));
+  if (next) group = kir::binary(kir::BinOp::Rem, add(group, i64(1)), i64(plan_.turns));
+  return hoisted(next ? "turn_next" : "turn_mine", i32(add(group, i64(kTurnBarrier0))));
 }
 
 void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {

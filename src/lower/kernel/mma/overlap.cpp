@@ -23,7 +23,8 @@ std::pair<K, K> MmaTier::interior_range(const K& lo, const K& keys, int chunk) {
 
 void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                                    const std::vector<const Slab*>& slabs, const BlockMath& math,
-                                   const std::function<void(const K& buf)>& last_pv) {
+                                   const std::function<void(const K& buf)>& last_pv,
+                                   const std::function<void()>& after_keys) {
   using kir::BinOp;
   const int depth = stage_->depth, ahead = depth - 2;
   EMMY_INTERNAL_ASSERT(ahead >= 1 && stage_->ring, "OVERLAP without a ring of three buffers (the plan checks it)");
@@ -100,6 +101,7 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
     last_pv(last);
     if (boxes_only) release(last);
   })));
+  if (after_keys) after_keys();
   // The slabs are free for whatever fills them next (another register tile's prologue).
   emit(kir::barrier());
 }

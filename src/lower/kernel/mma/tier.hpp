@@ -62,6 +62,13 @@ class MmaTier {
   // WSPEC: producer warps (plan_.producer_threads) and their register budgets, or the reason
   // it is refused (plan_.no_wspec).
   void plan_wspec();
+  // PINGPONG=1: the warpgroups taking turns (plan_.turns), or why not (plan_.no_pingpong).
+  void plan_pingpong();
+  // The turns' named barriers: 2 + the warpgroup (0 is __syncthreads, 1 the consumers' under
+  // WSPEC), each of the warpgroup waiting its turn and the one before it handing over.
+  static constexpr int kTurnBarrier0 = 2, kTurnThreads = 2 * 4 * kWarp;
+  // Named barrier `2 + warpgroup` (mine) or the next warpgroup's, round robin: PINGPONG's turns.
+  K turn_barrier(bool next);
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
 
@@ -470,10 +477,11 @@ class MmaTier {
   // masked blocks before the interior (under a lower key bound), the interior blocks unmasked,
   // the masked blocks after. The ring runs depth - 2 tiles ahead, so the buffer whose P @ V is
   // pending is never refilled; `last_pv` issues and completes the last block's P @ V from its
-  // buffer once past the loops.
+  // buffer once past the loops; `after_keys` emits what must precede the barrier that ends them.
   void emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                             const std::vector<const Slab*>& slabs, const BlockMath& math,
-                            const std::function<void(const K& buf)>& last_pv);
+                            const std::function<void(const K& buf)>& last_pv,
+                            const std::function<void()>& after_keys = {});
   // The interior blocks' range [begin, end) on the block grid from lo, the same for every warp
   // of the block (the ring's barriers meet): keys no row of the block masks.
   std::pair<K, K> interior_range(const K& lo, const K& keys, int chunk);
