@@ -262,16 +262,12 @@ constexpr std::string_view kAtomicMinI32 =
 
 // bar.sync / bar.arrive: the barrier (an operand, the same for every thread of a warp) and the
 // thread count (an immediate).
-constexpr std::string_view kBarSync =
-    R"(__device__ __forceinline__ void emmy_bar_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+std::string bar_source(std::string_view helper, std::string_view instruction) {
+  return fmt::format(
+      "__device__ __forceinline__ void {}(int id, int count) {{\n"
+      "  asm volatile(\"{} %0, %1;\\n\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}}\n",
+      helper, instruction);
 }
-)";
-constexpr std::string_view kBarArrive =
-    R"(__device__ __forceinline__ void emmy_bar_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
-}
-)";
 
 // setmaxnreg takes an immediate (24 to 256, a multiple of 8): the literal argument selects its
 // case once inlined.
@@ -401,12 +397,13 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(row(WgmmaWait, "emmy_wgmma_wait", W, {}, {}, 1, 90, wait_sources[1]));
   t.push_back(row(FenceProxyAsync, "emmy_fence_proxy_async", T, {}, {}, 0, 90, ordering_sources[2]));
   t.push_back(row(RegFence, "emmy_reg_fence", T, {F}, {F}, 0, 80, kRegFence));
-  static const std::array<std::string, 2> setmaxnreg_sources{setmaxnreg_source("emmy_setmaxnreg_inc", "inc"),
-                                                             setmaxnreg_source("emmy_setmaxnreg_dec", "dec")};
-  t.push_back(row(BarSync, "emmy_bar_sync", W, {}, {I}, 1, 80, kBarSync));
-  t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {I}, 1, 80, kBarArrive));
-  t.push_back(row(SetmaxnregInc, "emmy_setmaxnreg_inc", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[0]));
-  t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, setmaxnreg_sources[1]));
+  static const std::array<std::string, 4> sync_sources{
+      bar_source("emmy_bar_sync", "bar.sync"), bar_source("emmy_bar_arrive", "bar.arrive"),
+      setmaxnreg_source("emmy_setmaxnreg_inc", "inc"), setmaxnreg_source("emmy_setmaxnreg_dec", "dec")};
+  t.push_back(row(BarSync, "emmy_bar_sync", W, {}, {I}, 1, 80, sync_sources[0]));
+  t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {I}, 1, 80, sync_sources[1]));
+  t.push_back(row(SetmaxnregInc, "emmy_setmaxnreg_inc", Scope::Warpgroup, {}, {}, 1, 90, sync_sources[2]));
+  t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, sync_sources[3]));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
   if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");

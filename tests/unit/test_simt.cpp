@@ -18,15 +18,7 @@
 #include "ir/verify_kernel.hpp"
 #include "simt_builders.hpp"
 
-using namespace emmy;
-using kir::BinOp;
-using kir::Expr;
-using kir::IntrinsicId;
-using kir::ScalarType;
-using kir::Space;
-using kir::Special;
-using kir::Stmt;
-using namespace simt_test;
+using namespace simt_test;  // emmy, and the kernel IR's names
 
 namespace {
 

@@ -31,6 +31,23 @@
 namespace emmy {
 namespace {
 
+// Runs two lowerings of one op on the same inputs (the second's blocks shuffled if asked) and
+// checks that output `out` is the same bits: a move that only reorders issue changes nothing.
+void check_same_bits(const kir::Program& a, const kir::Program& b, const SizeBindings& sizes, const TensorMap& inputs,
+                     const std::string& out, bool shuffle_b = false) {
+  TensorMap x = inputs, y = inputs;
+  run_simt(a, sizes, x, {});
+  SimtOptions o;
+  o.shuffle_blocks = shuffle_b;
+  run_simt(b, sizes, y, o);
+  const std::vector<double>&xo = x.at(out).data, &yo = y.at(out).data;
+  REQUIRE(xo.size() == yo.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < xo.size(); ++i)
+    if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
+  CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+}
+
 // Ragged sizes (no tile divides them; the contraction axes stay within the k4 bound of 64),
 // then all ones.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
@@ -522,15 +539,7 @@ TEST_CASE("tensor cores: OVERLAP=1 where it cannot apply keeps the fold in step 
     for (std::optional<HostileKind> kind :
          {std::optional<HostileKind>{}, std::optional{HostileKind::NegInfRows}, std::optional{HostileKind::Large}}) {
       TensorMap inputs = kind ? hostile_inputs(o, sizes, 4, *kind) : random_inputs(o, sizes, 4);
-      TensorMap x = inputs, y = inputs;
-      run_simt(a.kernels, sizes, x, {});
-      run_simt(b.kernels, sizes, y, {});
-      const std::vector<double>&xo = x.at("o").data, &yo = y.at("o").data;
-      REQUIRE(xo.size() == yo.size());
-      size_t differ = 0;
-      for (size_t i = 0; i < xo.size(); ++i)
-        if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
-      CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+      check_same_bits(a.kernels, b.kernels, sizes, inputs, "o");
     }
   }
   // A contraction's next chunk would follow thread 0's copies with a group in flight: refused.
@@ -599,18 +608,7 @@ TEST_CASE("tensor cores: WSPEC splits off a producer warpgroup with the same res
       CAPTURE(test::shape_text(sizes));
       for (std::optional<HostileKind> kind : {std::optional<HostileKind>{}, std::optional{HostileKind::NegInfRows}}) {
         TensorMap inputs = kind ? hostile_inputs(op, sizes, 5, *kind) : random_inputs(op, sizes, 5);
-        TensorMap x = inputs, y = inputs;
-        run_simt(a.kernels, sizes, x, {});
-        SimtOptions shuffled;
-        shuffled.shuffle_blocks = true;
-        run_simt(b.kernels, sizes, y, shuffled);
-        const std::string out = std::string(p.op) == "matmul" ? "c" : "o";
-        const std::vector<double>&xo = x.at(out).data, &yo = y.at(out).data;
-        REQUIRE(xo.size() == yo.size());
-        size_t differ = 0;
-        for (size_t i = 0; i < xo.size(); ++i)
-          if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
-        CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+        check_same_bits(a.kernels, b.kernels, sizes, inputs, std::string(p.op) == "matmul" ? "c" : "o", true);
       }
     }
   }
@@ -671,15 +669,7 @@ TEST_CASE("tensor cores: PINGPONG's warpgroups take turns with the same results,
       const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 150}, {"T", 200}, {"D", 40}, {"E", 72}};
       for (std::optional<HostileKind> kind : {std::optional<HostileKind>{}, std::optional{HostileKind::Large}}) {
         TensorMap inputs = kind ? hostile_inputs(op, sizes, 6, *kind) : random_inputs(op, sizes, 6);
-        TensorMap x = inputs, y = inputs;
-        run_simt(a.kernels, sizes, x, {});
-        run_simt(b.kernels, sizes, y, {});
-        const std::vector<double>&xo = x.at("o").data, &yo = y.at("o").data;
-        REQUIRE(xo.size() == yo.size());
-        size_t differ = 0;
-        for (size_t i = 0; i < xo.size(); ++i)
-          if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
-        CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
+        check_same_bits(a.kernels, b.kernels, sizes, inputs, "o");
       }
     }
   // Refused: in step, one warpgroup, a contraction.
