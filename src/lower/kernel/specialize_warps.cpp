@@ -70,9 +70,23 @@ std::vector<Stmt> slice(const std::vector<Stmt>& body, const std::set<std::strin
   return out;
 }
 
+bool per_thread(const Expr& e, const std::set<std::string>& varying) {
+  bool found = false;
+  kir::visit(e, [&](const Expr& x) {
+    found =
+        found ||
+        (x.kind == Expr::Kind::Special && (x.special == kir::Special::ThreadIdx || x.special == kir::Special::LaneId ||
+                                           x.special == kir::Special::WarpId)) ||
+        (x.kind == Expr::Kind::Var && varying.contains(x.reg.name));
+  });
+  return found;
+}
+
 // Why the producers' slice cannot run apart from the consumers, or "".
 std::string impure(const std::vector<Stmt>& setup, const std::vector<Stmt>& producer, int issuer) {
-  std::set<std::string> defined, read;
+  std::set<std::string> defined, read, varying;  // varying: the setup's registers that differ by thread
+  for (const Stmt& s : setup)
+    if (s.kind == Stmt::Kind::Decl && !s.args.empty() && per_thread(s.args[0], varying)) varying.insert(s.reg.name);
   std::string why;
   auto define = [&](const std::vector<Stmt>& body) {
     kir::visit(body, [&](const Stmt& s) {
@@ -101,6 +115,8 @@ std::string impure(const std::vector<Stmt>& setup, const std::vector<Stmt>& prod
   for (const std::string& r : read)
     if (why.empty() && !defined.contains(r))
       why = fmt::format("the copies read register {}, which the consumers compute", r);
+    else if (why.empty() && varying.contains(r))
+      why = fmt::format("the copies read register {}, which differs from thread to thread", r);
   return why;
 }
 
