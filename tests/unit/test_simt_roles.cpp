@@ -8,6 +8,7 @@
 
 #include "interp/simt.hpp"
 #include "ir/intrinsics.hpp"
+#include "lower/kernel/specialize_warps.hpp"
 #include "simt_builders.hpp"
 
 using namespace simt_test;
@@ -185,4 +186,41 @@ TEST_CASE("simt roles: setmaxnreg moves registers between warpgroups, waiting fo
                  "setmaxnreg_inc 240 of warpgroup 2 waits for 9216 registers, 8192 of them are free"));
   CHECK(contains(simt_error(budgets(200, 240), {{"N", 1}}, {}), "is above the warpgroup's 168"));
   CHECK(contains(simt_error(budgets(24, 250), {{"N", 1}}, {}), "a multiple of 8 in [24, 256]"));
+}
+
+TEST_CASE("specialize_warps: the producers' slice, and the slices that cannot run apart") {
+  // Setup: t0 from the block index, per from the thread's index. The rest: a loop whose
+  // thread-64 statement (the producers' first thread) stores t0 + k; the consumers' store.
+  auto kernel = [](Expr producer_value) {
+    kir::Program p =
+        program({buffer("y", Out, F32, {"64"})}, 64, kir::ci(1, I64),
+                {kir::decl("t0", I32, kir::cast(kir::special(Special::BlockIdx), I32)), kir::decl("per", I32, tid()),
+                 kir::for_loop(
+                     "k", I32, c(0), c(4),
+                     {kir::decl("x", I32, add(reg("t0", I32), reg("k", I32))),
+                      kir::if_then(eq(tid(), c(64)), {gstore("y", i64(reg("k", I32)), kir::cast(producer_value, F32))}),
+                      gstore("y", i64(add(tid(), c(0))), kir::cf(1))})});
+    return p.kernels[0];
+  };
+  kir::Kernel k = kernel(reg("x", I32));
+  REQUIRE_FALSE(lower::specialize_warps(k, 2, {.consumers = 64, .producers = 32}));
+  CHECK(k.block_threads == 96);
+  REQUIRE(k.body.size() == 3);
+  const Stmt& split = k.body[2];
+  REQUIRE(split.kind == Stmt::Kind::If);
+  // The producers keep the loop, x and the thread-64 store; not the consumers' store.
+  std::vector<Stmt> producers = split.orelse;
+  REQUIRE(producers.size() == 2);  // the comment, the loop
+  REQUIRE(producers[1].kind == Stmt::Kind::For);
+  CHECK(producers[1].body.size() == 2);
+  kir::Kernel per_thread = kernel(reg("per", I32));
+  CHECK(lower::specialize_warps(per_thread, 2, {.consumers = 64, .producers = 32}).value_or("") ==
+        "the copies read register per, which differs from thread to thread");
+  kir::Kernel loads = kernel(kir::cast(gload("y", kir::ci(0, I64)), I32));
+  CHECK(lower::specialize_warps(loads, 2, {.consumers = 64, .producers = 32}).value_or("").find("global memory") ==
+        std::string::npos);  // a load inside the copies themselves is theirs; only their control is checked
+  kir::Kernel none = kernel(reg("x", I32));
+  none.body[2].body[1].args[0] = eq(tid(), c(0));  // thread 0 is a consumer: nothing to split off
+  CHECK(lower::specialize_warps(none, 2, {.consumers = 64, .producers = 32}).value_or("") ==
+        "no statement issues the ring's copies from the producers' thread");
 }
