@@ -54,6 +54,10 @@ const Schedule kSchedules[] = {
     {"TILE=a:wgmma_m64n128k16_<T>/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,FAST_EXP=1", "sm_90a"},
     // OVERLAP: P @ V one block behind the scores (folds without a vector field stay in step)
     {"TILE=a:wgmma_m64n128k16_<T>/w4x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1", "sm_90a"},
+    // WSPEC and PINGPONG: a producer warpgroup, two consumer warpgroups taking turns (folds
+    // without a vector field stay in step: no turns)
+    {"TILE=a:wgmma_m64n128k16_<T>/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1,WSPEC=p1,PINGPONG=1",
+     "sm_90a"},
 };
 
 }  // namespace
