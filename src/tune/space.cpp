@@ -185,6 +185,7 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
           const bool boxes = s.needs == Feature::Tma;
           if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
           if (fold && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1");
+          if (fold && boxes && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1,WSPEC=p1");
           if (boxes) overlap.push_back("WSPEC=p1");
           if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1");
           for (const std::string& v : tiles)
