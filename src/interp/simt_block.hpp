@@ -288,8 +288,9 @@ class Fibers {
   Fibers(const Fibers&) = delete;
   Fibers& operator=(const Fibers&) = delete;
   // Runs the parts as fibers, the first first, the calling fiber waiting until all finished;
-  // rethrows the first error any of them raised.
-  void run(std::vector<std::function<void()>> parts);
+  // rethrows the first error any of them raised. `labels` name each part's threads in a
+  // deadlock's report.
+  void run(std::vector<std::function<void()>> parts, std::vector<std::string> labels);
   // Blocks the calling fiber until ready() holds; nullopt once it does, else (no fiber can go
   // on) the deadlock: each blocked fiber's what(), the caller's first.
   std::optional<std::string> wait(const std::function<bool()>& ready, const std::function<std::string()>& what);
@@ -298,6 +299,7 @@ class Fibers {
   struct Fiber {
     std::function<bool()> ready;  // empty: runnable
     std::function<std::string()> what;
+    std::string label;  // "threads 256-383"; empty: the block's
     bool done = false;
     std::thread thread;
   };
@@ -395,7 +397,7 @@ class Block {
   void exec_for(const Stmt& s, const Lanes& lanes);
   void exec_if(const Stmt& s, const Lanes& lanes);
   void exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no);
-  void run_apart(const std::vector<std::function<void()>>& parts);
+  void run_apart(const std::vector<std::function<void()>>& parts, const std::vector<const Lanes*>& lanes);
   void exec_barrier(const Lanes& lanes);
   void exec_intrinsic(const Stmt& s, const Lanes& lanes);
   void exec_vector(const Stmt& s, const Lanes& lanes);

@@ -90,8 +90,12 @@ void Block::exec_for(const Stmt& s, const Lanes& lanes) {
       groups.back().push_back(t);
     }
     std::vector<std::function<void()>> parts;
-    for (const Lanes& g : groups) parts.push_back([this, &s, &g] { exec_for(s, g); });
-    return run_apart(parts);
+    std::vector<const Lanes*> of;
+    for (const Lanes& g : groups) {
+      parts.push_back([this, &s, &g] { exec_for(s, g); });
+      of.push_back(&g);
+    }
+    return run_apart(parts, of);
   }
   regs_->push_scope();
   Vals lo = convert(eval(s.args[0], lanes), s.type);
@@ -125,12 +129,17 @@ void Block::exec_if(const Stmt& s, const Lanes& lanes) {
 // The two sides of a branch that may block run as fibers: one side may wait for what the other
 // does (a producer's copies, a consumer's release of a buffer, a named barrier of both).
 void Block::exec_apart(const Stmt& s, const Lanes& yes, const Lanes& no) {
-  run_apart({[&] { exec_body(s.body, yes); }, [&] { exec_body(s.orelse, no); }});
+  run_apart({[&] { exec_body(s.body, yes); }, [&] { exec_body(s.orelse, no); }}, {&yes, &no});
 }
 
 // Parts of a block that run as fibers, each with its own registers over the enclosing ones.
-void Block::run_apart(const std::vector<std::function<void()>>& parts) {
+void Block::run_apart(const std::vector<std::function<void()>>& parts, const std::vector<const Lanes*>& lanes) {
   Registers* outer = regs_;
+  std::vector<std::string> labels;
+  for (const Lanes* l : lanes)  // "threads 0-255" (a contiguous range), else the first and the count
+    labels.push_back(l->back() - l->front() + 1 == static_cast<int32_t>(l->size())
+                         ? fmt::format("threads {}-{}", l->front(), l->back())
+                         : fmt::format("{} threads from {}", l->size(), l->front()));
   std::vector<std::function<void()>> fibers;
   for (const std::function<void()>& part : parts) {
     Registers& regs = fiber_regs_.emplace_back(threads_, outer);
@@ -140,7 +149,7 @@ void Block::run_apart(const std::vector<std::function<void()>>& parts) {
     });
   }
   try {
-    fibers_.run(std::move(fibers));
+    fibers_.run(std::move(fibers), std::move(labels));
   } catch (...) {
     regs_ = outer;
     throw;

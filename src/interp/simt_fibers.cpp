@@ -41,10 +41,14 @@ std::optional<size_t> Fibers::next_after(size_t id) const {
 // What the blocked fibers wait on, `first`'s first: one, or a deadlock of several.
 std::string Fibers::deadlock(size_t first) const {
   std::vector<std::string> waits;
-  if (fibers_[first].what) waits.push_back(fibers_[first].what());
+  auto text = [&](size_t i) {
+    const Fiber& f = fibers_[i];
+    return f.label.empty() ? f.what() : fmt::format("{}: {}", f.label, f.what());
+  };
+  if (fibers_[first].what) waits.push_back(text(first));
   for (size_t i = 0; i < fibers_.size(); ++i)
-    if (i != first && !fibers_[i].done && fibers_[i].what) waits.push_back(fibers_[i].what());
-  if (waits.size() == 1) return waits[0];
+    if (i != first && !fibers_[i].done && fibers_[i].what) waits.push_back(text(i));
+  if (waits.size() == 1) return fibers_[first].what ? fibers_[first].what() : waits[0];
   return fmt::format("deadlock, no warp can go on: {}", fmt::join(waits, "; "));
 }
 
@@ -109,13 +113,13 @@ void Fibers::entry(size_t id, const std::function<void()>& part) {
   cv_.notify_all();
 }
 
-void Fibers::run(std::vector<std::function<void()>> parts) {
+void Fibers::run(std::vector<std::function<void()>> parts, std::vector<std::string> labels) {
   size_t first = 0, last = 0;
   {
     std::lock_guard lock(mu_);
     if (cancelled_) throw Cancelled{};
     first = fibers_.size();
-    for (size_t i = 0; i < parts.size(); ++i) fibers_.emplace_back();
+    for (size_t i = 0; i < parts.size(); ++i) fibers_.emplace_back().label = i < labels.size() ? labels[i] : "";
     last = fibers_.size();
   }
   for (size_t i = first; i < last; ++i)

@@ -154,6 +154,8 @@ TEST_CASE("simt roles: a wait on the wrong phase, or a producer that never waits
   TensorMap io{{"x", tensor(DType::F32, {5, 32}, values(160, 23))}};
   std::string err = simt_error(ring(Flaw::WrongParity), {{"N", 5}}, io);
   CHECK(contains(err, "deadlock, no warp can go on"));
+  CHECK(contains(err, "threads 32-95: mbarrier wait never returns"));  // each wait says whose it is
+  CHECK(contains(err, "threads 0-31: mbarrier wait never returns"));
   CHECK(contains(err, "mbarrier at shared full["));
   CHECK(contains(err, "mbarrier at shared empty["));
   CHECK(contains(err, "block 0"));
