@@ -221,6 +221,12 @@ TEST_CASE("specialize_warps: the producers' slice, and the slices that cannot ru
   kir::Kernel loads = kernel(kir::cast(gload("y", kir::ci(0, I64)), I32));
   CHECK(lower::specialize_warps(loads, 2, {.consumers = 64, .producers = 32}).value_or("").find("global memory") ==
         std::string::npos);  // a load inside the copies themselves is theirs; only their control is checked
+  // A branch on a per-thread value whose two sides issue the same copies (a masked and an
+  // unmasked block) splits: the producers take one side, whatever their own value.
+  kir::Kernel both = kernel(reg("x", I32));
+  Stmt issue = both.body[2].body[1];
+  both.body[2].body[1] = kir::if_then(eq(reg("per", I32), c(0)), {issue}, {issue});
+  REQUIRE_FALSE(lower::specialize_warps(both, 2, {.consumers = 64, .producers = 32}));
   kir::Kernel none = kernel(reg("x", I32));
   none.body[2].body[1].args[0] = eq(tid(), c(0));  // thread 0 is a consumer: nothing to split off
   CHECK(lower::specialize_warps(none, 2, {.consumers = 64, .producers = 32}).value_or("") ==

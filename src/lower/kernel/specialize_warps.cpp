@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/intrinsics.hpp"
+#include "ir/print_kernel.hpp"
 
 namespace emmy::lower {
 namespace {
@@ -22,6 +23,16 @@ bool producer_only(const Stmt& s, int issuer) {
   return c.kind == Expr::Kind::Binary && c.bin == kir::BinOp::Eq && c.args[0].kind == Expr::Kind::Special &&
          c.args[0].special == kir::Special::ThreadIdx && c.args[1].kind == Expr::Kind::Const &&
          c.args[1].ival == issuer;
+}
+
+// Two statement lists that print the same, line by line and block by block.
+bool same(const std::vector<Stmt>& a, const std::vector<Stmt>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (print_stmt_line(a[i]) != print_stmt_line(b[i]) || !same(a[i].body, b[i].body) ||
+        !same(a[i].orelse, b[i].orelse))
+      return false;
+  return true;
 }
 
 void registers_read(const std::vector<Stmt>& body, std::set<std::string>& regs) {
@@ -44,6 +55,12 @@ std::vector<Stmt> slice(const std::vector<Stmt>& body, const std::set<std::strin
         Stmt kept = s;
         kept.body = slice(s.body, need, issuer);
         kept.orelse = slice(s.orelse, need, issuer);
+        // Both sides the same copies (a masked and an unmasked block issue alike): the
+        // condition, which may differ by thread, does not matter (a block of its own).
+        if (!kept.body.empty() && same(kept.body, kept.orelse)) {
+          kept.args[0] = kir::ci(1, kir::ScalarType::Pred);
+          kept.orelse.clear();
+        }
         if (!kept.body.empty() || !kept.orelse.empty()) out.push_back(std::move(kept));
         break;
       }
