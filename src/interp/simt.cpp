@@ -157,6 +157,17 @@ Blocking may_block(const Stmt& s, Launch& l) {
   return b;
 }
 
+// The scratch copy a staged map is over, made as the host makes it before the launch: the
+// buffer's rows, each at the map's pitch (the gap past a row poisoned: the map never reads it).
+Global staged_copy(const Global& g, const kir::TmaMap& m, const std::string& map) {
+  Global copy{fmt::format("{} (staged for {})", g.name, map), g.type, g.shape, g.count, {}};
+  const uint64_t rows = kir::tma_staged_rows(m), row = kir::tma_row_bytes(m);
+  copy.bytes.assign(rows * m.staged_pitch, uint8_t{0xff});
+  for (uint64_t r = 0; r < rows; ++r)
+    std::memcpy(copy.bytes.data() + r * m.staged_pitch, g.bytes.data() + r * row, row);
+  return copy;
+}
+
 Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const SizeBindings& sizes,
                    const SimtOptions& options) {
   Launch l;
@@ -193,7 +204,15 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
         throw SimtError(
             fmt::format("kernel {}: tensor map {} is over {}, not a buffer of the program", k.name, p.name, p.map_of));
       auto map = kir::tma_map_of(p, g->type, g->shape, static_cast<int>(g - globals.begin()));
-      l.maps[p.name] = std::holds_alternative<kir::TmaMap>(map) ? std::get<kir::TmaMap>(map) : kir::TmaMap{};
+      if (!std::holds_alternative<kir::TmaMap>(map)) {
+        l.maps[p.name] = kir::TmaMap{};
+        continue;
+      }
+      kir::TmaMap& m = l.maps[p.name] = std::get<kir::TmaMap>(map);
+      if (m.staged_pitch != 0) {
+        m.buffer = static_cast<int>(globals.size());
+        globals.push_back(staged_copy(*g, m, p.name));
+      }
     }
   }
   uint64_t offset = 0;

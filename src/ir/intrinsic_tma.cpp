@@ -77,9 +77,17 @@ void tma_box_copy(const TmaMap& map, std::span<const int64_t> at, uint32_t smem_
   }
 }
 
+uint64_t tma_staged_rows(const TmaMap& map) {
+  uint64_t rows = 1;
+  for (int d = 1; d < map.rank; ++d) rows *= map.dims[static_cast<size_t>(d)];
+  return rows;
+}
+
+uint64_t tma_row_bytes(const TmaMap& map) { return map.dims[0] * map.elem_bytes; }
+
 // The hardware's rules (cuTensorMapEncodeTiled): a 16-byte aligned base (the runtime checks the
-// address), strides multiples of 16 bytes below 2^40, dimensions in [1, 2^32], boxes in [1, 256]
-// with rows a multiple of 16 bytes and, swizzled, no longer than the swizzle's span.
+// address), strides multiples of 16 bytes below 2^40 (rows that are not go through a staged copy), dimensions in [1,
+// 2^32], boxes in [1, 256] with rows a multiple of 16 bytes and, swizzled, no longer than the swizzle's span.
 std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape,
                                              int buffer) {
   const int rank = static_cast<int>(shape.size());
@@ -99,9 +107,10 @@ std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, st
     if (extent < 1 || extent > (int64_t{1} << 32))
       return fmt::format("tensor map {}: dimension {} of {} is {} (TMA takes 1 to 2^32)", p.name, rank - 1 - d,
                          p.map_of, extent);
-    if (d > 0 && (stride % 16 != 0 || stride >= (uint64_t{1} << 40)))
-      return fmt::format("tensor map {}: {}'s rows are {} bytes apart, not a multiple of 16 (TMA needs it)", p.name,
-                         p.map_of, stride);
+    if (d == 1 && stride % 16 != 0) stride = m.staged_pitch = (stride + 15) / 16 * 16;  // rows through a copy
+    if (d > 0 && stride >= (uint64_t{1} << 40))
+      return fmt::format("tensor map {}: {}'s rows are {} bytes apart (TMA takes less than 2^40)", p.name, p.map_of,
+                         stride);
     m.dims[ud] = static_cast<uint64_t>(extent);
     m.strides[ud] = stride;
     m.box[ud] = static_cast<uint32_t>(p.box[ud]);

@@ -105,7 +105,16 @@ struct TmaMap {
   std::array<uint32_t, kTmaMaxRank> box{};      // the box's extent per dimension (1 where unused)
   uint32_t elem_bytes = 2;
   Swizzle swizzle = Swizzle::None;
+  // Nonzero where the buffer's rows break the hardware's 16-byte stride rule: the host copies
+  // them first into a scratch buffer, one row every `staged_pitch` bytes (the row rounded up to
+  // 16), and the map (its strides) is over that copy. The kernel never sees the difference.
+  uint64_t staged_pitch = 0;
 };
+
+// The rows of a buffer (its innermost dimension; all outer dimensions flattened) a staged
+// map's scratch copy holds, and each row's bytes in the buffer itself.
+uint64_t tma_staged_rows(const TmaMap& map);
+uint64_t tma_row_bytes(const TmaMap& map);
 
 // Operands as raw 32-bit registers, lane-major within an operand: in[o * lanes + l] is
 // operand o of lane l. Warp-scope intrinsics are called with lanes = 32 (the whole warp,
@@ -194,8 +203,9 @@ void tma_box_copy(const TmaMap& map, std::span<const int64_t> at, uint32_t smem_
 int tma_rank(IntrinsicId id);  // the coordinates of a TmaLoad row (0 for any other intrinsic)
 IntrinsicId tma_load_of_rank(int rank);
 // A TensorMap parameter's map over its buffer of shape `shape` (outermost first, as the buffer
-// declares it), or why the hardware cannot take it (a row stride not a multiple of 16 bytes,
-// an empty or oversized tensor); `buffer` is the MemoryPort number of the buffer.
+// declares it), or why the hardware cannot take it (an empty or oversized tensor, a box it does
+// not take); `buffer` is the MemoryPort number of the buffer. Rows not a multiple of 16 bytes
+// give a staged map (TmaMap::staged_pitch): every host launching the kernel makes that copy.
 std::variant<TmaMap, std::string> tma_map_of(const Param& p, ScalarType elem, std::span<const int64_t> shape,
                                              int buffer);
 

@@ -271,6 +271,11 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           }
           [[fallthrough]];
         case Knob::Raster:
+          if (s.knob == Knob::Raster && k.mma) {  // the contraction's tile order; a fold's plan refuses it
+            k.raster = s.off ? std::nullopt : std::optional<RasterValue>(std::get<RasterValue>(s.value));
+            break;
+          }
+          [[fallthrough]];
         case Knob::FastExp:
           if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument
             k.fast_exp = std::get<bool>(s.value);

@@ -32,6 +32,25 @@ constexpr int kAttrMaxThreadsPerSm = 39;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr Result kErrorStubLibrary = 34;  // CUDA_ERROR_STUB_LIBRARY
 
+// CUDA_MEMCPY2D (cuda.h's layout, field for field); memory types: CU_MEMORYTYPE_DEVICE is 2.
+constexpr int kMemoryTypeDevice = 2;
+struct Memcpy2D {
+  size_t src_x_bytes = 0, src_y = 0;
+  int src_memory_type = 0;
+  const void* src_host = nullptr;
+  Address src_device = 0;
+  void* src_array = nullptr;
+  size_t src_pitch = 0;
+  size_t dst_x_bytes = 0, dst_y = 0;
+  int dst_memory_type = 0;
+  void* dst_host = nullptr;
+  Address dst_device = 0;
+  void* dst_array = nullptr;
+  size_t dst_pitch = 0;
+  size_t width_bytes = 0, height = 0;
+};
+static_assert(sizeof(Memcpy2D) == 128, "CUDA_MEMCPY2D is 128 bytes");
+
 using GetProcAddress = Result (*)(const char*, void**, int, uint64_t, int*);
 
 struct Api {
@@ -54,6 +73,9 @@ struct Api {
   Result (*memset_d8_async)(Address, unsigned char, size_t, StreamH) = nullptr;
   Result (*memcpy_htod)(Address, const void*, size_t) = nullptr;
   Result (*memcpy_dtoh)(void*, Address, size_t) = nullptr;
+  Result (*mem_alloc_async)(Address*, size_t, StreamH) = nullptr;
+  Result (*mem_free_async)(Address, StreamH) = nullptr;
+  Result (*memcpy_2d_async)(const Memcpy2D*, StreamH) = nullptr;
   Result (*stream_create)(StreamH*, unsigned) = nullptr;
   Result (*stream_destroy)(StreamH) = nullptr;
   Result (*stream_synchronize)(StreamH) = nullptr;
@@ -120,6 +142,9 @@ std::string resolve_all(GetProcAddress get, Api& a) {
   resolve(get, "cuMemsetD8Async", a.memset_d8_async, missing);
   resolve(get, "cuMemcpyHtoD", a.memcpy_htod, missing);
   resolve(get, "cuMemcpyDtoH", a.memcpy_dtoh, missing);
+  resolve(get, "cuMemAllocAsync", a.mem_alloc_async, missing);
+  resolve(get, "cuMemFreeAsync", a.mem_free_async, missing);
+  resolve(get, "cuMemcpy2DAsync", a.memcpy_2d_async, missing);
   resolve(get, "cuStreamCreate", a.stream_create, missing);
   resolve(get, "cuStreamDestroy", a.stream_destroy, missing);
   resolve(get, "cuStreamSynchronize", a.stream_synchronize, missing);
@@ -334,6 +359,31 @@ void Driver::copy_to_device(const DeviceBuffer& dst, const void* src, size_t byt
 void Driver::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) const {
   if (bytes > src.bytes()) throw std::runtime_error("cuMemcpyDtoH: more bytes than the buffer holds");
   if (bytes > 0) check(api().memcpy_dtoh(dst, src.ptr().address, bytes), "cuMemcpyDtoH");
+}
+
+DevicePtr Driver::alloc_async(size_t bytes, StreamRef stream) const {
+  Address address = 0;
+  if (bytes > 0)
+    check(api().mem_alloc_async(&address, bytes, stream), fmt::format("cuMemAllocAsync of {} bytes", bytes));
+  return {address};
+}
+
+void Driver::free_async(DevicePtr ptr, StreamRef stream) const {
+  if (ptr.address != 0) check(api().mem_free_async(ptr.address, stream), "cuMemFreeAsync");
+}
+
+void Driver::copy_rows_async(DevicePtr dst, size_t dst_pitch, DevicePtr src, size_t src_pitch, size_t row_bytes,
+                             size_t rows, StreamRef stream) const {
+  if (row_bytes == 0 || rows == 0) return;
+  Memcpy2D copy;
+  copy.src_memory_type = copy.dst_memory_type = kMemoryTypeDevice;
+  copy.src_device = src.address;
+  copy.src_pitch = src_pitch;
+  copy.dst_device = dst.address;
+  copy.dst_pitch = dst_pitch;
+  copy.width_bytes = row_bytes;
+  copy.height = rows;
+  check(api().memcpy_2d_async(&copy, stream), "cuMemcpy2DAsync");
 }
 
 Stream Driver::create_stream() const {

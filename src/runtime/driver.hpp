@@ -130,6 +130,14 @@ class Driver {
   void fill_async(const DeviceBuffer& buffer, uint8_t byte, StreamRef stream) const;
   void copy_to_device(const DeviceBuffer& dst, const void* src, size_t bytes) const;
   void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) const;
+  // Stream-ordered device memory (cuMemAllocAsync / cuMemFreeAsync: the driver's pool, no
+  // synchronization), for scratch a launch uses and gives back in its stream.
+  DevicePtr alloc_async(size_t bytes, StreamRef stream) const;
+  void free_async(DevicePtr ptr, StreamRef stream) const;
+  // `rows` rows of `row_bytes` from one device address to another, each side with its own pitch
+  // (cuMemcpy2DAsync, device to device).
+  void copy_rows_async(DevicePtr dst, size_t dst_pitch, DevicePtr src, size_t src_pitch, size_t row_bytes, size_t rows,
+                       StreamRef stream) const;
 
   Stream create_stream() const;
   void synchronize(StreamRef stream) const;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -68,11 +69,13 @@ constexpr std::pair<ScalarType, int> kTmaDataType[] = {
     {ScalarType::F16, 6}, {ScalarType::F32, 7}, {ScalarType::F64, 8}, {ScalarType::BF16, 9},
     {ScalarType::I32, 3}, {ScalarType::U32, 2}, {ScalarType::I64, 5}};
 
-// A TensorMap parameter's descriptor over its buffer. Where the sizes break a rule of the
-// hardware (a row stride not a multiple of 16 bytes), the kernel takes its cp.async path and
-// never reads the map: an empty descriptor goes.
+// A TensorMap parameter's descriptor over its buffer, or over the staged copy of its rows the
+// launch makes (`staged` set, the descriptor encoded at launch). Where the sizes break a rule of
+// the hardware (an empty dimension), the kernel takes its cp.async path and never reads the map:
+// an empty descriptor goes.
 KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, const kir::Kernel& k, const kir::Param& p,
-                         const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes) {
+                         const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes,
+                         std::optional<StagedMap>& staged) {
   auto b = std::find_if(program.buffers.begin(), program.buffers.end(),
                         [&](const kir::Buffer& x) { return x.name == p.map_of; });
   if (b == program.buffers.end())
@@ -88,11 +91,17 @@ KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, cons
     fail(fmt::format("kernel {}: TMA copies of {} are not supported", k.name, kir::type_name(b->type)));
   spec.data_type = type->second;
   spec.rank = m.rank;
-  spec.base = device_address(k, b->name, buffers, "with TMA");
   spec.dims = m.dims;
   spec.strides = m.strides;
   spec.box = m.box;
   spec.swizzle = static_cast<int>(m.swizzle);  // CUtensorMapSwizzle: none, 32B, 64B, 128B in that order
+  if (m.staged_pitch != 0) {
+    auto source = buffers.find(b->name);
+    if (source == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, b->name));
+    staged = StagedMap{0, spec, source->second, kir::tma_row_bytes(m), kir::tma_staged_rows(m), m.staged_pitch};
+    return TensorMapArg{};
+  }
+  spec.base = device_address(k, b->name, buffers, "with TMA");
   return driver.encode_tiled(spec);
 }
 
@@ -131,7 +140,8 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     const kir::Kernel& k = program_.kernels[i];
     KernelLaunch l{&k, functions_[i],
                    {}, {static_cast<unsigned>(k.block_threads)},
-                   {}, kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u};
+                   {}, kir::uses_dynamic_shared(k) ? static_cast<unsigned>(kir::shared_bytes(k)) : 0u,
+                   {}};
     Scalars scalars;
     const std::vector<std::string> wide = kir::wide_access_buffers(k);
     for (const kir::Param& p : k.params) {
@@ -142,8 +152,14 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
                                             : ""));
       else if (p.kind == kir::Param::Kind::Scalar)
         l.args.push_back(scalar_arg(k, p, sizes, scalars));
-      else
-        l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes));
+      else {
+        std::optional<StagedMap> staged;
+        l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes, staged));
+        if (staged) {
+          staged->arg = l.args.size() - 1;
+          l.staged.push_back(*staged);
+        }
+      }
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
     if (const auto* what = std::get_if<std::string>(&grid)) fail(fmt::format("kernel {}: grid_x {}", k.name, *what));
@@ -158,7 +174,26 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
 }
 
 void LoadedProgram::launch(const KernelLaunch& l, StreamRef stream) const {
-  driver_->launch(l.function, l.grid, l.block, l.args, stream, l.dynamic_smem);
+  if (l.staged.empty()) return driver_->launch(l.function, l.grid, l.block, l.args, stream, l.dynamic_smem);
+  std::vector<KernelArg> args = l.args;
+  std::vector<DevicePtr> scratch;
+  auto give_back = [&] {
+    for (DevicePtr p : scratch) driver_->free_async(p, stream);
+  };
+  try {
+    for (const StagedMap& s : l.staged) {
+      scratch.push_back(driver_->alloc_async(s.rows * s.pitch, stream));
+      driver_->copy_rows_async(scratch.back(), s.pitch, s.source, s.row_bytes, s.row_bytes, s.rows, stream);
+      TiledMapSpec spec = s.spec;
+      spec.base = scratch.back();
+      args[s.arg] = driver_->encode_tiled(spec);
+    }
+    driver_->launch(l.function, l.grid, l.block, args, stream, l.dynamic_smem);
+  } catch (...) {
+    give_back();
+    throw;
+  }
+  give_back();
 }
 
 std::map<std::string, DevicePtr> DeviceTensors::addresses() const {

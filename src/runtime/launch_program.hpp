@@ -16,6 +16,16 @@ namespace emmy::runtime {
 std::vector<int64_t> buffer_shape(const kir::Buffer& buffer, const SizeBindings& sizes);
 size_t buffer_bytes(const kir::Buffer& buffer, const SizeBindings& sizes);
 
+// A tensor map over a staged copy (kir::TmaMap::staged_pitch): at each launch, in its stream,
+// the buffer's rows go into scratch memory at the map's pitch and args[arg] becomes the map over
+// that copy; the scratch goes back to the pool after the kernel.
+struct StagedMap {
+  size_t arg = 0;
+  TiledMapSpec spec;  // all but the base
+  DevicePtr source;
+  uint64_t row_bytes = 0, rows = 0, pitch = 0;
+};
+
 // One kernel's launch: its function, grid, block and arguments in parameter order.
 struct KernelLaunch {
   const kir::Kernel* kernel = nullptr;
@@ -23,6 +33,7 @@ struct KernelLaunch {
   Dim3 grid, block;
   std::vector<KernelArg> args;
   unsigned dynamic_smem = 0;  // bytes of the dynamic shared window (kir::uses_dynamic_shared)
+  std::vector<StagedMap> staged;
 };
 
 // A program's module on the device with one function per kernel and the blocks of each that one

@@ -61,6 +61,10 @@ std::string print_plan(const KernelPlan& p) {
     out += fmt::format("  ping-pong: {} warpgroups take turns issuing each block's wgmma (named barriers 2 .. {})\n",
                        p.turns, p.turns + 1);
   if (!p.no_pingpong.empty()) out += fmt::format("  ping-pong refused: {}\n", p.no_pingpong);
+  if (p.raster_group > 0)
+    out += fmt::format("  raster: blocks walk groups of {} {} tiles, {} tiles fastest within a group\n", p.raster_group,
+                       p.raster_axis == 'm' ? "row" : "column", p.raster_axis == 'm' ? "row" : "column");
+  if (!p.no_raster.empty()) out += fmt::format("  raster refused: {}\n", p.no_raster);
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

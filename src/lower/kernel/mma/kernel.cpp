@@ -3,7 +3,29 @@
 #include "lower/kernel/mma/tier.hpp"
 #include "lower/kernel/specialize_warps.hpp"
 
+#include <tuple>
+
 namespace emmy::lower::detail {
+
+std::pair<K, K> MmaTier::raster_tiles(const K& block, const K& row_tiles, const K& col_tiles) {
+  using kir::BinOp;
+  // Groups of G tiles along the raster's axis; within a group that axis is fastest, so the
+  // blocks in flight share both operands' tiles (what stays in L2 is G panels of one and the
+  // group's panels of the other, not the whole of one).
+  const bool by_rows = plan_.raster_axis == 'm';
+  const K& along = by_rows ? row_tiles : col_tiles;
+  const K& across = by_rows ? col_tiles : row_tiles;
+  K group = i64(plan_.raster_group);
+  K per_group = let("raster_span", mul(group, across));
+  K first = let("raster_first", mul(kir::binary(BinOp::Div, block, per_group), group));
+  K width = let("raster_width", kir::binary(BinOp::Min, group, kir::binary(BinOp::Sub, along, first)));
+  K within = let("raster_at", kir::binary(BinOp::Rem, block, per_group));
+  K fast = add(first, kir::binary(BinOp::Rem, within, width));
+  K slow = kir::binary(BinOp::Div, within, width);
+  if (by_rows) return {let("row_tile", fast), let("col_tile", slow)};
+  K row = let("row_tile", slow);
+  return {row, let("col_tile", fast)};
+}
 
 void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
   masks_ = row_sharing_masks();
@@ -33,12 +55,18 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
                                 wgmma() ? " (a warpgroup's wgmma accumulators, warp by warp)" : "")));
   K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
   K col_tile = i64(0);
-  if (!fold) {
+  K row_tile;
+  if (!fold && plan_.raster_group > 0) {
+    K tiles = mul(row_tiles, col_tiles);
+    std::tie(row_tile, col_tile) = raster_tiles(kir::binary(kir::BinOp::Rem, rest, tiles), row_tiles, col_tiles);
+    rest = kir::binary(kir::BinOp::Div, rest, tiles);
+  } else if (!fold) {
+    // Columns fastest: the blocks in flight share their row operand's tiles.
     col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
     rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
-  }
-  K row_tile;
-  if (const std::optional<KeyBound>& bound = key_limit_) {
+    row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
+    rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
+  } else if (const std::optional<KeyBound>& bound = key_limit_) {
     // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
     // first (row tile slowest, heaviest first), the short ones fill the last wave instead of
     // trailing it. Within groups of heads (the other block axes) of about the target's

@@ -13,6 +13,7 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
   if (b_.knobs().wspec) plan_wspec();
   if (b_.knobs().overlap) plan_overlap();    // a contraction's needs the producers
   if (b_.knobs().pingpong) plan_pingpong();  // on an overlapped fold
+  if (b_.knobs().raster) plan_raster();      // on a contraction
   emit_kernel(k, out, program);
   return true;
 }
@@ -578,6 +579,20 @@ void MmaTier::plan_pingpong() {
     return;
   }
   plan_.turns = groups;
+}
+
+void MmaTier::plan_raster() {
+  const RasterValue& r = *b_.knobs().raster;
+  if (fold_) {
+    plan_.no_raster =
+        "a fold's block owns whole rows (one column tile): there is no tile order to group (RASTER orders a "
+        "contraction's tiles)";
+    b_.law_warnings().push_back(
+        {"W050", fmt::format("RASTER=g{}{} has no effect: {}", r.axis, r.group, plan_.no_raster)});
+    return;
+  }
+  plan_.raster_axis = r.axis;
+  plan_.raster_group = r.group;
 }
 
 K MmaTier::turn_barrier(bool next) {

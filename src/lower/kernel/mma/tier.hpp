@@ -64,6 +64,11 @@ class MmaTier {
   void plan_wspec();
   // PINGPONG=1: the warpgroups taking turns (plan_.turns), or why not (plan_.no_pingpong).
   void plan_pingpong();
+  // RASTER: a contraction's tiles in groups along one axis (plan_.raster_*), or why not.
+  void plan_raster();
+  // The block's row and column tiles from `block` (its index among one batch index's tiles) in
+  // RASTER's order.
+  std::pair<K, K> raster_tiles(const K& block, const K& row_tiles, const K& col_tiles);
   // The turns' named barriers: 2 + the warpgroup (0 is __syncthreads, 1 the consumers' under
   // WSPEC), each of the warpgroup waiting its turn and the one before it handing over.
   static constexpr int kTurnBarrier0 = 2, kTurnThreads = 2 * 4 * kWarp;
@@ -204,8 +209,9 @@ class MmaTier {
   void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
                       int64_t bits, int spare = 0);
 
-  // Whether the sizes let every tensor map of the kernel exist (rows 16-byte multiples, no empty
-  // dimension: the host's rule, kir::tma_map_of); else the tiles come by cp.async.
+  // Whether the sizes let every tensor map of the kernel exist (no empty dimension: the host's
+  // rule, kir::tma_map_of; rows that are not 16-byte multiples the host stages through a pitched
+  // copy); else the tiles come by cp.async.
   K tma_ok();
 
   // Thread 0 arms buffer `buf`'s mbarrier with the tiles' bytes and issues their boxes; where the

@@ -62,19 +62,14 @@ void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, co
 }
 
 K MmaTier::tma_ok() {
-  std::set<std::string> rows, dims;
+  std::set<std::string> dims;
   for (const kir::Param& p : out_->params) {
     if (p.kind != kir::Param::Kind::TensorMap) continue;
     const tir::Tensor& t = *b_.loops().tensors.find(p.map_of);
-    rows.insert(t.dims.back());
     dims.insert(t.dims.begin(), t.dims.end());
   }
   std::optional<K> ok;
   auto both = [&](K c) { ok = ok ? kir::binary(kir::BinOp::And, *ok, std::move(c)) : std::move(c); };
-  const int64_t per_16_bytes = 16 / kir::type_bytes(t_.operand);
-  for (const std::string& r : rows)
-    both(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, KernelBuilder::size_value(r), i64(per_16_bytes)),
-                     i64(0)));
   for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
   EMMY_INTERNAL_ASSERT(ok, "tma_ok without a tensor map");
   return hoisted("tma_ok", *ok);
