@@ -274,6 +274,8 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN128); },
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN64); },
     [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN128); },
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaRsN256); },
+    [](const IntrinsicCall& c) { wgmma_semantics(c, IntrinsicId::WgmmaSsN256); },
     ordering_only,                // WgmmaFence
     ordering_only,                // WgmmaCommit
     ordering_only,                // WgmmaWait

@@ -63,6 +63,8 @@ enum class IntrinsicId : uint8_t {
   WgmmaRsN128,      // d[64] <- a[4], desc_b, c[64]
   WgmmaSsN64,       // d[32] <- desc_a (two words), desc_b, c[32]
   WgmmaSsN128,      // d[64] <- desc_a, desc_b, c[64]
+  WgmmaRsN256,      // d[128] <- a[4], desc_b, c[128]
+  WgmmaSsN256,      // d[128] <- desc_a, desc_b, c[128]
   WgmmaFence,       // wgmma.fence.sync.aligned: registers and shared memory written before it are
                     // what the next wgmma reads
   WgmmaCommit,      // wgmma.commit_group.sync.aligned

@@ -42,8 +42,8 @@ constexpr std::array<std::string_view, 10> kStmtKind{"decl",    "assign",    "st
                                                      "barrier", "intrinsic", "comment", "vload", "vstore"};
 constexpr std::array<std::string_view, 4> kScopeName{"thread", "warp", "warpgroup", "block"};
 constexpr std::array<size_t, 10> kStmtArityMin{0, 1, 2, 2, 1, 0, 0, 0, 1, 1};
-// Intrinsic operands: at most a wgmma n128 (four A registers, a two-word descriptor, 64 accumulators).
-constexpr std::array<size_t, 10> kStmtArityMax{1, 1, 2, 2, 1, 0, 70, 0, 1, 1};
+// Intrinsic operands: at most a wgmma n256 (four A registers, a two-word descriptor, 128 accumulators).
+constexpr std::array<size_t, 10> kStmtArityMax{1, 1, 2, 2, 1, 0, 134, 0, 1, 1};
 constexpr int64_t kSharedLimit = 227 * 1024;  // the largest opt-in of any target (sm_90); a smaller GPU refuses at load
 
 // How far a value may differ between the threads of a block.
