@@ -24,12 +24,9 @@ struct WgmmaRow {
   int n;
 };
 constexpr WgmmaRow kRows[] = {
-    {IntrinsicId::WgmmaRsN64, true, 64},
-    {IntrinsicId::WgmmaRsN128, true, 128},
-    {IntrinsicId::WgmmaSsN64, false, 64},
-    {IntrinsicId::WgmmaSsN128, false, 128},
-    {IntrinsicId::WgmmaRsN256, true, 256},
-    {IntrinsicId::WgmmaSsN256, false, 256},
+    {IntrinsicId::WgmmaRsN64, true, 64},   {IntrinsicId::WgmmaRsN128, true, 128},
+    {IntrinsicId::WgmmaSsN64, false, 64},  {IntrinsicId::WgmmaSsN128, false, 128},
+    {IntrinsicId::WgmmaRsN256, true, 256}, {IntrinsicId::WgmmaSsN256, false, 256},
 };
 
 const WgmmaRow* row_of(IntrinsicId id) {

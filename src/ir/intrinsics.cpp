@@ -353,13 +353,12 @@ std::vector<IntrinsicInfo> build_table() {
   };
   // The wgmma rows: operand lists and helpers generated per row (the sources live as long as
   // the table).
-  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 6> wgmma_rows{
-      {{WgmmaRsN64, "emmy_wgmma_rs_n64"},
-       {WgmmaRsN128, "emmy_wgmma_rs_n128"},
-       {WgmmaSsN64, "emmy_wgmma_ss_n64"},
-       {WgmmaSsN128, "emmy_wgmma_ss_n128"},
-       {WgmmaRsN256, "emmy_wgmma_rs_n256"},
-       {WgmmaSsN256, "emmy_wgmma_ss_n256"}}};
+  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 6> wgmma_rows{{{WgmmaRsN64, "emmy_wgmma_rs_n64"},
+                                                                                {WgmmaRsN128, "emmy_wgmma_rs_n128"},
+                                                                                {WgmmaSsN64, "emmy_wgmma_ss_n64"},
+                                                                                {WgmmaSsN128, "emmy_wgmma_ss_n128"},
+                                                                                {WgmmaRsN256, "emmy_wgmma_rs_n256"},
+                                                                                {WgmmaSsN256, "emmy_wgmma_ss_n256"}}};
   static const std::array<std::string, 6> wgmma_sources = [&] {
     std::array<std::string, 6> out;
     for (size_t i = 0; i < out.size(); ++i) out[i] = wgmma_helper_source(wgmma_rows[i].first);

@@ -40,7 +40,8 @@ constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
                                      {"d2/tma/ring", Feature::Tma, 2},
                                      {"d3/tma/ring", Feature::Tma, 3},
                                      {"d4/tma/ring", Feature::Tma, 4}};
-constexpr int kWgmmaN[] = {64, 128};
+constexpr int kWgmmaN[] = {64, 128,
+                           256};  // 256: contractions (a fold's key block is 64 or 128), two warpgroups at most
 constexpr int kWgmmaWarps[] = {4, 8, 12, 16};  // w<M>x1: M / 4 warpgroups (12: three, FA-3's head-dim-64 tile)
 constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>: a fold's value columns a CTA
 
@@ -176,7 +177,7 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
     for (int w : kWgmmaWarps)
       for (int k : kChunks)
         for (const StageRow& s : kWgmmaStages) {
-          if (!target_has(target, s.needs)) continue;
+          if (!target_has(target, s.needs) || (n == 256 && (fold || w > 8))) continue;
           // The asynchronous moves: OVERLAP on a fold whose ring has a buffer for the P @ V in
           // flight (with two warpgroups or more, also taking turns: PINGPONG); a producer warpgroup (WSPEC) on a ring
           // of TMA boxes, and on a contraction OVERLAP with it (without the producers a contraction's is refused: no
@@ -188,6 +189,7 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
           if (fold && boxes && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1,WSPEC=p1");
           if (boxes) overlap.push_back("WSPEC=p1");
           if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1");
+          if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8");
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               for (const std::string& ov : overlap)

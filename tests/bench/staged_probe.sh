@@ -3,7 +3,8 @@
 # RASTER on the tensor-core contraction, on the GPU machine in one device call, each step under
 # its own timeout: ragged shapes against the float64 reference (emmyc run), compute-sanitizer
 # memcheck on a staged matmul, the GPU test matrix for matmul/bmm/sdpa (GPU_OPS), then the peer
-# harness on matmul with the variants of MM_VARIANTS (knob lists, one a word).
+# harness on matmul with the variants of MM_VARIANTS (knob lists, one a word); NCU_KNOBS
+# (';'-separated knob lists) adds Nsight Compute on sdpa at NCU_SHAPE for each.
 # Usage: tests/bench/staged_probe.sh   (binaries from gpu-carry/, results in $OUT)
 source "$(dirname "$0")/gpu_env.sh"
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
@@ -36,4 +37,10 @@ for k in ${MM_VARIANTS:-}; do args+=(--knobs "matmul@sm_90a=$k"); done
 timeout "${HARNESS_TIMEOUT:-300}" python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" \
   --deadline "${DEADLINE:-280}" --emmy-launch-cap 0.5 --only "${ONLY:-^matmul}" "${args[@]}" > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "cuBLAS|sm_90a" "$OUT/harness.log" | cut -c1-220 | head -80
+IFS=';' read -r -a ncu_runs <<< "${NCU_KNOBS:-}"
+for i in "${!ncu_runs[@]}"; do
+  step "ncu $i: ${ncu_runs[$i]}"
+  OP=${NCU_OP:-sdpa} SHAPE=${NCU_SHAPE:-B=4,H=16,S=4096,T=4096,D=128,E=128} TARGET=sm_90a NO_PEER=1 NAME=_$i RUN_ARGS="--check none" \
+    timeout 90 bash tests/bench/ncu_sdpa.sh "${ncu_runs[$i]}"
+done
 rm -rf "$OUT/kernel-cache"

@@ -699,6 +699,59 @@ TEST_CASE("tensor cores: PINGPONG's warpgroups take turns with the same results,
   }
 }
 
+TEST_CASE("tensor cores: RASTER reorders a contraction's tiles with the same results; a fold says why it cannot") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!la->diags->has_errors());
+  // 64 x 64 tiles over 5 x 11 (matmul) and 3 x (3 x 4) (bmm) tiles: groups that do not divide
+  // the tiles; each output element NaN-filled before the run and compared bit for bit with the
+  // kernel in the flat order, blocks shuffled.
+  const std::string base = "TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d3/tma/ring,WSPEC=p1,OVERLAP=1";
+  struct Case {
+    const char* op;
+    SizeBindings sizes;
+  };
+  for (const Case& c : {Case{"matmul", {{"M", 300}, {"N", 700}, {"K", 77}}},
+                        Case{"bmm", {{"Z", 3}, {"M", 150}, {"N", 201}, {"K", 33}}}})
+    for (const char* raster : {"gm3", "gn2", "gm1", "gn64"}) {
+      CAPTURE(c.op);
+      CAPTURE(raster);
+      const CheckedOp& op = la->program->ops.at(c.op);
+      lower::Lowered a = lower::lower_op(*la->program, op, {nullptr, "", base}, sm90a);
+      lower::Lowered b = lower::lower_op(*la->program, op, {nullptr, "", base + ",RASTER=" + raster}, sm90a);
+      REQUIRE(b.plans[0].raster_group > 0);
+      CHECK(b.plans[0].raster_axis == raster[1]);
+      CHECK(verify_program(b.kernels).empty());
+      CHECK(print_cuda(b.kernels).find("raster_first") != std::string::npos);
+      check_same_bits(a.kernels, b.kernels, c.sizes, random_inputs(op, c.sizes, 8), "c", true);
+    }
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  lower::Lowered fold = lower::lower_op(
+      *l->program, l->program->ops.at("sdpa"),
+      {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,RASTER=gm8"}, sm90a);
+  CHECK(fold.plans[0].raster_group == 0);
+  CHECK(texts(fold.kernels.warnings).find("RASTER=gm8 has no effect: a fold's block owns whole rows") !=
+        std::string::npos);
+}
+
+TEST_CASE("tensor cores: a contraction's 128 x 256 tiles (wgmma N = 256) against the reference") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  const CheckedOp& op = la->program->ops.at("matmul");
+  for (const char* knobs : {"TILE=a:wgmma_m64n256k16_f16/w8x1/k4,STAGE=d3/tma/ring,WSPEC=p1,OVERLAP=1",
+                            "TILE=a:wgmma_m64n256k16_f16/w4x1/k4,STAGE=d2/cp/ring"}) {
+    CAPTURE(knobs);
+    lower::Lowered low = lower::lower_op(*la->program, op, {nullptr, "", knobs}, sm90a);
+    REQUIRE(took_tensor_cores(low));
+    CHECK(low.plans[0].slabs.at(1).cols == 256);
+    CHECK(verify_program(low.kernels).empty());
+    CHECK(print_cuda(low.kernels).find("wgmma.mma_async.sync.aligned.m64n256k16") != std::string::npos);
+    for (const SizeBindings& sizes :
+         {SizeBindings{{"M", 130}, {"N", 300}, {"K", 99}}, SizeBindings{{"M", 1}, {"N", 1}, {"K", 1}}})
+      check_interpreted(*la->program, op, low, sizes, 9);
+  }
+}
+
 TEST_CASE("tensor cores: each field's law is decided on normal forms") {
   using algebra::FieldLaw;
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
