@@ -104,11 +104,12 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
       }
       out << r.ptx;
       for (const runtime::KernelResources& k : r.resources) err << "// " << runtime::format_resources(k) << "\n";
-      // ptxas's performance remarks (a wgmma pipeline it serialized, C7510-C7520) beside the report.
+      // ptxas's performance remarks (a wgmma pipeline it serialized, C7510-C7520; setmaxnreg it
+      // ignored, C7508) beside the report.
       for (size_t at = 0; at < r.log.size();) {
         size_t end = std::min(r.log.find('\n', at), r.log.size());
         std::string_view line(r.log.data() + at, end - at);
-        if (line.find("serialized") != std::string_view::npos) err << "// " << line << "\n";
+        if (line.find("Performance Loss") != std::string_view::npos) err << "// " << line << "\n";
         at = end + 1;
       }
     } catch (const std::runtime_error& e) {
