@@ -3,7 +3,8 @@
 # RASTER on the tensor-core contraction, on the GPU machine in one device call, each step under
 # its own timeout: ragged shapes against the float64 reference (emmyc run), compute-sanitizer
 # memcheck on a staged matmul, the GPU test matrix for matmul/bmm/sdpa (GPU_OPS), then the peer
-# harness on matmul with the variants of MM_VARIANTS (knob lists, one a word); NCU_KNOBS
+# harness on matmul (ONLY: the cases) with the variants of MM_VARIANTS (knob lists, one a word)
+# and VARIANTS ("op@target=knobs" entries, one a word); NCU_KNOBS
 # (';'-separated knob lists) adds Nsight Compute on sdpa at NCU_SHAPE for each.
 # Usage: tests/bench/staged_probe.sh   (binaries from gpu-carry/, results in $OUT)
 source "$(dirname "$0")/gpu_env.sh"
@@ -34,9 +35,10 @@ fi
 step harness
 args=()
 for k in ${MM_VARIANTS:-}; do args+=(--knobs "matmul@sm_90a=$k"); done
+for v in ${VARIANTS:-}; do args+=(--knobs "$v"); done  # "op@target=knobs" entries
 timeout "${HARNESS_TIMEOUT:-300}" python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" \
   --deadline "${DEADLINE:-280}" --emmy-launch-cap 0.5 --only "${ONLY:-^matmul}" "${args[@]}" > "$OUT/harness.log" 2>&1
-echo "exit $?"; grep -E "cuBLAS|sm_90a" "$OUT/harness.log" | cut -c1-220 | head -80
+echo "exit $?"; grep -E "cuBLAS|cuDNN|sm_90a" "$OUT/harness.log" | cut -c1-200 | head -150
 IFS=';' read -r -a ncu_runs <<< "${NCU_KNOBS:-}"
 for i in "${!ncu_runs[@]}"; do
   step "ncu $i: ${ncu_runs[$i]}"
