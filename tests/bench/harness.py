@@ -45,6 +45,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -467,6 +468,9 @@ class Harness:
             vs += [self.variant(family, path, op, schedule=s, target=t)
                    for s, t in named_schedules(path, op, self.meta["capability"])]
         vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
+        if self.args.blocks:  # --blocks: only the schedule blocks whose label matches
+            keep = re.compile(self.args.blocks)
+            vs = [v for v in vs if keep.search(v.label)]
         # --knobs OP[@TARGET]=KNOBS: more variants of OP from the command line (knob sweeps on the GPU)
         for o, k in self.args.knobs:
             name, _, target = o.partition("@")
@@ -949,6 +953,9 @@ def main():
     ap.add_argument("--lib", default=None, help="libemmy.so to use (default: $EMMY_LIBRARY, else build/libemmy.so)")
     ap.add_argument("--only", default=None, help="run only the cases whose name matches this regex "
                                                  "(e.g. 'sdpa B=1 H=8 S=4096', 'softmax|matmul')")
+    ap.add_argument("--blocks", default=None, help="run only the schedule blocks whose label matches this regex "
+                                                   "(e.g. 'sm_90a' for the arch-specific ones); --knobs variants "
+                                                   "always run")
     ap.add_argument("--deadline", type=float, default=420.0,
                     help="seconds after which Emmy cases are skipped and peers timed briefly (default 420)")
     ap.add_argument("--emmy-launch-cap", type=float, default=2.0,

@@ -37,7 +37,8 @@ args=()
 for k in ${MM_VARIANTS:-}; do args+=(--knobs "matmul@sm_90a=$k"); done
 for v in ${VARIANTS:-}; do args+=(--knobs "$v"); done  # "op@target=knobs" entries
 timeout "${HARNESS_TIMEOUT:-300}" python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" \
-  --deadline "${DEADLINE:-280}" --emmy-launch-cap 0.5 --only "${ONLY:-^matmul}" "${args[@]}" > "$OUT/harness.log" 2>&1
+  --deadline "${DEADLINE:-280}" --emmy-launch-cap 0.5 --only "${ONLY:-^matmul}" ${BLOCKS:+--blocks "$BLOCKS"} \
+  "${args[@]}" > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "cuBLAS|cuDNN|sm_90a" "$OUT/harness.log" | cut -c1-200 | head -150
 IFS=';' read -r -a ncu_runs <<< "${NCU_KNOBS:-}"
 for i in "${!ncu_runs[@]}"; do
