@@ -243,14 +243,14 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
       {"nn.emmy",
        {"sdpa_explicit", "sm_90a", sdpa_knobs, comment},
        "added the tuned block of sdpa_explicit for sm_90a after the last schedule of sdpa_explicit (for sm_90 as "
-       "\"scalar-baseline\") (line 386)"},
+       "\"scalar-baseline\") (line 392)"},
       {"nn.emmy",
        {"logsumexp", "sm_90", {{"COOP", "t128/v8"}}, comment},
        "added the tuned block of logsumexp for sm_90 after op logsumexp (line 28)"},
       {"linalg.emmy",
        {"matmul", "sm_90a", {{"TILE", "a:wgmma_m64n128k16_f16/w8x1/k4"}, {"STAGE", "d3/tma/ring"}}, comment},
-       "kept the hand-written block of matmul for sm_90a as \"hand\" (line 125) and added the tuned one after it (line "
-       "134)"},
+       "kept the hand-written block of matmul for sm_90a as \"hand\" (line 127) and added the tuned one after it (line "
+       "136)"},
       {"linalg.emmy",
        {"matmul_bias", "sm_90", {{"TILE", "a:mma_m16n8k16_f16/w2x2/f4x4/k2"}}, comment},
        "added the tuned block of matmul_bias for sm_90 after op matmul_bias (line 33)"},
