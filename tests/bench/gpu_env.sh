@@ -19,3 +19,12 @@ sanitize() {
     done
   done
 }
+# Each `emmyc run` argument list given (one string each, split on spaces) on sm_90a against the
+# reference, under a 60-s timeout: its last line (the comparison), or that it timed out.
+check_runs() {
+  local run
+  for run in "$@"; do
+    timeout 60 "$B/emmyc" run $run --target sm_90a --no-cache 2>&1 | tail -1 | sed "s|^|$run :: |"
+    [ "${PIPESTATUS[0]}" = 124 ] && echo "$run :: TIMED OUT (a hang?)"
+  done
+}

@@ -5,9 +5,7 @@
 # Usage: RUNS='stdlib/linalg.emmy --op matmul --shape M=300,N=257,K=333;...' tests/bench/sanitize_probe.sh
 source "$(dirname "$0")/gpu_env.sh"
 IFS=';' read -r -a runs <<< "${RUNS:?RUNS: emmyc run argument lists, ';'-separated}"
-for run in "${runs[@]}"; do
-  timeout 60 "$B/emmyc" run $run --target sm_90a --no-cache 2>&1 | tail -1 | sed "s|^|$run :: |"
-done
+check_runs "${runs[@]}"
 for tool in memcheck racecheck synccheck; do
   for run in "${runs[@]}"; do
     timeout "${SANITIZER_TIMEOUT:-90}" compute-sanitizer --tool $tool --error-exitcode 9 "$B/emmyc" run $run \

@@ -17,14 +17,11 @@ W12P="$W12,OVERLAP=1,PINGPONG=1"
 MM4="TILE=a:wgmma_m64n128k16_f16/w4x1/k4,STAGE=d6/tma/ring,WSPEC=p1,OVERLAP=1"
 if [ -z "${HARNESS_ONLY:-}" ]; then
   step correctness
-  for run in "stdlib/nn.emmy --op sdpa --knobs $PP128 --shape B=1,H=2,S=130,T=300,D=128,E=256" \
+  check_runs "stdlib/nn.emmy --op sdpa --knobs $PP128 --shape B=1,H=2,S=130,T=300,D=128,E=256" \
              "stdlib/nn.emmy --op sdpa_causal --knobs $PP128,WSPEC=p1 --shape B=2,H=2,S=1025,D=128,E=128" \
              "stdlib/nn.emmy --op sdpa --knobs $W12O --shape B=2,H=3,S=333,T=1000,D=64,E=64" \
              "stdlib/nn.emmy --op sdpa_causal --knobs $W12P --shape B=1,H=2,S=700,D=40,E=72" \
-             "stdlib/linalg.emmy --op matmul --knobs $MM4 --shape M=1000,N=777,K=1023"; do
-    timeout 60 "$B/emmyc" run $run --target sm_90a --no-cache 2>&1 | tail -1 | sed "s|^|$run :: |"
-    [ "${PIPESTATUS[0]}" = 124 ] && echo "$run :: TIMED OUT (a hang?)"
-  done
+             "stdlib/linalg.emmy --op matmul --knobs $MM4 --shape M=1000,N=777,K=1023"
   step compute-sanitizer
   [ -n "${NO_SANITIZER:-}" ] || for tool in memcheck racecheck synccheck; do
     for run in "stdlib/nn.emmy --target sm_90a --op sdpa --knobs $PP128,WSPEC=p1 --shape B=1,H=1,S=130,T=300,D=128,E=128" \
