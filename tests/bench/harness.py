@@ -63,6 +63,7 @@ SDPA_ANCHORS = [(1, 8, 4096, 64), (4, 16, 4096, 64), (4, 16, 4096, 128), (2, 16,
 SDPA_RAGGED = [(1, 8, 1000, 64), (1, 8, 4097, 64)]
 ROW_SHAPES = [(32768, 8192), (4097, 1000)]
 MATMUL_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 777, 1023)]  # (M, N, K)
+GEMM_EPILOGUE_SHAPES = [(8192, 8192, 4096)]  # GEMM + bias + GELU at an LLM MLP shape (issue 25)
 # Decode: one query row against a long KV cache, (B, H, T, D) with S = 1 (split-KV's case).
 DECODE_SHAPES = [(8, 32, 16384, 128)]
 GQA_SHAPES = [(2, 32, 4, 2048, 128)]  # (B, H query heads, KH key/value heads, S, D): issue 25's row, not causal
@@ -81,7 +82,7 @@ TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-
 PEER_BUDGET_S = 0.25      # launch time per peer measurement
 EMMY_CASE_BUDGET_S = 1.0  # launch time per Emmy measurement (after its first timed launch)
 EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "gqa": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0,
-                        "matmul": 40.0}
+                        "matmul": 40.0, "matmul_bias_gelu": 20.0}
 
 # ---- Triton: a compact FA-2-style forward kernel (disabled, with a note, if Triton is missing) --
 
@@ -773,6 +774,32 @@ class Harness:
         self.run_case(("matmul", label), body)
         self.finish_case(start, "torch.matmul (cuBLAS)")
 
+    def case_gemm_bias_gelu(self, M, N, K):
+        """stdlib/linalg.emmy's matmul_bias_gelu (bias, then GELU's tanh form, fused) against
+        cuBLASLt's GELU epilogue (torch._addmm_activation, use_gelu=True)."""
+        label = f"M={M} N={N} K={K}"
+        start = len(self.rows)
+        work = 2.0 * M * N * K
+        base = {"op": "matmul_bias_gelu", "case": label, "shape": {"M": M, "N": N, "K": K}, "work": work}
+
+        def body():
+            gen = torch.Generator(device="cuda").manual_seed(3)
+            a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=gen)
+            b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=gen)
+            bias = torch.randn(N, device="cuda", dtype=torch.float16, generator=gen)
+            refs = [F.gelu(torch.matmul(a.float(), b.float()) + bias.float(), approximate="tanh")]
+            tols = [(2e-3 * math.sqrt(K), 1e-2)]
+            peer = "cuBLASLt GELU epilogue"
+            self.measure_peer(base, peer, lambda: torch._addmm_activation(bias, a, b, use_gelu=True), refs, tols,
+                              work, "TFLOP/s")
+            tiny = (a[:16].contiguous(), b[:, :16].contiguous(), bias[:16].contiguous())
+            seen = {}
+            for var in self.variants_for("matmul_bias_gelu", ROOT / "stdlib" / "linalg.emmy", "matmul_bias_gelu"):
+                self.measure_emmy(base, var, (a, b, bias), tiny, refs, tols, work, "TFLOP/s", seen)
+
+        self.run_case(("matmul_bias_gelu", label), body)
+        self.finish_case(start, "cuBLASLt GELU epilogue")
+
     def cases(self):
         if self.quick:
             sdpa = [((1, 8, 1000, 64), False), ((1, 8, 1000, 64), True), ((1, 8, 4096, 64), False)]
@@ -794,6 +821,8 @@ class Harness:
         if not self.quick:
             out += [(f"decode B={b} H={h} T={t} D={d}", (lambda b=b, h=h, t=t, d=d: self.case_decode(b, h, t, d)))
                     for b, h, t, d in DECODE_SHAPES]
+            out += [(f"gemm_bias_gelu M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_gemm_bias_gelu(m, n, k)))
+                    for m, n, k in GEMM_EPILOGUE_SHAPES]
             out += [(f"gqa B={b} H={h} KH={kh} S={s_} D={d}",
                      (lambda b=b, h=h, kh=kh, s_=s_, d=d: self.case_gqa(b, h, kh, s_, d)))
                     for b, h, kh, s_, d in GQA_SHAPES]
