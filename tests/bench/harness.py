@@ -753,52 +753,35 @@ class Harness:
         self.run_case((opname, label), body)
         self.finish_case(start, peer_name)
 
-    def case_matmul(self, M, N, K):
+    def case_product(self, op, M, N, K):
+        """stdlib/linalg.emmy's matmul against torch.matmul (cuBLAS), or its matmul_bias_gelu (bias,
+        then GELU's tanh form, fused) against cuBLASLt's GELU epilogue (torch._addmm_activation)."""
+        gelu = op == "matmul_bias_gelu"
+        peer = "cuBLASLt GELU epilogue" if gelu else "torch.matmul (cuBLAS)"
         label = f"M={M} N={N} K={K}"
         start = len(self.rows)
         work = 2.0 * M * N * K
-        base = {"op": "matmul", "case": label, "shape": {"M": M, "N": N, "K": K}, "work": work}
+        base = {"op": op, "case": label, "shape": {"M": M, "N": N, "K": K}, "work": work}
 
         def body():
-            gen = torch.Generator(device="cuda").manual_seed(2)
+            gen = torch.Generator(device="cuda").manual_seed(3 if gelu else 2)
             a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=gen)
             b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=gen)
-            refs = [torch.matmul(a.float(), b.float())]
-            tols = [(2e-3 * math.sqrt(K), 1e-2)]
-            self.measure_peer(base, "torch.matmul (cuBLAS)", lambda: torch.matmul(a, b), refs, tols, work, "TFLOP/s")
+            inputs, ref, peer_fn = (a, b), torch.matmul(a.float(), b.float()), (lambda: torch.matmul(a, b))
             tiny = (a[:16].contiguous(), b[:, :16].contiguous())
-            seen = {}
-            for var in self.variants_for("matmul", ROOT / "stdlib" / "linalg.emmy", "matmul"):
-                self.measure_emmy(base, var, (a, b), tiny, refs, tols, work, "TFLOP/s", seen)
-
-        self.run_case(("matmul", label), body)
-        self.finish_case(start, "torch.matmul (cuBLAS)")
-
-    def case_gemm_bias_gelu(self, M, N, K):
-        """stdlib/linalg.emmy's matmul_bias_gelu (bias, then GELU's tanh form, fused) against
-        cuBLASLt's GELU epilogue (torch._addmm_activation, use_gelu=True)."""
-        label = f"M={M} N={N} K={K}"
-        start = len(self.rows)
-        work = 2.0 * M * N * K
-        base = {"op": "matmul_bias_gelu", "case": label, "shape": {"M": M, "N": N, "K": K}, "work": work}
-
-        def body():
-            gen = torch.Generator(device="cuda").manual_seed(3)
-            a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=gen)
-            b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=gen)
-            bias = torch.randn(N, device="cuda", dtype=torch.float16, generator=gen)
-            refs = [F.gelu(torch.matmul(a.float(), b.float()) + bias.float(), approximate="tanh")]
+            if gelu:
+                bias = torch.randn(N, device="cuda", dtype=torch.float16, generator=gen)
+                inputs, tiny = inputs + (bias,), tiny + (bias[:16].contiguous(),)
+                ref = F.gelu(ref + bias.float(), approximate="tanh")
+                peer_fn = lambda: torch._addmm_activation(bias, a, b, use_gelu=True)  # noqa: E731
             tols = [(2e-3 * math.sqrt(K), 1e-2)]
-            peer = "cuBLASLt GELU epilogue"
-            self.measure_peer(base, peer, lambda: torch._addmm_activation(bias, a, b, use_gelu=True), refs, tols,
-                              work, "TFLOP/s")
-            tiny = (a[:16].contiguous(), b[:, :16].contiguous(), bias[:16].contiguous())
+            self.measure_peer(base, peer, peer_fn, [ref], tols, work, "TFLOP/s")
             seen = {}
-            for var in self.variants_for("matmul_bias_gelu", ROOT / "stdlib" / "linalg.emmy", "matmul_bias_gelu"):
-                self.measure_emmy(base, var, (a, b, bias), tiny, refs, tols, work, "TFLOP/s", seen)
+            for var in self.variants_for(op, ROOT / "stdlib" / "linalg.emmy", op):
+                self.measure_emmy(base, var, inputs, tiny, [ref], tols, work, "TFLOP/s", seen)
 
-        self.run_case(("matmul_bias_gelu", label), body)
-        self.finish_case(start, "cuBLASLt GELU epilogue")
+        self.run_case((op, label), body)
+        self.finish_case(start, peer)
 
     def cases(self):
         if self.quick:
@@ -817,11 +800,13 @@ class Harness:
                 (lambda s=s, c=c: self.case_sdpa(*s, c))) for s, c in sdpa]
         for opname in ("softmax", "layernorm", "rmsnorm"):
             out += [(f"{opname} {n}x{c}", (lambda o=opname, n=n, c=c: self.case_rows(o, n, c))) for n, c in rows]
-        out += [(f"matmul M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_matmul(m, n, k))) for m, n, k in mms]
+        out += [(f"matmul M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_product("matmul", m, n, k)))
+                for m, n, k in mms]
         if not self.quick:
             out += [(f"decode B={b} H={h} T={t} D={d}", (lambda b=b, h=h, t=t, d=d: self.case_decode(b, h, t, d)))
                     for b, h, t, d in DECODE_SHAPES]
-            out += [(f"gemm_bias_gelu M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_gemm_bias_gelu(m, n, k)))
+            out += [(f"gemm_bias_gelu M={m} N={n} K={k}",
+                     (lambda m=m, n=n, k=k: self.case_product("matmul_bias_gelu", m, n, k)))
                     for m, n, k in GEMM_EPILOGUE_SHAPES]
             out += [(f"gqa B={b} H={h} KH={kh} S={s_} D={d}",
                      (lambda b=b, h=h, kh=kh, s_=s_, d=d: self.case_gqa(b, h, kh, s_, d)))
