@@ -98,6 +98,12 @@ bool wgmma_a_in_registers(IntrinsicId id) {
   return r && r->a_in_registers;
 }
 
+std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers) {
+  for (const WgmmaRow& r : kRows)
+    if (r.n == n && r.a_in_registers == a_in_registers) return r.id;
+  return std::nullopt;
+}
+
 // Operand words: A's four registers (Rs) or its descriptor (Ss: low word, high word), B's descriptor, then
 // the n / 2 accumulators. Products of two 16-bit values are exact in float; each D element is
 // c + the 16 products added left to right in float (the vectors are exact in any order).

@@ -196,6 +196,7 @@ uint64_t wgmma_descriptor(uint32_t start, uint32_t lbo, uint32_t sbo, int swizzl
 uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major);
 int wgmma_n(IntrinsicId id);  // the N of a Wgmma row (0 for any other intrinsic)
 bool wgmma_a_in_registers(IntrinsicId id);
+std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers);  // the Wgmma row of that N and A, if any
 void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id);
 std::string wgmma_helper_source(IntrinsicId id);                          // the CUDA helper of a Wgmma row
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -69,13 +69,14 @@ constexpr std::pair<ScalarType, int> kTmaDataType[] = {
     {ScalarType::F16, 6}, {ScalarType::F32, 7}, {ScalarType::F64, 8}, {ScalarType::BF16, 9},
     {ScalarType::I32, 3}, {ScalarType::U32, 2}, {ScalarType::I64, 5}};
 
-// A TensorMap parameter's descriptor over its buffer, or over the staged copy of its rows the
-// launch makes (`staged` set, the descriptor encoded at launch). Where the sizes break a rule of
-// the hardware (an empty dimension), the kernel takes its cp.async path and never reads the map:
-// an empty descriptor goes.
-KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, const kir::Kernel& k, const kir::Param& p,
-                         const std::map<std::string, DevicePtr>& buffers, const SizeBindings& sizes,
-                         std::optional<StagedMap>& staged) {
+// A TensorMap parameter's descriptor over its buffer, or the staged copy of its rows the launch
+// makes (its descriptor encoded at launch; `arg` left for the caller). Where the sizes break a
+// rule of the hardware (an empty dimension), the kernel takes its cp.async path and never reads
+// the map: an empty descriptor goes.
+std::variant<KernelArg, StagedMap> tensor_map_arg(const Driver& driver, const kir::Program& program,
+                                                  const kir::Kernel& k, const kir::Param& p,
+                                                  const std::map<std::string, DevicePtr>& buffers,
+                                                  const SizeBindings& sizes) {
   auto b = std::find_if(program.buffers.begin(), program.buffers.end(),
                         [&](const kir::Buffer& x) { return x.name == p.map_of; });
   if (b == program.buffers.end())
@@ -95,12 +96,8 @@ KernelArg tensor_map_arg(const Driver& driver, const kir::Program& program, cons
   spec.strides = m.strides;
   spec.box = m.box;
   spec.swizzle = static_cast<int>(m.swizzle);  // CUtensorMapSwizzle: none, 32B, 64B, 128B in that order
-  if (m.staged_pitch != 0) {
-    auto source = buffers.find(b->name);
-    if (source == buffers.end()) fail(fmt::format("kernel {}: no device buffer is given for {}", k.name, b->name));
-    staged = StagedMap{0, spec, source->second, kir::tma_row_bytes(m), kir::tma_staged_rows(m), m.staged_pitch};
-    return TensorMapArg{};
-  }
+  if (m.staged_pitch != 0)                     // any base will do: the copy is 16-byte aligned
+    return StagedMap{0, spec, device_address(k, b->name, buffers, ""), kir::tma_row_bytes(m), kir::tma_staged_rows(m)};
   spec.base = device_address(k, b->name, buffers, "with TMA");
   return driver.encode_tiled(spec);
 }
@@ -152,13 +149,13 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
                                             : ""));
       else if (p.kind == kir::Param::Kind::Scalar)
         l.args.push_back(scalar_arg(k, p, sizes, scalars));
-      else {
-        std::optional<StagedMap> staged;
-        l.args.push_back(tensor_map_arg(*driver_, program_, k, p, buffers, sizes, staged));
-        if (staged) {
-          staged->arg = l.args.size() - 1;
-          l.staged.push_back(*staged);
-        }
+      else if (auto map = tensor_map_arg(*driver_, program_, k, p, buffers, sizes);
+               auto* staged = std::get_if<StagedMap>(&map)) {
+        staged->arg = l.args.size();
+        l.staged.push_back(*staged);
+        l.args.push_back(TensorMapArg{});  // encoded at each launch, over that launch's copy
+      } else {
+        l.args.push_back(std::get<KernelArg>(map));
       }
     }
     auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
@@ -182,8 +179,9 @@ void LoadedProgram::launch(const KernelLaunch& l, StreamRef stream) const {
   };
   try {
     for (const StagedMap& s : l.staged) {
-      scratch.push_back(driver_->alloc_async(s.rows * s.pitch, stream));
-      driver_->copy_rows_async(scratch.back(), s.pitch, s.source, s.row_bytes, s.row_bytes, s.rows, stream);
+      const uint64_t pitch = s.spec.strides[1];  // the map's row stride: the copy's pitch
+      scratch.push_back(driver_->alloc_async(s.rows * pitch, stream));
+      driver_->copy_rows_async(scratch.back(), pitch, s.source, s.row_bytes, s.row_bytes, s.rows, stream);
       TiledMapSpec spec = s.spec;
       spec.base = scratch.back();
       args[s.arg] = driver_->encode_tiled(spec);

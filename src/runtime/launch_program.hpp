@@ -17,13 +17,13 @@ std::vector<int64_t> buffer_shape(const kir::Buffer& buffer, const SizeBindings&
 size_t buffer_bytes(const kir::Buffer& buffer, const SizeBindings& sizes);
 
 // A tensor map over a staged copy (kir::TmaMap::staged_pitch): at each launch, in its stream,
-// the buffer's rows go into scratch memory at the map's pitch and args[arg] becomes the map over
-// that copy; the scratch goes back to the pool after the kernel.
+// the buffer's rows go into scratch memory at the map's row stride (spec.strides[1]) and
+// args[arg] becomes the map over that copy; the scratch goes back to the pool after the kernel.
 struct StagedMap {
   size_t arg = 0;
   TiledMapSpec spec;  // all but the base
   DevicePtr source;
-  uint64_t row_bytes = 0, rows = 0, pitch = 0;
+  uint64_t row_bytes = 0, rows = 0;
 };
 
 // One kernel's launch: its function, grid, block and arguments in parameter order.

@@ -22,9 +22,9 @@ std::pair<K, K> MmaTier::raster_tiles(const K& block, const K& row_tiles, const 
   K within = let("raster_at", kir::binary(BinOp::Rem, block, per_group));
   K fast = add(first, kir::binary(BinOp::Rem, within, width));
   K slow = kir::binary(BinOp::Div, within, width);
-  if (by_rows) return {let("row_tile", fast), let("col_tile", slow)};
-  K row = let("row_tile", slow);
-  return {row, let("col_tile", fast)};
+  // (A braced list evaluates in order: row_tile is declared before col_tile either way.)
+  return by_rows ? std::pair<K, K>{let("row_tile", fast), let("col_tile", slow)}
+                 : std::pair<K, K>{let("row_tile", slow), let("col_tile", fast)};
 }
 
 void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
@@ -55,17 +55,16 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
                                 wgmma() ? " (a warpgroup's wgmma accumulators, warp by warp)" : "")));
   K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
   K col_tile = i64(0);
+  const bool raster = !fold && plan_.raster_group > 0;
+  if (!fold && !raster) {  // columns fastest: the blocks in flight share their row operand's tiles
+    col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
+    rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
+  }
   K row_tile;
-  if (!fold && plan_.raster_group > 0) {
+  if (raster) {
     K tiles = mul(row_tiles, col_tiles);
     std::tie(row_tile, col_tile) = raster_tiles(kir::binary(kir::BinOp::Rem, rest, tiles), row_tiles, col_tiles);
     rest = kir::binary(kir::BinOp::Div, rest, tiles);
-  } else if (!fold) {
-    // Columns fastest: the blocks in flight share their row operand's tiles.
-    col_tile = let("col_tile", kir::binary(kir::BinOp::Rem, rest, col_tiles));
-    rest = kir::binary(kir::BinOp::Div, rest, col_tiles);
-    row_tile = let("row_tile", kir::binary(kir::BinOp::Rem, rest, row_tiles));
-    rest = kir::binary(kir::BinOp::Div, rest, row_tiles);
   } else if (const std::optional<KeyBound>& bound = key_limit_) {
     // Under a key bound (causal) row tiles fold different numbers of keys: the longest go
     // first (row tile slowest, heaviest first), the short ones fill the last wave instead of

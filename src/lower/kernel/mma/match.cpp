@@ -356,7 +356,7 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
   if (wgmma() && t_.warps_n != 1)
     return reject(
         fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns", t_.atom));
-  if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128 && t_.wgmma_n != 256)
+  if (wgmma() && !kir::wgmma_of(t_.wgmma_n, false))
     return reject(fmt::format("{}: the lowering issues N = 64, 128 or 256", t_.atom));
   if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
   row_axis_ = k.threads[k.threads.size() - 2];

@@ -35,8 +35,8 @@ MmaTier::AOperand MmaTier::a_operand(const Slab& s, int step, const K& buf) {
 }
 
 void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b) {
-  EMMY_INTERNAL_ASSERT(n == 64 || n == 128 || n == 256,
-                       fmt::format("a wgmma of N = {} (the plan admits 64, 128 and 256)", n));
+  const std::optional<kir::IntrinsicId> id = kir::wgmma_of(n, !a.desc);
+  EMMY_INTERNAL_ASSERT(id, fmt::format("a wgmma of N = {} (the plan admits 64, 128 and 256)", n));
   std::vector<kir::Reg> outs;
   std::vector<K> ins;
   for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
@@ -49,11 +49,7 @@ void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const
   ins.push_back(b.desc.first);
   ins.push_back(b.desc.second);
   for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
-  using enum kir::IntrinsicId;
-  constexpr kir::IntrinsicId kSs[] = {WgmmaSsN64, WgmmaSsN128, WgmmaSsN256};
-  constexpr kir::IntrinsicId kRs[] = {WgmmaRsN64, WgmmaRsN128, WgmmaRsN256};
-  const size_t at = n == 64 ? 0 : n == 128 ? 1 : 2;
-  emit(kir::intrinsic(a.desc ? kSs[at] : kRs[at], std::move(outs), std::move(ins),
+  emit(kir::intrinsic(*id, std::move(outs), std::move(ins),
                       {t_.operand == ScalarType::BF16 ? 1 : 0, b.n_major ? 1 : 0}));
 }
 
