@@ -322,7 +322,6 @@ def named_schedules(path, op, device_target):
     """(label, target) of `op`'s schedule blocks in an .emmy file, in order: the named ones of every
     target, and the unnamed one of a target other than `device_target` (what emmy.load picks on this
     GPU, whose unnamed block is the plain variant). The target is None for the device's own."""
-    import re
     found = []
     for m in re.finditer(r'^schedule\s+(\w+)\s+for\s+(\w+)(?:\s+as\s+"([^"]+)")?', Path(path).read_text(), re.M):
         target = None if m[2] == device_target else m[2]
@@ -336,7 +335,6 @@ def kernel_fingerprint(cuda):
     """A hash of the generated CUDA less what only names it: the header comment with the knobs and
     the knob hash in kernel names (k_sdpa_s_fac95c), so that two schedules that lower to the
     same kernels (a tensor-core block falling back to the scalar tier) are measured once."""
-    import re
     text = "\n".join(line for line in cuda.splitlines() if not line.startswith("// Emmy: op"))
     text = re.sub(r"\b(k_\w*?)_[0-9a-f]{6}\b", r"\1", text)
     return hashlib.sha1(text.encode()).hexdigest()
@@ -814,7 +812,6 @@ class Harness:
         return out
 
     def run(self):
-        import re
         only = re.compile(self.args.only) if self.args.only else None
         for name, fn in self.cases():
             if only and not only.search(name):
