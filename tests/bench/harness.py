@@ -14,6 +14,11 @@ What runs, per case (shapes below):
            one ("fa1-scalar", "scalar-baseline", ...); causal cases run nn.emmy's sdpa_causal
            (its schedule, and the FA-1 knobs TILE=a:scalar,TILE@e=f64) and causal_select of
            examples/causal_attention.emmy.
+  sdpa_bf16  the same peers in bf16 at head dims 96 and 256 (BF16_SDPA_SHAPES, causal and not) against
+           examples/attention_variants.emmy's sdpa_bf16 and sdpa_causal_bf16 (at head dim 256 only its
+           "hd256" blocks); the Triton kernel only at power-of-two head dims.
+  gqa      SDPA with enable_gqa (torch's default, FA-2 and cuDNN backends) against std.nn's sdpa_gqa;
+           causal (GQA_CAUSAL_SHAPES) against examples/attention_variants.emmy's sdpa_gqa_causal.
   softmax / layernorm / rmsnorm   torch.softmax, F.layer_norm, F.rms_norm vs nn.emmy's ops.
   matmul   torch.matmul (cuBLAS) vs stdlib/linalg.emmy's matmul under each of its schedules.
 
@@ -67,6 +72,9 @@ GEMM_EPILOGUE_SHAPES = [(8192, 8192, 4096)]  # GEMM + bias + GELU at an LLM MLP 
 # Decode: one query row against a long KV cache, (B, H, T, D) with S = 1 (split-KV's case).
 DECODE_SHAPES = [(8, 32, 16384, 128)]
 GQA_SHAPES = [(2, 32, 4, 2048, 128)]  # (B, H query heads, KH key/value heads, S, D): issue 25's row, not causal
+GQA_CAUSAL_SHAPES = [(2, 32, 4, 2048, 128)]  # the same row, causal (issue 25)
+# bf16 attention at head dims 96 and 256 (issue 25), (B, H, S, D) with E = D and T = S; each causal and not.
+BF16_SDPA_SHAPES = [(2, 16, 2048, 96), (2, 16, 2048, 256)]
 # Emmy's portable targets: a "[default]" row runs the device's (sm_90 on an H200) by name, since
 # emmy.load without a target picks the arch-specific one (sm_90a), whose rows are labelled so.
 PORTABLE_TARGETS = ("sm_80", "sm_90", "sm_120")
@@ -76,13 +84,15 @@ PORTABLE_TARGETS = ("sm_80", "sm_90", "sm_120")
 REF_NON_FINITE_MAX = 0.01
 
 # (atol, rtol) per output, for f16 outputs unless noted.
-TOL = {"sdpa": [(5e-3, 2e-2)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-3)],
+# sdpa_bf16: bf16 outputs (and P rounded to bf16 for P @ V); bf16 keeps 8 significand bits to f16's
+# 11, so its unit roundoff is 8x f16's, and so are both of sdpa's bounds.
+TOL = {"sdpa": [(5e-3, 2e-2)], "sdpa_bf16": [(4e-2, 1.6e-1)], "softmax": [(1e-6, 5e-3)], "rmsnorm": [(2e-3, 5e-3)],
        "layernorm": [(2e-3, 5e-3), (1e-5, 1e-4), (1e-5, 1e-4)]}  # layernorm: y, mean (f32), rstd (f32)
 
 PEER_BUDGET_S = 0.25      # launch time per peer measurement
 EMMY_CASE_BUDGET_S = 1.0  # launch time per Emmy measurement (after its first timed launch)
 EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "gqa": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0,
-                        "matmul": 40.0, "matmul_bias_gelu": 20.0}
+                        "matmul": 40.0, "matmul_bias_gelu": 20.0, "sdpa_bf16": 40.0}
 
 # ---- Triton: a compact FA-2-style forward kernel (disabled, with a note, if Triton is missing) --
 
@@ -299,7 +309,8 @@ def nan_filled(tensors):
 
 
 def sdpa_reference(q, k, v, causal):
-    """softmax(q k^T / sqrt(D)) v in float32, a few heads at a time (scores <= ~2 GB)."""
+    """softmax(q k^T / sqrt(D)) v in float32 (f16 or bf16 inputs, widened exactly), a few heads at a
+    time (scores <= ~2 GB)."""
     B, H, S, D = q.shape
     T = k.shape[2]
     qf, kf, vf = (t.float().reshape(B * H, t.shape[2], t.shape[3]) for t in (q, k, v))
@@ -653,24 +664,67 @@ class Harness:
         self.run_case(("sdpa", label), body)
         self.finish_case(start, "torch FA-2 (flash)")
 
-    def case_gqa(self, B, H, KH, S, D):
-        """Grouped-query attention: H query heads over KH key/value heads (std.nn's sdpa_gqa)."""
-        label = f"B={B} H={H} KH={KH} S={S} D={D}"
+    def case_sdpa_bf16(self, B, H, S, D, causal):
+        """case_sdpa in bf16 (inputs, outputs and the peers), against examples/attention_variants.emmy's
+        sdpa_bf16 / sdpa_causal_bf16. Head dims above 128 run only its "hd256" blocks (and --knobs
+        variants): the others keep q's fragments for D <= 128 and refuse the shape."""
+        label = f"B={B} H={H} S={S} D={D}" + (" causal" if causal else "")
         start = len(self.rows)
-        work = 4.0 * B * H * S * S * D
+        work = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+        base = {"op": "sdpa_bf16", "case": label, "shape": {"B": B, "H": H, "S": S, "T": S, "D": D, "E": D},
+                "causal": causal, "dtype": "bf16", "work": work}
+
+        def body():
+            gen = torch.Generator(device="cuda").manual_seed(6)
+            q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
+            ref = [sdpa_reference(q, k, v, causal)]
+            tols = TOL["sdpa_bf16"]
+            self.measure_torch_sdpa(base, (q, k, v), causal, ("flash", "cudnn", "efficient"), ref, tols, work)
+            if self.triton_attention is not None and D & (D - 1) == 0:  # tl.arange needs a power of two
+                out = torch.full_like(q, math.nan)
+                self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
+                                  lambda: self.triton_attention(q, k, v, causal, out), ref, tols, work, "TFLOP/s",
+                                  kind="triton")
+            tiny = tuple(torch.randn(1, 1, 16, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            seen = {}
+            example = ROOT / "examples" / "attention_variants.emmy"
+            if not example.exists() and not any("attention_variants.emmy" in n for n in self.notes):
+                self.note("examples/attention_variants.emmy not found: its rows are errors")
+            variants = self.variants_for("sdpa_bf16", example, "sdpa_causal_bf16" if causal else "sdpa_bf16")
+            if D > 128:
+                variants = [var for var in variants if var.schedule == "hd256" or var.knobs is not None]
+            for var in variants:
+                self.measure_emmy(base, var, (q, k, v), tiny, ref, tols, work, "TFLOP/s", seen)
+
+        self.run_case(("sdpa_bf16", label), body)
+        self.finish_case(start, "torch FA-2 (flash)")
+
+    def case_gqa(self, B, H, KH, S, D, causal=False):
+        """Grouped-query attention: H query heads over KH key/value heads (std.nn's sdpa_gqa; causal:
+        examples/attention_variants.emmy's sdpa_gqa_causal)."""
+        label = f"B={B} H={H} KH={KH} S={S} D={D}" + (" causal" if causal else "")
+        start = len(self.rows)
+        work = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
         base = {"op": "gqa", "case": label, "shape": {"B": B, "H": H, "KH": KH, "S": S, "T": S, "D": D, "E": D},
-                "causal": False, "work": work}
+                "causal": causal, "work": work}
 
         def body():
             gen = torch.Generator(device="cuda").manual_seed(5)
             q = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16, generator=gen)
             k, v = (torch.randn(B, KH, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(2))
-            ref = [sdpa_reference(q, k.repeat_interleave(H // KH, dim=1), v.repeat_interleave(H // KH, dim=1), False)]
+            ref = [sdpa_reference(q, k.repeat_interleave(H // KH, dim=1), v.repeat_interleave(H // KH, dim=1), causal)]
             tols = TOL["sdpa"]
-            self.measure_torch_sdpa(base, (q, k, v), False, (None, "flash", "cudnn"), ref, tols, work, gqa=True)
+            self.measure_torch_sdpa(base, (q, k, v), causal, (None, "flash", "cudnn"), ref, tols, work, gqa=True)
             tiny = tuple(torch.randn(1, h, 16, D, device="cuda", dtype=torch.float16) for h in (H // KH, 1, 1))
             seen = {}
-            for var in self.variants_for("gqa", ROOT / "stdlib" / "nn.emmy", "sdpa_gqa"):
+            if not causal:
+                variants = self.variants_for("gqa", ROOT / "stdlib" / "nn.emmy", "sdpa_gqa")
+            else:
+                example = ROOT / "examples" / "attention_variants.emmy"
+                if not example.exists() and not any("attention_variants.emmy" in n for n in self.notes):
+                    self.note("examples/attention_variants.emmy not found: its rows are errors")
+                variants = self.variants_for("gqa", example, "sdpa_gqa_causal")
+            for var in variants:
                 self.measure_emmy(base, var, (q, k, v), tiny, ref, tols, work, "TFLOP/s", seen)
 
         self.run_case(("gqa", label), body)
@@ -809,6 +863,14 @@ class Harness:
             out += [(f"gqa B={b} H={h} KH={kh} S={s_} D={d}",
                      (lambda b=b, h=h, kh=kh, s_=s_, d=d: self.case_gqa(b, h, kh, s_, d)))
                     for b, h, kh, s_, d in GQA_SHAPES]
+            out += [(f"gqa B={b} H={h} KH={kh} S={s_} D={d} causal",
+                     (lambda b=b, h=h, kh=kh, s_=s_, d=d: self.case_gqa(b, h, kh, s_, d, causal=True)))
+                    for b, h, kh, s_, d in GQA_CAUSAL_SHAPES]
+            # bf16 attention, smallest work first (each variant's time per FLOP predicts the next case's).
+            bf16 = sorted(((s, c) for s in BF16_SDPA_SHAPES for c in (False, True)),
+                          key=lambda c: (c[0][0] * c[0][1] * c[0][2] ** 2 * c[0][3] * (0.5 if c[1] else 1.0), c[1]))
+            out += [(f"sdpa_bf16 B={s[0]} H={s[1]} S={s[2]} D={s[3]}{' causal' if c else ''}",
+                     (lambda s=s, c=c: self.case_sdpa_bf16(*s, c))) for s, c in bf16]
         return out
 
     def run(self):
@@ -856,11 +918,14 @@ class Harness:
                  "", "Throughput: attention 4·B·H·S²·D FLOPs (halved when causal), matmul 2·M·N·K; row ops "
                      "bytes read + written (x, y, the weight rows). `vs` is the reference peer's median over the "
                      "row's (FA-2 for attention, the torch op otherwise): above 1 is faster.", ""]
-        families = [("sdpa", "Attention forward (f16, B,H,S,D; T = S, E = D)"), ("softmax", "Softmax (f16, N x C)"),
+        families = [("sdpa", "Attention forward (f16, B,H,S,D; T = S, E = D)"),
+                    ("sdpa_bf16", "Attention forward (bf16, B,H,S,D; T = S, E = D)"),
+                    ("softmax", "Softmax (f16, N x C)"),
                     ("layernorm", "LayerNorm (f16, N x C)"), ("rmsnorm", "RMSNorm (f16, N x C)"),
                     ("matmul", "Matmul (f16 in, f16 out, f32 accumulate)"),
                     ("decode", "Decode attention (f16, one query row, B,H,T,D; 4·B·H·T·D FLOPs)"),
-                    ("gqa", "Grouped-query attention (f16, H query heads over KH key/value heads; 4·B·H·S²·D FLOPs)")]
+                    ("gqa", "Grouped-query attention (f16, H query heads over KH key/value heads; "
+                            "4·B·H·S²·D FLOPs, halved when causal)")]
         for fam, title in families:
             rows = [r for r in self.rows if r["op"] == fam]
             if not rows:
@@ -918,7 +983,7 @@ def plot(rows, path, meta):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fams = [f for f in ("sdpa", "softmax", "layernorm", "rmsnorm", "matmul", "decode", "gqa")
+    fams = [f for f in ("sdpa", "sdpa_bf16", "softmax", "layernorm", "rmsnorm", "matmul", "decode", "gqa")
             if any(r["op"] == f for r in rows)]
     if not fams:
         return
