@@ -22,11 +22,33 @@ struct WgmmaRow {
   IntrinsicId id;
   bool a_in_registers;
   int n;
+  bool accumulate = true;
 };
 constexpr WgmmaRow kRows[] = {
-    {IntrinsicId::WgmmaRsN64, true, 64},   {IntrinsicId::WgmmaRsN128, true, 128},
-    {IntrinsicId::WgmmaSsN64, false, 64},  {IntrinsicId::WgmmaSsN128, false, 128},
-    {IntrinsicId::WgmmaRsN256, true, 256}, {IntrinsicId::WgmmaSsN256, false, 256},
+    {IntrinsicId::WgmmaRsN64, true, 64},
+    {IntrinsicId::WgmmaRsN128, true, 128},
+    {IntrinsicId::WgmmaSsN64, false, 64},
+    {IntrinsicId::WgmmaSsN128, false, 128},
+    {IntrinsicId::WgmmaRsN256, true, 256},
+    {IntrinsicId::WgmmaSsN256, false, 256},
+    {IntrinsicId::WgmmaRsN80, true, 80},
+    {IntrinsicId::WgmmaSsN80, false, 80},
+    {IntrinsicId::WgmmaRsN96, true, 96},
+    {IntrinsicId::WgmmaSsN96, false, 96},
+    {IntrinsicId::WgmmaRsN144, true, 144},
+    {IntrinsicId::WgmmaSsN144, false, 144},
+    {IntrinsicId::WgmmaRsN176, true, 176},
+    {IntrinsicId::WgmmaSsN176, false, 176},
+    {IntrinsicId::WgmmaRsN192, true, 192},
+    {IntrinsicId::WgmmaSsN192, false, 192},
+    {IntrinsicId::WgmmaSsN64Z, false, 64, false},
+    {IntrinsicId::WgmmaSsN80Z, false, 80, false},
+    {IntrinsicId::WgmmaSsN96Z, false, 96, false},
+    {IntrinsicId::WgmmaSsN128Z, false, 128, false},
+    {IntrinsicId::WgmmaSsN144Z, false, 144, false},
+    {IntrinsicId::WgmmaSsN176Z, false, 176, false},
+    {IntrinsicId::WgmmaSsN192Z, false, 192, false},
+    {IntrinsicId::WgmmaSsN256Z, false, 256, false},
 };
 
 const WgmmaRow* row_of(IntrinsicId id) {
@@ -88,6 +110,17 @@ uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major) {
   }
 }
 
+std::vector<IntrinsicId> wgmma_ids() {
+  std::vector<IntrinsicId> ids;
+  for (const WgmmaRow& r : kRows) ids.push_back(r.id);
+  return ids;
+}
+
+std::string wgmma_helper_name(IntrinsicId id) {
+  return fmt::format("emmy_wgmma_{}_n{}{}", wgmma_a_in_registers(id) ? "rs" : "ss", wgmma_n(id),
+                     wgmma_accumulates(id) ? "" : "_z");
+}
+
 int wgmma_n(IntrinsicId id) {
   const WgmmaRow* r = row_of(id);
   return r ? r->n : 0;
@@ -98,17 +131,23 @@ bool wgmma_a_in_registers(IntrinsicId id) {
   return r && r->a_in_registers;
 }
 
-std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers) {
+bool wgmma_accumulates(IntrinsicId id) {
+  const WgmmaRow* r = row_of(id);
+  return r && r->accumulate;
+}
+
+std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers, bool accumulate) {
   for (const WgmmaRow& r : kRows)
-    if (r.n == n && r.a_in_registers == a_in_registers) return r.id;
+    if (r.n == n && r.a_in_registers == a_in_registers && r.accumulate == accumulate) return r.id;
   return std::nullopt;
 }
 
 // Operand words: A's four registers (Rs) or its descriptor (Ss: low word, high word), B's descriptor, then
-// the n / 2 accumulators. Products of two 16-bit values are exact in float; each D element is
-// c + the 16 products added left to right in float (the vectors are exact in any order).
+// the n / 2 accumulators (none for the rows that do not accumulate). Products of two 16-bit values are
+// exact in float; each D element is c (0 without C) + the 16 products added left to right in float (the
+// vectors are exact in any order).
 void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id) {
-  const bool a_in_registers = wgmma_a_in_registers(id);
+  const bool a_in_registers = wgmma_a_in_registers(id), accumulate = wgmma_accumulates(id);
   const int n = wgmma_n(id);
   if (call.lanes % kWarpgroup != 0) throw std::invalid_argument("wgmma: called on a partial warpgroup");
   if (call.memory == nullptr) throw std::invalid_argument("wgmma: IntrinsicCall::memory is not set");
@@ -140,7 +179,7 @@ void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id) {
     for (int t = 0; t < kWarpgroup; ++t)
       for (int i = 0; i < regs; ++i) {
         FragmentCoord q = wgmma_c_coord(t, i);
-        float d = bits_f32(word(call, c_word + i, base + t));
+        float d = accumulate ? bits_f32(word(call, c_word + i, base + t)) : 0.0f;
         for (int k = 0; k < kK; ++k)
           d += a[static_cast<size_t>(q.row)][static_cast<size_t>(k)] *
                b[static_cast<size_t>(q.col)][static_cast<size_t>(k)];
@@ -150,16 +189,17 @@ void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id) {
 }
 
 // emmy_wgmma_{rs,ss}_n<N>(d..., a or desc_a, desc_b, c..., bf16, n_major): the accumulators are
-// copied in and updated in place; the two immediates pick one of four spellings once inlined.
+// copied in and updated in place; the two immediates pick one of four spellings once inlined. The
+// rows without C (emmy_wgmma_ss_n<N>_z) write d alone, scale-d false: nothing is read into them.
 std::string wgmma_helper_source(IntrinsicId id) {
-  const bool a_in_registers = wgmma_a_in_registers(id);
+  const bool a_in_registers = wgmma_a_in_registers(id), accumulate = wgmma_accumulates(id);
   const int n = wgmma_n(id), regs = n / 2;
   std::vector<std::string> params, copies, operands, constraints;
   for (int i = 0; i < regs; ++i) {
     params.push_back(fmt::format("float& d{}", i));
-    copies.push_back(fmt::format("d{0} = c{0};", i));
+    if (accumulate) copies.push_back(fmt::format("d{0} = c{0};", i));
     operands.push_back(fmt::format("%{}", i));
-    constraints.push_back(fmt::format("\"+f\"(d{})", i));
+    constraints.push_back(fmt::format("\"{}f\"(d{})", accumulate ? '+' : '=', i));
   }
   std::string a_operand, inputs;
   int next = regs;
@@ -175,8 +215,8 @@ std::string wgmma_helper_source(IntrinsicId id) {
   }
   params.push_back("unsigned desc_b_lo, unsigned desc_b_hi");
   const int b_at = next++, one_at = next;
-  inputs += "\"l\"(desc_b), \"r\"(1)";
-  for (int i = 0; i < regs; ++i) params.push_back(fmt::format("float c{}", i));
+  inputs += fmt::format("\"l\"(desc_b), \"r\"({})", accumulate ? 1 : 0);
+  for (int i = 0; i < regs && accumulate; ++i) params.push_back(fmt::format("float c{}", i));
   params.push_back("int bf16");
   params.push_back("int n_major");
   auto spelling = [&](std::string_view type, int n_major) {
@@ -191,9 +231,9 @@ std::string wgmma_helper_source(IntrinsicId id) {
       a_in_registers ? "" : "const unsigned long long desc_a = (unsigned long long)desc_a_hi << 32 | desc_a_lo;\n  ";
   descs += "const unsigned long long desc_b = (unsigned long long)desc_b_hi << 32 | desc_b_lo;";
   return fmt::format(
-      "__device__ __forceinline__ void emmy_wgmma_{}_n{}(\n    {}) {{\n  {}\n  {}\n"
+      "__device__ __forceinline__ void {}(\n    {}) {{\n  {}\n  {}\n"
       "  if (bf16) {{\n    if (n_major) {}\n    else {}\n  }} else {{\n    if (n_major) {}\n    else {}\n  }}\n}}\n",
-      a_in_registers ? "rs" : "ss", n, fmt::join(params, ", "), descs, fmt::join(copies, " "), spelling("bf16", 1),
+      wgmma_helper_name(id), fmt::join(params, ", "), descs, fmt::join(copies, " "), spelling("bf16", 1),
       spelling("bf16", 0), spelling("f16", 1), spelling("f16", 0));
 }
 

@@ -353,26 +353,22 @@ std::vector<IntrinsicInfo> build_table() {
   };
   // The wgmma rows: operand lists and helpers generated per row (the sources live as long as
   // the table).
-  constexpr std::array<std::pair<IntrinsicId, std::string_view>, 6> wgmma_rows{{{WgmmaRsN64, "emmy_wgmma_rs_n64"},
-                                                                                {WgmmaRsN128, "emmy_wgmma_rs_n128"},
-                                                                                {WgmmaSsN64, "emmy_wgmma_ss_n64"},
-                                                                                {WgmmaSsN128, "emmy_wgmma_ss_n128"},
-                                                                                {WgmmaRsN256, "emmy_wgmma_rs_n256"},
-                                                                                {WgmmaSsN256, "emmy_wgmma_ss_n256"}}};
-  static const std::array<std::string, 6> wgmma_sources = [&] {
-    std::array<std::string, 6> out;
-    for (size_t i = 0; i < out.size(); ++i) out[i] = wgmma_helper_source(wgmma_rows[i].first);
+  static const std::vector<IntrinsicId> wgmma_rows = wgmma_ids();  // in enum order
+  static const std::vector<std::pair<std::string, std::string>> wgmma_helpers = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (IntrinsicId id : wgmma_rows) out.emplace_back(wgmma_helper_name(id), wgmma_helper_source(id));
     return out;
   }();
   for (size_t i = 0; i < wgmma_rows.size(); ++i) {
-    auto [id, helper] = wgmma_rows[i];
+    const IntrinsicId id = wgmma_rows[i];
+    const auto& [helper, source] = wgmma_helpers[i];
     const auto accumulators = static_cast<size_t>(wgmma_n(id) / 2);
     // Descriptors travel as two words (low, high): an I64 operand means a global index.
     std::vector<ScalarType> ins =
         wgmma_a_in_registers(id) ? std::vector<ScalarType>{U, U, U, U, U, U} : std::vector<ScalarType>{U, U, U, U};
-    ins.insert(ins.end(), accumulators, F);
-    t.push_back(row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(accumulators, F), std::move(ins), 2, 90,
-                    wgmma_sources[i]));
+    if (wgmma_accumulates(id)) ins.insert(ins.end(), accumulators, F);
+    t.push_back(
+        row(id, helper, Scope::Warpgroup, std::vector<ScalarType>(accumulators, F), std::move(ins), 2, 90, source));
   }
   // TMA loads of 2 to 5 dimensions: shared destination, mbarrier, one coordinate per dimension
   // (innermost first); printed after &tensor_map.

@@ -59,12 +59,30 @@ enum class IntrinsicId : uint8_t {
   // warpgroup accumulator map (wgmma_c_coord), B in shared memory through a matrix descriptor
   // (wgmma_operand_byte), A in registers (Rs: the mma.m16n8k16 A fragment of each warp's 16
   // rows) or shared memory (Ss). imm[0] = 1 for bf16 operands, imm[1] = 1 for an N-major B.
-  WgmmaRsN64,       // d[32] <- a[4], desc_b (two words: low, high), c[32]
-  WgmmaRsN128,      // d[64] <- a[4], desc_b, c[64]
-  WgmmaSsN64,       // d[32] <- desc_a (two words), desc_b, c[32]
-  WgmmaSsN128,      // d[64] <- desc_a, desc_b, c[64]
-  WgmmaRsN256,      // d[128] <- a[4], desc_b, c[128]
-  WgmmaSsN256,      // d[128] <- desc_a, desc_b, c[128]
+  WgmmaRsN64,   // d[32] <- a[4], desc_b (two words: low, high), c[32]
+  WgmmaRsN128,  // d[64] <- a[4], desc_b, c[64]
+  WgmmaSsN64,   // d[32] <- desc_a (two words), desc_b, c[32]
+  WgmmaSsN128,  // d[64] <- desc_a, desc_b, c[64]
+  WgmmaRsN256,  // d[128] <- a[4], desc_b, c[128]
+  WgmmaSsN256,  // d[128] <- desc_a, desc_b, c[128]
+  WgmmaRsN80,   // The key blocks and value tiles between (FA-3's 128 x 176, 192 x 144, 128 x 80):
+  WgmmaSsN80,   // d[N / 2] <- a[4] or desc_a, desc_b, c[N / 2] as above
+  WgmmaRsN96,
+  WgmmaSsN96,
+  WgmmaRsN144,
+  WgmmaSsN144,
+  WgmmaRsN176,
+  WgmmaSsN176,
+  WgmmaRsN192,
+  WgmmaSsN192,
+  WgmmaSsN64Z,  // The Ss rows without C: d[N / 2] <- desc_a, desc_b (wgmma's scale-d false,
+  WgmmaSsN80Z,  // D = A B): a block's first k-step, whose accumulators need no zeroing first
+  WgmmaSsN96Z,
+  WgmmaSsN128Z,
+  WgmmaSsN144Z,
+  WgmmaSsN176Z,
+  WgmmaSsN192Z,
+  WgmmaSsN256Z,
   WgmmaFence,       // wgmma.fence.sync.aligned: registers and shared memory written before it are
                     // what the next wgmma reads
   WgmmaCommit,      // wgmma.commit_group.sync.aligned
@@ -196,9 +214,13 @@ uint64_t wgmma_descriptor(uint32_t start, uint32_t lbo, uint32_t sbo, int swizzl
 uint32_t wgmma_operand_byte(uint64_t desc, int mn, int k, bool mn_major);
 int wgmma_n(IntrinsicId id);  // the N of a Wgmma row (0 for any other intrinsic)
 bool wgmma_a_in_registers(IntrinsicId id);
-std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers);  // the Wgmma row of that N and A, if any
+bool wgmma_accumulates(IntrinsicId id);  // D = A B + C (false: D = A B, no C operands)
+// The Wgmma row of that N, A and C, if any.
+std::optional<IntrinsicId> wgmma_of(int n, bool a_in_registers, bool accumulate = true);
 void wgmma_semantics(const IntrinsicCall& call, IntrinsicId id);
 std::string wgmma_helper_source(IntrinsicId id);                          // the CUDA helper of a Wgmma row
+std::vector<IntrinsicId> wgmma_ids();                                     // every Wgmma row, in the table's order
+std::string wgmma_helper_name(IntrinsicId id);                            // emmy_wgmma_{rs,ss}_n<N>
 uint32_t tma_swizzle_byte_offset(uint32_t byte_offset, Swizzle swizzle);  // within the box
 // The box at coordinates `at` (one per dimension, innermost first) into shared memory, dense
 // and row after row, swizzled by the destination address; elements outside the tensor read zero.

@@ -41,7 +41,9 @@ constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
                                      {"d3/tma/ring", Feature::Tma, 3},
                                      {"d4/tma/ring", Feature::Tma, 4}};
 // The atom's N; 256 only on contractions (a fold's key block is 64 or 128) of two warpgroups at most.
-constexpr int kWgmmaN[] = {64, 128, 256};
+// wgmma N: 64 and 128 for both; a fold's key blocks of 176 and 192 (FlashAttention-3's head-dim-128
+// and head-dim-64 tiles); contraction tiles of 256 columns.
+constexpr int kWgmmaN[] = {64, 128, 176, 192, 256};
 constexpr int kWgmmaWarps[] = {4, 8, 12, 16};  // w<M>x1: M / 4 warpgroups (12: three, FA-3's head-dim-64 tile)
 constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>: a fold's value columns a CTA
 
@@ -177,7 +179,8 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
     for (int w : kWgmmaWarps)
       for (int k : kChunks)
         for (const StageRow& s : kWgmmaStages) {
-          if (!target_has(target, s.needs) || (n == 256 && (fold || w > 8))) continue;
+          if (!target_has(target, s.needs) || (n == 256 && (fold || w > 8)) || ((n == 176 || n == 192) && !fold))
+            continue;
           // The asynchronous moves: OVERLAP on a fold whose ring has a buffer for the P @ V in
           // flight (with two warpgroups or more, also taking turns: PINGPONG); a producer warpgroup (WSPEC) on a ring
           // of TMA boxes, and on a contraction OVERLAP with it (without the producers a contraction's is refused: no

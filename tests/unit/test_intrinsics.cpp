@@ -371,7 +371,7 @@ std::vector<uint32_t> broadcast_desc(uint64_t desc) {
 std::vector<uint32_t> wgmma_inputs(const std::vector<uint32_t>& a_words, uint64_t desc_b, const std::vector<float>& c) {
   std::vector<uint32_t> in = a_words, b = broadcast_desc(desc_b);
   in.insert(in.end(), b.begin(), b.end());
-  for (int i = 0; i < 32; ++i)
+  for (int i = 0; i < 32 && !c.empty(); ++i)  // no c: a row without accumulator operands
     for (int t = 0; t < 128; ++t) in.push_back(f32_bits(c[static_cast<size_t>(t * 32 + i)]));
   return in;
 }
@@ -455,6 +455,10 @@ TEST_CASE("intrinsic wgmma: A from registers equals A from shared memory; an N-m
       thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 0}, &memory}(wgmma_inputs(regs, db, zero)));
   std::vector<float> rn =
       thread_major(Run{IntrinsicId::WgmmaRsN64, 128, {0, 1}, &memory}(wgmma_inputs(regs, dbn, zero)));
+  // The row without C (scale-d false) takes no accumulator operands and writes A B alone.
+  std::vector<uint32_t> no_c = wgmma_inputs(broadcast_desc(da), db, {});
+  REQUIRE(no_c.size() == 4 * 128);
+  std::vector<float> z = thread_major(Run{IntrinsicId::WgmmaSsN64Z, 128, {0, 0}, &memory}(no_c));
   for (int t = 0; t < 128; ++t)
     for (int i = 0; i < 32; ++i) {
       FragmentCoord q = wgmma_c_coord(t, i);
@@ -466,6 +470,7 @@ TEST_CASE("intrinsic wgmma: A from registers equals A from shared memory; an N-m
       CHECK(ss[at] == want);
       CHECK(rs[at] == want);
       CHECK(rn[at] == want);
+      CHECK(z[at] == want);
     }
   // Every (row, col) of the 64 x 64 accumulator is held exactly once.
   std::vector<int> seen(64 * 64, 0);

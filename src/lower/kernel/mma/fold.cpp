@@ -116,7 +116,8 @@ void MmaTier::emit_fold(kir::Program& program) {
     auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const std::optional<K>& pending) {
       emit(kir::comment(fmt::format("scores of {} keys: {} on the tensor cores", chunk,
                                     general_ ? plan_.contraction : tir::print_expr(first_.around))));
-      emit(kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
+      // With wgmma the block's first k-step writes the scores (scale-d false): nothing to zero first.
+      emit(wgmma() ? kir::decl(sc, F32, fm * fn * 4) : kir::decl(sc, F32, kir::cf(0, F32), fm * fn * 4));
       if (wgmma()) {
         if (plan_.turns > 0) {  // this warpgroup's turn at the tensor cores
           emit(kir::comment("ping-pong: wait for this warpgroup's turn to issue"));
@@ -125,7 +126,7 @@ void MmaTier::emit_fold(kir::Program& program) {
         wgmma_fence();
         for (int s = 0; s < ks; ++s) {
           BOperand b = b_operand(*kslab_, buf, first_.axis.name, s);
-          wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b);
+          wgmma_step(sc, chunk, a_operand(*qslab, s, i64(0)), b, s > 0);
         }
         if (!plan_.overlap) {
           wgmma_done(sc, fm * fn * 4, issue);  // the next tile's copies issued under the scores' wgmma

@@ -3,7 +3,24 @@
 #include "lower/kernel/mma/tier.hpp"
 #include "lower/term_expr.hpp"
 
+#include <set>
+
 namespace emmy::lower::detail {
+namespace {
+
+// The N of every wgmma row (either operand form), multiples of `multiple`, smallest first: "64, 80, ... or 256".
+std::string wgmma_widths(int multiple) {
+  std::set<int> ns;
+  for (kir::IntrinsicId id : kir::wgmma_ids())
+    if (kir::wgmma_n(id) % multiple == 0) ns.insert(kir::wgmma_n(id));
+  std::vector<std::string> out;
+  for (int n : ns) out.push_back(std::to_string(n));
+  const std::string last = out.back();
+  out.pop_back();
+  return fmt::format("{} or {}", fmt::join(out, ", "), last);
+}
+
+}  // namespace
 
 bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why) {
   if (!plan(k) || !plan_staging()) {
@@ -110,8 +127,11 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
         fmt::format("{} reads K and V from shared memory: it needs STAGE with an asynchronous copy, "
                     "cp or tma (e.g. STAGE=d2/cp/ring)",
                     t_.atom));
-  if (wgmma() && t_.wgmma_n != 64 && t_.wgmma_n != 128)
-    return reject(fmt::format("{}: the fold's key block is the atom's N, 64 or 128", t_.atom));
+  if (wgmma() && (!kir::wgmma_of(t_.wgmma_n, false) || t_.wgmma_n % 16 != 0))
+    return reject(
+        fmt::format("{}: the fold's key block is the atom's N, which feeds P @ V's K in steps of 16: the "
+                    "lowering issues N = {}",
+                    t_.atom, wgmma_widths(16)));
   if (t_.warps_n != 1)
     return reject(
         fmt::format("a fold's rows are split over warps only: w{}x{} would split its keys, whose "
@@ -227,6 +247,9 @@ bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
 }
 
 bool MmaTier::plan_fold_checks(const lir::Stmt& fold) {
+  if (wgmma() && tile_loop_ && !kir::wgmma_of(tile_loop_->tile, true))
+    return reject(fmt::format("the register tile of {} ({}) is P @ V's N: the lowering issues N = {}",
+                              tile_loop_->axis.name, tile_loop_->tile, wgmma_widths(8)));
   if (tile_loop_ && (tile_loop_->tile % kAtomN != 0))
     return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8",
                               tile_loop_->axis.name, tile_loop_->tile));
@@ -357,7 +380,7 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
     return reject(
         fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns", t_.atom));
   if (wgmma() && !kir::wgmma_of(t_.wgmma_n, false))
-    return reject(fmt::format("{}: the lowering issues N = 64, 128 or 256", t_.atom));
+    return reject(fmt::format("{}: the lowering issues N = {}", t_.atom, wgmma_widths(8)));
   if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
   row_axis_ = k.threads[k.threads.size() - 2];
   col_axis_ = k.threads.back();

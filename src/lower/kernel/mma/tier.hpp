@@ -254,7 +254,8 @@ class MmaTier {
 
   // acc[0 .. n/2) += A * B, one m64nNk16 wgmma of the warpgroup. The caller brackets a batch
   // with wgmma_fence / wgmma_done.
-  void wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b);
+  // acc (+)= A B; without `accumulate` acc is written, not read (no zeroing before a block's first step).
+  void wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b, bool accumulate = true);
   void wgmma_fence() { emit(kir::intrinsic(kir::IntrinsicId::WgmmaFence, {}, {})); }
   // Commits the batch, emits `under` (work for the tensor cores' latency), waits for the batch;
   // the results are pinned after the wait (no use of them moves above it).

@@ -34,9 +34,10 @@ MmaTier::AOperand MmaTier::a_operand(const Slab& s, int step, const K& buf) {
                            k_major_step_bytes(s, step), kir::wgmma_descriptor(0, 16, 1024, 1))};
 }
 
-void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b) {
-  const std::optional<kir::IntrinsicId> id = kir::wgmma_of(n, !a.desc);
-  EMMY_INTERNAL_ASSERT(id, fmt::format("a wgmma of N = {} (the plan admits 64, 128 and 256)", n));
+void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const BOperand& b, bool accumulate) {
+  const std::optional<kir::IntrinsicId> id = kir::wgmma_of(n, !a.desc, accumulate);
+  EMMY_INTERNAL_ASSERT(
+      id, fmt::format("a wgmma of N = {}{} (the plan admits only the table's)", n, accumulate ? "" : " without C"));
   std::vector<kir::Reg> outs;
   std::vector<K> ins;
   for (int i = 0; i < n / 2; ++i) outs.push_back({acc, i});
@@ -48,7 +49,7 @@ void MmaTier::wgmma_step(const std::string& acc, int n, const AOperand& a, const
   }
   ins.push_back(b.desc.first);
   ins.push_back(b.desc.second);
-  for (int i = 0; i < n / 2; ++i) ins.push_back(elem(acc, i, F32));
+  for (int i = 0; i < n / 2 && accumulate; ++i) ins.push_back(elem(acc, i, F32));
   emit(kir::intrinsic(*id, std::move(outs), std::move(ins),
                       {t_.operand == ScalarType::BF16 ? 1 : 0, b.n_major ? 1 : 0}));
 }
