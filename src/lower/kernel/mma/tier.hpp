@@ -246,7 +246,7 @@ class MmaTier {
 
   // A descriptor's two words: the start address field of base + byte_off (shared bytes, U32)
   // over the fixed fields (offsets and swizzle) of `fixed`.
-  static std::pair<K, K> descriptor_words(const K& base, int64_t byte_off, uint64_t fixed);
+  std::pair<K, K> descriptor_words(const K& base, int64_t byte_off, uint64_t fixed);
 
   // The A operand from shared memory: the warpgroup's 64 rows of a K-major swizzled slab (rows:
   // the output's, columns: the contraction's), k16 step `step`.

@@ -19,10 +19,13 @@ MmaTier::BOperand MmaTier::b_operand(const Slab& s, const K& buf, const std::str
 
 std::pair<K, K> MmaTier::descriptor_words(const K& base, int64_t byte_off, uint64_t fixed) {
   auto u32 = [](uint64_t v) { return kir::ci(static_cast<int64_t>(v & 0xffffffffu), U32); };
-  K field =
-      kir::binary(kir::BinOp::BitAnd,
-                  kir::binary(kir::BinOp::Shr, add(base, u32(static_cast<uint64_t>(byte_off))), u32(4)), u32(0x3FFF));
-  return {kir::binary(kir::BinOp::BitOr, field, u32(fixed)), u32(fixed >> 32)};
+  // The slab's descriptor once (shared by every step that reads it), each step's a constant added to
+  // its 14-bit start field: the slabs are 1024-byte aligned and the offsets multiples of 16 bytes, and
+  // shared addresses stay below 256 KB, so the field never carries into the bits above it.
+  EMMY_INTERNAL_ASSERT(byte_off % 16 == 0 && byte_off >= 0, "a wgmma operand step not a multiple of 16 bytes");
+  K field = kir::binary(kir::BinOp::BitAnd, kir::binary(kir::BinOp::Shr, base, u32(4)), u32(0x3FFF));
+  K desc = b_.shared(kir::binary(kir::BinOp::BitOr, field, u32(fixed)));
+  return {byte_off == 0 ? desc : add(desc, u32(static_cast<uint64_t>(byte_off / 16))), u32(fixed >> 32)};
 }
 
 MmaTier::AOperand MmaTier::a_operand(const Slab& s, int step, const K& buf) {
