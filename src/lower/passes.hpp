@@ -110,6 +110,7 @@ struct Knobs {
   bool overlap = false;                    // OVERLAP=1: a block's next product issued before its elementwise work
   std::optional<WspecValue> wspec;         // WSPEC=p<N>[/r<R>]: producer warps issue the ring's copies
   bool pingpong = false;                   // PINGPONG=1: the consumer warpgroups take turns issuing wgmma
+  bool persist = false;                    // PERSIST=1: one CTA an SM walks the tiles (the tensor-core tier)
   std::optional<RasterValue> raster;       // RASTER=gm<G>|gn<G>: a contraction's tiles in groups (L2 reuse)
   std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
   std::vector<SplitKnob> splits;           // REDUCE (at most one)

@@ -259,8 +259,11 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
           [[fallthrough]];
         case Knob::Overlap:
         case Knob::PingPong:
+        case Knob::Persist:
           if (!s.off && k.mma) {  // the tensor-core tier's plan decides where they apply
-            (s.knob == Knob::Overlap ? k.overlap : k.pingpong) = std::get<bool>(s.value);
+            (s.knob == Knob::Overlap    ? k.overlap
+             : s.knob == Knob::PingPong ? k.pingpong
+                                        : k.persist) = std::get<bool>(s.value);
             break;
           }
           [[fallthrough]];
@@ -281,7 +284,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             k.fast_exp = std::get<bool>(s.value);
             break;
           }
-          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap || s.knob == Knob::PingPong) &&
+          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap || s.knob == Knob::PingPong ||
+                           s.knob == Knob::Persist) &&
                           !std::get<bool>(s.value)))
             k.warnings.push_back(
                 {"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),

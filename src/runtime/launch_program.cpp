@@ -164,7 +164,9 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     if (blocks < 0 || blocks > std::numeric_limits<int32_t>::max())
       fail(fmt::format("kernel {}: grid_x is {}", k.name, blocks));
     if (blocks == 0) continue;
-    l.grid.x = static_cast<unsigned>(blocks);
+    // A persistent kernel's CTAs walk its tiles: as many as the device holds at once.
+    l.grid.x = static_cast<unsigned>(
+        k.persistent ? std::min<int64_t>(blocks, int64_t{driver_->multiprocessors()} * blocks_per_sm_[i]) : blocks);
     launches.push_back(std::move(l));
   }
   return launches;

@@ -68,6 +68,7 @@ constexpr Choice kPlaceWords[] = {{"fuse"}, {"cut"}};
 constexpr Choice kFastExpWords[] = {{"0"}, {"1"}};
 constexpr Choice kOverlapWords[] = {{"0"}, {"1", Feature::Wgmma}};   // wgmma's asynchronous groups
 constexpr Choice kPingPongWords[] = {{"0"}, {"1", Feature::Wgmma}};  // warpgroups taking turns at wgmma
+constexpr Choice kPersistWords[] = {{"0"}, {"1"}};                   // one CTA an SM walking the tiles
 constexpr Choice kTransports[] = {{"cp", Feature::CpAsync}, {"tma", Feature::Tma}, {"reg"}};
 constexpr Choice kRingWord[] = {{"ring"}};
 constexpr Choice kAtomPrefix[] = {{"a:"}};
@@ -239,7 +240,7 @@ constexpr FieldSpec kRasterFields[] = {
      }},
 };
 
-// A 0|1 knob (FAST_EXP, OVERLAP, PINGPONG): true for 1; `words` says what each value needs of the target.
+// A 0|1 knob (FAST_EXP, OVERLAP, PINGPONG, PERSIST): true for 1; `words` says what each value needs of the target.
 constexpr std::array<FieldSpec, 1> flag_fields(std::span<const Choice> words) {
   return {{{.name = "value", .grammar = "0|1", .example = "1", .slot = 0, .shape = Shape::Word,
             .heads = words, .required = true,
@@ -251,6 +252,7 @@ constexpr std::array<FieldSpec, 1> flag_fields(std::span<const Choice> words) {
 constexpr std::array<FieldSpec, 1> kFastExpFields = flag_fields(kFastExpWords);
 constexpr std::array<FieldSpec, 1> kOverlapFields = flag_fields(kOverlapWords);
 constexpr std::array<FieldSpec, 1> kPingPongFields = flag_fields(kPingPongWords);
+constexpr std::array<FieldSpec, 1> kPersistFields = flag_fields(kPersistWords);
 
 constexpr FieldSpec kCoopFields[] = {
     {.name = "threads per row", .grammar = "t<N>", .example = "t256", .slot = 0, .shape = Shape::Number,
@@ -294,6 +296,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Coop, "COOP", "t<N>[/v<V>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
     {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
     {Knob::PingPong, "PINGPONG", "0|1", "1", [] { return KnobValue{false}; }, kPingPongFields},
+    {Knob::Persist, "PERSIST", "0|1", "1", [] { return KnobValue{false}; }, kPersistFields},
 };
 
 // A tensor-core or scalar atom. A pattern with <N> takes the number in n_range there.

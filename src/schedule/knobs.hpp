@@ -13,7 +13,7 @@
 
 namespace emmy {
 
-enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp, Coop, Overlap, PingPong };
+enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp, Coop, Overlap, PingPong, Persist };
 
 // TILE: a:<atom>/w<M>x<N>/f<M>x<N>/k<K>, or the scalar tier's per-thread tile f<N>.
 // Absent fields stay std::nullopt: defaults are chosen later, not by the codec.
@@ -53,7 +53,7 @@ struct CoopValue {
   std::optional<int> vec;
 };
 
-// monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP and PINGPONG (1 = true).
+// monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP, PINGPONG and PERSIST (1 = true).
 using KnobValue =
     std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue, CoopValue>;
 

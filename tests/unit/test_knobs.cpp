@@ -161,7 +161,7 @@ TEST_CASE("targets: feature table") {
 
 TEST_CASE("knobs: names and lookup") {
   CHECK(knob_names() == std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC", "RASTER", "FAST_EXP",
-                                                      "COOP", "OVERLAP", "PINGPONG"});
+                                                      "COOP", "OVERLAP", "PINGPONG", "PERSIST"});
   for (std::string_view name : knob_names()) {
     auto k = find_knob(name);
     REQUIRE(k);
@@ -434,7 +434,7 @@ TEST_CASE("E050: unknown knob name, with the closest knob suggested") {
   CHECK(e.offset == 0);
   CHECK(e.length == 5);
   CHECK(at(text, e) == "TILLE");
-  CHECK(contains(e.message, "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG"));
+  CHECK(contains(e.message, "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG, PERSIST"));
   CHECK(contains(e.help, "TILE"));
 
   std::string_view lower = "STAGE=d2/tma, fast_exp=1";

@@ -734,6 +734,52 @@ TEST_CASE("tensor cores: RASTER reorders a contraction's tiles with the same res
         std::string::npos);
 }
 
+TEST_CASE("tensor cores: PERSIST walks the tiles with a CTA an SM, bit for bit the one-tile-a-CTA results") {
+  // The interpreter's device holds kPersistentSms CTAs: each walks several tiles (a ragged count),
+  // blocks shuffled; every output element NaN-filled and compared bit for bit with the kernel
+  // without PERSIST. Folds (hd64 with producers, ping-pong and overlap; causal hd128) and
+  // contractions (with producers: the epilogue not staged through the ring; without: staged).
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  struct Case {
+    const char* file;
+    const char* op;
+    std::string knobs;
+    SizeBindings sizes;
+    const char* out;
+  };
+  const std::string fold64 =
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,"
+      "OVERLAP=1,PINGPONG=1,WSPEC=p1";
+  const std::string fold128 = "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k8,TILE@e=f128,STAGE=d2/tma/ring";
+  for (const Case& c :
+       {Case{"nn", "sdpa", fold64, {{"B", 2}, {"H", 3}, {"S", 200}, {"T", 150}, {"D", 64}, {"E", 50}}, "o"},
+        Case{"nn", "sdpa_causal", fold128, {{"B", 1}, {"H", 2}, {"S", 333}, {"D", 100}, {"E", 128}}, "o"},
+        Case{"linalg",
+             "matmul",
+             "TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d3/tma/ring,WSPEC=p1,OVERLAP=1",
+             {{"M", 300}, {"N", 200}, {"K", 77}},
+             "c"},
+        Case{"linalg",
+             "matmul",
+             "TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d3/tma/ring",
+             {{"M", 130}, {"N", 300}, {"K", 64}},
+             "c"}}) {
+    CAPTURE(c.op);
+    CAPTURE(c.knobs);
+    auto l = test::check_file(fmt::format("{}/stdlib/{}.emmy", EMMY_SOURCE_DIR, c.file));
+    const CheckedOp& op = l->program->ops.at(c.op);
+    lower::Lowered a = lower::lower_op(*l->program, op, {nullptr, "", c.knobs}, sm90a);
+    lower::Lowered b = lower::lower_op(*l->program, op, {nullptr, "", c.knobs + ",PERSIST=1"}, sm90a);
+    REQUIRE(b.plans[0].persistent);
+    REQUIRE(b.kernels.kernels.size() == 1);
+    CHECK(b.kernels.kernels[0].persistent);
+    CHECK(verify_program(b.kernels).empty());
+    CHECK(print_kernel(b.kernels.kernels[0]).find("grid=") != std::string::npos);
+    CHECK(print_cuda(b.kernels).find("tile_trips") != std::string::npos);
+    check_same_bits(a.kernels, b.kernels, c.sizes, random_inputs(op, c.sizes, 9), c.out, true);
+  }
+}
+
 TEST_CASE("tensor cores: a contraction's 128 x 256 tiles (wgmma N = 256) against the reference") {
   const TargetInfo& sm90a = *find_target("sm_90a");
   auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");

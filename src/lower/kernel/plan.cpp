@@ -65,6 +65,11 @@ std::string print_plan(const KernelPlan& p) {
     out += fmt::format("  raster: blocks walk groups of {} {} tiles, {} tiles fastest within a group\n", p.raster_group,
                        p.raster_axis == 'm' ? "row" : "column", p.raster_axis == 'm' ? "row" : "column");
   if (!p.no_raster.empty()) out += fmt::format("  raster refused: {}\n", p.no_raster);
+  if (p.persistent)
+    out +=
+        fmt::format("  persistent: a CTA for each SM{}, each walking tiles blockIdx.x, + gridDim.x, ...{}\n",
+                    p.producer_threads > 0 ? "" : " (its tiles one after another: no producers run ahead)",
+                    p.producer_threads > 0 ? "; the producers issue the next tile's copies under this one's end" : "");
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

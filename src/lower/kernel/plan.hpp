@@ -47,7 +47,8 @@ struct KernelPlan {
   std::string no_pingpong;  // where PINGPONG=1 was asked for and not applied: why
   char raster_axis = 0;     // RASTER applied: 'm' (groups of row tiles) or 'n', and the group's size
   int raster_group = 0;
-  std::string no_raster;  // where RASTER was asked for and not applied: why
+  std::string no_raster;    // where RASTER was asked for and not applied: why
+  bool persistent = false;  // PERSIST applied: one CTA an SM walks the tiles
   std::vector<SlabPlan> slabs;
 };
 

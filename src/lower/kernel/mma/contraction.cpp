@@ -105,8 +105,12 @@ void MmaTier::emit_contraction() {
   }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-  const std::optional<StagedOut> staged =
-      staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+  // Staged through a ring's slab, unless a persistent kernel's producers may already refill it for the
+  // next tile.
+  const std::optional<StagedOut> staged = plan_.persistent && plan_.producer_threads > 0
+                                              ? std::nullopt
+                                              : staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_,
+                                                           {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
   for_each_c(
       fm, fn,
       [&](int a, int n, int e, const K& row, const K& col) {

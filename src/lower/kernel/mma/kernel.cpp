@@ -53,7 +53,64 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
                                 t_.warps_m, t_.warps_n, rows_per_warp_,
                                 fold ? "" : fmt::format(" x {} columns", cols_per_warp_),
                                 wgmma() ? " (a warpgroup's wgmma accumulators, warp by warp)" : "")));
-  K rest = let("block", as(kir::special(kir::Special::BlockIdx), I64));
+  out_ = &out;
+  program_ = &program;
+  auto tile_work = [&](const K& block) {
+    tile_coordinates(k, block, row_tiles, col_tiles, body);
+    if (fold)
+      emit_fold(program);
+    else
+      emit_contraction();
+  };
+  if (!plan_.persistent) {
+    tile_work(let("block", as(kir::special(kir::Special::BlockIdx), I64)));
+  } else {
+    // PERSIST: the CTAs (as many as the device holds) walk the tiles blockIdx.x, + gridDim.x, ...;
+    // what the hoisted setup holds (mbarriers and their phases) carries from one tile to the next.
+    out.persistent = true;
+    lane_setup(body);
+    K first = as(kir::special(kir::Special::BlockIdx), I64), stride = as(kir::special(kir::Special::GridDim), I64);
+    K tiles = let("tiles", grid);
+    K left = kir::binary(kir::BinOp::Max, kir::binary(kir::BinOp::Sub, tiles, first), i64(0));
+    K trips = let("tile_trips",
+                  kir::binary(kir::BinOp::Div, add(left, kir::binary(kir::BinOp::Sub, stride, i64(1))), stride));
+    const std::string trip = b_.fresh("tile_trip");
+    std::vector<kir::Stmt> walk =
+        b_.nested([&] { tile_work(let("block", add(first, mul(kir::var({trip}, I64), stride)))); });
+    emit(kir::comment("persistent: this CTA's tiles"));
+    emit(kir::for_loop(trip, I64, i64(0), trips, std::move(walk)));
+  }
+  out.body = std::move(body);
+  if (plan_.producer_threads > 0) {
+    // The copies the producers' thread issues, split off: what the plan allowed always splits.
+    WarpRoles roles{.consumers = plan_.block_threads,
+                    .producers = plan_.producer_threads,
+                    .consumer_registers = plan_.consumer_registers,
+                    .producer_registers = plan_.producer_registers};
+    std::optional<std::string> why = specialize_warps(out, hoist_at_, roles);
+    EMMY_INTERNAL_ASSERT(!why, fmt::format("warp specialization: {}", why.value_or("")));
+  }
+}
+
+void MmaTier::lane_setup(std::vector<kir::Stmt>& top) {
+  if (top_) return;  // once a kernel, before the hoisted setup
+  K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
+  K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
+  lane32_ = let("lane32", kir::special(kir::Special::LaneId));
+  grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
+  tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
+  warp_m_ = t_.warps_n == 1 ? warp : let("warp_m", kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n)));
+  warp_n_ = t_.warps_n == 1 ? i64(0) : let("warp_n", kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)));
+  warp_rows32_ = let("warp_rows", i32(mul(warp_m_, i64(rows_per_warp_))));
+  warp_cols32_ = let("warp_cols", i32(mul(warp_n_, i64(cols_per_warp_))));
+  top_ = &top;
+  hoist_at_ = top.size();
+}
+
+void MmaTier::tile_coordinates(const lir::Kernel& k, K rest, const K& row_tiles, const K& col_tiles,
+                               std::vector<kir::Stmt>& top) {
+  const bool fold = fold_ != nullptr;
+  const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
   K col_tile = i64(0);
   const bool raster = !fold && plan_.raster_group > 0;
   if (!fold && !raster) {  // columns fastest: the blocks in flight share their row operand's tiles
@@ -96,41 +153,15 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     b_.scope().index[a.name] = let(b_.unclashed(a.name), v);
     if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
   }
-  out_ = &out;
-  program_ = &program;
-  K lane = let("lane", as(kir::special(kir::Special::LaneId), I64));
-  K warp = let("warp", as(kir::special(kir::Special::WarpId), I64));
-  lane32_ = let("lane32", kir::special(kir::Special::LaneId));
-  grp_ = let("grp", kir::binary(kir::BinOp::Div, lane, i64(4)));
-  tig_ = let("tig", kir::binary(kir::BinOp::Rem, lane, i64(4)));
-  warp_m_ = t_.warps_n == 1 ? warp : let("warp_m", kir::binary(kir::BinOp::Div, warp, i64(t_.warps_n)));
-  warp_n_ = t_.warps_n == 1 ? i64(0) : let("warp_n", kir::binary(kir::BinOp::Rem, warp, i64(t_.warps_n)));
-  warp_rows32_ = let("warp_rows", i32(mul(warp_m_, i64(rows_per_warp_))));
-  warp_cols32_ = let("warp_cols", i32(mul(warp_n_, i64(cols_per_warp_))));
-  top_ = &body;
-  hoist_at_ = body.size();
-  row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block)));
+  lane_setup(top);  // (a persistent kernel's comes before its tiles)
+  row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block_)));
   row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
   if (wgmma())
     group_row0_ = let("group_row0",
                       add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
   if (!fold) {
-    col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block)));
+    col_block0_ = let("col_block0", mul(col_tile, i64(int64_t{t_.warps_n} * cols_per_warp_)));
     col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
-  }
-  if (fold)
-    emit_fold(program);
-  else
-    emit_contraction();
-  out.body = std::move(body);
-  if (plan_.producer_threads > 0) {
-    // The copies the producers' thread issues, split off: what the plan allowed always splits.
-    WarpRoles roles{.consumers = plan_.block_threads,
-                    .producers = plan_.producer_threads,
-                    .consumer_registers = plan_.consumer_registers,
-                    .producer_registers = plan_.producer_registers};
-    std::optional<std::string> why = specialize_warps(out, hoist_at_, roles);
-    EMMY_INTERNAL_ASSERT(!why, fmt::format("warp specialization: {}", why.value_or("")));
   }
 }
 

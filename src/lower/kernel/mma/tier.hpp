@@ -374,6 +374,12 @@ class MmaTier {
                 bool barrier_free = false, bool overlapped = false);
 
   // ---- the kernel -----------------------------------------------------------------------
+  // The lane and warp registers, then the hoisted setup's place in `top` (once a kernel).
+  void lane_setup(std::vector<kir::Stmt>& top);
+  // The tile `block` names: its row (and column) tile and the other thread axes' indices bound,
+  // the lanes set up, the tile's origins (row_block0_, col_block0_, ...).
+  void tile_coordinates(const lir::Kernel& k, K block, const K& row_tiles, const K& col_tiles,
+                        std::vector<kir::Stmt>& top);
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program);
 
   AxisAt axis_at(const tir::Axis& a, K base, bool zero) const;
