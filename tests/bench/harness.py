@@ -640,12 +640,7 @@ class Harness:
             q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
             ref = [sdpa_reference(q, k, v, causal)]
             tols = TOL["sdpa"]
-            self.measure_torch_sdpa(base, (q, k, v), causal, ("flash", "cudnn", "efficient"), ref, tols, work)
-            if self.triton_attention is not None:
-                out = torch.full_like(q, math.nan)
-                self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
-                                  lambda: self.triton_attention(q, k, v, causal, out), ref, tols, work, "TFLOP/s",
-                                  kind="triton")
+            self.measure_attention_peers(base, (q, k, v), causal, ref, tols, work)
             tiny = tuple(torch.randn(1, 1, 16, D, device="cuda", dtype=torch.float16) for _ in range(3))
             seen = {}
             if not causal:
@@ -679,12 +674,7 @@ class Harness:
             q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
             ref = [sdpa_reference(q, k, v, causal)]
             tols = TOL["sdpa_bf16"]
-            self.measure_torch_sdpa(base, (q, k, v), causal, ("flash", "cudnn", "efficient"), ref, tols, work)
-            if self.triton_attention is not None and D & (D - 1) == 0:  # tl.arange needs a power of two
-                out = torch.full_like(q, math.nan)
-                self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
-                                  lambda: self.triton_attention(q, k, v, causal, out), ref, tols, work, "TFLOP/s",
-                                  kind="triton")
+            self.measure_attention_peers(base, (q, k, v), causal, ref, tols, work)
             tiny = tuple(torch.randn(1, 1, 16, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             seen = {}
             example = ROOT / "examples" / "attention_variants.emmy"
@@ -729,6 +719,18 @@ class Harness:
 
         self.run_case(("gqa", label), body)
         self.finish_case(start, "torch SDPA (default backend)")
+
+    def measure_attention_peers(self, base, qkv, causal, ref, tols, work):
+        """FA-2, cuDNN and mem-efficient through torch's SDPA, and this file's Triton kernel where its
+        head dim is a power of two (tl.arange needs one)."""
+        q, k, v = qkv
+        self.measure_torch_sdpa(base, qkv, causal, ("flash", "cudnn", "efficient"), ref, tols, work)
+        D = q.shape[-1]
+        if self.triton_attention is not None and D & (D - 1) == 0:
+            out = torch.full_like(q, math.nan)
+            self.measure_peer(base, "Triton FA-2 (this file, autotuned)",
+                              lambda: self.triton_attention(q, k, v, causal, out), ref, tols, work, "TFLOP/s",
+                              kind="triton")
 
     def measure_torch_sdpa(self, base, qkv, causal, backends, ref, tols, work, gqa=False):
         """PyTorch's scaled_dot_product_attention, each backend forced (None: torch's own choice)."""
