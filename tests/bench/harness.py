@@ -16,7 +16,7 @@ What runs, per case (shapes below):
            examples/causal_attention.emmy.
   sdpa_bf16  the same peers in bf16 at head dims 96 and 256 (BF16_SDPA_SHAPES, causal and not) against
            examples/attention_variants.emmy's sdpa_bf16 and sdpa_causal_bf16 (at head dim 256 only its
-           "hd256" blocks); the Triton kernel only at power-of-two head dims.
+           "hd256..." blocks); the Triton kernel only at power-of-two head dims.
   gqa      SDPA with enable_gqa (torch's default, FA-2 and cuDNN backends) against std.nn's sdpa_gqa;
            causal (GQA_CAUSAL_SHAPES) against examples/attention_variants.emmy's sdpa_gqa_causal.
   softmax / layernorm / rmsnorm   torch.softmax, F.layer_norm, F.rms_norm vs nn.emmy's ops.
@@ -661,7 +661,7 @@ class Harness:
 
     def case_sdpa_bf16(self, B, H, S, D, causal):
         """case_sdpa in bf16 (inputs, outputs and the peers), against examples/attention_variants.emmy's
-        sdpa_bf16 / sdpa_causal_bf16. Head dims above 128 run only its "hd256" blocks (and --knobs
+        sdpa_bf16 / sdpa_causal_bf16. Head dims above 128 run only its "hd256..." blocks (and --knobs
         variants): the others keep q's fragments for D <= 128 and refuse the shape."""
         label = f"B={B} H={H} S={S} D={D}" + (" causal" if causal else "")
         start = len(self.rows)
@@ -682,7 +682,8 @@ class Harness:
                 self.note("examples/attention_variants.emmy not found: its rows are errors")
             variants = self.variants_for("sdpa_bf16", example, "sdpa_causal_bf16" if causal else "sdpa_bf16")
             if D > 128:
-                variants = [var for var in variants if var.schedule == "hd256" or var.knobs is not None]
+                variants = [var for var in variants
+                            if (var.schedule or "").startswith("hd256") or var.knobs is not None]
             for var in variants:
                 self.measure_emmy(base, var, (q, k, v), tiny, ref, tols, work, "TFLOP/s", seen)
 
