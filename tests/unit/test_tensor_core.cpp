@@ -229,6 +229,10 @@ TEST_CASE(
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1,WSPEC=p1,"
       "PINGPONG=1",
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w4x1/k4,TILE@e=f64,STAGE=d2/tma/ring,WSPEC=p1",
+      // key blocks of 192 and 176 (FA-3's tiles; the scores' first k-step without C); under WSPEC's
+      // 240 registers a consumer thread both spill a few bytes (RESULTS.md, "Step 10: scale-d")
+      "PLACE=fuse,TILE=a:wgmma_m64n192k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,OVERLAP=1",
+      "PLACE=fuse,TILE=a:wgmma_m64n176k16_f16/w8x1/k8,TILE@e=f128,STAGE=d2/tma/ring,FAST_EXP=1",
   };
   kir::Program all;
   int runs = 0;
