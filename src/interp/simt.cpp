@@ -228,7 +228,7 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
   for (const Stmt& s : k.body) may_block(s, l);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
-  if (k.persistent) l.grid = std::min(l.grid, kir::kPersistentSms);  // the CTAs walk the tiles
+  if (k.persistent) l.grid = std::min(l.grid, options.sms);  // the CTAs walk the tiles
   return l;
 }
 

@@ -23,6 +23,9 @@ struct SimtOptions {
   // Report shared-memory races: bytes written by one warp and read or written by another
   // with no barrier between (within one warp, lockstep order is trusted).
   bool race_check = true;
+  // The SMs of the interpreter's device, one CTA each: a persistent kernel's grid (kir::Kernel::
+  // persistent) starts no more CTAs than this, so that each walks several tiles.
+  int64_t sms = 3;
 };
 
 // What ran. shared_accesses counts warp-level shared Load/Store instructions (one per warp

@@ -184,10 +184,6 @@ struct SharedArray {
   int align = 16;
 };
 
-// The interpreter's device: how many SMs a persistent kernel's grid is clamped to (a few, so that
-// every CTA walks several tiles in CI).
-inline constexpr int64_t kPersistentSms = 3;
-
 struct Kernel {
   std::string name;              // k_<op>[_<part>]_<schedule hash>
   std::vector<std::string> doc;  // what the kernel does, printed above it
@@ -199,7 +195,7 @@ struct Kernel {
   // Blocks in x: an I64 expression over the Scalar params only (evaluated at launch).
   Expr grid_x;
   // PERSIST: grid_x counts tiles, which each CTA walks from blockIdx.x in steps of gridDim.x; the
-  // launch starts no more CTAs than the device holds at once (the interpreter: kPersistentSms an SM).
+  // launch starts no more CTAs than the device holds at once (the interpreter: SimtOptions::sms).
   bool persistent = false;
   std::vector<SharedArray> shared;
   std::vector<Stmt> body;

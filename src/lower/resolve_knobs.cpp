@@ -169,6 +169,15 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
   k.block_threads = std::max(k.block_threads, c.threads);
 }
 
+// The 0|1 knobs whose effect the tensor-core tier's plan decides, and where each is kept.
+bool Knobs::*tensor_core_flag(Knob knob) {
+  static constexpr std::pair<Knob, bool Knobs::*> kFlags[] = {
+      {Knob::Overlap, &Knobs::overlap}, {Knob::PingPong, &Knobs::pingpong}, {Knob::Persist, &Knobs::persist}};
+  for (const auto& [k, member] : kFlags)
+    if (k == knob) return member;
+  internal_error(__FILE__, __LINE__, "a knob that is not a tensor-core flag");
+}
+
 }  // namespace
 
 // "--knobs:1:7: error: ..." with the knob text and a caret under the entry, like every other
@@ -261,9 +270,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
         case Knob::PingPong:
         case Knob::Persist:
           if (!s.off && k.mma) {  // the tensor-core tier's plan decides where they apply
-            (s.knob == Knob::Overlap    ? k.overlap
-             : s.knob == Knob::PingPong ? k.pingpong
-                                        : k.persist) = std::get<bool>(s.value);
+            k.*tensor_core_flag(s.knob) = std::get<bool>(s.value);
             break;
           }
           [[fallthrough]];
@@ -284,9 +291,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             k.fast_exp = std::get<bool>(s.value);
             break;
           }
-          if (!s.off && !((s.knob == Knob::FastExp || s.knob == Knob::Overlap || s.knob == Knob::PingPong ||
-                           s.knob == Knob::Persist) &&
-                          !std::get<bool>(s.value)))
+          // (a 0|1 knob at 0 asks for nothing, so it has nothing to warn about)
+          if (!s.off && !(std::holds_alternative<bool>(s.value) && !std::get<bool>(s.value)))
             k.warnings.push_back(
                 {"W050", fmt::format("{} has no effect on {}: ignored", print_knob(s),
                                      k.mma ? "the tensor-core tier yet" : "the scalar tier (TILE=a:scalar)")});

@@ -40,9 +40,8 @@ constexpr StageRow kWgmmaStages[] = {{"d2/cp/ring", Feature::CpAsync, 2},
                                      {"d2/tma/ring", Feature::Tma, 2},
                                      {"d3/tma/ring", Feature::Tma, 3},
                                      {"d4/tma/ring", Feature::Tma, 4}};
-// The atom's N; 256 only on contractions (a fold's key block is 64 or 128) of two warpgroups at most.
-// wgmma N: 64 and 128 for both; a fold's key blocks of 176 and 192 (FlashAttention-3's head-dim-128
-// and head-dim-64 tiles); contraction tiles of 256 columns.
+// The atom's N: 64 and 128 for both; 176 and 192 only a fold's key blocks (FlashAttention-3's
+// head-dim-128 and head-dim-64 tiles); 256 only a contraction's columns, two warpgroups at most.
 constexpr int kWgmmaN[] = {64, 128, 176, 192, 256};
 constexpr int kWgmmaWarps[] = {4, 8, 12, 16};  // w<M>x1: M / 4 warpgroups (12: three, FA-3's head-dim-64 tile)
 constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>: a fold's value columns a CTA

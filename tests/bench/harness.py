@@ -628,12 +628,18 @@ class Harness:
 
     # -- the cases
 
-    def case_sdpa(self, B, H, S, D, causal):
+    @staticmethod
+    def attention_case(op, B, H, S, D, causal, **extra):
+        """An attention case's label, FLOPs (4 B H S^2 D, halved when causal) and row fields."""
         label = f"B={B} H={H} S={S} D={D}" + (" causal" if causal else "")
-        start = len(self.rows)
         work = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-        base = {"op": "sdpa", "case": label, "shape": {"B": B, "H": H, "S": S, "T": S, "D": D, "E": D},
-                "causal": causal, "work": work}
+        base = {"op": op, "case": label, "shape": {"B": B, "H": H, "S": S, "T": S, "D": D, "E": D},
+                "causal": causal, **extra, "work": work}
+        return label, work, base
+
+    def case_sdpa(self, B, H, S, D, causal):
+        label, work, base = self.attention_case("sdpa", B, H, S, D, causal)
+        start = len(self.rows)
 
         def body():
             gen = torch.Generator(device="cuda").manual_seed(0)
@@ -663,11 +669,8 @@ class Harness:
         """case_sdpa in bf16 (inputs, outputs and the peers), against examples/attention_variants.emmy's
         sdpa_bf16 / sdpa_causal_bf16. Head dims above 128 run only its "hd256..." blocks (and --knobs
         variants): the others keep q's fragments for D <= 128 and refuse the shape."""
-        label = f"B={B} H={H} S={S} D={D}" + (" causal" if causal else "")
+        label, work, base = self.attention_case("sdpa_bf16", B, H, S, D, causal, dtype="bf16")
         start = len(self.rows)
-        work = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-        base = {"op": "sdpa_bf16", "case": label, "shape": {"B": B, "H": H, "S": S, "T": S, "D": D, "E": D},
-                "causal": causal, "dtype": "bf16", "work": work}
 
         def body():
             gen = torch.Generator(device="cuda").manual_seed(6)

@@ -739,7 +739,7 @@ TEST_CASE("tensor cores: RASTER reorders a contraction's tiles with the same res
 }
 
 TEST_CASE("tensor cores: PERSIST walks the tiles with a CTA an SM, bit for bit the one-tile-a-CTA results") {
-  // The interpreter's device holds kPersistentSms CTAs: each walks several tiles (a ragged count),
+  // The interpreter's device holds SimtOptions::sms CTAs: each walks several tiles (a ragged count),
   // blocks shuffled; every output element NaN-filled and compared bit for bit with the kernel
   // without PERSIST. Folds (hd64 with producers, ping-pong and overlap; causal hd128) and
   // contractions (with producers: the epilogue not staged through the ring; without: staged).

@@ -66,10 +66,11 @@ std::string print_plan(const KernelPlan& p) {
                        p.raster_axis == 'm' ? "row" : "column", p.raster_axis == 'm' ? "row" : "column");
   if (!p.no_raster.empty()) out += fmt::format("  raster refused: {}\n", p.no_raster);
   if (p.persistent)
-    out +=
-        fmt::format("  persistent: a CTA for each SM{}, each walking tiles blockIdx.x, + gridDim.x, ...{}\n",
-                    p.producer_threads > 0 ? "" : " (its tiles one after another: no producers run ahead)",
-                    p.producer_threads > 0 ? "; the producers issue the next tile's copies under this one's end" : "");
+    out += p.producer_threads > 0
+               ? "  persistent: a CTA for each SM, each walking tiles blockIdx.x, + gridDim.x, ...; the producers "
+                 "issue the next tile's copies under this one's end\n"
+               : "  persistent: a CTA for each SM (its tiles one after another: no producers run ahead), each "
+                 "walking tiles blockIdx.x, + gridDim.x, ...\n";
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

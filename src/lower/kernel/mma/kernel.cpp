@@ -39,6 +39,7 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
   rows_per_block_ = rows_per_block;
   const int64_t cols_per_block = int64_t{t_.warps_n} * cols_per_warp_;
+  cols_per_block_ = cols_per_block;
 
   std::vector<kir::Stmt> body;
   b_.begin_body(body);
@@ -160,7 +161,7 @@ void MmaTier::tile_coordinates(const lir::Kernel& k, K rest, const K& row_tiles,
     group_row0_ = let("group_row0",
                       add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
   if (!fold) {
-    col_block0_ = let("col_block0", mul(col_tile, i64(int64_t{t_.warps_n} * cols_per_warp_)));
+    col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block_)));
     col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
   }
 }

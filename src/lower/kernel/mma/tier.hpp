@@ -619,7 +619,7 @@ class MmaTier {
   kir::Program* program_ = nullptr;
   std::string tma_bars_, tma_free_, tma_phase_, tma_free_phase_;  // TMA mbarriers and phase bits (empty: no TMA)
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
-  int64_t rows_per_block_ = 0;
+  int64_t rows_per_block_ = 0, cols_per_block_ = 0;
   LaneFloats* lane_floats_ = nullptr;  // set while an interior block's scores are emitted
 };
 
