@@ -25,7 +25,7 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
   const int warp_chunks = (t_.warps_n > 1 ? cols_per_warp_ : cols) / 8;
   while (so.xor_mod < 8 && warp_chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
   for (const Slab* slab : slabs)
-    if (slab && slab->elems() * stage_->depth >= int64_t{so.rows} * cols) {
+    if (slab && slab->elems() * slab->buffers >= int64_t{so.rows} * cols) {
       so.array = slab->array;
       for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
       emit(

@@ -65,12 +65,19 @@ void MmaTier::emit_fold(kir::Program& program) {
                       axis_at(first_.axis, i64(0), true));
     EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name,
                          "the row slab is not K-major (the plan checks it)");
+    if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
+  }
+  auto fill_rows = [&] {
     fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
          qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
     commit();
-    if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
-  }
+  };
+  // With producer warps the ring may already hold the next tile's keys when the results are
+  // stored, so they are staged through the row slab instead, which the consumers refill each pass.
+  const bool rows_stage_out = qslab && plan_.producer_threads > 0;
+  if (qslab && !rows_stage_out) fill_rows();
   auto tile_body = [&](const K& tile0) {
+    if (rows_stage_out) fill_rows();
     // Carriers: per m-atom, one value per row slot of C (rows g and g + 8), and the vector
     // field as C fragments over the tile.
     std::optional<LaneCarrier> lanes;
@@ -282,7 +289,7 @@ void MmaTier::emit_fold(kir::Program& program) {
           block_math(j0, buf, issue, true, {});
       });
     if (general_) return emit_general_results(*lanes, fm, rows);
-    emit_fold_results(carrier, fm, ne, tile0, rows);
+    emit_fold_results(carrier, fm, ne, tile0, rows, rows_stage_out ? &*qslab : nullptr);
   };
   if (!tile_loop_) return tile_body(i64(0));
   const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
@@ -611,7 +618,7 @@ void MmaTier::emit_row_results(int fm, const K& rows, const std::vector<lir::Stm
 }
 
 void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0,
-                                const K& rows) {
+                                const K& rows, const Slab* row_slab) {
   const lir::Stmt& fold = *fold_;
   emit(kir::comment("the weighted sums' lane parts added across the lanes sharing a row"));
   for (size_t f : rescaled_.weighted)
@@ -669,11 +676,11 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
         if (auto it = inverse.find(KernelBuilder::render_key(d.args[0])); it != inverse.end())
           b_.scope().reciprocal[KernelBuilder::render_key(kir::var({d.reg.name}, d.type))] = it->second;
   };
-  // Staged through a ring's slab, unless producer warps may already refill it for the next
-  // register tile.
+  // Staged through a ring's slab, or with producer warps (which may already refill the ring for the
+  // next register tile or the next tile) through the row slab.
   const std::optional<StagedOut> staged =
       plan_.producer_threads > 0
-          ? std::nullopt
+          ? staged_out(stores, tile_axis.name, ne * kAtomN, {row_slab})
           : staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
   for_each_c(
       fm, ne,

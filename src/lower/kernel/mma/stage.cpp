@@ -53,7 +53,8 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
   auto it = slab_choices_.find(role);
   EMMY_INTERNAL_ASSERT(it != slab_choices_.end(), "a slab the plan did not make");
   const SlabChoice& c = it->second;
-  Slab s{name, c.read, c.y_inner ? x : y, c.y_inner ? y : x, c.rows, c.cols, 0, {}, c.strided, c.swizzled, {}};
+  const int buffers = c.depth > 0 ? c.depth : stage_->depth;
+  Slab s{name, c.read, c.y_inner ? x : y, c.y_inner ? y : x, c.rows, c.cols, 0, {}, c.strided, c.swizzled, {}, buffers};
   if (c.tma) {
     s.map = tensor_map_param(s);
   } else if (!c.no_tma.empty()) {
@@ -62,8 +63,7 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
       program_->warnings.push_back(std::move(w));
   }
   s.pitch = c.swizzled ? s.cols : s.cols + 8;
-  out_->shared.push_back(
-      {name, t_.operand, s.elems() * (c.depth > 0 ? c.depth : stage_->depth), c.swizzled ? 1024 : 16});
+  out_->shared.push_back({name, t_.operand, s.elems() * buffers, c.swizzled ? 1024 : 16});
   return s;
 }
 

@@ -151,6 +151,7 @@ class MmaTier {
     bool strided = false;  // the read's element index is first + row * stride + col
     bool swizzled = false;
     std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
+    int buffers = 1;  // its buffers: the stage's depth, or the slab's own (a row tile's one)
     int64_t elems() const { return int64_t{rows} * pitch; }
     K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
       return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
@@ -516,8 +517,11 @@ class MmaTier {
   void retire_pv(const std::string& orun, int fm, int ne, const std::optional<K>& pending);
 
   // After the keys: the fold's results and the tile's stores, per C element of the vector
-  // field (or per row when there is none), guarded to the rows and tile columns that exist.
-  void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows);
+  // field (or per row when there is none), guarded to the rows and tile columns that exist;
+  // staged through the ring's slabs, or with producer warps through `row_slab` (when not null:
+  // the consumers' own, refilled every pass).
+  void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows,
+                         const Slab* row_slab);
 
   // A rows-only fold's results and stores: per row slot (m-atom a, row r of the lane's two), one
   // thread of the lanes sharing the row; `bind` binds the carrier's registers of the slot.
