@@ -307,6 +307,11 @@ Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor
   check_count(impl.name, "inputs", inputs.size(), impl.inputs);
   check_count(impl.name, "outputs", outputs.size(), impl.outputs);
   Sizes sizes = op.bind_sizes(inputs, outputs);
+  for (const auto& [name, value] : sizes)
+    if (value == 0)
+      fail(ErrorKind::Argument, fmt::format("{}: size {} is 0: ops run on tensors with elements (empty tensors are "
+                                            "not supported); skip the call when a tensor is empty",
+                                            impl.name, name));
   if (std::optional<std::string> why = too_many_elements(impl.program->checked->ops.at(impl.name), sizes))
     fail(ErrorKind::Argument, fmt::format("{}: {}", impl.name, *why));
   for (const kir::Kernel& k : impl.kernels.kernels)

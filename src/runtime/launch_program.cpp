@@ -70,9 +70,9 @@ constexpr std::pair<ScalarType, int> kTmaDataType[] = {
     {ScalarType::I32, 3}, {ScalarType::U32, 2}, {ScalarType::I64, 5}};
 
 // A TensorMap parameter's descriptor over its buffer, or the staged copy of its rows the launch
-// makes (its descriptor encoded at launch; `arg` left for the caller). Where the sizes break a
-// rule of the hardware (an empty dimension), the kernel takes its cp.async path and never reads
-// the map: an empty descriptor goes.
+// makes (its descriptor encoded at launch; `arg` left for the caller). A tensor without elements
+// (a dimension of 0) has none: the kernel never reads its map (its tiles are zeros), an empty
+// descriptor goes. Sizes past another of the hardware's limits are an error.
 std::variant<KernelArg, StagedMap> tensor_map_arg(const Driver& driver, const kir::Program& program,
                                                   const kir::Kernel& k, const kir::Param& p,
                                                   const std::map<std::string, DevicePtr>& buffers,
@@ -83,7 +83,10 @@ std::variant<KernelArg, StagedMap> tensor_map_arg(const Driver& driver, const ki
     fail(fmt::format("kernel {}: tensor map {} is over {}, not a buffer", k.name, p.name, p.map_of));
   const std::vector<int64_t> shape = buffer_shape(*b, sizes);
   auto map = kir::tma_map_of(p, b->type, shape, 0);
-  if (!std::holds_alternative<kir::TmaMap>(map)) return TensorMapArg{};
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return TensorMapArg{};
+  if (const std::string* why = std::get_if<std::string>(&map))
+    fail(fmt::format("kernel {}: {}; run it with a schedule whose STAGE copies by cp.async (e.g. d3/cp/ring)", k.name,
+                     *why));
   const kir::TmaMap& m = std::get<kir::TmaMap>(map);
   TiledMapSpec spec;
   auto type =

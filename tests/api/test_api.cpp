@@ -257,6 +257,12 @@ TEST_CASE("api: the C ABI checks every tensor before it reads through it") {
   emmy_tensor neg{x.data(), EMMY_F32, 1, negative};
   CHECK(emmy_op_run_host(op, &neg, 1, &out, 1) == EMMY_ERROR_ARGUMENT);
   CHECK(std::string(emmy_last_error()) == "scale: input 0 has a negative extent -4");
+  const int64_t empty[1] = {0};
+  emmy_tensor none{x.data(), EMMY_F32, 1, empty}, none_out{y.data(), EMMY_F32, 1, empty};
+  CHECK(emmy_op_run_host(op, &none, 1, &none_out, 1) == EMMY_ERROR_ARGUMENT);
+  CHECK(std::string(emmy_last_error()) ==
+        "scale: size N is 0: ops run on tensors with elements (empty tensors are not supported); skip the call when "
+        "a tensor is empty");
   CHECK(emmy_op_run_host(op, &in, 2, &out, 1) == EMMY_ERROR_ARGUMENT);
   CHECK(std::string(emmy_last_error()) == "scale takes 1 inputs, 2 given");
   // Shapes alone (output_shape) need no data.

@@ -458,6 +458,28 @@ TEST_CASE("tensor cores: a tile that is no TMA box is copied with cp.async, and 
       doctest::Contains("TMA"), std::exception);
 }
 
+TEST_CASE("tensor cores: a tensor without elements has no TMA map; its tiles are the issuer's zeros") {
+  // D = 0: k has no elements (no tensor map encodes it), v has; the scores are all zero. The
+  // runtime refuses empty tensors before a launch (and the reference evaluator with them): the
+  // boxes' kernel must still agree with the cp.async one, with and without producer warps.
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("sdpa");
+  const std::string fold = "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k4,TILE@e=f64,FAST_EXP=1";
+  lower::Lowered by_cp =
+      lower::lower_op(*l->program, op, {nullptr, "", fold + ",STAGE=d3/cp/ring"}, *find_target("sm_90a"));
+  for (const std::string& knobs : {fold + ",STAGE=d3/tma/ring", fold + ",STAGE=d3/tma/ring,OVERLAP=1,WSPEC=p1"}) {
+    CAPTURE(knobs);
+    lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", knobs}, *find_target("sm_90a"));
+    REQUIRE(took_tensor_cores(low));
+    const std::string cuda = print_cuda(low.kernels);
+    CHECK(cuda.find("emmy_tma_load_4d(&k_map") != std::string::npos);
+    CHECK(cuda.find("bool empty_k_") != std::string::npos);
+    const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 70}, {"T", 150}, {"D", 0}, {"E", 24}};
+    check_same_bits(by_cp.kernels, low.kernels, sizes, random_inputs(op, sizes, 3), "o");
+  }
+}
+
 TEST_CASE("schedules: an arch-specific target without the asked block uses its base target's") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
   REQUIRE(!l->diags->has_errors());

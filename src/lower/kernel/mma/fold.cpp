@@ -617,8 +617,8 @@ void MmaTier::emit_row_results(int fm, const K& rows, const std::vector<lir::Stm
     }
 }
 
-void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0,
-                                const K& rows, const Slab* row_slab) {
+void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows,
+                                const Slab* row_slab) {
   const lir::Stmt& fold = *fold_;
   emit(kir::comment("the weighted sums' lane parts added across the lanes sharing a row"));
   for (size_t f : rescaled_.weighted)

@@ -69,7 +69,7 @@ void MmaTier::ring_prologue(const K& lo, const K& size, int chunk, const std::ve
   if (boxes_only) {
     // What came by cp.async before the loop (a row tile's slab) lands and is published
     // here: the loop's tiles have no block barrier.
-    emit(kir::if_then(tma_ok(), {kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0})}));
+    emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0}));
     if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
     emit(kir::barrier());
   }
@@ -88,8 +88,7 @@ K MmaTier::ring_wrap(const K& x) const {
 }
 
 void MmaTier::release(const K& buf) {
-  emit(kir::if_then(tma_ok(),
-                    {kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})}));
+  emit(kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))}));
 }
 
 void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {

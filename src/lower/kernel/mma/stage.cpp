@@ -184,13 +184,9 @@ void MmaTier::commit() {
 
 void MmaTier::wait(int pending, const std::optional<K>& tma_buf, bool boxes_only) {
   if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
-  if (tma_buf && !tma_bars_.empty())
-    emit(kir::if_then(tma_ok(), b_.nested([&] { wait_phase(tma_bars_, tma_phase_, *tma_buf); })));
+  if (tma_buf && !tma_bars_.empty()) wait_phase(tma_bars_, tma_phase_, *tma_buf);
   if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-  if (boxes_only)
-    emit(kir::if_then(kir::unary(kir::UnOp::Not, tma_ok()), {kir::barrier()}));
-  else
-    emit(kir::barrier());
+  if (!boxes_only) emit(kir::barrier());
 }
 
 K MmaTier::swizzled_row_address(const Slab& s, const K& buf, const std::vector<std::pair<int, int>>& at, const K& m,

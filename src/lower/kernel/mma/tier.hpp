@@ -210,14 +210,14 @@ class MmaTier {
   void init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
                       int64_t bits, int spare = 0);
 
-  // Whether the sizes let every tensor map of the kernel exist (no empty dimension: the host's
-  // rule, kir::tma_map_of; rows that are not 16-byte multiples the host stages through a pitched
-  // copy); else the tiles come by cp.async.
-  K tma_ok();
+  // Whether `s`'s tensor has no elements (a dimension of size 0, which no tensor map encodes: the
+  // host passes an empty one, kir::tma_map_of), hoisted; nullopt where its sizes are literals.
+  std::optional<K> map_empty(const Slab& s);
 
-  // Thread 0 arms buffer `buf`'s mbarrier with the tiles' bytes and issues their boxes; where the
-  // sizes rule TMA out, every thread copies them with cp.async instead (the same layout).
-  // With `wait_free` (a ring), the issuer first waits until every thread released the buffer.
+  // The issuing thread (thread 0, or with WSPEC the producers' first) arms buffer `buf`'s
+  // mbarrier with the tiles' bytes and issues their boxes; the tile of a tensor without elements
+  // (every box of it zeros) it writes as zeros itself. With `wait_free` (a ring), the issuer
+  // first waits until every thread released the buffer.
   void tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
 
   // Waits on mbarrier `bars`[buf] for the phase parity in bit `buf` of `phases`, then flips it.

@@ -61,53 +61,74 @@ void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, co
   top_->insert(at(), kir::barrier());
 }
 
-K MmaTier::tma_ok() {
-  std::set<std::string> dims;
-  for (const kir::Param& p : out_->params) {
-    if (p.kind != kir::Param::Kind::TensorMap) continue;
-    const tir::Tensor& t = *b_.loops().tensors.find(p.map_of);
-    dims.insert(t.dims.begin(), t.dims.end());
+std::optional<K> MmaTier::map_empty(const Slab& s) {
+  const tir::Tensor& t = *b_.loops().tensors.find(s.read.name);
+  std::optional<K> empty;
+  for (const std::string& d : t.dims) {
+    K size = KernelBuilder::size_value(d);
+    if (size.kind == K::Kind::Const) continue;  // a literal dimension is positive (E037)
+    K zero = kir::binary(kir::BinOp::Eq, size, i64(0));
+    empty = empty ? kir::binary(kir::BinOp::Or, *empty, zero) : zero;
   }
-  std::optional<K> ok;
-  auto both = [&](K c) { ok = ok ? kir::binary(kir::BinOp::And, *ok, std::move(c)) : std::move(c); };
-  for (const std::string& d : dims) both(kir::binary(kir::BinOp::Gt, KernelBuilder::size_value(d), i64(0)));
-  EMMY_INTERNAL_ASSERT(ok, "tma_ok without a tensor map");
-  return hoisted("tma_ok", *ok);
+  if (!empty) return std::nullopt;
+  return hoisted("empty_" + s.read.name, *empty);
 }
 
 void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {
-  int64_t bytes = 0;
-  for (const Slab* s : slabs) bytes += s->elems() * kir::type_bytes(t_.operand);
   K bar = kir::shared_addr(tma_bars_, i32(buf));
   std::vector<kir::Stmt> issue = b_.nested([&] {
     if (wait_free) wait_phase(tma_free_, tma_free_phase_, buf);
+    // The bytes the copies bring: a tile of a tensor without elements brings none, this thread
+    // writes its zeros instead.
+    std::vector<std::optional<K>> empty;
+    int64_t bytes = 0;
+    std::optional<K> unbrought;
+    for (const Slab* s : slabs) {
+      const int64_t tile = s->elems() * kir::type_bytes(t_.operand);
+      bytes += tile;
+      empty.push_back(map_empty(*s));
+      if (!empty.back()) continue;
+      const std::string at = b_.fresh("zero_at");
+      emit(kir::if_then(*empty.back(),
+                        {kir::for_loop(at, ScalarType::I32, ci32(0), ci32(s->elems()),
+                                       {kir::store(kir::Space::Shared, s->array,
+                                                   add(s->buffer_start(buf), kir::var({at}, ScalarType::I32)),
+                                                   kir::cf(0, t_.operand))})}));
+      K none = kir::select(*empty.back(), kir::ci(tile, U32), kir::ci(0, U32));
+      unbrought = unbrought ? add(*unbrought, none) : none;
+    }
     // The buffer's last reads (generic proxy, ordered by the barrier or the free mbarrier
-    // before) before the copies.
+    // before) and any zeros written here, before the copies.
     emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-    emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(bytes, U32)}));
-    for (const Slab* s : slabs)
-      for (int p = 0; p < s->cols / 64; ++p) {
-        // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
-        auto [outer, inner] = tile_base(*s, origin);
-        b_.push_scope();
-        b_.scope().index[s->outer.name] = outer;
-        b_.scope().index[s->inner.name] = add(inner, i64(int64_t{p} * 64));
-        std::vector<K> args{kir::shared_addr(s->array, add(s->buffer_start(buf), ci32(int64_t{p} * s->rows * 64))),
-                            bar};
-        for (size_t i = s->read.args.size(); i-- > 0;) args.push_back(i32(b_.lower(s->read.args[i])));
-        b_.pop_scope();
-        emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s->read.args.size())), {}, std::move(args), {},
-                            s->map));
-      }
+    K expected = kir::ci(bytes, U32);
+    if (unbrought) expected = kir::binary(kir::BinOp::Sub, expected, *unbrought);
+    emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, expected}));
+    for (size_t i = 0; i < slabs.size(); ++i) {
+      const Slab& s = *slabs[i];
+      std::vector<kir::Stmt> boxes = b_.nested([&] {
+        for (int p = 0; p < s.cols / 64; ++p) {
+          // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
+          auto [outer, inner] = tile_base(s, origin);
+          b_.push_scope();
+          b_.scope().index[s.outer.name] = outer;
+          b_.scope().index[s.inner.name] = add(inner, i64(int64_t{p} * 64));
+          std::vector<K> args{kir::shared_addr(s.array, add(s.buffer_start(buf), ci32(int64_t{p} * s.rows * 64))), bar};
+          for (size_t a = s.read.args.size(); a-- > 0;) args.push_back(i32(b_.lower(s.read.args[a])));
+          b_.pop_scope();
+          emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s.read.args.size())), {}, std::move(args), {},
+                              s.map));
+        }
+      });
+      if (empty[i])
+        emit(kir::if_then(kir::unary(kir::UnOp::Not, *empty[i]), std::move(boxes)));
+      else
+        for (kir::Stmt& x : boxes) emit(std::move(x));
+    }
   });
   // Thread 0 issues, or with WSPEC the producers' first thread, past the consumers.
-  std::vector<kir::Stmt> by_tma;
-  by_tma.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx),
-                                            ci32(plan_.producer_threads > 0 ? plan_.block_threads : 0)),
-                                std::move(issue)));
-  emit(kir::if_then(tma_ok(), std::move(by_tma), b_.nested([&] {
-    for (const Slab* s : slabs) fill_tile(*s, buf, origin);
-  })));
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx),
+                                ci32(plan_.producer_threads > 0 ? plan_.block_threads : 0)),
+                    std::move(issue)));
 }
 
 void MmaTier::wait_phase(const std::string& bars, const std::string& phases, const K& buf) {
