@@ -88,7 +88,9 @@ void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, cons
       bytes += tile;
       empty.push_back(map_empty(*s));
       if (!empty.back()) continue;
-      const std::string at = b_.fresh("zero_at");
+      // (A name of the slab's, not a fresh one: the copies of an interior and a masked block print
+      // the same, which warp specialization relies on.)
+      const std::string at = "zero_" + s->array;
       emit(kir::if_then(*empty.back(),
                         {kir::for_loop(at, ScalarType::I32, ci32(0), ci32(s->elems()),
                                        {kir::store(kir::Space::Shared, s->array,
