@@ -801,7 +801,7 @@ TEST_CASE("tensor cores: PERSIST walks the tiles with a CTA an SM, bit for bit t
     CHECK(b.kernels.kernels[0].persistent);
     CHECK(verify_program(b.kernels).empty());
     CHECK(print_kernel(b.kernels.kernels[0]).find("grid=") != std::string::npos);
-    CHECK(print_cuda(b.kernels).find("tile_trips") != std::string::npos);
+    CHECK(print_cuda(b.kernels).find("tile_waves") != std::string::npos);
     check_same_bits(a.kernels, b.kernels, c.sizes, random_inputs(op, c.sizes, 9), c.out, true);
   }
 }

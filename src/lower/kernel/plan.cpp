@@ -67,10 +67,12 @@ std::string print_plan(const KernelPlan& p) {
   if (!p.no_raster.empty()) out += fmt::format("  raster refused: {}\n", p.no_raster);
   if (p.persistent)
     out += p.producer_threads > 0
-               ? "  persistent: a CTA for each SM, each walking tiles blockIdx.x, + gridDim.x, ...; the producers "
-                 "issue the next tile's copies under this one's end\n"
-               : "  persistent: a CTA for each SM (its tiles one after another: no producers run ahead), each "
-                 "walking tiles blockIdx.x, + gridDim.x, ...\n";
+               ? "  persistent: a CTA for each SM, walking the tiles in waves of the grid, a snake (CTA c takes tile "
+                 "c of the even waves, the grid's last but c of the odd); the producers issue the next tile's copies "
+                 "under this one's end\n"
+               : "  persistent: a CTA for each SM (its tiles one after another: no producers run ahead), walking the "
+                 "tiles in waves of the grid, a snake (CTA c takes tile c of the even waves, the grid's last but c "
+                 "of the odd)\n";
   for (const SlabPlan& s : p.slabs) out += print_slab(s);
   return out;
 }

@@ -66,20 +66,28 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   if (!plan_.persistent) {
     tile_work(let("block", as(kir::special(kir::Special::BlockIdx), I64)));
   } else {
-    // PERSIST: the CTAs (as many as the device holds) walk the tiles blockIdx.x, + gridDim.x, ...;
-    // what the hoisted setup holds (mbarriers and their phases) carries from one tile to the next.
+    // PERSIST: the CTAs (as many as the device holds) walk the tiles in waves of gridDim.x, CTA c
+    // taking tile c of the even waves and tile gridDim.x - 1 - c of the odd ones (a snake: over
+    // tiles ordered heaviest first, as a causal fold's are, each CTA's pairs weigh about the
+    // same); what the hoisted setup holds (mbarriers and their phases) carries from one tile to
+    // the next.
     out.persistent = true;
     lane_setup(body);
-    K first = as(kir::special(kir::Special::BlockIdx), I64), stride = as(kir::special(kir::Special::GridDim), I64);
+    using kir::BinOp;
+    K cta = as(kir::special(kir::Special::BlockIdx), I64), ctas = as(kir::special(kir::Special::GridDim), I64);
     K tiles = let("tiles", grid);
-    K left = kir::binary(kir::BinOp::Max, kir::binary(kir::BinOp::Sub, tiles, first), i64(0));
-    K trips = let("tile_trips",
-                  kir::binary(kir::BinOp::Div, add(left, kir::binary(kir::BinOp::Sub, stride, i64(1))), stride));
-    const std::string trip = b_.fresh("tile_trip");
-    std::vector<kir::Stmt> walk =
-        b_.nested([&] { tile_work(let("block", add(first, mul(kir::var({trip}, I64), stride)))); });
-    emit(kir::comment("persistent: this CTA's tiles"));
-    emit(kir::for_loop(trip, I64, i64(0), trips, std::move(walk)));
+    K waves = let("tile_waves", ceil_div_by(tiles, ctas));
+    const std::string wave = b_.fresh("tile_wave");
+    K w = kir::var({wave}, I64);
+    std::vector<kir::Stmt> walk = b_.nested([&] {
+      K odd = kir::binary(BinOp::Eq, kir::binary(BinOp::Rem, w, i64(2)), i64(1));
+      K in_wave = kir::select(odd, kir::binary(BinOp::Sub, kir::binary(BinOp::Sub, ctas, i64(1)), cta), cta);
+      K block = let("block", add(mul(w, ctas), in_wave));
+      // (Only the last wave has fewer tiles than CTAs: an odd one's go to the last CTAs.)
+      emit(kir::if_then(lt(block, tiles), b_.nested([&] { tile_work(block); })));
+    });
+    emit(kir::comment("persistent: this CTA's tiles, a snake over waves of gridDim.x"));
+    emit(kir::for_loop(wave, I64, i64(0), waves, std::move(walk)));
   }
   out.body = std::move(body);
   if (plan_.producer_threads > 0) {
