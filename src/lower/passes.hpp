@@ -122,6 +122,7 @@ struct Knobs {
   int register_file = 65536;       // 32-bit registers of an SM (the target's)
   int max_thread_registers = 255;  // the most a thread may hold (the target's)
   int causal_group_blocks = 256;   // a key-bounded fold's head-group size in blocks (the target's)
+  int64_t shared_memory = 232448;  // shared memory a block may hold, bytes (the target's)
   int rescale_skip_per_key = 1;    // the fold's rescale skip: elements of o a thread per key (the target's)
   int coop_threads = 1;            // COOP=t<N>: threads per point of a kernel's thread space
   int coop_vec = 1;                // COOP=.../v<V>: elements per vector load/store

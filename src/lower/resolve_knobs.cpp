@@ -214,6 +214,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.register_file = target.register_file;
   k.max_thread_registers = target.max_regs_per_thread;
   k.causal_group_blocks = target.causal_group_blocks;
+  k.shared_memory = target.smem_per_block_bytes;
   k.rescale_skip_per_key = target.rescale_skip_per_key;
   std::vector<KnobSetting> block;
   if (sources.block)

@@ -105,12 +105,16 @@ void MmaTier::emit_contraction() {
   }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-  // Staged through a ring's slab, unless a persistent kernel's producers may already refill it for the
-  // next tile.
-  const std::optional<StagedOut> staged = plan_.persistent && plan_.producer_threads > 0
-                                              ? std::nullopt
-                                              : staged_out(kernel_body_, col_axis_.name, t_.warps_n * cols_per_warp_,
-                                                           {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+  // Staged through a ring's slab, or where a persistent kernel's producers may already refill the
+  // ring for the next tile, through a buffer of its own (where shared memory holds one).
+  const int cols_per_block = t_.warps_n * cols_per_warp_;
+  const std::optional<Slab> own = plan_.persistent && plan_.producer_threads > 0
+                                      ? epilogue_buffer(t_.warps_m * rows_per_warp_, cols_per_block)
+                                      : std::nullopt;
+  const std::optional<StagedOut> staged =
+      plan_.persistent && plan_.producer_threads > 0
+          ? staged_out(kernel_body_, col_axis_.name, cols_per_block, {own ? &*own : nullptr})
+          : staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
   for_each_c(
       fm, fn,
       [&](int a, int n, int e, const K& row, const K& col) {

@@ -37,6 +37,18 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
   return std::nullopt;
 }
 
+std::optional<MmaTier::Slab> MmaTier::epilogue_buffer(int rows, int cols) {
+  const int64_t bytes = int64_t{rows} * cols * kir::type_bytes(t_.operand);
+  // (At the end, 16-byte aligned: the kernel's bytes so far, rounded up, plus the tile's.)
+  if ((kir::shared_bytes(*out_) + 15) / 16 * 16 + bytes > b_.knobs().shared_memory) return std::nullopt;
+  Slab s;
+  s.array = b_.fresh("out_tile");
+  s.rows = rows;
+  s.cols = s.pitch = cols;
+  out_->shared.push_back({s.array, t_.operand, s.elems(), 16});
+  return s;
+}
+
 K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
   using kir::BinOp;
   K chunk =

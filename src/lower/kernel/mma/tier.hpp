@@ -556,6 +556,10 @@ class MmaTier {
     int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
   };
 
+  // A shared buffer of its own for a block's `rows` x `cols` tile of results, where the target's
+  // shared memory holds it beside the kernel's arrays (else nullopt, and nothing is added).
+  std::optional<Slab> epilogue_buffer(int rows, int cols);
+
   // Staged when the element's statements end with its one store, a plain one of the operands'
   // type contiguous along the column axis, and one of `slabs` (free once the loop is done) holds
   // the block's tile. Says so in a comment of the kernel.
