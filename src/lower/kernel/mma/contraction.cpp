@@ -108,13 +108,12 @@ void MmaTier::emit_contraction() {
   // Staged through a ring's slab, or where a persistent kernel's producers may already refill the
   // ring for the next tile, through a buffer of its own (where shared memory holds one).
   const int cols_per_block = t_.warps_n * cols_per_warp_;
-  const std::optional<Slab> own = plan_.persistent && plan_.producer_threads > 0
-                                      ? epilogue_buffer(t_.warps_m * rows_per_warp_, cols_per_block)
-                                      : std::nullopt;
-  const std::optional<StagedOut> staged =
-      plan_.persistent && plan_.producer_threads > 0
-          ? staged_out(kernel_body_, col_axis_.name, cols_per_block, {own ? &*own : nullptr})
-          : staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+  std::optional<StagedOut> staged;
+  if (!plan_.persistent || plan_.producer_threads == 0)
+    staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
+  else if (std::optional<Slab> own = epilogue_buffer(t_.warps_m * rows_per_warp_, cols_per_block))
+    if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {&*own})))
+      out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
   for_each_c(
       fm, fn,
       [&](int a, int n, int e, const K& row, const K& col) {

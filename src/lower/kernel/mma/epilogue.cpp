@@ -45,7 +45,6 @@ std::optional<MmaTier::Slab> MmaTier::epilogue_buffer(int rows, int cols) {
   s.array = b_.fresh("out_tile");
   s.rows = rows;
   s.cols = s.pitch = cols;
-  out_->shared.push_back({s.array, t_.operand, s.elems(), 16});
   return s;
 }
 

@@ -557,7 +557,8 @@ class MmaTier {
   };
 
   // A shared buffer of its own for a block's `rows` x `cols` tile of results, where the target's
-  // shared memory holds it beside the kernel's arrays (else nullopt, and nothing is added).
+  // shared memory holds it beside the kernel's arrays (else nullopt); the caller declares it
+  // (`out_->shared`) once something is staged through it.
   std::optional<Slab> epilogue_buffer(int rows, int cols);
 
   // Staged when the element's statements end with its one store, a plain one of the operands'
