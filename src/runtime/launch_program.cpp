@@ -82,8 +82,8 @@ std::variant<KernelArg, StagedMap> tensor_map_arg(const Driver& driver, const ki
   if (b == program.buffers.end())
     fail(fmt::format("kernel {}: tensor map {} is over {}, not a buffer", k.name, p.name, p.map_of));
   const std::vector<int64_t> shape = buffer_shape(*b, sizes);
-  auto map = kir::tma_map_of(p, b->type, shape, 0);
   if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return TensorMapArg{};
+  auto map = kir::tma_map_of(p, b->type, shape, 0);
   if (const std::string* why = std::get_if<std::string>(&map))
     fail(fmt::format("kernel {}: {}; run it with a schedule whose STAGE copies by cp.async (e.g. d3/cp/ring)", k.name,
                      *why));

@@ -107,11 +107,11 @@ void MmaTier::emit_contraction() {
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
   // Staged through a ring's slab, or where a persistent kernel's producers may already refill the
   // ring for the next tile, through a buffer of its own (where shared memory holds one).
-  const int cols_per_block = t_.warps_n * cols_per_warp_;
+  const int cols_per_block = static_cast<int>(cols_per_block_);
   std::optional<StagedOut> staged;
   if (!plan_.persistent || plan_.producer_threads == 0)
     staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-  else if (std::optional<Slab> own = epilogue_buffer(t_.warps_m * rows_per_warp_, cols_per_block))
+  else if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block))
     if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {&*own})))
       out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
   for_each_c(
