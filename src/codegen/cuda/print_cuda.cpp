@@ -376,6 +376,13 @@ std::string vector_access(const Stmt& s) {
     return out + " }";
   }
   for (int e = 0; e < s.count; ++e) out += fmt::format("vec_.e[{}] = {}[{}]; ", e, s.reg.name, e);
+  // 16 bytes to global memory as one st.global.v4 (a uint4 assignment compiles to four 4-byte
+  // stores once its words come from a union of halves).
+  if (bytes == 16 && s.space == Space::Global)
+    return out + fmt::format(
+                     "asm volatile(\"st.global.v4.b32 [%0], {{%1, %2, %3, %4}};\\n\" :: \"l\"({}), \"r\"(vec_.w.x), "
+                     "\"r\"(vec_.w.y), \"r\"(vec_.w.z), \"r\"(vec_.w.w) : \"memory\"); }}",
+                     at);
   return out + fmt::format("*reinterpret_cast<{}*>({}) = vec_.w; }}", word, at);
 }
 

@@ -114,6 +114,10 @@ void MmaTier::emit_contraction() {
   else if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block))
     if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {&*own})))
       out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
+  std::vector<lir::Stmt> epilogue_body = kernel_body_;  // what each element computes
+  if (contraction_stmt_ >= 0) epilogue_body[static_cast<size_t>(contraction_stmt_)].value = first_.around;
+  const bool guarded = !staged || reads_tensor(epilogue_body);
+  std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
   for_each_c(
       fm, fn,
       [&](int a, int n, int e, const K& row, const K& col) {
@@ -124,11 +128,15 @@ void MmaTier::emit_contraction() {
           for (size_t i = 0; i < kernel_body_.size(); ++i) {
             lir::Stmt st = kernel_body_[i];
             if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
-            if (staged && i + 1 == kernel_body_.size()) return stage_element(*staged, b_.lower(st.value), a, n, e);
-            b_.stmt(st);
+            if (staged && i + 1 == kernel_body_.size())
+              return stage_element(*staged, b_.lower(st.value), a, n, e, guarded ? nullptr : &held);
+            element_stmt(st, !guarded);
           }
         });
-        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
+        if (guarded)
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
+        else
+          for (kir::Stmt& st : one) emit(std::move(st));
       },
       col0_);
   if (staged) write_out(*staged, col_block0_, rows, cols);

@@ -48,6 +48,23 @@ std::optional<MmaTier::Slab> MmaTier::epilogue_buffer(int rows, int cols) {
   return s;
 }
 
+bool MmaTier::reads_tensor(const std::vector<lir::Stmt>& stmts) {
+  std::set<std::string> read;
+  for (const lir::Stmt& s : stmts) {
+    tir::add_reads(s.value, read);
+    if (!s.results.empty() && reads_tensor(s.results)) return true;
+  }
+  return !read.empty();
+}
+
+void MmaTier::element_stmt(const lir::Stmt& s, bool shared_scope) {
+  if (!shared_scope || s.kind != lir::Stmt::Kind::Compute) return b_.stmt(s);
+  lir::Stmt own = s;
+  own.reg = b_.fresh(s.reg);
+  b_.stmt(own);
+  b_.scope().regs[s.reg] = b_.scope().regs.at(own.reg);
+}
+
 K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
   using kir::BinOp;
   K chunk =
@@ -55,14 +72,31 @@ K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
   return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
 }
 
-void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e) {
+void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e, std::optional<K>* held) {
   const LaneAffine& c = c_aff_[e];
+  // Element e and e + 1 side by side in a row (columns 2 tig and 2 tig + 1): one 4-byte store.
+  auto pairs_with = [&](int f) {
+    return f < 4 && c_aff_[f].row0 == c_aff_[f - 1].row0 && c_aff_[f].col0 == c_aff_[f - 1].col0 + 1 &&
+           c_aff_[f - 1].col0 % 2 == 0 && c_aff_[f - 1].col_t % 2 == 0 && c_aff_[f].col_t == c_aff_[f - 1].col_t;
+  };
+  if (held && !*held && pairs_with(e + 1)) {
+    *held = as(std::move(value), so.type);
+    return;
+  }
+  const bool pair = held && *held && e > 0 && pairs_with(e);
+  const LaneAffine& first = pair ? c_aff_[e - 1] : c;
   K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
-  K lane = hoisted(fmt::format("out_lane{}", c.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
-                                                           add(warp_cols32_, mul(i32(tig_), ci32(c.col_t)))));
-  K at = add(add(lane, ci32((int64_t{a} * kAtomM + c.row0) * so.cols + c.col0)),
+  K lane = hoisted(fmt::format("out_lane{}", first.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
+                                                               add(warp_cols32_, mul(i32(tig_), ci32(first.col_t)))));
+  K at = add(add(lane, ci32((int64_t{a} * kAtomM + first.row0) * so.cols + first.col0)),
              mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
-  emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
+  if (!pair) return emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
+  const std::string two = b_.fresh("out_pair");
+  emit(kir::decl(two, so.type, 2));
+  emit(kir::assign({two, 0}, **held));
+  emit(kir::assign({two, 1}, as(std::move(value), so.type)));
+  emit(kir::vec_store(so.array, at, two, so.type, 2, kir::Space::Shared));
+  held->reset();
 }
 
 void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols) {

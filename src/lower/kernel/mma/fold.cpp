@@ -682,6 +682,8 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
       plan_.producer_threads > 0
           ? staged_out(stores, tile_axis.name, ne * kAtomN, {row_slab})
           : staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
+  const bool guarded = !staged || reads_tensor(fold.results) || reads_tensor(stores);
+  std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
   for_each_c(
       fm, ne,
       [&](int a, int n, int e, const K& row, const K& col) {
@@ -691,12 +693,15 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
           bind_carrier(a, slot_of(e));
           b_.scope().regs["run_" + fold.fields[value_field_].name] =
               elem(carrier[value_field_], c_index(a, n, e, ne), F32);
-          for (const lir::Stmt& s : fold.results) b_.stmt(s);
+          for (const lir::Stmt& s : fold.results) element_stmt(s, !guarded);
           invert_copies();
-          if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e);
+          if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e, guarded ? nullptr : &held);
           for (const lir::Stmt& s : stores) b_.stmt(s);
         });
-        emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
+        if (guarded)
+          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
+        else
+          for (kir::Stmt& st : one) emit(std::move(st));
       },
       tile0);
   if (staged) write_out(*staged, tile0, rows, tsize);

@@ -567,14 +567,24 @@ class MmaTier {
   std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
                                       const std::vector<const Slab*>& slabs);
 
+  // Whether any of the statements (their values, a fold's results) reads a tensor: then an element
+  // outside the tensor's bounds must not be computed, and staging it keeps its bounds test; else
+  // every element of the tile is staged, in range or not (write_out tests the bounds).
+  static bool reads_tensor(const std::vector<lir::Stmt>& stmts);
+  // One statement of a C element's epilogue; with shared_scope (unguarded: the elements' statements
+  // all in the enclosing scope) a Compute's register renamed apart, its name bound to the new one.
+  void element_stmt(const lir::Stmt& s, bool shared_scope);
+
   // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
   // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.
   K staged_at(const StagedOut& so, const K& r, const K& c) const;
 
   // C element (a, n, e) at row warp_rows + 16 a + row0 + grp, column warp_cols + 8 n + col0 +
   // col_t tig of the tile: staged_at folded into a per-lane base (hoisted) and a constant, the
-  // chunk warp_cols / 8 + (n ^ (grp % xor_mod)).
-  void stage_element(const StagedOut& so, K value, int a, int n, int e);
+  // chunk warp_cols / 8 + (n ^ (grp % xor_mod)). With `held` (the elements' statements in one
+  // scope), an element whose right neighbour in the row comes next is held there, and the pair
+  // goes out as one 4-byte store with that neighbour.
+  void stage_element(const StagedOut& so, K value, int a, int n, int e, std::optional<K>* held = nullptr);
 
   // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns from col0) goes out with
   // one 16-byte load and store where it is whole and aligned in the tensor, else element by element.

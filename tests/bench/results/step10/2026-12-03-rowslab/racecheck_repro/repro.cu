@@ -1,25 +1,36 @@
 // The pattern racecheck flags in the pingpong kernels, alone: two consumer warpgroups taking turns
 // on named barriers 2 and 3 (bar.arrive / bar.sync, 256 threads), then each stores into a shared
 // tile, bar.sync 1, 256, and each reads the other warpgroup's part. A producer warpgroup (threads
-// 256..383) takes no part. With TURNS=0 the turns are left out. Build: nvcc -arch=sm_90a.
+// 256..383) takes no part. kTurns=false leaves the turns out; kRegs moves registers to the consumers
+// with setmaxnreg as the kernels do. Build: nvcc -gencode arch=compute_90a,code=sm_90a -o repro repro.cu; run: ./repro T R
+// (T: 0, 1, or 2 for the turns with bar.sync only; R: 0 or 1), each variant in its own process under compute-sanitizer --tool racecheck.
 #include <cstdio>
 #include <cuda_fp16.h>
 
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+// kSyncOnly: every bar.arrive of the turns a bar.sync (the same barrier counts, the warpgroups in lockstep).
+template <bool kSyncOnly>
+__device__ __forceinline__ void turn_arrive(int id, int n) {
+  if (kSyncOnly) bar_sync(id, n); else bar_arrive(id, n);
+}
 
-template <bool kTurns>
+template <bool kTurns, bool kRegs, bool kSyncOnly = false>
 __global__ void __launch_bounds__(384, 1) k(float* out, int blocks) {
   __shared__ __half tile[256 * 8];
   const int t = threadIdx.x;
-  if (t >= 256) return;  // producers: nothing here
+  if (t >= 256) {  // producers: nothing here
+    if (kRegs) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    return;
+  }
+  if (kRegs) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
   const int wg = t / 128, mine = wg + 2, next = (wg + 1) % 2 + 2;
   float acc = 0;
-  if (kTurns && wg == 1) bar_arrive(2, 256);
+  if (kTurns && wg == 1) turn_arrive<kSyncOnly>(2, 256);
   for (int b = 0; b < blocks; ++b) {
     if (kTurns) bar_sync(mine, 256);
     acc += b * 0.5f + t;
-    if (kTurns) bar_arrive(next, 256);
+    if (kTurns) turn_arrive<kSyncOnly>(next, 256);
     acc = acc * 0.999f;
   }
   if (kTurns && wg == 0) bar_sync(2, 256);
@@ -33,11 +44,17 @@ __global__ void __launch_bounds__(384, 1) k(float* out, int blocks) {
   bar_sync(1, 256);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  // T = 2: the turns with bar.sync in place of bar.arrive.
+  const bool turns = argc > 1 && argv[1][0] != '0', regs = argc > 2 && argv[2][0] == '1';
+  const bool sync_only = argc > 1 && argv[1][0] == '2';
   float* out;
   cudaMalloc(&out, 4 * 256 * sizeof(float));
-  k<true><<<4, 384>>>(out, 5);
-  k<false><<<4, 384>>>(out, 5);
+  if (sync_only) k<true, false, true><<<4, 384>>>(out, 5);
+  else if (turns && regs) k<true, true><<<4, 384>>>(out, 5);
+  else if (turns && !regs) k<true, false><<<4, 384>>>(out, 5);
+  else if (!turns && regs) k<false, true><<<4, 384>>>(out, 5);
+  else k<false, false><<<4, 384>>>(out, 5);
   printf("%s\n", cudaGetErrorString(cudaDeviceSynchronize()));
   return 0;
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The fixed cost of a query tile: an attention op timed at one query length S over several key
+lengths T, fitted as time = waves * (a + b * key_blocks), with a the tile's cost outside its key
+loop (loading Q, filling the pipeline, the epilogue) and b one key block's. cuDNN at the same shapes
+for comparison. Prints one line per variant; with --out, the raw times as JSON.
+
+Usage (on the GPU machine): tile_overhead.py --lib gpu-carry/libemmy.so --shape 16,16,1024,128
+  [--rows 128] [--keys 128,256,512,1024,2048,4096] [--causal] [--knobs KNOBS]... [--schedule NAME]...
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+import emmy  # noqa: E402
+
+
+def time_us(fn, n=20):
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    fn()
+    times = []
+    for _ in range(n):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def fit(xs, ys):
+    """Least squares y = a + b x."""
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - b * mx, b
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lib", required=True)
+    p.add_argument("--shape", default="16,16,1024,128", help="B,H,S,D")
+    p.add_argument("--rows", type=int, default=128, help="query rows a tile (for the wave count)")
+    p.add_argument("--block", type=int, default=128, help="keys a block")
+    p.add_argument("--keys", default="128,256,512,1024,2048,4096")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--knobs", action="append", default=[])
+    p.add_argument("--schedule", action="append", default=[])
+    p.add_argument("--sms", type=int, default=132)
+    p.add_argument("--out")
+    a = p.parse_args()
+    emmy.load_library(a.lib)
+    b, h, s, d = (int(x) for x in a.shape.split(","))
+    keys = [int(t) for t in a.keys.split(",")]
+    op_name = "sdpa_causal" if a.causal else "sdpa"
+    tiles = b * h * -(-s // a.rows)
+    waves = -(-tiles // a.sms)
+    variants = [("schedule " + n, dict(schedule=n)) for n in a.schedule] + [("knobs " + k, dict(knobs=k)) for k in a.knobs]
+    raw = {}
+    torch.manual_seed(0)
+    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.float16)
+    for label, kw in variants + [("cuDNN", None)]:
+        ts = []
+        for t in keys:
+            k = torch.randn(b, h, t, d, device="cuda", dtype=torch.float16)
+            v = torch.randn(b, h, t, d, device="cuda", dtype=torch.float16)
+            if kw is None:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=a.causal)  # noqa: E731
+                    ts.append(time_us(fn))
+            else:
+                op = emmy.load(ROOT / "stdlib/nn.emmy", target="sm_90a", stdlib_path=str(ROOT / "stdlib"), **kw).op(op_name)
+                launch = op.bind(q, k, v)
+                ts.append(time_us(launch))
+        blocks = [-(-t // a.block) for t in keys]
+        per_wave = [x / waves for x in ts]
+        a0, b0 = fit(blocks, per_wave)
+        raw[label] = dict(keys=keys, us=ts)
+        print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a key block ({waves} waves); "
+              + ", ".join(f"T={t}: {x:.1f}" for t, x in zip(keys, ts)), flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps(dict(shape=a.shape, waves=waves, raw=raw), indent=1))
+
+
+if __name__ == "__main__":
+    main()
