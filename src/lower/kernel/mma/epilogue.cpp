@@ -5,7 +5,8 @@
 namespace emmy::lower::detail {
 
 std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis,
-                                                      int cols, const std::vector<const Slab*>& slabs) {
+                                                      int cols, const std::vector<const Slab*>& slabs,
+                                                      bool slab_layout) {
   auto is_store = [](const lir::Stmt& s) { return s.kind == lir::Stmt::Kind::Store; };
   if (!stage_ || body.empty() || !is_store(body.back()) || std::count_if(body.begin(), body.end(), is_store) != 1 ||
       !body.back().atomic.empty() || b_.coop_on())
@@ -21,10 +22,21 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
   for (const LaneAffine& c : c_aff_)
     if (c.row_g != 1 || c.row_t != 0 || c.row0 % 8 != 0 || c.col_g != 0 || c.col0 + 3 * c.col_t >= 8)
       return std::nullopt;
-  StagedOut so{{}, st.tensor, col_axis, {}, t_.operand, t_.warps_m * rows_per_warp_, cols, 1};
+  StagedOut so{{}, st.tensor, col_axis, {}, t_.operand, t_.warps_m * rows_per_warp_, cols, 1, cols, 0};
   const int warp_chunks = (t_.warps_n > 1 ? cols_per_warp_ : cols) / 8;
   while (so.xor_mod < 8 && warp_chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
-  for (const Slab* slab : slabs)
+  for (const Slab* slab : slabs) {
+    if (slab && slab_layout) {
+      // The slab's 128-byte swizzle: 64-column panels, chunk c of row r at c ^ (r % 8); the
+      // tile's columns within the slab's, its rows the slab's.
+      if (!slab->swizzled || t_.warps_n != 1 || cols % 64 != 0 || cols > slab->cols || so.rows != slab->rows)
+        return std::nullopt;
+      so.xor_mod = 8;
+      so.row_elems = 64;
+      so.panel_elems = int64_t{slab->rows} * 64;
+    } else if (slab_layout) {
+      return std::nullopt;
+    }
     if (slab && slab->elems() * slab->buffers >= int64_t{so.rows} * cols) {
       so.array = slab->array;
       for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
@@ -34,6 +46,7 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
                                    so.tensor, so.array)));
       return so;
     }
+  }
   return std::nullopt;
 }
 
@@ -67,9 +80,12 @@ void MmaTier::element_stmt(const lir::Stmt& s, bool shared_scope) {
 
 K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
   using kir::BinOp;
-  K chunk =
-      kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, c, ci32(8)), kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
-  return add(mul(r, ci32(so.cols)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
+  K in_panel = so.panel_elems ? kir::binary(BinOp::Rem, c, ci32(so.row_elems)) : c;
+  K chunk = kir::binary(BinOp::BitXor, kir::binary(BinOp::Div, in_panel, ci32(8)),
+                        kir::binary(BinOp::Rem, r, ci32(so.xor_mod)));
+  K at = add(mul(r, ci32(so.row_elems)), add(mul(chunk, ci32(8)), kir::binary(BinOp::Rem, c, ci32(8))));
+  if (!so.panel_elems) return at;
+  return add(mul(kir::binary(BinOp::Div, c, ci32(so.row_elems)), ci32(so.panel_elems)), at);
 }
 
 void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e, std::optional<K>* held) {
@@ -85,11 +101,15 @@ void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e, s
   }
   const bool pair = held && *held && e > 0 && pairs_with(e);
   const LaneAffine& first = pair ? c_aff_[e - 1] : c;
+  // Column 8 n + (its lane's part, under 8): panel n / per_panel, chunk n % per_panel there.
+  const int per_panel = so.row_elems / 8;
   K g = hoisted("out_swz", kir::binary(kir::BinOp::Rem, i32(grp_), ci32(so.xor_mod)));
-  K lane = hoisted(fmt::format("out_lane{}", first.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.cols)),
+  K lane = hoisted(fmt::format("out_lane{}", first.col_t), add(mul(add(warp_rows32_, i32(grp_)), ci32(so.row_elems)),
                                                                add(warp_cols32_, mul(i32(tig_), ci32(first.col_t)))));
-  K at = add(add(lane, ci32((int64_t{a} * kAtomM + first.row0) * so.cols + first.col0)),
-             mul(kir::binary(kir::BinOp::BitXor, g, ci32(n)), ci32(8)));
+  const int64_t constant = (so.panel_elems ? n / per_panel * so.panel_elems : 0) +
+                           (int64_t{a} * kAtomM + first.row0) * so.row_elems + first.col0;
+  K at = add(add(lane, ci32(constant)),
+             mul(kir::binary(kir::BinOp::BitXor, g, ci32(so.panel_elems ? n % per_panel : n)), ci32(8)));
   if (!pair) return emit(kir::store(kir::Space::Shared, so.array, at, as(std::move(value), so.type)));
   const std::string two = b_.fresh("out_pair");
   emit(kir::decl(two, so.type, 2));
@@ -99,14 +119,16 @@ void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e, s
   held->reset();
 }
 
-void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols) {
-  emit(kir::barrier());
-  const int per_row = so.cols / 8, chunks = so.rows * per_row, threads = out_->block_threads;
+void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols, const Crew* crew) {
+  emit(crew_barrier(crew));
+  const int per_row = so.cols / 8, chunks = (crew ? crew->rows : so.rows) * per_row;
+  const int threads = crew ? crew->threads : out_->block_threads;
   const tir::Tensor& t = *b_.loops().tensors.find(so.tensor);
   const std::string qv = b_.fresh("out_chunk"), vec = b_.fresh("out_vec");
   K q = kir::var({qv}, ScalarType::I32);
   std::vector<kir::Stmt> body = b_.nested([&] {
-    K r = let(b_.fresh("out_row"), kir::binary(kir::BinOp::Div, q, ci32(per_row)));
+    K r = kir::binary(kir::BinOp::Div, q, ci32(per_row));
+    r = let(b_.fresh("out_row"), crew ? add(crew->row0, r) : r);
     K c = let(b_.fresh("out_col"), mul(kir::binary(kir::BinOp::Rem, q, ci32(per_row)), ci32(8)));
     K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_c"), add(col0, as(c, I64)));
     std::vector<K> idx;
@@ -129,11 +151,11 @@ void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const
     });
     emit(kir::if_then(lt(row, rows), {kir::if_then(whole, std::move(vector), std::move(scalar))}));
   });
-  kir::Stmt loop =
-      kir::for_loop(qv, ScalarType::I32, kir::special(kir::Special::ThreadIdx), ci32(chunks), std::move(body));
+  kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, crew ? crew->tid : kir::special(kir::Special::ThreadIdx),
+                                 ci32(chunks), std::move(body));
   loop.step = threads;
   emit(std::move(loop));
-  emit(kir::barrier());  // the slab is the next pass's (another register tile's) ring again
+  emit(crew_barrier(crew));  // the slab is the next pass's (another register tile's) ring again
 }
 
 }  // namespace emmy::lower::detail

@@ -67,14 +67,19 @@ void MmaTier::emit_fold(kir::Program& program) {
                          "the row slab is not K-major (the plan checks it)");
     if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
   }
-  auto fill_rows = [&] {
-    fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
-         qslab->inner.name == row_axis_.name ? row_block0_ : i64(0));
-    commit();
-  };
   // With producer warps the ring may already hold the next tile's keys when the results are
   // stored, so they are staged through the row slab instead, which the consumers refill each pass.
   const bool rows_stage_out = qslab && plan_.producer_threads > 0;
+  // Taking turns (a ring wholly by TMA), each warpgroup fills, reads and stages through its own
+  // rows of the slab alone: no barrier of all the consumers, and one warpgroup's stores and next
+  // tile's rows go under the others' key blocks.
+  std::optional<Crew> crew;
+  if (rows_stage_out && plan_.turns > 0 && qslab->swizzled && t_.warps_n == 1) crew = warpgroup_crew();
+  auto fill_rows = [&] {
+    fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
+         qslab->inner.name == row_axis_.name ? row_block0_ : i64(0), crew ? &*crew : nullptr);
+    commit();
+  };
   if (qslab && !rows_stage_out) fill_rows();
   auto tile_body = [&](const K& tile0) {
     if (rows_stage_out) fill_rows();
@@ -230,13 +235,6 @@ void MmaTier::emit_fold(kir::Program& program) {
             j0);
       emit_online_update(carrier, fm, fn, ne, sc, pf, vf, j0, tile0, buf, pending);
     };
-    // Ping-pong: the last warpgroup gives the first its first turn; the first takes the last
-    // warpgroup's last hand-over after the keys, before the barrier that ends them (else the
-    // next register tile's first hand-over could complete the barrier's generation alone).
-    const K group = kir::binary(kir::BinOp::Div, warp_m_, i64(4));
-    if (plan_.turns > 0)
-      emit(kir::if_then(kir::binary(kir::BinOp::Eq, group, i64(plan_.turns - 1)),
-                        {kir::intrinsic(kir::IntrinsicId::BarArrive, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
     if (plan_.overlap)
       emit_overlapped_keys(
           jv, keys_lo, keys, chunk, slabs,
@@ -250,12 +248,7 @@ void MmaTier::emit_fold(kir::Program& program) {
             wgmma_commit();
             wgmma_wait(0, orun, fm * ne * 4);
           },
-          [&] {  // before the consumers' barrier: no warpgroup hands over the next tile's first turn before
-            if (plan_.turns > 0)
-              emit(
-                  kir::if_then(kir::binary(kir::BinOp::Eq, group, i64(0)),
-                               {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
-          });
+          crew ? &*crew : nullptr);
     if (!plan_.overlap)
       stream_loop(jv, keys_lo, keys, chunk, slabs, true, [&](const K& j0, const K& buf, const Issue& issue) {
         // A block of keys inside the axis, and (under a key bound) wholly visible to this warp's
@@ -289,15 +282,35 @@ void MmaTier::emit_fold(kir::Program& program) {
           block_math(j0, buf, issue, true, {});
       });
     if (general_) return emit_general_results(*lanes, fm, rows);
-    emit_fold_results(carrier, fm, ne, tile0, rows, rows_stage_out ? &*qslab : nullptr);
+    emit_fold_results(carrier, fm, ne, tile0, rows, rows_stage_out ? &*qslab : nullptr, crew ? &*crew : nullptr);
   };
-  if (!tile_loop_) return tile_body(i64(0));
-  const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
-  std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(kir::var({ev}, I64)); });
-  kir::Stmt f = kir::for_loop(ev, I64, i64(0), KernelBuilder::size_value(tile_loop_->axis.size), std::move(tiles));
-  f.step = tile_loop_->tile;
-  emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
-  emit(std::move(f));
+  // A persistent kernel's turns go round all its tiles (kernel.cpp); a tile's, its passes.
+  if (!plan_.persistent) turns_begin();
+  if (!tile_loop_) {
+    tile_body(i64(0));
+  } else {
+    const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
+    std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(kir::var({ev}, I64)); });
+    kir::Stmt f = kir::for_loop(ev, I64, i64(0), KernelBuilder::size_value(tile_loop_->axis.size), std::move(tiles));
+    f.step = tile_loop_->tile;
+    emit(kir::comment(fmt::format("{} in register tiles of {}", tile_loop_->axis.name, tile_loop_->tile)));
+    emit(std::move(f));
+  }
+  if (!plan_.persistent) turns_end();
+}
+
+void MmaTier::turns_begin() {
+  if (plan_.turns == 0) return;
+  emit(kir::comment("ping-pong: the last warpgroup gives the first its first turn"));
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(plan_.turns - 1)),
+                    {kir::intrinsic(kir::IntrinsicId::BarArrive, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
+}
+
+void MmaTier::turns_end() {
+  if (plan_.turns == 0) return;
+  emit(kir::comment("ping-pong: the first warpgroup takes the last hand-over"));
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(0)),
+                    {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
 }
 
 int MmaTier::fold_fragment_regs(int fm, int fn, int ks, int ne, bool keep_rows) {
@@ -618,7 +631,7 @@ void MmaTier::emit_row_results(int fm, const K& rows, const std::vector<lir::Stm
 }
 
 void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows,
-                                const Slab* row_slab) {
+                                const Slab* row_slab, const Crew* crew) {
   const lir::Stmt& fold = *fold_;
   emit(kir::comment("the weighted sums' lane parts added across the lanes sharing a row"));
   for (size_t f : rescaled_.weighted)
@@ -680,7 +693,7 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
   // next register tile or the next tile) through the row slab.
   const std::optional<StagedOut> staged =
       plan_.producer_threads > 0
-          ? staged_out(stores, tile_axis.name, ne * kAtomN, {row_slab})
+          ? staged_out(stores, tile_axis.name, ne * kAtomN, {row_slab}, crew != nullptr)
           : staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
   const bool guarded = !staged || reads_tensor(fold.results) || reads_tensor(stores);
   std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
@@ -704,7 +717,7 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
           for (kir::Stmt& st : one) emit(std::move(st));
       },
       tile0);
-  if (staged) write_out(*staged, tile0, rows, tsize);
+  if (staged) write_out(*staged, tile0, rows, tsize, crew);
   if (row_stmts.empty()) return;
   emit(kir::if_then(kir::binary(kir::BinOp::Eq, tile0, i64(0)), b_.nested([&] {
     emit_row_results(fm, rows, row_stmts, [&](int a, int r) {

@@ -86,8 +86,10 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
       // (Only the last wave has fewer tiles than CTAs: an odd one's go to the last CTAs.)
       emit(kir::if_then(lt(block, tiles), b_.nested([&] { tile_work(block); })));
     });
+    if (fold) turns_begin();
     emit(kir::comment("persistent: this CTA's tiles, a snake over waves of gridDim.x"));
     emit(kir::for_loop(wave, I64, i64(0), waves, std::move(walk)));
+    if (fold) turns_end();
   }
   out.body = std::move(body);
   if (plan_.producer_threads > 0) {

@@ -23,8 +23,7 @@ std::pair<K, K> MmaTier::interior_range(const K& lo, const K& keys, int chunk) {
 
 void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                                    const std::vector<const Slab*>& slabs, const BlockMath& math,
-                                   const std::function<void(const K& buf)>& last_pv,
-                                   const std::function<void()>& after_keys) {
+                                   const std::function<void(const K& buf)>& last_pv, const Crew* crew) {
   using kir::BinOp;
   const int depth = stage_->depth, ahead = depth - 2;
   EMMY_INTERNAL_ASSERT(ahead >= 1 && stage_->ring, "OVERLAP without a ring of three buffers (the plan checks it)");
@@ -36,7 +35,8 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
       kir::comment(fmt::format("overlap: each block's scores issued before the previous block's P @ V completes; "
                                "the ring {} tile{} ahead (one buffer stays with the pending P @ V){}",
                                ahead, ahead == 1 ? "" : "s", boxes_only ? ", no block barrier a tile" : "")));
-  ring_prologue(lo, keys, chunk, slabs, ahead, boxes_only);
+  EMMY_INTERNAL_ASSERT(!crew || boxes_only, "a crew's barrier over a ring not wholly by TMA");
+  ring_prologue(lo, keys, chunk, slabs, ahead, boxes_only, crew);
   const std::string bv = b_.fresh("buf");
   K buf = kir::var({bv}, ScalarType::I32);
   emit(kir::decl(bv, ScalarType::I32, ci32(0)));
@@ -101,9 +101,8 @@ void MmaTier::emit_overlapped_keys(const std::string& var, const K& lo, const K&
     last_pv(last);
     if (boxes_only) release(last);
   })));
-  if (after_keys) after_keys();
   // The slabs are free for whatever fills them next (another register tile's prologue).
-  emit(kir::barrier());
+  emit(crew_barrier(crew));
 }
 
 }  // namespace emmy::lower::detail

@@ -59,7 +59,7 @@ K MmaTier::stream_loop(const std::string& var, const K& lo, const K& size, int c
 }
 
 void MmaTier::ring_prologue(const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs, int dist,
-                            bool boxes_only) {
+                            bool boxes_only, const Crew* crew) {
   emit(kir::comment(fmt::format("prologue: the first {} tiles' copies in flight", dist)));
   for (int p = 0; p < dist; ++p) {
     K origin = add(lo, i64(int64_t{p} * chunk));
@@ -71,7 +71,7 @@ void MmaTier::ring_prologue(const K& lo, const K& size, int chunk, const std::ve
     // here: the loop's tiles have no block barrier.
     emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0}));
     if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
-    emit(kir::barrier());
+    emit(crew_barrier(crew));
   }
 }
 

@@ -72,6 +72,7 @@ class MmaTier {
   // The turns' named barriers: 2 + the warpgroup (0 is __syncthreads, 1 the consumers' under
   // WSPEC), each of the warpgroup waiting its turn and the one before it handing over.
   static constexpr int kTurnBarrier0 = 2, kTurnThreads = 2 * 4 * kWarp;
+  static constexpr int kCrewBarrier0 = 8;  // a warpgroup crew's barrier: 8 + its warpgroup
   // Named barrier `2 + warpgroup` (mine) or the next warpgroup's, round robin: PINGPONG's turns.
   K turn_barrier(bool next);
 
@@ -269,12 +270,28 @@ class MmaTier {
   // The global element index the slab's read has at (outer, inner), the indices unclamped.
   K element_index(const Slab& s, const K& outer, const K& inner);
 
-  // The block's threads copy one tile into buffer `buf`.
-  void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base);
+  // The threads that fill, stage and store a block's rows of a slab together: the block's (no
+  // crew), or a warpgroup's own rows of the row slab, which it alone fills, reads and stages
+  // through (its_rows), synchronising at a named barrier of its own.
+  struct Crew {
+    K tid;  // I32: the thread's rank in the crew
+    int threads = 0;
+    K row0;        // I32: the crew's first row of the slab
+    int rows = 0;  // its rows
+    K barrier;     // I32: its named barrier's id
+  };
+  // The crews of the row slab under PINGPONG with producer warps: each warpgroup its 64 rows.
+  Crew warpgroup_crew();
+  // The crew's barrier, or (no crew) the block's.
+  static kir::Stmt crew_barrier(const Crew* crew);
+
+  // The block's threads (or the crew's, its rows) copy one tile into buffer `buf`.
+  void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base, const Crew* crew = nullptr);
 
   // 16-byte cp.async per chunk of 8 elements where the chunk is inside the tensor and aligned,
   // else element by element through registers with zeros past the ends (ragged sizes, odd strides).
-  void fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, const K& inner_base);
+  void fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, const K& inner_base,
+                      const Crew* crew = nullptr);
 
   void commit();
   // With wgmma, each thread's landed copies (generic proxy) are fenced for the tensor cores'
@@ -349,8 +366,9 @@ class MmaTier {
   // cp.async before is published after them); the copy of the tile at `origin` into `buf` where it
   // is inside `size`, one commit group; x in [0, 2 depth) taken mod depth; and this thread done
   // with buffer `buf` (an arrival on its free mbarrier).
+  // (With a crew, only its threads wait for what they copied: the row slab's rows are theirs.)
   void ring_prologue(const K& lo, const K& size, int chunk, const std::vector<const Slab*>& slabs, int dist,
-                     bool boxes_only);
+                     bool boxes_only, const Crew* crew = nullptr);
   void ring_issue(const K& origin, const K& buf, const K& size, int dist, const std::vector<const Slab*>& slabs,
                   bool boxes_only);
   K ring_wrap(const K& x) const;
@@ -491,11 +509,11 @@ class MmaTier {
   // masked blocks before the interior (under a lower key bound), the interior blocks unmasked,
   // the masked blocks after. The ring runs depth - 2 tiles ahead, so the buffer whose P @ V is
   // pending is never refilled; `last_pv` issues and completes the last block's P @ V from its
-  // buffer once past the loops; `after_keys` emits what must precede the barrier that ends them.
+  // buffer once past the loops. A barrier ends them: the crew's (its own rows of the row slab, and
+  // every tile by TMA), else the block's.
   void emit_overlapped_keys(const std::string& var, const K& lo, const K& keys, int chunk,
                             const std::vector<const Slab*>& slabs, const BlockMath& math,
-                            const std::function<void(const K& buf)>& last_pv,
-                            const std::function<void()>& after_keys = {});
+                            const std::function<void(const K& buf)>& last_pv, const Crew* crew = nullptr);
   // The interior blocks' range [begin, end) on the block grid from lo, the same for every warp
   // of the block (the ring's barriers meet): keys no row of the block masks.
   std::pair<K, K> interior_range(const K& lo, const K& keys, int chunk);
@@ -521,7 +539,12 @@ class MmaTier {
   // staged through the ring's slabs, or with producer warps through `row_slab` (when not null:
   // the consumers' own, refilled every pass).
   void emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows,
-                         const Slab* row_slab);
+                         const Slab* row_slab, const Crew* crew = nullptr);
+  // PINGPONG's hand-overs around all of a kernel's key blocks, its tiles' and passes' alike (one
+  // chain of turns: a warpgroup done with a tile starts the next while the others finish theirs):
+  // the last warpgroup gives the first its first turn; the first takes the last hand-over.
+  void turns_begin();
+  void turns_end();
 
   // A rows-only fold's results and stores: per row slot (m-atom a, row r of the lane's two), one
   // thread of the lanes sharing the row; `bind` binds the carrier's registers of the slot.
@@ -554,6 +577,10 @@ class MmaTier {
     std::vector<std::string> vars;  // the store's subscripts (axis names), the column axis last
     ScalarType type = ScalarType::F32;
     int rows = 0, cols = 0, xor_mod = 1;  // chunk c of row r sits at chunk c ^ (r % xor_mod)
+    // The tile in panels of row_elems columns (row r of a panel at r * row_elems), panel_elems
+    // apart: one panel of all the columns, or the row slab's own 64-column panels.
+    int row_elems = 0;
+    int64_t panel_elems = 0;
   };
 
   // A shared buffer of its own for a block's `rows` x `cols` tile of results, where the target's
@@ -564,8 +591,10 @@ class MmaTier {
   // Staged when the element's statements end with its one store, a plain one of the operands'
   // type contiguous along the column axis, and one of `slabs` (free once the loop is done) holds
   // the block's tile. Says so in a comment of the kernel.
+  // With `slab_layout`, the tile takes the slab's own (swizzled) layout, each row where the slab
+  // keeps that row: a crew stages through its own rows only.
   std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
-                                      const std::vector<const Slab*>& slabs);
+                                      const std::vector<const Slab*>& slabs, bool slab_layout = false);
 
   // Whether any of the statements (their values, a fold's results) reads a tensor: then an element
   // outside the tensor's bounds must not be computed, and staging it keeps its bounds test; else
@@ -588,7 +617,8 @@ class MmaTier {
 
   // After a barrier, chunk q of the tile (row q / (cols / 8), 8 columns from col0) goes out with
   // one 16-byte load and store where it is whole and aligned in the tensor, else element by element.
-  void write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols);
+  // With a crew, only its rows, by its threads, between its barriers.
+  void write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols, const Crew* crew = nullptr);
 
  public:
   std::vector<lir::Stmt> kernel_body_;
