@@ -154,48 +154,7 @@ void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const
   kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, crew ? crew->tid : kir::special(kir::Special::ThreadIdx),
                                  ci32(chunks), std::move(body));
   loop.step = threads;
-  const int row_step = threads / per_row;
-  if (threads % per_row != 0 || chunks % threads != 0 || row_step % so.xor_mod != 0) {
-    emit(std::move(loop));
-    return emit(crew_barrier(crew));  // the slab is the next pass's (another register tile's) ring again
-  }
-  // Where the rows are inside the tensor and every chunk aligned, the thread's chunks are row_step
-  // rows apart in one column (in the tensor and in the staged tile alike): one address pair, then
-  // constant steps, unrolled, no tests.
-  K tid = crew ? crew->tid : kir::special(kir::Special::ThreadIdx);
-  K r0 = kir::binary(kir::BinOp::Div, tid, ci32(per_row));
-  r0 = hoisted("out_row0", crew ? add(crew->row0, r0) : r0);
-  K c0 = hoisted("out_col0", mul(kir::binary(kir::BinOp::Rem, tid, ci32(per_row)), ci32(8)));
-  auto index_at = [&](const K& row, const K& col) {
-    std::vector<K> idx;
-    for (const std::string& v : so.vars)
-      idx.push_back(v == row_axis_.name ? row : v == so.col_axis ? col : *b_.find_index(v));
-    return b_.linear_index(t, idx);
-  };
-  K row0 = add(row_block0_, as(r0, I64)), c = add(col0, as(c0, I64));
-  K at0 = let(b_.fresh("out_at"), index_at(row0, c));
-  K stride = let(b_.fresh("out_stride"), kir::binary(kir::BinOp::Sub, index_at(add(row0, i64(1)), c), at0));
-  K end = add(row_block0_, crew ? as(add(crew->row0, ci32(crew->rows)), I64) : i64(so.rows));
-  auto multiple_of_8 = [](const K& v) {
-    return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, v, i64(8)), i64(0));
-  };
-  K inside = kir::binary(kir::BinOp::And,
-                         kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Le, end, rows),
-                                     kir::binary(kir::BinOp::Le, add(col0, i64(so.cols)), cols)),
-                         kir::binary(kir::BinOp::And, multiple_of_8(at0), multiple_of_8(stride)));
-  K from0 = let(b_.fresh("out_from"), staged_at(so, r0, c0));
-  std::vector<kir::Stmt> straight = b_.nested([&] {
-    for (int i = 0; i < chunks / threads; ++i) {
-      const std::string v = b_.fresh("out_vec");
-      emit(kir::decl(v, so.type, 8));
-      emit(kir::vec_load(v, so.type, 8, so.array, add(from0, ci32(int64_t{i} * row_step * so.row_elems)),
-                         kir::Space::Shared));
-      emit(kir::vec_store(so.tensor, i ? add(at0, mul(stride, i64(int64_t{i} * row_step))) : at0, v, so.type, 8));
-    }
-  });
-  std::vector<kir::Stmt> checked;
-  checked.push_back(std::move(loop));
-  emit(kir::if_then(inside, std::move(straight), std::move(checked)));
+  emit(std::move(loop));
   emit(crew_barrier(crew));  // the slab is the next pass's (another register tile's) ring again
 }
 
