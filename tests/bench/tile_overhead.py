@@ -9,7 +9,6 @@ Usage (on the GPU machine): tile_overhead.py --lib gpu-carry/libemmy.so --shape 
 """
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -18,26 +17,16 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 import emmy  # noqa: E402
+from fold_variants import timed  # noqa: E402  (the median of n launches, L2 flushed before each)
 
 
 def time_us(fn, n=20):
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    fn()
-    times = []
-    for _ in range(n):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
+    return timed(torch, fn, n)
 
 
 def fit(xs, ys):
     """Least squares y = a + b x."""
-    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     return my - b * mx, b
 

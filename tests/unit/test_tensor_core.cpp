@@ -284,7 +284,9 @@ TEST_CASE(
       }
       if (src.cli.find("WSPEC=p1") != std::string::npos) {  // applied: the consumers meet at their own barrier
         CHECK(low.plans[0].producer_threads == 128);
-        CHECK(cuda.find("emmy_bar_sync(1, ") != std::string::npos);
+        // (Taking turns, each warpgroup at its own: a crew of its rows of Q's slab.)
+        CHECK(cuda.find(low.plans[0].turns > 0 ? "emmy_bar_sync(crew_barrier_" : "emmy_bar_sync(1, ") !=
+              std::string::npos);
         CHECK(cuda.find("__syncthreads();") != std::string::npos);  // the mbarriers' initialisation, all threads
       }
       interpret_all(*l->program, op, low, 9);
@@ -692,6 +694,10 @@ TEST_CASE("tensor cores: PINGPONG's warpgroups take turns with the same results,
       const std::string cuda = print_cuda(b.kernels);
       CHECK(cuda.find("emmy_bar_arrive(turn_next_") != std::string::npos);
       CHECK(cuda.find("emmy_bar_sync(turn_mine_") != std::string::npos);
+      // With producers each warpgroup is a crew of its rows of Q's slab: its own barrier, none of
+      // all the consumers (bar.sync 1).
+      CHECK((cuda.find("emmy_bar_sync(crew_barrier_") != std::string::npos) == !wspec.empty());
+      if (!wspec.empty()) CHECK(cuda.find("emmy_bar_sync(1, 256)") == std::string::npos);
       // Two register tiles of E (the turns carry over from one to the next), ragged keys.
       const SizeBindings sizes{{"B", 1}, {"H", 2}, {"S", 150}, {"T", 200}, {"D", 40}, {"E", 72}};
       for (std::optional<HostileKind> kind : {std::optional<HostileKind>{}, std::optional{HostileKind::Large}}) {
@@ -763,7 +769,7 @@ TEST_CASE("tensor cores: RASTER reorders a contraction's tiles with the same res
 TEST_CASE("tensor cores: PERSIST walks the tiles with a CTA an SM, bit for bit the one-tile-a-CTA results") {
   // The interpreter's device holds SimtOptions::sms CTAs: each walks several tiles (a ragged count),
   // blocks shuffled; every output element NaN-filled and compared bit for bit with the kernel
-  // without PERSIST. Folds (hd64 with producers, ping-pong and overlap; causal hd128) and
+  // without PERSIST. Folds (hd64 with producers, ping-pong and overlap; three warpgroups; causal hd128) and
   // contractions (with producers: the epilogue not staged through the ring; without: staged).
   const TargetInfo& sm90a = *find_target("sm_90a");
   struct Case {
@@ -777,8 +783,13 @@ TEST_CASE("tensor cores: PERSIST walks the tiles with a CTA an SM, bit for bit t
       "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,"
       "OVERLAP=1,PINGPONG=1,WSPEC=p1";
   const std::string fold128 = "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k8,TILE@e=f128,STAGE=d2/tma/ring";
+  // Three crews taking turns, two passes over E: one chain of turns round every tile and pass.
+  const std::string w12 =
+      "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w12x1/k4,TILE@e=f64,STAGE=d3/tma/ring,FAST_EXP=1,"
+      "OVERLAP=1,PINGPONG=1,WSPEC=p1";
   for (const Case& c :
        {Case{"nn", "sdpa", fold64, {{"B", 2}, {"H", 3}, {"S", 200}, {"T", 150}, {"D", 64}, {"E", 50}}, "o"},
+        Case{"nn", "sdpa_causal", w12, {{"B", 1}, {"H", 2}, {"S", 401}, {"D", 64}, {"E", 100}}, "o"},
         Case{"nn", "sdpa_causal", fold128, {{"B", 1}, {"H", 2}, {"S", 333}, {"D", 100}, {"E", 128}}, "o"},
         Case{"linalg",
              "matmul",
