@@ -60,6 +60,11 @@ std::string print_plan(const KernelPlan& p) {
   if (p.turns > 0)
     out += fmt::format("  ping-pong: {} warpgroups take turns issuing each block's wgmma (named barriers 2 .. {})\n",
                        p.turns, p.turns + 1);
+  if (p.crews)
+    out += fmt::format(
+        "  crews: each warpgroup fills, reads and stages through its own rows of the row slab (named barriers "
+        "8 .. {}, 128 threads)\n",
+        7 + p.turns);
   if (!p.no_pingpong.empty()) out += fmt::format("  ping-pong refused: {}\n", p.no_pingpong);
   if (p.raster_group > 0)
     out += fmt::format("  raster: blocks walk groups of {} {} tiles, {} tiles fastest within a group\n", p.raster_group,

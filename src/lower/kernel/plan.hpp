@@ -44,6 +44,7 @@ struct KernelPlan {
   int producer_registers = 0;
   std::string no_wspec;     // where WSPEC was asked for and not applied: why
   int turns = 0;            // PINGPONG applied: the warpgroups taking turns at the tensor cores
+  bool crews = false;       // ... with producers: each warpgroup alone fills, reads and stages through its rows
   std::string no_pingpong;  // where PINGPONG=1 was asked for and not applied: why
   char raster_axis = 0;     // RASTER applied: 'm' (groups of row tiles) or 'n', and the group's size
   int raster_group = 0;

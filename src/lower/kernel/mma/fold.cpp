@@ -74,7 +74,10 @@ void MmaTier::emit_fold(kir::Program& program) {
   // rows of the slab alone: no barrier of all the consumers, and one warpgroup's stores and next
   // tile's rows go under the others' key blocks.
   std::optional<Crew> crew;
-  if (rows_stage_out && plan_.turns > 0 && qslab->swizzled && t_.warps_n == 1) crew = warpgroup_crew();
+  if (plan_.crews) {
+    EMMY_INTERNAL_ASSERT(rows_stage_out && qslab->swizzled, "crews without a swizzled row slab (the plan checks it)");
+    crew = warpgroup_crew();
+  }
   auto fill_rows = [&] {
     fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
          qslab->inner.name == row_axis_.name ? row_block0_ : i64(0), crew ? &*crew : nullptr);

@@ -603,6 +603,8 @@ void MmaTier::plan_pingpong() {
     return;
   }
   plan_.turns = groups;
+  // With producers the row slab (wgmma's: swizzled) is the consumers' alone: each warpgroup a crew.
+  plan_.crews = plan_.producer_threads > 0 && !plan_.row_fragments_in_registers && t_.warps_n == 1;
 }
 
 void MmaTier::plan_raster() {

@@ -1,9 +1,13 @@
 // The pattern racecheck flags in the pingpong kernels, alone: two consumer warpgroups taking turns
 // on named barriers 2 and 3 (bar.arrive / bar.sync, 256 threads), then each stores into a shared
 // tile, bar.sync 1, 256, and each reads the other warpgroup's part. A producer warpgroup (threads
-// 256..383) takes no part. kTurns=false leaves the turns out; kRegs moves registers to the consumers
-// with setmaxnreg as the kernels do. Build: nvcc -gencode arch=compute_90a,code=sm_90a -o repro repro.cu; run: ./repro T R
-// (T: 0, 1, or 2 for the turns with bar.sync only; R: 0 or 1), each variant in its own process under compute-sanitizer --tool racecheck.
+// 256..383) takes no part. kTurns=false leaves the turns out; kRegs moves registers to the
+// consumers with setmaxnreg as the kernels do.
+// Build: nvcc -gencode arch=compute_90a,code=sm_90a -o repro repro.cu
+// Run: ./repro T R (T: 0 no turns, 1 the turns, 2 the turns with bar.sync in place of bar.arrive;
+// R: 0 or 1), each variant in its own process under compute-sanitizer --tool racecheck.
+// H200, 2026-12-03 (tests/bench/results/step10/2026-12-03-race/run1, run2): T=1 2 hazards (R=0 and
+// R=1), T=0 none, T=2 none: racecheck's model of bar.arrive, the code being race-free.
 #include <cstdio>
 #include <cuda_fp16.h>
 
