@@ -125,18 +125,14 @@ void MmaTier::emit_contraction() {
           b_.scope().index[row_axis_.name] = row;
           b_.scope().index[col_axis_.name] = col;
           b_.scope().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
-          for (size_t i = 0; i < kernel_body_.size(); ++i) {
-            lir::Stmt st = kernel_body_[i];
-            if (static_cast<int>(i) == contraction_stmt_) st.value = first_.around;
-            if (staged && i + 1 == kernel_body_.size())
+          for (size_t i = 0; i < epilogue_body.size(); ++i) {
+            const lir::Stmt& st = epilogue_body[i];
+            if (staged && i + 1 == epilogue_body.size())
               return stage_element(*staged, b_.lower(st.value), a, n, e, guarded ? nullptr : &held);
             element_stmt(st, !guarded);
           }
         });
-        if (guarded)
-          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one)));
-        else
-          for (kir::Stmt& st : one) emit(std::move(st));
+        emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one));
       },
       col0_);
   if (staged) write_out(*staged, col_block0_, rows, cols);

@@ -25,18 +25,17 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
   StagedOut so{{}, st.tensor, col_axis, {}, t_.operand, t_.warps_m * rows_per_warp_, cols, 1, cols, 0};
   const int warp_chunks = (t_.warps_n > 1 ? cols_per_warp_ : cols) / 8;
   while (so.xor_mod < 8 && warp_chunks % (so.xor_mod * 2) == 0) so.xor_mod *= 2;
-  for (const Slab* slab : slabs) {
-    if (slab && slab_layout) {
-      // The slab's 128-byte swizzle: 64-column panels, chunk c of row r at c ^ (r % 8); the
-      // tile's columns within the slab's, its rows the slab's.
-      if (!slab->swizzled || t_.warps_n != 1 || cols % 64 != 0 || cols > slab->cols || so.rows != slab->rows)
-        return std::nullopt;
-      so.xor_mod = 8;
-      so.row_elems = 64;
-      so.panel_elems = int64_t{slab->rows} * 64;
-    } else if (slab_layout) {
+  if (slab_layout) {
+    // The slab's 128-byte swizzle: 64-column panels, chunk c of row r at c ^ (r % 8); the tile's
+    // columns within the slab's, its rows the slab's.
+    const Slab* slab = slabs.size() == 1 ? slabs[0] : nullptr;
+    if (!slab || !slab->swizzled || t_.warps_n != 1 || cols % 64 != 0 || cols > slab->cols || so.rows != slab->rows)
       return std::nullopt;
-    }
+    so.xor_mod = 8;
+    so.row_elems = 64;
+    so.panel_elems = int64_t{slab->rows} * 64;
+  }
+  for (const Slab* slab : slabs)
     if (slab && slab->elems() * slab->buffers >= int64_t{so.rows} * cols) {
       so.array = slab->array;
       for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
@@ -46,7 +45,6 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
                                    so.tensor, so.array)));
       return so;
     }
-  }
   return std::nullopt;
 }
 
@@ -76,6 +74,11 @@ void MmaTier::element_stmt(const lir::Stmt& s, bool shared_scope) {
   own.reg = b_.fresh(s.reg);
   b_.stmt(own);
   b_.scope().regs[s.reg] = b_.scope().regs.at(own.reg);
+}
+
+void MmaTier::emit_element(bool guarded, const K& in_range, std::vector<kir::Stmt> one) {
+  if (guarded) return emit(kir::if_then(in_range, std::move(one)));
+  for (kir::Stmt& st : one) emit(std::move(st));
 }
 
 K MmaTier::staged_at(const StagedOut& so, const K& r, const K& c) const {
@@ -122,13 +125,12 @@ void MmaTier::stage_element(const StagedOut& so, K value, int a, int n, int e, s
 void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const K& cols, const Crew* crew) {
   emit(crew_barrier(crew));
   const int per_row = so.cols / 8, chunks = (crew ? crew->rows : so.rows) * per_row;
-  const int threads = crew ? crew->threads : out_->block_threads;
+  const int threads = crew_threads(crew);
   const tir::Tensor& t = *b_.loops().tensors.find(so.tensor);
   const std::string qv = b_.fresh("out_chunk"), vec = b_.fresh("out_vec");
   K q = kir::var({qv}, ScalarType::I32);
   std::vector<kir::Stmt> body = b_.nested([&] {
-    K r = kir::binary(kir::BinOp::Div, q, ci32(per_row));
-    r = let(b_.fresh("out_row"), crew ? add(crew->row0, r) : r);
+    K r = let(b_.fresh("out_row"), crew_row(crew, kir::binary(kir::BinOp::Div, q, ci32(per_row))));
     K c = let(b_.fresh("out_col"), mul(kir::binary(kir::BinOp::Rem, q, ci32(per_row)), ci32(8)));
     K row = add(row_block0_, as(r, I64)), col = let(b_.fresh("out_c"), add(col0, as(c, I64)));
     std::vector<K> idx;
@@ -151,8 +153,7 @@ void MmaTier::write_out(const StagedOut& so, const K& col0, const K& rows, const
     });
     emit(kir::if_then(lt(row, rows), {kir::if_then(whole, std::move(vector), std::move(scalar))}));
   });
-  kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, crew ? crew->tid : kir::special(kir::Special::ThreadIdx),
-                                 ci32(chunks), std::move(body));
+  kir::Stmt loop = kir::for_loop(qv, ScalarType::I32, crew_tid(crew), ci32(chunks), std::move(body));
   loop.step = threads;
   emit(std::move(loop));
   emit(crew_barrier(crew));  // the slab is the next pass's (another register tile's) ring again

@@ -305,14 +305,14 @@ void MmaTier::emit_fold(kir::Program& program) {
 void MmaTier::turns_begin() {
   if (plan_.turns == 0) return;
   emit(kir::comment("ping-pong: the last warpgroup gives the first its first turn"));
-  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(plan_.turns - 1)),
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, warpgroup(), i64(plan_.turns - 1)),
                     {kir::intrinsic(kir::IntrinsicId::BarArrive, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
 }
 
 void MmaTier::turns_end() {
   if (plan_.turns == 0) return;
   emit(kir::comment("ping-pong: the first warpgroup takes the last hand-over"));
-  emit(kir::if_then(kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(0)),
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, warpgroup(), i64(0)),
                     {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {ci32(kTurnBarrier0)}, {kTurnThreads})}));
 }
 
@@ -714,10 +714,7 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
           if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e, guarded ? nullptr : &held);
           for (const lir::Stmt& s : stores) b_.stmt(s);
         });
-        if (guarded)
-          emit(kir::if_then(kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one)));
-        else
-          for (kir::Stmt& st : one) emit(std::move(st));
+        emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one));
       },
       tile0);
   if (staged) write_out(*staged, tile0, rows, tsize, crew);

@@ -167,9 +167,7 @@ void MmaTier::tile_coordinates(const lir::Kernel& k, K rest, const K& row_tiles,
   lane_setup(top);  // (a persistent kernel's comes before its tiles)
   row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block_)));
   row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
-  if (wgmma())
-    group_row0_ = let("group_row0",
-                      add(row_block0_, mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_))));
+  if (wgmma()) group_row0_ = let("group_row0", add(row_block0_, mul(warpgroup(), i64(4 * rows_per_warp_))));
   if (!fold) {
     col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block_)));
     col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));

@@ -621,8 +621,10 @@ void MmaTier::plan_raster() {
   plan_.raster_group = r.group;
 }
 
+K MmaTier::warpgroup() const { return kir::binary(kir::BinOp::Div, warp_m_, i64(4)); }
+
 K MmaTier::turn_barrier(bool next) {
-  K group = kir::binary(kir::BinOp::Div, warp_m_, i64(4));
+  K group = warpgroup();
   if (next) group = kir::binary(kir::BinOp::Rem, add(group, i64(1)), i64(plan_.turns));
   return hoisted(next ? "turn_next" : "turn_mine", i32(add(group, i64(kTurnBarrier0))));
 }

@@ -78,7 +78,7 @@ K MmaTier::element_index(const Slab& s, const K& outer, const K& inner) {
 
 MmaTier::Crew MmaTier::warpgroup_crew() {
   const int rows = 4 * rows_per_warp_;
-  K group = i32(kir::binary(kir::BinOp::Div, warp_m_, i64(4)));
+  K group = i32(warpgroup());
   return Crew{
       .tid = hoisted("crew_tid", kir::binary(kir::BinOp::Rem, kir::special(kir::Special::ThreadIdx), ci32(4 * kWarp))),
       .threads = 4 * kWarp,
@@ -91,6 +91,12 @@ kir::Stmt MmaTier::crew_barrier(const Crew* crew) {
   if (!crew) return kir::barrier();
   return kir::intrinsic(kir::IntrinsicId::BarSync, {}, {crew->barrier}, {crew->threads});
 }
+
+int MmaTier::crew_threads(const Crew* crew) const { return crew ? crew->threads : out_->block_threads; }
+
+K MmaTier::crew_tid(const Crew* crew) { return crew ? crew->tid : kir::special(kir::Special::ThreadIdx); }
+
+K MmaTier::crew_row(const Crew* crew, K r) { return crew ? add(crew->row0, std::move(r)) : r; }
 
 void MmaTier::fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base, const Crew* crew) {
   if (!stage_->async || !s.strided) return fill_by_chunks(s, buf, outer_base, inner_base, crew);
@@ -110,15 +116,14 @@ void MmaTier::fill(const Slab& s, const K& buf, const K& outer_base, const K& in
   const int per_row = s.cols / 8, chunks = (crew ? crew->rows : s.rows) * per_row;
   const std::string cv = b_.fresh("chunk");
   K c32 = kir::var({cv}, ScalarType::I32);
-  const int threads = crew ? crew->threads : out_->block_threads;
-  const K tid = crew ? crew->tid : kir::special(kir::Special::ThreadIdx);
-  auto crew_row = [crew](K r) { return crew ? add(crew->row0, std::move(r)) : r; };  // a slab row of the crew's
+  const int threads = crew_threads(crew);
+  const K tid = crew_tid(crew);
   std::vector<kir::Stmt> fast = b_.nested([&] {
     if (threads % per_row == 0 && chunks % threads == 0 && (!s.swizzled || (threads / per_row) % 8 == 0)) {
       // The thread's chunks are rows apart by threads / per_row, in one column: one address
       // pair per tile, then a constant step each (unrolled: the copies issue back to back).
       const int row_step = threads / per_row;
-      K r0 = hoisted("fill_row", crew_row(kir::binary(kir::BinOp::Div, tid, ci32(per_row))));
+      K r0 = hoisted("fill_row", crew_row(crew, kir::binary(kir::BinOp::Div, tid, ci32(per_row))));
       K q0 = hoisted("fill_col", mul(kir::binary(kir::BinOp::Rem, tid, ci32(per_row)), ci32(8)));
       K src0 = let(b_.fresh("fill_src"), add(first, add(mul(as(r0, I64), stride), as(q0, I64))));
       K src_step = let(b_.fresh("fill_step"), mul(stride, i64(row_step)));
@@ -132,7 +137,7 @@ void MmaTier::fill(const Slab& s, const K& buf, const K& outer_base, const K& in
       return;
     }
     std::vector<kir::Stmt> chunk = b_.nested([&] {
-      K r32 = crew_row(kir::binary(kir::BinOp::Div, c32, ci32(per_row)));
+      K r32 = crew_row(crew, kir::binary(kir::BinOp::Div, c32, ci32(per_row)));
       K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
       K dst = add(s.buffer_start(buf), s.offset(r32, q32));
       K src = add(first, add(mul(as(r32, I64), stride), as(q32, I64)));
@@ -147,14 +152,13 @@ void MmaTier::fill(const Slab& s, const K& buf, const K& outer_base, const K& in
 
 void MmaTier::fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, const K& inner_base, const Crew* crew) {
   const int per_row = s.cols / 8, chunks = (crew ? crew->rows : s.rows) * per_row;
-  const int threads = crew ? crew->threads : out_->block_threads;
+  const int threads = crew_threads(crew);
   // A real loop over the thread's chunks (not unrolled): unrolled, the compiler hoists each
   // chunk's addresses out of the key loop and the fragments spill.
   const std::string cv = b_.fresh("chunk");
   K c32 = kir::var({cv}, ScalarType::I32);
   std::vector<kir::Stmt> chunk = b_.nested([&] {
-    K r32 = kir::binary(kir::BinOp::Div, c32, ci32(per_row));
-    if (crew) r32 = add(crew->row0, r32);
+    K r32 = crew_row(crew, kir::binary(kir::BinOp::Div, c32, ci32(per_row)));
     K q32 = mul(kir::binary(kir::BinOp::Rem, c32, ci32(per_row)), ci32(8));
     K at32 = s.offset(r32, q32);
     K r = let(b_.fresh("fill_row"), as(r32, I64)), q = let(b_.fresh("fill_col"), as(q32, I64));
@@ -190,8 +194,7 @@ void MmaTier::fill_by_chunks(const Slab& s, const K& buf, const K& outer_base, c
         kir::intrinsic(kir::IntrinsicId::CpAsync16, {}, {kir::shared_addr(s.array, i32(dst)), index}, {}, s.read.name));
     emit(kir::if_then(whole, std::move(copy), std::move(by_elements)));
   });
-  kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, crew ? crew->tid : kir::special(kir::Special::ThreadIdx),
-                                 ci32(chunks), std::move(chunk));
+  kir::Stmt loop = kir::for_loop(cv, ScalarType::I32, crew_tid(crew), ci32(chunks), std::move(chunk));
   loop.step = threads;
   emit(std::move(loop));
 }

@@ -75,6 +75,8 @@ class MmaTier {
   static constexpr int kCrewBarrier0 = 8;  // a warpgroup crew's barrier: 8 + its warpgroup
   // Named barrier `2 + warpgroup` (mine) or the next warpgroup's, round robin: PINGPONG's turns.
   K turn_barrier(bool next);
+  // The thread's warpgroup (I64): its warp row / 4.
+  K warpgroup() const;
 
   bool plan_fold(const lir::Kernel& k, const lir::Stmt& fold);
 
@@ -272,7 +274,7 @@ class MmaTier {
 
   // The threads that fill, stage and store a block's rows of a slab together: the block's (no
   // crew), or a warpgroup's own rows of the row slab, which it alone fills, reads and stages
-  // through (its_rows), synchronising at a named barrier of its own.
+  // through, synchronising at a named barrier of its own.
   struct Crew {
     K tid;  // I32: the thread's rank in the crew
     int threads = 0;
@@ -282,8 +284,12 @@ class MmaTier {
   };
   // The crews of the row slab under PINGPONG with producer warps: each warpgroup its 64 rows.
   Crew warpgroup_crew();
-  // The crew's barrier, or (no crew) the block's.
+  // The crew's barrier, its threads, a thread's rank in it and row r of its rows; with no crew
+  // (nullptr) the block's.
   static kir::Stmt crew_barrier(const Crew* crew);
+  int crew_threads(const Crew* crew) const;
+  static K crew_tid(const Crew* crew);
+  static K crew_row(const Crew* crew, K r);
 
   // The block's threads (or the crew's, its rows) copy one tile into buffer `buf`.
   void fill(const Slab& s, const K& buf, const K& outer_base, const K& inner_base, const Crew* crew = nullptr);
@@ -603,6 +609,8 @@ class MmaTier {
   // One statement of a C element's epilogue; with shared_scope (unguarded: the elements' statements
   // all in the enclosing scope) a Compute's register renamed apart, its name bound to the new one.
   void element_stmt(const lir::Stmt& s, bool shared_scope);
+  // A C element's statements: guarded, under its bounds test `in_range`; else in the enclosing scope.
+  void emit_element(bool guarded, const K& in_range, std::vector<kir::Stmt> one);
 
   // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
   // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.

@@ -29,8 +29,7 @@ std::pair<K, K> MmaTier::descriptor_words(const K& base, int64_t byte_off, uint6
 }
 
 MmaTier::AOperand MmaTier::a_operand(const Slab& s, int step, const K& buf) {
-  K group =
-      hoisted("group_rows", as(mul(kir::binary(kir::BinOp::Div, warp_m_, i64(4)), i64(4 * rows_per_warp_ * 128)), U32));
+  K group = hoisted("group_rows", as(mul(warpgroup(), i64(4 * rows_per_warp_ * 128)), U32));
   return {{},
           0,
           descriptor_words(b_.shared(add(kir::shared_addr(s.array, s.buffer_start(buf)), group)),
