@@ -8,5 +8,6 @@ emmy_install_deps
 emmy_build
 # Where the CUDA toolkit is installed, the NVRTC tests must run, not skip.
 if [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvrtc.so" ]; then export EMMY_REQUIRE_NVRTC=1; fi
-# Two tests at a time on two cores (the unit tests are two single-threaded halves: unit, unit_matrices).
+# Two tests at a time on two cores (the unit tests are three single-threaded parts: unit, unit_matrices,
+# unit_tensor_cores).
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"

@@ -184,7 +184,7 @@ TEST_CASE("checks: NaN and -inf rows propagate to the same places on every op") 
       const std::string name = op->decl->name.name;
       const lower::Lowered low =
           lower::lower_op(*l->program, *op, {nullptr, "", "TILE=a:scalar"}, *find_target("sm_90"));
-      const SizeBindings sizes = test::cycled_sizes(*op, test::matrix_size_cycles()[1]);
+      const SizeBindings sizes = test::matrix_sizes(*op, test::matrix_size_cycles()[1]);
       for (HostileKind kind : {HostileKind::NaN, HostileKind::NegInfRows}) {
         CAPTURE(name);
         CAPTURE(hostile_kind_name(kind));

@@ -32,7 +32,7 @@ using test::shape_text;
 // Three shapes: every size 3; distinct sizes that no tile divides; sizes of 1 and 2.
 std::vector<SizeBindings> shapes(const CheckedOp& op) {
   std::vector<SizeBindings> out;
-  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::cycled_sizes(op, cycle));
+  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::matrix_sizes(op, cycle));
   return out;
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("schedules: every stdlib op and example, every scalar-tier schedule, o
     auto l = load(file);
     REQUIRE_MESSAGE(!l->diags->has_errors(), file);
     for (const CheckedOp* op : main_ops(*l->program)) {
-      const SizeBindings sizes = test::cycled_sizes(*op, test::matrix_size_cycles()[1]);
+      const SizeBindings sizes = test::matrix_sizes(*op, test::matrix_size_cycles()[1]);
       size_t schedule_index = 0;
       for (const std::string& knobs : schedules(*l->program, *op)) {
         const std::vector<HostileKind> kinds = test::rotated_hostile_kinds(schedule_index++);

@@ -30,7 +30,7 @@ namespace {
 // and a longer axis of 23 for each size in turn (many keys per group).
 std::vector<SizeBindings> split_shapes(const CheckedOp& op) {
   std::vector<SizeBindings> out;
-  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::cycled_sizes(op, cycle));
+  for (const std::vector<int64_t>& cycle : test::matrix_size_cycles()) out.push_back(test::matrix_sizes(op, cycle));
   for (const std::string& n : test::input_size_names(op)) {
     SizeBindings s = out[2];
     s[n] = 23;
