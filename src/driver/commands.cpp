@@ -31,7 +31,7 @@ struct Checked {
 
 // Loads and checks one file; returns false (after printing) when it cannot be read.
 bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err,
-               bool every_error = false) {
+               bool every_error = false, PhaseTimes* times = nullptr) {
   c.diags = std::make_unique<Diagnostics>(c.sources, every_error ? 0 : opt.error_limit);
   c.file = c.sources.load(path);
   if (c.file == 0) {
@@ -41,8 +41,10 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   SemaOptions sema{opt.stdlib_dirs, std::nullopt, {}};
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
+  if (times) times->mark("parse + check");
   c.classified = !c.diags->has_errors();
   if (c.classified) c.laws = algebra::classify(*c.program, *c.diags);
+  if (times) times->mark("prove");
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
   return true;
@@ -87,8 +89,10 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
 
 int run_compile(const std::string& file, const std::string& ir, const DriverOptions& opt, std::ostream& out,
                 std::ostream& err) {
+  PhaseTimes times;
+  PhaseTimes* timed = opt.timings ? &times : nullptr;
   Checked c;
-  if (!check_one(file, opt, c, err)) return kUsageError;
+  if (!check_one(file, opt, c, err, false, timed)) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   if (ir == "ast") {
@@ -98,9 +102,11 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
       return kUsageError;
     }
     out << print_checked(*c.program);
-    return kOk;
+    if (timed) timed->mark("print AST");
   }
-  return print_level(*c.program, ir, lower_options(opt, c), out, err) == 0 ? kOk : kUserError;
+  const int status = ir == "ast" ? 0 : print_level(*c.program, ir, lower_options(opt, c), out, err, timed);
+  if (timed) err << "emmyc: timings (wall clock, after the process started)\n" << times.format();
+  return status == 0 ? kOk : kUserError;
 }
 
 int run_run(const std::string& file, const RunOptions& run, const DriverOptions& opt, std::ostream& out,

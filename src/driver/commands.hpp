@@ -27,6 +27,7 @@ struct DriverOptions {
   int error_limit = kDefaultErrorLimit;  // --error-limit: errors shown per file (0: all); check --verify sees all
   std::vector<std::string> print_after;  // compile --print-after: pass names or "all"
   bool verify_each = false;              // compile --verify-each
+  bool timings = false;                  // compile --timings: each phase's time on stderr
 };
 
 struct RunOptions;

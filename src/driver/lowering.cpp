@@ -77,11 +77,15 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
 }
 
 int print_level(const CheckedProgram& program, const std::string& level, const LowerOptions& lo, std::ostream& out,
-                std::ostream& err) {
+                std::ostream& err, PhaseTimes* times) {
+  auto mark = [times](const char* phase) {
+    if (times) times->mark(phase);
+  };
   LowerOptions watched = lo;
   watched.pipeline.out = &out;  // --print-after's levels, before the one --ir prints
   std::optional<lower::Lowered> l = lower_for_driver(program, watched, err, nullptr);
   if (!l) return 1;
+  mark("lower");
   if (level == "tensor")
     out << tir::print_program(l->tensor);
   else if (level == "loop")
@@ -90,13 +94,23 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
     out << lower::print_plans(l->plans);
   else if (level == "kernel")
     out << print_program(l->kernels);
-  else if (level == "cuda")
+  else if (level == "cuda") {
     out << print_cuda(l->kernels);
-  else if (level == "ptx") {
+    mark("print CUDA");
+  } else if (level == "ptx") {
     runtime::CompileOptions co;
     co.target = find_target(lo.target);
+    co.phase_times = times != nullptr;
     try {
-      runtime::CompileResult r = runtime::compile_cuda(print_cuda(l->kernels), l->kernels.op + ".cu", co);
+      const std::string cuda = print_cuda(l->kernels);
+      mark("print CUDA");
+      std::string why;
+      if (!runtime::nvrtc_available(&why)) throw std::runtime_error("NVRTC is not available: " + why);
+      mark("load NVRTC");
+      runtime::CompileResult r = runtime::compile_cuda(cuda, l->kernels.op + ".cu", co);
+      mark("NVRTC");
+      if (times)
+        for (const runtime::NvrtcPhase& phase : r.phases) times->add_part(phase.name, phase.seconds);
       if (!r.ok) {
         err << "emmyc: internal error: NVRTC rejected the generated CUDA (a compiler bug; please report it):\n"
             << r.log;

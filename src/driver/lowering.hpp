@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "lower/passes.hpp"
+#include "support/phase_times.hpp"
 
 namespace emmy {
 
@@ -30,7 +31,9 @@ std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSc
 // nullopt after printing the reason to `err`.
 std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, const LowerOptions& lo, std::ostream& err,
                                                const CheckedOp** op = nullptr);
+// Lowers the op and prints `level` to `out`; with `times`, marks lower, print and NVRTC (with
+// NVRTC's own phases) in it.
 int print_level(const CheckedProgram& program, const std::string& level, const LowerOptions& lo, std::ostream& out,
-                std::ostream& err);
+                std::ostream& err, PhaseTimes* times = nullptr);
 
 }  // namespace emmy

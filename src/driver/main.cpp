@@ -95,6 +95,9 @@ int run_main(int argc, char** argv) {
           fmt::format("print the IR after these lowering passes (comma-separated: {})", fmt::join(passes, ", ")))
       ->delimiter(',')
       ->check(CLI::IsMember(passes));
+  compile->add_flag("--timings", opt.timings,
+                    "print each phase's time on stderr (parse + check, prove, lower, print, NVRTC and NVRTC's own "
+                    "phases)");
   compile->add_flag("--verify-each", opt.verify_each,
                     "verify the tensor and loop IR after every lowering pass (the kernel IR is verified always)");
 

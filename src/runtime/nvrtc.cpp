@@ -2,15 +2,20 @@
 #include "runtime/nvrtc.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "support/paths.hpp"
 
 #ifndef EMMY_CUDA_INCLUDE
 #define EMMY_CUDA_INCLUDE ""
@@ -216,6 +221,22 @@ std::optional<std::size_t> kernel_index(const std::vector<KernelResources>& kern
   return std::nullopt;  // a non-inlined device function: not reported
 }
 
+// A file of its own in the temporary directory, removed with the object (NVRTC's --time
+// report goes there).
+struct TempFile {
+  std::string path;
+  TempFile() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "emmy-nvrtc-time-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw std::runtime_error("cannot create a temporary file for NVRTC's --time report");
+    ::close(fd);
+    path = pattern;
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
 }  // namespace
 
 bool nvrtc_available(std::string* why) {
@@ -239,12 +260,15 @@ CompileResult compile_cuda(std::string_view source, std::string_view program_nam
   check(api, api.create_program(&raw, src.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
   const ProgramPtr program(raw, ProgramDeleter{api.destroy_program});
 
-  const std::vector<std::string> flags = compile_flags(options);
+  std::vector<std::string> flags = compile_flags(options);
+  std::optional<TempFile> time_report;
+  if (options.phase_times) flags.push_back("--time=" + time_report.emplace().path);
   std::vector<const char*> argv;
   for (const std::string& flag : flags) argv.push_back(flag.c_str());
   const Result compiled = api.compile_program(raw, static_cast<int>(argv.size()), argv.data());
 
   CompileResult result;
+  if (time_report) result.phases = parse_time_report(read_file(time_report->path).value_or(""));
   result.ok = compiled == 0;
   result.log = text(fetch(api, raw, api.get_program_log_size, api.get_program_log, "nvrtcGetProgramLog"));
   if (!result.ok) return result;
@@ -252,6 +276,27 @@ CompileResult compile_cuda(std::string_view source, std::string_view program_nam
   if (options.cubin) result.cubin = fetch(api, raw, api.get_cubin_size, api.get_cubin, "nvrtcGetCUBIN");
   result.resources = parse_ptxas_report(result.log);
   return result;
+}
+
+std::vector<NvrtcPhase> parse_time_report(std::string_view csv) {
+  std::vector<NvrtcPhase> phases;
+  for (std::size_t start = 0; start < csv.size();) {
+    const std::size_t newline = std::min(csv.find('\n', start), csv.size());
+    std::vector<std::string_view> cells;
+    for (std::string_view line = csv.substr(start, newline - start);;) {
+      const std::size_t comma = line.find(',');
+      cells.push_back(trim(line.substr(0, comma)));
+      if (comma == std::string_view::npos) break;
+      line.remove_prefix(comma + 1);
+    }
+    start = newline + 1;
+    double value = 0;
+    if (cells.size() != 4 || cells[3] != "ms") continue;  // the header, or a row of another unit
+    auto [end, error] = std::from_chars(cells[2].data(), cells[2].data() + cells[2].size(), value);
+    if (error == std::errc() && end == cells[2].data() + cells[2].size())
+      phases.push_back({std::string(cells[1]), value / 1000.0});
+  }
+  return phases;
 }
 
 std::vector<KernelResources> parse_ptxas_report(std::string_view log) {

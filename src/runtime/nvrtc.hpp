@@ -25,6 +25,14 @@ struct CompileOptions {
   const TargetInfo* target = nullptr;    // required
   bool cubin = true;                     // sm_XX: PTX + CUBIN + ptxas report; false: compute_XX, PTX only
   std::vector<std::string> extra_flags;  // appended after Emmy's own flags
+  bool phase_times = false;              // NVRTC times its own phases (--time) into CompileResult::phases
+};
+
+// One phase of NVRTC's compile as its --time report names it: "CUDA C++ Frontend", "NVVM
+// Optimizer", "PTX Translation" (ptxas, for an sm_XX target).
+struct NvrtcPhase {
+  std::string name;
+  double seconds = 0;
 };
 
 struct CompileResult {
@@ -33,6 +41,7 @@ struct CompileResult {
   std::string ptx;
   std::vector<char> cubin;                 // empty unless options.cubin
   std::vector<KernelResources> resources;  // one per entry function, in ptxas order
+  std::vector<NvrtcPhase> phases;          // with CompileOptions::phase_times, in NVRTC's order
 };
 
 // Whether libnvrtc could be loaded and has every entry point Emmy uses; otherwise `why` says why.
@@ -44,6 +53,9 @@ std::string nvrtc_version();
 // Compiles one CUDA C++ translation unit for options.target. Throws std::runtime_error (one line)
 // when NVRTC cannot be loaded and std::invalid_argument when options.target is null.
 CompileResult compile_cuda(std::string_view source, std::string_view program_name, const CompileOptions& options);
+
+// The rows of NVRTC's --time report ("x.cu, NVVM Optimizer, 420, ms"), in seconds.
+std::vector<NvrtcPhase> parse_time_report(std::string_view csv);
 
 // The entry functions of a ptxas -v report as NVRTC 13 writes it into the program log.
 std::vector<KernelResources> parse_ptxas_report(std::string_view log);

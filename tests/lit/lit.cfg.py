@@ -29,6 +29,17 @@ if shutil.which("tmux"):
     config.available_features.add("tmux")
 config.substitutions.append(("%python", sys.executable))
 
+# 'nvrtc' when libnvrtc loads from where emmyc looks for it ($CUDA_HOME/lib64, /usr/local/cuda/lib64,
+# the loader's path): --ir ptx works without a GPU.
+for nvrtc_dir in [os.path.join(os.environ.get("CUDA_HOME", ""), "lib64"), "/usr/local/cuda/lib64", ""]:
+    try:
+        import ctypes
+        ctypes.CDLL(os.path.join(nvrtc_dir, "libnvrtc.so") if nvrtc_dir else "libnvrtc.so")
+        config.available_features.add("nvrtc")
+        break
+    except OSError:
+        pass
+
 # 'cuda-driver' when libcuda loads: the no-GPU fallbacks of emmyc run are tested only without it.
 try:
     import ctypes

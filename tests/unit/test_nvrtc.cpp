@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/nvrtc.hpp"
 #include "schedule/targets.hpp"
@@ -87,6 +88,39 @@ TEST_CASE("nvrtc: a syntax error fails with a log naming the file and line") {
   CHECK(r.log.find("broken.cu(3): error") != std::string::npos);
   CHECK(r.ptx.empty());
   CHECK(r.cubin.empty());
+}
+
+TEST_CASE("nvrtc: phase_times reports NVRTC's own phases, ptxas's among them for a CUBIN") {
+  if (!test::nvrtc_or_skip()) return;
+  CompileOptions options{find_target("sm_90a"), true, {}};
+  options.phase_times = true;
+  const CompileResult r = compile_cuda(kHalfKernel, "scale.cu", options);
+  REQUIRE(r.ok);
+  std::vector<std::string> names;
+  for (const NvrtcPhase& phase : r.phases) {
+    names.push_back(phase.name);
+    CHECK(phase.seconds >= 0);
+    CHECK(phase.seconds < 60);
+  }
+  CHECK(names == std::vector<std::string>{"CUDA C++ Frontend", "NVVM Optimizer", "PTX Translation"});
+  CHECK(compile_cuda(kHalfKernel, "scale.cu", CompileOptions{find_target("sm_90a"), true, {}}).phases.empty());
+}
+
+TEST_CASE("nvrtc: parse_time_report reads the millisecond rows and skips the rest") {
+  const std::vector<NvrtcPhase> phases = parse_time_report(
+      "File name, phase name, metric, unit\n"
+      "x.cu, CUDA C++ Frontend, 79, ms\n"
+      "x.cu, NVVM Optimizer, 420.5, ms\n"
+      "x.cu, Peak memory, 12, MB\n"
+      "x.cu, PTX Translation, twelve, ms\n"
+      "x.cu, PTX Translation, 222, ms");
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].name == "CUDA C++ Frontend");
+  CHECK(phases[0].seconds == doctest::Approx(0.079));
+  CHECK(phases[1].seconds == doctest::Approx(0.4205));
+  CHECK(phases[2].name == "PTX Translation");
+  CHECK(phases[2].seconds == doctest::Approx(0.222));
+  CHECK(parse_time_report("").empty());
 }
 
 TEST_CASE("nvrtc: compile_cuda needs a target") {
