@@ -13,6 +13,30 @@ std::string brief(const std::string& why) {
   return why.size() <= kMax ? why : why.substr(0, kMax) + " ... (emmyc check --explain shows it all)";
 }
 
+// The monoids `ops` and the ops they call (transitively) reduce with.
+std::set<std::string> monoids_used(const CheckedProgram& program, const std::set<std::string>& ops) {
+  std::set<std::string> used, seen;
+  std::vector<std::string> todo(ops.begin(), ops.end());
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    auto op = program.ops.find(name);
+    if (op == program.ops.end() || !seen.insert(name).second) continue;
+    for (const ReductionInfo& red : op->second.reductions) used.insert(red.monoid);
+    for (const auto& call : op->second.calls) todo.push_back(call.first);
+  }
+  return used;
+}
+
+// The monoids declared in the program's own modules (the main file and the sources beside it).
+std::set<std::string> own_monoids(const CheckedProgram& program) {
+  std::set<std::string> own;
+  for (size_t m = 0; m < program.own_modules && m < program.modules.size(); ++m)
+    for (const ast::Item& item : program.modules[m].ast.items)
+      if (const auto* mo = std::get_if<ast::MonoidDecl>(&item)) own.insert(mo->name.name);
+  return own;
+}
+
 }  // namespace
 
 std::string law_memo_key(const MonoidTerms& m) {
@@ -25,11 +49,18 @@ std::string law_memo_key(const MonoidTerms& m) {
          fmt::format("{}", fmt::join(m.int_fields, ","));
 }
 
-ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo) {
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo,
+                     const std::set<std::string>* ops) {
   ProgramLaws out;
+  std::set<std::string> proved;  // with `ops`: the monoids to prove
+  if (ops) {
+    proved = monoids_used(program, *ops);
+    proved.merge(own_monoids(program));
+  }
   for (const auto& entry : program.monoids) {
     const std::string& name = entry.first;  // named, not bound: clang 14 lambdas cannot capture bindings
     const CheckedMonoid& m = entry.second;
+    if (ops && !proved.count(name)) continue;
     std::string why;
     std::optional<MonoidTerms> terms = monoid_terms(*m.decl, why);
     auto unproved = [&](const std::string& reason) {
@@ -69,7 +100,7 @@ ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo*
     out.monoids.emplace(name, std::move(r));
   }
   for (const auto& [name, op] : program.ops)
-    if (op.decl_module < program.own_modules)
+    if (op.decl_module < program.own_modules && (!ops || ops->count(name)))
       for (DiscoveredChain& c : discover_chains(op)) out.chains.push_back(std::move(c));
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "algebra/discover.hpp"
@@ -22,7 +23,13 @@ struct ProgramLaws {
 using LawMemo = std::map<std::string, MonoidReport>;
 std::string law_memo_key(const MonoidTerms& m);
 
-ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo = nullptr);
+// With `ops` (the ops a command lowers), an imported module's monoid is proved only when one of
+// them, or an op they call, reduces with it: its verdicts are then diagnostics of the module that
+// declares it, and lowering proves again whatever it regroups (lower/regroup_laws). The own
+// modules' monoids are always proved. Chains are discovered in the own modules' ops (with `ops`,
+// in those of them; lowering takes an op's own chains).
+ProgramLaws classify(const CheckedProgram& program, Diagnostics& diags, LawMemo* memo = nullptr,
+                     const std::set<std::string>* ops = nullptr);
 
 // `emmyc check --explain`: every reduction of the own modules' ops (the main file's, and the
 // REPL's sources beside it), then every monoid defined there, with the verdict and the proof

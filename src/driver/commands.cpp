@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,9 +30,27 @@ struct Checked {
   uint32_t file = 0;
 };
 
+// How check_one checks: `check` sees every error and proves every monoid; the commands that
+// lower one op prove the monoids that op uses (algebra::classify's `ops`) and the file's own.
+struct CheckMode {
+  bool every_error = false;  // no --error-limit (check --verify matches every error)
+  bool one_op = false;       // compile, run, tune: prove for the op --op names (or the file's only op)
+  PhaseTimes* times = nullptr;
+};
+
+// The ops a lowering command lowers: --op, or the file's only op; empty (every op) otherwise.
+std::set<std::string> lowered_ops(const CheckedProgram& program, const DriverOptions& opt) {
+  if (!opt.op.empty()) return {opt.op};
+  std::vector<std::string> ops = lower::main_ops(program);
+  if (ops.size() == 1) return {ops.front()};
+  return {ops.begin(), ops.end()};
+}
+
 // Loads and checks one file; returns false (after printing) when it cannot be read.
 bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err,
-               bool every_error = false, PhaseTimes* times = nullptr) {
+               const CheckMode& mode = {}) {
+  const bool every_error = mode.every_error;
+  PhaseTimes* times = mode.times;
   c.diags = std::make_unique<Diagnostics>(c.sources, every_error ? 0 : opt.error_limit);
   c.file = c.sources.load(path);
   if (c.file == 0) {
@@ -43,7 +62,10 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (times) times->mark("parse + check");
   c.classified = !c.diags->has_errors();
-  if (c.classified) c.laws = algebra::classify(*c.program, *c.diags);
+  if (c.classified) {
+    const std::set<std::string> ops = mode.one_op ? lowered_ops(*c.program, opt) : std::set<std::string>();
+    c.laws = algebra::classify(*c.program, *c.diags, nullptr, mode.one_op ? &ops : nullptr);
+  }
   if (times) times->mark("prove");
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
@@ -60,7 +82,7 @@ LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
 template <class Body>
 int on_checked(const std::string& file, const DriverOptions& opt, std::ostream& err, Body body) {
   Checked c;
-  if (!check_one(file, opt, c, err)) return kUsageError;
+  if (!check_one(file, opt, c, err, {false, true, nullptr})) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   const int status = body(*c.program, lower_options(opt, c));
@@ -74,7 +96,7 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
   int status = kOk;
   for (const std::string& path : files) {
     Checked c;
-    if (!check_one(path, opt, c, err, verify)) return kUsageError;  // --verify matches every error
+    if (!check_one(path, opt, c, err, {verify, false, nullptr})) return kUsageError;  // --verify: every error
     if (verify) {
       if (!verify_diagnostics(*c.diags, c.file, out)) status = kUserError;
       continue;
@@ -92,7 +114,7 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
   PhaseTimes times;
   PhaseTimes* timed = opt.timings ? &times : nullptr;
   Checked c;
-  if (!check_one(file, opt, c, err, false, timed)) return kUsageError;
+  if (!check_one(file, opt, c, err, {false, true, timed})) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   if (ir == "ast") {

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "algebra/classify.hpp"
 #include "algebra/from_ast.hpp"
 #include "algebra/laws.hpp"
 #include "test_helpers.hpp"
@@ -64,6 +68,30 @@ TEST_CASE("every built-in reduction has a reference definition whose laws are pr
     CHECK(laws.associative.outcome == Outcome::Proved);
     CHECK(laws.identity.outcome == Outcome::Proved);
   }
+}
+
+TEST_CASE("classify for the ops a command lowers: their monoids and the file's own, their chains") {
+  auto r = test::check_source(
+      "import std.monoids;\n"
+      "monoid pick(x: f32) {\n  identity = 0;\n  combine(a, b) {\n    yield b.x;\n  }\n}\n"
+      "op total(x: f32[N]) -> (y: f32[1]) {\n  y[z] = sum(n: x[n]);\n}\n"
+      "op peak(x: f32[N]) -> (y: f32[1]) {\n  y[z] = max(n: x[n]);\n}\n"
+      "op both(x: f32[N]) -> (y: f32[1]) {\n  y[z] = total(x)[z] + argmax(n: x[n]);\n}\n");
+  REQUIRE(!r->diags->has_errors());
+  Diagnostics all_diags(r->sources), scoped_diags(r->sources);
+  const algebra::ProgramLaws all = algebra::classify(*r->program, all_diags);
+  CHECK(all.monoids.count("prod"));
+  const std::set<std::string> ops{"both"};
+  const algebra::ProgramLaws scoped = algebra::classify(*r->program, scoped_diags, nullptr, &ops);
+  std::vector<std::string> proved;
+  for (const auto& [name, report] : scoped.monoids) proved.push_back(name);
+  // both's argmax, sum through the op it calls, the file's own pick; not max, prod, ...
+  CHECK(proved == std::vector<std::string>{"argmax", "pick", "sum"});
+  for (const auto& [name, report] : scoped.monoids) {
+    CAPTURE(name);
+    CHECK(report.associative.outcome == all.monoids.at(name).associative.outcome);
+  }
+  for (const algebra::DiscoveredChain& c : scoped.chains) CHECK(c.op == "both");
 }
 
 TEST_CASE("exp(log u) = u only where u > 0 is known") {
