@@ -38,7 +38,8 @@ struct CheckMode {
   PhaseTimes* times = nullptr;
 };
 
-// The ops a lowering command lowers: --op, or the file's only op; empty (every op) otherwise.
+// The ops a lowering command lowers: --op, or the file's only op; else every main op (the
+// command then asks for --op).
 std::set<std::string> lowered_ops(const CheckedProgram& program, const DriverOptions& opt) {
   if (!opt.op.empty()) return {opt.op};
   std::vector<std::string> ops = lower::main_ops(program);
@@ -49,9 +50,7 @@ std::set<std::string> lowered_ops(const CheckedProgram& program, const DriverOpt
 // Loads and checks one file; returns false (after printing) when it cannot be read.
 bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, std::ostream& err,
                const CheckMode& mode = {}) {
-  const bool every_error = mode.every_error;
-  PhaseTimes* times = mode.times;
-  c.diags = std::make_unique<Diagnostics>(c.sources, every_error ? 0 : opt.error_limit);
+  c.diags = std::make_unique<Diagnostics>(c.sources, mode.every_error ? 0 : opt.error_limit);
   c.file = c.sources.load(path);
   if (c.file == 0) {
     err << fmt::format("emmyc: error: cannot read '{}'\n", path);
@@ -60,13 +59,13 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   SemaOptions sema{opt.stdlib_dirs, std::nullopt, {}};
   if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
   c.program = check_program(c.sources, c.file, sema, *c.diags);
-  if (times) times->mark("parse + check");
+  if (mode.times) mode.times->mark("parse + check");
   c.classified = !c.diags->has_errors();
   if (c.classified) {
     const std::set<std::string> ops = mode.one_op ? lowered_ops(*c.program, opt) : std::set<std::string>();
     c.laws = algebra::classify(*c.program, *c.diags, nullptr, mode.one_op ? &ops : nullptr);
   }
-  if (times) times->mark("prove");
+  if (mode.times) mode.times->mark("prove");
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
   return true;
@@ -82,7 +81,7 @@ LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
 template <class Body>
 int on_checked(const std::string& file, const DriverOptions& opt, std::ostream& err, Body body) {
   Checked c;
-  if (!check_one(file, opt, c, err, {false, true, nullptr})) return kUsageError;
+  if (!check_one(file, opt, c, err, {.one_op = true})) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   const int status = body(*c.program, lower_options(opt, c));
@@ -96,7 +95,7 @@ int run_check(const std::vector<std::string>& files, bool verify, const DriverOp
   int status = kOk;
   for (const std::string& path : files) {
     Checked c;
-    if (!check_one(path, opt, c, err, {verify, false, nullptr})) return kUsageError;  // --verify: every error
+    if (!check_one(path, opt, c, err, {.every_error = verify})) return kUsageError;  // --verify: every error
     if (verify) {
       if (!verify_diagnostics(*c.diags, c.file, out)) status = kUserError;
       continue;
@@ -114,7 +113,7 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
   PhaseTimes times;
   PhaseTimes* timed = opt.timings ? &times : nullptr;
   Checked c;
-  if (!check_one(file, opt, c, err, {false, true, timed})) return kUsageError;
+  if (!check_one(file, opt, c, err, {.one_op = true, .times = timed})) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
   if (ir == "ast") {
