@@ -187,6 +187,17 @@ const Library& library() {
   return lib;
 }
 
+// cuDriverGetVersion alone, from its own handle: it needs no cuInit, which library() calls.
+int read_driver_version() {
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return 0;
+  using VersionFn = Result (*)(int*);
+  auto get = reinterpret_cast<VersionFn>(dlsym(handle, "cuDriverGetVersion"));
+  int version = 0;
+  if (!get || get(&version) != 0) version = 0;
+  return version;
+}
+
 // The entry points; only called once a Driver exists, so the library is loaded.
 const Api& api() { return library().api; }
 
@@ -270,6 +281,11 @@ std::optional<Device> first_device(std::string* why) {
 }
 
 }  // namespace
+
+int installed_driver_version() {
+  static const int version = read_driver_version();  // loaded once, never unloaded
+  return version;
+}
 
 std::optional<int> device_compute_capability(std::string* why) {
   std::optional<Device> device = first_device(why);

@@ -100,6 +100,10 @@ std::optional<int> device_compute_capability(std::string* why = nullptr);
 // The first device's name ("NVIDIA H200"), likewise without a context.
 std::optional<std::string> device_name(std::string* why = nullptr);
 
+// The installed driver's version (cuDriverGetVersion: 13000 for CUDA 13.0), read without cuInit;
+// 0 when libcuda.so.1 cannot be loaded.
+int installed_driver_version();
+
 // The primary context of one device, current on the thread that opened it. Every call throws
 // std::runtime_error naming the driver call and its CUresult when the driver reports an error.
 class Driver {

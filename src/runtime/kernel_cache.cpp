@@ -17,6 +17,7 @@
 
 #include "emmy/version.hpp"
 #include "runtime/cache_manifest.hpp"
+#include "runtime/driver.hpp"
 #include "support/hash.hpp"
 #include "support/paths.hpp"
 #include "support/write_file.hpp"
@@ -26,11 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The key only names the entry; the stored source settles a hit.
+// The key only names the entry; the stored source settles a hit. Everything else the result
+// depends on is in it: Emmy's, NVRTC's and the driver's versions, and NVRTC's whole command line
+// (architecture, CUBIN or PTX, the include directory, extra flags).
 std::string cache_key(std::string_view source, const CompileOptions& options) {
   std::string salt =
-      fmt::format("emmy {}|nvrtc {}|{}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(), options.target->name,
-                  options.cubin ? "cubin" : "ptx", fmt::join(options.extra_flags, " "));
+      fmt::format("emmy {}|nvrtc {}|driver {}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(), installed_driver_version(),
+                  options.cubin ? "cubin" : "ptx", fmt::join(nvrtc_flags(options), " "));
   return fmt::format("{:016x}", fnv1a(source, fnv1a(salt)));
 }
 

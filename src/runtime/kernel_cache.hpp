@@ -9,8 +9,9 @@
 namespace emmy::runtime {
 
 // Sizes are kernel parameters and knobs, op and source are all in the generated CUDA, so an
-// entry is keyed by the CUDA text itself together with the target, the NVRTC version and Emmy's
-// version: a change of any of them is a miss, a new shape is a hit.
+// entry is keyed by the CUDA text itself together with NVRTC's command line (the target, the
+// include directory, extra flags), the NVRTC, driver and Emmy versions: a change of any of them
+// is a miss, a new shape is a hit.
 struct CacheOptions {
   bool enabled = true;
   std::string dir;  // empty: default_cache_dir()

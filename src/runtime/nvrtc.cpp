@@ -239,6 +239,8 @@ struct TempFile {
 
 }  // namespace
 
+std::vector<std::string> nvrtc_flags(const CompileOptions& options) { return compile_flags(options); }
+
 bool nvrtc_available(std::string* why) {
   const Library& lib = library();
   if (why) *why = lib.error;

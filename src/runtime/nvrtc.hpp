@@ -44,6 +44,10 @@ struct CompileResult {
   std::vector<NvrtcPhase> phases;          // with CompileOptions::phase_times, in NVRTC's order
 };
 
+// The options compile_cuda passes to NVRTC for `options` (the architecture, ptxas -v, C++17, the
+// CUDA include directory, then extra_flags): the kernel cache keys an entry by them.
+std::vector<std::string> nvrtc_flags(const CompileOptions& options);
+
 // Whether libnvrtc could be loaded and has every entry point Emmy uses; otherwise `why` says why.
 bool nvrtc_available(std::string* why = nullptr);
 

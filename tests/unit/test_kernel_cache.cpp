@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -56,6 +58,22 @@ TEST_CASE("kernel cache: a miss compiles and stores, a hit loads the same CUBIN,
   co.target = find_target("sm_80");  // another target: another entry
   CHECK(!runtime::compile_cuda_cached(source, "t.cu", co, cache).hit);
   co.target = find_target("sm_90");
+  co.extra_flags = {"-lineinfo"};  // another NVRTC command line: another entry
+  CHECK(!runtime::compile_cuda_cached(source, "t.cu", co, cache).hit);
+  co.extra_flags.clear();
+  {  // another CUDA include directory (headers of another toolkit): another entry
+    const char* home = std::getenv("CUDA_HOME");
+    const std::string saved = home ? home : "";
+    setenv("CUDA_HOME", dir.path.c_str(), 1);
+    const std::vector<std::string> flags = runtime::nvrtc_flags(co);
+    CHECK(std::find(flags.begin(), flags.end(), "-I" + (dir.path / "include").string()) != flags.end());
+    CHECK(!runtime::compile_cuda_cached(source, "t.cu", co, cache).hit);
+    if (home)
+      setenv("CUDA_HOME", saved.c_str(), 1);
+    else
+      unsetenv("CUDA_HOME");
+  }
+  CHECK(runtime::compile_cuda_cached(source, "t.cu", co, cache).hit);  // the first entry is still there
 
   std::ofstream(first.path + ".cu") << "// not the source\n";  // a colliding or corrupt entry
   runtime::CachedCompile third = runtime::compile_cuda_cached(source, "t.cu", co, cache);
