@@ -16,14 +16,14 @@ std::string brief(const std::string& why) {
 // The monoids `ops` and the ops they call (transitively) reduce with.
 std::set<std::string> monoids_used(const CheckedProgram& program, const std::set<std::string>& ops) {
   std::set<std::string> used, seen;
-  std::vector<std::string> todo(ops.begin(), ops.end());
-  while (!todo.empty()) {
-    const std::string name = todo.back();
-    todo.pop_back();
+  std::vector<std::string> worklist(ops.begin(), ops.end());  // ops whose reductions are not read yet
+  while (!worklist.empty()) {
+    const std::string name = worklist.back();
+    worklist.pop_back();
     auto op = program.ops.find(name);
     if (op == program.ops.end() || !seen.insert(name).second) continue;
     for (const ReductionInfo& red : op->second.reductions) used.insert(red.monoid);
-    for (const auto& call : op->second.calls) todo.push_back(call.first);
+    for (const auto& call : op->second.calls) worklist.push_back(call.first);
   }
   return used;
 }

@@ -143,16 +143,6 @@ std::string cuda_include_dir() {
   return configured.ends_with("-NOTFOUND") ? std::string() : std::string(configured);
 }
 
-// sm_XX runs ptxas (CUBIN + resource report); compute_XX stops at PTX.
-std::vector<std::string> compile_flags(const CompileOptions& options) {
-  std::string_view number = options.target->name.substr(std::string_view("sm_").size());
-  std::vector<std::string> flags = {fmt::format("--gpu-architecture={}{}", options.cubin ? "sm_" : "compute_", number),
-                                    "--ptxas-options=-v", "-std=c++17", "-default-device"};
-  if (std::string include = cuda_include_dir(); !include.empty()) flags.push_back("-I" + include);
-  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  return flags;
-}
-
 // ---- the ptxas -v report -----------------------------------------------------------------------
 // One comma-separated item of a report line ("Used 58 registers", "4104 bytes smem") and its field.
 struct ReportItem {
@@ -226,6 +216,7 @@ std::optional<std::size_t> kernel_index(const std::vector<KernelResources>& kern
 struct TempFile {
   std::string path;
   TempFile() {
+    // mkstemp replaces the six X with a unique suffix and creates the file.
     std::string pattern = (std::filesystem::temp_directory_path() / "emmy-nvrtc-time-XXXXXX").string();
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) throw std::runtime_error("cannot create a temporary file for NVRTC's --time report");
@@ -239,7 +230,15 @@ struct TempFile {
 
 }  // namespace
 
-std::vector<std::string> nvrtc_flags(const CompileOptions& options) { return compile_flags(options); }
+// sm_XX runs ptxas (CUBIN + resource report); compute_XX stops at PTX.
+std::vector<std::string> nvrtc_flags(const CompileOptions& options) {
+  std::string_view number = options.target->name.substr(std::string_view("sm_").size());
+  std::vector<std::string> flags = {fmt::format("--gpu-architecture={}{}", options.cubin ? "sm_" : "compute_", number),
+                                    "--ptxas-options=-v", "-std=c++17", "-default-device"};
+  if (std::string include = cuda_include_dir(); !include.empty()) flags.push_back("-I" + include);
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
 
 bool nvrtc_available(std::string* why) {
   const Library& lib = library();
@@ -262,7 +261,7 @@ CompileResult compile_cuda(std::string_view source, std::string_view program_nam
   check(api, api.create_program(&raw, src.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
   const ProgramPtr program(raw, ProgramDeleter{api.destroy_program});
 
-  std::vector<std::string> flags = compile_flags(options);
+  std::vector<std::string> flags = nvrtc_flags(options);
   std::optional<TempFile> time_report;
   if (options.phase_times) flags.push_back("--time=" + time_report.emplace().path);
   std::vector<const char*> argv;
