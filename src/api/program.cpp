@@ -81,8 +81,12 @@ struct Program::Impl {
   SourceManager sources;
   std::unique_ptr<Diagnostics> diags;
   std::unique_ptr<CheckedProgram> checked;
-  algebra::ProgramLaws laws;
   std::vector<std::string> ops;
+  // Loading proves the laws of the file's own monoids; an op, when lowered, those of the imported
+  // monoids it reduces with and its chains (as `emmyc compile` does): the proofs already made are
+  // kept here, shared by the ops (and their threads) under the mutex.
+  mutable std::mutex proofs_mutex;
+  mutable algebra::LawMemo proofs;
 };
 
 namespace {
@@ -116,7 +120,10 @@ Program Program::check_source(std::string_view source, std::string_view name, co
   }
   const uint32_t file = impl->sources.add(std::string(name), std::string(source));
   impl->checked = check_program(impl->sources, file, sema, *impl->diags);
-  if (!impl->diags->has_errors()) impl->laws = algebra::classify(*impl->checked, *impl->diags);
+  if (!impl->diags->has_errors()) {
+    const std::set<std::string> no_op;  // the own monoids alone
+    algebra::classify(*impl->checked, *impl->diags, &impl->proofs, &no_op);
+  }
   if (impl->diags->has_errors()) {
     std::ostringstream text;
     impl->diags->render(text, false);
@@ -198,6 +205,20 @@ Op Program::lower(const std::string& name) const {
                                                         : fmt::format("; did you mean '{}'?", guess)));
   }
   const CheckedOp& op = it->second;
+  // The laws the op needs (its imported monoids, its chains); a refuted one fails the op as a
+  // load would have.
+  algebra::ProgramLaws laws;
+  {
+    std::lock_guard<std::mutex> lock(impl_->proofs_mutex);
+    Diagnostics diags(impl_->sources, kDefaultErrorLimit);
+    const std::set<std::string> ops{name};
+    laws = algebra::classify(*impl_->checked, diags, &impl_->proofs, &ops);
+    if (diags.has_errors()) {
+      std::ostringstream text;
+      diags.render(text, false);
+      fail(ErrorKind::Source, text.str());
+    }
+  }
   auto impl = std::make_shared<Op::Impl>();
   impl->program = impl_;
   impl->name = name;
@@ -209,7 +230,7 @@ Op Program::lower(const std::string& name) const {
   try {
     lower::Lowered l = lower::lower_op(
         *impl_->checked, op, {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
-        *impl->target, &impl_->laws.chains);
+        *impl->target, &laws.chains);
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       for (const Warning& w : *level) impl->warnings.push_back(w.code + ": " + w.text);
     impl->kernels = std::move(l.kernels);  // verified by lower_op

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -103,6 +105,30 @@ TEST_CASE("api: ops, specs, unknown names and targets") {
   o.schedule = "nope";
   api::Error sched = error_of([&] { api::Program::from_source(kRowOps, "row.emmy", o).op("scale"); });
   CHECK(std::string(sched.what()).find("no schedule named \"nope\"") != std::string::npos);
+}
+
+TEST_CASE("api: an imported monoid is proved when an op that reduces with it is lowered, not at load") {
+  // A library whose monoid is refuted (a - b is not associative): loading a program that imports
+  // it succeeds, an op without it lowers, and the op that reduces with it fails with the
+  // counterexample, located in the library.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "emmy_api_lazy_proofs";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "mine.emmy") << "monoid diff(x: f32) {\n  identity = 0;\n  combine(a, b) {\n"
+                                      "    yield a.x - b.x;\n  }\n}\n";
+  api::Options o = options();
+  o.stdlib_dirs = {dir.string()};
+  api::Program p = api::Program::from_source(
+      "import std.mine;\n"
+      "op twice(x: f32[N]) -> (y: f32[N]) {\n  y[n] = 2.0 * x[n];\n}\n"
+      "op spread(x: f32[N]) -> (y: f32[1]) {\n  y[z] = diff(n: x[n]).x;\n}\n",
+      "lazy.emmy", o);
+  CHECK(p.op("twice").cuda().find("__global__") != std::string::npos);
+  api::Error e = error_of([&] { p.op("spread"); });
+  CHECK(e.kind() == api::ErrorKind::Source);
+  const std::string text = e.what();
+  CHECK(text.find("monoid diff is not associative") != std::string::npos);
+  CHECK(text.find("mine.emmy:1:") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("api: Options::dtype reads the signatures' 16-bit float tensors as another dtype") {
