@@ -183,15 +183,22 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
           // The asynchronous moves: OVERLAP on a fold whose ring has a buffer for the P @ V in
           // flight (with two warpgroups or more, also taking turns: PINGPONG); a producer warpgroup (WSPEC) on a ring
           // of TMA boxes, and on a contraction OVERLAP with it (without the producers a contraction's is refused: no
-          // build spent on it).
+          // build spent on it). The producer-fed variants also with persistent CTAs (PERSIST), whose producers load
+          // the next tile's first blocks under this tile's last ones.
           std::vector<std::string> overlap{""};
           const bool boxes = s.needs == Feature::Tma;
           if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
           if (fold && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1");
-          if (fold && boxes && s.depth >= 3 && w >= 8) overlap.push_back("OVERLAP=1,PINGPONG=1,WSPEC=p1");
+          if (fold && boxes && s.depth >= 3 && w >= 8) {
+            overlap.push_back("OVERLAP=1,PINGPONG=1,WSPEC=p1");
+            overlap.push_back("OVERLAP=1,PINGPONG=1,WSPEC=p1,PERSIST=1");
+          }
           if (boxes) overlap.push_back("WSPEC=p1");
-          if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1");
-          if (boxes && !fold && s.depth >= 3) overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8");
+          if (boxes && !fold && s.depth >= 3) {
+            overlap.push_back("WSPEC=p1,OVERLAP=1");
+            overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8");
+            overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1");
+          }
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               for (const std::string& ov : overlap)

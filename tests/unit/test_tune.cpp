@@ -397,17 +397,17 @@ TEST_CASE("tune: the space of matmul on sm_90: the hand-written blocks first, ti
 // The hand-written block `origin` of `op` is in the enumerated space at `sizes`: appended after
 // the enumerated points, it lowers to the same kernels as one of them (a duplicate).
 void check_block_in_space(const std::string& file, const std::string& op_name, const std::string& block_label,
-                          const SizeBindings& sizes, const std::string& family) {
+                          const SizeBindings& sizes, const std::string& family, const char* target_name = "sm_90") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/" + file);
   REQUIRE(!l->diags->has_errors());
   const CheckedOp& op = l->program->ops.at(op_name);
-  const TargetInfo& target = *find_target("sm_90");
+  const TargetInfo& target = *find_target(target_name);
   std::vector<tune::Enumerated> points;
   for (tune::Enumerated& p : tune::enumerate_knobs(*l->program, op, target, nullptr, false))
     if (p.knobs.find(family) != std::string::npos) points.push_back(std::move(p));
   std::optional<tune::Enumerated> block;
   for (tune::Enumerated& b : tune::block_knobs(*l->program, op, target))
-    if (b.origin == fmt::format("schedule {} for sm_90{}", op_name, block_label)) block = b;
+    if (b.origin == fmt::format("schedule {} for {}{}", op_name, target_name, block_label)) block = b;
   REQUIRE_MESSAGE(block, op_name << block_label);
   points.push_back(*block);
   tune::Space s = tune::prune_space(*l->program, op, target, sizes, points, nullptr, 2);
@@ -430,6 +430,35 @@ TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerate
   check_block_in_space("nn.emmy", "sdpa", " as \"tc-hd128\"",
                        {{"B", 4}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 128}, {"E", 128}}, "w4x1/f2x4");
   check_block_in_space("linalg.emmy", "matmul", "", {{"M", 4096}, {"N", 4096}, {"K", 4096}}, "w4x2/f4x8");
+  // Hopper's blocks (sm_90a): the warpgroups taking turns with producers, three consumer
+  // warpgroups, 128 x 256 contraction tiles.
+  const SizeBindings hd128{{"B", 4}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 128}, {"E", 128}};
+  const SizeBindings hd64{{"B", 4}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 64}, {"E", 64}};
+  check_block_in_space("nn.emmy", "sdpa", " as \"hd128-pingpong\"", hd128,
+                       "n128k16_f16/w8x1/k8,TILE@e=f128,STAGE=d3/tma", "sm_90a");
+  check_block_in_space("nn.emmy", "sdpa", " as \"hd64-w12\"", hd64, "n128k16_f16/w12x1/k4,TILE@e=f64,STAGE=d3/tma",
+                       "sm_90a");
+  check_block_in_space("nn.emmy", "sdpa_causal", "", hd64, "n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma", "sm_90a");
+  check_block_in_space("linalg.emmy", "matmul", "", {{"M", 4096}, {"N", 4096}, {"K", 4096}},
+                       "n256k16_f16/w8x1/k4,STAGE=d4/tma", "sm_90a");
+}
+
+TEST_CASE("tune: Hopper's space has persistent CTAs where producers feed the ring") {
+  for (const auto& [file, op_name] : {std::pair{"nn.emmy", "sdpa"}, std::pair{"linalg.emmy", "matmul"}}) {
+    CAPTURE(op_name);
+    auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/" + file);
+    REQUIRE(!l->diags->has_errors());
+    int persistent = 0;
+    for (const tune::Enumerated& p :
+         tune::enumerate_knobs(*l->program, l->program->ops.at(op_name), *find_target("sm_90a"), nullptr, false)) {
+      if (p.knobs.find("PERSIST=1") == std::string::npos) continue;
+      ++persistent;
+      CAPTURE(p.knobs);
+      CHECK(p.knobs.find("WSPEC=p1") != std::string::npos);
+      CHECK(p.knobs.find("/tma/") != std::string::npos);
+    }
+    CHECK(persistent > 0);
+  }
 }
 
 TEST_CASE("tune: sdpa's space at head dim 64 keeps the fold's geometries and drops oversized chunks and tiles") {
