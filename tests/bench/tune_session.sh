@@ -27,6 +27,8 @@ for what in "$@"; do
   case $what in
     sdpa64) tune nn.emmy sdpa B=1,H=8,S=4096,D=64 ;;
     sdpa128) tune nn.emmy sdpa B=4,H=16,S=4096,D=128 ;;
+    sdpa128s) tune nn.emmy sdpa B=16,H=16,S=1024,D=128 ;;
+    sdpa64b1) tune nn.emmy sdpa B=1,H=8,S=4096,D=64 ;;
     matmul) tune linalg.emmy matmul M=4096,N=4096,K=4096 "${BUDGET_MATMUL:-}" ;;
     rows) for op in softmax layernorm rmsnorm; do tune nn.emmy $op N=32768,C=8192 "${BUDGET_ROWS:-}"; done ;;
   esac
