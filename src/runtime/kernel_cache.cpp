@@ -29,11 +29,10 @@ namespace fs = std::filesystem;
 
 // The key only names the entry; the stored source settles a hit. Everything else the result
 // depends on is in it: Emmy's, NVRTC's and the driver's versions, and NVRTC's whole command line
-// (architecture, CUBIN or PTX, the include directory, extra flags).
+// (the architecture, sm_XX for a CUBIN or compute_XX for PTX, the include directory, extra flags).
 std::string cache_key(std::string_view source, const CompileOptions& options) {
-  std::string salt =
-      fmt::format("emmy {}|nvrtc {}|driver {}|{}|{}", EMMY_VERSION_STRING, nvrtc_version(), installed_driver_version(),
-                  options.cubin ? "cubin" : "ptx", fmt::join(nvrtc_flags(options), " "));
+  std::string salt = fmt::format("emmy {}|nvrtc {}|driver {}|{}", EMMY_VERSION_STRING, nvrtc_version(),
+                                 installed_driver_version(), fmt::join(nvrtc_flags(options), " "));
   return fmt::format("{:016x}", fnv1a(source, fnv1a(salt)));
 }
 
