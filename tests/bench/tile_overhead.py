@@ -2,10 +2,14 @@
 """The fixed cost of a query tile: an attention op timed at one query length S over several key
 lengths T, fitted as time = waves * (a + b * key_blocks), with a the tile's cost outside its key
 loop (loading Q, filling the pipeline, the epilogue) and b one key block's. cuDNN at the same shapes
-for comparison. Prints one line per variant; with --out, the raw times as JSON.
+for comparison. With --matmul M,N the same for stdlib/linalg.emmy's matmul: time = waves * (a + b *
+K chunks) over the K lengths of --keys, cuBLAS beside it. Prints one line per variant; with --out,
+the raw times as JSON.
 
 Usage (on the GPU machine): tile_overhead.py --lib gpu-carry/libemmy.so --shape 16,16,1024,128
   [--rows 128] [--keys 128,256,512,1024,2048,4096] [--causal] [--knobs KNOBS]... [--schedule NAME]...
+  tile_overhead.py --lib gpu-carry/libemmy.so --matmul 4096,4096 --rows 128 --cols 256 --block 64 \
+  --keys 1024,2048,4096,8192 [--knobs KNOBS]...
 """
 import argparse
 import json
@@ -39,14 +43,18 @@ def main():
     p.add_argument("--block", type=int, default=128, help="keys a block")
     p.add_argument("--keys", default="128,256,512,1024,2048,4096")
     p.add_argument("--causal", action="store_true")
+    p.add_argument("--matmul", help="M,N: time matmul over the K lengths of --keys instead")
+    p.add_argument("--cols", type=int, default=256, help="with --matmul: columns a tile")
     p.add_argument("--knobs", action="append", default=[])
     p.add_argument("--schedule", action="append", default=[])
     p.add_argument("--sms", type=int, default=132)
     p.add_argument("--out")
     a = p.parse_args()
     emmy.load_library(a.lib)
-    b, h, s, d = (int(x) for x in a.shape.split(","))
     keys = [int(t) for t in a.keys.split(",")]
+    if a.matmul:
+        return matmul_overhead(a, keys)
+    b, h, s, d = (int(x) for x in a.shape.split(","))
     op_name = "sdpa_causal" if a.causal else "sdpa"
     tiles = b * h * -(-s // a.rows)
     waves = -(-tiles // a.sms)
@@ -79,6 +87,33 @@ def main():
         print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a key block ({waves} waves); {times}", flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(dict(shape=a.shape, waves=waves, raw=raw), indent=1))
+
+
+def matmul_overhead(a, keys):
+    m, n = (int(x) for x in a.matmul.split(","))
+    tiles = -(-m // a.rows) * -(-n // a.cols)
+    waves = -(-tiles // a.sms)
+    variants = [("schedule " + s, dict(schedule=s)) for s in a.schedule] + [("knobs " + k, dict(knobs=k)) for k in a.knobs]
+    raw = {}
+    torch.manual_seed(0)
+    x = torch.randn(m, max(keys), device="cuda", dtype=torch.float16)
+    w = torch.randn(max(keys), n, device="cuda", dtype=torch.float16)
+    for label, kw in variants + [("cuBLAS", None)]:
+        ts = []
+        for k in keys:
+            xa, wb = x[:, :k].contiguous(), w[:k].contiguous()
+            if kw is None:
+                ts.append(time_us(lambda: torch.matmul(xa, wb)))  # noqa: B023
+            else:
+                op = emmy.load(ROOT / "stdlib/linalg.emmy", target="sm_90a", stdlib_path=str(ROOT / "stdlib"), **kw).op("matmul")
+                ts.append(time_us(op.bind(xa, wb)))
+        chunks = [-(-k // a.block) for k in keys]
+        a0, b0 = fit(chunks, [t / waves for t in ts])
+        raw[label] = dict(keys=keys, us=ts)
+        times = ", ".join(f"K={k}: {t:.1f}" for k, t in zip(keys, ts))
+        print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a K chunk ({waves} waves); {times}", flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps(dict(matmul=a.matmul, waves=waves, raw=raw), indent=1))
 
 
 if __name__ == "__main__":

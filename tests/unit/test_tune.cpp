@@ -440,6 +440,8 @@ TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerate
                        "sm_90a");
   check_block_in_space("nn.emmy", "sdpa_causal", "", hd64, "n128k16_f16/w8x1/k4,TILE@e=f64,STAGE=d3/tma", "sm_90a");
   check_block_in_space("linalg.emmy", "matmul", "", {{"M", 4096}, {"N", 4096}, {"K", 4096}},
+                       "n256k16_f16/w8x1/k4,STAGE=d3/tma", "sm_90a");
+  check_block_in_space("linalg.emmy", "matmul", " as \"n256-d4\"", {{"M", 4096}, {"N", 4096}, {"K", 4096}},
                        "n256k16_f16/w8x1/k4,STAGE=d4/tma", "sm_90a");
 }
 

@@ -249,8 +249,8 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
        "added the tuned block of logsumexp for sm_90 after op logsumexp (line 28)"},
       {"linalg.emmy",
        {"matmul", "sm_90a", {{"TILE", "a:wgmma_m64n128k16_f16/w8x1/k4"}, {"STAGE", "d3/tma/ring"}}, comment},
-       "kept the hand-written block of matmul for sm_90a as \"hand\" (line 127) and added the tuned one after it (line "
-       "136)"},
+       "kept the hand-written block of matmul for sm_90a as \"hand\" (line 129) and added the tuned one after it (line "
+       "140)"},
       {"linalg.emmy",
        {"matmul_bias", "sm_90", {{"TILE", "a:mma_m16n8k16_f16/w2x2/f4x4/k2"}}, comment},
        "added the tuned block of matmul_bias for sm_90 after op matmul_bias (line 33)"},

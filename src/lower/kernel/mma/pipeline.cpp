@@ -79,7 +79,7 @@ void MmaTier::ring_issue(const K& origin, const K& buf, const K& size, int dist,
                          bool boxes_only) {
   emit(kir::comment(fmt::format("ring: copy tile +{} while this one computes", dist)));
   emit(kir::if_then(lt(origin, size), b_.nested([&] { fill_stage(slabs, buf, origin, boxes_only); })));
-  commit();
+  if (!boxes_only) commit();  // (boxes only: no cp.async group, wait() waits for none)
 }
 
 K MmaTier::ring_wrap(const K& x) const {

@@ -204,9 +204,12 @@ void MmaTier::commit() {
 }
 
 void MmaTier::wait(int pending, const std::optional<K>& tma_buf, bool boxes_only) {
-  if (stage_->async) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
+  // A ring of boxes only has no cp.async group to wait for, and nothing written through the
+  // generic proxy for wgmma to read: a tile's zeros (a tensor without elements) are fenced by
+  // the thread that writes them, before its mbarrier arrival (tma_fill).
+  if (stage_->async && !boxes_only) emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {pending}));
   if (tma_buf && !tma_bars_.empty()) wait_phase(tma_bars_, tma_phase_, *tma_buf);
-  if (wgmma()) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
+  if (wgmma() && !boxes_only) emit(kir::intrinsic(kir::IntrinsicId::FenceProxyAsync, {}, {}));
   if (!boxes_only) emit(kir::barrier());
 }
 
