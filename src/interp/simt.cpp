@@ -7,14 +7,14 @@ namespace emmy {
 namespace simt_detail {
 
 void Port::read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) {
-  block_.shared_read(thread_, byte_addr, dst, bytes);
+  block_.shared_read(thread_, base_ + byte_addr, dst, bytes);
 }
 
 void Port::write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) {
   written_ += bytes;
-  if (mode_ == Mode::Direct) return block_.shared_write(thread_, byte_addr, src, bytes);
-  AsyncWrite w =
-      block_.queue_write(thread_, byte_addr, src, bytes, mode_ == Mode::CpAsync ? Pending::CpAsync : Pending::Tma);
+  if (mode_ == Mode::Direct) return block_.shared_write(thread_, base_ + byte_addr, src, bytes);
+  AsyncWrite w = block_.queue_write(thread_, base_ + byte_addr, src, bytes,
+                                    mode_ == Mode::CpAsync ? Pending::CpAsync : Pending::Tma);
   if (mode_ == Mode::CpAsync)
     block_.queue_cp_async(thread_, std::move(w));
   else
@@ -55,12 +55,15 @@ void Block::drop_pending() {
 }
 
 std::string Block::describe_shared(uint32_t addr) const {
+  const uint32_t window = std::max<uint32_t>(launch_.shared_bytes, 1), cta = addr / window;
+  const std::string of = launch_.cluster > 1 ? fmt::format(" of CTA {} of the cluster", cta) : "";
+  addr %= window;
   for (const auto& [name, s] : launch_.shared) {
     auto bytes = static_cast<uint32_t>(kir::type_bytes(s.type));
     if (addr >= s.offset && addr < s.offset + s.count * bytes)
-      return fmt::format("shared {}[{}]", name, (addr - s.offset) / bytes);
+      return fmt::format("shared {}[{}]{}", name, (addr - s.offset) / bytes, of);
   }
-  return fmt::format("shared byte {}", addr);
+  return fmt::format("shared byte {}{}", addr, of);
 }
 
 }  // namespace simt_detail
@@ -132,7 +135,7 @@ int64_t eval_launch_expr(const Expr& e, const Launch& launch) {
 }
 
 // Whether a statement may block its warps: a barrier, an mbarrier wait, a named barrier's sync,
-// setmaxnreg.inc, or a statement holding one. The `if`s that do are collected, and the loops
+// setmaxnreg.inc, a cluster's barrier, or a statement holding one. The `if`s that do are collected, and the loops
 // holding a named barrier whose id is not a constant (warps taking turns).
 struct Blocking {
   bool blocks = false, turns = false;
@@ -142,7 +145,8 @@ Blocking may_block(const Stmt& s, Launch& l) {
   if (s.kind == Stmt::Kind::Intrinsic) {
     auto id = static_cast<IntrinsicId>(s.intrinsic);
     const bool named = id == IntrinsicId::BarSync || id == IntrinsicId::BarArrive;
-    return {id == IntrinsicId::MbarrierTryWait || id == IntrinsicId::BarSync || id == IntrinsicId::SetmaxnregInc,
+    return {id == IntrinsicId::MbarrierTryWait || id == IntrinsicId::BarSync || id == IntrinsicId::SetmaxnregInc ||
+                id == IntrinsicId::ClusterSync,
             named && !s.args.empty() && s.args[0].kind != Expr::Kind::Const};
   }
   Blocking b;
@@ -228,7 +232,19 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
   for (const Stmt& s : k.body) may_block(s, l);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
-  if (k.persistent) l.grid = std::min(l.grid, options.sms);  // the CTAs walk the tiles
+  l.cluster = k.cluster;
+  if (l.cluster < 1 || l.cluster > 8 || static_cast<int64_t>(l.cluster) * k.block_threads > 8 * kMaxBlockThreads)
+    throw SimtError(fmt::format("kernel {}: a cluster of {} CTAs", k.name, l.cluster));
+  if (l.cluster > 1 && k.block_threads % kWarp != 0)
+    throw SimtError(
+        fmt::format("kernel {}: a cluster of CTAs of {} threads (not whole warps)", k.name, k.block_threads));
+  if (l.grid % l.cluster != 0)
+    throw SimtError(
+        fmt::format("kernel {}: grid_x {} is not a multiple of its cluster's {} CTAs", k.name, l.grid, l.cluster));
+  if (k.persistent) {  // the CTAs walk the tiles (whole clusters of them)
+    l.grid = std::min(l.grid, options.sms);
+    l.grid = std::max<int64_t>(l.grid - l.grid % l.cluster, std::min<int64_t>(l.cluster, l.grid));
+  }
   return l;
 }
 
@@ -254,13 +270,15 @@ SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, Tens
     const kir::Kernel& k = program.kernels[ki];
     Launch launch = make_launch(k, globals, sizes, options);
     SharedScratch smem;
-    smem.data.resize(launch.shared_bytes);
-    smem.state.resize(launch.shared_bytes);
-    smem.reads.resize(static_cast<size_t>((k.block_threads + kWarp - 1) / kWarp));
-    for (int64_t b : block_order(launch.grid, options, ki)) {
+    const auto cluster = static_cast<size_t>(launch.cluster);
+    smem.data.resize(launch.shared_bytes * cluster);
+    smem.state.resize(launch.shared_bytes * cluster);
+    smem.reads.resize(static_cast<size_t>((k.block_threads + kWarp - 1) / kWarp) * cluster);
+    // A cluster's CTAs run together, as one Block.
+    for (int64_t b : block_order(launch.grid / launch.cluster, options, ki)) {
       Block(launch, smem, b, report).run();
-      ++report.blocks;
-      report.threads += k.block_threads;
+      report.blocks += launch.cluster;
+      report.threads += int64_t{k.block_threads} * launch.cluster;
     }
   }
   for (size_t i = 0; i < program.buffers.size(); ++i)

@@ -77,7 +77,7 @@ void Block::run_warps(const kir::IntrinsicInfo& info, const Lanes& lanes, const 
     std::vector<uint32_t> win(in_rows * g), wout(out_rows * g);
     for (size_t r = 0; r < in_rows; ++r)
       std::copy_n(in.begin() + static_cast<ptrdiff_t>(r * n + p), g, win.begin() + static_cast<ptrdiff_t>(r * g));
-    Port port(*this, first, Port::Mode::Direct);
+    Port port(*this, first, Port::Mode::Direct, cta_base(cta_of(first)));
     kir::IntrinsicCall c = make_call(win, wout, group, imm, &port);
     call(info, c, first);
     for (size_t r = 0; r < out_rows; ++r)
@@ -105,29 +105,46 @@ void Block::issue_async(const Stmt& s, const kir::IntrinsicInfo& info, const Lan
   } else {
     buffer = buffer_index(s.name, lanes[0]);
   }
+  // A TMA copy's CTAs: its own, or (imm[0], a bit each) those of the cluster it multicasts to,
+  // each getting the box at the same offsets and the bytes on its mbarrier at the same offset.
+  const int64_t multicast = tma && !s.imm.empty() ? s.imm[0] : 0;
+  if (multicast < 0 || multicast >= (int64_t{1} << launch_.cluster))
+    fail(lanes[0], fmt::format("{} multicast to CTAs {:#x} of a cluster of {}", info.name, multicast, launch_.cluster));
   for (size_t k = 0; k < n; ++k) {
     std::vector<uint32_t> one(rows);
     for (size_t r = 0; r < rows; ++r) one[r] = in[r * n + k];
-    Mbarrier* m = tma ? &mbarrier(lanes[k], one[1]) : nullptr;
-    Port port(*this, lanes[k], tma ? Port::Mode::Tma : Port::Mode::CpAsync, m);
-    kir::IntrinsicCall c = make_call(one, {}, 1, s.imm, &port);
-    c.buffer = buffer;
-    if (!tma)
-      c.elem_bytes = static_cast<uint32_t>(kir::type_bytes((*launch_.globals)[static_cast<size_t>(buffer)].type));
-    c.tensor_map = map;
-    call(info, c, lanes[k]);
-    if (m != nullptr) {
-      ++report_.tma_copies;
-      m->tx -= port.bytes_written();
-      try_complete(*m);
+    for (int cta = 0; cta < launch_.cluster; ++cta) {
+      if (multicast ? (multicast >> cta & 1) == 0 : cta != cta_of(lanes[k])) continue;
+      Mbarrier* m = tma ? &mbarrier(lanes[k], cta_base(cta) + one[1]) : nullptr;
+      if (m != nullptr && cta != cta_of(lanes[k])) check_peer_init(lanes[k], cta_base(cta) + one[1], *m);
+      Port port(*this, lanes[k], tma ? Port::Mode::Tma : Port::Mode::CpAsync, cta_base(cta), m);
+      kir::IntrinsicCall c = make_call(one, {}, 1, s.imm, &port);
+      c.buffer = buffer;
+      if (!tma)
+        c.elem_bytes = static_cast<uint32_t>(kir::type_bytes((*launch_.globals)[static_cast<size_t>(buffer)].type));
+      c.tensor_map = map;
+      call(info, c, lanes[k]);
+      if (m != nullptr) {
+        ++report_.tma_copies;
+        m->tx -= port.bytes_written();
+        try_complete(*m);
+      }
     }
   }
 }
 
+// (addr: in the cluster's shared memory.)
 Mbarrier& Block::mbarrier(int32_t t, uint32_t addr) {
   auto it = mbarriers_.find(addr);
   if (it == mbarriers_.end()) fail(t, fmt::format("mbarrier at {} used before mbarrier.init", describe_shared(addr)));
   return it->second;
+}
+
+void Block::check_peer_init(int32_t t, uint32_t addr, const Mbarrier& m) {
+  if (clocks_[static_cast<size_t>(warp_of(t))][static_cast<size_t>(m.init_warp)] < m.init_time)
+    fail(t, fmt::format("the mbarrier at {} is used from another CTA of the cluster before a cluster barrier "
+                        "ordered its mbarrier.init",
+                        describe_shared(addr)));
 }
 
 // The phase completes once every arrival came and the issued bytes match the expected ones;
@@ -184,6 +201,7 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         }
         break;
       case IntrinsicId::MbarrierInit: {
+        addr = at(t, addr);
         check_window(t, addr, 8);
         auto it = mbarriers_.find(addr);
         if (it != mbarriers_.end() && (!it->second.inflight.empty() || !it->second.landing.empty()))
@@ -193,19 +211,29 @@ bool Block::ordering(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes&
         Mbarrier& m = mbarriers_[addr];
         m = Mbarrier{};
         m.count = m.pending = s.imm[0];
+        m.init_warp = warp_of(t);
+        m.init_time = ++smem_.now;
+        clocks_[static_cast<size_t>(m.init_warp)][static_cast<size_t>(m.init_warp)] = m.init_time;
         break;
       }
       case IntrinsicId::MbarrierExpectTx: {
-        Mbarrier& m = mbarrier(t, addr);
+        Mbarrier& m = mbarrier(t, at(t, addr));
         m.tx += word1;
         release(warp_of(t), m.arrived);
         --m.pending;
         try_complete(m);
         break;
       }
-      case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, addr, word1); break;
-      case IntrinsicId::MbarrierArrive: {
-        Mbarrier& m = mbarrier(t, addr);
+      case IntrinsicId::MbarrierTryWait: wait_mbarrier(t, at(t, addr), word1); break;
+      case IntrinsicId::MbarrierArrive:
+      case IntrinsicId::MbarrierArrivePeer: {
+        // A peer's: the mbarrier at the same offset in CTA `word1` of the cluster.
+        const bool peer = info.id == IntrinsicId::MbarrierArrivePeer;
+        if (peer && word1 >= static_cast<uint32_t>(launch_.cluster))
+          fail(t, fmt::format("{} to CTA {} of a cluster of {}", info.name, word1, launch_.cluster));
+        const uint32_t where = peer ? cta_base(static_cast<int>(word1)) + addr : at(t, addr);
+        Mbarrier& m = mbarrier(t, where);
+        if (peer && static_cast<int>(word1) != cta_of(t)) check_peer_init(t, where, m);
         release(warp_of(t), m.arrived);
         --m.pending;
         try_complete(m);
@@ -233,7 +261,7 @@ void Block::exec_intrinsic(const Stmt& s, const Lanes& lanes) {
   if (info.scope == kir::Scope::Warp || info.scope == kir::Scope::Warpgroup) {
     run_warps(info, lanes, in, out, s.imm, info.scope == kir::Scope::Warp ? kWarp : 4 * kWarp);
   } else if (info.scope == kir::Scope::Thread) {
-    Port port(*this, lanes[0], Port::Mode::Direct);
+    Port port(*this, lanes[0], Port::Mode::Direct, cta_base(cta_of(lanes[0])));
     kir::IntrinsicCall c = make_call(in, out, static_cast<int>(n), s.imm, &port);
     if (!s.name.empty()) {  // an atomic's buffer: its index operand counts elements
       c.buffer = buffer_index(s.name, lanes[0]);

@@ -132,6 +132,9 @@ struct Launch {
   std::unordered_map<std::string, SharedSlot> shared;
   uint32_t shared_bytes = 0;
   int64_t grid = 0;
+  // CLUSTER: CTAs a cluster (1: none). A cluster runs as one Block: its CTAs' threads side by
+  // side (CTA r's are r * block_threads ..), each CTA's shared memory at r * shared_bytes.
+  int cluster = 1;
   bool race_check = true;
   // The `if` statements whose branches may block (a barrier, an mbarrier wait, a named barrier,
   // setmaxnreg.inc): split between warps, their sides run as fibers.
@@ -151,7 +154,7 @@ struct ByteState {
   Pending pending = Pending::None;
 };
 
-// Shared memory of the block being run, reused by the blocks of a launch. `now` counts the
+// Shared memory of the block (or cluster) being run, reused by the blocks of a launch. `now` counts the
 // releases (arrivals at barriers and mbarriers) of the launch and stamps every access; it keeps
 // increasing across blocks, so an older block's stamps read as ordered before everything.
 struct SharedScratch {
@@ -200,6 +203,8 @@ struct Mbarrier {
   std::vector<AsyncWrite> landing;   // boxes of completed phases: they land at the next wait
   Clock arrived;                     // the releases of the current phase's arrivals
   Clock completed;                   // ... of every completed phase: what a waiter acquires
+  int32_t init_warp = 0;             // the warp that initialised it, and when: another CTA of a
+  uint32_t init_time = 0;            // cluster uses it only once that is ordered before (a cluster barrier)
 };
 
 // A hardware barrier (bar.sync / bar.arrive id, n; id 0 is also __syncthreads): arrivals of
@@ -337,8 +342,10 @@ class Block;
 class Port final : public kir::MemoryPort {
  public:
   enum class Mode { Direct, CpAsync, Tma };
-  Port(Block& block, int32_t thread, Mode mode, Mbarrier* mbarrier = nullptr)
-      : block_(block), thread_(thread), mode_(mode), mbarrier_(mbarrier) {}
+  // `base`: where the shared memory the intrinsic addresses starts in the cluster's (the
+  // thread's CTA's; a multicast copy's destination CTA's).
+  Port(Block& block, int32_t thread, Mode mode, uint32_t base, Mbarrier* mbarrier = nullptr)
+      : block_(block), thread_(thread), mode_(mode), base_(base), mbarrier_(mbarrier) {}
   void read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) override;
   void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) override;
   void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) override;
@@ -349,6 +356,7 @@ class Port final : public kir::MemoryPort {
   Block& block_;
   int32_t thread_;
   Mode mode_;
+  uint32_t base_;
   Mbarrier* mbarrier_;
   int64_t written_ = 0;
 };
@@ -360,21 +368,30 @@ class Block {
         kernel_(*launch.kernel),
         smem_(smem),
         id_(id),
-        threads_(kernel_.block_threads),
+        cta_threads_(kernel_.block_threads),
+        threads_(kernel_.block_threads * launch.cluster),
         report_(report),
         root_regs_(threads_),
         async_(static_cast<size_t>(threads_)),
         warps_((threads_ + kWarp - 1) / kWarp),
         clocks_(static_cast<size_t>(warps_)),
-        bars_(kNamedBarriers),
+        bars_(static_cast<size_t>(kNamedBarriers * launch.cluster + 1)),
         wg_regs_(static_cast<size_t>((warps_ + 3) / 4)),
+        free_registers_(static_cast<size_t>(launch.cluster)),
         fibers_([this](const std::string& what) {
-          return fmt::format("kernel {}: {} (block {})", kernel_.name, what, id_);
+          return fmt::format("kernel {}: {} ({} {})", kernel_.name, what, launch_.cluster > 1 ? "cluster" : "block",
+                             id_);
         }) {}
 
   void run();
 
-  // Memory, for Port.
+  // A cluster's CTA of thread t, and where that CTA's shared memory starts among the cluster's;
+  // a shared address of thread t's (CTA-relative, as the kernel computes it) in the cluster's.
+  int cta_of(int32_t t) const { return t / cta_threads_; }
+  uint32_t cta_base(int r) const { return static_cast<uint32_t>(r) * launch_.shared_bytes; }
+  uint32_t at(int32_t t, uint32_t addr) const { return cta_base(cta_of(t)) + addr; }
+
+  // Memory, for Port (addresses in the cluster's shared memory).
   void shared_read(int32_t t, uint32_t addr, void* dst, uint32_t bytes);
   void shared_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes);
   AsyncWrite queue_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes, Pending kind);
@@ -384,7 +401,8 @@ class Block {
 
  private:
   [[noreturn]] void fail(int32_t thread, const std::string& what) const {
-    throw SimtError(fmt::format("kernel {}: {} (block {}, thread {})", kernel_.name, what, id_, thread));
+    throw SimtError(fmt::format("kernel {}: {} (block {}, thread {})", kernel_.name, what,
+                                id_ * launch_.cluster + cta_of(thread), thread % cta_threads_));
   }
   std::string describe_shared(uint32_t addr) const;
 
@@ -447,6 +465,8 @@ class Block {
   void check_not_in_flight(const Register& r, int elem, const kir::Reg& name, const Lanes& lanes);
   void wgmma_groups(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes);
   Mbarrier& mbarrier(int32_t t, uint32_t addr);
+  // Thread t's use of an mbarrier of another CTA of the cluster: its init ordered before.
+  void check_peer_init(int32_t t, uint32_t addr, const Mbarrier& m);
   void try_complete(Mbarrier& m);
   void wait_mbarrier(int32_t t, uint32_t addr, uint32_t parity);
   std::string mbarrier_wait_text(uint32_t addr, uint32_t parity);
@@ -461,13 +481,17 @@ class Block {
   bool synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const Lanes& lanes,
                      const std::vector<uint32_t>& in);
   void arrive_barrier(int id, int64_t count, const Lanes& lanes, bool wait);
+  // Named barrier `id` of each CTA whose threads are among `lanes` (a cluster's CTAs have their
+  // own), each CTA's lanes arriving before any waits.
+  void arrive_ctas(int id, int64_t count, const Lanes& lanes, bool wait);
   void set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, const Lanes& lanes);
 
   const Launch& launch_;
   const kir::Kernel& kernel_;
   SharedScratch& smem_;
-  int64_t id_;
-  int threads_;
+  int64_t id_;       // the block (the cluster: its CTAs are blocks id_ * cluster ..)
+  int cta_threads_;  // a CTA's threads
+  int threads_;      // the block's (the cluster's) threads
   SimtReport& report_;
   Registers root_regs_;
   Registers* regs_ = &root_regs_;     // the running fiber's
@@ -476,10 +500,10 @@ class Block {
   bool wgmma_operands_ = false;  // a wgmma's operands are being read (its chain's accumulator may be in flight)
   std::unordered_map<uint32_t, Mbarrier> mbarriers_;
   int warps_;
-  std::vector<Clock> clocks_;       // clocks_[w]: warp w's vector clock
-  std::vector<NamedBarrier> bars_;  // by barrier id
-  std::vector<int> wg_regs_;        // each warpgroup's registers a thread (setmaxnreg)
-  int64_t free_registers_ = 0;      // the register file's rest
+  std::vector<Clock> clocks_;            // clocks_[w]: warp w's vector clock
+  std::vector<NamedBarrier> bars_;       // by barrier id
+  std::vector<int> wg_regs_;             // each warpgroup's registers a thread (setmaxnreg)
+  std::vector<int64_t> free_registers_;  // each CTA's register file's rest
   Fibers fibers_;
 };
 

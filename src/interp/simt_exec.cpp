@@ -157,10 +157,11 @@ void Block::run_apart(const std::vector<std::function<void()>>& parts, const std
   regs_ = outer;
 }
 
-// __syncthreads: every thread of the block, in one fiber or arriving from several.
+// __syncthreads: every thread of the block, in one fiber or arriving from several (each CTA of
+// a cluster its own).
 void Block::exec_barrier(const Lanes& lanes) {
-  if (static_cast<int>(lanes.size()) == threads_) return sync_all();
-  arrive_barrier(0, threads_, lanes, true);
+  if (launch_.cluster == 1 && static_cast<int>(lanes.size()) == threads_) return sync_all();
+  arrive_ctas(0, cta_threads_, lanes, true);
 }
 
 // A vector access: `count` elements of a global buffer or shared array to or from a register
@@ -220,11 +221,11 @@ void Block::exec_shared_vector(const Stmt& s, const Vals& idx, Register& r, cons
       fail(lanes[k], fmt::format("misaligned shared vector {}: {} bytes at {}, not a multiple of {}",
                                  load ? "load" : "store", width, describe_shared(addrs[k]), width));
     if (load) {
-      shared_read(lanes[k], addrs[k], word.data(), width);
+      shared_read(lanes[k], at(lanes[k], addrs[k]), word.data(), width);
       unpack_lane(s, r, lanes[k], word.data());
     } else {
       pack_lane(s, r, lanes[k], word.data());
-      shared_write(lanes[k], addrs[k], word.data(), width);
+      shared_write(lanes[k], at(lanes[k], addrs[k]), word.data(), width);
     }
   }
 }
@@ -331,12 +332,12 @@ Vals Block::eval_special(const Expr& e, const Lanes& lanes) const {
   for (size_t k = 0; k < lanes.size(); ++k) {
     int32_t t = lanes[k];
     switch (e.special) {
-      case kir::Special::ThreadIdx: v.i[k] = t; break;
-      case kir::Special::BlockIdx: v.i[k] = id_; break;
-      case kir::Special::BlockDim: v.i[k] = threads_; break;
+      case kir::Special::ThreadIdx: v.i[k] = t % cta_threads_; break;
+      case kir::Special::BlockIdx: v.i[k] = id_ * launch_.cluster + cta_of(t); break;
+      case kir::Special::BlockDim: v.i[k] = cta_threads_; break;
       case kir::Special::GridDim: v.i[k] = launch_.grid; break;
       case kir::Special::LaneId: v.i[k] = t & (kWarp - 1); break;
-      case kir::Special::WarpId: v.i[k] = t >> 5; break;
+      case kir::Special::WarpId: v.i[k] = (t % cta_threads_) >> 5; break;
     }
   }
   return v;
@@ -534,8 +535,8 @@ Vals Block::eval_load(const Expr& e, const Lanes& lanes) {
   int bytes = kir::type_bytes(s.type);
   count_shared(lanes, addrs, bytes);
   for (size_t k = 0; k < n; ++k) {
-    check_read(lanes[k], addrs[k], static_cast<uint32_t>(bytes));
-    const uint8_t* p = smem_.data.data() + addrs[k];
+    check_read(lanes[k], at(lanes[k], addrs[k]), static_cast<uint32_t>(bytes));
+    const uint8_t* p = smem_.data.data() + at(lanes[k], addrs[k]);
     if (is_f(s.type))
       v.f[k] = decode_float(s.type, p);
     else

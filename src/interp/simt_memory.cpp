@@ -31,8 +31,9 @@ void Block::store_shared(const Stmt& s, const Vals& idx, Vals val, const Lanes& 
   int bytes = kir::type_bytes(sl.type);
   count_shared(lanes, addrs, bytes);
   for (size_t k = 0; k < lanes.size(); ++k) {
-    check_write(lanes[k], addrs[k], static_cast<uint32_t>(bytes), false);
-    uint8_t* at = smem_.data.data() + addrs[k];
+    const uint32_t addr = this->at(lanes[k], addrs[k]);
+    check_write(lanes[k], addr, static_cast<uint32_t>(bytes), false);
+    uint8_t* at = smem_.data.data() + addr;
     if (is_f(sl.type))
       encode_float(sl.type, val.f[k], at);
     else
@@ -40,9 +41,11 @@ void Block::store_shared(const Stmt& s, const Vals& idx, Vals val, const Lanes& 
   }
 }
 
+// (addr: in the cluster's shared memory; the access stays within one CTA's window.)
 void Block::check_window(int32_t t, uint32_t addr, uint32_t bytes) const {
-  if (static_cast<uint64_t>(addr) + bytes > launch_.shared_bytes)
-    fail(t, fmt::format("shared access of {} bytes at byte {} outside the {}-byte shared window", bytes, addr,
+  const uint64_t window = launch_.shared_bytes, local = window == 0 ? addr : addr % window;
+  if (local + bytes > window || addr / std::max<uint64_t>(window, 1) >= static_cast<uint64_t>(launch_.cluster))
+    fail(t, fmt::format("shared access of {} bytes at byte {} outside the {}-byte shared window", bytes, local,
                         launch_.shared_bytes));
 }
 

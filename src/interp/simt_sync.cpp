@@ -17,9 +17,9 @@ void join(Clock& into, const Clock& from) {
 void Block::start_clocks() {
   ++smem_.now;
   for (Clock& c : clocks_) c.assign(static_cast<size_t>(warps_), smem_.now);
-  const int each = std::min(256, kRegisterFile / (warps_ * kWarp) / 8 * 8);
+  const int each = std::min(256, kRegisterFile / std::max(cta_threads_, 1) / 8 * 8);
   std::fill(wg_regs_.begin(), wg_regs_.end(), each);
-  free_registers_ = 0;
+  std::fill(free_registers_.begin(), free_registers_.end(), 0);  // each CTA's SM's
 }
 
 // An arrival of `warp`: its accesses so far, and what it was ordered after, join `into`.
@@ -86,10 +86,37 @@ void Block::arrive_barrier(int id, int64_t count, const Lanes& lanes, bool wait)
           int32_t missing = 0;
           while (missing < threads_ && std::binary_search(sorted.begin(), sorted.end(), missing)) ++missing;
           return fmt::format("barrier divergence: {} of {} threads reach the barrier (thread {} does not)", b.arrived,
-                             threads_, missing);
+                             b.expected, missing % cta_threads_);
         });
   }
   if (wait) acquire_lanes(lanes, b.completed);
+}
+
+void Block::arrive_ctas(int id, int64_t count, const Lanes& lanes, bool wait) {
+  if (launch_.cluster == 1) return arrive_barrier(id, count, lanes, wait);
+  std::vector<std::pair<int, Lanes>> parts;  // (the CTA's barrier, its lanes)
+  for (int32_t t : lanes) {
+    const int slot = cta_of(t) * kNamedBarriers + id;
+    if (parts.empty() || parts.back().first != slot) parts.push_back({slot, {}});
+    parts.back().second.push_back(t);
+  }
+  std::vector<uint64_t> generations;
+  for (const auto& [slot, mine] : parts) {
+    generations.push_back(bars_[static_cast<size_t>(slot)].generation);
+    arrive_barrier(slot, count, mine, false);
+  }
+  if (!wait) return;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const NamedBarrier& b = bars_[static_cast<size_t>(parts[i].first)];
+    const uint64_t generation = generations[i];
+    block_until(
+        parts[i].second[0], [&b, generation] { return b.generation != generation; },
+        [&b, id] {
+          return fmt::format("barrier {} of a CTA never completes: {} of its {} threads arrive", id, b.arrived,
+                             b.expected);
+        });
+    acquire_lanes(parts[i].second, b.completed);
+  }
 }
 
 // setmaxnreg: a warpgroup's registers a thread go down (to the register file's free rest) or
@@ -103,20 +130,21 @@ void Block::set_max_registers(const kir::IntrinsicInfo& info, int64_t regs, cons
     if (first % (4 * kWarp) != 0 || p + 4 * kWarp > lanes.size() || lanes[p + 4 * kWarp - 1] != first + 4 * kWarp - 1)
       fail(first, fmt::format("{} in divergent code: warpgroup {} has inactive lanes", info.name, first / (4 * kWarp)));
     int& have = wg_regs_[static_cast<size_t>(first / (4 * kWarp))];
+    int64_t& free_registers = free_registers_[static_cast<size_t>(cta_of(first))];
     if (up ? regs < have : regs > have)
       fail(first, fmt::format("{} {} {} the warpgroup's {} registers a thread", info.name, regs,
                               up ? "is below" : "is above", have));
     const int64_t delta = (regs - have) * 4 * kWarp;
     if (up)
       block_until(
-          first, [this, delta] { return free_registers_ >= delta; },
-          [this, &info, regs, delta, first] {
+          first, [&free_registers, delta] { return free_registers >= delta; },
+          [this, &info, regs, delta, first, &free_registers] {
             return fmt::format(
                 "{} {} of warpgroup {} waits for {} registers, {} of them are free (another "
                 "warpgroup must setmaxnreg.dec first)",
-                info.name, regs, first / (4 * kWarp), delta, free_registers_);
+                info.name, regs, (first % cta_threads_) / (4 * kWarp), delta, free_registers);
           });
-    free_registers_ -= delta;
+    free_registers -= delta;
     have = static_cast<int>(regs);
   }
 }
@@ -138,12 +166,15 @@ bool Block::synchronizing(const Stmt& s, const kir::IntrinsicInfo& info, const L
                                      "run apart (a branch between them, or a loop the interpreter splits)",
                                      info.name, id, warp_of(lanes[0]), static_cast<int32_t>(in[k]), warp_of(lanes[k])));
         }
-      if (id < 0 || id >= kNamedBarriers || count < kWarp || count % kWarp != 0 || count > threads_)
+      if (id < 0 || id >= kNamedBarriers || count < kWarp || count % kWarp != 0 || count > cta_threads_)
         fail(lanes[0], fmt::format("{} {}, {}: the barrier is 0 to {}, the count a multiple of 32 up to the block's {}",
-                                   info.name, id, count, kNamedBarriers - 1, threads_));
-      arrive_barrier(static_cast<int>(id), count, lanes, info.id == IntrinsicId::BarSync);
+                                   info.name, id, count, kNamedBarriers - 1, cta_threads_));
+      arrive_ctas(static_cast<int>(id), count, lanes, info.id == IntrinsicId::BarSync);
       return true;
     }
+    case IntrinsicId::ClusterSync:  // every thread of every CTA of the cluster: a barrier of its own
+      arrive_barrier(kNamedBarriers * launch_.cluster, threads_, lanes, true);
+      return true;
     case IntrinsicId::SetmaxnregInc:
     case IntrinsicId::SetmaxnregDec: set_max_registers(info, s.imm[0], lanes); return true;
     default: return false;

@@ -305,6 +305,8 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     ordering_only,  // BarArrive
     ordering_only,  // SetmaxnregInc
     ordering_only,  // SetmaxnregDec
+    ordering_only,  // MbarrierArrivePeer
+    ordering_only,  // ClusterSync
 }};
 
 }  // namespace

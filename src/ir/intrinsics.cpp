@@ -185,6 +185,21 @@ constexpr std::string_view kMbarrierArrive =
 }
 )";
 
+constexpr std::string_view kMbarrierArrivePeer =
+    R"(__device__ __forceinline__ void emmy_mbarrier_arrive_peer(unsigned bar, unsigned cta) {
+  asm volatile("{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+               " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+               :: "r"(bar), "r"(cta) : "memory");
+}
+)";
+
+constexpr std::string_view kClusterSync =
+    R"(__device__ __forceinline__ void emmy_cluster_sync() {
+  asm volatile("fence.mbarrier_init.release.cluster;\nbarrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n"
+               ::: "memory");
+}
+)";
+
 constexpr std::string_view kMbarrierTryWait =
     R"(__device__ __forceinline__ void emmy_mbarrier_try_wait(unsigned bar, unsigned phase) {
   unsigned done = 0;
@@ -206,14 +221,21 @@ std::string tma_load_source(int rank) {
     operands += fmt::format(", \"r\"(c{})", d);
   }
   return fmt::format(R"(__device__ __forceinline__ void emmy_tma_load_{0}d(
-    const void* tensor_map, unsigned smem_addr, unsigned bar{1}) {{
-  asm volatile("cp.async.bulk.tensor.{0}d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {{{2}}}], [%2];\n"
-               :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar){3}
-               : "memory");
+    const void* tensor_map, unsigned smem_addr, unsigned bar{1}, int ctas) {{
+  if (ctas == 0)
+    asm volatile("cp.async.bulk.tensor.{0}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {{{2}}}], [%2];\n"
+                 :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar){3}
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.{0}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {{{2}}}], [%2], %{4};\n"
+                 :: "r"(smem_addr), "l"(reinterpret_cast<unsigned long long>(tensor_map)), "r"(bar){3},
+                    "h"((unsigned short)ctas)
+                 : "memory");
 }}
 )",
-                     rank, params, regs, operands);
+                     rank, params, regs, operands, rank + 3);
 }
 
 // Atomics (red: the atomic without its return value): p is &buffer[index], a generic address.
@@ -384,7 +406,7 @@ std::vector<IntrinsicInfo> build_table() {
     // Inserted in enum order: the TMA rows follow MbarrierArrive.
     auto at = t.begin() + static_cast<std::ptrdiff_t>(IntrinsicId::TmaLoad2d) + rank - 2;
     const auto& [helper, source] = tma_rows[static_cast<size_t>(rank - 2)];
-    t.insert(at, row(tma_load_of_rank(rank), helper, T, {}, std::move(ins), 0, 90, source));
+    t.insert(at, row(tma_load_of_rank(rank), helper, T, {}, std::move(ins), 1, 90, source));
   }
   static const std::array<std::string, 3> ordering_sources{
       ordering_source("emmy_wgmma_fence", "wgmma.fence.sync.aligned"),
@@ -402,6 +424,8 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(row(BarArrive, "emmy_bar_arrive", W, {}, {I}, 1, 80, sync_sources[1]));
   t.push_back(row(SetmaxnregInc, "emmy_setmaxnreg_inc", Scope::Warpgroup, {}, {}, 1, 90, sync_sources[2]));
   t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, sync_sources[3]));
+  t.push_back(row(MbarrierArrivePeer, "emmy_mbarrier_arrive_peer", T, {}, {U, U}, 0, 90, kMbarrierArrivePeer));
+  t.push_back(row(ClusterSync, "emmy_cluster_sync", T, {}, {}, 0, 90, kClusterSync));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
   if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");

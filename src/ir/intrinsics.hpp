@@ -40,7 +40,9 @@ enum class IntrinsicId : uint8_t {
   MbarrierExpectTx,  // mbarrier.arrive.expect_tx.shared.b64 [addr], bytes
   MbarrierTryWait,   // mbarrier.try_wait.parity.shared.b64 [addr], phase  (loops until done)
   MbarrierArrive,    // mbarrier.arrive.shared.b64 [addr]: one arrival, no bytes
-  TmaLoad2d,         // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+  TmaLoad2d,         // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes;
+                     // imm[0]: 0, or the cluster's CTAs (a bit each) the box goes to (.multicast::cluster),
+                     // landing at the same shared offsets and completing on the same mbarrier in each
   TmaLoad3d,         // .3d: the same with three coordinates
   TmaLoad4d,         // .4d
   TmaLoad5d,         // .5d
@@ -98,6 +100,12 @@ enum class IntrinsicId : uint8_t {
   BarArrive,      // bar.arrive id, imm[0]: arrive only (a producer's signal, a turn passed)
   SetmaxnregInc,  // setmaxnreg.inc.sync.aligned.u32 imm[0]: up to imm[0] registers a thread, waiting for them
   SetmaxnregDec,  // setmaxnreg.dec.sync.aligned.u32 imm[0]: down to imm[0], freeing the rest
+  // Thread-block clusters (CLUSTER): one arrival on the mbarrier at the same shared offset in CTA
+  // `cta` of the cluster (mapa, then mbarrier.arrive.shared::cluster), and every thread of the
+  // cluster meeting (barrier.cluster.arrive.release, barrier.cluster.wait.acquire), the mbarriers
+  // initialised before it visible to the whole cluster (fence.mbarrier_init.release.cluster).
+  MbarrierArrivePeer,  // [addr], cta
+  ClusterSync,
   Count,
 };
 

@@ -197,6 +197,9 @@ struct Kernel {
   // PERSIST: grid_x counts tiles, which each CTA walks from blockIdx.x in steps of gridDim.x; the
   // launch starts no more CTAs than the device holds at once (the interpreter: SimtOptions::sms).
   bool persistent = false;
+  // CLUSTER: CTAs a thread-block cluster along x (1: none); grid_x is a multiple of it, and the
+  // CTAs of a cluster are blockIdx.x = c * cluster + rank (rank = blockIdx.x % cluster).
+  int cluster = 1;
   std::vector<SharedArray> shared;
   std::vector<Stmt> body;
   const Param* find_param(std::string_view name) const;

@@ -266,9 +266,10 @@ std::string print_stmt_line(const Stmt& s) {
 }
 
 std::string print_kernel(const Kernel& k) {
-  std::string out = fmt::format("kernel {} threads={}{} grid={}{}\n", k.name, k.block_threads,
+  std::string out = fmt::format("kernel {} threads={}{} grid={}{}{}\n", k.name, k.block_threads,
                                 k.min_blocks_per_sm > 0 ? fmt::format(" min_blocks={}", k.min_blocks_per_sm) : "",
-                                print_expr(k.grid_x), k.persistent ? " persistent" : "");
+                                print_expr(k.grid_x), k.persistent ? " persistent" : "",
+                                k.cluster > 1 ? fmt::format(" cluster={}", k.cluster) : "");
   for (const std::string& line : k.doc) out += "  // " + line + "\n";
   for (const Param& p : k.params) out += param_line(p);
   for (const SharedArray& a : k.shared)

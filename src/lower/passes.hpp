@@ -112,6 +112,7 @@ struct Knobs {
   bool pingpong = false;                   // PINGPONG=1: the consumer warpgroups take turns issuing wgmma
   bool persist = false;                    // PERSIST=1: one CTA an SM walks the tiles (the tensor-core tier)
   std::optional<RasterValue> raster;       // RASTER=gm<G>|gn<G>: a contraction's tiles in groups (L2 reuse)
+  std::optional<ClusterValue> cluster;     // CLUSTER=m<N>|n<N>: a contraction's CTAs share a tile by multicast
   std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
   std::vector<SplitKnob> splits;           // REDUCE (at most one)
   std::vector<KnobSetting> settings;       // as resolved, for printing and hashing

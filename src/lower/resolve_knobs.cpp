@@ -287,6 +287,12 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
             break;
           }
           [[fallthrough]];
+        case Knob::Cluster:
+          if (s.knob == Knob::Cluster && k.mma) {  // as RASTER: the contraction's plan decides
+            k.cluster = s.off ? std::nullopt : std::optional<ClusterValue>(std::get<ClusterValue>(s.value));
+            break;
+          }
+          [[fallthrough]];
         case Knob::FastExp:
           if (s.knob == Knob::FastExp && !s.off) {  // both tiers: exp as exp2 of a scaled argument
             k.fast_exp = std::get<bool>(s.value);

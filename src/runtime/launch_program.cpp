@@ -167,9 +167,12 @@ std::vector<KernelLaunch> LoadedProgram::bind(const std::map<std::string, Device
     if (blocks < 0 || blocks > std::numeric_limits<int32_t>::max())
       fail(fmt::format("kernel {}: grid_x is {}", k.name, blocks));
     if (blocks == 0) continue;
-    // A persistent kernel's CTAs walk its tiles: as many as the device holds at once.
-    l.grid.x = static_cast<unsigned>(
-        k.persistent ? std::min<int64_t>(blocks, int64_t{driver_->multiprocessors()} * blocks_per_sm_[i]) : blocks);
+    // A persistent kernel's CTAs walk its tiles: as many as the device holds at once (whole
+    // clusters: the grid a multiple of the kernel's cluster, as every grid of a clustered kernel is).
+    int64_t ctas =
+        k.persistent ? std::min<int64_t>(blocks, int64_t{driver_->multiprocessors()} * blocks_per_sm_[i]) : blocks;
+    if (k.cluster > 1) ctas = std::max<int64_t>(ctas - ctas % k.cluster, k.cluster);
+    l.grid.x = static_cast<unsigned>(ctas);
     launches.push_back(std::move(l));
   }
   return launches;

@@ -80,6 +80,7 @@ constexpr Choice kPrefixG[] = {{"g"}};
 constexpr Choice kPrefixP[] = {{"p"}};
 constexpr Choice kPrefixR[] = {{"r"}};
 constexpr Choice kRasterPrefixes[] = {{"gm"}, {"gn"}};
+constexpr Choice kClusterPrefixes[] = {{"m"}, {"n"}};
 constexpr Choice kReduceModes[] = {{"k"}, {"a"}};
 constexpr Choice kPrefixT[] = {{"t"}};
 constexpr Choice kPrefixV[] = {{"v"}};
@@ -240,6 +241,21 @@ constexpr FieldSpec kRasterFields[] = {
      }},
 };
 
+constexpr FieldSpec kClusterFields[] = {
+    {.name = "size", .grammar = "m<N>|n<N>", .example = "m2", .slot = 0, .shape = Shape::Number,
+     .heads = kClusterPrefixes, .r1 = {2, 2, 1, "cluster size"}, .required = true,
+     .needs = Feature::Tma,  // thread-block clusters and TMA multicast: sm_90 and newer
+     .store = [](KnobValue& v, const FieldRead& r) {
+       as<ClusterValue>(v).axis = r.head == 0 ? 'm' : 'n';
+       as<ClusterValue>(v).size = r.n1;
+     },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<ClusterValue>(v);
+       if (c.size == 0) return std::nullopt;
+       return FieldRead{.head = c.axis == 'n' ? 1 : 0, .n1 = c.size};
+     }},
+};
+
 // A 0|1 knob (FAST_EXP, OVERLAP, PINGPONG, PERSIST): true for 1; `words` says what each value needs of the target.
 constexpr std::array<FieldSpec, 1> flag_fields(std::span<const Choice> words) {
   return {{{.name = "value", .grammar = "0|1", .example = "1", .slot = 0, .shape = Shape::Word,
@@ -297,6 +313,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
     {Knob::PingPong, "PINGPONG", "0|1", "1", [] { return KnobValue{false}; }, kPingPongFields},
     {Knob::Persist, "PERSIST", "0|1", "1", [] { return KnobValue{false}; }, kPersistFields},
+    {Knob::Cluster, "CLUSTER", "m<N>|n<N>", "m2", [] { return KnobValue{ClusterValue{}}; }, kClusterFields},
 };
 
 // A tensor-core or scalar atom. A pattern with <N> takes the number in n_range there.

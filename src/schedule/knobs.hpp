@@ -13,7 +13,7 @@
 
 namespace emmy {
 
-enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp, Coop, Overlap, PingPong, Persist };
+enum class Knob { Place, Tile, Stage, Reduce, Wspec, Raster, FastExp, Coop, Overlap, PingPong, Persist, Cluster };
 
 // TILE: a:<atom>/w<M>x<N>/f<M>x<N>/k<K>, or the scalar tier's per-thread tile f<N>.
 // Absent fields stay std::nullopt: defaults are chosen later, not by the codec.
@@ -46,6 +46,14 @@ struct RasterValue {  // gm<G> | gn<G>
   int group = 0;
 };
 
+// CLUSTER: m<N> | n<N> — N CTAs of a thread-block cluster on consecutive row tiles (m: they share
+// the column operand's tile) or column tiles (n: the row operand's), each bringing its share of
+// the shared tile to all of them by TMA multicast.
+struct ClusterValue {
+  char axis = 'm';
+  int size = 0;
+};
+
 // COOP: t<N>[/v<V>] — N threads (a power of two) cooperate on each point of a kernel's
 // thread space (a row); V elements per vector load/store (1, 2, 4, 8).
 struct CoopValue {
@@ -54,8 +62,8 @@ struct CoopValue {
 };
 
 // monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP, PINGPONG and PERSIST (1 = true).
-using KnobValue =
-    std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue, CoopValue>;
+using KnobValue = std::variant<std::monostate, bool, TileValue, StageValue, ReduceValue, WspecValue, RasterValue,
+                               CoopValue, ClusterValue>;
 
 struct KnobSetting {
   Knob knob;

@@ -184,7 +184,7 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
           // flight (with two warpgroups or more, also taking turns: PINGPONG); a producer warpgroup (WSPEC) on a ring
           // of TMA boxes, and on a contraction OVERLAP with it (without the producers a contraction's is refused: no
           // build spent on it). The producer-fed variants also with persistent CTAs (PERSIST), whose producers load
-          // the next tile's first blocks under this tile's last ones.
+          // the next tile's first blocks under this tile's last ones; a contraction's also in clusters (CLUSTER).
           std::vector<std::string> overlap{""};
           const bool boxes = s.needs == Feature::Tma;
           if (fold && s.depth >= 3) overlap.push_back("OVERLAP=1");
@@ -198,6 +198,8 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
             overlap.push_back("WSPEC=p1,OVERLAP=1");
             overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8");
             overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1");
+            // Pairs of row tiles sharing B's tile by multicast, where it splits into their two runs of boxes.
+            if (n % 128 == 0) overlap.push_back("WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1,CLUSTER=m2");
           }
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)

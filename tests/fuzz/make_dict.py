@@ -98,6 +98,9 @@ def main(argv):
             sys.stderr.write("tests/fuzz/emmy.dict is stale: run tests/fuzz/make_dict.py tests/fuzz/emmy.dict\n")
             return 1
         return 0
+    if len(argv) > 1 and argv[1].startswith("-"):
+        sys.stderr.write("usage: tests/fuzz/make_dict.py [--check | OUTPUT]  (no output: the dictionary on stdout)\n")
+        return 0 if argv[1] in ("-h", "--help") else 2
     if len(argv) > 1:
         with open(argv[1], "w", encoding="utf-8") as f:
             f.write(text)

@@ -171,7 +171,7 @@ Kernel tma_kernel() {
   k.body = {
       if_then(binary(BinOp::Eq, tid(), ci(0)),
               {intrinsic(MbarrierInit, {}, {bar}, {1}), intrinsic(MbarrierExpectTx, {}, {bar, ci(2048, U32)}),
-               intrinsic(TmaLoad2d, {}, {shared_addr("xs", ci(0)), bar, ci(0), ci(0)}, {}, "tm")}),
+               intrinsic(TmaLoad2d, {}, {shared_addr("xs", ci(0)), bar, ci(0), ci(0)}, {0}, "tm")}),
       intrinsic(MbarrierTryWait, {}, {bar, ci(0, U32)}),
       gstore("out", cast(tid(), I64), load(Space::Shared, "xs", tid(), F16)),
   };
@@ -378,7 +378,7 @@ TEST_CASE("kernel printer: shared arrays, barriers and intrinsic calls") {
   CHECK(mma.find("  d[0], d[1], d[2], d[3] = mma_m16n8k16_f16_f32(a[0], a[1], a[2], a[3], b[0], b[1], d[0], d[1], "
                  "d[2], d[3])\n") != std::string::npos);
   CHECK(mma.find("  p = shfl_bfly<1>(d[0])\n") != std::string::npos);
-  CHECK(print_kernel(tma_kernel()).find("    tma_load_2d(&tm, &xs[0], &bar[0], 0, 0)\n") != std::string::npos);
+  CHECK(print_kernel(tma_kernel()).find("    tma_load_2d<0>(&tm, &xs[0], &bar[0], 0, 0)\n") != std::string::npos);
   CHECK(print_kernel(tma_kernel()).find("  param tm: tensormap of x box [64, 64] swizzle none\n") != std::string::npos);
 }
 
@@ -700,7 +700,7 @@ TEST_CASE("cuda printer: each used intrinsic's helper once, in table order, call
   CHECK(tma.find("k_tma_9c0d(\n    const __grid_constant__ CUtensorMap tm,\n    __half* __restrict__ out)\n") !=
         std::string::npos);
   CHECK(tma.find("        emmy_tma_load_2d(&tm, (unsigned)__cvta_generic_to_shared(&xs[0]), "
-                 "(unsigned)__cvta_generic_to_shared(&bar[0]), 0, 0);\n") != std::string::npos);
+                 "(unsigned)__cvta_generic_to_shared(&bar[0]), 0, 0, 0);\n") != std::string::npos);
 }
 
 TEST_CASE("kernel and cuda printers: __launch_bounds__'s minimum blocks per SM, when given") {

@@ -306,7 +306,7 @@ kir::Program tma_program(uint32_t words, int c0, int c1) {
       kir::barrier(),
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, cu(4 * words)}),
                                      intrinsic(IntrinsicId::TmaLoad2d, {},
-                                               {kir::shared_addr("tile", c(0)), bar, c(c0), c(c1)}, {}, "gmap")}),
+                                               {kir::shared_addr("tile", c(0)), bar, c(c0), c(c1)}, {0}, "gmap")}),
       intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, cu(0)}),
       kir::for_loop("j", I32, c(0), c(static_cast<int>(words / kTmaThreads)),
                     {gstore("out", i64(at), kir::load(Space::Shared, "tile", at, U32))}),

@@ -318,7 +318,7 @@ TEST_CASE("intrinsic TMA 2-D box copy and swizzle: every recorded case, every sm
     // Through the table's semantics: destination 0, mbarrier word unused, coordinates.
     TestMemory memory = tma_memory(smem.size() * 2);
     std::vector<uint32_t> in{0, 0, static_cast<uint32_t>(c0), static_cast<uint32_t>(c1)};
-    Run{IntrinsicId::TmaLoad2d, 1, {}, &memory, -1, 0, &map}(in);
+    Run{IntrinsicId::TmaLoad2d, 1, {0}, &memory, -1, 0, &map}(in);
     for (size_t i = 0; i < smem.size(); ++i) {
       uint32_t v = smem[i].get<uint32_t>();
       CAPTURE(i);

@@ -161,7 +161,7 @@ TEST_CASE("targets: feature table") {
 
 TEST_CASE("knobs: names and lookup") {
   CHECK(knob_names() == std::vector<std::string_view>{"PLACE", "TILE", "STAGE", "REDUCE", "WSPEC", "RASTER", "FAST_EXP",
-                                                      "COOP", "OVERLAP", "PINGPONG", "PERSIST"});
+                                                      "COOP", "OVERLAP", "PINGPONG", "PERSIST", "CLUSTER"});
   for (std::string_view name : knob_names()) {
     auto k = find_knob(name);
     REQUIRE(k);
@@ -322,6 +322,22 @@ TEST_CASE("parse: RASTER gm<G>|gn<G>") {
   CHECK(n.group == 64);
 }
 
+TEST_CASE("parse: CLUSTER m<N>|n<N>, two CTAs, on targets with TMA") {
+  const auto m = std::get<ClusterValue>(parse_ok(Knob::Cluster, "m2").value);
+  CHECK(m.axis == 'm');
+  CHECK(m.size == 2);
+  CHECK(std::get<ClusterValue>(parse_ok(Knob::Cluster, "n2").value).axis == 'n');
+  CHECK(print_knob({Knob::Cluster, "", false, ClusterValue{'n', 2}}) == "CLUSTER=n2");
+  for (std::string_view bad : {"m4", "m1", "x2", "m"}) {
+    CAPTURE(bad);
+    CHECK(parse_err(Knob::Cluster, bad).code.starts_with("E05"));
+  }
+  CHECK(legal_on("CLUSTER=m2", "sm_90a").empty());
+  CHECK(legal_on("CLUSTER=n2", "sm_90").empty());
+  REQUIRE(legal_on("CLUSTER=m2", "sm_80").size() == 1);
+  CHECK(contains(legal_on("CLUSTER=m2", "sm_80")[0].message, "TMA"));
+}
+
 TEST_CASE("parse: an empty value is off for every knob") {
   for (std::string_view name : knob_names()) {
     Knob k = *find_knob(name);
@@ -379,6 +395,8 @@ TEST_CASE("print: round trip of canonical strings") {
       "WSPEC=",
       "RASTER=gn64",
       "RASTER=",
+      "CLUSTER=m2",
+      "CLUSTER=",
       "FAST_EXP=",
       "TILE=",
       "PLACE=",
@@ -434,7 +452,8 @@ TEST_CASE("E050: unknown knob name, with the closest knob suggested") {
   CHECK(e.offset == 0);
   CHECK(e.length == 5);
   CHECK(at(text, e) == "TILLE");
-  CHECK(contains(e.message, "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG, PERSIST"));
+  CHECK(contains(e.message,
+                 "PLACE, TILE, STAGE, REDUCE, WSPEC, RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG, PERSIST, CLUSTER"));
   CHECK(contains(e.help, "TILE"));
 
   std::string_view lower = "STAGE=d2/tma, fast_exp=1";

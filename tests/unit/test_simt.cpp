@@ -443,7 +443,7 @@ kir::Program tma_kernel(bool wait, int parity, std::string map_of = "x") {
       kir::barrier(),
       kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(256, U32)}),
                                      intrinsic(IntrinsicId::TmaLoad2d, {},
-                                               {kir::shared_addr("tile", c(0)), bar, c(0), c(8)}, {}, "xmap")}),
+                                               {kir::shared_addr("tile", c(0)), bar, c(0), c(8)}, {0}, "xmap")}),
   };
   if (wait) body.push_back(intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, kir::ci(parity, U32)}));
   for (int h = 0; h < 2; ++h)
@@ -475,6 +475,72 @@ TEST_CASE("simt: a TMA box lands when the mbarrier phase is waited on") {
     CHECK(io.at("y").data[static_cast<size_t>(k)] == io.at("x").data[static_cast<size_t>(128 + k)]);
   CHECK(contains(simt_error(tma_kernel(false, 0), sizes, io, tma_options()), "TMA copy still in flight"));
   CHECK(contains(simt_error(tma_kernel(true, 1), sizes, io, tma_options()), "mbarrier wait never returns"));
+}
+
+namespace {
+
+// A cluster of two CTAs of 64 threads (CLUSTER): CTA 0's thread 0 multicasts the 8 x 16 box at
+// row 8 of x into both CTAs' tiles (each CTA's thread 0 expecting its bytes), every thread copies
+// its CTA's tile to y; then (with `peers`) every thread of both arrives on CTA 0's free mbarrier,
+// on which CTA 0's thread 0 waits before it multicasts the box at row 16 over the same tiles
+// (phase 2, copied after). `sync_init`: a cluster barrier between the mbarriers' init and
+// their first use by the other CTA.
+kir::Program cluster_kernel(bool peers, bool sync_init, int64_t ctas = 3) {
+  Expr bar = kir::shared_addr("bar", c(0)), free = kir::shared_addr("free", c(0));
+  Expr rank = kir::special(Special::BlockIdx);
+  auto phase = [&](int row, int parity) {
+    std::vector<Stmt> out{
+        kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierExpectTx, {}, {bar, kir::ci(256, U32)})}),
+        kir::if_then(bin(BinOp::And, eq(tid(), c(0)), eq(rank, c(0))),
+                     {intrinsic(IntrinsicId::TmaLoad2d, {}, {kir::shared_addr("tile", c(0)), bar, c(0), c(row)}, {ctas},
+                                "xmap")}),
+        intrinsic(IntrinsicId::MbarrierTryWait, {}, {bar, kir::ci(parity, U32)})};
+    for (int h = 0; h < 2; ++h)
+      out.push_back(gstore("y", i64(add(add(mul(rank, c(256)), c(128 * parity)), add(tid(), c(64 * h)))),
+                           sload("tile", add(tid(), c(64 * h)), F16)));
+    return out;
+  };
+  std::vector<Stmt> body{kir::if_then(eq(tid(), c(0)), {intrinsic(IntrinsicId::MbarrierInit, {}, {bar}, {1}),
+                                                        intrinsic(IntrinsicId::MbarrierInit, {}, {free}, {128})}),
+                         sync_init ? intrinsic(IntrinsicId::ClusterSync, {}, {}) : kir::barrier()};
+  for (Stmt& st : phase(8, 0)) body.push_back(std::move(st));
+  if (peers) {
+    body.push_back(intrinsic(IntrinsicId::MbarrierArrivePeer, {}, {free, kir::ci(0, U32)}));
+    body.push_back(kir::if_then(bin(BinOp::And, eq(tid(), c(0)), eq(rank, c(0))),
+                                {intrinsic(IntrinsicId::MbarrierTryWait, {}, {free, kir::ci(0, U32)})}));
+  }
+  for (Stmt& st : phase(16, 1)) body.push_back(std::move(st));
+  body.push_back(intrinsic(IntrinsicId::ClusterSync, {}, {}));
+  kir::Param map = map_param("xmap", "x", {16, 8}, kir::Swizzle::None);
+  kir::Program p =
+      program({buffer("x", In, F16, {"32", "E"}), buffer("y", Out, F16, {"512"})}, 64, kir::ci(2, I64), body,
+              {shared("tile", F16, 128, 128), shared("bar", I64, 1, 8), shared("free", I64, 1, 8)}, {map});
+  p.kernels[0].cluster = 2;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("simt: a cluster's CTAs share a multicast box, and a refill waits for every CTA's arrival") {
+  TensorMap io{{"x", tensor(DType::F16, {32, 16}, values(512, 10))}};
+  const SizeBindings sizes{{"N", 1}, {"E", 16}};
+  SimtReport r = run_simt(cluster_kernel(true, true), sizes, io, tma_options());
+  CHECK(r.blocks == 2);
+  for (int cta = 0; cta < 2; ++cta)
+    for (int k = 0; k < 128; ++k) {
+      CAPTURE(cta);
+      CAPTURE(k);
+      CHECK(io.at("y").data[static_cast<size_t>(cta * 256 + k)] == io.at("x").data[static_cast<size_t>(128 + k)]);
+      CHECK(io.at("y").data[static_cast<size_t>(cta * 256 + 128 + k)] == io.at("x").data[static_cast<size_t>(256 + k)]);
+    }
+  // Refilled with no arrival from the CTAs that read the tiles: the multicast overwrites what
+  // their warps read, with nothing ordering it after the reads.
+  CHECK(contains(simt_error(cluster_kernel(false, true), sizes, io, tma_options()), "race"));
+  // The other CTA's mbarrier used with only each CTA's own barrier after its init.
+  CHECK(contains(simt_error(cluster_kernel(true, false), sizes, io, tma_options()),
+                 "before a cluster barrier ordered its mbarrier.init"));
+  // Multicast to a CTA the cluster does not have.
+  CHECK(contains(simt_error(cluster_kernel(true, true, 7), sizes, io, tma_options()), "of a cluster of 2"));
 }
 
 TEST_CASE("simt: a TensorMap parameter's map is the one its buffer, box and the sizes describe") {

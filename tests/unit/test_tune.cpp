@@ -445,12 +445,12 @@ TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerate
                        "n256k16_f16/w8x1/k4,STAGE=d4/tma", "sm_90a");
 }
 
-TEST_CASE("tune: Hopper's space has persistent CTAs where producers feed the ring") {
+TEST_CASE("tune: Hopper's space has persistent CTAs where producers feed the ring, and a contraction's clusters") {
   for (const auto& [file, op_name] : {std::pair{"nn.emmy", "sdpa"}, std::pair{"linalg.emmy", "matmul"}}) {
     CAPTURE(op_name);
     auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/" + file);
     REQUIRE(!l->diags->has_errors());
-    int persistent = 0;
+    int persistent = 0, clusters = 0;
     for (const tune::Enumerated& p :
          tune::enumerate_knobs(*l->program, l->program->ops.at(op_name), *find_target("sm_90a"), nullptr, false)) {
       if (p.knobs.find("PERSIST=1") == std::string::npos) continue;
@@ -458,8 +458,14 @@ TEST_CASE("tune: Hopper's space has persistent CTAs where producers feed the rin
       CAPTURE(p.knobs);
       CHECK(p.knobs.find("WSPEC=p1") != std::string::npos);
       CHECK(p.knobs.find("/tma/") != std::string::npos);
+      // Clusters on the contraction alone, where B's tile splits in two runs of 64-column boxes.
+      if (p.knobs.find("CLUSTER=m2") == std::string::npos) continue;
+      ++clusters;
+      CHECK(op_name == std::string("matmul"));
+      CHECK((p.knobs.find("n128k16") != std::string::npos || p.knobs.find("n256k16") != std::string::npos));
     }
     CHECK(persistent > 0);
+    CHECK((clusters > 0) == (op_name == std::string("matmul")));
   }
 }
 

@@ -297,7 +297,7 @@ TEST_CASE("tune write-back: knobs the codec refuses are refused") {
   const std::string bad = "rows.emmy: the tuned schedule of softmax for sm_90 has a bad knob ";
   CHECK(with("TIEL", "f64") == bad +
                                    "TIEL=f64: unknown knob 'TIEL'; knobs are PLACE, TILE, STAGE, REDUCE, WSPEC, "
-                                   "RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG, PERSIST (did you mean TILE?)");
+                                   "RASTER, FAST_EXP, COOP, OVERLAP, PINGPONG, PERSIST, CLUSTER (did you mean TILE?)");
   CHECK(with("STAGE", "d2/tma/rung") == bad +
                                             "STAGE=d2/tma/rung: unknown STAGE field 'rung': STAGE takes, in order, "
                                             "d<depth> (1..8), cp|tma|reg, ring (optional) (did you mean 'ring'?)");

@@ -12,7 +12,7 @@ syn keyword emmyConstant  inf true false
 syn keyword emmyType      bool i32 i64 f16 bf16 f32 f64
 syn keyword emmyReduction sum prod max min any all argmax argmin
 syn keyword emmyFunction  exp exp2 log log2 sqrt rsqrt tanh erf sigmoid abs select
-syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP COOP OVERLAP PINGPONG PERSIST contained
+syn keyword emmyKnob      PLACE TILE STAGE REDUCE WSPEC RASTER FAST_EXP COOP OVERLAP PINGPONG PERSIST CLUSTER contained
 syn keyword emmyTarget    sm_80 sm_90 sm_90a sm_120
 syn keyword emmyKnobWord  fuse cut cp tma reg ring contained
 syn match   emmyAtom      "\<a:\zs\(mma_m16n8k16_f16\|mma_m16n8k16_bf16\|wgmma_m64n\d\+k16_f16\|wgmma_m64n\d\+k16_bf16\|scalar\|none\)\>" contained

@@ -548,7 +548,9 @@ std::string param_decl(const Param& p) {
 std::string signature(const Kernel& k) {
   std::string bounds = k.min_blocks_per_sm > 0 ? fmt::format("{}, {}", k.block_threads, k.min_blocks_per_sm)
                                                : fmt::format("{}", k.block_threads);
-  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(", bounds, k.name);
+  // A cluster's shape is the kernel's own (a plain launch of a grid that is a multiple of it).
+  std::string cluster = k.cluster > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", k.cluster) : "";
+  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(", bounds, cluster, k.name);
   std::vector<std::string> params;
   for (const Param& p : k.params) params.push_back(param_decl(p));
   std::string one_line = head + join(params) + ")";

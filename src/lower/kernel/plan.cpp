@@ -70,6 +70,12 @@ std::string print_plan(const KernelPlan& p) {
     out += fmt::format("  raster: blocks walk groups of {} {} tiles, {} tiles fastest within a group\n", p.raster_group,
                        p.raster_axis == 'm' ? "row" : "column", p.raster_axis == 'm' ? "row" : "column");
   if (!p.no_raster.empty()) out += fmt::format("  raster refused: {}\n", p.no_raster);
+  if (p.cluster > 1)
+    out += fmt::format(
+        "  cluster: {} CTAs on consecutive {} tiles share the {} operand's tile, each bringing 1/{} of it to all by "
+        "TMA multicast\n",
+        p.cluster, p.cluster_axis == 'm' ? "row" : "column", p.cluster_axis == 'm' ? "column" : "row", p.cluster);
+  if (!p.no_cluster.empty()) out += fmt::format("  cluster refused: {}\n", p.no_cluster);
   if (p.persistent)
     out += p.producer_threads > 0
                ? "  persistent: a CTA for each SM, walking the tiles in waves of the grid, a snake (CTA c takes tile "

@@ -50,6 +50,9 @@ struct KernelPlan {
   int raster_group = 0;
   std::string no_raster;    // where RASTER was asked for and not applied: why
   bool persistent = false;  // PERSIST applied: one CTA an SM walks the tiles
+  char cluster_axis = 0;    // CLUSTER applied: 'm' (CTAs on consecutive row tiles share the column operand's
+  int cluster = 0;          // tile) or 'n', and the CTAs a cluster
+  std::string no_cluster;   // where CLUSTER was asked for and not applied: why
   std::vector<SlabPlan> slabs;
 };
 

@@ -4,8 +4,11 @@
 
 namespace emmy::lower::detail {
 
-kir::Stmt MmaTier::arrive_free(const K& buf) const {
-  return kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))});
+std::vector<kir::Stmt> MmaTier::arrive_free(const K& buf) const {
+  std::vector<kir::Stmt> out{
+      kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))})};
+  for (kir::Stmt& s : peer_arrivals(buf)) out.push_back(std::move(s));
+  return out;
 }
 
 // OVERLAP: the chunk's batch stays in flight while the previous one retires (wait_group 1: the
@@ -17,7 +20,7 @@ void MmaTier::overlap_chunk(const K& k0, const K& buf, const std::function<void(
   emit(kir::intrinsic(kir::IntrinsicId::WgmmaWait, {}, {}, {1}));
   issue();
   K prev = ring_wrap(add(buf, ci32(stage_->depth - 1)));
-  emit(arrive_free(kir::select(lt(i64(0), k0), prev, ci32(stage_->depth))));
+  for (kir::Stmt& s : arrive_free(kir::select(lt(i64(0), k0), prev, ci32(stage_->depth)))) emit(std::move(s));
 }
 
 void MmaTier::emit_contraction() {
@@ -45,6 +48,7 @@ void MmaTier::emit_contraction() {
   }
   std::vector<const Slab*> slabs;
   if (stage_) slabs = {&*sa, &*sb};
+  if (stage_ && plan_.cluster > 1) cluster_slab_ = (plan_.cluster_axis == 'm' ? sb : sa)->array;
   // wgmma by TMA: the next tile's boxes go under this tile's wgmma batch (the issuing thread
   // waits for every warp to release the buffer meanwhile); mma.sync issues them first, which
   // measured faster there (tests/bench/RESULTS.md, "Measurements that were code comments").
@@ -101,41 +105,59 @@ void MmaTier::emit_contraction() {
   if (plan_.overlap) {
     emit(kir::comment("the last chunk's wgmma; its buffer released"));
     wgmma_wait(0, acc, regs);
-    emit(kir::if_then(lt(i64(0), ksize), {arrive_free(ring_wrap(add(buf_after, ci32(stage_->depth - 1))))}));
+    emit(kir::if_then(lt(i64(0), ksize), arrive_free(ring_wrap(add(buf_after, ci32(stage_->depth - 1))))));
   }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
   // Staged through a ring's slab, or where a persistent kernel's producers may already refill the
-  // ring for the next tile, through a buffer of its own (where shared memory holds one).
+  // ring for the next tile, through a buffer of its own: the whole tile, or where shared memory
+  // holds only part of it beside the ring, the tile in passes of its columns (a warp's columns
+  // all in each pass: one warp across the tile).
   const int cols_per_block = static_cast<int>(cols_per_block_);
   std::optional<StagedOut> staged;
-  if (!plan_.persistent || plan_.producer_threads == 0)
+  int passes = 1;
+  if (!plan_.persistent || plan_.producer_threads == 0) {
     staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-  else if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block))
-    if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {&*own})))
-      out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
+  } else {
+    for (; !staged && passes <= (t_.warps_n == 1 ? kEpiloguePasses : 1) && cols_per_block % (passes * 64) == 0;
+         passes *= 2)
+      if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block / passes))
+        if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block / passes, {&*own})))
+          out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
+    if (staged)
+      passes /= 2;  // (the loop doubled it once more on the way out)
+    else
+      passes = 1;
+  }
   std::vector<lir::Stmt> epilogue_body = kernel_body_;  // what each element computes
   if (contraction_stmt_ >= 0) epilogue_body[static_cast<size_t>(contraction_stmt_)].value = first_.around;
   const bool guarded = !staged || reads_tensor(epilogue_body);
-  std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
-  for_each_c(
-      fm, fn,
-      [&](int a, int n, int e, const K& row, const K& col) {
-        std::vector<kir::Stmt> one = b_.nested([&] {
-          b_.scope().index[row_axis_.name] = row;
-          b_.scope().index[col_axis_.name] = col;
-          b_.scope().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
-          for (size_t i = 0; i < epilogue_body.size(); ++i) {
-            const lir::Stmt& st = epilogue_body[i];
-            if (staged && i + 1 == epilogue_body.size())
-              return stage_element(*staged, b_.lower(st.value), a, n, e, guarded ? nullptr : &held);
-            element_stmt(st, !guarded);
-          }
-        });
-        emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one));
-      },
-      col0_);
-  if (staged) write_out(*staged, col_block0_, rows, cols);
+  std::optional<K> held;             // unguarded: an element waiting for its row neighbour (stage_element)
+  const int per_pass = fn / passes;  // n-atoms a pass
+  for (int pass = 0; pass < passes; ++pass) {
+    if (passes > 1)
+      emit(kir::comment(
+          fmt::format("columns {} .. {} of the tile", pass * per_pass * kAtomN, (pass + 1) * per_pass * kAtomN - 1)));
+    for_each_c(
+        fm, fn,
+        [&](int a, int n, int e, const K& row, const K& col) {
+          if (n / per_pass != pass) return;
+          std::vector<kir::Stmt> one = b_.nested([&] {
+            b_.scope().index[row_axis_.name] = row;
+            b_.scope().index[col_axis_.name] = col;
+            b_.scope().regs[std::string(kContracted)] = elem(acc, c_index(a, n, e, fn), F32);
+            for (size_t i = 0; i < epilogue_body.size(); ++i) {
+              const lir::Stmt& st = epilogue_body[i];
+              if (staged && i + 1 == epilogue_body.size())
+                return stage_element(*staged, b_.lower(st.value), a, n - pass * per_pass, e, guarded ? nullptr : &held);
+              element_stmt(st, !guarded);
+            }
+          });
+          emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, cols)), std::move(one));
+        },
+        col0_);
+    if (staged) write_out(*staged, add(col_block0_, i64(int64_t{pass} * per_pass * kAtomN)), rows, cols);
+  }
 }
 
 }  // namespace emmy::lower::detail

@@ -44,11 +44,14 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   std::vector<kir::Stmt> body;
   b_.begin_body(body);
   const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
-  K row_tiles = ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block);
-  K col_tiles = fold ? i64(1) : ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block);
+  // (CLUSTER: a cluster's CTAs spread over the shared axis; the tiles count each cluster once.)
+  K row_tiles = cluster_tiles(ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block), 'm');
+  K col_tiles = fold ? i64(1) : cluster_tiles(ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block), 'n');
   K grid = mul(row_tiles, col_tiles);
   for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
-  out.grid_x = grid;
+  const int cluster = std::max(plan_.cluster, 1);
+  out.cluster = cluster;
+  out.grid_x = cluster > 1 ? mul(grid, i64(cluster)) : grid;
 
   emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments{}", t_.atom, warps,
                                 t_.warps_m, t_.warps_n, rows_per_warp_,
@@ -63,9 +66,16 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     else
       emit_contraction();
   };
+  // A cluster's CTAs are consecutive blocks: the rank, then the cluster's tile.
+  auto cluster_of = [&](const K& cta) {
+    if (cluster == 1) return cta;
+    cta_rank_ = let("cta_rank", kir::binary(kir::BinOp::Rem, cta, i64(cluster)));
+    return kir::binary(kir::BinOp::Div, cta, i64(cluster));
+  };
   if (!plan_.persistent) {
-    tile_work(let("block", as(kir::special(kir::Special::BlockIdx), I64)));
+    tile_work(let("block", cluster_of(as(kir::special(kir::Special::BlockIdx), I64))));
   } else {
+    // (CLUSTER: whole clusters walk the tiles, cluster c of the waves of gridDim.x / cluster.)
     // PERSIST: the CTAs (as many as the device holds) walk the tiles in waves of gridDim.x, CTA c
     // taking tile c of the even waves and tile gridDim.x - 1 - c of the odd ones (a snake: over
     // tiles ordered heaviest first, as a causal fold's are, each CTA's pairs weigh about the
@@ -74,7 +84,9 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     out.persistent = true;
     lane_setup(body);
     using kir::BinOp;
-    K cta = as(kir::special(kir::Special::BlockIdx), I64), ctas = as(kir::special(kir::Special::GridDim), I64);
+    K cta = cluster_of(as(kir::special(kir::Special::BlockIdx), I64));
+    K ctas = kir::binary(BinOp::Div, as(kir::special(kir::Special::GridDim), I64), i64(cluster));
+    if (cluster == 1) ctas = as(kir::special(kir::Special::GridDim), I64);
     K tiles = let("tiles", grid);
     K waves = let("tile_waves", ceil_div_by(tiles, ctas));
     const std::string wave = b_.fresh("tile_wave");
@@ -101,6 +113,9 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     std::optional<std::string> why = specialize_warps(out, hoist_at_, roles);
     EMMY_INTERNAL_ASSERT(!why, fmt::format("warp specialization: {}", why.value_or("")));
   }
+  // No CTA of a cluster leaves while another may still copy into its shared memory or arrive on
+  // its mbarriers.
+  if (cluster > 1) out.body.push_back(kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}));
 }
 
 void MmaTier::lane_setup(std::vector<kir::Stmt>& top) {
@@ -165,11 +180,11 @@ void MmaTier::tile_coordinates(const lir::Kernel& k, K rest, const K& row_tiles,
     if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(a.size));
   }
   lane_setup(top);  // (a persistent kernel's comes before its tiles)
-  row_block0_ = let("row_block0", mul(row_tile, i64(rows_per_block_)));
+  row_block0_ = let("row_block0", mul(cluster_tile(row_tile, 'm'), i64(rows_per_block_)));
   row0_ = let("row0", add(row_block0_, mul(warp_m_, i64(rows_per_warp_))));
   if (wgmma()) group_row0_ = let("group_row0", add(row_block0_, mul(warpgroup(), i64(4 * rows_per_warp_))));
   if (!fold) {
-    col_block0_ = let("col_block0", mul(col_tile, i64(cols_per_block_)));
+    col_block0_ = let("col_block0", mul(cluster_tile(col_tile, 'n'), i64(cols_per_block_)));
     col0_ = let("col0", add(col_block0_, mul(warp_n_, i64(cols_per_warp_))));
   }
 }

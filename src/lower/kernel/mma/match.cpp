@@ -31,6 +31,7 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
   if (b_.knobs().overlap) plan_overlap();    // a contraction's needs the producers
   if (b_.knobs().pingpong) plan_pingpong();  // on an overlapped fold
   if (b_.knobs().raster) plan_raster();      // on a contraction
+  if (b_.knobs().cluster) plan_cluster();    // on a contraction's ring of boxes
   plan_.persistent = b_.knobs().persist;
   emit_kernel(k, out, program);
   return true;

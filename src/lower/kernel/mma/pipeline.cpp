@@ -88,7 +88,7 @@ K MmaTier::ring_wrap(const K& x) const {
 }
 
 void MmaTier::release(const K& buf) {
-  emit(kir::intrinsic(kir::IntrinsicId::MbarrierArrive, {}, {kir::shared_addr(tma_free_, i32(buf))}));
+  for (kir::Stmt& s : arrive_free(buf)) emit(std::move(s));
 }
 
 void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {

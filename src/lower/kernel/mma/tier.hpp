@@ -66,6 +66,15 @@ class MmaTier {
   void plan_pingpong();
   // RASTER: a contraction's tiles in groups along one axis (plan_.raster_*), or why not.
   void plan_raster();
+  // CLUSTER: a contraction's CTAs in clusters sharing one operand's tile (plan_.cluster_*), or
+  // why not (cluster.cpp). The tile counts a cluster walks (the shared axis's divided by its
+  // CTAs); a CTA's tile along that axis from its cluster's; whether a slab is the shared one;
+  // and the arrivals a consumer makes on the free mbarriers of the cluster's other CTAs.
+  void plan_cluster();
+  K cluster_tiles(const K& tiles, char axis) const;
+  K cluster_tile(const K& tile, char axis) const;
+  bool shared_by_cluster(const std::string& slab_array) const;
+  std::vector<kir::Stmt> peer_arrivals(const K& buf) const;
   // The block's row and column tiles from `block` (its index among one batch index's tiles) in
   // RASTER's order.
   std::pair<K, K> raster_tiles(const K& block, const K& row_tiles, const K& col_tiles);
@@ -73,6 +82,8 @@ class MmaTier {
   // WSPEC), each of the warpgroup waiting its turn and the one before it handing over.
   static constexpr int kTurnBarrier0 = 2, kTurnThreads = 2 * 4 * kWarp;
   static constexpr int kCrewBarrier0 = 8;  // a warpgroup crew's barrier: 8 + its warpgroup
+  // A persistent contraction's own epilogue buffer holds at least 1/kEpiloguePasses of its tile.
+  static constexpr int kEpiloguePasses = 4;
   // Named barrier `2 + warpgroup` (mine) or the next warpgroup's, round robin: PINGPONG's turns.
   K turn_barrier(bool next);
   // The thread's warpgroup (I64): its warp row / 4.
@@ -379,7 +390,7 @@ class MmaTier {
                   bool boxes_only);
   K ring_wrap(const K& x) const;
   void release(const K& buf);
-  kir::Stmt arrive_free(const K& buf) const;  // the arrival on buffer `buf`'s free mbarrier
+  std::vector<kir::Stmt> arrive_free(const K& buf) const;  // the arrivals on buffer `buf`'s free mbarriers
   // OVERLAP on a contraction: after the chunk's batch of wgmma (contraction.cpp).
   void overlap_chunk(const K& k0, const K& buf, const std::function<void()>& issue);
 
@@ -675,6 +686,8 @@ class MmaTier {
   kir::Kernel* out_ = nullptr;
   kir::Program* program_ = nullptr;
   std::string tma_bars_, tma_free_, tma_phase_, tma_free_phase_;  // TMA mbarriers and phase bits (empty: no TMA)
+  std::optional<K> cta_rank_;                                     // CLUSTER: the CTA's rank in its cluster (I64)
+  std::string cluster_slab_;                                      // ... and the slab (array) its CTAs share
   int rows_per_warp_ = 0, cols_per_warp_ = 0;
   int64_t rows_per_block_ = 0, cols_per_block_ = 0;
   LaneFloats* lane_floats_ = nullptr;  // set while an interior block's scores are emitted

@@ -42,8 +42,14 @@ void MmaTier::tma_setup() {
 void MmaTier::tma_free_setup() {
   tma_free_ = b_.fresh("tma_free");
   tma_free_phase_ = b_.fresh("tma_free_phase");
-  init_mbarriers("TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases", tma_free_,
-                 tma_free_phase_, out_->block_threads, 0xffffffffLL, plan_.overlap && !fold_ ? 1 : 0);
+  // (CLUSTER: and lane 0 of every warp of the cluster's other CTAs: peer_arrivals.)
+  const int peers = (std::max(plan_.cluster, 1) - 1) * (out_->block_threads / kWarp);
+  init_mbarriers(
+      plan_.cluster > 1
+          ? "TMA: a free mbarrier a buffer, every thread arriving and each warp of the cluster's other CTAs; "
+            "the issuer's phases"
+          : "TMA: a free mbarrier a buffer, every thread arriving; the issuer's phases",
+      tma_free_, tma_free_phase_, out_->block_threads + peers, 0xffffffffLL, plan_.overlap && !fold_ ? 1 : 0);
 }
 
 void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, const std::string& phases, int count,
@@ -58,7 +64,9 @@ void MmaTier::init_mbarriers(const std::string& why, const std::string& bars, co
   top_->insert(at(), kir::decl(phases, U32, kir::ci(bits, U32)));
   top_->insert(
       at(), kir::if_then(kir::binary(kir::BinOp::Eq, kir::special(kir::Special::ThreadIdx), ci32(0)), std::move(init)));
-  top_->insert(at(), kir::barrier());
+  // A cluster's CTAs copy into and arrive on each other's mbarriers: every CTA's are initialised
+  // before any CTA goes on.
+  top_->insert(at(), plan_.cluster > 1 ? kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}) : kir::barrier());
 }
 
 std::optional<K> MmaTier::map_empty(const Slab& s) {
@@ -107,17 +115,26 @@ void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, cons
     emit(kir::intrinsic(kir::IntrinsicId::MbarrierExpectTx, {}, {bar, expected}));
     for (size_t i = 0; i < slabs.size(); ++i) {
       const Slab& s = *slabs[i];
+      // CLUSTER: the shared slab's 64-column boxes split into runs, one a CTA, each multicast to
+      // every CTA of the cluster (the same offsets, the same mbarrier there).
+      const bool multicast = shared_by_cluster(s.array);
+      const int runs = multicast ? plan_.cluster : 1, per_run = s.cols / 64 / runs;
+      const int64_t ctas = multicast ? (int64_t{1} << plan_.cluster) - 1 : 0;
       std::vector<kir::Stmt> boxes = b_.nested([&] {
-        for (int p = 0; p < s.cols / 64; ++p) {
+        for (int q = 0; q < per_run; ++q) {
+          // The box: q, or q of this CTA's run (a run-time offset).
+          K p = multicast ? add(mul(i32(*cta_rank_), ci32(per_run)), ci32(q)) : ci32(q);
           // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
           auto [outer, inner] = tile_base(s, origin);
           b_.push_scope();
           b_.scope().index[s.outer.name] = outer;
-          b_.scope().index[s.inner.name] = add(inner, i64(int64_t{p} * 64));
-          std::vector<K> args{kir::shared_addr(s.array, add(s.buffer_start(buf), ci32(int64_t{p} * s.rows * 64))), bar};
+          b_.scope().index[s.inner.name] = multicast ? add(inner, mul(as(p, I64), i64(64))) : add(inner, i64(q * 64));
+          K dst = multicast ? add(s.buffer_start(buf), mul(p, ci32(int64_t{s.rows} * 64)))
+                            : add(s.buffer_start(buf), ci32(int64_t{q} * s.rows * 64));
+          std::vector<K> args{kir::shared_addr(s.array, dst), bar};
           for (size_t a = s.read.args.size(); a-- > 0;) args.push_back(i32(b_.lower(s.read.args[a])));
           b_.pop_scope();
-          emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s.read.args.size())), {}, std::move(args), {},
+          emit(kir::intrinsic(kir::tma_load_of_rank(static_cast<int>(s.read.args.size())), {}, std::move(args), {ctas},
                               s.map));
         }
       });
