@@ -109,14 +109,14 @@ void MmaTier::emit_contraction() {
   }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-  // Staged through a ring's slab, or where a persistent kernel's producers may already refill the
-  // ring for the next tile, through a buffer of its own: the whole tile, or where shared memory
-  // holds only part of it beside the ring, the tile in passes of its columns (a warp's columns
-  // all in each pass: one warp across the tile).
+  // Staged through a ring's slab, or where a persistent kernel's producers (or another CTA of its
+  // cluster) may already refill the ring for the next tile, through a buffer of its own: the whole tile, or where
+  // shared memory holds only part of it beside the ring, the tile in passes of its columns (a warp's columns all in
+  // each pass: one warp across the tile).
   const int cols_per_block = static_cast<int>(cols_per_block_);
   std::optional<StagedOut> staged;
   int passes = 1;
-  if (!plan_.persistent || plan_.producer_threads == 0) {
+  if (!plan_.persistent || (plan_.producer_threads == 0 && plan_.cluster < 2)) {
     staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
   } else {
     for (; !staged && passes <= (t_.warps_n == 1 ? kEpiloguePasses : 1) && cols_per_block % (passes * 64) == 0;

@@ -543,14 +543,16 @@ void MmaTier::plan_wspec() {
                       consumers);
   // setmaxnreg.inc takes registers only from those the block's setmaxnreg.dec released: the
   // producer warpgroup gives up what the consumers take above the block's starting count.
-  // wgmma's consumers take all a producer warpgroup can give (it keeps 24) unless r<R> says;
+  // wgmma's consumers take all a producer warpgroup can give (it keeps 24, or under CLUSTER
+  // kClusterProducerRegisters) unless r<R> says;
   // a block that starts with the most a thread may hold has nothing to move (the H200 faults on
   // a setmaxnreg.dec above the count a warp holds).
   const int file = b_.knobs().register_file, start = std::min(256, file / (consumers + 128) / 8 * 8);
   const bool at_most = start > b_.knobs().max_thread_registers;
+  const int keep = b_.knobs().cluster && !fold_ ? kClusterProducerRegisters : 24;
   std::optional<int> regs = w.regs ? w.regs
                             : wgmma() && !at_most
-                                ? std::optional<int>(std::min(256, (start + (start - 24) * 128 / consumers) / 8 * 8))
+                                ? std::optional<int>(std::min(256, (start + (start - keep) * 128 / consumers) / 8 * 8))
                                 : std::nullopt;
   int producer_registers = 0;
   if (why.empty() && regs) {

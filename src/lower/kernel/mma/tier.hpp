@@ -82,6 +82,10 @@ class MmaTier {
   // WSPEC), each of the warpgroup waiting its turn and the one before it handing over.
   static constexpr int kTurnBarrier0 = 2, kTurnThreads = 2 * 4 * kWarp;
   static constexpr int kCrewBarrier0 = 8;  // a warpgroup crew's barrier: 8 + its warpgroup
+  // The registers a producer thread keeps under CLUSTER (it places its run of the shared tile's
+  // boxes, and with PERSIST walks the clusters' tiles): with 24 ptxas spills 28-40 bytes there
+  // (128 x 128 and 128 x 256 tiles, WSPEC + PERSIST; tests/unit/test_cluster.cpp checks none).
+  static constexpr int kClusterProducerRegisters = 56;
   // A persistent contraction's own epilogue buffer holds at least 1/kEpiloguePasses of its tile.
   static constexpr int kEpiloguePasses = 4;
   // Named barrier `2 + warpgroup` (mine) or the next warpgroup's, round robin: PINGPONG's turns.
