@@ -30,6 +30,9 @@ const std::vector<Case>& cases() {
       {"sm_90a", "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d3/tma/ring,WSPEC=p1,OVERLAP=1,PERSIST=1", "m2"},
       {"sm_90a", "TILE=a:wgmma_m64n128k16_f16/w8x1/k4,STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1", "m2"},
       {"sm_90a", "TILE=a:wgmma_m64n128k16_f16/w8x1/k8,STAGE=d3/tma/ring", "n2"},
+      // One box of the shared tile: each CTA brings its share of the box's rows.
+      {"sm_90a", "TILE=a:wgmma_m64n128k16_f16/w16x1/k4,STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1,PERSIST=1", "n2"},
+      {"sm_90a", "TILE=a:wgmma_m64n64k16_f16/w4x1/k4,STAGE=d3/tma/ring", "m2"},
       {"sm_90", "TILE=a:mma_m16n8k16_f16/w2x2/f4x8/k4,STAGE=d3/tma/ring", "m2"},
       {"sm_120", "TILE=a:mma_m16n8k16_f16/w2x2/f4x4/k8,STAGE=d2/tma/ring,PERSIST=1", "n2"},
   };

@@ -24,14 +24,14 @@ void MmaTier::plan_cluster() {
   const std::string role = c.axis == 'm' ? "col" : "row";
   auto shared = std::find_if(plan_.slabs.begin(), plan_.slabs.end(), [&](const SlabPlan& s) { return s.role == role; });
   EMMY_INTERNAL_ASSERT(shared != plan_.slabs.end(), "a contraction without its two slabs");
-  // A CTA's share is a run of the tile's 64-column boxes (the 128-byte swizzle's panels).
+  // A CTA's share is a run of the tile's 64-column boxes (the 128-byte swizzle's panels), or
+  // where they do not split, its share of each box's rows (whole 8-row swizzle atoms).
   const int boxes = shared->cols / 64;
-  if (boxes % c.size != 0)
-    return refuse(
-        fmt::format("the shared {} operand's tile is {} box{} of 64 elements along {}, which {} not split "
-                    "among {} CTAs (a wider tile: TILE's atom N or k<K>)",
-                    c.axis == 'm' ? "column" : "row", boxes, boxes == 1 ? "" : "es", shared->inner,
-                    boxes == 1 ? "does" : "do", c.size));
+  if (boxes % c.size != 0 && shared->rows % (8 * c.size) != 0)
+    return refuse(fmt::format(
+        "the shared {} operand's tile is {} box{} of 64 elements along {} and {} rows, which "
+        "split among {} CTAs neither by boxes nor by 8-row pieces",
+        c.axis == 'm' ? "column" : "row", boxes, boxes == 1 ? "" : "es", shared->inner, shared->rows, c.size));
   plan_.cluster_axis = c.axis;
   plan_.cluster = c.size;
 }

@@ -210,7 +210,8 @@ class MmaTier {
   std::string tma_refusal(const SlabChoice& s) const;
 
   // The TensorMap parameter of `s`'s boxes (one per tensor and box shape).
-  std::string tensor_map_param(const Slab& s);
+  // (rows: the box's rows, where a CLUSTER CTA brings a share of each box's; 0: the slab's.)
+  std::string tensor_map_param(const Slab& s, int rows = 0);
 
   // A `full` mbarrier a ring buffer, armed by the thread that issues the buffer's boxes and
   // waited on by every thread; each thread keeps each buffer's phase parity in a bit of one
