@@ -17,7 +17,8 @@ void join(Clock& into, const Clock& from) {
 void Block::start_clocks() {
   ++smem_.now;
   for (Clock& c : clocks_) c.assign(static_cast<size_t>(warps_), smem_.now);
-  const int each = std::min(256, kRegisterFile / std::max(cta_threads_, 1) / 8 * 8);
+  const int cta_warps = std::max((cta_threads_ + kWarp - 1) / kWarp, 1);  // registers go to whole warps
+  const int each = std::min(256, kRegisterFile / (cta_warps * kWarp) / 8 * 8);
   std::fill(wg_regs_.begin(), wg_regs_.end(), each);
   std::fill(free_registers_.begin(), free_registers_.end(), 0);  // each CTA's SM's
 }
