@@ -35,6 +35,22 @@ def fit(xs, ys):
     return my - b * mx, b
 
 
+def variants(a):
+    """The Emmy variants asked for: named blocks, then knob lists, each with its label."""
+    return [("schedule " + n, dict(schedule=n)) for n in a.schedule] + [("knobs " + k, dict(knobs=k)) for k in a.knobs]
+
+
+def report(label, axis, keys, ts, block, waves, what):
+    """One variant's line: a and b fitted over the blocks the lengths make (the times alone for one)."""
+    blocks = [-(-k // block) for k in keys]
+    times = ", ".join(f"{axis}={k}: {t:.1f}" for k, t in zip(keys, ts))
+    if len(set(blocks)) < 2:
+        print(f"{label}: {times}", flush=True)
+        return
+    a0, b0 = fit(blocks, [t / waves for t in ts])
+    print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a {what} ({waves} waves); {times}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", required=True)
@@ -58,11 +74,10 @@ def main():
     op_name = "sdpa_causal" if a.causal else "sdpa"
     tiles = b * h * -(-s // a.rows)
     waves = -(-tiles // a.sms)
-    variants = [("schedule " + n, dict(schedule=n)) for n in a.schedule] + [("knobs " + k, dict(knobs=k)) for k in a.knobs]
     raw = {}
     torch.manual_seed(0)
     q = torch.randn(b, h, s, d, device="cuda", dtype=torch.float16)
-    for label, kw in variants + [("cuDNN", None)]:
+    for label, kw in variants(a) + [("cuDNN", None)]:
         ts = []
         for t in keys:
             k = torch.randn(b, h, t, d, device="cuda", dtype=torch.float16)
@@ -76,15 +91,8 @@ def main():
                 op = emmy.load(ROOT / "stdlib/nn.emmy", target="sm_90a", stdlib_path=str(ROOT / "stdlib"), **kw).op(op_name)
                 launch = op.bind(q, k, v)
                 ts.append(time_us(launch))
-        blocks = [-(-t // a.block) for t in keys]
-        per_wave = [x / waves for x in ts]
         raw[label] = dict(keys=keys, us=ts)
-        times = ", ".join(f"T={t}: {x:.1f}" for t, x in zip(keys, ts))
-        if len(set(blocks)) < 2:  # one key length: the times alone
-            print(f"{label}: {times}", flush=True)
-            continue
-        a0, b0 = fit(blocks, per_wave)
-        print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a key block ({waves} waves); {times}", flush=True)
+        report(label, "T", keys, ts, a.block, waves, "key block")
     if a.out:
         Path(a.out).write_text(json.dumps(dict(shape=a.shape, waves=waves, raw=raw), indent=1))
 
@@ -93,12 +101,11 @@ def matmul_overhead(a, keys):
     m, n = (int(x) for x in a.matmul.split(","))
     tiles = -(-m // a.rows) * -(-n // a.cols)
     waves = -(-tiles // a.sms)
-    variants = [("schedule " + s, dict(schedule=s)) for s in a.schedule] + [("knobs " + k, dict(knobs=k)) for k in a.knobs]
     raw = {}
     torch.manual_seed(0)
     x = torch.randn(m, max(keys), device="cuda", dtype=torch.float16)
     w = torch.randn(max(keys), n, device="cuda", dtype=torch.float16)
-    for label, kw in variants + [("cuBLAS", None)]:
+    for label, kw in variants(a) + [("cuBLAS", None)]:
         ts = []
         for k in keys:
             xa, wb = x[:, :k].contiguous(), w[:k].contiguous()
@@ -107,11 +114,8 @@ def matmul_overhead(a, keys):
             else:
                 op = emmy.load(ROOT / "stdlib/linalg.emmy", target="sm_90a", stdlib_path=str(ROOT / "stdlib"), **kw).op("matmul")
                 ts.append(time_us(op.bind(xa, wb)))
-        chunks = [-(-k // a.block) for k in keys]
-        a0, b0 = fit(chunks, [t / waves for t in ts])
         raw[label] = dict(keys=keys, us=ts)
-        times = ", ".join(f"K={k}: {t:.1f}" for k, t in zip(keys, ts))
-        print(f"{label}: a = {a0:.2f} us a tile, b = {b0:.3f} us a K chunk ({waves} waves); {times}", flush=True)
+        report(label, "K", keys, ts, a.block, waves, "K chunk")
     if a.out:
         Path(a.out).write_text(json.dumps(dict(matmul=a.matmul, waves=waves, raw=raw), indent=1))
 

@@ -3,8 +3,6 @@
 // random and hostile inputs at ragged shapes, and NVRTC's cubins for every target that takes it.
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "codegen/cuda/print_cuda.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
@@ -12,6 +10,7 @@
 #include "lower/kernel/plan.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "same_bits.hpp"
 #include "schedule/targets.hpp"
 #include "test_helpers.hpp"
 
@@ -39,21 +38,6 @@ const std::vector<Case>& cases() {
   return all;
 }
 
-// The op's output bit for bit under two lowerings (the second's clusters in shuffled order).
-size_t differing(const kir::Program& a, const kir::Program& b, const SizeBindings& sizes, const TensorMap& inputs) {
-  TensorMap x = inputs, y = inputs;
-  run_simt(a, sizes, x, {});
-  SimtOptions o;
-  o.shuffle_blocks = true;
-  run_simt(b, sizes, y, o);
-  const std::vector<double>&xo = x.at("c").data, &yo = y.at("c").data;
-  REQUIRE(xo.size() == yo.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < xo.size(); ++i)
-    if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
-  return differ;
-}
-
 }  // namespace
 
 TEST_CASE("cluster: pairs of CTAs share a tile by multicast, with the same bits as without") {
@@ -78,8 +62,9 @@ TEST_CASE("cluster: pairs of CTAs share a tile by multicast, with the same bits 
     // Ragged: an odd number of row and column tiles (a pair's second tile past the matrix).
     for (const SizeBindings& sizes :
          {SizeBindings{{"M", 300}, {"N", 530}, {"K", 333}}, SizeBindings{{"M", 129}, {"N", 77}, {"K", 33}}}) {
-      CHECK(differing(plain.kernels, paired.kernels, sizes, random_inputs(op, sizes, 11)) == 0);
-      CHECK(differing(plain.kernels, paired.kernels, sizes, hostile_inputs(op, sizes, 12, HostileKind::Large)) == 0);
+      test::check_same_bits(plain.kernels, paired.kernels, sizes, random_inputs(op, sizes, 11), "c", true);
+      test::check_same_bits(plain.kernels, paired.kernels, sizes, hostile_inputs(op, sizes, 12, HostileKind::Large),
+                            "c", true);
     }
   }
 }

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 #include <optional>
 
 #include "algebra/discover.hpp"
@@ -24,6 +23,7 @@
 #include "lower/kernel/plan.hpp"
 #include "lower/passes.hpp"
 #include "runtime/nvrtc.hpp"
+#include "same_bits.hpp"
 #include "schedule/knobs.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
@@ -31,22 +31,7 @@
 namespace emmy {
 namespace {
 
-// Runs two lowerings of one op on the same inputs (the second's blocks shuffled if asked) and
-// checks that output `out` is the same bits: a move that only reorders issue changes nothing.
-void check_same_bits(const kir::Program& a, const kir::Program& b, const SizeBindings& sizes, const TensorMap& inputs,
-                     const std::string& out, bool shuffle_b = false) {
-  TensorMap x = inputs, y = inputs;
-  run_simt(a, sizes, x, {});
-  SimtOptions o;
-  o.shuffle_blocks = shuffle_b;
-  run_simt(b, sizes, y, o);
-  const std::vector<double>&xo = x.at(out).data, &yo = y.at(out).data;
-  REQUIRE(xo.size() == yo.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < xo.size(); ++i)
-    if (std::memcmp(&xo[i], &yo[i], sizeof(double)) != 0) ++differ;
-  CHECK_MESSAGE(differ == 0, differ << " of " << xo.size() << " outputs differ");
-}
+using test::check_same_bits;
 
 // Ragged sizes (no tile divides them; the contraction axes stay within the k4 bound of 64),
 // then all ones.

@@ -109,26 +109,23 @@ void MmaTier::emit_contraction() {
   }
   emit(kir::comment("epilogue: each C element at its row and column"));
   const K rows = KernelBuilder::size_value(row_axis_.size), cols = KernelBuilder::size_value(col_axis_.size);
-  // Staged through a ring's slab, or where a persistent kernel's producers (or another CTA of its
-  // cluster) may already refill the ring for the next tile, through a buffer of its own: the whole tile, or where
-  // shared memory holds only part of it beside the ring, the tile in passes of its columns (a warp's columns all in
-  // each pass: one warp across the tile).
+  // Staged through a ring's slab, or where the ring may already be refilled for the next tile
+  // (a persistent kernel's producers, or another CTA of its cluster), through a buffer of its own:
+  // the whole tile, or where shared memory holds only part of it beside the ring, the tile in
+  // passes of its columns (a warp's columns all in each pass: one warp across the tile).
   const int cols_per_block = static_cast<int>(cols_per_block_);
+  const bool ring_refilled = plan_.persistent && (plan_.producer_threads > 0 || plan_.cluster > 1);
   std::optional<StagedOut> staged;
   int passes = 1;
-  if (!plan_.persistent || (plan_.producer_threads == 0 && plan_.cluster < 2)) {
+  if (!ring_refilled)
     staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-  } else {
-    for (; !staged && passes <= (t_.warps_n == 1 ? kEpiloguePasses : 1) && cols_per_block % (passes * 64) == 0;
-         passes *= 2)
-      if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block / passes))
-        if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block / passes, {&*own})))
-          out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
-    if (staged)
-      passes /= 2;  // (the loop doubled it once more on the way out)
-    else
-      passes = 1;
-  }
+  const int most_passes = t_.warps_n == 1 ? kEpiloguePasses : 1;
+  for (int p = 1; ring_refilled && !staged && p <= most_passes && cols_per_block % (p * 64) == 0; p *= 2)
+    if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block / p))
+      if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block / p, {&*own}))) {
+        out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
+        passes = p;
+      }
   std::vector<lir::Stmt> epilogue_body = kernel_body_;  // what each element computes
   if (contraction_stmt_ >= 0) epilogue_body[static_cast<size_t>(contraction_stmt_)].value = first_.around;
   const bool guarded = !staged || reads_tensor(epilogue_body);

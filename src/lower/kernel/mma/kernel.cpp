@@ -85,8 +85,8 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     lane_setup(body);
     using kir::BinOp;
     K cta = cluster_of(as(kir::special(kir::Special::BlockIdx), I64));
-    K ctas = kir::binary(BinOp::Div, as(kir::special(kir::Special::GridDim), I64), i64(cluster));
-    if (cluster == 1) ctas = as(kir::special(kir::Special::GridDim), I64);
+    K ctas = as(kir::special(kir::Special::GridDim), I64);
+    if (cluster > 1) ctas = kir::binary(BinOp::Div, ctas, i64(cluster));
     K tiles = let("tiles", grid);
     K waves = let("tile_waves", ceil_div_by(tiles, ctas));
     const std::string wave = b_.fresh("tile_wave");

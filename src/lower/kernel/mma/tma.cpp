@@ -118,23 +118,24 @@ void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, cons
       // CLUSTER: the shared slab's 64-column boxes split into runs, one a CTA, or (fewer boxes
       // than CTAs' runs) each box's rows into shares; each multicast to every CTA of the cluster
       // (the same offsets, the same mbarrier there).
-      const bool multicast = shared_by_cluster(s.array), by_rows = multicast && s.cols / 64 % plan_.cluster != 0;
-      const int runs = multicast && !by_rows ? plan_.cluster : 1, per_run = s.cols / 64 / runs;
+      const bool multicast = shared_by_cluster(s.array);
+      const bool by_runs = multicast && s.cols / 64 % plan_.cluster == 0, by_rows = multicast && !by_runs;
+      const int per_run = s.cols / 64 / (by_runs ? plan_.cluster : 1);
       const int share = by_rows ? s.rows / plan_.cluster : s.rows;  // the box's rows
       const std::string map = by_rows ? tensor_map_param(s, share) : s.map;
       const int64_t ctas = multicast ? (int64_t{1} << plan_.cluster) - 1 : 0;
       std::vector<kir::Stmt> boxes = b_.nested([&] {
         for (int q = 0; q < per_run; ++q) {
-          // The box: q, or q of this CTA's run (a run-time offset); by rows, this CTA's share of q.
-          K p = multicast && !by_rows ? add(mul(i32(*cta_rank_), ci32(per_run)), ci32(q)) : ci32(q);
+          // The box: q (a constant), or q of this CTA's run (a run-time one); by rows, this
+          // CTA's share of box q's rows.
+          K p = by_runs ? add(mul(i32(*cta_rank_), ci32(per_run)), ci32(q)) : ci32(q);
           // Unclamped coordinates: the box's elements past the tensor's ends read as zero.
           auto [outer, inner] = tile_base(s, origin);
           b_.push_scope();
           b_.scope().index[s.outer.name] = by_rows ? add(outer, mul(as(*cta_rank_, I64), i64(share))) : outer;
-          b_.scope().index[s.inner.name] =
-              multicast && !by_rows ? add(inner, mul(as(p, I64), i64(64))) : add(inner, i64(q * 64));
-          K dst = multicast && !by_rows ? add(s.buffer_start(buf), mul(p, ci32(int64_t{s.rows} * 64)))
-                                        : add(s.buffer_start(buf), ci32(int64_t{q} * s.rows * 64));
+          b_.scope().index[s.inner.name] = by_runs ? add(inner, mul(as(p, I64), i64(64))) : add(inner, i64(q * 64));
+          K dst = by_runs ? add(s.buffer_start(buf), mul(p, ci32(int64_t{s.rows} * 64)))
+                          : add(s.buffer_start(buf), ci32(int64_t{q} * s.rows * 64));
           if (by_rows) dst = add(dst, mul(i32(*cta_rank_), ci32(int64_t{share} * 64)));
           std::vector<K> args{kir::shared_addr(s.array, dst), bar};
           for (size_t a = s.read.args.size(); a-- > 0;) args.push_back(i32(b_.lower(s.read.args[a])));
