@@ -62,7 +62,8 @@ monoidMember: 'identity' '=' expr ';'                                         # 
             ;
 
 // ---- schedules ---------------------------------------------------------------
-scheduleDecl: 'schedule' ID 'for' ID ('as' STRING)? '{' knobEntry* '}' ;
+// `where`: a guard over the op's sizes; the first block whose guard holds is the default.
+scheduleDecl: 'schedule' ID 'for' ID ('as' STRING)? ('where' expr)? '{' knobEntry* '}' ;
 knobEntry   : ID ('@' ID)? '=' knobValue ';' ;
 // A knob value is taken verbatim from the source text (KNOBS.md codec); the
 // schedule codec parses it, so a line pastes unchanged into EMMY_KNOBS.

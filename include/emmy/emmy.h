@@ -82,6 +82,10 @@ int emmy_op_tensor(const emmy_op* op, int32_t is_output, int32_t index, const ch
  * are read); `shape` receives rank entries. */
 int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, int32_t index,
                          int64_t* shape);
+/* The knobs a run on tensors of these shapes takes (only shape and rank are read): the first
+ * guarded schedule block whose guard holds and whose kernels serve the sizes, else the unguarded
+ * one (docs/language.md, "Guarded blocks"). `*knobs` is owned by the op. */
+int emmy_op_knobs_at(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const char** knobs);
 /* Launches the op's kernels on `stream` (a CUstream; NULL: the default stream) without waiting:
  * inputs and outputs are device pointers in the current CUDA context's device (the primary
  * context, shared with the CUDA runtime and PyTorch). Compiles (or loads from the cache) on the
@@ -91,8 +95,8 @@ int emmy_op_launch(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, c
 /* Runs the op on the CPU SIMT interpreter: inputs and outputs in host memory. */
 int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const emmy_tensor* outputs,
                      int32_t num_outputs);
-/* Knobs that had no effect, fallbacks taken, a kernel cache that could not be written: one
- * line each (owned by the op; a compile or launch may add one). */
+/* Knobs that had no effect, fallbacks taken, a kernel cache that could not be written, a schedule
+ * block a run's sizes passed over: one line each (owned by the op; a compile or run may add one). */
 int32_t emmy_op_warning_count(const emmy_op* op);
 const char* emmy_op_warning(const emmy_op* op, int32_t index);
 /* The generated CUDA C++ and the knobs the op was lowered with (owned by the op). */

@@ -101,12 +101,16 @@ class Op {
   const std::string& name() const;
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
-  const std::string& knobs() const;  // the knobs it was lowered with
-  const std::string& cuda() const;   // the generated CUDA C++
+  const std::string& knobs() const;  // the knobs it was lowered with (its block without sizes)
+  // The knobs a run at these sizes takes: the first guarded schedule block whose guard holds and
+  // whose kernels serve them, else the unguarded one (docs/language.md, "Guarded blocks").
+  std::string knobs_at(const Sizes& sizes) const;
+  const std::string& cuda() const;  // the generated CUDA C++
   const std::string& target() const;
-  // Knobs that had no effect, fallbacks taken, a kernel cache that could not be written: each
-  // "CODE: text", the code one of docs/errors.md (W050-W055, W070).
-  const std::vector<std::string>& warnings() const;
+  // Knobs that had no effect, fallbacks taken, a kernel cache that could not be written, a
+  // schedule block a run's sizes passed over: each "CODE: text", the code one of docs/errors.md
+  // (W050-W056, W070). Runs may add to them (W056, W070), in order.
+  std::vector<std::string> warnings() const;
 
   // The sizes the given tensors bind (every dim of every tensor given; throws on a mismatch).
   Sizes bind_sizes(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs = {}) const;

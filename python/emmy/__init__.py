@@ -245,6 +245,7 @@ class Op:
         self.inputs = [self._spec(0, i) for i in range(lib.emmy_op_num_inputs(handle))]
         self.outputs = [self._spec(1, i) for i in range(lib.emmy_op_num_outputs(handle))]
         self._cuda = None
+        self._warned = lib.emmy_op_warning_count(handle)  # Program.op warned of these
 
     def _spec(self, is_output, index):
         name, dtype, rank = ctypes.c_char_p(), ctypes.c_int32(), ctypes.c_int32()
@@ -256,6 +257,16 @@ class Op:
     def knobs(self):
         """The knobs the op was lowered with (after the schedule block, $EMMY_KNOBS, knobs=)."""
         return (_lib().emmy_op_knobs(self._handle) or b"").decode()
+
+    def knobs_at(self, *shapes):
+        """The knobs a run on inputs of these shapes (tuples) takes: the first guarded schedule
+        block whose guard holds and whose kernels serve the sizes, else the unguarded one."""
+        self._count(shapes)
+        arr, keep = _ffi.make_tensors([(None, s.dtype, tuple(shape)) for s, shape in zip(self.inputs, shapes)])
+        text = ctypes.c_char_p()
+        _check(_lib().emmy_op_knobs_at(self._handle, arr, len(shapes), ctypes.byref(text)))
+        self._warn_new()
+        return (text.value or b"").decode()
 
     @property
     def warnings(self):
@@ -301,7 +312,17 @@ class Op:
         current torch stream), without synchronizing. Outputs are allocated with torch.empty
         unless `out` gives them (a tensor, or a sequence, one per output). Returns the output
         tensor, or a tuple when the op has several. Compiles on the first launch."""
-        return self.bind(*inputs, out=out, stream=stream)()
+        result = self.bind(*inputs, out=out, stream=stream)()
+        self._warn_new()
+        return result
+
+    def _warn_new(self):
+        """A run may pass over a schedule block that cannot serve its sizes (W056): said once."""
+        lib = _lib()
+        count = lib.emmy_op_warning_count(self._handle)
+        for i in range(self._warned, count):
+            warnings.warn(f"{self.name}: {lib.emmy_op_warning(self._handle, i).decode()}", EmmyWarning, stacklevel=3)
+        self._warned = max(self._warned, count)
 
     def bind(self, *inputs, out=None, stream=None):
         """Checks the tensors and allocates the outputs once; returns a Launch, a callable that
@@ -371,6 +392,7 @@ class Op:
         ins, k1 = _ffi.make_tensors(items)
         outs_arr, k2 = _ffi.make_tensors(out_items)
         _check(_lib().emmy_op_run_host(self._handle, ins, len(items), outs_arr, len(out_items)))
+        self._warn_new()
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

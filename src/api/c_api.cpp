@@ -1,5 +1,8 @@
 // The C ABI over the C++ API: handles own C++ objects, errors become a status and a per-thread message.
+#include <deque>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,15 @@ struct emmy_program {
 
 struct emmy_op {
   emmy::api::Op op;
+  // The op's warnings as handed out: a run may add one (W056), and the strings given stay put.
+  mutable std::mutex mutex;
+  mutable std::deque<std::string> warnings;
+  mutable std::set<std::string> knobs_seen;  // emmy_op_knobs_at's answers
+  void refresh() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<std::string> now = op.warnings();
+    for (size_t i = warnings.size(); i < now.size(); ++i) warnings.push_back(now[i]);
+  }
 };
 
 namespace {
@@ -142,7 +154,7 @@ const char* emmy_program_op_name(const emmy_program* program, int32_t index) {
 
 int emmy_op_get(const emmy_program* program, const char* name, emmy_op** out) {
   if (!program || !name || !out) return null_argument(!program ? "program" : !name ? "name" : "out");
-  return guarded([&] { *out = new emmy_op{program->program.op(name)}; });
+  return guarded([&] { *out = new emmy_op{program->program.op(name), {}, {}, {}}; });
 }
 
 void emmy_op_free(emmy_op* op) { delete op; }
@@ -197,11 +209,32 @@ int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_i
   });
 }
 
-int32_t emmy_op_warning_count(const emmy_op* op) { return op ? static_cast<int32_t>(op->op.warnings().size()) : 0; }
+int emmy_op_knobs_at(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const char** knobs) {
+  if (!op || !knobs) return null_argument(!op ? "op" : "knobs");
+  if (num_inputs != emmy_op_num_inputs(op))
+    return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " takes " + std::to_string(emmy_op_num_inputs(op)) +
+                                              " inputs, " + std::to_string(num_inputs) + " given");
+  return guarded([&] {
+    std::string text = op->op.knobs_at(
+        op->op.bind_sizes(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name(), false)));
+    std::lock_guard<std::mutex> lock(op->mutex);
+    *knobs = op->knobs_seen.insert(std::move(text)).first->c_str();
+  });
+}
+
+int32_t emmy_op_warning_count(const emmy_op* op) {
+  if (!op) return 0;
+  op->refresh();
+  std::lock_guard<std::mutex> lock(op->mutex);
+  return static_cast<int32_t>(op->warnings.size());
+}
 
 const char* emmy_op_warning(const emmy_op* op, int32_t index) {
-  if (!op || index < 0 || static_cast<size_t>(index) >= op->op.warnings().size()) return nullptr;
-  return op->op.warnings()[static_cast<size_t>(index)].c_str();
+  if (!op || index < 0) return nullptr;
+  op->refresh();
+  std::lock_guard<std::mutex> lock(op->mutex);
+  if (static_cast<size_t>(index) >= op->warnings.size()) return nullptr;
+  return op->warnings[static_cast<size_t>(index)].c_str();
 }
 
 const char* emmy_op_cuda(const emmy_op* op) { return op ? op->op.cuda().c_str() : nullptr; }

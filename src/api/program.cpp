@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -142,54 +143,120 @@ Program Program::from_file(const std::string& path, const Options& options) {
 std::vector<std::string> Program::ops() const { return impl_->ops; }
 
 // ---- Op --------------------------------------------------------------------------------------
-struct Op::Impl {
-  std::shared_ptr<const Program::Impl> program;  // keeps the checked program alive
-  std::string name, knobs, cuda, target_name;
-  const TargetInfo* target = nullptr;
-  std::vector<TensorSpec> inputs, outputs;
-  std::vector<std::string> warnings;
+// One schedule block's lowering of an op, compiled and loaded on first use.
+struct Lowering {
+  const CheckedSchedule* block = nullptr;  // null: no block (the knobs' defaults)
   kir::Program kernels;
-
-  // Compiled and loaded on first use; launches of one Op are serialized by the mutex, which
-  // also guards the temporaries' workspace.
-  std::mutex mutex;
+  std::string knobs, cuda;
   std::optional<runtime::CompileResult> compiled;
-  std::optional<runtime::Driver> driver;
   std::optional<runtime::LoadedProgram> loaded;
-  std::map<std::string, runtime::DeviceBuffer> workspace;
-
-  const runtime::CompileResult& compile_locked();
-  const runtime::LoadedProgram& load_locked();
 };
 
-const runtime::CompileResult& Op::Impl::compile_locked() {
-  if (compiled) return *compiled;
+struct Op::Impl {
+  std::shared_ptr<const Program::Impl> program;  // keeps the checked program alive
+  std::string name, target_name, env_knobs;
+  const TargetInfo* target = nullptr;
+  const CheckedOp* op = nullptr;
+  std::vector<algebra::DiscoveredChain> chains;  // the op's, proved
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<std::string> warnings;
+  // The blocks a run takes by default, tried in order at its sizes (guards, then the kernels'
+  // limits); empty when the options name a block.
+  std::vector<const CheckedSchedule*> candidates;
+  // [0]: the lowering op() made (the unguarded default, or the block asked); the others as runs
+  // pick them. A deque: a loaded program keeps a reference to its kernels.
+  std::deque<Lowering> lowerings;
+
+  // Launches of one Op are serialized by the mutex, which also guards the lowerings, the
+  // warnings and the temporaries' workspace.
+  std::mutex mutex;
+  std::optional<runtime::Driver> driver;
+  std::map<std::string, runtime::DeviceBuffer> workspace;
+
+  Lowering lower_block(const CheckedSchedule* block);
+  Lowering& lowering_locked(const CheckedSchedule* block);
+  Lowering& for_sizes_locked(const Sizes& sizes);
+  const runtime::CompileResult& compile_locked(Lowering& l);
+  const runtime::LoadedProgram& load_locked(Lowering& l);
+  void warn_locked(const std::string& text);
+};
+
+void Op::Impl::warn_locked(const std::string& text) {
+  if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(text);
+}
+
+Lowering Op::Impl::lower_block(const CheckedSchedule* block) {
+  Lowering out;
+  out.block = block;
+  try {
+    lower::Lowered l =
+        lower::lower_op(*program->checked, *op, {block, env_knobs, program->options.knobs}, *target, &chains);
+    for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
+      for (const Warning& w : *level) warn_locked(w.code + ": " + w.text);
+    out.kernels = std::move(l.kernels);  // verified by lower_op
+  } catch (const lower::LowerError& e) {
+    fail(ErrorKind::Compile, e.what());
+  } catch (const std::logic_error& e) {  // an IR that does not verify (EMMY_INTERNAL_ASSERT)
+    fail(ErrorKind::Internal, e.what());
+  }
+  out.knobs = out.kernels.knobs;
+  out.cuda = print_cuda(out.kernels);
+  return out;
+}
+
+Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block) {
+  for (Lowering& l : lowerings)
+    if (l.block == block) return l;
+  Lowering made = on_large_stack([&] { return lower_block(block); });
+  return lowerings.emplace_back(std::move(made));
+}
+
+Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const CheckedSchedule* c = candidates[i];
+    if (c && !lower::guard_holds(*c, sizes)) continue;
+    Lowering& l = lowering_locked(c);
+    if (i + 1 < candidates.size())
+      if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) {
+        const Warning w = lower::unserved_block(*c, *broken);
+        warn_locked(fmt::format("{}: {}{}", w.code, w.where.empty() ? "" : w.where + ": ", w.text));
+        continue;
+      }
+    return l;
+  }
+  return lowerings.front();
+}
+
+const runtime::CompileResult& Op::Impl::compile_locked(Lowering& l) {
+  if (l.compiled) return *l.compiled;
   std::string why;
   if (!runtime::nvrtc_available(&why)) fail(ErrorKind::Compile, "cannot compile for the GPU: " + why);
   runtime::CompileOptions co;
   co.target = target;
   runtime::CacheOptions cache{program->options.use_cache, program->options.cache_dir};
-  runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, kernels.op + ".cu", co, cache);
+  runtime::CachedCompile c = runtime::compile_cuda_cached(l.cuda, l.kernels.op + ".cu", co, cache);
   if (!c.result.ok)
     fail(ErrorKind::Internal, "NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" + c.result.log);
-  if (!c.warning.empty()) warnings.push_back("W070: " + c.warning);
-  compiled = std::move(c.result);
-  return *compiled;
+  if (!c.warning.empty()) warn_locked("W070: " + c.warning);
+  l.compiled = std::move(c.result);
+  return *l.compiled;
 }
 
-const runtime::LoadedProgram& Op::Impl::load_locked() {
-  if (loaded) return *loaded;
-  const runtime::CompileResult& c = compile_locked();
-  std::string why;
-  std::optional<runtime::Driver> opened = runtime::Driver::open(&why);
-  if (!opened) fail(ErrorKind::Device, "cannot launch on the GPU: " + why);
-  driver.emplace(std::move(*opened));
+const runtime::LoadedProgram& Op::Impl::load_locked(Lowering& l) {
+  if (l.loaded) return *l.loaded;
+  const runtime::CompileResult& c = compile_locked(l);
+  if (!driver) {
+    std::string why;
+    std::optional<runtime::Driver> opened = runtime::Driver::open(&why);
+    if (!opened) fail(ErrorKind::Device, "cannot launch on the GPU: " + why);
+    driver.emplace(std::move(*opened));
+  }
   try {
-    loaded.emplace(*driver, kernels, c.cubin);
+    l.loaded.emplace(*driver, l.kernels, c.cubin);
   } catch (const std::runtime_error& e) {
     fail(ErrorKind::Device, e.what());
   }
-  return *loaded;
+  return *l.loaded;
 }
 
 Op Program::op(const std::string& name) const {
@@ -222,25 +289,20 @@ Op Program::lower(const std::string& name) const {
   auto impl = std::make_shared<Op::Impl>();
   impl->program = impl_;
   impl->name = name;
+  impl->op = &op;
+  impl->chains = std::move(laws.chains);
   impl->target = &resolve_target(impl_->options.target);
   impl->target_name = std::string(impl->target->name);
   auto selected = lower::select_schedule(*impl_->checked, name, *impl->target, impl_->options.schedule);
   if (const auto* why = std::get_if<std::string>(&selected)) fail(ErrorKind::Argument, *why);
   const char* env = impl_->options.use_env_knobs ? std::getenv("EMMY_KNOBS") : nullptr;
-  try {
-    lower::Lowered l = lower::lower_op(
-        *impl_->checked, op, {std::get<const CheckedSchedule*>(selected), env ? env : "", impl_->options.knobs},
-        *impl->target, &laws.chains);
-    for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
-      for (const Warning& w : *level) impl->warnings.push_back(w.code + ": " + w.text);
-    impl->kernels = std::move(l.kernels);  // verified by lower_op
-  } catch (const lower::LowerError& e) {
-    fail(ErrorKind::Compile, e.what());
-  } catch (const std::logic_error& e) {  // an IR that does not verify (EMMY_INTERNAL_ASSERT)
-    fail(ErrorKind::Internal, e.what());
+  impl->env_knobs = env ? env : "";
+  if (impl_->options.schedule.empty())
+    impl->candidates = lower::default_candidates(*impl_->checked, name, *impl->target);
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    impl->lowerings.push_back(impl->lower_block(std::get<const CheckedSchedule*>(selected)));
   }
-  impl->knobs = impl->kernels.knobs;
-  impl->cuda = print_cuda(impl->kernels);
   for (const TensorInfo& t : op.tensors) {
     if (t.role == TensorInfo::Role::Input) impl->inputs.push_back(spec_of(t));
     if (t.role == TensorInfo::Role::Output) impl->outputs.push_back(spec_of(t));
@@ -251,10 +313,17 @@ Op Program::lower(const std::string& name) const {
 const std::string& Op::name() const { return impl_->name; }
 const std::vector<TensorSpec>& Op::inputs() const { return impl_->inputs; }
 const std::vector<TensorSpec>& Op::outputs() const { return impl_->outputs; }
-const std::string& Op::knobs() const { return impl_->knobs; }
-const std::string& Op::cuda() const { return impl_->cuda; }
+const std::string& Op::knobs() const { return impl_->lowerings.front().knobs; }
+const std::string& Op::cuda() const { return impl_->lowerings.front().cuda; }
+std::string Op::knobs_at(const Sizes& sizes) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->for_sizes_locked(sizes).knobs;
+}
 const std::string& Op::target() const { return impl_->target_name; }
-const std::vector<std::string>& Op::warnings() const { return impl_->warnings; }
+std::vector<std::string> Op::warnings() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->warnings;
+}
 
 namespace {
 
@@ -321,8 +390,7 @@ std::vector<int64_t> Op::output_shape(size_t index, const Sizes& sizes) const {
 
 namespace {
 
-// The sizes of one run: the tensor counts, their dtypes and shapes checked, and every size the
-// kernels need bound (a size only a temporary uses cannot come from the tensors).
+// The sizes of one run: the tensor counts, their dtypes and shapes checked.
 Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor>& inputs,
                     const std::vector<Tensor>& outputs) {
   check_count(impl.name, "inputs", inputs.size(), impl.inputs);
@@ -335,11 +403,15 @@ Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor
                                             impl.name, name));
   if (std::optional<std::string> why = too_many_elements(impl.program->checked->ops.at(impl.name), sizes))
     fail(ErrorKind::Argument, fmt::format("{}: {}", impl.name, *why));
-  for (const kir::Kernel& k : impl.kernels.kernels)
+  return sizes;
+}
+
+// Every size `l`'s kernels read is bound (a size only a temporary uses cannot come from the tensors).
+void check_bound(const Op::Impl& impl, const Lowering& l, const Sizes& sizes) {
+  for (const kir::Kernel& k : l.kernels.kernels)
     for (const kir::Param& p : k.params)
       if (p.kind == kir::Param::Kind::Scalar && !sizes.count(p.name))
         fail(ErrorKind::Argument, fmt::format("{}: the size {} is not bound by the tensors given", impl.name, p.name));
-  return sizes;
 }
 
 }  // namespace
@@ -347,7 +419,9 @@ Sizes sizes_for_run(const Op& op, const Op::Impl& impl, const std::vector<Tensor
 void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, void* stream) const {
   const Sizes sizes = sizes_for_run(*this, *impl_, inputs, outputs);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  const runtime::LoadedProgram& loaded = impl_->load_locked();
+  Lowering& lowering = impl_->for_sizes_locked(sizes);
+  check_bound(*impl_, lowering, sizes);
+  const runtime::LoadedProgram& loaded = impl_->load_locked(lowering);
   try {
     impl_->driver->make_current();
     std::map<std::string, runtime::DevicePtr> buffers;
@@ -355,7 +429,7 @@ void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
       buffers[impl_->inputs[i].name] = {reinterpret_cast<uint64_t>(inputs[i].data)};
     for (size_t i = 0; i < outputs.size(); ++i)
       buffers[impl_->outputs[i].name] = {reinterpret_cast<uint64_t>(outputs[i].data)};
-    for (const kir::Buffer& b : impl_->kernels.buffers) {
+    for (const kir::Buffer& b : lowering.kernels.buffers) {
       if (b.role != kir::Buffer::Role::Temp) continue;
       runtime::DeviceBuffer& memory = impl_->workspace[b.name];
       const size_t bytes = runtime::buffer_bytes(b, sizes);
@@ -374,6 +448,12 @@ void Op::launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
 
 void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
   const Sizes sizes = sizes_for_run(*this, *impl_, inputs, outputs);
+  const Lowering* lowering = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    lowering = &impl_->for_sizes_locked(sizes);
+    check_bound(*impl_, *lowering, sizes);
+  }
   TensorMap buffers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     HostTensor& h = buffers[impl_->inputs[i].name];
@@ -384,7 +464,7 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
     h.data = kir::decode_values(kir::scalar_of(h.dtype), static_cast<const uint8_t*>(inputs[i].data), count);
   }
   try {
-    run_on_large_stack([&] { run_simt(impl_->kernels, sizes, buffers, SimtOptions{}); });
+    run_on_large_stack([&] { run_simt(lowering->kernels, sizes, buffers, SimtOptions{}); });
   } catch (const SimtError& e) {
     fail(ErrorKind::Internal,
          fmt::format("{}: the interpreter stopped (a compiler bug; please report it): {}", impl_->name, e.what()));
@@ -402,9 +482,9 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
 
 std::vector<KernelInfo> Op::compile() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  const runtime::CompileResult& c = impl_->compile_locked();
+  const runtime::CompileResult& c = impl_->compile_locked(impl_->lowerings.front());
   std::vector<KernelInfo> out;
-  for (const kir::Kernel& k : impl_->kernels.kernels) {
+  for (const kir::Kernel& k : impl_->lowerings.front().kernels.kernels) {
     KernelInfo info{k.name, k.block_threads, 0, 0, 0};
     for (const runtime::KernelResources& r : c.resources)
       if (r.kernel == k.name)

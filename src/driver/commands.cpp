@@ -125,7 +125,15 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     out << print_checked(*c.program);
     if (timed) timed->mark("print AST");
   }
-  const int status = ir == "ast" ? 0 : print_level(*c.program, ir, lower_options(opt, c), out, err, timed);
+  LowerOptions lo = lower_options(opt, c);
+  std::optional<SizeBindings> sizes;
+  if (!opt.shape.empty() && ir != "ast") {  // the block a run at these sizes would take
+    const CheckedOp* op = pick_op(*c.program, opt.op, err);
+    if (!op) return kUserError;
+    if (!(sizes = bind_shape(*op, opt.shape, err))) return kUsageError;
+    lo.sizes = &*sizes;
+  }
+  const int status = ir == "ast" ? 0 : print_level(*c.program, ir, lo, out, err, timed);
   if (timed) err << "emmyc: timings (wall clock, after the process started)\n" << times.format();
   return status == 0 ? kOk : kUserError;
 }

@@ -9,7 +9,6 @@
 #include "runtime/nvrtc.hpp"
 
 namespace emmy {
-namespace {
 
 const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name, std::ostream& err) {
   std::vector<std::string> ops = lower::main_ops(program);
@@ -28,7 +27,7 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
   return nullptr;
 }
 
-}  // namespace
+namespace {}  // namespace
 
 std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo) {
   if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
@@ -46,7 +45,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   const CheckedOp* op = pick_op(program, lo.op, err);
   if (!op) return std::nullopt;
   const TargetInfo* target = find_target(lo.target);
-  auto selected = lower::select_schedule(program, op->decl->name.name, *target, lo.schedule);
+  auto selected = lower::select_schedule(program, op->decl->name.name, *target, lo.schedule, lo.sizes);
   if (const auto* why = std::get_if<std::string>(&selected)) {
     err << "emmyc: error: " << *why << "\n";
     return std::nullopt;
@@ -56,15 +55,29 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     err << "emmyc: error: " << *why << "\n";
     return std::nullopt;
   }
-  const CheckedSchedule* block = std::get<const CheckedSchedule*>(kept);
+  // The blocks tried: the one in force; by default at known sizes, each candidate whose guard
+  // holds until one's kernels serve the sizes (W056 for each passed over).
+  std::vector<const CheckedSchedule*> tried{std::get<const CheckedSchedule*>(kept)};
+  if (lo.sizes && lo.schedule.empty() && tried[0]) {
+    tried.clear();
+    for (const CheckedSchedule* c : lower::default_candidates(program, op->decl->name.name, *target))
+      if (!c || lower::guard_holds(*c, *lo.sizes)) tried.push_back(c);
+  }
   try {
-    lower::Lowered l =
-        lower::lower_op(program, *op, {block, lo.env_knobs, lo.cli_knobs}, *target, lo.chains, lo.pipeline);
-    for (const Warning& w : l.knobs.warnings) err << driver_warning(w) << "\n";
-    for (const Warning& w : l.loops.warnings) err << driver_warning(w) << "\n";
-    for (const Warning& w : l.kernels.warnings) err << driver_warning(w) << "\n";
-    if (op_out) *op_out = op;
-    return l;
+    for (size_t i = 0; i < tried.size(); ++i) {
+      lower::Lowered l =
+          lower::lower_op(program, *op, {tried[i], lo.env_knobs, lo.cli_knobs}, *target, lo.chains, lo.pipeline);
+      if (i + 1 < tried.size())
+        if (std::optional<std::string> broken = kir::check_limits(l.kernels, *lo.sizes)) {
+          err << driver_warning(lower::unserved_block(*tried[i], *broken)) << "\n";
+          continue;
+        }
+      for (const Warning& w : l.knobs.warnings) err << driver_warning(w) << "\n";
+      for (const Warning& w : l.loops.warnings) err << driver_warning(w) << "\n";
+      for (const Warning& w : l.kernels.warnings) err << driver_warning(w) << "\n";
+      if (op_out) *op_out = op;
+      return l;
+    }
   } catch (const lower::LowerError& e) {  // (an internal error, EMMY_INTERNAL_ASSERT, is run_guarded's to report)
     std::string text = e.what();
     // "FILE:LINE:COL: error: ..." stands as it is; the rest gets emmyc's prefix.
@@ -74,6 +87,8 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     err << prefix << text << "\n";
     return std::nullopt;
   }
+  EMMY_INTERNAL_ASSERT(false, "no schedule block tried");
+  return std::nullopt;
 }
 
 int print_level(const CheckedProgram& program, const std::string& level, const LowerOptions& lo, std::ostream& out,

@@ -22,7 +22,13 @@ struct LowerOptions {
   bool knobs_merge = false;
   const std::vector<algebra::DiscoveredChain>* chains = nullptr;  // proved by the checker already
   lower::PipelineOptions pipeline;  // --print-after (its out set by print_level), --verify-each
+  // A run's sizes (--shape), when known: the default block is the first whose guard holds there
+  // and whose kernels serve them (docs/language.md, "Schedules"); unknown, the unguarded one.
+  const std::map<std::string, int64_t>* sizes = nullptr;
 };
+
+// The op `name` of the main file (the only one when `name` is empty); null after printing why.
+const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name, std::ostream& err);
 
 // The op's schedule block that `lo` keeps: `block` itself, or null when EMMY_KNOBS or --knobs
 // replace it; an error when --schedule names a block that the knobs would replace.

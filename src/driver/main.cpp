@@ -84,6 +84,8 @@ int run_main(int argc, char** argv) {
   compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   compile->add_option("--op", opt.op, "the op to lower (default: the file's only op)");
   compile->add_option("--schedule", opt.schedule, "a named schedule block of the op (schedule ... as \"NAME\")");
+  compile->add_option("--shape", opt.shape,
+                      "sizes, e.g. M=1000,N=777,K=1023: lower the block a run at them takes (guarded blocks)");
   const auto dtypes = CLI::IsMember({"f16", "bf16", "f32"});
   const char* dtype_help = "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32";
   compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);

@@ -458,11 +458,14 @@ std::optional<ScalarValues> bind_set(const CheckedOp& op, const std::vector<std:
 
 int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptions& ro, std::ostream& out,
            std::ostream& err) {
-  const CheckedOp* op = nullptr;
-  std::optional<lower::Lowered> l = lower_for_driver(program, lo, err, &op);
-  if (!l) return 1;
+  const CheckedOp* op = pick_op(program, lo.op, err);
+  if (!op) return 1;
   std::optional<SizeBindings> sizes = bind_shape(*op, ro.shape, err);
   if (!sizes) return 2;
+  LowerOptions at_sizes = lo;
+  at_sizes.sizes = &*sizes;
+  std::optional<lower::Lowered> l = lower_for_driver(program, at_sizes, err, &op);
+  if (!l) return 1;
   std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
   if (!scalars) return 2;
   RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0};

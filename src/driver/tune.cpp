@@ -510,6 +510,14 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
   const int status = write_winner(o, block, out, err);
   report["written"] = status == 0;
+  // The written block is the unguarded default; a guarded block that holds here runs first.
+  if (auto at = lower::select_schedule(program, op_name, target, "", &sizes);
+      status == 0 && std::holds_alternative<const CheckedSchedule*>(at))
+    if (const CheckedSchedule* s = std::get<const CheckedSchedule*>(at); s && s->decl->guard)
+      err << fmt::format(
+          "emmyc: note: {}:{}: a guarded block of {} holds at these sizes and runs before the written one: "
+          "drop or narrow its guard to run the tuned block here\n",
+          s->place.path, s->place.line, op_name);
   if (o.json) json_out << report.dump(2) << "\n";
   return status;
 }

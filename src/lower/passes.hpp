@@ -163,10 +163,22 @@ kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checke
 
 // The ops the main file of `program` defines, in order.
 std::vector<std::string> main_ops(const CheckedProgram& program);
-// The op's schedule block for `target`: the one labelled `label`, else (label empty) the
-// unlabelled one or null; a one-line message when `label` names no block.
-std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
-                                                                  const TargetInfo& target, const std::string& label);
+// The op's schedule block for `target`: the one labelled `label`; else (label empty) the first of
+// default_candidates whose guard holds at `sizes` (without sizes, guarded blocks are passed over),
+// which may be null (no block); a one-line message when `label` names no block.
+std::variant<const CheckedSchedule*, std::string> select_schedule(
+    const CheckedProgram& program, const std::string& op, const TargetInfo& target, const std::string& label,
+    const std::map<std::string, int64_t>* sizes = nullptr);
+// The blocks a run of `op` may take by default, in the order they are tried: for the target and
+// then its base, the guarded blocks (named or not) in source order, then the unnamed unguarded
+// one; null last (no block: the knobs' defaults).
+std::vector<const CheckedSchedule*> default_candidates(const CheckedProgram& program, const std::string& op,
+                                                       const TargetInfo& target);
+// Whether the block's guard holds at `sizes` (true without a guard); false where a size it reads is
+// unbound, or its arithmetic overflows or divides by zero.
+bool guard_holds(const CheckedSchedule& block, const std::map<std::string, int64_t>& sizes);
+// W056, at the block's header: `block` cannot serve a run's sizes (`why`: the kernels' limit).
+Warning unserved_block(const CheckedSchedule& block, const std::string& why);
 
 // The whole pipeline; the IR of each level is kept for printing.
 struct Lowered {

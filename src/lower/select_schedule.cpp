@@ -1,10 +1,63 @@
-// Picks the schedule block an op is lowered with: the one labelled as asked, else the unlabelled
-// one; for an arch-specific target (sm_90a) without that block, its base target's (sm_90).
+// Picks the schedule block an op is lowered with: the one labelled as asked, else the first
+// guarded block whose guard holds at the run's sizes, else the unlabelled unguarded one; for an
+// arch-specific target (sm_90a) without such a block, its base target's (sm_90).
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "lower/passes.hpp"
 
 namespace emmy::lower {
+namespace {
+
+// A guard's value at `sizes` (sema checked its types: numbers and conditions both as i64);
+// nullopt where a size is unbound, the arithmetic overflows or divides by zero.
+std::optional<int64_t> eval_guard(const ast::Expr& e, const std::map<std::string, int64_t>& sizes) {
+  using K = ast::ExprKind;
+  switch (e.kind) {
+    case K::Int:
+    case K::Bool: return e.int_value;
+    case K::Name: {
+      auto it = sizes.find(e.text);
+      if (it == sizes.end()) return std::nullopt;
+      return it->second;
+    }
+    case K::Unary: {
+      std::optional<int64_t> a = eval_guard(e.args[0], sizes);
+      if (!a) return std::nullopt;
+      if (e.text == "!") return int64_t{*a == 0};
+      if (*a == std::numeric_limits<int64_t>::min()) return std::nullopt;
+      return -*a;
+    }
+    case K::Binary: {
+      std::optional<int64_t> a = eval_guard(e.args[0], sizes);
+      if (e.text == "&&" && a == 0) return 0;  // short-circuit: the other side may not evaluate
+      if (e.text == "||" && a && *a != 0) return 1;
+      std::optional<int64_t> b = eval_guard(e.args[1], sizes);
+      if (!a || !b) return std::nullopt;
+      int64_t r = 0;
+      const std::string& op = e.text;
+      if (op == "+") return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      if (op == "-") return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      if (op == "*") return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      if (op == "/" || op == "%") {
+        if (*b == 0 || (*a == std::numeric_limits<int64_t>::min() && *b == -1)) return std::nullopt;
+        return op == "/" ? *a / *b : *a % *b;
+      }
+      if (op == "&&" || op == "||") return int64_t{*b != 0};
+      if (op == "==") return int64_t{*a == *b};
+      if (op == "!=") return int64_t{*a != *b};
+      if (op == "<") return int64_t{*a < *b};
+      if (op == "<=") return int64_t{*a <= *b};
+      if (op == ">") return int64_t{*a > *b};
+      if (op == ">=") return int64_t{*a >= *b};
+      return std::nullopt;
+    }
+    default: return std::nullopt;  // sema refuses the rest (E064)
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> main_ops(const CheckedProgram& program) {
   std::vector<std::string> out;
@@ -13,26 +66,63 @@ std::vector<std::string> main_ops(const CheckedProgram& program) {
   return out;
 }
 
-std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
-                                                                  const TargetInfo& target, const std::string& label) {
-  std::vector<std::string> named;
+bool guard_holds(const CheckedSchedule& block, const std::map<std::string, int64_t>& sizes) {
+  if (!block.decl->guard) return true;
+  std::optional<int64_t> v = eval_guard(*block.decl->guard, sizes);
+  return v && *v != 0;
+}
+
+std::vector<const CheckedSchedule*> default_candidates(const CheckedProgram& program, const std::string& op,
+                                                       const TargetInfo& target) {
+  std::vector<const CheckedSchedule*> out;
   for (const TargetInfo* t = &target; t; t = base_target(*t)) {
-    const CheckedSchedule* found = nullptr;
+    const CheckedSchedule* fallback = nullptr;
     for (const CheckedSchedule& s : program.schedules) {
       if (s.decl->op.name != op || !s.target || s.target->name != t->name) continue;
-      std::string own = s.decl->label ? s.decl->label->name : "";
-      if (!own.empty()) named.push_back(own);
-      if (own == label) found = &s;
+      if (s.decl->guard)
+        out.push_back(&s);
+      else if (!s.decl->label)
+        fallback = &s;
     }
-    if (found) return found;
+    if (fallback) out.push_back(fallback);
   }
-  if (!label.empty()) {
-    const TargetInfo* base = base_target(target);
-    return fmt::format("op {} has no schedule named \"{}\" for {}{}{}", op, label, target.name,
-                       base ? fmt::format(" or {}", base->name) : "",
-                       named.empty() ? "" : fmt::format(" (named schedules: {})", fmt::join(named, ", ")));
+  out.push_back(nullptr);
+  return out;
+}
+
+Warning unserved_block(const CheckedSchedule& block, const std::string& why) {
+  const ast::ScheduleDecl& d = *block.decl;
+  std::string text = fmt::format("schedule {} for {}{}{} cannot serve these sizes ({}); the next block is tried",
+                                 d.op.name, d.target.name, d.label ? fmt::format(" as \"{}\"", d.label->name) : "",
+                                 d.guard ? " (guarded)" : "", why);
+  const KnobPlace& p = block.place;
+  if (p.line == 0) return Warning("W056", text);
+  std::string gutter(std::to_string(p.line).size(), ' ');
+  return Warning("W056", text, fmt::format("{}:{}:{}", p.path, p.line, p.column + 1),
+                 fmt::format(" {} | {}\n {} | {}^{}", p.line, p.line_text, gutter, std::string(p.column, ' '),
+                             std::string(p.length > 1 ? p.length - 1 : 0, '~')));
+}
+
+std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedProgram& program, const std::string& op,
+                                                                  const TargetInfo& target, const std::string& label,
+                                                                  const std::map<std::string, int64_t>* sizes) {
+  if (label.empty()) {
+    for (const CheckedSchedule* s : default_candidates(program, op, target))
+      if (!s || (s->decl->guard ? sizes && guard_holds(*s, *sizes) : true)) return s;
+    return static_cast<const CheckedSchedule*>(nullptr);
   }
-  return static_cast<const CheckedSchedule*>(nullptr);
+  std::vector<std::string> named;
+  for (const TargetInfo* t = &target; t; t = base_target(*t)) {
+    for (const CheckedSchedule& s : program.schedules) {
+      if (s.decl->op.name != op || !s.target || s.target->name != t->name || !s.decl->label) continue;
+      if (s.decl->label->name == label) return &s;
+      named.push_back(s.decl->label->name);
+    }
+  }
+  const TargetInfo* base = base_target(target);
+  return fmt::format("op {} has no schedule named \"{}\" for {}{}{}", op, label, target.name,
+                     base ? fmt::format(" or {}", base->name) : "",
+                     named.empty() ? "" : fmt::format(" (named schedules: {})", fmt::join(named, ", ")));
 }
 
 }  // namespace emmy::lower

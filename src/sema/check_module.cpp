@@ -139,8 +139,11 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
           sema::defines_op(program->modules[mi].ast, s->op.name))
         continue;
       std::string label = s->label ? s->label->name : "";
-      auto [it, fresh] =
-          labels.emplace(std::make_tuple(s->op.name, s->target.name, label), s->label ? s->label->range : s->op.range);
+      // Names are unique; one unnamed block without a guard (the default), unnamed guarded ones many.
+      const bool keyed = !label.empty() || !s->guard;
+      auto [it, fresh] = keyed ? labels.emplace(std::make_tuple(s->op.name, s->target.name, label),
+                                                s->label ? s->label->range : s->op.range)
+                               : std::pair{labels.end(), true};
       if (!fresh) {
         diags
             .error("E061", s->label ? s->label->range : s->op.range,

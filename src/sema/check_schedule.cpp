@@ -1,5 +1,6 @@
-// Checks a schedule block: its op and target exist, each knob parses with the codec,
-// sites name statements or index variables of the op, and values are legal on the target.
+// Checks a schedule block: its op and target exist, its guard is a condition on the op's sizes,
+// each knob parses with the codec, sites name statements or index variables of the op, and
+// values are legal on the target.
 #include <set>
 
 #include <fmt/format.h>
@@ -31,6 +32,93 @@ void report(Diagnostics& diags, const KnobError& err, SourceRange value) {
   if (!err.help.empty()) d.hint(err.help);
 }
 
+// What a guard's node yields; nullopt after an error was reported.
+enum class GuardType { Int, Bool };
+
+const char* guard_type_name(GuardType t) { return t == GuardType::Int ? "a number" : "a condition"; }
+
+// "compare the sizes of rows (C, N) with integers ...": the help of a malformed guard.
+std::string guard_help(const std::vector<std::string>& sizes, const std::string& op) {
+  return fmt::format("compare the sizes of {} ({}) with integers, joining conditions with && and ||: where {} <= 4096",
+                     op, fmt::join(sizes, ", "), sizes.empty() ? std::string("N") : sizes.front());
+}
+
+std::optional<GuardType> check_guard(const ast::Expr& e, const std::vector<std::string>& sizes, const std::string& op,
+                                     Diagnostics& diags) {
+  using K = ast::ExprKind;
+  auto refuse = [&](const char* what) -> std::optional<GuardType> {
+    diags
+        .error("E064", e.range,
+               fmt::format("{} cannot appear in a schedule guard, a condition on the sizes of {}", what, op))
+        .hint(guard_help(sizes, op));
+    return std::nullopt;
+  };
+  // Both operands of `e` of type `want`; false after reporting the first error of each.
+  auto operands = [&](GuardType want) -> bool {
+    bool ok = true;
+    for (const ast::Expr& a : e.args) {
+      std::optional<GuardType> t = check_guard(a, sizes, op, diags);
+      if (!t) {
+        ok = false;
+        continue;
+      }
+      if (*t != want) {
+        diags
+            .error("E064", a.range,
+                   fmt::format("'{}' takes {}, and this is {}", e.text,
+                               want == GuardType::Int ? "numbers" : "conditions", guard_type_name(*t)))
+            .hint(want == GuardType::Int ? "compare the numbers, then join the conditions with && or ||"
+                                         : "compare it with a number: N <= 4096");
+        ok = false;
+      }
+    }
+    return ok;
+  };
+  static const std::set<std::string, std::less<>> arithmetic = {"+", "-", "*", "/", "%"};
+  static const std::set<std::string, std::less<>> comparison = {"==", "!=", "<", "<=", ">", ">="};
+  switch (e.kind) {
+    case K::Int: return GuardType::Int;
+    case K::Bool: return GuardType::Bool;
+    case K::Name: {
+      if (std::find(sizes.begin(), sizes.end(), e.text) != sizes.end()) return GuardType::Int;
+      std::string guess = closest_name(e.text, sizes);
+      diags.error("E064", e.range, fmt::format("'{}' is not a size of op {}", e.text, op))
+          .hint(!guess.empty()  ? fmt::format("did you mean '{}'?", guess)
+                : sizes.empty() ? fmt::format("op {} has no sizes to guard on (its shapes are literals)", op)
+                                : fmt::format("the sizes of {} are: {}", op, fmt::join(sizes, ", ")));
+      return std::nullopt;
+    }
+    case K::Unary:
+      if (e.text == "!") return operands(GuardType::Bool) ? std::optional(GuardType::Bool) : std::nullopt;
+      return operands(GuardType::Int) ? std::optional(GuardType::Int) : std::nullopt;
+    case K::Binary:
+      if (e.text == "&&" || e.text == "||")
+        return operands(GuardType::Bool) ? std::optional(GuardType::Bool) : std::nullopt;
+      if (comparison.count(e.text)) return operands(GuardType::Int) ? std::optional(GuardType::Bool) : std::nullopt;
+      if (arithmetic.count(e.text)) return operands(GuardType::Int) ? std::optional(GuardType::Int) : std::nullopt;
+      return refuse("this operator");
+    case K::Float: return refuse("a float literal");
+    case K::Inf: return refuse("inf");
+    case K::Call:
+    case K::Reduce: return refuse("a call");
+    case K::Index:
+    case K::Slice: return refuse("an index");
+    case K::Field: return refuse("a field");
+    case K::Tuple: return refuse("a tuple");
+  }
+  return refuse("this expression");
+}
+
+// The size variables of an op's shapes, sorted.
+std::vector<std::string> op_sizes(const ast::OpDecl& op) {
+  std::set<std::string> out;
+  for (const std::vector<ast::Param>* ps : {&op.params, &op.outputs})
+    for (const ast::Param& p : *ps)
+      for (const ast::Dim& d : p.dims)
+        if (!d.is_literal()) out.insert(d.name);
+  return {out.begin(), out.end()};
+}
+
 }  // namespace
 
 std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const CheckedProgram& program,
@@ -38,6 +126,8 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
   int before = diags.error_count();
   CheckedSchedule out;
   out.decl = &s;
+  const SourceRange& last = s.guard ? s.guard->range : s.label ? s.label->range : s.target.range;
+  out.place = place_of(diags.sources(), {s.range.file, s.range.begin, last.end});
   auto op_it = program.ops.find(s.op.name);
   if (op_it == program.ops.end()) {
     std::vector<std::string> names;
@@ -55,6 +145,12 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
     diags.error("E059", s.target.range, fmt::format("unknown target '{}'", s.target.name))
         .hint(guess.empty() ? fmt::format("targets are: {}", fmt::join(names, ", "))
                             : fmt::format("did you mean '{}'?", guess));
+  }
+  if (s.guard && op_it != program.ops.end()) {
+    std::optional<GuardType> t = check_guard(*s.guard, op_sizes(*op_it->second.decl), s.op.name, diags);
+    if (t == GuardType::Int)
+      diags.error("E064", s.guard->range, "a schedule guard is a condition, and this is a number")
+          .hint(guard_help(op_sizes(*op_it->second.decl), s.op.name));
   }
   std::vector<std::string> sites =
       op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);

@@ -71,6 +71,7 @@ struct CheckedSchedule {
   const TargetInfo* target = nullptr;
   std::vector<KnobSetting> knobs;
   std::vector<KnobPlace> places;  // places[i]: where knobs[i] was written
+  KnobPlace place;                // the block's header, `schedule ... where ...`
 };
 
 struct LoadedModule {

@@ -67,6 +67,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E061", "schedule", "two schedules of one op and target with the same name"},
       {"E062", "lower", "a knob regroups a reduction whose monoid lacks the law it needs (unproved, not assumed)"},
       {"E063", "sema", "integer constant arithmetic overflows i64 or divides by zero"},
+      {"E064", "schedule", "a schedule guard that is not a condition on the op's sizes"},
       {"W050", "schedule", "a knob has no effect where it is given (ignored)"},
       {"W051", "schedule",
        "a schedule block's tensor-core atom needs a feature the target lacks: the scalar tier runs"},
@@ -74,6 +75,8 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"W053", "lower", "a regrouping relies on a law the monoid only assumes"},
       {"W054", "lower", "a kernel the schedule puts on tensor cores runs on the scalar tier (the reason given)"},
       {"W055", "lower", "STAGE with tma: a tile the box copy cannot move is copied with cp.async"},
+      {"W056", "schedule",
+       "a schedule block cannot serve the sizes of a run: the next block (or no block) runs instead"},
       {"W070", "driver", "the compile cache is not used (an unusable directory, a failed write); the compile ran"},
   };
   return table;

@@ -131,6 +131,7 @@ struct ScheduleDecl {
   Ident op;
   Ident target;
   std::optional<Ident> label;  // `as "NAME"`: name without quotes, range of the string
+  std::optional<Expr> guard;   // `where M * N <= 4194304`: over the op's sizes (sema checks it)
   std::vector<KnobEntry> entries;
   SourceRange range;
 };

@@ -705,6 +705,7 @@ class Builder {
       std::string t = str->getText();
       s.label = ast::Ident{t.substr(1, t.size() - 2), range(str)};
     }
+    if (auto* guard = c->expr()) s.guard = expr(guard);
     for (P::KnobEntryContext* k : c->knobEntry()) {
       ast::KnobEntry e;
       e.knob = ident(k->ID(0));

@@ -72,8 +72,9 @@ void print_monoid(std::string& out, const ast::MonoidDecl& m, const AstAnnotator
 }
 
 void print_schedule(std::string& out, const ast::ScheduleDecl& s) {
-  out += fmt::format("schedule {} for {}{}\n", s.op.name, s.target.name,
-                     s.label ? fmt::format(" as \"{}\"", s.label->name) : "");
+  out += fmt::format("schedule {} for {}{}{}\n", s.op.name, s.target.name,
+                     s.label ? fmt::format(" as \"{}\"", s.label->name) : "",
+                     s.guard ? " where " + print_expr(*s.guard, nullptr) : "");
   print_doc(out, s.doc);
   for (const ast::KnobEntry& k : s.entries)
     out += fmt::format("  knob {}{} = {}\n", k.knob.name, k.site ? "@" + k.site->name : "", k.value);

@@ -192,6 +192,71 @@ TEST_CASE("api: run_on_interpreter matches a float64 computation on every elemen
   }
 }
 
+constexpr const char* kGuarded = R"(
+op attend(q: f16[B, H, S, D], k: f16[B, H, T, D], v: f16[B, H, T, E]) -> (o: f16[B, H, S, E]) {
+  let scale = 1.0 / sqrt(D);
+  s[b, h, i, j] = sum(d: q[b, h, i, d] * k[b, h, j, d]) * scale;
+  m[b, h, i] = max(j: s[b, h, i, j]);
+  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i]);
+  l[b, h, i] = sum(j: p[b, h, i, j]);
+  o[b, h, i, e] = sum(j: p[b, h, i, j] * v[b, h, j, e]) / l[b, h, i];
+}
+
+schedule attend for sm_90 as "short" where S <= 8 && D <= 128 {
+  PLACE = fuse;
+  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;
+}
+
+schedule attend for sm_90 {
+  PLACE = fuse;
+  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k8;
+}
+)";
+
+TEST_CASE("api: a run takes the guarded block its sizes select; one that cannot serve them is W056") {
+  api::Options o = options();
+  o.target = "sm_90";
+  api::Op op = api::Program::from_source(kGuarded, "guarded.emmy", o).op("attend");
+  CHECK(op.knobs().find("/k8") != std::string::npos);  // without sizes: the unguarded block
+  api::Sizes at{{"B", 1}, {"H", 1}, {"S", 5}, {"T", 7}, {"D", 40}, {"E", 3}};
+  CHECK(op.knobs_at(at).find("/k4") != std::string::npos);  // the guard holds, k4 covers D = 40
+  at["S"] = 9;
+  CHECK(op.knobs_at(at).find("/k8") != std::string::npos);  // the guard fails
+  CHECK(op.warnings().empty());
+  // D = 100: the guard holds but k4 holds head dims up to 64 only: W056, and the next block runs.
+  const int64_t S = 5, T = 7, D = 100, E = 3;
+  std::mt19937 rng(11);
+  std::vector<uint16_t> q(S * D), k(T * D), v(T * E), out(S * E, 0x7e00);
+  for (auto* t : {&q, &k, &v})
+    for (auto& x : *t) x = random_f16(rng);
+  op.run_on_interpreter({{q.data(), api::DType::F16, {1, 1, S, D}},
+                         {k.data(), api::DType::F16, {1, 1, T, D}},
+                         {v.data(), api::DType::F16, {1, 1, T, E}}},
+                        {{out.data(), api::DType::F16, {1, 1, S, E}}});
+  REQUIRE(op.warnings().size() == 1);
+  CHECK(op.warnings()[0].rfind("W056: guarded.emmy:11:1: schedule attend for sm_90 as \"short\" (guarded) cannot "
+                               "serve these sizes (D = 100 is larger than this schedule handles (D <= 64)",
+                               0) == 0);
+  for (int64_t i = 0; i < S; ++i) {
+    std::vector<double> p(T);
+    double mx = -INFINITY, l = 0;
+    for (int64_t j = 0; j < T; ++j) {
+      for (int64_t d = 0; d < D; ++d) p[j] += f16_value(q[i * D + d]) * f16_value(k[j * D + d]) / std::sqrt(D);
+      mx = std::max(mx, p[j]);
+    }
+    for (double& x : p) l += (x = std::exp(x - mx));
+    for (int64_t e = 0; e < E; ++e) {
+      double want = 0;
+      for (int64_t j = 0; j < T; ++j) want += p[j] * f16_value(v[j * E + e]) / l;
+      CHECK(f16_value(out[i * E + e]) == doctest::Approx(want).epsilon(1e-2).scale(1e-2));
+    }
+  }
+  at["D"] = 100;
+  at["S"] = 5;
+  CHECK(op.knobs_at(at).find("/k8") != std::string::npos);
+  CHECK(op.warnings().size() == 1);  // said once
+}
+
 TEST_CASE("api: without a GPU, compile() still reports resources and launch is a Device error that says why") {
   api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("scale");
   std::vector<api::KernelInfo> kernels;

@@ -849,7 +849,7 @@ class Harness:
         else:
             sdpa = [(s, False) for s in SDPA_ANCHORS + SDPA_RAGGED] + [(s, True) for s in SDPA_ANCHORS]
             sdpa.append(((1, 8, 1000, 64), True))
-            rows, mms = ROW_SHAPES, MATMUL_SHAPES
+            rows, mms = ROW_SHAPES, self.args.matmul or MATMUL_SHAPES
         # Smallest work first: each Emmy variant's time per FLOP on a case predicts the next one.
         sdpa.sort(key=lambda c: (c[0][0] * c[0][1] * c[0][2] ** 2 * c[0][3] * (0.5 if c[1] else 1.0), c[1]))
         rows = sorted(rows, key=lambda s: s[0] * s[1])
@@ -1042,6 +1042,9 @@ def main():
                     help="seconds after which Emmy cases are skipped and peers timed briefly (default 420)")
     ap.add_argument("--emmy-launch-cap", type=float, default=2.0,
                     help="skip an Emmy case predicted to take longer than this many seconds per launch (default 2)")
+    ap.add_argument("--matmul", action="append", default=[], metavar="M,N,K",
+                    type=lambda v: tuple(int(x) for x in v.split(",")),
+                    help="a matmul shape to run instead of the anchors (repeatable)")
     ap.add_argument("--knobs", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
                     metavar="OP[@TARGET]=KNOBS", help="one more Emmy variant of OP (sdpa, sdpa_causal, matmul, ...) "
                                                       "under these knobs (for TARGET, e.g. sdpa@sm_90a=...), beside "

@@ -4,7 +4,7 @@
 # on sdpa at the two anchor shapes, then matmul, softmax, layernorm and rmsnorm, each with
 # --write into a copy of its stdlib file; then `emmyc run --bench` of every written block, to
 # show it reproduces its recorded time. Binaries from gpu-carry/; logs and copies in $OUT.
-# Usage: [BUDGET=10m TARGET=sm_90] tests/bench/tune_session.sh [sdpa64|sdpa128|matmul|gelu|rows]...
+# Usage: [BUDGET=10m TARGET=sm_90] tests/bench/tune_session.sh [sdpa64|sdpa128|causal64|matmul|gelu|rows]...
 # BUDGET_ROWS (each row op) and BUDGET_MATMUL override BUDGET for those ops, so that one call can
 # run the row ops and matmul with their own budgets.
 source "$(dirname "$0")/gpu_env.sh"
@@ -28,6 +28,7 @@ for what in "$@"; do
     sdpa64) tune nn.emmy sdpa B=1,H=8,S=4096,D=64 ;;
     sdpa128) tune nn.emmy sdpa B=4,H=16,S=4096,D=128 ;;
     sdpa128s) tune nn.emmy sdpa B=16,H=16,S=1024,D=128 ;;
+    causal64) tune nn.emmy sdpa_causal B=4,H=16,S=4096,D=64 ;;
     sdpa64b1) tune nn.emmy sdpa B=1,H=8,S=4096,D=64 ;;
     matmul) tune linalg.emmy matmul M=4096,N=4096,K=4096 "${BUDGET_MATMUL:-}" ;;
     gelu) tune linalg.emmy matmul_bias_gelu M=8192,N=8192,K=4096 "${BUDGET_MATMUL:-}" ;;

@@ -186,12 +186,24 @@ function expectations(text) {
       if (t.text === '{') {
         state = 'body';
         entry = 'name';
+      } else if (t.text === 'where') {
+        want(t, 'keyword', keywordScope('where'));
+        state = 'guard';
       } else if (t.kind === 'id' && prev === 'schedule') {
         want(t, 'op name', 'entity.name.function.emmy');
       } else if (t.kind === 'id' && prev === 'for') {
         want(t, 'target', 'support.constant.target.emmy');
       } else if (t.kind === 'id') {
         want(t, 'keyword', keywordScope(t.text));
+      }
+    } else if (state === 'guard') {  // an expression over the op's sizes, up to the block's '{'
+      if (t.text === '{') {
+        state = 'body';
+        entry = 'name';
+      } else if (t.kind === 'int') {
+        want(t, 'number', 'constant.numeric.integer.emmy');
+      } else if (t.kind === 'id') {
+        want(t, reserved.has(t.text) ? 'keyword' : 'size', reserved.has(t.text) ? keywordScope(t.text) : null);
       }
     } else if (t.text === '}') {
       state = 'top';
@@ -312,6 +324,9 @@ op fixture(x: f32[N, 4], eps: f32) -> (y: f32[N, 4]) {
 }
 schedule fixture for sm_80 as "esc\\"aped" { /* inline */
   REDUCE = ;
+}
+schedule fixture for sm_90 as "guarded" where (N + 127) / 128 * 4 >= 64 && !false {
+  TILE = a:scalar;
 }
 schedule fixture for sm_120 {
   // a comment in a schedule block

@@ -184,6 +184,18 @@ class Program(EmmyTestCase):
             emmy.load(NN, dtype="f64", stdlib_path=STDLIB)
         self.assertEqual(ctx.exception.message, "dtype 'f64': use f16, bf16 or f32")
 
+    def test_guarded_blocks(self):
+        # stdlib sdpa on sm_90a: the head-dim-64 default, the pingpong block past it (its guard).
+        sdpa = emmy.load(NN, target="sm_90a", stdlib_path=STDLIB, cache=False).op("sdpa")
+        self.assertIn("wgmma_m64n64k16_f16/w16x1", sdpa.knobs)
+        self.assertIn("wgmma_m64n64k16_f16/w16x1", sdpa.knobs_at((1, 8, 1000, 64), (1, 8, 1000, 64), (1, 8, 1000, 64)))
+        self.assertIn("PINGPONG=1", sdpa.knobs_at((1, 8, 1000, 128), (1, 8, 1000, 128), (1, 8, 1000, 128)))
+        # Past every block's head dims: each passed over once, with W056 at its header.
+        with self.assertWarnsRegex(emmy.EmmyWarning, r"sdpa: W056: .*nn.emmy:\d+:1: schedule sdpa for sm_90a as "
+                                   r"\"hd128-pingpong\" \(guarded\) cannot serve these sizes \(D = 300"):
+            sdpa.knobs_at((1, 1, 8, 300), (1, 1, 8, 300), (1, 1, 8, 300))
+        self.assertEqual(sum(w.startswith("W056") for w in sdpa.warnings), 3)  # the two sm_90a blocks, sm_90's
+
     def test_output_shapes(self):
         sdpa = self.nn.op("sdpa")
         self.assertEqual(sdpa.output_shapes((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6)), [(2, 3, 5, 6)])
