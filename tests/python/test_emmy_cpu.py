@@ -192,9 +192,9 @@ class Program(EmmyTestCase):
         self.assertIn("PINGPONG=1", sdpa.knobs_at((1, 8, 1000, 128), (1, 8, 1000, 128), (1, 8, 1000, 128)))
         # Past every block's head dims: each passed over once, with W056 at its header.
         with self.assertWarnsRegex(emmy.EmmyWarning, r"sdpa: W056: .*nn.emmy:\d+:1: schedule sdpa for sm_90a as "
-                                   r"\"hd128-pingpong\" \(guarded\) cannot serve these sizes \(D = 300"):
+                                   r"\"hd256\" \(guarded\) cannot serve these sizes \(D = 300"):
             sdpa.knobs_at((1, 1, 8, 300), (1, 1, 8, 300), (1, 1, 8, 300))
-        self.assertEqual(sum(w.startswith("W056") for w in sdpa.warnings), 4)  # two blocks of sm_90a, two of sm_90
+        self.assertEqual(sum(w.startswith("W056") for w in sdpa.warnings), 3)  # hd256, the defaults of sm_90a and sm_90
 
     def test_output_shapes(self):
         sdpa = self.nn.op("sdpa")

@@ -243,7 +243,7 @@ TEST_CASE("tune write-back: formatted files stay formatted (stdlib copies)") {
       {"nn.emmy",
        {"sdpa_explicit", "sm_90a", sdpa_knobs, comment},
        "added the tuned block of sdpa_explicit for sm_90a after the last schedule of sdpa_explicit (for sm_90 as "
-       "\"scalar-baseline\") (line 486)"},
+       "\"scalar-baseline\") (line 509)"},
       {"nn.emmy",
        {"logsumexp", "sm_90", {{"COOP", "t128/v8"}}, comment},
        "added the tuned block of logsumexp for sm_90 after op logsumexp (line 28)"},

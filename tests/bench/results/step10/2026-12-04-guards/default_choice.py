@@ -1,4 +1,5 @@
-"""Issue 26's first point on the GPU: emmy.load("stdlib/nn.emmy").op("sdpa") with no schedule named,
+"""(Run 6 adds (2,16,2048,256) and torch's cuDNN attention timed the same way beside each case.)
+Issue 26's first point on the GPU: emmy.load("stdlib/nn.emmy").op("sdpa") with no schedule named,
 called at head dims 64, 96, 128 and 256 (f16), and sdpa_causal at 128: the guarded stdlib blocks
 choose per call; every output element (NaN-filled) against torch's float64 attention; the time by
 CUDA events (median of 20 after a warm-up) and the knobs the call's sizes took."""
@@ -35,7 +36,8 @@ def timed(f):
 
 nn = emmy.load("stdlib/nn.emmy")
 for op_name, (B, H, S, D) in [("sdpa", (1, 8, 1000, 64)), ("sdpa", (2, 8, 1000, 96)), ("sdpa", (4, 16, 1024, 128)),
-                              ("sdpa", (1, 2, 300, 256)), ("sdpa_causal", (2, 8, 1001, 128))]:
+                              ("sdpa", (1, 2, 300, 256)), ("sdpa_causal", (2, 8, 1001, 128)),
+                              ("sdpa", (2, 16, 2048, 256)), ("sdpa_causal", (2, 16, 2048, 256))]:
     gen = torch.Generator(device="cuda").manual_seed(D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
     op = nn.op(op_name)
@@ -46,6 +48,13 @@ for op_name, (B, H, S, D) in [("sdpa", (1, 8, 1000, 64)), ("sdpa", (2, 8, 1000, 
         torch.cuda.synchronize()
     err = (out.double() - reference(q, k, v, op_name == "sdpa_causal")).abs().max().item()
     us = timed(lambda: op(q, k, v, out=out))
-    print(f"{op_name} {(B, H, S, D)}: max err {err:.3g} ({'ok' if err < 2e-2 else 'FAIL'}), {us:.1f} us, "
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=op_name == "sdpa_causal")
+            cudnn = f"{timed(f):.1f} us"
+    except Exception as e:  # cuDNN's attention refuses some shapes
+        cudnn = f"n/a ({type(e).__name__})"
+    print(f"{op_name} {(B, H, S, D)}: max err {err:.3g} ({'ok' if err < 2e-2 else 'FAIL'}), {us:.1f} us, cuDNN {cudnn}, "
           f"knobs {op.knobs_at(q.shape, k.shape, v.shape)}; "
           f"warnings {[str(w.message)[:110] for w in caught] or 'none'}")
