@@ -852,8 +852,11 @@ class Harness:
             rows = [(4097, 1000)]
             mms = [(1000, 777, 1023)]
         else:
-            sdpa = [(s, False) for s in SDPA_ANCHORS + SDPA_RAGGED] + [(s, True) for s in SDPA_ANCHORS]
-            sdpa.append(((1, 8, 1000, 64), True))
+            if self.args.sdpa:
+                sdpa = [(s, c) for s in self.args.sdpa for c in (False, True)]
+            else:
+                sdpa = [(s, False) for s in SDPA_ANCHORS + SDPA_RAGGED] + [(s, True) for s in SDPA_ANCHORS]
+                sdpa.append(((1, 8, 1000, 64), True))
             rows, mms = ROW_SHAPES, self.args.matmul or MATMUL_SHAPES
         # Smallest work first: each Emmy variant's time per FLOP on a case predicts the next one.
         sdpa.sort(key=lambda c: (c[0][0] * c[0][1] * c[0][2] ** 2 * c[0][3] * (0.5 if c[1] else 1.0), c[1]))
@@ -1047,6 +1050,9 @@ def main():
                     help="seconds after which Emmy cases are skipped and peers timed briefly (default 420)")
     ap.add_argument("--emmy-launch-cap", type=float, default=2.0,
                     help="skip an Emmy case predicted to take longer than this many seconds per launch (default 2)")
+    ap.add_argument("--sdpa", action="append", default=[], metavar="B,H,S,D",
+                    type=lambda v: tuple(int(x) for x in v.split(",")),
+                    help="an attention shape (f16, causal and not) to run instead of the anchors (repeatable)")
     ap.add_argument("--matmul", action="append", default=[], metavar="M,N,K",
                     type=lambda v: tuple(int(x) for x in v.split(",")),
                     help="a matmul shape to run instead of the anchors (repeatable)")
