@@ -8,12 +8,12 @@ emmy_install_deps
 emmy_build
 echo "== emmyc check examples/sdpa.emmy"
 build/emmyc check examples/sdpa.emmy && echo "ok: no errors"
-echo "== emmyc compile examples/sdpa.emmy --op attention --ir cuda (the FA-1 kernel: one fused pass, 64 channels in registers)"
-build/emmyc compile examples/sdpa.emmy --op attention --schedule fa1-scalar --ir cuda
+echo "== emmyc compile examples/sdpa.emmy --op attention --target sm_90a --ir plan (what the default schedule decided)"
+build/emmyc compile examples/sdpa.emmy --op attention --target sm_90a --shape B=1,H=8,S=4096,D=64 --ir plan
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  echo "== emmyc run examples/sdpa.emmy --op attention --bench (on the GPU, vs the two-kernel Move 0)"
-  build/emmyc run examples/sdpa.emmy --op attention --schedule fa1-scalar --shape B=1,H=8,S=4096,D=64 --bench
+  echo "== emmyc run examples/sdpa.emmy --op attention --bench (on the GPU, vs the naive two-kernel schedule)"
+  build/emmyc run examples/sdpa.emmy --op attention --shape B=1,H=8,S=4096,D=64 --bench
 else
-  echo "== emmyc run examples/sdpa.emmy --op attention (no GPU: the SIMT interpreter, vs the float64 reference)"
-  build/emmyc run examples/sdpa.emmy --op attention --schedule fa1-scalar --shape B=1,H=4,S=128,T=128,D=64,E=64
+  echo "== emmyc run examples/sdpa.emmy --op attention --target sm_90a (no GPU: the SIMT interpreter, vs the float64 reference)"
+  build/emmyc run examples/sdpa.emmy --op attention --target sm_90a --shape B=1,H=4,S=300,T=257,D=64,E=64 --interp
 fi
