@@ -530,7 +530,8 @@ class Harness:
             if self.emmy is None:
                 raise self.emmy_error
             op = variant.get(self)
-            row["knobs"] = op.knobs
+            # The knobs this case's sizes take (guarded blocks; --knobs go over the block they pick).
+            row["knobs"] = op.knobs_at(*(t.shape for t in inputs))
             digest = kernel_fingerprint(op.cuda)
             if digest in seen:  # same kernels as a variant measured on this case: not re-measured
                 same = seen[digest]
