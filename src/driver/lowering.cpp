@@ -27,8 +27,6 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
   return nullptr;
 }
 
-namespace {}  // namespace
-
 std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo) {
   if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
   if (!lo.schedule.empty())
