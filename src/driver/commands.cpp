@@ -72,8 +72,10 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
 }
 
 LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
-  return {opt.op,    opt.schedule,    opt.target,     opt.env_knobs,
-          opt.knobs, opt.knobs_merge, &c.laws.chains, {opt.print_after, opt.verify_each, nullptr}};
+  LowerOptions lo{opt.op,    opt.schedule,    opt.target,     opt.env_knobs,
+                  opt.knobs, opt.knobs_merge, &c.laws.chains, {opt.print_after, opt.verify_each, nullptr}};
+  lo.explain_schedule = opt.explain_schedule;
+  return lo;
 }
 
 // Checks `file` and renders its diagnostics, then runs `body` on the checked program (with its

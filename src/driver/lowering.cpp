@@ -27,6 +27,46 @@ const CheckedOp* pick_op(const CheckedProgram& program, const std::string& name,
   return nullptr;
 }
 
+namespace {
+
+// `schedule OP for T [as "NAME"]` at FILE:LINE, or "no block".
+std::string block_name(const CheckedSchedule* s) {
+  if (!s) return "no block (the knobs' defaults)";
+  const ast::ScheduleDecl& d = *s->decl;
+  return fmt::format("schedule {} for {}{} ({}:{})", d.op.name, d.target.name,
+                     d.label ? fmt::format(" as \"{}\"", d.label->name) : "", s->place.path, s->place.line);
+}
+
+// --explain-schedule: the blocks a run of `op` considers, in order, and each one's verdict before
+// the kernels' limits are checked (those verdicts follow as "passed over" / "taken").
+void explain_choice(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                    const LowerOptions& lo, const CheckedSchedule* in_force, std::ostream& err) {
+  std::vector<std::string> sizes;
+  if (lo.sizes)
+    for (const auto& [name, value] : *lo.sizes) sizes.push_back(fmt::format("{}={}", name, value));
+  err << fmt::format(
+      "emmyc: schedule of {} for {}{}:\n", op.decl->name.name, target.name,
+      lo.sizes ? fmt::format(" at {}", fmt::join(sizes, ",")) : " (no sizes: guarded blocks are not tried)");
+  if (!lo.schedule.empty()) {
+    err << "  asked for by --schedule: " << block_name(in_force) << "\n";
+    return;
+  }
+  if (!in_force && (!lo.env_knobs.empty() || !lo.cli_knobs.empty())) {
+    err << "  the knobs given are the whole schedule (no block; --knobs-merge puts them over it)\n";
+    return;
+  }
+  for (const CheckedSchedule* c : lower::default_candidates(program, op.decl->name.name, target)) {
+    std::string verdict = !c                                  ? "the last resort"
+                          : !c->decl->guard                   ? "unguarded"
+                          : !lo.sizes                         ? "guarded, not tried without sizes"
+                          : lower::guard_holds(*c, *lo.sizes) ? "its guard holds"
+                                                              : "its guard does not hold";
+    err << fmt::format("  {}: {}\n", block_name(c), verdict);
+  }
+}
+
+}  // namespace
+
 std::variant<const CheckedSchedule*, std::string> block_in_force(const CheckedSchedule* block, const LowerOptions& lo) {
   if (lo.knobs_merge || (lo.env_knobs.empty() && lo.cli_knobs.empty())) return block;
   if (!lo.schedule.empty())
@@ -61,6 +101,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     for (const CheckedSchedule* c : lower::default_candidates(program, op->decl->name.name, *target))
       if (!c || lower::guard_holds(*c, *lo.sizes)) tried.push_back(c);
   }
+  if (lo.explain_schedule) explain_choice(program, *op, *target, lo, std::get<const CheckedSchedule*>(kept), err);
   try {
     for (size_t i = 0; i < tried.size(); ++i) {
       lower::Lowered l =
@@ -68,11 +109,13 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
       if (i + 1 < tried.size())
         if (std::optional<std::string> broken = kir::check_limits(l.kernels, *lo.sizes)) {
           err << driver_warning(lower::unserved_block(*tried[i], *broken)) << "\n";
+          if (lo.explain_schedule) err << "  passed over: " << block_name(tried[i]) << "\n";
           continue;
         }
       for (const Warning& w : l.knobs.warnings) err << driver_warning(w) << "\n";
       for (const Warning& w : l.loops.warnings) err << driver_warning(w) << "\n";
       for (const Warning& w : l.kernels.warnings) err << driver_warning(w) << "\n";
+      if (lo.explain_schedule) err << "  taken: " << block_name(tried[i]) << "\n";
       if (op_out) *op_out = op;
       return l;
     }

@@ -84,6 +84,8 @@ int run_main(int argc, char** argv) {
   compile->add_option("--target", opt.target, "target GPU")->check(CLI::IsMember(targets));
   compile->add_option("--op", opt.op, "the op to lower (default: the file's only op)");
   compile->add_option("--schedule", opt.schedule, "a named schedule block of the op (schedule ... as \"NAME\")");
+  const char* explain_help = "print the schedule blocks considered, in order, and why each was taken or passed over";
+  compile->add_flag("--explain-schedule", opt.explain_schedule, explain_help);
   compile->add_option("--shape", opt.shape,
                       "sizes, e.g. M=1000,N=777,K=1023: lower the block a run at them takes (guarded blocks)");
   const auto dtypes = CLI::IsMember({"f16", "bf16", "f32"});
@@ -113,6 +115,7 @@ int run_main(int argc, char** argv) {
   const char* set_help = "values of the op's scalar parameters, e.g. W=3,scale=0.5 (repeatable; default: random)";
   run->add_option("--set", run_opt.set, set_help)->expected(1)->take_all();
   run->add_option("--schedule", opt.schedule, "a named schedule block of the op");
+  run->add_flag("--explain-schedule", opt.explain_schedule, explain_help);
   run->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   run->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
       ->check(CLI::IsMember(targets));
