@@ -86,6 +86,9 @@ int emmy_op_output_shape(const emmy_op* op, const emmy_tensor* inputs, int32_t n
  * guarded schedule block whose guard holds and whose kernels serve the sizes, else the unguarded
  * one (docs/language.md, "Guarded blocks"). `*knobs` is owned by the op. */
 int emmy_op_knobs_at(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const char** knobs);
+/* Compiles (or loads from the cache) and loads the kernels a launch on tensors of these shapes
+ * takes (only shape and rank are read), so that the launch itself does not compile. */
+int emmy_op_prepare(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs);
 /* Launches the op's kernels on `stream` (a CUstream; NULL: the default stream) without waiting:
  * inputs and outputs are device pointers in the current CUDA context's device (the primary
  * context, shared with the CUDA runtime and PyTorch). Compiles (or loads from the cache) on the

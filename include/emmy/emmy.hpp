@@ -121,6 +121,9 @@ class Op {
   void launch(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, void* stream = nullptr) const;
   // Runs the op on the CPU SIMT interpreter, tensors in host memory.
   void run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const;
+  // Compiles and loads the kernels a launch at these sizes takes (its guarded block, docs/
+  // language.md), so that the launch itself does not compile (Python's bind() calls it).
+  void prepare(const Sizes& sizes) const;
   // Compiles (or loads from the cache) now; the resources of each kernel.
   std::vector<KernelInfo> compile() const;
 

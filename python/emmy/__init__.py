@@ -325,9 +325,9 @@ class Op:
         self._warned = max(self._warned, count)
 
     def bind(self, *inputs, out=None, stream=None):
-        """Checks the tensors and allocates the outputs once; returns a Launch, a callable that
-        enqueues the op on those tensors each time it is called (for benchmarks: no
-        per-launch checks or allocations)."""
+        """Checks the tensors, allocates the outputs and compiles the kernels their sizes take
+        once; returns a Launch, a callable that enqueues the op on those tensors each time it is
+        called (for benchmarks: no per-launch checks, allocations or compiles)."""
         torch = sys.modules.get("torch")
         if torch is None or not all(isinstance(t, torch.Tensor) for t in inputs):
             raise _arg_error(f"{self.name}(...) takes torch CUDA tensors; use run_host() for host memory")
@@ -338,6 +338,14 @@ class Op:
             device = _check_torch(torch, spec, t, device, "input", self.name)
             items.append((t.data_ptr(), spec.dtype, tuple(t.shape)))
         shapes = self._output_shapes(items)
+        # The block these sizes take compiled and loaded now: no launch of the Launch compiles.
+        arr, keep = _ffi.make_tensors(items)
+        if torch.cuda.current_device() != device.index:
+            with torch.cuda.device(device):
+                _check(_lib().emmy_op_prepare(self._handle, arr, len(items)))
+        else:
+            _check(_lib().emmy_op_prepare(self._handle, arr, len(items)))
+        self._warn_new()
         if out is None:
             outs = [torch.empty(shape, dtype=_torch_dtype(torch, spec.dtype), device=device)
                     for spec, shape in zip(self.outputs, shapes)]

@@ -52,6 +52,7 @@ _SIGNATURES = {
     "emmy_op_run_host": (ctypes.c_int, [_P, ctypes.POINTER(Tensor), _I32, ctypes.POINTER(Tensor), _I32]),
     "emmy_op_cuda": (ctypes.c_char_p, [_P]),
     "emmy_op_knobs": (ctypes.c_char_p, [_P]),
+    "emmy_op_prepare": (ctypes.c_int, [_P, ctypes.POINTER(Tensor), _I32]),
     "emmy_op_knobs_at": (ctypes.c_int, [_P, ctypes.POINTER(Tensor), _I32, ctypes.POINTER(ctypes.c_char_p)]),
     "emmy_op_warning_count": (_I32, [_P]),
     "emmy_op_warning": (ctypes.c_char_p, [_P, _I32]),

@@ -209,6 +209,16 @@ int emmy_op_run_host(const emmy_op* op, const emmy_tensor* inputs, int32_t num_i
   });
 }
 
+int emmy_op_prepare(emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs) {
+  if (!op) return null_argument("op");
+  if (num_inputs != emmy_op_num_inputs(op))
+    return set_error(EMMY_ERROR_ARGUMENT, op->op.name() + " takes " + std::to_string(emmy_op_num_inputs(op)) +
+                                              " inputs, " + std::to_string(num_inputs) + " given");
+  return guarded([&] {
+    op->op.prepare(op->op.bind_sizes(tensors_of(inputs, num_inputs, op->op.inputs(), "input", op->op.name(), false)));
+  });
+}
+
 int emmy_op_knobs_at(const emmy_op* op, const emmy_tensor* inputs, int32_t num_inputs, const char** knobs) {
   if (!op || !knobs) return null_argument(!op ? "op" : "knobs");
   if (num_inputs != emmy_op_num_inputs(op))

@@ -480,6 +480,11 @@ void Op::run_on_interpreter(const std::vector<Tensor>& inputs, const std::vector
   }
 }
 
+void Op::prepare(const Sizes& sizes) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->load_locked(impl_->for_sizes_locked(sizes));
+}
+
 std::vector<KernelInfo> Op::compile() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const runtime::CompileResult& c = impl_->compile_locked(impl_->lowerings.front());

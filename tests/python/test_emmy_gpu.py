@@ -24,6 +24,10 @@ CASES = [
     ("stdlib/nn.emmy", "sdpa", "fa1-scalar", "B=1,H=4,S=1000,T=777,D=64,E=64"),
     ("stdlib/nn.emmy", "sdpa", "scalar-baseline", "B=2,H=2,S=257,T=129,D=64,E=64"),
     ("stdlib/linalg.emmy", "matmul", None, "M=1000,N=777,K=1023"),
+    # The defaults of guarded blocks (docs/language.md): head dims 128 and 256, matmul's 128 x 192.
+    ("stdlib/nn.emmy", "sdpa", None, "B=1,H=4,S=300,T=257,D=128,E=128"),
+    ("stdlib/nn.emmy", "sdpa", None, "B=1,H=2,S=200,T=170,D=256,E=200"),
+    ("stdlib/linalg.emmy", "matmul", None, "M=1536,N=1500,K=200"),
 ]
 
 
