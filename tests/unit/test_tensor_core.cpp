@@ -484,7 +484,7 @@ TEST_CASE("schedules: an arch-specific target without the asked block uses its b
   CHECK(label_of("matmul_swiglu", "") == "none");           // no block for either
   CHECK(label_of("matmul", "fast") ==
         "error: op matmul has no schedule named \"fast\" for sm_90a or sm_90 (named schedules: n256-d4, tile-128x128, "
-        "k4-d3, w2x2-tma, split-k, split-k-scalar, split-k-atomic, tma-ws, scalar-baseline)");
+        "tile-128x192, k4-d3, w2x2-tma, split-k, split-k-scalar, split-k-atomic, tma-ws, scalar-baseline)");
   auto n = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   REQUIRE(!n->diags->has_errors());
   auto sdpa = lower::select_schedule(*n->program, "sdpa", sm90a, "");
