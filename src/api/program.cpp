@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "algebra/classify.hpp"
+#include "autosched/auto_schedule.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "emmy/emmy.hpp"
 #include "interp/reference.hpp"
@@ -145,7 +146,8 @@ std::vector<std::string> Program::ops() const { return impl_->ops; }
 // ---- Op --------------------------------------------------------------------------------------
 // One schedule block's lowering of an op, compiled and loaded on first use.
 struct Lowering {
-  const CheckedSchedule* block = nullptr;  // null: no block (the knobs' defaults)
+  const CheckedSchedule* block = nullptr;  // null: no block (the auto-schedule's knobs, `base`)
+  std::string base;
   kir::Program kernels;
   std::string knobs, cuda;
   std::optional<runtime::CompileResult> compiled;
@@ -173,8 +175,12 @@ struct Op::Impl {
   std::optional<runtime::Driver> driver;
   std::map<std::string, runtime::DeviceBuffer> workspace;
 
-  Lowering lower_block(const CheckedSchedule* block);
-  Lowering& lowering_locked(const CheckedSchedule* block);
+  // The auto-schedule's knob list at each run's sizes (nominal sizes: the key {}), decided once.
+  std::map<Sizes, std::string> auto_knobs;
+
+  const std::string& auto_knobs_locked(const Sizes* sizes);
+  Lowering lower_block(const CheckedSchedule* block, const std::string& base);
+  Lowering& lowering_locked(const CheckedSchedule* block, const Sizes* sizes);
   Lowering& for_sizes_locked(const Sizes& sizes);
   const runtime::CompileResult& compile_locked(Lowering& l);
   const runtime::LoadedProgram& load_locked(Lowering& l);
@@ -185,12 +191,21 @@ void Op::Impl::warn_locked(const std::string& text) {
   if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(text);
 }
 
-Lowering Op::Impl::lower_block(const CheckedSchedule* block) {
+const std::string& Op::Impl::auto_knobs_locked(const Sizes* sizes) {
+  const Sizes key = sizes ? *sizes : Sizes{};
+  auto it = auto_knobs.find(key);
+  if (it != auto_knobs.end()) return it->second;
+  autosched::AutoSchedule choice = autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains);
+  return auto_knobs.emplace(key, choice.knobs).first->second;
+}
+
+Lowering Op::Impl::lower_block(const CheckedSchedule* block, const std::string& base) {
   Lowering out;
   out.block = block;
+  out.base = base;
   try {
     lower::Lowered l =
-        lower::lower_op(*program->checked, *op, {block, env_knobs, program->options.knobs}, *target, &chains);
+        lower::lower_op(*program->checked, *op, {block, env_knobs, program->options.knobs, base}, *target, &chains);
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       for (const Warning& w : *level) warn_locked(w.code + ": " + w.text);
     out.kernels = std::move(l.kernels);  // verified by lower_op
@@ -204,10 +219,14 @@ Lowering Op::Impl::lower_block(const CheckedSchedule* block) {
   return out;
 }
 
-Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block) {
+Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block, const Sizes* sizes) {
+  const std::string& asked = program->options.schedule;
+  const std::string base = block || (!asked.empty() && asked != lower::kAutoSchedule)
+                               ? std::string()
+                               : on_large_stack([&] { return auto_knobs_locked(sizes); });
   for (Lowering& l : lowerings)
-    if (l.block == block) return l;
-  Lowering made = on_large_stack([&] { return lower_block(block); });
+    if (l.block == block && l.base == base) return l;
+  Lowering made = on_large_stack([&] { return lower_block(block, base); });
   return lowerings.emplace_back(std::move(made));
 }
 
@@ -215,7 +234,7 @@ Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const CheckedSchedule* c = candidates[i];
     if (c && !lower::guard_holds(*c, sizes)) continue;
-    Lowering& l = lowering_locked(c);
+    Lowering& l = lowering_locked(c, &sizes);
     if (i + 1 < candidates.size())
       if (std::optional<std::string> broken = kir::check_limits(l.kernels, sizes)) {
         const Warning w = lower::unserved_block(*c, *broken);
@@ -299,9 +318,11 @@ Op Program::lower(const std::string& name) const {
   impl->env_knobs = env ? env : "";
   if (impl_->options.schedule.empty())
     impl->candidates = lower::default_candidates(*impl_->checked, name, *impl->target);
+  else if (!std::get<const CheckedSchedule*>(selected))  // --schedule auto: the auto-schedule at each run's sizes
+    impl->candidates = {nullptr};
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
-    impl->lowerings.push_back(impl->lower_block(std::get<const CheckedSchedule*>(selected)));
+    impl->lowering_locked(std::get<const CheckedSchedule*>(selected), nullptr);
   }
   for (const TensorInfo& t : op.tensors) {
     if (t.role == TensorInfo::Role::Input) impl->inputs.push_back(spec_of(t));

@@ -128,6 +128,7 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     if (timed) timed->mark("print AST");
   }
   LowerOptions lo = lower_options(opt, c);
+  lo.note_auto_schedule = true;  // emmyc compile says which knobs the auto-scheduler chose
   std::optional<SizeBindings> sizes;
   if (!opt.shape.empty() && ir != "ast") {  // the block a run at these sizes would take
     const CheckedOp* op = pick_op(*c.program, opt.op, err);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "autosched/auto_schedule.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "ir/print_kernel.hpp"
 #include "runtime/nvrtc.hpp"
@@ -31,7 +32,7 @@ namespace {
 
 // `schedule OP for T [as "NAME"]` at FILE:LINE, or "no block".
 std::string block_name(const CheckedSchedule* s) {
-  if (!s) return "no block (the knobs' defaults)";
+  if (!s) return "no block: the auto-schedule";
   const ast::ScheduleDecl& d = *s->decl;
   return fmt::format("schedule {} for {}{} ({}:{})", d.op.name, d.target.name,
                      d.label ? fmt::format(" as \"{}\"", d.label->name) : "", s->place.path, s->place.line);
@@ -56,7 +57,7 @@ void explain_choice(const CheckedProgram& program, const CheckedOp& op, const Ta
     return;
   }
   for (const CheckedSchedule* c : lower::default_candidates(program, op.decl->name.name, target)) {
-    std::string verdict = !c                                  ? "the last resort"
+    std::string verdict = !c                                  ? "derived from the op and the sizes"
                           : !c->decl->guard                   ? "unguarded"
                           : !lo.sizes                         ? "guarded, not tried without sizes"
                           : lower::guard_holds(*c, *lo.sizes) ? "its guard holds"
@@ -94,7 +95,8 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     return std::nullopt;
   }
   // The blocks tried: the one in force; by default at known sizes, each candidate whose guard
-  // holds until one's kernels serve the sizes (W056 for each passed over).
+  // holds until one's kernels serve the sizes (W056 for each passed over). No block (null): the
+  // auto-schedule, unless the knobs given are the whole schedule.
   std::vector<const CheckedSchedule*> tried{std::get<const CheckedSchedule*>(kept)};
   if (lo.sizes && lo.schedule.empty() && tried[0]) {
     tried.clear();
@@ -103,9 +105,21 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
   }
   if (lo.explain_schedule) explain_choice(program, *op, *target, lo, std::get<const CheckedSchedule*>(kept), err);
   try {
+    const bool whole = !lo.knobs_merge && (!lo.env_knobs.empty() || !lo.cli_knobs.empty());
     for (size_t i = 0; i < tried.size(); ++i) {
+      std::string base;
+      if (!tried[i] && !whole && (lo.schedule.empty() || lo.schedule == lower::kAutoSchedule)) {
+        autosched::AutoSchedule choice = autosched::auto_schedule(program, *op, *target, lo.sizes, lo.chains);
+        base = choice.knobs;
+        if (lo.explain_schedule)
+          err << autosched::explain(choice);
+        else if (lo.note_auto_schedule)
+          err << fmt::format(
+              "emmyc: note: no schedule block of {} for {}: auto-schedule {} (--explain-schedule says why)\n",
+              op->decl->name.name, target->name, base.empty() ? "the knobs' defaults" : base);
+      }
       lower::Lowered l =
-          lower::lower_op(program, *op, {tried[i], lo.env_knobs, lo.cli_knobs}, *target, lo.chains, lo.pipeline);
+          lower::lower_op(program, *op, {tried[i], lo.env_knobs, lo.cli_knobs, base}, *target, lo.chains, lo.pipeline);
       if (i + 1 < tried.size())
         if (std::optional<std::string> broken = kir::check_limits(l.kernels, *lo.sizes)) {
           err << driver_warning(lower::unserved_block(*tried[i], *broken)) << "\n";
@@ -148,7 +162,27 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
     out << lir::print_program(l->loops);
   else if (level == "plan")
     out << lower::print_plans(l->plans);
-  else if (level == "kernel")
+  else if (level == "cost") {
+    const TargetInfo* target = find_target(lo.target);
+    std::map<std::string, int64_t> nominal;
+    for (const std::string& s : l->tensor.sizes) nominal[s] = autosched::kNominalSize;
+    if (!lo.sizes) err << fmt::format("emmyc: note: no --shape: every size taken as {}\n", autosched::kNominalSize);
+    // EMMY_COST_FIT: the model's constants overridden, for tests/bench/cost_model_rank.py --fit; with
+    // several sets (';' between them), each one's prediction after the first one's report.
+    const char* fit = std::getenv("EMMY_COST_FIT");
+    const std::string sets = fit ? fit : "";
+    for (size_t at = 0, i = 0; at <= sets.size(); ++i) {
+      const size_t end = std::min(sets.find(';', at), sets.size());
+      std::optional<autosched::Fitted> fitted = autosched::parse_fitted(sets.substr(at, end - at));
+      if (!fitted) {
+        err << "emmyc: error: EMMY_COST_FIT takes name=value entries of the cost model's constants\n";
+        return 1;
+      }
+      autosched::Cost cost = autosched::estimate_cost(*l, lo.sizes ? *lo.sizes : nominal, *target, *fitted);
+      out << (i == 0 ? autosched::print_cost(cost) : fmt::format("predicted[{}]: {:.3f} us\n", i, cost.us));
+      at = end + 1;
+    }
+  } else if (level == "kernel")
     out << print_program(l->kernels);
   else if (level == "cuda") {
     out << print_cuda(l->kernels);

@@ -25,7 +25,8 @@ struct LowerOptions {
   // A run's sizes (--shape), when known: the default block is the first whose guard holds there
   // and whose kernels serve them (docs/language.md, "Schedules"); unknown, the unguarded one.
   const std::map<std::string, int64_t>* sizes = nullptr;
-  bool explain_schedule = false;  // --explain-schedule: each block considered and why, on stderr
+  bool explain_schedule = false;    // --explain-schedule: each block considered and why, on stderr
+  bool note_auto_schedule = false;  // a note on stderr with the auto-schedule's knobs (print_level's)
 };
 
 // The op `name` of the main file (the only one when `name` is empty); null after printing why.

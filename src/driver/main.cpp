@@ -76,7 +76,7 @@ int run_main(int argc, char** argv) {
   CLI::App* compile = app.add_subcommand("compile", "compile a file and print an IR level");
   compile->add_option("file", file, ".emmy file")->required()->check(CLI::ExistingFile);
   compile->add_option("--ir", ir, "IR level to print")
-      ->check(CLI::IsMember({"ast", "tensor", "loop", "plan", "kernel", "cuda", "ptx"}));
+      ->check(CLI::IsMember({"ast", "tensor", "loop", "plan", "cost", "kernel", "cuda", "ptx"}));
   const char* knobs_help = "the whole schedule (KNOB=V,...; as in EMMY_KNOBS): the op's schedule block is not used";
   const char* merge_help = "put --knobs and EMMY_KNOBS over the op's schedule block (or --schedule NAME's) instead";
   compile->add_option("--knobs", opt.knobs, knobs_help);

@@ -132,12 +132,16 @@ struct Knobs {
 };
 
 struct KnobSources {
+  KnobSources(const CheckedSchedule* block_ = nullptr, std::string env_ = "", std::string cli_ = "",
+              std::string base_ = "")
+      : block(block_), env(std::move(env_)), cli(std::move(cli_)), base(std::move(base_)) {}
   const CheckedSchedule* block = nullptr;  // the op's schedule block for the target, if any
   std::string env;                         // EMMY_KNOBS
   std::string cli;                         // --knobs
+  std::string base;                        // under env and cli where there is no block: the auto-schedule's
 };
 
-// Merges the sources entry by entry (later wins: block, env, cli) and checks what the
+// Merges the sources entry by entry (later wins: block or base, env, cli) and checks what the
 // scalar tier can lower. Knob text errors carry the knob codec's message.
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
 
@@ -163,7 +167,10 @@ kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checke
 
 // The ops the main file of `program` defines, in order.
 std::vector<std::string> main_ops(const CheckedProgram& program);
-// The op's schedule block for `target`: the one labelled `label`; else (label empty) the first of
+// `--schedule auto`: no block, the auto-schedule (unless a block of the op is named "auto").
+inline constexpr const char* kAutoSchedule = "auto";
+// The op's schedule block for `target`: the one labelled `label` (kAutoSchedule and no block so
+// named: null); else (label empty) the first of
 // default_candidates whose guard holds at `sizes` (without sizes, guarded blocks are passed over),
 // which may be null (no block); a one-line message when `label` names no block.
 std::variant<const CheckedSchedule*, std::string> select_schedule(

@@ -119,6 +119,7 @@ std::variant<const CheckedSchedule*, std::string> select_schedule(const CheckedP
       named.push_back(s.decl->label->name);
     }
   }
+  if (label == kAutoSchedule) return static_cast<const CheckedSchedule*>(nullptr);  // no block: the auto-schedule
   const TargetInfo* base = base_target(target);
   return fmt::format("op {} has no schedule named \"{}\" for {}{}{}", op, label, target.name,
                      base ? fmt::format(" or {}", base->name) : "",

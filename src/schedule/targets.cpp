@@ -2,6 +2,7 @@
 #include "schedule/targets.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace emmy {
 namespace {
@@ -16,6 +17,17 @@ constexpr TargetInfo kTargets[] = {
     {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1},     // H100, H200
     {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 65536, 32, 184, 256, 1},  // RTX 5090
 };
+
+// One row a target of kTargets, in its order. H200: 132 SMs, 4.26 TB/s copy ceiling measured
+// (perf/H200-ANCHORS.md), 989 dense f16 TFLOP/s with wgmma, mma.sync about two thirds of that.
+constexpr TargetCeilings kCeilings[] = {
+    // SMs clock DRAM    L2       wgmma  mma    fma    smem     ex2  launch latency threads smem/SM
+    {108, 1.41, 1400.0, 5000.0, 0.0, 312.0, 19.5, 19500.0, 16, 3.0, 0.7, 2048, 164 * kKiB},     // sm_80: A100
+    {132, 1.83, 4260.0, 10000.0, 0.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB},    // sm_90: H200
+    {132, 1.83, 4260.0, 10000.0, 989.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB},  // sm_90a: H200
+    {170, 2.40, 1600.0, 5000.0, 0.0, 209.0, 104.0, 52200.0, 16, 3.0, 0.7, 1536, 100 * kKiB},    // sm_120: RTX 5090
+};
+static_assert(std::size(kCeilings) == std::size(kTargets), "a ceilings row a target");
 
 struct FeatureRow {
   Feature feature;
@@ -65,6 +77,12 @@ const TargetInfo* device_target(int sm) {
     if (!best || t.sm > best->sm || (t.sm == best->sm && t.arch_specific)) best = &t;
   }
   return best;
+}
+
+const TargetCeilings& target_ceilings(const TargetInfo& target) {
+  auto it = std::find_if(std::begin(kTargets), std::end(kTargets),
+                         [&](const TargetInfo& t) { return t.name == target.name; });
+  return kCeilings[it == std::end(kTargets) ? 0 : static_cast<size_t>(it - std::begin(kTargets))];
 }
 
 bool target_has(const TargetInfo& target, Feature feature) { return feature_row(feature).has(target); }

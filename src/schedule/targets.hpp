@@ -38,6 +38,26 @@ struct TargetInfo {
   int rescale_skip_per_key;
 };
 
+// What the auto-scheduler's cost model (src/autosched/cost_model.cpp) takes a target's device to
+// sustain: one device a target (sm_90/sm_90a: the H200 we measure on; sm_80: an A100; sm_120: an
+// RTX 5090), from its data sheet and our copy-ceiling measurements (docs/auto_schedule.md).
+struct TargetCeilings {
+  int sms;                // streaming multiprocessors
+  double clock_ghz;       // sustained SM clock
+  double dram_gbs;        // the copy ceiling, GB/s (reads plus writes)
+  double l2_gbs;          // L2 to SM bandwidth, GB/s: what tiles re-read from L2 take
+  double wgmma_tflops;    // dense f16/bf16 tensor-core peak with wgmma (0: none)
+  double mma_tflops;      // ... with mma.sync
+  double fma_tflops;      // f32 FMA peak of the CUDA cores
+  double smem_gbs;        // shared memory bandwidth of all SMs, GB/s (128 bytes a clock an SM)
+  double exp_per_clock;   // ex2 (MUFU) results an SM a clock
+  double launch_us;       // a kernel launch back to back with the previous one
+  double latency_us;      // a global load's round trip: bytes in flight = bandwidth x latency
+  int threads_per_sm;     // resident threads an SM
+  int smem_per_sm_bytes;  // shared memory an SM splits among its resident CTAs
+};
+const TargetCeilings& target_ceilings(const TargetInfo& target);
+
 // Hardware features a knob value may need; target_has says whether a target has one.
 enum class Feature { None, MmaSync, CpAsync, Tma, Wgmma, Setmaxnreg };
 

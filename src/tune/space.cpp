@@ -7,10 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "autosched/op_class.hpp"
 #include "ir/dtypes.hpp"
 
 namespace emmy::tune {
 namespace {
+
+using autosched::mma_atom;
+using autosched::takes_tier;
 
 // ---- the families: tables, not branches -----------------------------------------------------
 struct Grid {
@@ -52,35 +56,12 @@ constexpr int kWidestAccessBytes = 16;  // COOP /v<V>: one vector load or store 
 constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
-// The atom of the op's operands' dtype: bf16 when an input is bf16, else f16.
-std::string mma_atom(const CheckedOp& op, std::string_view shape) {
-  bool bf16 = false;
-  for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
-      bf16 = bf16 || t.elem.dtype == DType::BF16;
-  return fmt::format("{}_{}", shape, bf16 ? "bf16" : "f16");
-}
-
 // The last index of each output: where a register tile of output columns (TILE@axis) goes.
 std::vector<std::string> output_columns(const CheckedOp& op) {
   std::vector<std::string> out;
   for (const TensorInfo& t : op.tensors)
     if (t.role == TensorInfo::Role::Output && !t.index_vars.empty()) out.push_back(t.index_vars.back());
   return out;
-}
-
-// Does the op's kernel take the tensor-core tier under `knobs`? (One lowering: the tier says
-// why it refuses in a warning and falls back to the scalar one.)
-bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
-                const std::vector<algebra::DiscoveredChain>* chains) {
-  try {
-    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
-    for (const Warning& w : l.kernels.warnings)
-      if (w.code == "W054") return false;  // the tensor-core tier refused: the scalar tier runs
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 class Builder {

@@ -1,0 +1,288 @@
+// Derives an op's schedule from its structure and sizes: the candidates of the tables below for
+// the tiers its kernel takes, each lowered (on every core) and ranked by the cost model; then,
+// where the best one leaves SMs idle, its split-reduction variants.
+#include "autosched/auto_schedule.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "autosched/op_class.hpp"
+#include "support/large_stack.hpp"
+
+namespace emmy::autosched {
+namespace {
+
+using Sizes = std::map<std::string, int64_t>;
+
+// ---- the candidates: tables, not branches ----------------------------------------------------
+enum class Family { Wgmma, MmaTma, MmaCp };
+
+// A tensor-core tile: the atom's shape (its dtype appended), then the warp grid and fragments.
+struct TileRow {
+  Family family;
+  bool fold;
+  const char* tile;
+};
+constexpr TileRow kTiles[] = {
+    // wgmma folds: FlashAttention-3's tiles (128 x 64 for head dims to 64, 192 x 128 for long
+    // sequences, 128 x 128 to 128, 128 x 80 past it) and a small one for few rows.
+    {Family::Wgmma, true, "wgmma_m64n64k16/w16x1"},
+    {Family::Wgmma, true, "wgmma_m64n128k16/w12x1"},
+    {Family::Wgmma, true, "wgmma_m64n128k16/w8x1"},
+    {Family::Wgmma, true, "wgmma_m64n80k16/w8x1"},
+    {Family::Wgmma, true, "wgmma_m64n64k16/w4x1"},
+    // wgmma contractions: 128 rows a CTA by 256, 192, 128 columns (one warpgroup's 64 rows ran
+    // 4x slower than two's on the H200 at every stored shape: none here).
+    {Family::Wgmma, false, "wgmma_m64n256k16/w8x1"},
+    {Family::Wgmma, false, "wgmma_m64n192k16/w8x1"},
+    {Family::Wgmma, false, "wgmma_m64n128k16/w8x1"},
+    // mma.sync folds (FlashAttention-2's tiles) and contractions.
+    {Family::MmaTma, true, "mma_m16n8k16/w4x1/f2x8"},
+    {Family::MmaTma, true, "mma_m16n8k16/w4x1/f1x8"},
+    {Family::MmaTma, true, "mma_m16n8k16/w8x1/f2x8"},
+    {Family::MmaTma, false, "mma_m16n8k16/w4x2/f4x8"},
+    {Family::MmaTma, false, "mma_m16n8k16/w2x2/f4x8"},
+    {Family::MmaTma, false, "mma_m16n8k16/w2x2/f4x4"},
+};
+
+// The pipeline knobs a tile is tried with, by family and kind.
+struct PipelineRow {
+  Family family;
+  bool fold;
+  const char* knobs;
+};
+constexpr PipelineRow kPipelines[] = {
+    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1"},
+    {Family::Wgmma, true, "STAGE=d2/tma/ring,WSPEC=p1"},
+    {Family::Wgmma, false, "STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1"},
+    {Family::Wgmma, false, "STAGE=d5/tma/ring,WSPEC=p1,OVERLAP=1"},
+    {Family::MmaTma, true, "STAGE=d3/cp/ring"},
+    {Family::MmaTma, false, "STAGE=d3/tma/ring,RASTER=gm8"},
+    {Family::MmaCp, true, "STAGE=d3/cp/ring"},
+    {Family::MmaCp, false, "STAGE=d3/cp/ring,RASTER=gm8"},
+};
+
+// Row reductions: threads a row (COOP), with the op's widest vector.
+constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
+// Split reductions, tried on the best candidate when its CTAs leave SMs idle.
+constexpr int kSplitGroups[] = {4, 8, 16, 32};
+// A fold's K chunks: the smallest whose register bound covers the contracted size.
+constexpr int kFoldChunks[] = {2, 4, 8, 16};
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += ',';
+    out += p;
+  }
+  return out;
+}
+
+// One candidate lowered: its cost, or why it is refused.
+struct Outcome {
+  std::string knobs;
+  std::optional<Cost> cost;
+  std::string refused;
+  std::vector<kir::SizeLimit> limits;
+  int64_t ctas = 0;
+};
+
+Outcome try_candidate(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const Sizes& at,
+                      bool check_limits, const std::string& knobs,
+                      const std::vector<algebra::DiscoveredChain>* chains) {
+  Outcome o;
+  o.knobs = knobs;
+  try {
+    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
+    o.limits = l.kernels.limits;
+    std::vector<Warning> warnings = l.knobs.warnings;
+    warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
+    if (!warnings.empty()) {
+      o.refused = fmt::format("{} {}", warnings.front().code, warnings.front().text);
+      return o;
+    }
+    if (check_limits)
+      if (std::optional<std::string> broken = kir::check_limits(l.kernels, at)) {
+        o.refused = *broken;
+        return o;
+      }
+    o.cost = estimate_cost(l, at, target);
+    for (const KernelCost& k : o.cost->kernels) o.ctas = std::max(o.ctas, k.ctas);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    o.refused = what.substr(0, what.find('\n'));
+  }
+  return o;
+}
+
+// Lowers and costs every knob list on up to `threads` threads, each on a large stack.
+std::vector<Outcome> try_all(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                             const Sizes& at, bool check_limits, const std::vector<std::string>& knobs,
+                             const std::vector<algebra::DiscoveredChain>* chains) {
+  std::vector<Outcome> out(knobs.size());
+  std::atomic<size_t> next{0};
+  const int threads =
+      static_cast<int>(std::min<size_t>({knobs.size(), 8, std::max(1u, std::thread::hardware_concurrency())}));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(std::max(threads, 1)));
+  auto work = [&](size_t worker) {
+    try {
+      run_on_large_stack([&] {
+        for (size_t i = next++; i < knobs.size(); i = next++)
+          out[i] = try_candidate(program, op, target, at, check_limits, knobs[i], chains);
+      });
+    } catch (...) {
+      errors[worker] = std::current_exception();
+      next = knobs.size();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, static_cast<size_t>(t));
+  work(0);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+Family mma_family(const TargetInfo& target) { return target.tma ? Family::MmaTma : Family::MmaCp; }
+
+// The K chunk a fold needs at `at`: the smallest whose register bound (the probe's limit at k4)
+// covers the contracted size; k4 without a limit.
+int fold_chunk(const std::vector<kir::SizeLimit>& probe_limits, const Sizes& at) {
+  for (const kir::SizeLimit& limit : probe_limits) {
+    auto it = at.find(limit.size);
+    if (it == at.end() || limit.max <= 0) continue;
+    const double needed = 4.0 * static_cast<double>(it->second) / static_cast<double>(limit.max);
+    for (int k : kFoldChunks)
+      if (k >= needed) return k;
+    return kFoldChunks[std::size(kFoldChunks) - 1];
+  }
+  return 4;
+}
+
+std::vector<std::string> tensor_core_candidates(const CheckedProgram& program, const CheckedOp& op,
+                                                const TargetInfo& target, const OpClass& cls, const Sizes& at,
+                                                const std::vector<algebra::DiscoveredChain>* chains) {
+  const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
+  const std::string place = cls.fold ? "PLACE=fuse" : "";
+  int chunk = 4;
+  if (cls.fold) {  // one probe at k4 for the contracted size's register bound
+    Outcome probe =
+        try_candidate(program, op, target, at, false,
+                      join({place, fmt::format("TILE=a:{}/w4x1/f1x8/k4", mma_atom(op, "mma_m16n8k16"))}), chains);
+    chunk = fold_chunk(probe.limits, at);
+  }
+  std::vector<std::string> out;
+  for (Family family : {Family::Wgmma, mma_family(target)}) {
+    if (family == Family::Wgmma && !target.wgmma) continue;
+    for (const TileRow& t : kTiles) {
+      const bool wgmma = t.family == Family::Wgmma;
+      if (wgmma != (family == Family::Wgmma) || t.fold != cls.fold) continue;
+      std::string tile = t.tile;
+      const size_t slash = tile.find('/');
+      const std::string atom = mma_atom(op, tile.substr(0, slash));
+      const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), cls.fold ? chunk : 4);
+      for (const PipelineRow& p : kPipelines)
+        if (p.family == family && p.fold == cls.fold) out.push_back(join({place, value, p.knobs, fast_exp}));
+    }
+    if (!out.empty()) break;  // wgmma where the target has it; mma.sync otherwise
+  }
+  return out;
+}
+
+std::vector<std::string> row_candidates(const OpClass& cls) {
+  const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
+  const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
+  std::vector<std::string> places{"PLACE=fuse"};
+  for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
+  std::vector<std::string> out{join({"PLACE=fuse", fast_exp})};
+  if (!cls.has_reduction) return out;
+  for (const std::string& place : places)
+    for (int t : kRowThreads) out.push_back(join({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
+  return out;
+}
+
+Sizes nominal_sizes(const CheckedProgram& program, const CheckedOp& op) {
+  Sizes out;
+  for (const std::string& s : lower::to_tensor(program, op).sizes) out[s] = kNominalSize;
+  return out;
+}
+
+void rank(std::vector<Outcome>& outcomes, AutoSchedule& choice) {
+  for (Outcome& o : outcomes) {
+    if (!o.cost) {
+      choice.refused.push_back(fmt::format("{}: {}", o.knobs.empty() ? "(defaults)" : o.knobs, o.refused));
+      continue;
+    }
+    const KernelCost* slowest = nullptr;
+    for (const KernelCost& k : o.cost->kernels)
+      if (!slowest || k.us > slowest->us) slowest = &k;
+    choice.ranked.push_back({o.knobs, o.cost->us, slowest ? slowest->bound : ""});
+  }
+  std::stable_sort(choice.ranked.begin(), choice.ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.us < b.us; });
+}
+
+}  // namespace
+
+AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                           const std::map<std::string, int64_t>* sizes,
+                           const std::vector<algebra::DiscoveredChain>* chains) {
+  const auto start = std::chrono::steady_clock::now();
+  AutoSchedule choice;
+  choice.nominal = sizes == nullptr;
+  choice.at = sizes ? *sizes : nominal_sizes(program, op);
+  const OpClass cls = classify_op(program, op, target, chains);
+  const bool check = sizes != nullptr;
+  // The tensor cores where the op's kernel takes them; the scalar tiers otherwise, or where no
+  // tensor-core candidate lowers at these sizes (the knobs' defaults last, ranked like the rest).
+  std::vector<Outcome> outcomes;
+  if (cls.fold || cls.contraction)
+    outcomes = try_all(program, op, target, choice.at, check,
+                       tensor_core_candidates(program, op, target, cls, choice.at, chains), chains);
+  if (std::none_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cost.has_value(); })) {
+    std::vector<std::string> knobs = row_candidates(cls);
+    knobs.push_back("");
+    for (Outcome& o : try_all(program, op, target, choice.at, check, knobs, chains)) outcomes.push_back(std::move(o));
+  }
+
+  // Too few CTAs for the SMs: the best candidate's reduction split into groups.
+  const Outcome* best = nullptr;
+  for (const Outcome& o : outcomes)
+    if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
+  if (best && cls.has_reduction && best->ctas * 2 < target_ceilings(target).sms) {
+    std::vector<std::string> split;
+    for (int g : kSplitGroups) split.push_back(join({best->knobs, fmt::format("REDUCE=g{}k", g)}));
+    for (Outcome& o : try_all(program, op, target, choice.at, check, split, chains)) outcomes.push_back(std::move(o));
+  }
+  rank(outcomes, choice);
+  if (!choice.ranked.empty()) {
+    choice.knobs = choice.ranked.front().knobs;
+    choice.predicted_us = choice.ranked.front().us;
+  }
+  choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return choice;
+}
+
+std::string explain(const AutoSchedule& choice, int top) {
+  std::vector<std::string> at;
+  for (const auto& [name, value] : choice.at) at.push_back(fmt::format("{}={}", name, value));
+  std::string out =
+      fmt::format("auto-schedule: {} (predicted {:.1f} us at {}{}; {} candidates ranked, {} refused, in {:.0f} ms)\n",
+                  choice.knobs.empty() ? "the knobs' defaults" : choice.knobs, choice.predicted_us, fmt::join(at, ","),
+                  choice.nominal ? fmt::format(", every size taken as {}", kNominalSize) : "", choice.ranked.size(),
+                  choice.refused.size(), choice.seconds * 1e3);
+  for (size_t i = 0; i < choice.ranked.size() && static_cast<int>(i) < top; ++i)
+    out += fmt::format("  {:2}. {:10.1f} us  {:<12} {}\n", i + 1, choice.ranked[i].us, choice.ranked[i].bound,
+                       choice.ranked[i].knobs.empty() ? "(the knobs' defaults)" : choice.ranked[i].knobs);
+  return out;
+}
+
+}  // namespace emmy::autosched

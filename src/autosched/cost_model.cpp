@@ -1,0 +1,375 @@
+// Predicts a lowered op's time, kernel by kernel: the larger of its memory, L2 and compute times
+// (their sum where a tensor-core kernel has no ring to overlap them) plus a launch, each from the
+// target's ceilings scaled by what the kernel's plan and launch let it reach.
+#include "autosched/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ir/launch_expr.hpp"
+
+namespace emmy::autosched {
+namespace {
+
+using Sizes = std::map<std::string, int64_t>;
+using Tier = lower::KernelPlan::Tier;
+
+// A size symbol or decimal literal at `sizes` (unbound: 1).
+double extent(const std::string& size, const Sizes& sizes) {
+  if (size.empty()) return 1;
+  if (std::isdigit(static_cast<unsigned char>(size[0]))) return std::stod(size);
+  auto it = sizes.find(size);
+  return it == sizes.end() ? 1.0 : static_cast<double>(it->second);
+}
+
+// ---- the tensor-core pipeline's share of the peak: a table, the first row that holds -------
+struct PipelineRow {
+  const char* what;
+  double efficiency;
+  bool (*holds)(const lower::KernelPlan&);
+};
+bool ring(const lower::KernelPlan& p) {
+  return std::any_of(p.slabs.begin(), p.slabs.end(), [](const lower::SlabPlan& s) { return s.buffers >= 2; });
+}
+bool tma_ring(const lower::KernelPlan& p) {
+  return std::any_of(p.slabs.begin(), p.slabs.end(),
+                     [](const lower::SlabPlan& s) { return s.buffers >= 2 && s.transport == "tma"; });
+}
+constexpr PipelineRow kPipelines[] = {
+    {"producers, overlap, turns", 0.80,
+     [](const lower::KernelPlan& p) { return p.producer_threads > 0 && p.overlap && p.turns > 0; }},
+    {"producers and overlap", 0.76, [](const lower::KernelPlan& p) { return p.producer_threads > 0 && p.overlap; }},
+    {"overlap on a TMA ring", 0.70, [](const lower::KernelPlan& p) { return p.overlap && tma_ring(p); }},
+    {"producers", 0.68, [](const lower::KernelPlan& p) { return p.producer_threads > 0; }},
+    {"TMA ring", 0.62, tma_ring},
+    {"cp.async ring", 0.55, ring},
+    {"one buffer a slab", 0.40, [](const lower::KernelPlan& p) { return !p.slabs.empty(); }},
+    {"fragments from global memory", 0.20, [](const lower::KernelPlan&) { return true; }},
+};
+const PipelineRow& pipeline_row(const lower::KernelPlan& p) {
+  for (const PipelineRow& r : kPipelines)
+    if (r.holds(p)) return r;
+  return kPipelines[std::size(kPipelines) - 1];
+}
+
+// The tensor cores' shared-memory bytes a FLOP: an issuer's tile of im x in (a wgmma warpgroup:
+// 64 x the atom's N; an mma.sync warp: its fragments) reads im + in rows of 16 a k-step.
+double smem_bytes_per_flop(const lower::KernelPlan& p, double elem) {
+  double im = 16.0 * std::max(p.frag_m, 1), in = 8.0 * std::max(p.frag_n, 1);
+  if (p.atom.rfind("wgmma", 0) == 0) {
+    im = 64;
+    const size_t n = p.atom.find('n', 6);
+    if (n != std::string::npos) in = std::max(std::atof(p.atom.c_str() + n + 1), 8.0);
+  }
+  return elem * (im + in) / (2 * im * in);
+}
+
+// ---- work: element operations of a loop nest ------------------------------------------------
+struct Work {
+  const Sizes& sizes;
+  const tir::Program& tensors;
+  double axes(const std::vector<tir::Axis>& a) const {
+    double n = 1;
+    for (const tir::Axis& x : a) n *= extent(x.size, sizes);
+    return n;
+  }
+  // The elements one value of `e` stands for: a vector field's (a Slice read's dimension) or 1.
+  double width(const tir::Expr& e) const {
+    double w = 1;
+    if (e.kind == tir::Expr::Kind::Read)
+      if (const tir::Tensor* t = tensors.find(e.name))
+        for (size_t i = 0; i < e.args.size() && i < t->dims.size(); ++i)
+          if (e.args[i].kind == tir::Expr::Kind::Slice) w *= extent(t->dims[i], sizes);
+    for (const tir::Expr& a : e.args) w = std::max(w, width(a));
+    return e.kind == tir::Expr::Kind::Reduce ? 1 : w;
+  }
+  double expr(const tir::Expr& e) const {
+    double inner = 0;
+    for (const tir::Expr& a : e.args) inner += expr(a);
+    for (const tir::Expr& w : e.where) inner += expr(w);
+    if (e.kind == tir::Expr::Kind::Reduce) return axes(e.axes) * (inner + 1) * (e.where.empty() ? 1.0 : 0.5);
+    return inner + width(e);
+  }
+  double stmts(const std::vector<lir::Stmt>& body) const {
+    double n = 0;
+    for (const lir::Stmt& s : body) {
+      switch (s.kind) {
+        case lir::Stmt::Kind::Loop: n += extent(s.axis.size, sizes) * stmts(s.body); break;
+        case lir::Stmt::Kind::Compute:
+        case lir::Stmt::Kind::Store: n += expr(s.value) + 1; break;
+        case lir::Stmt::Kind::Fold: {
+          double lift = 1;
+          for (const lir::CarrierField& f : s.fields) lift += expr(f.lift);
+          for (const tir::Expr& w : s.where) lift += expr(w);
+          double trips = extent(s.axis.size, sizes) * (s.where.empty() ? 1.0 : 0.5);
+          n += trips * lift + stmts(s.results);
+          break;
+        }
+      }
+    }
+    return n;
+  }
+};
+
+// Every axis a loop kernel names, by name: the extents the plan's tiled axes have.
+void collect_axes(const std::vector<lir::Stmt>& body, std::map<std::string, std::string>& out) {
+  lir::visit(body, [&](const lir::Stmt& s) {
+    if (s.kind == lir::Stmt::Kind::Loop || s.kind == lir::Stmt::Kind::Fold) out[s.axis.name] = s.axis.size;
+    lir::visit_exprs(s, [&](const tir::Expr& e) {
+      tir::visit(e, [&](const tir::Expr& n) {
+        for (const tir::Axis& a : n.axes) out[a.name] = a.size;
+      });
+    });
+  });
+}
+
+// The extent of `axis` in the read a slab stages ("q[b, h, i, d_1]"): the read tensor's dimension.
+std::string slab_axis_size(const lower::KernelPlan& p, const std::string& axis, const tir::Program& tensors) {
+  for (const lower::SlabPlan& s : p.slabs) {
+    const size_t open = s.read.find('[');
+    const tir::Tensor* t = open == std::string::npos ? nullptr : tensors.find(s.read.substr(0, open));
+    if (!t) continue;
+    size_t at = open + 1;
+    for (size_t dim = 0; dim < t->dims.size() && at < s.read.size(); ++dim) {
+      size_t end = s.read.find_first_of(",]", at);
+      if (end == std::string::npos) end = s.read.size();
+      if (s.read.substr(at, end - at) == axis) return t->dims[dim];
+      at = s.read.find_first_not_of(' ', end + 1);
+      if (at == std::string::npos) break;
+    }
+  }
+  return "";
+}
+
+// The kernel's global buffers (a TMA descriptor's buffer counts once), in bytes at `sizes`.
+double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, int* narrowest) {
+  std::set<std::string> names;
+  for (const kir::Param& p : k.params) {
+    if (p.kind == kir::Param::Kind::Buffer) names.insert(p.name);
+    if (p.kind == kir::Param::Kind::TensorMap) names.insert(p.map_of);
+  }
+  double bytes = 0;
+  for (const kir::Buffer& b : program.buffers) {
+    if (!names.count(b.name)) continue;
+    double n = kir::type_bytes(b.type);
+    *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
+    for (const std::string& d : b.dims) n *= extent(d, sizes);
+    bytes += n;
+  }
+  return bytes;
+}
+
+// The CTA tile's rows and columns (a fold's key block) from its slabs; 64 x 64 without slabs.
+std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
+  double tm = 64, tn = 64;
+  for (const lower::SlabPlan& s : p.slabs) {
+    if (s.role == "row") tm = s.outer == p.rows ? s.rows : s.cols;
+    if (s.role == "col") tn = s.outer == p.cols ? s.rows : s.cols;
+  }
+  return {std::max(tm, 1.0), std::max(tn, 1.0)};
+}
+
+// A tensor-core thread's registers: its accumulators (and a fold's output rows) over the
+// consumer threads, plus addressing; setmaxnreg's budget where WSPEC set one.
+int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, double value_cols) {
+  if (p.consumer_registers > 0) return p.consumer_registers;
+  const int consumers = std::max(p.block_threads - p.producer_threads, 32);
+  const double acc = (tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
+  return static_cast<int>(std::min(255.0, acc + 40));
+}
+
+// Sequential passes over a thread's data: the top-level loops, folds and reductions of its body.
+int passes(const std::vector<lir::Stmt>& body) {
+  int n = 0;
+  for (const lir::Stmt& s : body)
+    n += s.kind == lir::Stmt::Kind::Loop || s.kind == lir::Stmt::Kind::Fold || tir::has_reduce(s.value) ? 1 : 0;
+  return std::max(n, 1);
+}
+
+KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::Lowered& l, const Sizes& sizes,
+                       const TargetInfo& target, const TargetCeilings& c, const Fitted& f) {
+  const kir::Kernel& k = program.kernels[index];
+  const lower::KernelPlan* plan = index < l.plans.size() ? &l.plans[index] : nullptr;
+  const lir::Kernel* loops = l.loops.kernels.size() == program.kernels.size() ? &l.loops.kernels[index] : nullptr;
+  KernelCost out;
+  out.kernel = k.name;
+  out.tier = plan ? lower::tier_name(plan->tier) : "scalar";
+  out.persistent = k.persistent;
+  std::map<std::string, int64_t> scalars(sizes.begin(), sizes.end());
+  auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
+  out.ctas = std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
+  int narrowest = 8;
+  out.bytes = buffer_bytes(program, k, sizes, &narrowest);
+  const bool tensor_cores = plan && (plan->tier == Tier::MmaContraction || plan->tier == Tier::MmaFold);
+
+  // Work: the loop nest's element operations over its thread space.
+  const Work work{sizes, l.loops.tensors};
+  const double points = loops ? work.axes(loops->threads) : 1;
+  out.work = loops ? points * std::max(work.stmts(loops->body), 1.0) : 1;
+
+  // The tensor-core tiers' tiles and extents.
+  double tm = 1, tn = 1, reduced = 1, keys = 1, value_cols = 1;
+  if (tensor_cores) {
+    std::map<std::string, std::string> axes;
+    if (loops) collect_axes(loops->body, axes);
+    auto size_of = [&](const std::string& axis) {
+      auto it = axes.find(axis);
+      return extent(it != axes.end() ? it->second : slab_axis_size(*plan, axis, l.loops.tensors), sizes);
+    };
+    std::tie(tm, tn) = cta_tile(*plan);
+    reduced = size_of(plan->reduced);
+    keys = size_of(plan->cols);
+    double out_elems = 0;
+    for (const kir::Buffer& b : program.buffers)
+      if (b.role == kir::Buffer::Role::Output) {
+        double n = 1;
+        for (const std::string& d : b.dims) n *= extent(d, sizes);
+        out_elems = std::max(out_elems, n);
+      }
+    value_cols = std::max(out_elems / std::max(points, 1.0), 1.0);
+  }
+
+  // Residency: CTAs an SM by shared memory, threads and registers.
+  const int64_t smem = kir::shared_bytes(k);
+  const int regs = tensor_cores ? tensor_core_registers(*plan, tm, tn, value_cols) : 40;
+  int per_sm = std::min<int>(c.threads_per_sm / std::max(k.block_threads, 1),
+                             target.register_file / std::max(k.block_threads * regs, 1));
+  if (smem > 0) per_sm = std::min<int>(per_sm, static_cast<int>(c.smem_per_sm_bytes / smem));
+  out.per_sm = std::clamp(per_sm, 1, 32);
+  const double slots = static_cast<double>(c.sms) * out.per_sm;
+  out.waves = std::ceil(static_cast<double>(out.ctas) / slots);
+  const double resident_threads = std::min(static_cast<double>(out.ctas), slots) * k.block_threads;
+
+  // Memory: the buffers once, at the bandwidth the accesses in flight reach (bandwidth x latency).
+  const double access = tensor_cores ? 16.0 : static_cast<double>(narrowest) * std::max(l.knobs.coop_vec, 1);
+  out.in_flight = resident_threads * access * f.accesses_in_flight;
+  out.memory_us = out.bytes / std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);  // bytes a microsecond
+
+  if (tensor_cores) {
+    const double bound = plan->key_bound.empty() || plan->key_bound == "none" ? 1.0 : 0.5;
+    const double elem = narrowest;
+    if (plan->tier == Tier::MmaContraction) {
+      out.flops = 2 * points * reduced;
+      out.tile_bytes = elem * points * reduced * (1 / tn + 1 / tm);
+    } else {
+      out.flops = 2 * points * keys * (reduced + value_cols) * bound;
+      out.exps = points * keys * bound;
+      out.tile_bytes = elem * (points / tm) * keys * (reduced + value_cols) * bound;
+    }
+    out.smem_bytes = out.flops * smem_bytes_per_flop(*plan, elem);
+    const PipelineRow& row = pipeline_row(*plan);
+    out.pipeline = row.what;
+    out.efficiency = row.efficiency;
+    out.overlap = plan->turns > 0 ? "turns" : plan->overlap ? "overlap" : "none";
+    const double exposed = plan->turns > 0 ? f.exposed_turns : plan->overlap ? f.exposed_overlap : f.exposed_none;
+    // One CTA of a wave, at its share (1 / per_sm) of an SM: products, their shared-memory reads
+    // and the softmax's exponentials, then its prologue and epilogue.
+    const double ctas = static_cast<double>(out.ctas);
+    const bool wgmma = plan->atom.rfind("wgmma", 0) == 0;
+    const double peak_sm = (wgmma ? c.wgmma_tflops : c.mma_tflops) * 1e6 / c.sms;  // flops a microsecond
+    const int consumers = std::max(plan->block_threads - plan->producer_threads, 128) / 128;
+    const double busy = wgmma && consumers * out.per_sm < 2 ? f.lone_warpgroup : 1.0;
+    const bool cp_ring = wgmma && ring(*plan) && !tma_ring(*plan);
+    const double tc = out.flops / ctas * out.per_sm / (peak_sm * out.efficiency * busy * (cp_ring ? f.cp_wgmma : 1.0));
+    const double shared = out.smem_bytes / ctas * out.per_sm / (c.smem_gbs * 1e3 / c.sms);
+    const double ex = out.exps / ctas * out.per_sm / (c.exp_per_clock * c.clock_ghz * 1e3);
+    const double core = std::max(tc, shared);
+    const double cta = std::max(core, ex) + exposed * std::min(core, ex);
+    // A persistent CTA pays its prologue once, not once a tile.
+    out.compute_us = out.waves * cta + (out.persistent ? 1.0 : out.waves) * f.cta_overhead_us;
+    out.l2_us = out.tile_bytes / (c.l2_gbs * 1e3);
+    const bool overlapped = ring(*plan);
+    const double body = overlapped ? std::max({out.memory_us, out.l2_us, out.compute_us})
+                                   : std::max(out.memory_us, out.compute_us + out.l2_us);
+    out.us = c.launch_us + body;
+    out.bound = out.memory_us >= std::max(out.l2_us, out.compute_us) ? "memory"
+                : out.l2_us >= out.compute_us                        ? "L2"
+                : ex > core                                          ? "exp"
+                : shared > tc                                        ? "shared memory"
+                                                                     : "tensor cores";
+  } else {
+    const double alu = out.work * 2 / (c.fma_tflops * 1e6);
+    // A thread's work runs one dependent step after another.
+    const double serial = out.work / std::max(resident_threads, 1.0) * f.step_cycles / (c.clock_ghz * 1e3);
+    // Each wave makes its passes over the rows one after another (a global round trip each), and
+    // a cooperative row reduces through a tree of barriers.
+    const int threads_a_row = plan && plan->tier == Tier::CoopRows ? std::max(plan->coop_threads, 1) : 1;
+    const double wave = (loops ? passes(loops->body) : 1) * (f.pass_us + std::log2(threads_a_row) * f.sync_us);
+    out.compute_us = std::max(alu, serial) + out.waves * wave;
+    const double body = std::max(out.memory_us, out.compute_us);
+    out.us = c.launch_us + body;
+    out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
+  }
+  if (out.us < 2 * c.launch_us) out.bound = "launch";
+  return out;
+}
+
+}  // namespace
+
+std::optional<Fitted> parse_fitted(const std::string& text) {
+  Fitted f;
+  const std::map<std::string, double*> fields{{"cta_overhead_us", &f.cta_overhead_us},
+                                              {"exposed_none", &f.exposed_none},
+                                              {"exposed_overlap", &f.exposed_overlap},
+                                              {"exposed_turns", &f.exposed_turns},
+                                              {"lone_warpgroup", &f.lone_warpgroup},
+                                              {"cp_wgmma", &f.cp_wgmma},
+                                              {"accesses_in_flight", &f.accesses_in_flight},
+                                              {"step_cycles", &f.step_cycles},
+                                              {"pass_us", &f.pass_us},
+                                              {"sync_us", &f.sync_us}};
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string entry = text.substr(at, end - at);
+    const size_t eq = entry.find('=');
+    auto it = eq == std::string::npos ? fields.end() : fields.find(entry.substr(0, eq));
+    if (it == fields.end()) return std::nullopt;
+    char* stop = nullptr;
+    *it->second = std::strtod(entry.c_str() + eq + 1, &stop);
+    if (stop == entry.c_str() + eq + 1 || *stop) return std::nullopt;
+    at = end + 1;
+  }
+  return f;
+}
+
+Cost estimate_cost(const lower::Lowered& lowered, const std::map<std::string, int64_t>& sizes, const TargetInfo& target,
+                   const Fitted& fitted) {
+  const TargetCeilings& c = target_ceilings(target);
+  Cost cost;
+  for (size_t i = 0; i < lowered.kernels.kernels.size(); ++i) {
+    cost.kernels.push_back(kernel_cost(lowered.kernels, i, lowered, sizes, target, c, fitted));
+    cost.us += cost.kernels.back().us;
+  }
+  return cost;
+}
+
+std::string print_cost(const Cost& cost) {
+  std::string out;
+  for (const KernelCost& k : cost.kernels) {
+    out += fmt::format("kernel {}: {}, {} bound\n  {} CTAs, {} an SM, {:g} waves{}; {:.3g} MB of buffers", k.kernel,
+                       k.tier, k.bound, k.ctas, k.per_sm, k.waves, k.persistent ? " (persistent)" : "", k.bytes / 1e6);
+    if (k.flops > 0)
+      out +=
+          fmt::format(", {:.3g} MB of tiles through L2, {:.3g} GFLOP, {:.3g} G exponentials\n  pipeline: {} ({:.2f})",
+                      k.tile_bytes / 1e6, k.flops / 1e9, k.exps / 1e9, k.pipeline, k.efficiency);
+    else
+      out += fmt::format(", {:.3g} G element operations", k.work / 1e9);
+    out += fmt::format("\n  memory {:.1f} us, L2 {:.1f} us, compute {:.1f} us: {:.1f} us with its launch\n",
+                       k.memory_us, k.l2_us, k.compute_us, k.us);
+    out += fmt::format(
+        "  features: {{\"tier\": \"{}\", \"ctas\": {}, \"per_sm\": {}, \"waves\": {:g}, \"persistent\": {}, "
+        "\"bytes\": {:g}, \"in_flight\": {:g}, \"tile_bytes\": {:g}, \"smem_bytes\": {:g}, \"flops\": {:g}, "
+        "\"exps\": {:g}, \"work\": {:g}, \"pipeline\": \"{}\", \"overlap\": \"{}\", \"us\": {:g}}}\n",
+        k.tier, k.ctas, k.per_sm, k.waves, k.persistent, k.bytes, k.in_flight, k.tile_bytes, k.smem_bytes, k.flops,
+        k.exps, k.work, k.pipeline, k.overlap, k.us);
+  }
+  out += fmt::format("predicted: {:.1f} us\n", cost.us);
+  return out;
+}
+
+}  // namespace emmy::autosched

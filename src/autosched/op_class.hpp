@@ -1,0 +1,34 @@
+// What an op's structure offers a schedule, found by probing the lowering: whether its kernel
+// takes the tensor cores as a fold or as a contraction, its dtype's atoms, its output columns
+// and widest vector access. Shared by the auto-scheduler and the tuner's space.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lower/passes.hpp"
+
+namespace emmy::autosched {
+
+struct OpClass {
+  bool fold = false;         // the tensor-core fold tier takes its kernel (online softmax and kin)
+  bool contraction = false;  // the tensor-core contraction tier takes it
+  bool has_exp = false;      // an exp in its tensor IR: FAST_EXP applies
+  bool has_reduction = false;
+  std::vector<std::string> output_columns;  // each output's last index (TILE@axis)
+  std::vector<std::string> intermediates;   // its intermediates (PLACE@name)
+  int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
+};
+
+// The atom of the op's operands' dtype: `shape` + "_bf16" when an input is bf16, else "_f16".
+std::string mma_atom(const CheckedOp& op, std::string_view shape);
+// Does the op's kernel take the tensor-core tier under `knobs`? (One lowering: the tier says why
+// it refuses in a warning W054 and falls back to the scalar one.)
+bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
+                const std::vector<algebra::DiscoveredChain>* chains);
+// Three probe lowerings (none when the target has no tensor cores).
+OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                    const std::vector<algebra::DiscoveredChain>* chains);
+
+}  // namespace emmy::autosched

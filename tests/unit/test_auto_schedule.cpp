@@ -1,0 +1,177 @@
+// The auto-scheduler: every stdlib and example op's auto-schedule at ragged sizes, lowered and
+// interpreted against the float64 reference on sm_90a (ordinary inputs and one hostile kind an op,
+// in turn) and sm_80 (ordinary);
+// the time a decision takes (printed); what the cost model must order; its constants' parser.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "autosched/auto_schedule.hpp"
+#include "autosched/op_class.hpp"
+#include "hostile_matrix.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
+#include "schedule_matrix.hpp"
+#include "test_helpers.hpp"
+
+namespace emmy {
+namespace {
+
+// The interpreter's run of `low` at `sizes` on ordinary inputs, or inputs of `kind`: why outputs
+// differ from the reference ("" when none does; skipped when the op rejects the sizes).
+std::string interpreted_failures(const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
+                                 const SizeBindings& sizes, std::optional<HostileKind> kind) {
+  TensorMap inputs = kind ? hostile_inputs(op, sizes, 7, *kind) : random_inputs(op, sizes, 7);
+  TensorMap ref;
+  try {
+    ref = evaluate_reference(program, op, sizes, inputs);
+  } catch (const std::exception&) {
+    return "";  // sizes the op rejects (H not a multiple of KH)
+  }
+  if (kind && !test::reference_meaningful(ref, *kind)) return "";
+  TensorMap buffers = inputs;
+  SimtOptions so;
+  so.shuffle_blocks = true;
+  so.seed = 3;
+  try {
+    run_simt(low.kernels, sizes, buffers, so);
+  } catch (const std::exception& e) {
+    return std::string("interpreter: ") + e.what();
+  }
+  return test::output_failures(op, buffers, ref, kind);
+}
+
+}  // namespace
+
+TEST_CASE("auto-schedule: every stdlib and example op at ragged sizes, interpreted against the reference") {
+  int runs = 0;
+  size_t ops = 0;
+  double slowest = 0;
+  std::string slowest_op;
+  std::map<std::string, int> tiers;
+  for (const char* target_name : {"sm_90a", "sm_80"}) {
+    const TargetInfo& target = *find_target(target_name);
+    for (const std::string& file : test::program_files(EMMY_SOURCE_DIR)) {
+      auto l = test::check_file(file);
+      REQUIRE(!l->diags->has_errors());
+      for (const CheckedOp* op : test::main_ops(*l->program)) {
+        const std::string name = op->decl->name.name;
+        const SizeBindings sizes = test::cycled_sizes(*op, {2, 3, 37, 45, 21, 19, 23, 30});
+        CAPTURE(file);
+        CAPTURE(name);
+        CAPTURE(target_name);
+        CAPTURE(test::shape_text(sizes));
+        autosched::AutoSchedule choice = autosched::auto_schedule(*l->program, *op, target, &sizes, nullptr);
+        CAPTURE(autosched::explain(choice));
+        REQUIRE_FALSE(choice.ranked.empty());
+        CHECK(choice.knobs == choice.ranked.front().knobs);
+        CHECK(std::is_sorted(choice.ranked.begin(), choice.ranked.end(),
+                             [](const autosched::Ranked& a, const autosched::Ranked& b) { return a.us < b.us; }));
+        if (choice.seconds > slowest) {
+          slowest = choice.seconds;
+          slowest_op = fmt::format("{} on {}", name, target_name);
+        }
+        lower::Lowered low = lower::lower_op(*l->program, *op, {nullptr, "", "", choice.knobs}, target);
+        CHECK(low.kernels.warnings.empty());
+        CHECK_FALSE(kir::check_limits(low.kernels, sizes));
+        std::vector<std::string> problems = verify_program(low.kernels);
+        CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+        for (const lower::KernelPlan& p : low.plans) ++tiers[lower::tier_name(p.tier)];
+        // Ordinary inputs on both targets; on sm_90a also one hostile kind an op, in turn (every
+        // kind over the ops; the full product is the GPU's, tests/gpu/).
+        std::vector<std::optional<HostileKind>> kinds{std::nullopt};
+        if (target.wgmma) kinds.push_back(test::kMatrixHostileKinds[ops++ % std::size(test::kMatrixHostileKinds)]);
+        for (const std::optional<HostileKind>& kind : kinds) {
+          CAPTURE((kind ? hostile_kind_name(*kind) : "ordinary"));
+          const std::string failures = interpreted_failures(*l->program, *op, low, sizes, kind);
+          if (kind && test::known_divergence(name, choice.knobs, *kind))
+            CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
+          else
+            CHECK_MESSAGE(failures.empty(), failures);
+          ++runs;
+        }
+      }
+    }
+  }
+  std::vector<std::string> counts;
+  for (const auto& [tier, n] : tiers) counts.push_back(fmt::format("{} {}", n, tier));
+  MESSAGE(fmt::format("{} interpreted runs; kernels by tier: {}; slowest decision {:.0f} ms ({})", runs,
+                      fmt::join(counts, ", "), slowest * 1e3, slowest_op));
+  CHECK(tiers["tensor-core fold"] > 0);
+  CHECK(tiers["tensor-core contraction"] > 0);
+  CHECK(tiers["cooperative rows"] > 0);
+}
+
+TEST_CASE("auto-schedule: the tensor cores for products and attention, cooperative rows for row ops") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto nn = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!nn->diags->has_errors());
+  REQUIRE(!la->diags->has_errors());
+  struct Case {
+    const CheckedProgram* program;
+    const char* op;
+    SizeBindings sizes;
+    const char* expect;  // in the chosen knobs
+  };
+  const Case cases[] = {
+      {la->program.get(), "matmul", {{"M", 4096}, {"N", 4096}, {"K", 4096}}, "TILE=a:wgmma_"},
+      {la->program.get(), "matmul", {{"M", 1000}, {"N", 777}, {"K", 1023}}, "TILE=a:wgmma_"},
+      {nn->program.get(), "sdpa", {{"B", 1}, {"H", 8}, {"S", 4096}, {"T", 4096}, {"D", 64}, {"E", 64}}, "/k4"},
+      {nn->program.get(), "sdpa", {{"B", 2}, {"H", 16}, {"S", 2048}, {"T", 2048}, {"D", 128}, {"E", 128}}, "/k8"},
+      {nn->program.get(), "sdpa", {{"B", 2}, {"H", 16}, {"S", 2048}, {"T", 2048}, {"D", 256}, {"E", 256}}, "/k16"},
+      {nn->program.get(), "softmax", {{"N", 4097}, {"C", 1000}}, "COOP=t"},
+      {nn->program.get(), "layernorm", {{"N", 32768}, {"C", 8192}}, "COOP=t"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.op);
+    CAPTURE(test::shape_text(c.sizes));
+    const CheckedOp& op = c.program->ops.at(c.op);
+    autosched::AutoSchedule choice = autosched::auto_schedule(*c.program, op, sm90a, &c.sizes, nullptr);
+    CAPTURE(autosched::explain(choice));
+    CHECK(choice.knobs.find(c.expect) != std::string::npos);
+    // The naive kernel is predicted far slower than the choice.
+    lower::Lowered naive = lower::lower_op(*c.program, op, {nullptr, "", "PLACE=cut,TILE=a:scalar"}, sm90a);
+    CHECK(autosched::estimate_cost(naive, c.sizes, sm90a).us > 3 * choice.predicted_us);
+  }
+}
+
+TEST_CASE("cost model: more work takes longer; a run at nominal sizes says so") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto la = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/linalg.emmy");
+  REQUIRE(!la->diags->has_errors());
+  const CheckedOp& op = la->program->ops.at("matmul");
+  lower::Lowered low = lower::lower_op(*la->program, op,
+                                       {nullptr, "",
+                                        "TILE=a:wgmma_m64n256k16_f16/w8x1/k4,"
+                                        "STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1"},
+                                       sm90a);
+  double last = 0;
+  for (int64_t n : {512, 1024, 2048, 4096, 8192}) {
+    const double us = autosched::estimate_cost(low, {{"M", n}, {"N", n}, {"K", n}}, sm90a).us;
+    CHECK(us > last);
+    last = us;
+  }
+  autosched::AutoSchedule nominal = autosched::auto_schedule(*la->program, op, sm90a, nullptr, nullptr);
+  CHECK(nominal.nominal);
+  CHECK(nominal.at.at("M") == autosched::kNominalSize);
+  CHECK(autosched::explain(nominal).find("every size taken as 1024") != std::string::npos);
+}
+
+TEST_CASE("cost model: the fitted constants' parser") {
+  CHECK(autosched::parse_fitted(""));
+  std::optional<autosched::Fitted> f = autosched::parse_fitted("cta_overhead_us=2.5,sync_us=0.1");
+  REQUIRE(f);
+  CHECK(f->cta_overhead_us == doctest::Approx(2.5));
+  CHECK(f->sync_us == doctest::Approx(0.1));
+  CHECK_FALSE(autosched::parse_fitted("nonsense=1"));
+  CHECK_FALSE(autosched::parse_fitted("sync_us="));
+  CHECK_FALSE(autosched::parse_fitted("sync_us=1x"));
+}
+
+}  // namespace emmy
