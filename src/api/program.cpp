@@ -194,8 +194,9 @@ void Op::Impl::warn_locked(const std::string& text) {
 const std::string& Op::Impl::auto_knobs_locked(const Sizes* sizes) {
   const Sizes key = sizes ? *sizes : Sizes{};
   auto it = auto_knobs.find(key);
-  if (it != auto_knobs.end()) return it->second;
-  autosched::AutoSchedule choice = autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains);
+  if (it != auto_knobs.end()) return it->second;  // a launch at known sizes: no lowering, no thread
+  autosched::AutoSchedule choice = on_large_stack(
+      [&] { return autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains); });
   return auto_knobs.emplace(key, choice.knobs).first->second;
 }
 
@@ -221,9 +222,8 @@ Lowering Op::Impl::lower_block(const CheckedSchedule* block, const std::string& 
 
 Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block, const Sizes* sizes) {
   const std::string& asked = program->options.schedule;
-  const std::string base = block || (!asked.empty() && asked != lower::kAutoSchedule)
-                               ? std::string()
-                               : on_large_stack([&] { return auto_knobs_locked(sizes); });
+  const std::string base =
+      block || (!asked.empty() && asked != lower::kAutoSchedule) ? std::string() : auto_knobs_locked(sizes);
   for (Lowering& l : lowerings)
     if (l.block == block && l.base == base) return l;
   Lowering made = on_large_stack([&] { return lower_block(block, base); });

@@ -478,7 +478,10 @@ class Harness:
             vs += [self.variant(family, path, op, schedule=s, target=t)
                    for s, t in named_schedules(path, op, self.meta["capability"])]
         vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
-        vs.append(self.variant(family, path, op, schedule="auto"))  # the auto-scheduler's (docs/auto_schedule.md)
+        # The auto-scheduler's (docs/auto_schedule.md), for the device's target and each other one a block names.
+        targets = [None] + sorted({t for _, t in named_schedules(path, op, self.meta["capability"]) if t}
+                                  if path.exists() else set())
+        vs += [self.variant(family, path, op, schedule="auto", target=t) for t in targets]
         if self.args.blocks:  # --blocks: only the schedule blocks whose label matches
             keep = re.compile(self.args.blocks)
             vs = [v for v in vs if keep.search(v.label)]
