@@ -195,8 +195,8 @@ const std::string& Op::Impl::auto_knobs_locked(const Sizes* sizes) {
   const Sizes key = sizes ? *sizes : Sizes{};
   auto it = auto_knobs.find(key);
   if (it != auto_knobs.end()) return it->second;  // a launch at known sizes: no lowering, no thread
-  autosched::AutoSchedule choice = on_large_stack(
-      [&] { return autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains); });
+  autosched::AutoSchedule choice =
+      on_large_stack([&] { return autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains); });
   return auto_knobs.emplace(key, choice.knobs).first->second;
 }
 

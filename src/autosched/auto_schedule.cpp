@@ -75,16 +75,6 @@ constexpr int kSplitGroups[] = {4, 8, 16, 32};
 // A fold's K chunks: the smallest whose register bound covers the contracted size.
 constexpr int kFoldChunks[] = {2, 4, 8, 16};
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += ',';
-    out += p;
-  }
-  return out;
-}
-
 // One candidate lowered: its cost, or why it is refused.
 struct Outcome {
   std::string knobs;
@@ -176,7 +166,7 @@ std::vector<std::string> tensor_core_candidates(const CheckedProgram& program, c
   if (cls.fold) {  // one probe at k4 for the contracted size's register bound
     Outcome probe =
         try_candidate(program, op, target, at, false,
-                      join({place, fmt::format("TILE=a:{}/w4x1/f1x8/k4", mma_atom(op, "mma_m16n8k16"))}), chains);
+                      join_knobs({place, fmt::format("TILE=a:{}/w4x1/f1x8/k4", mma_atom(op, "mma_m16n8k16"))}), chains);
     chunk = fold_chunk(probe.limits, at);
   }
   std::vector<std::string> out;
@@ -190,7 +180,7 @@ std::vector<std::string> tensor_core_candidates(const CheckedProgram& program, c
       const std::string atom = mma_atom(op, tile.substr(0, slash));
       const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), cls.fold ? chunk : 4);
       for (const PipelineRow& p : kPipelines)
-        if (p.family == family && p.fold == cls.fold) out.push_back(join({place, value, p.knobs, fast_exp}));
+        if (p.family == family && p.fold == cls.fold) out.push_back(join_knobs({place, value, p.knobs, fast_exp}));
     }
     if (!out.empty()) break;  // wgmma where the target has it; mma.sync otherwise
   }
@@ -200,12 +190,12 @@ std::vector<std::string> tensor_core_candidates(const CheckedProgram& program, c
 std::vector<std::string> row_candidates(const OpClass& cls) {
   const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
   const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
-  std::vector<std::string> places{"PLACE=fuse"};
+  std::vector<std::string> places{"PLACE=fuse", "PLACE=cut"};
   for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
-  std::vector<std::string> out{join({"PLACE=fuse", fast_exp})};
+  std::vector<std::string> out{join_knobs({"PLACE=fuse", fast_exp})};
   if (!cls.has_reduction) return out;
   for (const std::string& place : places)
-    for (int t : kRowThreads) out.push_back(join({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
+    for (int t : kRowThreads) out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
   return out;
 }
 
@@ -259,7 +249,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
   if (best && cls.has_reduction && best->ctas * 2 < target_ceilings(target).sms) {
     std::vector<std::string> split;
-    for (int g : kSplitGroups) split.push_back(join({best->knobs, fmt::format("REDUCE=g{}k", g)}));
+    for (int g : kSplitGroups) split.push_back(join_knobs({best->knobs, fmt::format("REDUCE=g{}k", g)}));
     for (Outcome& o : try_all(program, op, target, choice.at, check, split, chains)) outcomes.push_back(std::move(o));
   }
   rank(outcomes, choice);

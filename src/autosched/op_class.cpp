@@ -17,6 +17,16 @@ std::string mma_atom(const CheckedOp& op, std::string_view shape) {
   return fmt::format("{}_{}", shape, bf16 ? "bf16" : "f16");
 }
 
+std::string join_knobs(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += ',';
+    out += p;
+  }
+  return out;
+}
+
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
                 const std::vector<algebra::DiscoveredChain>* chains) {
   try {

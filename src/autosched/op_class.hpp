@@ -27,6 +27,9 @@ std::string mma_atom(const CheckedOp& op, std::string_view shape);
 // it refuses in a warning W054 and falls back to the scalar one.)
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
                 const std::vector<algebra::DiscoveredChain>* chains);
+// Knob list entries joined with ',', empty ones left out.
+std::string join_knobs(const std::vector<std::string>& parts);
+
 // Three probe lowerings (none when the target has no tensor cores).
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                     const std::vector<algebra::DiscoveredChain>* chains);

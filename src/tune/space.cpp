@@ -76,15 +76,7 @@ class Builder {
   std::vector<Enumerated> out_;
 };
 
-std::string join(std::initializer_list<std::string> parts) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += ',';
-    out += p;
-  }
-  return out;
-}
+std::string join(std::initializer_list<std::string> parts) { return autosched::join_knobs(parts); }
 
 // PLACE: everything fused, every seam cut, and each intermediate alone cut (the seam between
 // a chain's head and the rest: softmax's max as its own pass).
