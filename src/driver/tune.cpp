@@ -13,6 +13,8 @@
 #include <memory>
 #include <thread>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -281,12 +283,21 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (!seed)
     out << fmt::format("the op's {} schedule block{} for {}: measured after the search, for comparison only\n",
                        references.candidates.size(), references.candidates.size() == 1 ? "" : "s", target.name);
-  if (o.dry_run) {
-    for (const tune::Candidate& c : space.candidates) {
-      out << fmt::format("  {:<72} {:>3} regs {:>7.1f}K{}\n", c.knobs, c.registers, c.smem_bytes / 1024.0,
-                         c.origin == "enumerated" ? "" : "  (" + c.origin + ")");
-      report["space"].push_back(
-          {{"knobs", c.knobs}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}, {"origin", c.origin}});
+  if (o.dry_run) {  // fastest first by the cost model (docs/auto_schedule.md)
+    std::vector<const tune::Candidate*> ranked;
+    for (const tune::Candidate& c : space.candidates) ranked.push_back(&c);
+    std::stable_sort(ranked.begin(), ranked.end(), [](const tune::Candidate* a, const tune::Candidate* b) {
+      return a->predicted_us < b->predicted_us;
+    });
+    out << "the candidates, fastest first by the cost model (predicted time, registers, shared memory):\n";
+    for (const tune::Candidate* c : ranked) {
+      out << fmt::format("  {:<72} {:>9.1f} us {:>3} regs {:>7.1f}K{}\n", c->knobs, c->predicted_us, c->registers,
+                         c->smem_bytes / 1024.0, c->origin == "enumerated" ? "" : "  (" + c->origin + ")");
+      report["space"].push_back({{"knobs", c->knobs},
+                                 {"predicted_us", c->predicted_us},
+                                 {"registers", c->registers},
+                                 {"smem_bytes", c->smem_bytes},
+                                 {"origin", c->origin}});
     }
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;

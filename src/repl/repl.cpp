@@ -306,7 +306,8 @@ bool Repl::cmd_ir(const std::vector<std::string>& given) {
   std::vector<std::string> args = given;
   const std::string schedule = take_option(args, "--schedule").value_or("");
   if (args.size() != 2 || std::find(std::begin(kLevels), std::end(kLevels), args[0]) == std::end(kLevels)) {
-    err_ << "error: :ir takes a level (ast, tensor, loop, plan, cost, kernel, cuda, ptx) and an op, e.g. :ir cuda softmax\n";
+    err_ << "error: :ir takes a level (ast, tensor, loop, plan, cost, kernel, cuda, ptx) and an op, e.g. :ir cuda "
+            "softmax\n";
     return false;
   }
   std::unique_ptr<CheckedSession> c = checked_session();

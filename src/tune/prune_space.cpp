@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "autosched/cost_model.hpp"
 #include "codegen/cuda/print_cuda.hpp"
 #include "support/hash.hpp"
 #include "support/large_stack.hpp"
@@ -85,6 +86,7 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
     c.smem_bytes = std::max(c.smem_bytes, kir::shared_bytes(k));
     c.block_threads = std::max(c.block_threads, k.block_threads);
   }
+  c.predicted_us = autosched::estimate_cost(l, sizes, target).us;
   c.cuda = print_cuda(l.kernels);
   c.cuda_hash = identity_hash(c.cuda, l.kernels);
   return {std::move(c), "", ""};

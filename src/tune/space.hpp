@@ -22,7 +22,8 @@ struct Candidate {
   int64_t smem_bytes = 0;  // the largest kernel's shared memory (kernel IR)
   int block_threads = 0;   // the largest kernel's threads
   int kernels = 0;
-  int registers = 0;  // the largest kernel's registers (ptxas), 0 before compiling
+  int registers = 0;        // the largest kernel's registers (ptxas), 0 before compiling
+  double predicted_us = 0;  // the auto-scheduler's cost model at the tuning sizes (docs/auto_schedule.md)
 };
 
 // A point left out, and why (shown by --dry-run and counted in the report).
