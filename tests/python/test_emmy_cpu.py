@@ -303,6 +303,24 @@ class Interpreter(EmmyTestCase):
         self.assertEqual(mean.shape, ())
         self.assert_elements(mean.values(), [sum(ref) / N], "f32", abs_tol=1e-5, what="cross_entropy_mean loss")
 
+    def test_auto_schedule(self):
+        # Ops with no schedule block: the auto-scheduler's knobs, decided at each run's sizes
+        # (docs/auto_schedule.md); the run on the interpreter matches the sums.
+        prog = emmy.compile("op gemm(a: f16[M, K], b: f16[K, N]) -> (c: f16[M, N]) {\n"
+                            "  c[m, n] = sum(k: a[m, k] * b[k, n]);\n}\n\n"
+                            "op rows(x: f32[N, C]) -> (y: f32[N]) {\n  y[n] = sum(c: x[n, c]);\n}\n",
+                            name="auto.emmy", target="sm_90a", cache=False)
+        self.assertIn("TILE=a:wgmma_", prog.op("gemm").knobs_at((1000, 1023), (1023, 777)))
+        rows = prog.op("rows")
+        self.assertIn("COOP=t", rows.knobs_at((4097, 1000)))
+        linalg = ROOT / "stdlib" / "linalg.emmy"
+        auto = emmy.load(linalg, schedule="auto", target="sm_90a", stdlib_path=STDLIB, cache=False).op("matmul")
+        self.assertIn("TILE=a:wgmma_", auto.knobs_at((4096, 4096), (4096, 4096)))
+        x, xv = host(self.rng, (5, 37), "f32")
+        y = rows.run_host(x)
+        for n in range(5):
+            self.assertAlmostEqual(y.values()[n], sum(xv[n * 37:(n + 1) * 37]), places=4)
+
     def test_inline_source_bf16_and_mixed(self):
         prog = emmy.compile("op twice(x: bf16[N]) -> (y: bf16[N]) {\n  y[n] = x[n] * 2;\n}\n\n"
                             "op mix(a: f16[N], b: bf16[N]) -> (y: f32[N]) {\n  y[n] = a[n] * b[n];\n}\n",
