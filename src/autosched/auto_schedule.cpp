@@ -157,18 +157,11 @@ int fold_chunk(const std::vector<kir::SizeLimit>& probe_limits, const Sizes& at)
   return 4;
 }
 
-std::vector<std::string> tensor_core_candidates(const CheckedProgram& program, const CheckedOp& op,
-                                                const TargetInfo& target, const OpClass& cls, const Sizes& at,
-                                                const std::vector<algebra::DiscoveredChain>* chains) {
+std::vector<std::string> tensor_core_candidates(const CheckedOp& op, const TargetInfo& target, const OpClass& cls,
+                                                const Sizes& at) {
   const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
   const std::string place = cls.fold ? "PLACE=fuse" : "";
-  int chunk = 4;
-  if (cls.fold) {  // one probe at k4 for the contracted size's register bound
-    Outcome probe =
-        try_candidate(program, op, target, at, false,
-                      join_knobs({place, fmt::format("TILE=a:{}/w4x1/f1x8/k4", mma_atom(op, "mma_m16n8k16"))}), chains);
-    chunk = fold_chunk(probe.limits, at);
-  }
+  const int chunk = cls.fold ? fold_chunk(cls.fold_limits, at) : 4;  // the classifying probe's register bound
   std::vector<std::string> out;
   for (Family family : {Family::Wgmma, mma_family(target)}) {
     if (family == Family::Wgmma && !target.wgmma) continue;
@@ -235,8 +228,8 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   // tensor-core candidate lowers at these sizes (the knobs' defaults last, ranked like the rest).
   std::vector<Outcome> outcomes;
   if (cls.fold || cls.contraction)
-    outcomes = try_all(program, op, target, choice.at, check,
-                       tensor_core_candidates(program, op, target, cls, choice.at, chains), chains);
+    outcomes =
+        try_all(program, op, target, choice.at, check, tensor_core_candidates(op, target, cls, choice.at), chains);
   if (std::none_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cost.has_value(); })) {
     std::vector<std::string> knobs = row_candidates(cls);
     knobs.push_back("");

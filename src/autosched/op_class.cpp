@@ -56,8 +56,17 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   for (const tir::Stmt& s : tensors.stmts) c.has_reduction = c.has_reduction || tir::has_reduce(s.value);
   if (!target_has(target, Feature::MmaSync)) return c;
   const std::string atom = mma_atom(op, "mma_m16n8k16");
-  c.fold = takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains) &&
-           !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+  // The fold probe: the tier takes a one-warp grid but refuses two warps across keys.
+  try {
+    lower::Lowered l = lower::lower_op(
+        program, op, {nullptr, "", fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom)}, target, chains);
+    c.fold = std::none_of(l.kernels.warnings.begin(), l.kernels.warnings.end(),
+                          [](const Warning& w) { return w.code == "W054"; });
+    c.fold_limits = l.kernels.limits;
+  } catch (const std::exception&) {
+    c.fold = false;
+  }
+  c.fold = c.fold && !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
   c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains);
   return c;
 }
