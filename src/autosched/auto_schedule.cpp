@@ -157,25 +157,21 @@ int fold_chunk(const std::vector<kir::SizeLimit>& probe_limits, const Sizes& at)
   return 4;
 }
 
-std::vector<std::string> tensor_core_candidates(const CheckedOp& op, const TargetInfo& target, const OpClass& cls,
+// One family's tensor-core candidates: each of its tiles for the op's kind with each pipeline.
+std::vector<std::string> tensor_core_candidates(const CheckedOp& op, Family family, const OpClass& cls,
                                                 const Sizes& at) {
   const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
   const std::string place = cls.fold ? "PLACE=fuse" : "";
   const int chunk = cls.fold ? fold_chunk(cls.fold_limits, at) : 4;  // the classifying probe's register bound
   std::vector<std::string> out;
-  for (Family family : {Family::Wgmma, mma_family(target)}) {
-    if (family == Family::Wgmma && !target.wgmma) continue;
-    for (const TileRow& t : kTiles) {
-      const bool wgmma = t.family == Family::Wgmma;
-      if (wgmma != (family == Family::Wgmma) || t.fold != cls.fold) continue;
-      std::string tile = t.tile;
-      const size_t slash = tile.find('/');
-      const std::string atom = mma_atom(op, tile.substr(0, slash));
-      const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), cls.fold ? chunk : 4);
-      for (const PipelineRow& p : kPipelines)
-        if (p.family == family && p.fold == cls.fold) out.push_back(join_knobs({place, value, p.knobs, fast_exp}));
-    }
-    if (!out.empty()) break;  // wgmma where the target has it; mma.sync otherwise
+  for (const TileRow& t : kTiles) {
+    if ((t.family == Family::Wgmma) != (family == Family::Wgmma) || t.fold != cls.fold) continue;
+    const std::string tile = t.tile;
+    const size_t slash = tile.find('/');
+    const std::string atom = mma_atom(op, tile.substr(0, slash));
+    const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), cls.fold ? chunk : 4);
+    for (const PipelineRow& p : kPipelines)
+      if (p.family == family && p.fold == cls.fold) out.push_back(join_knobs({place, value, p.knobs, fast_exp}));
   }
   return out;
 }
@@ -224,13 +220,20 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   choice.at = sizes ? *sizes : nominal_sizes(program, op);
   const OpClass cls = classify_op(program, op, target, chains);
   const bool check = sizes != nullptr;
-  // The tensor cores where the op's kernel takes them; the scalar tiers otherwise, or where no
-  // tensor-core candidate lowers at these sizes (the knobs' defaults last, ranked like the rest).
+  // The tensor cores where the op's kernel takes them, wgmma first where the target has it, then
+  // mma.sync where no wgmma candidate lowers at these sizes; the scalar tiers otherwise (the
+  // knobs' defaults last, ranked like the rest).
   std::vector<Outcome> outcomes;
-  if (cls.fold || cls.contraction)
-    outcomes =
-        try_all(program, op, target, choice.at, check, tensor_core_candidates(op, target, cls, choice.at), chains);
-  if (std::none_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cost.has_value(); })) {
+  auto none_lowered = [&] {
+    return std::none_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cost.has_value(); });
+  };
+  std::vector<Family> families{mma_family(target)};
+  if (target.wgmma) families.insert(families.begin(), Family::Wgmma);
+  for (size_t i = 0; i < families.size() && (cls.fold || cls.contraction) && none_lowered(); ++i)
+    for (Outcome& o : try_all(program, op, target, choice.at, check,
+                              tensor_core_candidates(op, families[i], cls, choice.at), chains))
+      outcomes.push_back(std::move(o));
+  if (none_lowered()) {
     std::vector<std::string> knobs = row_candidates(cls);
     knobs.push_back("");
     for (Outcome& o : try_all(program, op, target, choice.at, check, knobs, chains)) outcomes.push_back(std::move(o));
