@@ -4,10 +4,8 @@
 #include "autosched/auto_schedule.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <thread>
 
 #include <fmt/format.h>
@@ -117,27 +115,11 @@ std::vector<Outcome> try_all(const CheckedProgram& program, const CheckedOp& op,
                              const Sizes& at, bool check_limits, const std::vector<std::string>& knobs,
                              const std::vector<algebra::DiscoveredChain>* chains) {
   std::vector<Outcome> out(knobs.size());
-  std::atomic<size_t> next{0};
   const int threads =
       static_cast<int>(std::min<size_t>({knobs.size(), 8, std::max(1u, std::thread::hardware_concurrency())}));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(std::max(threads, 1)));
-  auto work = [&](size_t worker) {
-    try {
-      run_on_large_stack([&] {
-        for (size_t i = next++; i < knobs.size(); i = next++)
-          out[i] = try_candidate(program, op, target, at, check_limits, knobs[i], chains);
-      });
-    } catch (...) {
-      errors[worker] = std::current_exception();
-      next = knobs.size();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, static_cast<size_t>(t));
-  work(0);
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  for_each_on_large_stacks(knobs.size(), threads, [&](size_t i) {
+    out[i] = try_candidate(program, op, target, at, check_limits, knobs[i], chains);
+  });
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "autosched/op_class.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,14 @@ std::string mma_atom(const CheckedOp& op, std::string_view shape) {
   return fmt::format("{}_{}", shape, bf16 ? "bf16" : "f16");
 }
 
+int widest_vector(const CheckedOp& op) {
+  int narrowest = 8;
+  for (const TensorInfo& t : op.tensors)
+    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
+      narrowest = std::min(narrowest, kir::type_bytes(kir::scalar_of(t.elem.dtype)));
+  return std::clamp(16 / std::max(narrowest, 1), 1, 8);
+}
+
 std::string join_knobs(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& p : parts) {
@@ -27,29 +36,36 @@ std::string join_knobs(const std::vector<std::string>& parts) {
   return out;
 }
 
-bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
-                const std::vector<algebra::DiscoveredChain>* chains) {
+namespace {
+
+// The op lowered under `knobs` when its kernel takes the tensor-core tier there (the tier says
+// why it refuses in a warning W054 and falls back to the scalar one); nullopt otherwise.
+std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                                         const std::string& knobs,
+                                         const std::vector<algebra::DiscoveredChain>* chains) {
   try {
     lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
     for (const Warning& w : l.kernels.warnings)
-      if (w.code == "W054") return false;  // the tensor-core tier refused: the scalar tier runs
-    return true;
+      if (w.code == "W054") return std::nullopt;
+    return l;
   } catch (const std::exception&) {
-    return false;
+    return std::nullopt;
   }
+}
+
+}  // namespace
+
+bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
+                const std::vector<algebra::DiscoveredChain>* chains) {
+  return probe_tier(program, op, target, knobs, chains).has_value();
 }
 
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                     const std::vector<algebra::DiscoveredChain>* chains) {
   OpClass c;
-  int narrowest = 8;
-  for (const TensorInfo& t : op.tensors) {
-    if (t.role == TensorInfo::Role::Output && !t.index_vars.empty()) c.output_columns.push_back(t.index_vars.back());
+  for (const TensorInfo& t : op.tensors)
     if (t.role == TensorInfo::Role::Intermediate) c.intermediates.push_back(t.name);
-    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
-      narrowest = std::min(narrowest, kir::type_bytes(kir::scalar_of(t.elem.dtype)));
-  }
-  c.widest_vector = std::clamp(16 / std::max(narrowest, 1), 1, 8);
+  c.widest_vector = widest_vector(op);
   const tir::Program tensors = lower::to_tensor(program, op);
   const std::string text = tir::print_program(tensors);
   c.has_exp = text.find("exp(") != std::string::npos;
@@ -57,16 +73,11 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   if (!target_has(target, Feature::MmaSync)) return c;
   const std::string atom = mma_atom(op, "mma_m16n8k16");
   // The fold probe: the tier takes a one-warp grid but refuses two warps across keys.
-  try {
-    lower::Lowered l = lower::lower_op(
-        program, op, {nullptr, "", fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom)}, target, chains);
-    c.fold = std::none_of(l.kernels.warnings.begin(), l.kernels.warnings.end(),
-                          [](const Warning& w) { return w.code == "W054"; });
-    c.fold_limits = l.kernels.limits;
-  } catch (const std::exception&) {
-    c.fold = false;
+  if (std::optional<lower::Lowered> l =
+          probe_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains)) {
+    c.fold = !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+    c.fold_limits = l->kernels.limits;
   }
-  c.fold = c.fold && !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
   c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains);
   return c;
 }

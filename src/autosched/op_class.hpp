@@ -16,7 +16,6 @@ struct OpClass {
   bool contraction = false;  // the tensor-core contraction tier takes it
   bool has_exp = false;      // an exp in its tensor IR: FAST_EXP applies
   bool has_reduction = false;
-  std::vector<std::string> output_columns;  // each output's last index (TILE@axis)
   std::vector<std::string> intermediates;   // its intermediates (PLACE@name)
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
@@ -28,6 +27,8 @@ std::string mma_atom(const CheckedOp& op, std::string_view shape);
 // it refuses in a warning W054 and falls back to the scalar one.)
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
                 const std::vector<algebra::DiscoveredChain>* chains);
+// COOP's widest vector /v<V>: elements of the op's narrowest input in one 16-byte access (1 to 8).
+int widest_vector(const CheckedOp& op);
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
 

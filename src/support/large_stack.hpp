@@ -15,4 +15,9 @@ inline constexpr size_t kLargeStackBytes = size_t{256} << 20;
 // throws; runs it on the calling thread when no such thread can be started (a process limit).
 void run_on_large_stack(const std::function<void()>& body, size_t bytes = kLargeStackBytes);
 
+// Runs body(i) for every i in [0, count) on `threads` workers (at least one), each on a large
+// stack, items handed out in order; the first exception a worker throws stops the handing out
+// and is rethrown here once every worker has joined.
+void for_each_on_large_stacks(size_t count, int threads, const std::function<void(size_t)>& body);
+
 }  // namespace emmy

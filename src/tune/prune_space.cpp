@@ -2,10 +2,7 @@
 // the tuning sizes: legal, lowered without a refusal, within the target's shared memory and the
 // kernels' size limits, and not a duplicate of an earlier candidate's CUDA.
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <map>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -98,27 +95,9 @@ Space prune_space(const CheckedProgram& program, const CheckedOp& op, const Targ
                   const SizeBindings& sizes, const std::vector<Enumerated>& points,
                   const std::vector<algebra::DiscoveredChain>* chains, int threads) {
   std::vector<Outcome> outcomes(points.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(std::max(threads, 1)));
-  // Lowering recurses on expression trees (a fused chain may be far deeper than one statement):
-  // each worker runs on a large stack, and what it throws is rethrown here, not std::terminate.
-  auto work = [&](size_t worker) {
-    try {
-      run_on_large_stack([&] {
-        for (size_t i = next++; i < points.size(); i = next++)
-          outcomes[i] = lower_point(program, op, target, sizes, points[i], chains);
-      });
-    } catch (...) {
-      errors[worker] = std::current_exception();
-      next = points.size();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work, static_cast<size_t>(t));
-  work(0);
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  // Lowering recurses on expression trees (a fused chain may be far deeper than one statement).
+  for_each_on_large_stacks(points.size(), threads,
+                           [&](size_t i) { outcomes[i] = lower_point(program, op, target, sizes, points[i], chains); });
 
   Space space;
   space.enumerated = static_cast<int>(points.size());

@@ -52,7 +52,6 @@ constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>:
 
 // The scalar tier varies one family at a time around fuse / cut / one seam cut.
 constexpr int kScalarTiles[] = {16, 32, 64, 128};
-constexpr int kWidestAccessBytes = 16;  // COOP /v<V>: one vector load or store moves at most this
 constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
@@ -89,11 +88,7 @@ std::vector<std::string> placements(const CheckedOp& op) {
 
 // COOP's vector widths: none, and the widest 16-byte access of the op's narrowest input.
 std::vector<std::string> coop_vectors(const CheckedOp& op) {
-  int narrowest = 8;
-  for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Input && t.elem.kind == Type::Kind::Scalar)
-      narrowest = std::min(narrowest, kir::type_bytes(kir::scalar_of(t.elem.dtype)));
-  const int widest = std::clamp(kWidestAccessBytes / std::max(narrowest, 1), 1, 8);
+  const int widest = autosched::widest_vector(op);
   std::vector<std::string> out{""};
   if (widest > 1) out.push_back(fmt::format("/v{}", widest));
   return out;
