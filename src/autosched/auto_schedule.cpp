@@ -49,7 +49,8 @@ constexpr TileRow kTiles[] = {
     {Family::MmaTma, false, "mma_m16n8k16/w2x2/f4x4"},
 };
 
-// The pipeline knobs a tile is tried with, by family and kind.
+// The pipeline knobs a tile is tried with, by family and kind: every tile with the first row of
+// its family and kind, then the best kTilesRefined tiles with the others.
 struct PipelineRow {
   Family family;
   bool fold;
@@ -58,13 +59,22 @@ struct PipelineRow {
 constexpr PipelineRow kPipelines[] = {
     {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1"},
     {Family::Wgmma, true, "STAGE=d2/tma/ring,WSPEC=p1"},
+    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1,PERSIST=1"},
     {Family::Wgmma, false, "STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1"},
     {Family::Wgmma, false, "STAGE=d5/tma/ring,WSPEC=p1,OVERLAP=1"},
+    {Family::MmaTma, true, "STAGE=d3/tma/ring"},
     {Family::MmaTma, true, "STAGE=d3/cp/ring"},
     {Family::MmaTma, false, "STAGE=d3/tma/ring,RASTER=gm8"},
     {Family::MmaCp, true, "STAGE=d3/cp/ring"},
     {Family::MmaCp, false, "STAGE=d3/cp/ring,RASTER=gm8"},
 };
+
+constexpr size_t kTilesRefined = 2;
+// The warnings that refuse a pipeline, not a tile: a knob without effect (W050: turns with one
+// warpgroup), STAGE's tma taken as cp.async (W055: rows TMA cannot copy).
+constexpr std::string_view kPipelineWarnings[] = {"W050", "W055"};
+// A fold's value columns a CTA covers at most (TILE@<axis>=f<N>): the atoms' widest.
+constexpr int kMaxValueTile = 256;
 
 // Row reductions: threads a row (COOP), with the op's widest vector.
 constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
@@ -80,20 +90,65 @@ struct Outcome {
   std::string refused;
   std::vector<kir::SizeLimit> limits;
   int64_t ctas = 0;
+  std::string cover;  // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
+  // Refused for its pipeline, not its tile: its ring overflows shared memory, or the pipeline's
+  // knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
+  bool pipeline_refused = false;
 };
 
-Outcome try_candidate(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const Sizes& at,
-                      bool check_limits, const std::string& knobs,
-                      const std::vector<algebra::DiscoveredChain>* chains) {
+// The size symbol of `axis` in a slab's read ("v[b, h, j, e]"): its tensor's dimension there.
+std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors) {
+  const size_t open = read.find('[');
+  const tir::Tensor* t = open == std::string::npos ? nullptr : tensors.find(read.substr(0, open));
+  if (!t) return "";
+  size_t at = open + 1;
+  for (const std::string& dim : t->dims) {
+    const size_t end = std::min(read.find_first_of(",]", at), read.size());
+    if (read.substr(at, end - at) == axis) return dim;
+    at = read.find_first_not_of(' ', end + 1);
+    if (at == std::string::npos) break;
+  }
+  return "";
+}
+
+// TILE@<axis>=f<N> giving one CTA all of a fold's value columns where its value slab takes
+// fewer at `at` (up to the widest tile); "" where it takes them all.
+std::string value_cover(const lower::Lowered& l, const Sizes& at) {
+  for (const lower::KernelPlan& plan : l.plans)
+    for (const lower::SlabPlan& slab : plan.slabs) {
+      if (slab.role != "value") continue;
+      auto size = at.find(read_axis_size(slab.read, slab.inner, l.loops.tensors));
+      if (size == at.end() || size->second <= slab.cols || slab.cols >= kMaxValueTile) return "";
+      return fmt::format("TILE@{}=f{}", slab.inner, std::min<int64_t>((size->second + 15) / 16 * 16, kMaxValueTile));
+    }
+  return "";
+}
+
+// What every candidate's lowering shares.
+struct Context {
+  const CheckedProgram& program;
+  const CheckedOp& op;
+  const TargetInfo& target;
+  const std::vector<algebra::DiscoveredChain>* chains;
+  const lower::LawMemo& laws;
+};
+
+Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, const std::string& knobs) {
   Outcome o;
   o.knobs = knobs;
   try {
-    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
+    lower::PipelineOptions options;
+    options.laws = &cx.laws;
+    lower::Lowered l = lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
     o.limits = l.kernels.limits;
     std::vector<Warning> warnings = l.knobs.warnings;
     warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
     if (!warnings.empty()) {
       o.refused = fmt::format("{} {}", warnings.front().code, warnings.front().text);
+      o.pipeline_refused = std::all_of(warnings.begin(), warnings.end(), [](const Warning& w) {
+        return std::find(std::begin(kPipelineWarnings), std::end(kPipelineWarnings), w.code) !=
+               std::end(kPipelineWarnings);
+      });
       return o;
     }
     if (check_limits)
@@ -101,25 +156,36 @@ Outcome try_candidate(const CheckedProgram& program, const CheckedOp& op, const 
         o.refused = *broken;
         return o;
       }
-    o.cost = estimate_cost(l, at, target);
+    Cost cost = estimate_cost(l, at, cx.target);
+    for (const KernelCost& k : cost.kernels)
+      if (k.registers > k.register_budget) {
+        o.refused =
+            fmt::format("kernel {} would spill: its accumulators need about {} registers a thread, it may hold {}",
+                        k.kernel, k.registers, k.register_budget);
+        return o;
+      }
+    o.cost = std::move(cost);
+    o.cover = value_cover(l, at);
     for (const KernelCost& k : o.cost->kernels) o.ctas = std::max(o.ctas, k.ctas);
+  } catch (const lower::SharedMemoryError& e) {
+    const std::string what = e.what();
+    o.refused = what.substr(0, what.find('\n'));
+    o.pipeline_refused = true;
   } catch (const std::exception& e) {
-    std::string what = e.what();
+    const std::string what = e.what();
     o.refused = what.substr(0, what.find('\n'));
   }
   return o;
 }
 
 // Lowers and costs every knob list on up to `threads` threads, each on a large stack.
-std::vector<Outcome> try_all(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                             const Sizes& at, bool check_limits, const std::vector<std::string>& knobs,
-                             const std::vector<algebra::DiscoveredChain>* chains) {
+std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limits,
+                             const std::vector<std::string>& knobs) {
   std::vector<Outcome> out(knobs.size());
   const int threads =
       static_cast<int>(std::min<size_t>({knobs.size(), 8, std::max(1u, std::thread::hardware_concurrency())}));
-  for_each_on_large_stacks(knobs.size(), threads, [&](size_t i) {
-    out[i] = try_candidate(program, op, target, at, check_limits, knobs[i], chains);
-  });
+  for_each_on_large_stacks(knobs.size(), threads,
+                           [&](size_t i) { out[i] = try_candidate(cx, at, check_limits, knobs[i]); });
   return out;
 }
 
@@ -139,11 +205,21 @@ int fold_chunk(const std::vector<kir::SizeLimit>& probe_limits, const Sizes& at)
   return 4;
 }
 
-// One family's tensor-core candidates: each of its tiles for the op's kind with each pipeline.
-std::vector<std::string> tensor_core_candidates(const CheckedOp& op, Family family, const OpClass& cls,
-                                                const Sizes& at) {
-  const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
-  const std::string place = cls.fold ? "PLACE=fuse" : "";
+// A tensor-core candidate: its tile knobs (TILE, and a fold's value columns) and its pipeline's.
+struct TileChoice {
+  std::string tile, pipeline;
+};
+
+// The pipelines of `family` for the op's kind, in table order.
+std::vector<std::string> pipelines(Family family, bool fold) {
+  std::vector<std::string> out;
+  for (const PipelineRow& p : kPipelines)
+    if (p.family == family && p.fold == fold) out.push_back(p.knobs);
+  return out;
+}
+
+// One family's tiles for the op's kind.
+std::vector<std::string> tile_choices(const CheckedOp& op, Family family, const OpClass& cls, const Sizes& at) {
   const int chunk = cls.fold ? fold_chunk(cls.fold_limits, at) : 4;  // the classifying probe's register bound
   std::vector<std::string> out;
   for (const TileRow& t : kTiles) {
@@ -151,11 +227,14 @@ std::vector<std::string> tensor_core_candidates(const CheckedOp& op, Family fami
     const std::string tile = t.tile;
     const size_t slash = tile.find('/');
     const std::string atom = mma_atom(op, tile.substr(0, slash));
-    const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), cls.fold ? chunk : 4);
-    for (const PipelineRow& p : kPipelines)
-      if (p.family == family && p.fold == cls.fold) out.push_back(join_knobs({place, value, p.knobs, fast_exp}));
+    const std::string value = fmt::format("TILE=a:{}{}/k{}", atom, tile.substr(slash), chunk);
+    out.push_back(value);
   }
   return out;
+}
+
+std::string knobs_of(const OpClass& cls, const TileChoice& c) {
+  return join_knobs({cls.fold ? "PLACE=fuse" : "", c.tile, c.pipeline, cls.has_exp ? "FAST_EXP=1" : ""});
 }
 
 std::vector<std::string> row_candidates(const OpClass& cls) {
@@ -200,7 +279,9 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   AutoSchedule choice;
   choice.nominal = sizes == nullptr;
   choice.at = sizes ? *sizes : nominal_sizes(program, op);
-  const OpClass cls = classify_op(program, op, target, chains);
+  const lower::LawMemo laws;
+  const Context cx{program, op, target, chains, laws};
+  const OpClass cls = classify_op(program, op, target, chains, &laws);
   const bool check = sizes != nullptr;
   // The tensor cores where the op's kernel takes them, wgmma first where the target has it, then
   // mma.sync where no wgmma candidate lowers at these sizes; the scalar tiers otherwise (the
@@ -211,14 +292,58 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   };
   std::vector<Family> families{mma_family(target)};
   if (target.wgmma) families.insert(families.begin(), Family::Wgmma);
-  for (size_t i = 0; i < families.size() && (cls.fold || cls.contraction) && none_lowered(); ++i)
-    for (Outcome& o : try_all(program, op, target, choice.at, check,
-                              tensor_core_candidates(op, families[i], cls, choice.at), chains))
-      outcomes.push_back(std::move(o));
+  auto try_choices = [&](const std::vector<TileChoice>& choices) {
+    std::vector<std::string> knobs;
+    for (const TileChoice& c : choices) knobs.push_back(knobs_of(cls, c));
+    std::vector<Outcome> tried = try_all(cx, choice.at, check, knobs);
+    outcomes.insert(outcomes.end(), tried.begin(), tried.end());
+    return tried;
+  };
+  for (size_t i = 0; i < families.size() && (cls.fold || cls.contraction) && none_lowered(); ++i) {
+    // Every tile with the family's first pipeline that lowers (a deep ring may not fit shared
+    // memory, turns need two warpgroups: Outcome::pipeline_refused); a fold's tiles that split the value columns also
+    // with all of them in one CTA; then the best tiles with the pipelines not yet tried.
+    const std::vector<std::string> lines = pipelines(families[i], cls.fold);
+    std::vector<TileChoice> tiles;  // each tile's first pipeline that lowered, or its last tried
+    std::vector<Outcome> tried;
+    auto first_lowering = [&](std::vector<std::string> pending) {
+      for (size_t line = 0; line < lines.size() && !pending.empty(); ++line) {
+        std::vector<TileChoice> round;
+        for (const std::string& tile : pending) round.push_back({tile, lines[line]});
+        std::vector<Outcome> got = try_choices(round);
+        pending.clear();
+        for (size_t c = 0; c < got.size(); ++c) {
+          if (!got[c].cost && got[c].pipeline_refused && line + 1 < lines.size()) {
+            pending.push_back(round[c].tile);
+            continue;
+          }
+          tiles.push_back(round[c]);
+          tried.push_back(std::move(got[c]));
+        }
+      }
+    };
+    first_lowering(tile_choices(op, families[i], cls, choice.at));
+    std::vector<std::string> covered;
+    for (size_t c = 0; c < tried.size(); ++c)
+      if (!tried[c].cover.empty()) covered.push_back(join_knobs({tiles[c].tile, tried[c].cover}));
+    first_lowering(covered);
+    std::vector<size_t> order;
+    for (size_t c = 0; c < tried.size(); ++c)
+      if (tried[c].cost) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
+    std::vector<TileChoice> refined;
+    for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
+      const TileChoice& best = tiles[order[r]];
+      for (size_t p = std::find(lines.begin(), lines.end(), best.pipeline) - lines.begin() + 1; p < lines.size(); ++p)
+        refined.push_back({best.tile, lines[p]});
+    }
+    try_choices(refined);
+  }
   if (none_lowered()) {
     std::vector<std::string> knobs = row_candidates(cls);
     knobs.push_back("");
-    for (Outcome& o : try_all(program, op, target, choice.at, check, knobs, chains)) outcomes.push_back(std::move(o));
+    for (Outcome& o : try_all(cx, choice.at, check, knobs)) outcomes.push_back(std::move(o));
   }
 
   // Too few CTAs for the SMs: the best candidate's reduction split into groups.
@@ -228,7 +353,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   if (best && cls.has_reduction && best->ctas * 2 < target_ceilings(target).sms) {
     std::vector<std::string> split;
     for (int g : kSplitGroups) split.push_back(join_knobs({best->knobs, fmt::format("REDUCE=g{}k", g)}));
-    for (Outcome& o : try_all(program, op, target, choice.at, check, split, chains)) outcomes.push_back(std::move(o));
+    for (Outcome& o : try_all(cx, choice.at, check, split)) outcomes.push_back(std::move(o));
   }
   rank(outcomes, choice);
   if (!choice.ranked.empty()) {
@@ -250,6 +375,8 @@ std::string explain(const AutoSchedule& choice, int top) {
   for (size_t i = 0; i < choice.ranked.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("  {:2}. {:10.1f} us  {:<12} {}\n", i + 1, choice.ranked[i].us, choice.ranked[i].bound,
                        choice.ranked[i].knobs.empty() ? "(the knobs' defaults)" : choice.ranked[i].knobs);
+  for (size_t i = 0; i < choice.refused.size() && static_cast<int>(i) < top; ++i)
+    out += fmt::format("  refused: {}\n", choice.refused[i]);
   return out;
 }
 

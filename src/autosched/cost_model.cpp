@@ -26,6 +26,11 @@ double extent(const std::string& size, const Sizes& sizes) {
   return it == sizes.end() ? 1.0 : static_cast<double>(it->second);
 }
 
+// Registers a tensor-core thread holds besides its accumulators (addresses, loop state, the
+// softmax's row values): the stdlib's blocks at their ptxas counts.
+constexpr int kAddressingRegisters = 40;
+constexpr int kMaxRegisters = 255;
+
 // ---- the tensor-core pipeline's share of the peak: a table, the first row that holds -------
 struct PipelineRow {
   const char* what;
@@ -173,13 +178,14 @@ std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
   return {std::max(tm, 1.0), std::max(tn, 1.0)};
 }
 
-// A tensor-core thread's registers: its accumulators (and a fold's output rows) over the
-// consumer threads, plus addressing; setmaxnreg's budget where WSPEC set one.
+// A consumer thread's registers: its accumulators (and a fold's output columns its value slab
+// takes) over the consumer threads, plus addressing.
 int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, double value_cols) {
-  if (p.consumer_registers > 0) return p.consumer_registers;
-  const int consumers = std::max(p.block_threads - p.producer_threads, 32);
+  for (const lower::SlabPlan& s : p.slabs)
+    if (s.role == "value" && s.cols > 0) value_cols = std::min<double>(value_cols, s.cols);
+  const int consumers = std::max(p.block_threads, 32);  // the plan counts consumers; producers come after
   const double acc = (tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
-  return static_cast<int>(std::min(255.0, acc + 40));
+  return static_cast<int>(std::ceil(acc)) + kAddressingRegisters;
 }
 
 // Sequential passes over a thread's data: the top-level loops, folds and reductions of its body.
@@ -235,7 +241,13 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
 
   // Residency: CTAs an SM by shared memory, threads and registers.
   const int64_t smem = kir::shared_bytes(k);
-  const int regs = tensor_cores ? tensor_core_registers(*plan, tm, tn, value_cols) : 40;
+  if (tensor_cores) {
+    out.registers = tensor_core_registers(*plan, tm, tn, value_cols);
+    out.register_budget = plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters;
+  }
+  const int regs =
+      tensor_cores ? std::min(plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters, out.registers)
+                   : kAddressingRegisters;
   int per_sm = std::min<int>(c.threads_per_sm / std::max(k.block_threads, 1),
                              target.register_file / std::max(k.block_threads * regs, 1));
   if (smem > 0) per_sm = std::min<int>(per_sm, static_cast<int>(c.smem_per_sm_bytes / smem));
@@ -256,9 +268,14 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
       out.flops = 2 * points * reduced;
       out.tile_bytes = elem * points * reduced * (1 / tn + 1 / tm);
     } else {
-      out.flops = 2 * points * keys * (reduced + value_cols) * bound;
-      out.exps = points * keys * bound;
-      out.tile_bytes = elem * (points / tm) * keys * (reduced + value_cols) * bound;
+      // A CTA whose value slab takes part of the value columns folds the keys once a part:
+      // the scores and exponentials again each time.
+      double parts = 1;
+      for (const lower::SlabPlan& s : plan->slabs)
+        if (s.role == "value" && s.cols > 0) parts = std::ceil(value_cols / s.cols);
+      out.flops = 2 * points * keys * (reduced * parts + value_cols) * bound;
+      out.exps = points * keys * bound * parts;
+      out.tile_bytes = elem * (points / tm) * keys * (reduced * parts + value_cols) * bound;
     }
     out.smem_bytes = out.flops * smem_bytes_per_flop(*plan, elem);
     const PipelineRow& row = pipeline_row(*plan);
@@ -266,21 +283,25 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.efficiency = row.efficiency;
     out.overlap = plan->turns > 0 ? "turns" : plan->overlap ? "overlap" : "none";
     const double exposed = plan->turns > 0 ? f.exposed_turns : plan->overlap ? f.exposed_overlap : f.exposed_none;
-    // One CTA of a wave, at its share (1 / per_sm) of an SM: products, their shared-memory reads
-    // and the softmax's exponentials, then its prologue and epilogue.
+    // The busiest SM's CTAs one after another at its whole throughput (a partial wave leaves
+    // fewer CTAs an SM than fit): products, their shared-memory reads and the softmax's
+    // exponentials, then a prologue and epilogue a wave.
     const double ctas = static_cast<double>(out.ctas);
+    const double loaded = std::ceil(ctas / c.sms), together = std::min<double>(out.per_sm, loaded);
     const bool wgmma = plan->atom.rfind("wgmma", 0) == 0;
     const double peak_sm = (wgmma ? c.wgmma_tflops : c.mma_tflops) * 1e6 / c.sms;  // flops a microsecond
-    const int consumers = std::max(plan->block_threads - plan->producer_threads, 128) / 128;
-    const double busy = wgmma && consumers * out.per_sm < 2 ? f.lone_warpgroup : 1.0;
+    const int consumers = std::max(plan->block_threads, 128) / 128;                // consumer warpgroups
+    const double busy = wgmma && consumers * together < 2 ? f.lone_warpgroup : 1.0;
     const bool cp_ring = wgmma && ring(*plan) && !tma_ring(*plan);
-    const double tc = out.flops / ctas * out.per_sm / (peak_sm * out.efficiency * busy * (cp_ring ? f.cp_wgmma : 1.0));
-    const double shared = out.smem_bytes / ctas * out.per_sm / (c.smem_gbs * 1e3 / c.sms);
-    const double ex = out.exps / ctas * out.per_sm / (c.exp_per_clock * c.clock_ghz * 1e3);
-    const double core = std::max(tc, shared);
+    const double tc = out.flops / ctas * loaded / (peak_sm * out.efficiency * busy * (cp_ring ? f.cp_wgmma : 1.0));
+    const double shared = out.smem_bytes / ctas * loaded / (c.smem_gbs * 1e3 / c.sms);
+    const double ex = out.exps / ctas * loaded / (c.exp_per_clock * c.clock_ghz * 1e3);
+    // An mma.sync warp issues its fragments' loads and its products in turn; wgmma reads shared
+    // memory beside its products.
+    const double core = wgmma ? std::max(tc, shared) : tc + shared;
     const double cta = std::max(core, ex) + exposed * std::min(core, ex);
     // A persistent CTA pays its prologue once, not once a tile.
-    out.compute_us = out.waves * cta + (out.persistent ? 1.0 : out.waves) * f.cta_overhead_us;
+    out.compute_us = cta + (out.persistent ? 1.0 : out.waves) * f.cta_overhead_us;
     out.l2_us = out.tile_bytes / (c.l2_gbs * 1e3);
     const bool overlapped = ring(*plan);
     const double body = overlapped ? std::max({out.memory_us, out.l2_us, out.compute_us})
@@ -354,9 +375,11 @@ std::string print_cost(const Cost& cost) {
     out += fmt::format("kernel {}: {}, {} bound\n  {} CTAs, {} an SM, {:g} waves{}; {:.3g} MB of buffers", k.kernel,
                        k.tier, k.bound, k.ctas, k.per_sm, k.waves, k.persistent ? " (persistent)" : "", k.bytes / 1e6);
     if (k.flops > 0)
-      out +=
-          fmt::format(", {:.3g} MB of tiles through L2, {:.3g} GFLOP, {:.3g} G exponentials\n  pipeline: {} ({:.2f})",
-                      k.tile_bytes / 1e6, k.flops / 1e9, k.exps / 1e9, k.pipeline, k.efficiency);
+      out += fmt::format(
+          ", {:.3g} MB of tiles through L2, {:.3g} GFLOP, {:.3g} G exponentials\n  pipeline: {} ({:.2f}); "
+          "about {} registers a consumer thread of {}{}",
+          k.tile_bytes / 1e6, k.flops / 1e9, k.exps / 1e9, k.pipeline, k.efficiency, k.registers, k.register_budget,
+          k.registers > k.register_budget ? ": it spills" : "");
     else
       out += fmt::format(", {:.3g} G element operations", k.work / 1e9);
     out += fmt::format("\n  memory {:.1f} us, L2 {:.1f} us, compute {:.1f} us: {:.1f} us with its launch\n",

@@ -21,6 +21,10 @@ struct KernelCost {
   int per_sm = 0;    // CTAs resident an SM (shared memory, threads, registers)
   double waves = 0;  // CTAs over the resident slots, rounded up
   bool persistent = false;
+  // Tensor-core tiers: a consumer thread's registers by the estimate (accumulators and a fold's
+  // output columns over the consumer threads, plus addressing), against what it may hold
+  // (setmaxnreg's budget, else 255): past it the kernel spills and serializes its products.
+  int registers = 0, register_budget = 0;
   double bytes = 0;       // global memory its buffers hold (read or written once)
   double in_flight = 0;   // bytes its resident threads keep in flight (bandwidth x latency)
   double tile_bytes = 0;  // bytes its tiles re-read through L2 (tensor-core tiers)
@@ -45,17 +49,17 @@ struct Cost {
 struct Fitted {
   // A tensor-core CTA's prologue and epilogue, once a wave (once a CTA under PERSIST). The fit
   // puts here what the peak-based product time leaves out of short and many-wave runs.
-  double cta_overhead_us = 30;
+  double cta_overhead_us = 24;
   // The share of the smaller of a fold's product and exponential times that stays exposed:
   // without overlap, with OVERLAP, with warpgroups taking turns (PINGPONG); the stored runs do
   // not tell them apart (their pipelines' efficiencies do).
   double exposed_none = 0.25, exposed_overlap = 0.25, exposed_turns = 0.25;
   double lone_warpgroup = 0.78;   // the tensor cores' share one consumer warpgroup an SM keeps busy
-  double cp_wgmma = 0.5;          // a cp.async ring's efficiency feeding wgmma, against a TMA ring's
+  double cp_wgmma = 0.4;          // a cp.async ring's efficiency feeding wgmma, against a TMA ring's
   double accesses_in_flight = 4;  // independent global accesses a thread of the scalar tiers keeps in flight
   double step_cycles = 10;        // cycles of one dependent step of a scalar thread's loop
   double pass_us = 1.4;           // a row pass's global round trip (the scalar tiers, each wave)
-  double sync_us = 0.05;          // one level of a cooperative row's reduction tree (a barrier)
+  double sync_us = 0.04;          // one level of a cooperative row's reduction tree (a barrier)
 };
 // "name=value,..." over the defaults (EMMY_COST_FIT, for the fit); nullopt on a bad entry.
 std::optional<Fitted> parse_fitted(const std::string& text);

@@ -41,10 +41,12 @@ namespace {
 // The op lowered under `knobs` when its kernel takes the tensor-core tier there (the tier says
 // why it refuses in a warning W054 and falls back to the scalar one); nullopt otherwise.
 std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                                         const std::string& knobs,
-                                         const std::vector<algebra::DiscoveredChain>* chains) {
+                                         const std::string& knobs, const std::vector<algebra::DiscoveredChain>* chains,
+                                         const lower::LawMemo* laws) {
   try {
-    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains);
+    lower::PipelineOptions options;
+    options.laws = laws;
+    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
     for (const Warning& w : l.kernels.warnings)
       if (w.code == "W054") return std::nullopt;
     return l;
@@ -56,12 +58,12 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
 }  // namespace
 
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
-                const std::vector<algebra::DiscoveredChain>* chains) {
-  return probe_tier(program, op, target, knobs, chains).has_value();
+                const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws) {
+  return probe_tier(program, op, target, knobs, chains, laws).has_value();
 }
 
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                    const std::vector<algebra::DiscoveredChain>* chains) {
+                    const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws) {
   OpClass c;
   for (const TensorInfo& t : op.tensors)
     if (t.role == TensorInfo::Role::Intermediate) c.intermediates.push_back(t.name);
@@ -74,11 +76,11 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   const std::string atom = mma_atom(op, "mma_m16n8k16");
   // The fold probe: the tier takes a one-warp grid but refuses two warps across keys.
   if (std::optional<lower::Lowered> l =
-          probe_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains)) {
-    c.fold = !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+          probe_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains, laws)) {
+    c.fold = !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
     c.fold_limits = l->kernels.limits;
   }
-  c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains);
+  c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
   return c;
 }
 

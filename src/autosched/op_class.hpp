@@ -26,7 +26,7 @@ std::string mma_atom(const CheckedOp& op, std::string_view shape);
 // Does the op's kernel take the tensor-core tier under `knobs`? (One lowering: the tier says why
 // it refuses in a warning W054 and falls back to the scalar one.)
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
-                const std::vector<algebra::DiscoveredChain>* chains);
+                const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 // COOP's widest vector /v<V>: elements of the op's narrowest input in one 16-byte access (1 to 8).
 int widest_vector(const CheckedOp& op);
 // Knob list entries joined with ',', empty ones left out.
@@ -34,6 +34,6 @@ std::string join_knobs(const std::vector<std::string>& parts);
 
 // Three probe lowerings (none when the target has no tensor cores).
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                    const std::vector<algebra::DiscoveredChain>* chains);
+                    const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 
 }  // namespace emmy::autosched

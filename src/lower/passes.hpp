@@ -27,6 +27,7 @@
 #include "ir/loop_ir.hpp"
 #include "ir/tensor_ir.hpp"
 #include "lower/kernel/plan.hpp"
+#include "lower/law_memo.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/sema.hpp"
 
@@ -160,10 +161,11 @@ lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked
 // REDUCE: the reduction the split names becomes a kernel over (group, threads) folding each
 // group's range plus a kernel combining the partials (k), or an init kernel, a kernel with
 // atomics and a finishing kernel (a). No split: the program unchanged.
-lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs);
+lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
+                          const LawMemo* laws = nullptr);
 // `plans`: what the back end decided for each kernel (its tier, tiles, slabs; --ir plan).
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
-                       std::vector<KernelPlan>* plans = nullptr);
+                       std::vector<KernelPlan>* plans = nullptr, const LawMemo* laws = nullptr);
 
 // The ops the main file of `program` defines, in order.
 std::vector<std::string> main_ops(const CheckedProgram& program);
@@ -200,6 +202,7 @@ struct PipelineOptions {
   std::vector<std::string> print_after;  // pass names (pass_names()), or "all"
   bool verify_each = false;              // verify the tensor and loop IR after each pass too
   std::ostream* out = nullptr;           // where print_after writes
+  const LawMemo* laws = nullptr;         // the prover's verdicts, shared by many lowerings of one op
 };
 // The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise,
 // factor-normalizer, to-loops, split-reduce, to-kernel.

@@ -24,6 +24,7 @@ struct State {
   const CheckedOp& op;
   const TargetInfo& target;
   std::vector<algebra::DiscoveredChain> chains;
+  const LawMemo* laws;
   tir::Program tensor;  // the tensor IR as the passes leave it (Lowered::tensor keeps to-tensor's)
   Lowered out;
 };
@@ -55,10 +56,11 @@ const Pass kPasses[] = {
     {"factor-normalizer", Level::Tensor, [](State& s) { s.tensor = factor_normalizer(s.tensor, s.chains); }},
     {"to-loops", Level::Loop,
      [](State& s) { s.out.loops = to_loops(s.tensor, s.program, s.op, s.out.knobs, s.chains); }},
-    {"split-reduce", Level::Loop, [](State& s) { s.out.loops = split_reduce(s.out.loops, s.program, s.out.knobs); }},
+    {"split-reduce", Level::Loop,
+     [](State& s) { s.out.loops = split_reduce(s.out.loops, s.program, s.out.knobs, s.laws); }},
     {"to-kernel", Level::Kernel,
      [](State& s) {
-       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs, &s.out.plans);
+       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs, &s.out.plans, s.laws);
        refuse_oversized_shared(s.out.kernels, s.target);
      }},
 };
@@ -102,7 +104,7 @@ const std::vector<std::string>& pass_names() {
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
                  const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains,
                  const PipelineOptions& options) {
-  State s{program, op, target, {}, {}, {}};
+  State s{program, op, target, {}, options.laws, {}, {}};
   if (chains)
     for (const algebra::DiscoveredChain& c : *chains)
       if (c.op == op.decl->name.name) s.chains.push_back(c);

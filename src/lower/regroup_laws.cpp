@@ -65,12 +65,13 @@ std::string why_not(const MonoidLaws& laws, const Need& n) {
 
 }  // namespace
 
-MonoidLaws monoid_laws(const algebra::MonoidTerms& terms, const CheckedProgram& checked) {
+MonoidLaws monoid_laws(const algebra::MonoidTerms& terms, const CheckedProgram& checked, const LawMemo* memo) {
   auto user = checked.monoids.find(terms.name);
   std::string why;
   std::optional<algebra::MonoidTerms> declared;
   if (user != checked.monoids.end()) declared = algebra::monoid_terms(*user->second.decl, why);
-  MonoidLaws out = monoid_laws(algebra::check_laws(declared ? *declared : terms));
+  const algebra::MonoidTerms& proved = declared ? *declared : terms;
+  MonoidLaws out = monoid_laws(memo ? memo->check(proved) : algebra::check_laws(proved));
   out.monoid = terms.name;
   out.atomic = atomic_form(terms);
   out.fields = terms.fields.size();

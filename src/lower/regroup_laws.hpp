@@ -33,7 +33,8 @@ struct MonoidLaws {
 // Proves the laws of `terms` (the fold's monoid: a built-in's table row, a user monoid, a
 // discovered chain). A user monoid of `checked` is proved from its declaration (with its lift,
 // so the carrier's domain is known) and brings its `assume` lines.
-MonoidLaws monoid_laws(const algebra::MonoidTerms& terms, const CheckedProgram& checked);
+// `memo` (may be null) keeps verdicts for the next lowering that asks.
+MonoidLaws monoid_laws(const algebra::MonoidTerms& terms, const CheckedProgram& checked, const LawMemo* memo = nullptr);
 // The standing of a monoid the algebra layer already proved (a discovered chain's report).
 MonoidLaws monoid_laws(const algebra::MonoidReport& report);
 

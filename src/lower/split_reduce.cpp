@@ -351,8 +351,8 @@ ReduceFold fold_of_reduce(const Expr& r, const std::string& base, bool per_tile,
 
 class Splitter {
  public:
-  Splitter(const lir::Program& p, const CheckedProgram& checked, const SplitKnob& split)
-      : p_(p), checked_(checked), split_(split), knob_(print_knob(split.setting)) {}
+  Splitter(const lir::Program& p, const CheckedProgram& checked, const SplitKnob& split, const LawMemo* laws)
+      : p_(p), checked_(checked), law_memo_(laws), split_(split), knob_(print_knob(split.setting)) {}
 
   lir::Program run() {
     std::optional<Target> t = find_target(p_, split_.site, checked_);
@@ -378,7 +378,7 @@ class Splitter {
       fold = s;
     }
     // Groups of contiguous ranges combined in order regroup; atomics reorder as well.
-    laws_ = monoid_laws(fold.terms, checked_);
+    laws_ = monoid_laws(fold.terms, checked_, law_memo_);
     if (split_.atomic) atomic_ = atomic_form(fold);
     require_laws(laws_, split_.atomic ? Regroup::Atomic : Regroup::Tree, {split_.setting, split_.origin},
                  fmt::format("splits the reduction over {} into {} groups{}", fold.axis.name, split_.groups,
@@ -648,6 +648,7 @@ class Splitter {
 
   const lir::Program& p_;
   const CheckedProgram& checked_;
+  const LawMemo* law_memo_;
   const SplitKnob& split_;
   std::string knob_;
   Target target_;
@@ -663,9 +664,10 @@ class Splitter {
 
 }  // namespace
 
-lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs) {
+lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
+                          const LawMemo* laws) {
   if (knobs.splits.empty() || program.kernels.empty()) return program;
-  return Splitter(program, checked, knobs.splits.front()).run();
+  return Splitter(program, checked, knobs.splits.front(), laws).run();
 }
 
 }  // namespace emmy::lower

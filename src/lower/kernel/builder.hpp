@@ -148,8 +148,9 @@ struct VecChunk {
 
 class KernelBuilder {
  public:
-  KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs)
-      : p_(program), checked_(checked), knobs_(knobs) {}
+  KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
+                const LawMemo* laws = nullptr)
+      : p_(program), checked_(checked), knobs_(knobs), law_memo_(laws) {}
 
   kir::Program run();
   // What run() decided for each kernel, in order.
@@ -246,6 +247,7 @@ class KernelBuilder {
   // plan could not apply (W050).
   const lir::Program& loops() const { return p_; }
   const CheckedProgram& checked() const { return checked_; }
+  const LawMemo* law_memo() const { return law_memo_; }  // may be null
   const Knobs& knobs() const { return knobs_; }
   std::vector<Warning>& law_warnings() { return law_warnings_; }
 
@@ -354,6 +356,7 @@ class KernelBuilder {
   const lir::Program& p_;
   const CheckedProgram& checked_;
   const Knobs& knobs_;
+  const LawMemo* law_memo_;
   int counter_ = 0;
   int widen_half_ = 0;
   bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is

@@ -59,7 +59,7 @@ const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const Carr
       terms.bool_fields.push_back(spec.fields[i]);
     else if (!kir::is_float(spec.types[i]))
       terms.int_fields.push_back(spec.fields[i]);
-  return laws_[monoid] = monoid_laws(terms, checked_);
+  return laws_[monoid] = monoid_laws(terms, checked_, law_memo_);
 }
 
 // A reduction over `axes` whose first axis is split between the row's threads, each folding

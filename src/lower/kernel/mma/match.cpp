@@ -186,7 +186,8 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
     if (!plan_general_lifts(fold)) return false;
     // A monoid whose laws do not allow the lanes' order (argmax with ties to the left) folds in
     // order on the scalar tier: a refusal, not an error, since TILE may be the program's.
-    std::vector<std::string> missing = missing_laws(monoid_laws(fold.terms, b_.checked()), Regroup::Reorder);
+    std::vector<std::string> missing =
+        missing_laws(monoid_laws(fold.terms, b_.checked(), b_.law_memo()), Regroup::Reorder);
     if (!missing.empty())
       return reject(
           fmt::format("the tensor-core fold combines a row's scores in any order, which needs monoid {} "
@@ -635,7 +636,7 @@ K MmaTier::turn_barrier(bool next) {
 void MmaTier::require_reorder(const algebra::MonoidTerms& terms, const std::string& what) {
   auto use = b_.knobs().uses.find(Knob::Tile);
   if (use == b_.knobs().uses.end()) internal_error(__FILE__, __LINE__, "a tensor-core tile without its TILE setting");
-  require_laws(monoid_laws(terms, b_.checked()), Regroup::Reorder, use->second, what, b_.law_warnings());
+  require_laws(monoid_laws(terms, b_.checked(), b_.law_memo()), Regroup::Reorder, use->second, what, b_.law_warnings());
 }
 
 }  // namespace emmy::lower::detail
