@@ -79,6 +79,8 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
           probe_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains, laws)) {
     c.fold = !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
     c.fold_limits = l->kernels.limits;
+    for (const lower::KernelPlan& plan : l->plans)
+      c.key_bounded = c.key_bounded || (!plan.key_bound.empty() && plan.key_bound != "none");
   }
   c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
   return c;

@@ -19,6 +19,7 @@ struct OpClass {
   std::vector<std::string> intermediates;   // its intermediates (PLACE@name)
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
+  bool key_bounded = false;                 // the fold's keys bounded by its row (causal: j <= i)
 };
 
 // The atom of the op's operands' dtype: `shape` + "_bf16" when an input is bf16, else "_f16".
