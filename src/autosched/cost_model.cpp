@@ -171,6 +171,20 @@ double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Siz
   return bytes;
 }
 
+// The kernel's input buffers' bytes at `sizes`.
+double input_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes) {
+  std::set<std::string> names;
+  for (const kir::Param& p : k.params) names.insert(p.kind == kir::Param::Kind::TensorMap ? p.map_of : p.name);
+  double bytes = 0;
+  for (const kir::Buffer& b : program.buffers) {
+    if (!names.count(b.name) || b.role != kir::Buffer::Role::Input) continue;
+    double n = kir::type_bytes(b.type);
+    for (const std::string& d : b.dims) n *= extent(d, sizes);
+    bytes += n;
+  }
+  return bytes;
+}
+
 // The CTA tile's rows and columns (a fold's key block) from its slabs; 64 x 64 without slabs.
 std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
   double tm = 64, tn = 64;
@@ -325,9 +339,20 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // Each wave makes its passes over the rows one after another (a global round trip each), and
     // a cooperative row reduces through a tree of barriers.
     const int threads_a_row = plan && plan->tier == Tier::CoopRows ? std::max(plan->coop_threads, 1) : 1;
-    const double wave = (loops ? passes(loops->body) : 1) * (f.pass_us + std::log2(threads_a_row) * f.sync_us);
+    const int row_passes = loops ? passes(loops->body) : 1;
+    const double wave = row_passes * (f.pass_us + std::log2(threads_a_row) * f.sync_us);
     out.compute_us = std::max(alu, serial) + out.waves * wave;
-    const double body = std::max(out.memory_us, out.compute_us);
+    // Each pass after the first reads the rows' inputs again: from L2 where the rows the
+    // resident threads hold fit in it, else from memory.
+    const double inputs = input_bytes(program, k, sizes);
+    const double reread = (row_passes - 1) * inputs;
+    const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
+    const bool fits = resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes;
+    if (fits)
+      out.l2_us = reread / (c.l2_gbs * 1e3);
+    else
+      out.memory_us += reread / std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
+    const double body = std::max({out.memory_us, out.l2_us, out.compute_us});
     out.us = c.launch_us + body;
     out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
   }

@@ -55,6 +55,7 @@ struct TargetCeilings {
   double latency_us;      // a global load's round trip: bytes in flight = bandwidth x latency
   int threads_per_sm;     // resident threads an SM
   int smem_per_sm_bytes;  // shared memory an SM splits among its resident CTAs
+  double l2_bytes;        // L2 capacity: rows the resident threads re-read stay there when they fit
 };
 const TargetCeilings& target_ceilings(const TargetInfo& target);
 
