@@ -142,6 +142,7 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
   try {
     lower::PipelineOptions options;
     options.laws = &cx.laws;
+    options.verify_kernel = false;  // ranked, not run: the choice is lowered again, verified
     lower::Lowered l = lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
     o.limits = l.kernels.limits;
     std::vector<Warning> warnings = l.knobs.warnings;
@@ -304,8 +305,9 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   };
   for (size_t i = 0; i < families.size() && (cls.fold || cls.contraction) && none_lowered(); ++i) {
     // Every tile with the family's first pipeline that lowers (a deep ring may not fit shared
-    // memory, turns need two warpgroups: Outcome::pipeline_refused); a fold's tiles that split the value columns also
-    // with all of them in one CTA; then the best tiles with the pipelines not yet tried.
+    // memory, turns need two warpgroups: Outcome::pipeline_refused); the fold tiles that split
+    // the value columns also with all of them in one CTA; then the best tiles with the pipelines
+    // not yet tried.
     const std::vector<std::string> lines = pipelines(families[i], cls);
     std::vector<TileChoice> tiles;  // each tile's first pipeline that lowered, or its last tried
     std::vector<Outcome> tried;
@@ -325,16 +327,21 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
         }
       }
     };
+    auto best_first = [&] {
+      std::vector<size_t> order;
+      for (size_t c = 0; c < tried.size(); ++c)
+        if (tried[c].cost) order.push_back(c);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
+      return order;
+    };
     first_lowering(tile_choices(op, families[i], cls, choice.at));
+    // Every tile's cover: its cost with the value columns split says little about it without.
     std::vector<std::string> covered;
     for (size_t c = 0; c < tried.size(); ++c)
       if (!tried[c].cover.empty()) covered.push_back(join_knobs({tiles[c].tile, tried[c].cover}));
     first_lowering(covered);
-    std::vector<size_t> order;
-    for (size_t c = 0; c < tried.size(); ++c)
-      if (tried[c].cost) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
+    const std::vector<size_t> order = best_first();
     std::vector<TileChoice> refined;
     for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
       const TileChoice& best = tiles[order[r]];

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/dtypes.hpp"
+#include "support/large_stack.hpp"
 
 namespace emmy::autosched {
 
@@ -46,6 +47,7 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
   try {
     lower::PipelineOptions options;
     options.laws = laws;
+    options.verify_kernel = false;  // a probe is read, never run
     lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
     for (const Warning& w : l.kernels.warnings)
       if (w.code == "W054") return std::nullopt;
@@ -74,15 +76,21 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   for (const tir::Stmt& s : tensors.stmts) c.has_reduction = c.has_reduction || tir::has_reduce(s.value);
   if (!target_has(target, Feature::MmaSync)) return c;
   const std::string atom = mma_atom(op, "mma_m16n8k16");
-  // The fold probe: the tier takes a one-warp grid but refuses two warps across keys.
-  if (std::optional<lower::Lowered> l =
-          probe_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains, laws)) {
-    c.fold = !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
+  // The fold probe: the tier takes a one-warp grid but refuses two warps across keys. The three
+  // probes lowered at once.
+  const std::string probes[] = {fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom),
+                                fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom),
+                                fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom)};
+  std::optional<lower::Lowered> lowered[std::size(probes)];
+  for_each_on_large_stacks(std::size(probes), static_cast<int>(std::size(probes)),
+                           [&](size_t i) { lowered[i] = probe_tier(program, op, target, probes[i], chains, laws); });
+  if (const std::optional<lower::Lowered>& l = lowered[0]) {
+    c.fold = !lowered[1].has_value();
     c.fold_limits = l->kernels.limits;
     for (const lower::KernelPlan& plan : l->plans)
       c.key_bounded = c.key_bounded || (!plan.key_bound.empty() && plan.key_bound != "none");
   }
-  c.contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains, laws);
+  c.contraction = lowered[2].has_value();
   return c;
 }
 

@@ -152,6 +152,24 @@ Expr shared_addr(std::string array, Expr index) {
   return e;
 }
 
+Stmt without_children(const Stmt& s) {
+  Stmt h;
+  h.kind = s.kind;
+  h.type = s.type;
+  h.reg = s.reg;
+  h.count = s.count;
+  h.name = s.name;
+  h.space = s.space;
+  h.step = s.step;
+  h.unroll = s.unroll;
+  h.intrinsic = s.intrinsic;
+  h.outs = s.outs;
+  h.imm = s.imm;
+  h.args = s.args;
+  h.text = s.text;
+  return h;
+}
+
 Stmt decl(std::string name, ScalarType type, int count) {
   Stmt s;
   s.kind = Stmt::Kind::Decl;
@@ -309,7 +327,7 @@ std::vector<Stmt> map_stmts(const std::vector<Stmt>& body, const std::function<s
   std::vector<Stmt> out;
   out.reserve(body.size());
   for (const Stmt& s : body) {
-    Stmt c = s;
+    Stmt c = without_children(s);  // the children are rebuilt: copying them first costs a tree a level
     c.body = map_stmts(s.body, f);
     c.orelse = map_stmts(s.orelse, f);
     for (Stmt& r : f(std::move(c))) out.push_back(std::move(r));

@@ -134,6 +134,9 @@ struct Stmt {
   std::string text;
 };
 
+// `s` without its nested statements (body, orelse): a pass that rebuilds them copies this much.
+// A field added to Stmt is added here.
+Stmt without_children(const Stmt& s);
 Stmt decl(std::string name, ScalarType type, int count = 1);
 Stmt decl(std::string name, ScalarType type, Expr init, int count = 1);
 Stmt assign(Reg reg, Expr value);

@@ -203,6 +203,9 @@ struct PipelineOptions {
   bool verify_each = false;              // verify the tensor and loop IR after each pass too
   std::ostream* out = nullptr;           // where print_after writes
   const LawMemo* laws = nullptr;         // the prover's verdicts, shared by many lowerings of one op
+  // Verify the kernel IR after to-kernel (the default). Off only for lowerings that are ranked,
+  // never run: the auto-scheduler lowers its choice again with it on.
+  bool verify_kernel = true;
 };
 // The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise,
 // factor-normalizer, to-loops, split-reduce, to-kernel.

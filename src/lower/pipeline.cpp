@@ -118,7 +118,7 @@ Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobS
       *options.out << fmt::format("// ----- {} IR after {} -----\n", level_name(pass.level), pass.name)
                    << printed(s, pass.level);
     // The kernel IR is verified always (every lowering, the tuner's too); the others on request.
-    if (options.verify_each || pass.level == Level::Kernel) {
+    if (options.verify_each || (pass.level == Level::Kernel && options.verify_kernel)) {
       const std::vector<std::string> problems = verified(s, pass.level);
       EMMY_INTERNAL_ASSERT(problems.empty(),
                            fmt::format("the {} IR does not verify after {}:\n  {}", level_name(pass.level), pass.name,

@@ -52,7 +52,7 @@ std::vector<Stmt> slice(const std::vector<Stmt>& body, const std::set<std::strin
           out.push_back(s);
           break;
         }
-        Stmt kept = s;
+        Stmt kept = kir::without_children(s);
         kept.body = slice(s.body, need, issuer);
         kept.orelse = slice(s.orelse, need, issuer);
         // Both sides the same copies (a masked and an unmasked block issue alike): the
@@ -65,7 +65,7 @@ std::vector<Stmt> slice(const std::vector<Stmt>& body, const std::set<std::strin
         break;
       }
       case Stmt::Kind::For: {
-        Stmt kept = s;
+        Stmt kept = kir::without_children(s);
         kept.body = slice(s.body, need, issuer);
         if (!kept.body.empty()) out.push_back(std::move(kept));
         break;
@@ -159,7 +159,9 @@ std::optional<std::string> specialize_warps(kir::Kernel& kernel, size_t setup, c
     if (producer_only(s, issuer)) return {};
     if (s.kind == Stmt::Kind::Barrier)
       return {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {kir::ci(roles.consumer_barrier)}, {roles.consumers})};
-    return {std::move(s)};
+    std::vector<Stmt> kept;  // not `return {std::move(s)}`: an initializer list copies the tree
+    kept.push_back(std::move(s));
+    return kept;
   });
   if (roles.consumer_registers > 0) {
     consumer.insert(consumer.begin(),
