@@ -77,6 +77,23 @@ double smem_bytes_per_flop(const lower::KernelPlan& p, double elem) {
 }
 
 // ---- work: element operations of a loop nest ------------------------------------------------
+// A fold's combine, in element operations a trip: divisions and the special functions cost
+// several (Welford's per-element divisions made the H200's fused layernorm 2.8x its two passes).
+struct OpWeight {
+  algebra::TermOp op;
+  double ops;
+};
+constexpr OpWeight kOpWeights[] = {{algebra::TermOp::Div, 8},  {algebra::TermOp::IDiv, 8}, {algebra::TermOp::Mod, 8},
+                                   {algebra::TermOp::Exp, 4},  {algebra::TermOp::Log, 4},  {algebra::TermOp::Sqrt, 4},
+                                   {algebra::TermOp::Var, 0},  {algebra::TermOp::Const, 0}};
+double term_ops(const algebra::Term& t) {
+  double n = 1;
+  for (const OpWeight& w : kOpWeights)
+    if (w.op == t.op) n = w.ops;
+  for (const algebra::Term& a : t.args) n += term_ops(a);
+  return n;
+}
+
 struct Work {
   const Sizes& sizes;
   const tir::Program& tensors;
@@ -112,6 +129,7 @@ struct Work {
         case lir::Stmt::Kind::Fold: {
           double lift = 1;
           for (const lir::CarrierField& f : s.fields) lift += expr(f.lift);
+          for (const algebra::Term& c : s.terms.combine) lift += term_ops(c);
           for (const tir::Expr& w : s.where) lift += expr(w);
           double trips = extent(s.axis.size, sizes) * (s.where.empty() ? 1.0 : 0.5);
           n += trips * lift + stmts(s.results);
