@@ -83,9 +83,9 @@ struct OpWeight {
   algebra::TermOp op;
   double ops;
 };
-constexpr OpWeight kOpWeights[] = {{algebra::TermOp::Div, 8},  {algebra::TermOp::IDiv, 8}, {algebra::TermOp::Mod, 8},
-                                   {algebra::TermOp::Exp, 4},  {algebra::TermOp::Log, 4},  {algebra::TermOp::Sqrt, 4},
-                                   {algebra::TermOp::Var, 0},  {algebra::TermOp::Const, 0}};
+constexpr OpWeight kOpWeights[] = {{algebra::TermOp::Div, 8}, {algebra::TermOp::IDiv, 8}, {algebra::TermOp::Mod, 8},
+                                   {algebra::TermOp::Exp, 4}, {algebra::TermOp::Log, 4},  {algebra::TermOp::Sqrt, 4},
+                                   {algebra::TermOp::Var, 0}, {algebra::TermOp::Const, 0}};
 double term_ops(const algebra::Term& t) {
   double n = 1;
   for (const OpWeight& w : kOpWeights)
