@@ -14,7 +14,9 @@
 #include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
+#include "ir/print_kernel.hpp"
 #include "ir/verify_kernel.hpp"
+#include "lower/law_memo.hpp"
 #include "lower/passes.hpp"
 #include "schedule_matrix.hpp"
 #include "test_helpers.hpp"
@@ -178,6 +180,64 @@ TEST_CASE("cost model: more work takes longer; a run at nominal sizes says so") 
   CHECK(nominal.nominal);
   CHECK(nominal.at.at("M") == autosched::kNominalSize);
   CHECK(autosched::explain(nominal).find("every size taken as 1024") != std::string::npos);
+}
+
+TEST_CASE("auto-schedule: what the H200 taught it (tests/bench/RESULTS.md, Step 11 runs 2-5)") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  const TargetInfo& sm90 = *find_target("sm_90");
+  auto nn = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!nn->diags->has_errors());
+  const SizeBindings hd128{{"B", 4}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 128}, {"E", 128}};
+  // Head dim 128: four consumer warpgroups' accumulators would spill (ptxas: 460 bytes), so the
+  // tile is two warpgroups with every value column in one CTA (the keys folded once).
+  autosched::AutoSchedule sdpa =
+      autosched::auto_schedule(*nn->program, nn->program->ops.at("sdpa"), sm90a, &hd128, nullptr);
+  CAPTURE(autosched::explain(sdpa, 30));
+  CHECK(sdpa.knobs.find("TILE@e=f128") != std::string::npos);
+  CHECK(sdpa.knobs.find("/w16x1/") == std::string::npos);
+  CHECK(autosched::explain(sdpa, 30).find("would spill") != std::string::npos);
+  // Causal folds are not persistent (740 us against 477 on the H200).
+  SizeBindings causal_sizes = hd128;
+  causal_sizes.erase("T");
+  autosched::AutoSchedule causal =
+      autosched::auto_schedule(*nn->program, nn->program->ops.at("sdpa_causal"), sm90a, &causal_sizes, nullptr);
+  CAPTURE(autosched::explain(causal, 30));
+  CHECK(causal.knobs.find("TILE@e=f128") != std::string::npos);
+  for (const autosched::Ranked& r : causal.ranked) CHECK(r.knobs.find("PERSIST=1") == std::string::npos);
+  // Layernorm's fused mean and variance become Welford's pass, whose divisions ran 2.8x slower.
+  const SizeBindings rows{{"N", 32768}, {"C", 8192}};
+  autosched::AutoSchedule ln =
+      autosched::auto_schedule(*nn->program, nn->program->ops.at("layernorm"), sm90, &rows, nullptr);
+  CAPTURE(autosched::explain(ln, 30));
+  CHECK(ln.knobs.find("PLACE=fuse") == std::string::npos);
+}
+
+TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy without children") {
+  algebra::MonoidTerms sum;
+  sum.name = "sum";
+  sum.fields = {"x"};
+  sum.identity = {algebra::Term::constant(algebra::Rational::of(0))};
+  sum.combine = {algebra::Term::make(algebra::TermOp::Add, {algebra::Term::var("a.x"), algebra::Term::var("b.x")})};
+  const lower::LawMemo memo;
+  const algebra::MonoidReport direct = algebra::check_laws(sum);
+  for (int i = 0; i < 2; ++i) {
+    const algebra::MonoidReport memoized = memo.check(sum);
+    CHECK(memoized.associative.outcome == direct.associative.outcome);
+    CHECK(memoized.commutative.outcome == direct.commutative.outcome);
+    CHECK(memoized.identity.outcome == direct.identity.outcome);
+  }
+  kir::Stmt loop = kir::for_loop("i", kir::ScalarType::I32, kir::ci(0), kir::ci(8), {kir::comment("inner")}, true);
+  loop.step = 4;
+  loop.orelse = {kir::comment("other")};
+  const kir::Stmt head = kir::without_children(loop);
+  CHECK(head.body.empty());
+  CHECK(head.orelse.empty());
+  kir::Stmt rebuilt = head;
+  rebuilt.body = loop.body;
+  rebuilt.orelse = loop.orelse;
+  CHECK(print_stmt_line(rebuilt) == print_stmt_line(loop));
+  CHECK(rebuilt.step == 4);
+  CHECK(rebuilt.text == loop.text);
 }
 
 TEST_CASE("cost model: the fitted constants' parser") {
