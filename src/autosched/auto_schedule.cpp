@@ -4,6 +4,7 @@
 #include "autosched/auto_schedule.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -241,15 +242,31 @@ std::string knobs_of(const OpClass& cls, const TileChoice& c) {
   return join_knobs({cls.fold ? "PLACE=fuse" : "", c.tile, c.pipeline, cls.has_exp ? "FAST_EXP=1" : ""});
 }
 
-std::vector<std::string> row_candidates(const OpClass& cls) {
+// The longest row the op reduces at `at` (a literal size, or 0 when none is bound).
+int64_t longest_row(const OpClass& cls, const Sizes& at) {
+  int64_t out = 0;
+  for (const std::string& size : cls.reduced_sizes) {
+    if (auto it = at.find(size); it != at.end()) out = std::max(out, it->second);
+    if (!size.empty() && std::isdigit(static_cast<unsigned char>(size[0])))
+      out = std::max<int64_t>(out, std::stoll(size));
+  }
+  return out;
+}
+
+// Cooperative rows sized by the row: no more threads a row than its vectors (a warp at least).
+std::vector<std::string> row_candidates(const OpClass& cls, const Sizes& at) {
   const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
   const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
+  const int64_t row = longest_row(cls, at);
+  const int64_t most = row > 0 ? std::max<int64_t>(kRowThreads[0], (row + cls.widest_vector - 1) / cls.widest_vector)
+                               : kRowThreads[std::size(kRowThreads) - 1];
   std::vector<std::string> places{"PLACE=fuse", "PLACE=cut"};
   for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
   std::vector<std::string> out{join_knobs({"PLACE=fuse", fast_exp})};
   if (!cls.has_reduction) return out;
   for (const std::string& place : places)
-    for (int t : kRowThreads) out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
+    for (int t : kRowThreads)
+      if (t <= most) out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
   return out;
 }
 
@@ -351,7 +368,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     try_choices(refined);
   }
   if (none_lowered()) {
-    std::vector<std::string> knobs = row_candidates(cls);
+    std::vector<std::string> knobs = row_candidates(cls, choice.at);
     knobs.push_back("");
     for (Outcome& o : try_all(cx, choice.at, check, knobs)) outcomes.push_back(std::move(o));
   }

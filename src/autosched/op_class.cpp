@@ -73,7 +73,15 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   const tir::Program tensors = lower::to_tensor(program, op);
   const std::string text = tir::print_program(tensors);
   c.has_exp = text.find("exp(") != std::string::npos;
-  for (const tir::Stmt& s : tensors.stmts) c.has_reduction = c.has_reduction || tir::has_reduce(s.value);
+  for (const tir::Stmt& s : tensors.stmts) {
+    c.has_reduction = c.has_reduction || tir::has_reduce(s.value);
+    tir::visit(s.value, [&](const tir::Expr& e) {
+      if (e.kind == tir::Expr::Kind::Reduce)
+        for (const tir::Axis& a : e.axes)
+          if (std::find(c.reduced_sizes.begin(), c.reduced_sizes.end(), a.size) == c.reduced_sizes.end())
+            c.reduced_sizes.push_back(a.size);
+    });
+  }
   if (!target_has(target, Feature::MmaSync)) return c;
   const std::string atom = mma_atom(op, "mma_m16n8k16");
   // The fold probe: the tier takes a one-warp grid but refuses two warps across keys. The three

@@ -16,6 +16,7 @@ struct OpClass {
   bool contraction = false;  // the tensor-core contraction tier takes it
   bool has_exp = false;      // an exp in its tensor IR: FAST_EXP applies
   bool has_reduction = false;
+  std::vector<std::string> reduced_sizes;   // the size symbols (or literals) its reductions run over
   std::vector<std::string> intermediates;   // its intermediates (PLACE@name)
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
