@@ -326,24 +326,31 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     // the value columns also with all of them in one CTA; then the best tiles with the pipelines
     // not yet tried.
     const std::vector<std::string> lines = pipelines(families[i], cls);
+    if (lines.empty()) continue;
+    // Rounds of lowerings, each on every core: a tile refused for its pipeline moves to the next
+    // line; a lowered tile that splits the value columns brings the tile with all of them in one
+    // CTA (its cost with them split says little about it without) into the next round.
     std::vector<TileChoice> tiles;  // each tile's first pipeline that lowered, or its last tried
     std::vector<Outcome> tried;
-    auto first_lowering = [&](std::vector<std::string> pending) {
-      for (size_t line = 0; line < lines.size() && !pending.empty(); ++line) {
-        std::vector<TileChoice> round;
-        for (const std::string& tile : pending) round.push_back({tile, lines[line]});
-        std::vector<Outcome> got = try_choices(round);
-        pending.clear();
-        for (size_t c = 0; c < got.size(); ++c) {
-          if (!got[c].cost && got[c].pipeline_refused && line + 1 < lines.size()) {
-            pending.push_back(round[c].tile);
-            continue;
-          }
-          tiles.push_back(round[c]);
-          tried.push_back(std::move(got[c]));
+    std::vector<std::pair<std::string, size_t>> pending;  // a tile and its line
+    for (const std::string& tile : tile_choices(op, families[i], cls, choice.at)) pending.emplace_back(tile, 0);
+    while (!pending.empty()) {
+      std::vector<TileChoice> round;
+      for (const auto& [tile, line] : pending) round.push_back({tile, lines[line]});
+      std::vector<Outcome> got = try_choices(round);
+      std::vector<std::pair<std::string, size_t>> next;
+      for (size_t c = 0; c < got.size(); ++c) {
+        const size_t line = pending[c].second;
+        if (!got[c].cost && got[c].pipeline_refused && line + 1 < lines.size()) {
+          next.emplace_back(pending[c].first, line + 1);
+          continue;
         }
+        if (!got[c].cover.empty()) next.emplace_back(join_knobs({pending[c].first, got[c].cover}), line);
+        tiles.push_back(round[c]);
+        tried.push_back(std::move(got[c]));
       }
-    };
+      pending = std::move(next);
+    }
     auto best_first = [&] {
       std::vector<size_t> order;
       for (size_t c = 0; c < tried.size(); ++c)
@@ -352,12 +359,6 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
                        [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
       return order;
     };
-    first_lowering(tile_choices(op, families[i], cls, choice.at));
-    // Every tile's cover: its cost with the value columns split says little about it without.
-    std::vector<std::string> covered;
-    for (size_t c = 0; c < tried.size(); ++c)
-      if (!tried[c].cover.empty()) covered.push_back(join_knobs({tiles[c].tile, tried[c].cover}));
-    first_lowering(covered);
     const std::vector<size_t> order = best_first();
     std::vector<TileChoice> refined;
     for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
