@@ -74,6 +74,7 @@ constexpr PipelineRow kPipelines[] = {
 };
 
 constexpr size_t kTilesRefined = 2;
+constexpr int kWgmmaMinChunk = 4;
 // The warnings that refuse a pipeline, not a tile: a knob without effect (W050: turns with one
 // warpgroup), STAGE's tma taken as cp.async (W055: rows TMA cannot copy).
 constexpr std::string_view kPipelineWarnings[] = {"W050", "W055"};
@@ -123,7 +124,10 @@ std::string value_cover(const lower::Lowered& l, const Sizes& at) {
       if (slab.role != "value") continue;
       auto size = at.find(read_axis_size(slab.read, slab.inner, l.loops.tensors));
       if (size == at.end() || size->second <= slab.cols || slab.cols >= kMaxValueTile) return "";
-      return fmt::format("TILE@{}=f{}", slab.inner, std::min<int64_t>((size->second + 15) / 16 * 16, kMaxValueTile));
+      // In whole slabs: a wgmma slab's rows are its 128-byte swizzle wide (the blocks cover
+      // head dim 96 with 128 columns).
+      const int64_t whole = (size->second + slab.cols - 1) / slab.cols * slab.cols;
+      return fmt::format("TILE@{}=f{}", slab.inner, std::min<int64_t>(whole, kMaxValueTile));
     }
   return "";
 }
@@ -225,7 +229,10 @@ std::vector<std::string> pipelines(Family family, const OpClass& cls) {
 
 // One family's tiles for the op's kind.
 std::vector<std::string> tile_choices(const CheckedOp& op, Family family, const OpClass& cls, const Sizes& at) {
-  const int chunk = cls.fold ? fold_chunk(cls.fold_limits, at) : 4;  // the classifying probe's register bound
+  // The classifying probe's register bound; wgmma reads whole 128-byte swizzled rows (64 f16
+  // elements: 4 k-steps), so its chunk is never less (head dim 32 takes k4, as the blocks do).
+  int chunk = cls.fold ? fold_chunk(cls.fold_limits, at) : 4;
+  if (family == Family::Wgmma) chunk = std::max(chunk, kWgmmaMinChunk);
   std::vector<std::string> out;
   for (const TileRow& t : kTiles) {
     if ((t.family == Family::Wgmma) != (family == Family::Wgmma) || t.fold != cls.fold) continue;
