@@ -328,15 +328,13 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     return tried;
   };
   for (size_t i = 0; i < families.size() && (cls.fold || cls.contraction) && none_lowered(); ++i) {
-    // Every tile with the family's first pipeline that lowers (a deep ring may not fit shared
-    // memory, turns need two warpgroups: Outcome::pipeline_refused); the fold tiles that split
-    // the value columns also with all of them in one CTA; then the best tiles with the pipelines
-    // not yet tried.
+    // Rounds of lowerings, each on every core, from every tile at the family's first pipeline: a
+    // tile refused for its pipeline (a ring too deep for shared memory, turns with one
+    // warpgroup: Outcome::pipeline_refused) moves to the next; a fold tile that splits the value
+    // columns brings the tile with all of them in one CTA (its cost with them split says little
+    // about it without). Then the best tiles with the pipelines not yet tried.
     const std::vector<std::string> lines = pipelines(families[i], cls);
     if (lines.empty()) continue;
-    // Rounds of lowerings, each on every core: a tile refused for its pipeline moves to the next
-    // line; a lowered tile that splits the value columns brings the tile with all of them in one
-    // CTA (its cost with them split says little about it without) into the next round.
     std::vector<TileChoice> tiles;  // each tile's first pipeline that lowered, or its last tried
     std::vector<Outcome> tried;
     std::vector<std::pair<std::string, size_t>> pending;  // a tile and its line
@@ -358,15 +356,11 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
       }
       pending = std::move(next);
     }
-    auto best_first = [&] {
-      std::vector<size_t> order;
-      for (size_t c = 0; c < tried.size(); ++c)
-        if (tried[c].cost) order.push_back(c);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
-      return order;
-    };
-    const std::vector<size_t> order = best_first();
+    std::vector<size_t> order;  // the lowered tiles, fastest first
+    for (size_t c = 0; c < tried.size(); ++c)
+      if (tried[c].cost) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
     std::vector<TileChoice> refined;
     for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
       const TileChoice& best = tiles[order[r]];
