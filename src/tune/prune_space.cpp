@@ -36,12 +36,14 @@ struct Outcome {
 
 Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                     const SizeBindings& sizes, const Enumerated& point,
-                    const std::vector<algebra::DiscoveredChain>* chains) {
+                    const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo& laws) {
   KnobListResult parsed = parse_knob_list(point.knobs, &target);
   if (!parsed.errors.empty()) return {std::nullopt, "illegal", parsed.errors.front().message};
   lower::Lowered l;
   try {
-    l = lower::lower_op(program, op, {nullptr, "", point.knobs}, target, chains);
+    lower::PipelineOptions options;
+    options.laws = &laws;  // every point asks the prover the same questions
+    l = lower::lower_op(program, op, {nullptr, "", point.knobs}, target, chains, options);
   } catch (const lower::SharedMemoryError& e) {
     return {std::nullopt, "shared memory", e.what()};
   } catch (const std::exception& e) {
@@ -95,9 +97,11 @@ Space prune_space(const CheckedProgram& program, const CheckedOp& op, const Targ
                   const SizeBindings& sizes, const std::vector<Enumerated>& points,
                   const std::vector<algebra::DiscoveredChain>* chains, int threads) {
   std::vector<Outcome> outcomes(points.size());
+  const lower::LawMemo laws;
   // Lowering recurses on expression trees (a fused chain may be far deeper than one statement).
-  for_each_on_large_stacks(points.size(), threads,
-                           [&](size_t i) { outcomes[i] = lower_point(program, op, target, sizes, points[i], chains); });
+  for_each_on_large_stacks(points.size(), threads, [&](size_t i) {
+    outcomes[i] = lower_point(program, op, target, sizes, points[i], chains, laws);
+  });
 
   Space space;
   space.enumerated = static_cast<int>(points.size());
