@@ -101,21 +101,6 @@ struct Outcome {
   bool pipeline_refused = false;
 };
 
-// The size symbol of `axis` in a slab's read ("v[b, h, j, e]"): its tensor's dimension there.
-std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors) {
-  const size_t open = read.find('[');
-  const tir::Tensor* t = open == std::string::npos ? nullptr : tensors.find(read.substr(0, open));
-  if (!t) return "";
-  size_t at = open + 1;
-  for (const std::string& dim : t->dims) {
-    const size_t end = std::min(read.find_first_of(",]", at), read.size());
-    if (read.substr(at, end - at) == axis) return dim;
-    at = read.find_first_not_of(' ', end + 1);
-    if (at == std::string::npos) break;
-  }
-  return "";
-}
-
 // TILE@<axis>=f<N> giving one CTA all of a fold's value columns where its value slab takes
 // fewer at `at` (up to the widest tile); "" where it takes them all.
 std::string value_cover(const lower::Lowered& l, const Sizes& at) {

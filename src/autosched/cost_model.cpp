@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "autosched/op_class.hpp"
 #include "ir/launch_expr.hpp"
 
 namespace emmy::autosched {
@@ -155,24 +156,15 @@ void collect_axes(const std::vector<lir::Stmt>& body, std::map<std::string, std:
 
 // The extent of `axis` in the read a slab stages ("q[b, h, i, d_1]"): the read tensor's dimension.
 std::string slab_axis_size(const lower::KernelPlan& p, const std::string& axis, const tir::Program& tensors) {
-  for (const lower::SlabPlan& s : p.slabs) {
-    const size_t open = s.read.find('[');
-    const tir::Tensor* t = open == std::string::npos ? nullptr : tensors.find(s.read.substr(0, open));
-    if (!t) continue;
-    size_t at = open + 1;
-    for (size_t dim = 0; dim < t->dims.size() && at < s.read.size(); ++dim) {
-      size_t end = s.read.find_first_of(",]", at);
-      if (end == std::string::npos) end = s.read.size();
-      if (s.read.substr(at, end - at) == axis) return t->dims[dim];
-      at = s.read.find_first_not_of(' ', end + 1);
-      if (at == std::string::npos) break;
-    }
-  }
+  for (const lower::SlabPlan& s : p.slabs)
+    if (std::string size = read_axis_size(s.read, axis, tensors); !size.empty()) return size;
   return "";
 }
 
-// The kernel's global buffers (a TMA descriptor's buffer counts once), in bytes at `sizes`.
-double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, int* narrowest) {
+// The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
+// bytes at `sizes`; `narrowest` (when given) takes the narrowest element among them.
+double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, bool inputs_only,
+                    int* narrowest = nullptr) {
   std::set<std::string> names;
   for (const kir::Param& p : k.params) {
     if (p.kind == kir::Param::Kind::Buffer) names.insert(p.name);
@@ -180,23 +172,9 @@ double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Siz
   }
   double bytes = 0;
   for (const kir::Buffer& b : program.buffers) {
-    if (!names.count(b.name)) continue;
+    if (!names.count(b.name) || (inputs_only && b.role != kir::Buffer::Role::Input)) continue;
     double n = kir::type_bytes(b.type);
-    *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
-    for (const std::string& d : b.dims) n *= extent(d, sizes);
-    bytes += n;
-  }
-  return bytes;
-}
-
-// The kernel's input buffers' bytes at `sizes`.
-double input_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes) {
-  std::set<std::string> names;
-  for (const kir::Param& p : k.params) names.insert(p.kind == kir::Param::Kind::TensorMap ? p.map_of : p.name);
-  double bytes = 0;
-  for (const kir::Buffer& b : program.buffers) {
-    if (!names.count(b.name) || b.role != kir::Buffer::Role::Input) continue;
-    double n = kir::type_bytes(b.type);
+    if (narrowest) *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
     for (const std::string& d : b.dims) n *= extent(d, sizes);
     bytes += n;
   }
@@ -244,7 +222,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
   out.ctas = std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
   int narrowest = 8;
-  out.bytes = buffer_bytes(program, k, sizes, &narrowest);
+  out.bytes = buffer_bytes(program, k, sizes, false, &narrowest);
   const bool tensor_cores = plan && (plan->tier == Tier::MmaContraction || plan->tier == Tier::MmaFold);
 
   // Work: the loop nest's element operations over its thread space.
@@ -362,7 +340,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.compute_us = std::max(alu, serial) + out.waves * wave;
     // Each pass after the first reads the rows' inputs again: from L2 where the rows the
     // resident threads hold fit in it, else from memory.
-    const double inputs = input_bytes(program, k, sizes);
+    const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
     const bool fits = resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes;

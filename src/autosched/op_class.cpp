@@ -27,6 +27,20 @@ int widest_vector(const CheckedOp& op) {
   return std::clamp(16 / std::max(narrowest, 1), 1, 8);
 }
 
+std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors) {
+  const size_t open = read.find('[');
+  const tir::Tensor* t = open == std::string::npos ? nullptr : tensors.find(read.substr(0, open));
+  if (!t) return "";
+  size_t at = open + 1;
+  for (const std::string& dim : t->dims) {
+    const size_t end = std::min(read.find_first_of(",]", at), read.size());
+    if (read.substr(at, end - at) == axis) return dim;
+    at = read.find_first_not_of(' ', end + 1);
+    if (at == std::string::npos) break;
+  }
+  return "";
+}
+
 std::string join_knobs(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& p : parts) {

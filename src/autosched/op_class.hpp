@@ -31,6 +31,9 @@ bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const Target
                 const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 // COOP's widest vector /v<V>: elements of the op's narrowest input in one 16-byte access (1 to 8).
 int widest_vector(const CheckedOp& op);
+// The size symbol of `axis` in a slab's read ("v[b, h, j, e]"): its tensor's dimension there
+// ("" when the read names no tensor of `tensors` or not the axis).
+std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors);
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
 
