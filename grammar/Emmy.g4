@@ -63,7 +63,10 @@ monoidMember: 'identity' '=' expr ';'                                         # 
 
 // ---- schedules ---------------------------------------------------------------
 // `where`: a guard over the op's sizes; the first block whose guard holds is the default.
-scheduleDecl: 'schedule' ID 'for' ID ('as' STRING)? ('where' expr)? '{' knobEntry* '}' ;
+// `auto;` in place of the knobs: the auto-scheduler's choice at each run's sizes.
+scheduleDecl: 'schedule' ID 'for' ID ('as' STRING)? ('where' expr)? ('{' knobEntry* '}' | autoBody) ;
+// `auto` is a word of this place only (build_ast refuses another): it stays a name elsewhere.
+autoBody    : ID ';' ;
 knobEntry   : ID ('@' ID)? '=' knobValue ';' ;
 // A knob value is taken verbatim from the source text (KNOBS.md codec); the
 // schedule codec parses it, so a line pastes unchanged into EMMY_KNOBS.

@@ -34,8 +34,9 @@ namespace {
 std::string block_name(const CheckedSchedule* s) {
   if (!s) return "no block: the auto-schedule";
   const ast::ScheduleDecl& d = *s->decl;
-  return fmt::format("schedule {} for {}{} ({}:{})", d.op.name, d.target.name,
-                     d.label ? fmt::format(" as \"{}\"", d.label->name) : "", s->place.path, s->place.line);
+  return fmt::format("schedule {} for {}{}{} ({}:{})", d.op.name, d.target.name,
+                     d.label ? fmt::format(" as \"{}\"", d.label->name) : "", d.automatic ? " auto" : "", s->place.path,
+                     s->place.line);
 }
 
 // --explain-schedule: the blocks a run of `op` considers, in order, and each one's verdict before
@@ -108,15 +109,18 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     const bool whole = !lo.knobs_merge && (!lo.env_knobs.empty() || !lo.cli_knobs.empty());
     for (size_t i = 0; i < tried.size(); ++i) {
       std::string base;
-      if (!tried[i] && !whole && (lo.schedule.empty() || lo.schedule == lower::kAutoSchedule)) {
+      if (lower::is_auto(tried[i]) && !whole &&
+          (tried[i] || lo.schedule.empty() || lo.schedule == lower::kAutoSchedule)) {
         autosched::AutoSchedule choice = autosched::auto_schedule(program, *op, *target, lo.sizes, lo.chains);
         base = choice.knobs;
         if (lo.explain_schedule)
           err << autosched::explain(choice);
         else if (lo.note_auto_schedule)
-          err << fmt::format(
-              "emmyc: note: no schedule block of {} for {}: auto-schedule {} (--explain-schedule says why)\n",
-              op->decl->name.name, target->name, base.empty() ? "the knobs' defaults" : base);
+          err << fmt::format("emmyc: note: {}: auto-schedule {} (--explain-schedule says why)\n",
+                             tried[i]
+                                 ? block_name(tried[i])
+                                 : fmt::format("no schedule block of {} for {}", op->decl->name.name, target->name),
+                             base.empty() ? "the knobs' defaults" : base);
       }
       lower::Lowered l =
           lower::lower_op(program, *op, {tried[i], lo.env_knobs, lo.cli_knobs, base}, *target, lo.chains, lo.pipeline);

@@ -139,7 +139,7 @@ struct KnobSources {
   const CheckedSchedule* block = nullptr;  // the op's schedule block for the target, if any
   std::string env;                         // EMMY_KNOBS
   std::string cli;                         // --knobs
-  std::string base;                        // under env and cli where there is no block: the auto-schedule's
+  std::string base;                        // under env and cli where the block is none or `auto;`: the auto-schedule's
 };
 
 // Merges the sources entry by entry (later wins: block or base, env, cli) and checks what the
@@ -180,12 +180,14 @@ std::variant<const CheckedSchedule*, std::string> select_schedule(
     const std::map<std::string, int64_t>* sizes = nullptr);
 // The blocks a run of `op` may take by default, in the order they are tried: for the target and
 // then its base, the guarded blocks (named or not) in source order, then the unnamed unguarded
-// one; null last (no block: the knobs' defaults).
+// one; null last (no block: the auto-schedule). A block that says `auto;` takes its place like any.
 std::vector<const CheckedSchedule*> default_candidates(const CheckedProgram& program, const std::string& op,
                                                        const TargetInfo& target);
 // Whether the block's guard holds at `sizes` (true without a guard); false where a size it reads is
 // unbound, or its arithmetic overflows or divides by zero.
 bool guard_holds(const CheckedSchedule& block, const std::map<std::string, int64_t>& sizes);
+// Whether lowering with `block` takes the auto-scheduler's knobs: no block, or one that says `auto;`.
+inline bool is_auto(const CheckedSchedule* block) { return !block || (block->decl && block->decl->automatic); }
 // W056, at the block's header: `block` cannot serve a run's sizes (`why`: the kernels' limit).
 Warning unserved_block(const CheckedSchedule& block, const std::string& why);
 

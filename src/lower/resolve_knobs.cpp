@@ -227,7 +227,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
     block_name = fmt::format("schedule {} for {}{}", d.op.name, d.target.name,
                              d.label ? fmt::format(" as \"{}\"", d.label->name) : "");
   }
-  if (!sources.block) merge_text(k.settings, origins, "the auto-schedule", sources.base, target);
+  if (is_auto(sources.block)) merge_text(k.settings, origins, "the auto-schedule", sources.base, target);
   merge_text(k.settings, origins, "EMMY_KNOBS", sources.env, target);
   merge_text(k.settings, origins, "--knobs", sources.cli, target);
   auto from_block = [&](const KnobSetting& s) {

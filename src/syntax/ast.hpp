@@ -133,6 +133,7 @@ struct ScheduleDecl {
   std::optional<Ident> label;  // `as "NAME"`: name without quotes, range of the string
   std::optional<Expr> guard;   // `where M * N <= 4194304`: over the op's sizes (sema checks it)
   std::vector<KnobEntry> entries;
+  std::optional<SourceRange> automatic;  // `auto;` for the knobs: the auto-schedule (the word's range)
   SourceRange range;
 };
 

@@ -706,6 +706,16 @@ class Builder {
       s.label = ast::Ident{t.substr(1, t.size() - 2), range(str)};
     }
     if (auto* guard = c->expr()) s.guard = expr(guard);
+    if (P::AutoBodyContext* body = c->autoBody()) {
+      const ast::Ident word = ident(body->ID());
+      if (word.name == "auto")
+        s.automatic = word.range;
+      else
+        diags_
+            .error("E002", word.range,
+                   fmt::format("expected '{{' or 'auto' after the block's header, found '{}'", word.name))
+            .hint("list the knobs in braces (`{ TILE=...; }`) or write `auto;` for the auto-scheduler's choice");
+    }
     for (P::KnobEntryContext* k : c->knobEntry()) {
       ast::KnobEntry e;
       e.knob = ident(k->ID(0));

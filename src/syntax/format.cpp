@@ -133,7 +133,7 @@ class Formatter {
     if (c.kind == TokenKind::Word && c.text == "schedule" && braces_ == 0) in_schedule_ = true;
     if (c.text == "{") ++braces_;
     if (kOpenBrackets.count(c.text)) ++brackets_;
-    if (c.text == "}" && braces_ == 0) in_schedule_ = false;
+    if ((c.text == "}" || c.text == ";") && braces_ == 0) in_schedule_ = false;  // `{ ... }` or `auto;`
     if (in_schedule_ && braces_ == 1 && c.text == "=") in_knob_value_ = true;
     if (c.text == ";") in_knob_value_ = false;
   }

@@ -76,6 +76,7 @@ void print_schedule(std::string& out, const ast::ScheduleDecl& s) {
                      s.label ? fmt::format(" as \"{}\"", s.label->name) : "",
                      s.guard ? " where " + print_expr(*s.guard, nullptr) : "");
   print_doc(out, s.doc);
+  if (s.automatic) out += "  auto\n";
   for (const ast::KnobEntry& k : s.entries)
     out += fmt::format("  knob {}{} = {}\n", k.knob.name, k.site ? "@" + k.site->name : "", k.value);
 }

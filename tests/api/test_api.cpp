@@ -257,6 +257,34 @@ TEST_CASE("api: a run takes the guarded block its sizes select; one that cannot 
   CHECK(op.warnings().size() == 1);  // said once
 }
 
+TEST_CASE("api: a block that says `auto;` takes the auto-schedule where it is taken, over the base target's") {
+  constexpr const char* kAuto = R"(
+op rows(x: f16[N, C]) -> (y: f16[N, C]) {
+  m[n] = max(c: x[n, c]);
+  y[n, c] = x[n, c] - m[n];
+}
+
+schedule rows for sm_90 {
+  PLACE = cut;
+}
+
+schedule rows for sm_90a where C >= 65536 {
+  PLACE = fuse;
+  COOP = t1024/v8;
+}
+
+schedule rows for sm_90a auto;
+)";
+  api::Options o = options();
+  o.target = "sm_90a";
+  api::Op op = api::Program::from_source(kAuto, "auto.emmy", o).op("rows");
+  CHECK(op.knobs().find("COOP=t") != std::string::npos);  // derived at nominal sizes, not sm_90's PLACE=cut
+  CHECK(op.knobs_at({{"N", 8}, {"C", 70000}}) == "PLACE=fuse,COOP=t1024/v8");               // the guarded block
+  CHECK(op.knobs_at({{"N", 4096}, {"C", 1000}}).find("COOP=t32/v8") != std::string::npos);  // 125 vectors a row
+  o.target = "sm_90";
+  CHECK(api::Program::from_source(kAuto, "auto.emmy", o).op("rows").knobs() == "PLACE=cut");
+}
+
 TEST_CASE("api: without a GPU, compile() still reports resources and launch is a Device error that says why") {
   api::Op op = api::Program::from_source(kRowOps, "row.emmy", options()).op("scale");
   std::vector<api::KernelInfo> kernels;

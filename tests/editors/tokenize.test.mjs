@@ -182,8 +182,11 @@ function expectations(text) {
       } else {
         want(t, 'plain name', null);
       }
-    } else if (state === 'header') {
-      if (t.text === '{') {
+    } else if (state === 'header' || (state === 'guard' && t.text === 'auto' && next === ';')) {
+      if (t.text === 'auto' && next === ';') {
+        want(t, 'keyword', 'keyword.control.auto.emmy');
+        state = 'top';
+      } else if (t.text === '{') {
         state = 'body';
         entry = 'name';
       } else if (t.text === 'where') {
@@ -328,6 +331,8 @@ schedule fixture for sm_80 as "esc\\"aped" { /* inline */
 schedule fixture for sm_90 as "guarded" where (N + 127) / 128 * 4 >= 64 && !false {
   TILE = a:scalar;
 }
+schedule fixture for sm_80 as "auto" where N > 4 auto;
+schedule fixture for sm_90 auto ;
 schedule fixture for sm_120 {
   // a comment in a schedule block
   TILE@y = f4;

@@ -25,6 +25,8 @@ syn match   emmyComment   "//\([^/].*\)\=$" contains=@Spell
 syn region  emmyComment   start="/\*" end="\*/" contains=@Spell
 syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained contains=emmyAtom,emmyKnobWord
 syn match   emmySite      "@\w\+" contained
+" `auto;` for a block's knobs: the auto-scheduler's choice (a word of schedule headers only).
+syn match   emmyAuto      "\<auto\ze\s*;"
 " The block's body, from its '{' (a keyword would win over a region starting on `schedule`).
 syn region  emmySchedule  start="\(\<schedule\>[^{]*\)\@<={" end="}" contains=emmyDecl,emmyKeyword,emmyTarget,emmyString,emmyKnob,emmySite,emmyKnobValue,emmyComment,emmyDoc
 
@@ -44,5 +46,6 @@ hi def link emmyKnobValue Special
 hi def link emmyAtom      Type
 hi def link emmyKnobWord  Keyword
 hi def link emmySite      Identifier
+hi def link emmyAuto      Keyword
 
 let b:current_syntax = "emmy"
