@@ -160,6 +160,7 @@ struct Op::Impl {
   const TargetInfo* target = nullptr;
   const CheckedOp* op = nullptr;
   std::vector<algebra::DiscoveredChain> chains;  // the op's, proved
+  std::unique_ptr<lower::LawMemo> laws;          // the program's proofs so far, for its lowerings
   std::vector<TensorSpec> inputs, outputs;
   std::vector<std::string> warnings;
   // The blocks a run takes by default, tried in order at its sizes (guards, then the kernels'
@@ -195,8 +196,8 @@ const std::string& Op::Impl::auto_knobs_locked(const Sizes* sizes) {
   const Sizes key = sizes ? *sizes : Sizes{};
   auto it = auto_knobs.find(key);
   if (it != auto_knobs.end()) return it->second;  // a launch at known sizes: no lowering, no thread
-  autosched::AutoSchedule choice =
-      on_large_stack([&] { return autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains); });
+  autosched::AutoSchedule choice = on_large_stack(
+      [&] { return autosched::auto_schedule(*program->checked, *op, *target, sizes, &chains, laws.get()); });
   return auto_knobs.emplace(key, choice.knobs).first->second;
 }
 
@@ -205,8 +206,10 @@ Lowering Op::Impl::lower_block(const CheckedSchedule* block, const std::string& 
   out.block = block;
   out.base = base;
   try {
-    lower::Lowered l =
-        lower::lower_op(*program->checked, *op, {block, env_knobs, program->options.knobs, base}, *target, &chains);
+    lower::PipelineOptions options;
+    options.laws = laws.get();
+    lower::Lowered l = lower::lower_op(*program->checked, *op, {block, env_knobs, program->options.knobs, base},
+                                       *target, &chains, options);
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       for (const Warning& w : *level) warn_locked(w.code + ": " + w.text);
     out.kernels = std::move(l.kernels);  // verified by lower_op
@@ -295,11 +298,13 @@ Op Program::lower(const std::string& name) const {
   // The laws the op needs (its imported monoids, its chains); a refuted one fails the op as a
   // load would have.
   algebra::ProgramLaws laws;
+  std::unique_ptr<lower::LawMemo> proved;
   {
     std::lock_guard<std::mutex> lock(impl_->proofs_mutex);
     Diagnostics diags(impl_->sources, kDefaultErrorLimit);
     const std::set<std::string> ops{name};
     laws = algebra::classify(*impl_->checked, diags, &impl_->proofs, &ops);
+    proved = std::make_unique<lower::LawMemo>(impl_->proofs);
     if (diags.has_errors()) {
       std::ostringstream text;
       diags.render(text, false);
@@ -311,6 +316,7 @@ Op Program::lower(const std::string& name) const {
   impl->name = name;
   impl->op = &op;
   impl->chains = std::move(laws.chains);
+  impl->laws = std::move(proved);
   impl->target = &resolve_target(impl_->options.target);
   impl->target_name = std::string(impl->target->name);
   auto selected = lower::select_schedule(*impl_->checked, name, *impl->target, impl_->options.schedule);

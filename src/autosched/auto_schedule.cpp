@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -54,23 +55,28 @@ constexpr TileRow kTiles[] = {
 // its family and kind, then the best kTilesRefined tiles with the others.
 // Persistent folds are not tried under a key bound: causal sdpa at (4,16,4096,128) with PERSIST
 // ran 740 us against 477 without on the H200 (tests/bench/results/step11/2026-12-04-auto2).
+// What a row needs, known before lowering: `warpgroups`, the consumer warpgroups its turns take
+// (PINGPONG: two; a tile with fewer skips the row, W050 otherwise); `stages`, its ring's depth (a
+// ring too deep for shared memory at one row skips the rows as deep or deeper).
 struct PipelineRow {
   Family family;
   bool fold;
   const char* knobs;
   bool persistent;
+  int warpgroups;
+  int stages;
 };
 constexpr PipelineRow kPipelines[] = {
-    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1", false},
-    {Family::Wgmma, true, "STAGE=d2/tma/ring,WSPEC=p1", false},
-    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1,PERSIST=1", true},
-    {Family::Wgmma, false, "STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1", true},
-    {Family::Wgmma, false, "STAGE=d5/tma/ring,WSPEC=p1,OVERLAP=1", false},
-    {Family::MmaTma, true, "STAGE=d3/tma/ring", false},
-    {Family::MmaTma, true, "STAGE=d3/cp/ring", false},
-    {Family::MmaTma, false, "STAGE=d3/tma/ring,RASTER=gm8", false},
-    {Family::MmaCp, true, "STAGE=d3/cp/ring", false},
-    {Family::MmaCp, false, "STAGE=d3/cp/ring,RASTER=gm8", false},
+    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1", false, 2, 3},
+    {Family::Wgmma, true, "STAGE=d2/tma/ring,WSPEC=p1", false, 1, 2},
+    {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1,PERSIST=1", true, 2, 3},
+    {Family::Wgmma, false, "STAGE=d4/tma/ring,WSPEC=p1,OVERLAP=1,RASTER=gm8,PERSIST=1", true, 1, 4},
+    {Family::Wgmma, false, "STAGE=d5/tma/ring,WSPEC=p1,OVERLAP=1", false, 1, 5},
+    {Family::MmaTma, true, "STAGE=d3/tma/ring", false, 1, 3},
+    {Family::MmaTma, true, "STAGE=d3/cp/ring", false, 1, 3},
+    {Family::MmaTma, false, "STAGE=d3/tma/ring,RASTER=gm8", false, 1, 3},
+    {Family::MmaCp, true, "STAGE=d3/cp/ring", false, 1, 3},
+    {Family::MmaCp, false, "STAGE=d3/cp/ring,RASTER=gm8", false, 1, 3},
 };
 
 constexpr size_t kTilesRefined = 2;
@@ -96,9 +102,10 @@ struct Outcome {
   std::vector<kir::SizeLimit> limits;
   int64_t ctas = 0;
   std::string cover;  // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
-  // Refused for its pipeline, not its tile: its ring overflows shared memory, or the pipeline's
-  // knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
+  // Refused for its pipeline, not its tile: its ring overflows shared memory (shared_refused), or
+  // the pipeline's knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
   bool pipeline_refused = false;
+  bool shared_refused = false;
 };
 
 // TILE@<axis>=f<N> giving one CTA all of a fold's value columns where its value slab takes
@@ -164,7 +171,7 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
   } catch (const lower::SharedMemoryError& e) {
     const std::string what = e.what();
     o.refused = what.substr(0, what.find('\n'));
-    o.pipeline_refused = true;
+    o.pipeline_refused = o.shared_refused = true;
   } catch (const std::exception& e) {
     const std::string what = e.what();
     o.refused = what.substr(0, what.find('\n'));
@@ -202,14 +209,34 @@ int fold_chunk(const std::vector<kir::SizeLimit>& probe_limits, const Sizes& at)
 // A tensor-core candidate: its tile knobs (TILE, and a fold's value columns) and its pipeline's.
 struct TileChoice {
   std::string tile, pipeline;
+  int too_deep = 0;  // a ring depth (stages) shared memory refused the tile at, 0: none
 };
 
 // The pipelines of `family` for the op's kind, in table order.
-std::vector<std::string> pipelines(Family family, const OpClass& cls) {
-  std::vector<std::string> out;
+std::vector<const PipelineRow*> pipelines(Family family, const OpClass& cls) {
+  std::vector<const PipelineRow*> out;
   for (const PipelineRow& p : kPipelines)
-    if (p.family == family && p.fold == cls.fold && !(p.persistent && cls.key_bounded)) out.push_back(p.knobs);
+    if (p.family == family && p.fold == cls.fold && !(p.persistent && cls.key_bounded)) out.push_back(&p);
   return out;
+}
+
+// A tile's consumer warpgroups: its warp grid (`/w<M>x<N>`) over 4 warps.
+int warpgroups_of(std::string_view tile) {
+  const size_t w = tile.find("/w");
+  if (w == std::string_view::npos) return 1;
+  int m = 0, n = 0;
+  const char* end = tile.data() + tile.size();
+  auto [x, got_m] = std::from_chars(tile.data() + w + 2, end, m);
+  if (got_m != std::errc() || x == end || *x != 'x' || std::from_chars(x + 1, end, n).ec != std::errc()) return 1;
+  return std::max(m * n / 4, 1);
+}
+
+// The first of `lines` at or past `from` that a tile of `warpgroups` can take and whose ring is
+// shallower than `below` stages (0: any); lines.size() where none is.
+size_t next_line(const std::vector<const PipelineRow*>& lines, size_t from, int warpgroups, int below) {
+  for (size_t i = from; i < lines.size(); ++i)
+    if (lines[i]->warpgroups <= warpgroups && (below == 0 || lines[i]->stages < below)) return i;
+  return lines.size();
 }
 
 // One family's tiles for the op's kind.
@@ -287,12 +314,13 @@ void rank(std::vector<Outcome>& outcomes, AutoSchedule& choice) {
 
 AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                            const std::map<std::string, int64_t>* sizes,
-                           const std::vector<algebra::DiscoveredChain>* chains) {
+                           const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* known) {
   const auto start = std::chrono::steady_clock::now();
   AutoSchedule choice;
   choice.nominal = sizes == nullptr;
   choice.at = sizes ? *sizes : nominal_sizes(program, op);
-  const lower::LawMemo laws;
+  const lower::LawMemo own;
+  const lower::LawMemo& laws = known ? *known : own;
   const Context cx{program, op, target, chains, laws};
   const OpClass cls = classify_op(program, op, target, chains, &laws);
   const bool check = sizes != nullptr;
@@ -318,24 +346,34 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     // warpgroup: Outcome::pipeline_refused) moves to the next; a fold tile that splits the value
     // columns brings the tile with all of them in one CTA (its cost with them split says little
     // about it without). Then the best tiles with the pipelines not yet tried.
-    const std::vector<std::string> lines = pipelines(families[i], cls);
+    const std::vector<const PipelineRow*> lines = pipelines(families[i], cls);
     if (lines.empty()) continue;
     std::vector<TileChoice> tiles;  // each tile's first pipeline that lowered, or its last tried
     std::vector<Outcome> tried;
-    std::vector<std::pair<std::string, size_t>> pending;  // a tile and its line
-    for (const std::string& tile : tile_choices(op, families[i], cls, choice.at)) pending.emplace_back(tile, 0);
+    struct Pending {
+      std::string tile;
+      size_t line;
+      int too_deep;
+    };
+    std::vector<Pending> pending;
+    for (const std::string& tile : tile_choices(op, families[i], cls, choice.at))
+      if (size_t line = next_line(lines, 0, warpgroups_of(tile), 0); line < lines.size())
+        pending.push_back({tile, line, 0});
     while (!pending.empty()) {
       std::vector<TileChoice> round;
-      for (const auto& [tile, line] : pending) round.push_back({tile, lines[line]});
+      for (const Pending& p : pending) round.push_back({p.tile, lines[p.line]->knobs, p.too_deep});
       std::vector<Outcome> got = try_choices(round);
-      std::vector<std::pair<std::string, size_t>> next;
+      std::vector<Pending> next;
       for (size_t c = 0; c < got.size(); ++c) {
-        const size_t line = pending[c].second;
-        if (!got[c].cost && got[c].pipeline_refused && line + 1 < lines.size()) {
-          next.emplace_back(pending[c].first, line + 1);
+        const Pending& p = pending[c];
+        const int too_deep = got[c].shared_refused ? lines[p.line]->stages : p.too_deep;
+        const size_t retry = next_line(lines, p.line + 1, warpgroups_of(p.tile), too_deep);
+        if (!got[c].cost && got[c].pipeline_refused && retry < lines.size()) {
+          next.push_back({p.tile, retry, too_deep});
           continue;
         }
-        if (!got[c].cover.empty()) next.emplace_back(join_knobs({pending[c].first, got[c].cover}), line);
+        // (A cover's wider value slab needs more shared memory, never less: what was too deep stays so.)
+        if (!got[c].cover.empty()) next.push_back({join_knobs({p.tile, got[c].cover}), p.line, too_deep});
         tiles.push_back(round[c]);
         tried.push_back(std::move(got[c]));
       }
@@ -349,8 +387,13 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     std::vector<TileChoice> refined;
     for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
       const TileChoice& best = tiles[order[r]];
-      for (size_t p = std::find(lines.begin(), lines.end(), best.pipeline) - lines.begin() + 1; p < lines.size(); ++p)
-        refined.push_back({best.tile, lines[p]});
+      const size_t at =
+          std::find_if(lines.begin(), lines.end(), [&](const PipelineRow* p) { return p->knobs == best.pipeline; }) -
+          lines.begin();
+      const int groups = warpgroups_of(best.tile);
+      for (size_t p = next_line(lines, at + 1, groups, best.too_deep); p < lines.size();
+           p = next_line(lines, p + 1, groups, best.too_deep))
+        refined.push_back({best.tile, lines[p]->knobs});
     }
     try_choices(refined);
   }

@@ -32,10 +32,11 @@ struct AutoSchedule {
 constexpr int64_t kNominalSize = 1024;
 
 // Decides the op's schedule at `sizes` (null: nominal sizes, and the kernels' size limits are
-// not checked). `chains`: the program's proved chains (lower_op's), or null.
+// not checked). `chains`: the program's proved chains (lower_op's), or null; `laws`: the
+// reports proved so far (the checker's), or null.
 AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                            const std::map<std::string, int64_t>* sizes,
-                           const std::vector<algebra::DiscoveredChain>* chains);
+                           const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 
 // "auto-schedule: KNOBS (predicted 12.3 us at B=1,...; 14 candidates ranked in 31 ms)" and the
 // top `top` of its ranking, one a line; for --explain-schedule and --ir plan.

@@ -26,7 +26,9 @@ struct Checked {
   std::unique_ptr<Diagnostics> diags;
   std::unique_ptr<CheckedProgram> program;
   algebra::ProgramLaws laws;
-  bool classified = false;  // sema passed and the prover ran: laws are meaningful
+  algebra::LawMemo proofs;                // the prover's reports, by the monoid's terms
+  std::unique_ptr<lower::LawMemo> known;  // the same, for the lowerings (and the auto-scheduler's)
+  bool classified = false;                // sema passed and the prover ran: laws are meaningful
   uint32_t file = 0;
 };
 
@@ -63,8 +65,9 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   c.classified = !c.diags->has_errors();
   if (c.classified) {
     const std::set<std::string> ops = mode.one_op ? lowered_ops(*c.program, opt) : std::set<std::string>();
-    c.laws = algebra::classify(*c.program, *c.diags, nullptr, mode.one_op ? &ops : nullptr);
+    c.laws = algebra::classify(*c.program, *c.diags, &c.proofs, mode.one_op ? &ops : nullptr);
   }
+  c.known = std::make_unique<lower::LawMemo>(c.proofs);
   if (mode.times) mode.times->mark("prove");
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));
@@ -74,6 +77,7 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
 LowerOptions lower_options(const DriverOptions& opt, const Checked& c) {
   LowerOptions lo{opt.op,    opt.schedule,    opt.target,     opt.env_knobs,
                   opt.knobs, opt.knobs_merge, &c.laws.chains, {opt.print_after, opt.verify_each, nullptr}};
+  lo.pipeline.laws = c.known.get();
   lo.explain_schedule = opt.explain_schedule;
   return lo;
 }

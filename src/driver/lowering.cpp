@@ -111,7 +111,8 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
       std::string base;
       if (lower::is_auto(tried[i]) && !whole &&
           (tried[i] || lo.schedule.empty() || lo.schedule == lower::kAutoSchedule)) {
-        autosched::AutoSchedule choice = autosched::auto_schedule(program, *op, *target, lo.sizes, lo.chains);
+        autosched::AutoSchedule choice =
+            autosched::auto_schedule(program, *op, *target, lo.sizes, lo.chains, lo.pipeline.laws);
         base = choice.knobs;
         if (lo.explain_schedule)
           err << autosched::explain(choice);

@@ -323,14 +323,13 @@ void visit_exprs(const std::vector<Stmt>& body, const std::function<void(const E
   });
 }
 
-std::vector<Stmt> map_stmts(const std::vector<Stmt>& body, const std::function<std::vector<Stmt>(Stmt)>& f) {
+std::vector<Stmt> map_stmts(std::vector<Stmt> body, const std::function<std::vector<Stmt>(Stmt)>& f) {
   std::vector<Stmt> out;
   out.reserve(body.size());
-  for (const Stmt& s : body) {
-    Stmt c = without_children(s);  // the children are rebuilt: copying them first costs a tree a level
-    c.body = map_stmts(s.body, f);
-    c.orelse = map_stmts(s.orelse, f);
-    for (Stmt& r : f(std::move(c))) out.push_back(std::move(r));
+  for (Stmt& s : body) {
+    s.body = map_stmts(std::move(s.body), f);
+    s.orelse = map_stmts(std::move(s.orelse), f);
+    for (Stmt& r : f(std::move(s))) out.push_back(std::move(r));
   }
   return out;
 }

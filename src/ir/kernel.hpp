@@ -159,8 +159,9 @@ Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f);
 void visit(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& f);
 void visit_exprs(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& f);
 // The statements of `body` with f applied to each; f sees a statement after its nested
-// statement lists were mapped, and may return any number of statements in its place.
-std::vector<Stmt> map_stmts(const std::vector<Stmt>& body, const std::function<std::vector<Stmt>(Stmt)>& f);
+// statement lists were mapped, and may return any number of statements in its place. (Taken by
+// value: a caller done with `body` moves it in, and no statement is copied.)
+std::vector<Stmt> map_stmts(std::vector<Stmt> body, const std::function<std::vector<Stmt>(Stmt)>& f);
 
 // A kernel parameter: a global buffer (pointer) or a scalar (sizes are I64 scalars, so a
 // new sequence length is a new argument, not a new kernel).

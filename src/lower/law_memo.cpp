@@ -5,16 +5,45 @@
 
 namespace emmy::lower {
 
+LawMemo::LawMemo(const algebra::LawMemo& proved) {
+  for (const auto& [key, report] : proved) {
+    std::promise<algebra::MonoidReport> known;
+    known.set_value(report);
+    reports_.emplace(key, known.get_future().share());
+  }
+}
+
 algebra::MonoidReport LawMemo::check(const algebra::MonoidTerms& terms) const {
   const std::string key = algebra::law_memo_key(terms);
+  std::promise<algebra::MonoidReport> proving;
+  std::shared_future<algebra::MonoidReport> report;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = reports_.find(key); it != reports_.end()) return it->second;
+    auto [it, first] = reports_.try_emplace(key);
+    if (!first) {
+      report = it->second;
+    } else {
+      it->second = proving.get_future().share();
+    }
   }
-  // Proved outside the lock: two threads asking at once both prove, and agree.
-  algebra::MonoidReport report = algebra::check_laws(terms);
+  if (report.valid()) return report.get();  // proved (or being proved) by another lowering: its report
+  // Proved outside the lock, once: the lowerings of the other candidates wait for it rather
+  // than prove the same laws on the same cores.
+  try {
+    algebra::MonoidReport proved = algebra::check_laws(terms);
+    proving.set_value(proved);
+    return proved;
+  } catch (...) {
+    proving.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+void LawMemo::seed(const algebra::MonoidTerms& terms, const algebra::MonoidReport& report) const {
+  std::promise<algebra::MonoidReport> known;
+  known.set_value(report);
   std::lock_guard<std::mutex> lock(mutex_);
-  return reports_.emplace(key, std::move(report)).first->second;
+  reports_.try_emplace(algebra::law_memo_key(terms), known.get_future().share());
 }
 
 }  // namespace emmy::lower

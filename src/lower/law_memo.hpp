@@ -2,10 +2,12 @@
 // auto-scheduler and the tuner lower one op under many knob lists, each asking the same question.
 #pragma once
 
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
 
+#include "algebra/classify.hpp"
 #include "algebra/laws.hpp"
 
 namespace emmy::lower {
@@ -14,11 +16,18 @@ namespace emmy::lower {
 // memo changes nothing but the time.
 class LawMemo {
  public:
+  LawMemo() = default;
+  // Starts with the reports the checker proved (algebra::classify's memo, by the same key).
+  explicit LawMemo(const algebra::LawMemo& proved);
   algebra::MonoidReport check(const algebra::MonoidTerms& terms) const;
+  // Takes a report already proved for `terms` (a discovered chain's) as the answer; a memo fills
+  // as it is asked, so this is const like check.
+  void seed(const algebra::MonoidTerms& terms, const algebra::MonoidReport& report) const;
 
  private:
   mutable std::mutex mutex_;
-  mutable std::map<std::string, algebra::MonoidReport> reports_;  // by algebra::law_memo_key
+  // By algebra::law_memo_key: the first to ask proves, the others wait for its report.
+  mutable std::map<std::string, std::shared_future<algebra::MonoidReport>> reports_;
 };
 
 }  // namespace emmy::lower

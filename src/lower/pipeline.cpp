@@ -111,6 +111,10 @@ Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobS
   // None given (or an imported op, which the checker's list leaves out): discover and prove
   // here. An op without chains costs only the search.
   if (s.chains.empty()) s.chains = algebra::discover_chains(op);
+  // The chains' carriers were proved where they were found: their reports answer the passes.
+  LawMemo own;
+  if (!s.laws) s.laws = &own;
+  for (const algebra::DiscoveredChain& c : s.chains) s.laws->seed(c.monoid, c.laws);
   s.out.knobs = resolve_knobs(sources, target);
   for (const Pass& pass : kPasses) {
     pass.run(s);

@@ -2,6 +2,10 @@
 // combine and identity as kernel-IR values, serial over the reduced axes.
 #include "lower/kernel/builder.hpp"
 
+#include <charconv>
+#include <cmath>
+#include <iterator>
+
 namespace emmy::lower::detail {
 
 std::string KernelBuilder::result_field(const Expr& e) {
@@ -75,14 +79,53 @@ std::string KernelBuilder::axes_names(const std::vector<tir::Axis>& axes) {
   return fmt::format("{}", fmt::join(n, ", "));
 }
 
+namespace {
+
+void append_int(std::string& s, int64_t v) {
+  char buf[24];
+  s.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// `kind:type:ival:fval:name:reg[elem]:special:un:bin:space:nargs(arg,arg,)`, into one buffer. (The
+// text, not just its uniqueness, is kept: the lane forms' maps order their terms by it.)
+void append_key(std::string& s, const kir::Expr& e) {
+  for (int64_t v : {int64_t{static_cast<int>(e.kind)}, int64_t{static_cast<int>(e.type)}, e.ival}) {
+    append_int(s, v);
+    s += ':';
+  }
+  if (e.fval == 0 && !std::signbit(e.fval))
+    s += '0';
+  else
+    fmt::format_to(std::back_inserter(s), "{}", e.fval);
+  s += ':';
+  s += e.name;
+  s += ':';
+  s += e.reg.name;
+  s += '[';
+  append_int(s, e.reg.elem);
+  s += ']';
+  for (int v :
+       {static_cast<int>(e.special), static_cast<int>(e.un), static_cast<int>(e.bin), static_cast<int>(e.space)}) {
+    s += ':';
+    append_int(s, v);
+  }
+  s += ':';
+  append_int(s, static_cast<int64_t>(e.args.size()));
+  s += '(';
+  for (const kir::Expr& a : e.args) {
+    append_key(s, a);
+    s += ',';
+  }
+  s += ')';
+}
+
+}  // namespace
+
 std::string KernelBuilder::render_key(const K& e) {
   // Every field that can tell two expressions apart: a key must never merge different values.
-  std::string s =
-      fmt::format("{}:{}:{}:{}:{}:{}[{}]:{}:{}:{}:{}:{}(", static_cast<int>(e.kind), static_cast<int>(e.type), e.ival,
-                  e.fval, e.name, e.reg.name, e.reg.elem, static_cast<int>(e.special), static_cast<int>(e.un),
-                  static_cast<int>(e.bin), static_cast<int>(e.space), e.args.size());
-  for (const K& a : e.args) s += render_key(a) + ",";
-  return s + ")";
+  std::string s;
+  append_key(s, e);
+  return s;
 }
 
 std::map<std::string, K> KernelBuilder::lift(const Expr& e, const MonoidLowering& m, const K& vector_elem) {

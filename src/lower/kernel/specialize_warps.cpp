@@ -2,6 +2,7 @@
 // the kernel without them.
 #include "lower/kernel/specialize_warps.hpp"
 
+#include <iterator>
 #include <set>
 #include <vector>
 
@@ -141,8 +142,14 @@ std::string impure(const std::vector<Stmt>& setup, const std::vector<Stmt>& prod
 
 std::optional<std::string> specialize_warps(kir::Kernel& kernel, size_t setup, const WarpRoles& roles) {
   const int issuer = roles.consumers;
-  std::vector<Stmt> common(kernel.body.begin(), kernel.body.begin() + static_cast<std::ptrdiff_t>(setup));
-  std::vector<Stmt> rest(kernel.body.begin() + static_cast<std::ptrdiff_t>(setup), kernel.body.end());
+  // (Moved out, not copied: the kernel's body is rebuilt below, or left as it was on a refusal.)
+  std::vector<Stmt> rest(std::make_move_iterator(kernel.body.begin() + static_cast<std::ptrdiff_t>(setup)),
+                         std::make_move_iterator(kernel.body.end()));
+  kernel.body.resize(setup);
+  auto refuse = [&](std::string why) {
+    std::move(rest.begin(), rest.end(), std::back_inserter(kernel.body));
+    return std::optional<std::string>(std::move(why));
+  };
   // The producers' statements and, to a fixed point, what they read.
   std::set<std::string> need;
   std::vector<Stmt> producer;
@@ -153,9 +160,9 @@ std::optional<std::string> specialize_warps(kir::Kernel& kernel, size_t setup, c
     if (read == need) break;
     need = std::move(read);
   }
-  if (producer.empty()) return "no statement issues the ring's copies from the producers' thread";
-  if (std::string why = impure(common, producer, issuer); !why.empty()) return why;
-  std::vector<Stmt> consumer = kir::map_stmts(rest, [&](Stmt s) -> std::vector<Stmt> {
+  if (producer.empty()) return refuse("no statement issues the ring's copies from the producers' thread");
+  if (std::string why = impure(kernel.body, producer, issuer); !why.empty()) return refuse(why);
+  std::vector<Stmt> consumer = kir::map_stmts(std::move(rest), [&](Stmt s) -> std::vector<Stmt> {
     if (producer_only(s, issuer)) return {};
     if (s.kind == Stmt::Kind::Barrier)
       return {kir::intrinsic(kir::IntrinsicId::BarSync, {}, {kir::ci(roles.consumer_barrier)}, {roles.consumers})};
@@ -174,8 +181,7 @@ std::optional<std::string> specialize_warps(kir::Kernel& kernel, size_t setup, c
                   kir::comment(fmt::format("producers: threads {} .. {}, thread {} issuing the ring's copies",
                                            roles.consumers, roles.consumers + roles.producers - 1, issuer)));
   Expr is_consumer = kir::binary(kir::BinOp::Lt, kir::special(kir::Special::WarpId), kir::ci(roles.consumers / 32));
-  common.push_back(kir::if_then(std::move(is_consumer), std::move(consumer), std::move(producer)));
-  kernel.body = std::move(common);
+  kernel.body.push_back(kir::if_then(std::move(is_consumer), std::move(consumer), std::move(producer)));
   kernel.block_threads = roles.consumers + roles.producers;
   kernel.min_blocks_per_sm = 1;
   return std::nullopt;
