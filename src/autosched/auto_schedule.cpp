@@ -180,11 +180,14 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
 }
 
 // Lowers and costs every knob list on up to `threads` threads, each on a large stack.
+// The threads a round of lowerings takes: every core, up to kMaxThreads.
+constexpr size_t kMaxThreads = 16;
+size_t round_width() { return std::min<size_t>(kMaxThreads, std::max(1u, std::thread::hardware_concurrency())); }
+
 std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limits,
                              const std::vector<std::string>& knobs) {
   std::vector<Outcome> out(knobs.size());
-  const int threads =
-      static_cast<int>(std::min<size_t>({knobs.size(), 8, std::max(1u, std::thread::hardware_concurrency())}));
+  const int threads = static_cast<int>(std::min(knobs.size(), round_width()));
   for_each_on_large_stacks(knobs.size(), threads,
                            [&](size_t i) { out[i] = try_candidate(cx, at, check_limits, knobs[i]); });
   return out;
@@ -333,10 +336,27 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   };
   std::vector<Family> families{mma_family(target)};
   if (target.wgmma) families.insert(families.begin(), Family::Wgmma);
-  auto try_choices = [&](const std::vector<TileChoice>& choices) {
-    std::vector<std::string> knobs;
-    for (const TileChoice& c : choices) knobs.push_back(knobs_of(cls, c));
-    std::vector<Outcome> tried = try_all(cx, choice.at, check, knobs);
+  // A round lowers the choices not lowered yet and, on cores the round would leave idle, the
+  // `ahead` ones a later round may ask for (lowering is pure: an outcome found ahead is the one
+  // that round would find, so the choice does not depend on the cores). Only the choices asked
+  // for are ranked.
+  std::map<std::string, Outcome> lowered;
+  auto try_choices = [&](const std::vector<TileChoice>& choices, const std::vector<TileChoice>& ahead) {
+    std::vector<std::string> asked, todo;
+    for (const TileChoice& c : choices) {
+      asked.push_back(knobs_of(cls, c));
+      if (!lowered.count(asked.back()) && std::find(todo.begin(), todo.end(), asked.back()) == todo.end())
+        todo.push_back(asked.back());
+    }
+    const size_t width = std::max(round_width(), todo.size());
+    for (size_t a = 0; a < ahead.size() && todo.size() < width; ++a)
+      if (std::string k = knobs_of(cls, ahead[a]);
+          !lowered.count(k) && std::find(todo.begin(), todo.end(), k) == todo.end())
+        todo.push_back(std::move(k));
+    std::vector<Outcome> got = try_all(cx, choice.at, check, todo);
+    for (size_t t = 0; t < todo.size(); ++t) lowered.emplace(todo[t], std::move(got[t]));
+    std::vector<Outcome> tried;
+    for (const std::string& k : asked) tried.push_back(lowered.at(k));
     outcomes.insert(outcomes.end(), tried.begin(), tried.end());
     return tried;
   };
@@ -360,9 +380,16 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
       if (size_t line = next_line(lines, 0, warpgroups_of(tile), 0); line < lines.size())
         pending.push_back({tile, line, 0});
     while (!pending.empty()) {
-      std::vector<TileChoice> round;
+      std::vector<TileChoice> round, ahead;  // ahead: each tile's later lines, nearest first
       for (const Pending& p : pending) round.push_back({p.tile, lines[p.line]->knobs, p.too_deep});
-      std::vector<Outcome> got = try_choices(round);
+      for (size_t step = 1; step < lines.size(); ++step)
+        for (const Pending& p : pending) {
+          size_t line = p.line;
+          for (size_t s = 0; s < step && line < lines.size(); ++s)
+            line = next_line(lines, line + 1, warpgroups_of(p.tile), p.too_deep);
+          if (line < lines.size()) ahead.push_back({p.tile, lines[line]->knobs});
+        }
+      std::vector<Outcome> got = try_choices(round, ahead);
       std::vector<Pending> next;
       for (size_t c = 0; c < got.size(); ++c) {
         const Pending& p = pending[c];
@@ -395,7 +422,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
            p = next_line(lines, p + 1, groups, best.too_deep))
         refined.push_back({best.tile, lines[p]->knobs});
     }
-    try_choices(refined);
+    try_choices(refined, {});
   }
   if (none_lowered()) {
     std::vector<std::string> knobs = row_candidates(cls, choice.at);

@@ -3,7 +3,7 @@
 # op of stdlib/ and examples/ (nominal sizes) and for attention, products and rows at anchor sizes
 # (median of 5 `emmyc compile --schedule auto --explain-schedule` runs each, the "in N ms" the
 # explanation prints); then the auto-schedule against the blocks and the peers at a few anchors.
-# Writes $OUT/decide.txt and $OUT/harness/.
+# Writes $OUT/decide.txt and (unless HARNESS=0) $OUT/harness/.
 source "$(dirname "$0")/gpu_env.sh"
 median_ms() {  # emmyc compile arguments
   for _ in 1 2 3 4 5; do
@@ -30,6 +30,7 @@ median_ms() {  # emmyc compile arguments
   done
 } > "$OUT/decide.txt" 2>&1
 sort -n "$OUT/decide.txt" | tail -5
+[ "${HARNESS:-1}" = 0 ] && exit 0  # HARNESS=0: the decision times only
 python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/harness" --only 'sdpa|matmul' \
   --blocks '\[(default|auto)(, sm_90a)?\]' --sdpa 4,16,4096,128 --sdpa 2,16,2048,256 --matmul 1000,777,1023 \
   > "$OUT/harness.log" 2>&1
