@@ -43,6 +43,8 @@ struct LowerError : std::runtime_error {
 struct SharedMemoryError : LowerError {
   using LowerError::LowerError;
 };
+inline constexpr const char* kSharedMemoryHelp =
+    "fewer pipeline stages (STAGE=d2 or d1) or smaller tiles (TILE's warp grid, fragments or k)";
 
 // TILE with an mma atom: the warp grid, each warp's fragments and the K chunk, in atoms.
 struct MmaTile {

@@ -33,10 +33,9 @@ struct State {
 void refuse_oversized_shared(const kir::Program& program, const TargetInfo& target) {
   for (const kir::Kernel& k : program.kernels)
     if (const int64_t bytes = kir::shared_bytes(k); bytes > target.smem_per_block_bytes)
-      throw SharedMemoryError(fmt::format(
-          "error: kernel {} needs {} bytes of shared memory; a block on {} holds at most {}\n"
-          "  help: fewer pipeline stages (STAGE=d2 or d1) or smaller tiles (TILE's warp grid, fragments or k)",
-          k.name, bytes, target.name, target.smem_per_block_bytes));
+      throw SharedMemoryError(
+          fmt::format("error: kernel {} needs {} bytes of shared memory; a block on {} holds at most {}\n  help: {}",
+                      k.name, bytes, target.name, target.smem_per_block_bytes, kSharedMemoryHelp));
 }
 
 struct Pass {

@@ -33,7 +33,16 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
   if (b_.knobs().raster) plan_raster();      // on a contraction
   if (b_.knobs().cluster) plan_cluster();    // on a contraction's ring of boxes
   plan_.persistent = b_.knobs().persist;
+  // Tiles that alone overflow shared memory refuse the kernel before it is emitted (what the
+  // pipeline's check of the whole kernel would say, sooner: a search lowers many such).
+  const int64_t staged = planned_slab_bytes();
+  if (staged > b_.knobs().shared_memory)
+    throw SharedMemoryError(
+        fmt::format("error: kernel {} needs at least {} bytes of shared memory for its staged "
+                    "tiles; a block holds at most {}\n  help: {}",
+                    out.name, staged, b_.knobs().shared_memory, kSharedMemoryHelp));
   emit_kernel(k, out, program);
+  EMMY_INTERNAL_ASSERT(kir::shared_bytes(out) >= staged, "the kernel stages less than its plan's slabs");
   return true;
 }
 

@@ -53,7 +53,7 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
   auto it = slab_choices_.find(role);
   EMMY_INTERNAL_ASSERT(it != slab_choices_.end(), "a slab the plan did not make");
   const SlabChoice& c = it->second;
-  const int buffers = c.depth > 0 ? c.depth : stage_->depth;
+  const int buffers = slab_buffers(c);
   Slab s{name, c.read, c.y_inner ? x : y, c.y_inner ? y : x, c.rows, c.cols, 0, {}, c.strided, c.swizzled, {}, buffers};
   if (c.tma) {
     s.map = tensor_map_param(s);
@@ -62,9 +62,16 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
     if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
       program_->warnings.push_back(std::move(w));
   }
-  s.pitch = c.swizzled ? s.cols : s.cols + 8;
+  s.pitch = slab_pitch(c);
   out_->shared.push_back({name, t_.operand, s.elems() * buffers, c.swizzled ? 1024 : 16});
   return s;
+}
+
+int64_t MmaTier::planned_slab_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& [role, c] : slab_choices_)
+    bytes += int64_t{c.rows} * slab_pitch(c) * slab_buffers(c) * kir::type_bytes(t_.operand);
+  return bytes;
 }
 
 K MmaTier::element_index(const Slab& s, const K& outer, const K& inner) {

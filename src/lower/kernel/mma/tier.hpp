@@ -199,6 +199,11 @@ class MmaTier {
   bool plan_slab(const std::string& role, const Expr& read, const tir::Axis& x, int x_extent, const tir::Axis& y,
                  int y_extent, int depth, bool swizzled);
   Slab make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y);
+  // A chosen slab's row pitch and tiles kept (what make_slab allocates), and the bytes of shared
+  // memory the planned slabs take together: a lower bound of the kernel's.
+  static int slab_pitch(const SlabChoice& c) { return c.swizzled ? c.cols : c.cols + 8; }
+  int slab_buffers(const SlabChoice& c) const { return c.depth > 0 ? c.depth : stage_->depth; }
+  int64_t planned_slab_bytes() const;
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
 
