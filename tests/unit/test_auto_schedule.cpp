@@ -240,6 +240,55 @@ TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy 
   CHECK(rebuilt.text == loop.text);
 }
 
+TEST_CASE("auto-schedule: what the pipeline table rules out is not lowered; too-deep rings refused before emission") {
+  const TargetInfo& sm90a = *find_target("sm_90a");
+  auto nn = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!nn->diags->has_errors());
+  // Head dim 256: the 3-deep rings overflow shared memory for most tiles. A tile refused at a
+  // depth never tries a row as deep (the persistent row is 3 deep too), and a one-warpgroup tile
+  // never tries the rows whose warpgroups take turns (W050 otherwise).
+  const SizeBindings hd256{{"B", 2}, {"H", 16}, {"S", 2048}, {"T", 2048}, {"D", 256}, {"E", 256}};
+  autosched::AutoSchedule sdpa =
+      autosched::auto_schedule(*nn->program, nn->program->ops.at("sdpa"), sm90a, &hd256, nullptr);
+  CAPTURE(autosched::explain(sdpa, 40));
+  CHECK(sdpa.knobs.find("STAGE=d2/tma/ring") != std::string::npos);
+  CHECK(!sdpa.refused.empty());
+  for (const std::string& r : sdpa.refused) {
+    CAPTURE(r);
+    CHECK(r.find("W050") == std::string::npos);
+    CHECK(r.find("PERSIST=1") == std::string::npos);
+    CHECK(r.find("for its staged tiles") != std::string::npos);  // refused before emission
+  }
+  // The same refusal from a plain lowering, with its help.
+  try {
+    lower::lower_op(*nn->program, nn->program->ops.at("sdpa"),
+                    {nullptr, "", "PLACE=fuse,TILE=a:wgmma_m64n128k16_f16/w8x1/k16,STAGE=d3/tma/ring,WSPEC=p1"}, sm90a,
+                    nullptr);
+    FAIL("a 3-deep ring of 128 x 256 key and value tiles fits no block");
+  } catch (const lower::SharedMemoryError& e) {
+    CHECK(std::string(e.what()).find("needs at least") != std::string::npos);
+    CHECK(std::string(e.what()).find(lower::kSharedMemoryHelp) != std::string::npos);
+  }
+}
+
+TEST_CASE("lowering: a law memo started from proved reports answers with them") {
+  algebra::MonoidTerms sum;
+  sum.name = "sum";
+  sum.fields = {"x"};
+  sum.identity = {algebra::Term::constant(algebra::Rational::of(0))};
+  sum.combine = {algebra::Term::make(algebra::TermOp::Add, {algebra::Term::var("a.x"), algebra::Term::var("b.x")})};
+  // A report the checker made (here a made-up one, to see that it is what the memo answers: a
+  // seeded report is trusted, not proved again).
+  algebra::MonoidReport given = algebra::check_laws(sum);
+  given.commutative.outcome = algebra::Outcome::Unproved;
+  const lower::LawMemo memo(algebra::LawMemo{{algebra::law_memo_key(sum), given}});
+  CHECK(memo.check(sum).commutative.outcome == algebra::Outcome::Unproved);
+  const lower::LawMemo seeded;
+  seeded.seed(sum, given);
+  CHECK(seeded.check(sum).commutative.outcome == algebra::Outcome::Unproved);
+  CHECK(lower::LawMemo().check(sum).commutative.outcome == algebra::check_laws(sum).commutative.outcome);
+}
+
 TEST_CASE("cost model: the fitted constants' parser") {
   CHECK(autosched::parse_fitted(""));
   std::optional<autosched::Fitted> f = autosched::parse_fitted("cta_overhead_us=2.5,sync_us=0.1");
