@@ -185,7 +185,6 @@ constexpr size_t kMaxThreads = 8;
 size_t round_width() { return std::min<size_t>(kMaxThreads, std::max(1u, std::thread::hardware_concurrency())); }
 
 // Lowers and costs every knob list on round_width() threads, each on a large stack.
-
 std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limits,
                              const std::vector<std::string>& knobs) {
   std::vector<Outcome> out(knobs.size());
