@@ -12,7 +12,8 @@ importDecl  : 'import' ID ('.' ID)* ';' ;
 opDecl      : 'op' ID '(' paramList? ')' '->' '(' paramList? ')' '{' stmt* '}' ;
 paramList   : param (',' param)* ','? ;
 param       : ID ':' ID ('[' dim (',' dim)* ']')? ;
-dim         : ID | INT ;
+// An output's dim may be computed from the inputs' sizes (`T - K + 1`); sema checks where.
+dim         : ID | INT | expr ;
 
 stmt        : letStmt | assignStmt ;
 letStmt     : 'let' ID '=' expr ';' ;

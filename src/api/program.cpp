@@ -22,6 +22,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
+#include "sema/size_expr.hpp"
 #include "support/large_stack.hpp"
 #include "support/paths.hpp"
 #include "support/suggest.hpp"
@@ -394,6 +395,8 @@ Sizes Op::bind_sizes(const std::vector<Tensor>& inputs, const std::vector<Tensor
     bind_tensor(impl_->name, "output", impl_->outputs[i], outputs[i], sizes);
   for (auto it = sizes.begin(); it != sizes.end();)  // literals are not sizes
     it = std::isdigit(static_cast<unsigned char>(it->first[0])) ? sizes.erase(it) : std::next(it);
+  // Output dims computed from the inputs' sizes (`T - K + 1`): once the inputs bound them.
+  if (std::optional<std::string> why = bind_computed_sizes(*impl_->op->decl, sizes)) fail(ErrorKind::Argument, *why);
   return sizes;
 }
 

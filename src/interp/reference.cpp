@@ -4,6 +4,7 @@
 
 #include "ir/dtypes.hpp"
 #include "ir/numeric.hpp"
+#include "sema/size_expr.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -31,7 +32,8 @@ std::vector<std::string> size_names(const ast::OpDecl& decl) {
   for (const auto* list : {&decl.params, &decl.outputs})
     for (const ast::Param& p : *list)
       for (const ast::Dim& d : p.dims)
-        if (!d.is_literal() && std::find(names.begin(), names.end(), d.name) == names.end()) names.push_back(d.name);
+        if (!d.is_literal() && !d.computed && std::find(names.begin(), names.end(), d.name) == names.end())
+          names.push_back(d.name);
   return names;
 }
 
@@ -248,6 +250,8 @@ std::variant<SizeBindings, std::string> bind_sizes(const CheckedOp& op, std::str
   if (!missing.empty())
     return fmt::format("missing size{} {} for op {}: bind every size, e.g. {}", missing.size() == 1 ? "" : "s",
                        fmt::join(missing, ", "), op_name, example_binding(missing));
+  if (op.decl)
+    if (std::optional<std::string> why = bind_computed_sizes(*op.decl, out)) return *why;
   if (std::optional<std::string> why = too_many_elements(op, out)) return *why;
   return out;
 }

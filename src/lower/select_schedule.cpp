@@ -1,63 +1,12 @@
 // Picks the schedule block an op is lowered with: the one labelled as asked, else the first
 // guarded block whose guard holds at the run's sizes, else the unlabelled unguarded one; for an
 // arch-specific target (sm_90a) without such a block, its base target's (sm_90).
-#include <limits>
-
 #include <fmt/format.h>
 
 #include "lower/passes.hpp"
+#include "sema/size_expr.hpp"
 
 namespace emmy::lower {
-namespace {
-
-// A guard's value at `sizes` (sema checked its types: numbers and conditions both as i64);
-// nullopt where a size is unbound, the arithmetic overflows or divides by zero.
-std::optional<int64_t> eval_guard(const ast::Expr& e, const std::map<std::string, int64_t>& sizes) {
-  using K = ast::ExprKind;
-  switch (e.kind) {
-    case K::Int:
-    case K::Bool: return e.int_value;
-    case K::Name: {
-      auto it = sizes.find(e.text);
-      if (it == sizes.end()) return std::nullopt;
-      return it->second;
-    }
-    case K::Unary: {
-      std::optional<int64_t> a = eval_guard(e.args[0], sizes);
-      if (!a) return std::nullopt;
-      if (e.text == "!") return int64_t{*a == 0};
-      if (*a == std::numeric_limits<int64_t>::min()) return std::nullopt;
-      return -*a;
-    }
-    case K::Binary: {
-      std::optional<int64_t> a = eval_guard(e.args[0], sizes);
-      if (e.text == "&&" && a == 0) return 0;  // short-circuit: the other side may not evaluate
-      if (e.text == "||" && a && *a != 0) return 1;
-      std::optional<int64_t> b = eval_guard(e.args[1], sizes);
-      if (!a || !b) return std::nullopt;
-      int64_t r = 0;
-      const std::string& op = e.text;
-      if (op == "+") return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
-      if (op == "-") return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
-      if (op == "*") return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
-      if (op == "/" || op == "%") {
-        if (*b == 0 || (*a == std::numeric_limits<int64_t>::min() && *b == -1)) return std::nullopt;
-        return op == "/" ? *a / *b : *a % *b;
-      }
-      if (op == "&&" || op == "||") return int64_t{*b != 0};
-      if (op == "==") return int64_t{*a == *b};
-      if (op == "!=") return int64_t{*a != *b};
-      if (op == "<") return int64_t{*a < *b};
-      if (op == "<=") return int64_t{*a <= *b};
-      if (op == ">") return int64_t{*a > *b};
-      if (op == ">=") return int64_t{*a >= *b};
-      return std::nullopt;
-    }
-    default: return std::nullopt;  // sema refuses the rest (E064)
-  }
-}
-
-}  // namespace
 
 std::vector<std::string> main_ops(const CheckedProgram& program) {
   std::vector<std::string> out;
@@ -68,7 +17,7 @@ std::vector<std::string> main_ops(const CheckedProgram& program) {
 
 bool guard_holds(const CheckedSchedule& block, const std::map<std::string, int64_t>& sizes) {
   if (!block.decl->guard) return true;
-  std::optional<int64_t> v = eval_guard(*block.decl->guard, sizes);
+  std::optional<int64_t> v = eval_size_expr(*block.decl->guard, sizes);
   return v && *v != 0;
 }
 

@@ -1,5 +1,6 @@
 // Checks one op: names, dtypes, index variables bound to sizes, reductions and outputs.
 #include <cctype>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -101,7 +102,10 @@ class OpChecker : public ExprTyper {
   void declare_params(const std::vector<ast::Param>& params, TensorInfo::Role role) {
     for (const ast::Param& p : params) {
       for (const ast::Dim& d : p.dims) {
-        if (d.is_literal()) {
+        if (d.computed) {
+          check_computed_dim(p, d, role);
+          dims_[d.name] = d.range;
+        } else if (d.is_literal()) {
           if (d.value <= 0)
             diags_.error("E037", d.range, fmt::format("dim {} must be positive", d.value)).hint("use a size >= 1");
         } else if (!dims_.count(d.name)) {
@@ -130,6 +134,53 @@ class OpChecker : public ExprTyper {
             .hint("rename the tensor (tensors are usually lower-case, dims upper-case)");
       if (!add_tensor(std::move(t), p.name)) duplicate_params_.insert(p.name.name);
     }
+  }
+
+  // An output's dim computed from the inputs' sizes (`T - K + 1`): integers, the sizes the
+  // inputs' shapes bind, `+ - * / %` and unary `-` (E065); an input's dims bind sizes instead.
+  void check_computed_dim(const ast::Param& p, const ast::Dim& d, TensorInfo::Role role) {
+    std::set<std::string> bound;
+    for (const ast::Param& in : op_.params)
+      for (const ast::Dim& x : in.dims)
+        if (!x.is_literal() && !x.computed) bound.insert(x.name);
+    if (role != TensorInfo::Role::Output) {
+      diags_
+          .error("E065", d.range, fmt::format("input '{}' has a computed dim: an input's dims bind sizes", p.name.name))
+          .hint("name a size (`T`) or write a number here; an output's dims may be computed from them");
+      return;
+    }
+    const ast::Expr* bad = nullptr;
+    std::string why;
+    std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
+      if (bad) return;
+      switch (e.kind) {
+        case ast::ExprKind::Int: return;
+        case ast::ExprKind::Name:
+          if (!bound.count(e.text)) {
+            bad = &e;
+            why = fmt::format("'{}' is not a size of {}'s inputs", e.text, op_.name.name);
+          }
+          return;
+        case ast::ExprKind::Unary:
+          if (e.text == "-") return walk(e.args[0]);
+          break;
+        case ast::ExprKind::Binary:
+          if (e.text == "+" || e.text == "-" || e.text == "*" || e.text == "/" || e.text == "%") {
+            walk(e.args[0]);
+            walk(e.args[1]);
+            return;
+          }
+          break;
+        default: break;
+      }
+      bad = &e;
+      why = "a computed dim is integer arithmetic (+ - * / %) on sizes and integers";
+    };
+    walk(*d.computed);
+    if (bad)
+      diags_.error("E065", bad->range, why)
+          .hint(bound.empty() ? std::string("give the inputs' dims size names first")
+                              : fmt::format("the sizes of {}'s inputs are: {}", op_.name.name, fmt::join(bound, ", ")));
   }
 
   bool add_tensor(TensorInfo t, const ast::Ident& at) {
@@ -549,6 +600,17 @@ class OpChecker : public ExprTyper {
     const ast::OpDecl& callee = *globals_.ops.at(call.text);
     out_.calls.emplace_back(callee.name.name, call.callee_range);
     types_[call.id] = Type::error();
+    for (const ast::Param& p : callee.outputs)
+      for (const ast::Dim& d : p.dims)
+        if (d.computed) {
+          diags_
+              .error("E065", call.range,
+                     fmt::format("op {} computes the dims of its output {}: it runs on its own, not inside another op",
+                                 callee.name.name, p.name.name))
+              .note(d.range, "computed here")
+              .hint("call it from emmyc, the API or Python; or give its output a size its inputs bind");
+          return TensorView{callee.name.name, Type::error(), {}};
+        }
     if (call.args.size() != callee.params.size()) {
       diags_
           .error("E032", call.range,

@@ -68,6 +68,8 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E062", "lower", "a knob regroups a reduction whose monoid lacks the law it needs (unproved, not assumed)"},
       {"E063", "sema", "integer constant arithmetic overflows i64 or divides by zero"},
       {"E064", "schedule", "a schedule guard that is not a condition on the op's sizes"},
+      {"E065", "sema",
+       "a computed dim that is not integer arithmetic on the inputs' sizes, on an input or a monoid field, or called"},
       {"W050", "schedule", "a knob has no effect where it is given (ignored)"},
       {"W051", "schedule",
        "a schedule block's tensor-core atom needs a feature the target lacks: the scalar tier runs"},

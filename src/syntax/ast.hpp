@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -54,9 +55,11 @@ Expr node_of(const Expr& e);
 
 // A dim of a parameter's shape: a size variable (B, S...) or a literal (64).
 struct Dim {
-  std::string name;  // empty for a literal
+  std::string name;  // empty for a literal; a computed dim's size is named by build_ast (`y_dim2`)
   int64_t value = 0;
   SourceRange range;
+  std::shared_ptr<const Expr> computed;  // `T - K + 1`: the expression over the inputs' sizes
+  std::string text;                      // ... as written
   bool is_literal() const { return name.empty(); }
 };
 

@@ -420,8 +420,12 @@ class Builder {
     d.range = range(c);
     if (c->ID())
       d.name = c->ID()->getText();
-    else
+    else if (c->INT())
       d.value = int_literal(c->INT()->getSymbol(), d.range);
+    else {
+      d.computed = std::make_shared<const ast::Expr>(expr(c->expr()));  // named in op_decl
+      d.text = std::string(source_text(range(c->expr())));
+    }
     return d;
   }
 
@@ -472,7 +476,25 @@ class Builder {
         op.body.push_back(assign_stmt(s->assignStmt()));
     }
     op.range = range(c);
+    name_computed_dims(c, op);
     return op;
+  }
+
+  // A computed dim's size gets a name of its own, `<tensor>_dim<k>`, unlike every word of the op.
+  void name_computed_dims(P::OpDeclContext* c, ast::OpDecl& op) {
+    std::set<std::string> words;
+    const size_t last = c->getStop() ? c->getStop()->getTokenIndex() : c->getStart()->getTokenIndex();
+    for (size_t t = c->getStart()->getTokenIndex(); t <= last && t < tokens_.size(); ++t)
+      if (tokens_.get(t)->getType() == EmmyLexer::ID) words.insert(tokens_.get(t)->getText());
+    for (auto* list : {&op.params, &op.outputs})
+      for (ast::Param& p : *list)
+        for (size_t k = 0; k < p.dims.size(); ++k) {
+          if (!p.dims[k].computed) continue;
+          std::string name = fmt::format("{}_dim{}", p.name.name, k);
+          while (words.count(name)) name += "_";
+          words.insert(name);
+          p.dims[k].name = name;
+        }
   }
 
   ast::LetStmt let_stmt(P::LetStmtContext* c) { return {ident(c->ID()), expr(c->expr())}; }
@@ -652,7 +674,15 @@ class Builder {
     std::vector<ast::Field> out;
     for (P::FieldContext* f : c->field()) {
       ast::Field field{ident(f->ID(0)), ident(f->ID(1)), std::nullopt};
-      if (f->dim()) field.vector_dim = dim(f->dim());
+      if (f->dim()) {
+        field.vector_dim = dim(f->dim());
+        if (field.vector_dim->computed) {
+          diags_.error("E065", field.vector_dim->range, "a monoid field's length is a size name or a number")
+              .hint("name the length (`v: f32[E]`); only an op's output dims may be computed");
+          field.vector_dim->computed.reset();
+          field.vector_dim->value = 1;  // reported: stands for a length from here on
+        }
+      }
       out.push_back(std::move(field));
     }
     return out;

@@ -13,7 +13,10 @@ std::string join_exprs(const std::vector<ast::Expr>& xs, size_t from, const char
 
 std::string dims(const std::vector<ast::Dim>& ds) {
   std::string s;
-  for (const ast::Dim& d : ds) s += (s.empty() ? "" : ", ") + (d.is_literal() ? std::to_string(d.value) : d.name);
+  for (const ast::Dim& d : ds)
+    s += (s.empty() ? "" : ", ") + (d.computed       ? fmt::format("{} = {}", d.name, print_expr(*d.computed, nullptr))
+                                    : d.is_literal() ? std::to_string(d.value)
+                                                     : d.name);
   return s;
 }
 

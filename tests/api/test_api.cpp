@@ -192,6 +192,42 @@ TEST_CASE("api: run_on_interpreter matches a float64 computation on every elemen
   }
 }
 
+TEST_CASE("api: an output dim computed from the inputs' sizes is bound from the tensors and checked") {
+  constexpr const char* kConv = R"(
+op conv1d(x: f32[B, T], w: f32[K]) -> (y: f32[B, T - K + 1]) {
+  y[b, t] = sum(k: x[b, t + k] * w[k]);
+}
+)";
+  api::Op op = api::Program::from_source(kConv, "conv.emmy", options()).op("conv1d");
+  const int64_t B = 3, T = 29, K = 4;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(B * T), w(K), y(B * (T - K + 1), std::numeric_limits<float>::quiet_NaN());
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  const std::vector<api::Tensor> in{{x.data(), api::DType::F32, {B, T}}, {w.data(), api::DType::F32, {K}}};
+  const api::Sizes sizes = op.bind_sizes(in);
+  CHECK(sizes.at("y_dim1") == T - K + 1);
+  CHECK(op.output_shape(0, sizes) == std::vector<int64_t>{B, T - K + 1});
+  op.run_on_interpreter(in, {{y.data(), api::DType::F32, {B, T - K + 1}}});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t + K <= T; ++t) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += double{x[b * T + t + k]} * w[k];
+      CHECK(y[b * (T - K + 1) + t] == doctest::Approx(want).epsilon(1e-5));
+    }
+  // An output of another length, and inputs that leave no output element: Argument errors.
+  api::Error shape = error_of([&] { op.run_on_interpreter(in, {{y.data(), api::DType::F32, {B, T - K}}}); });
+  CHECK(shape.kind() == api::ErrorKind::Argument);
+  CHECK(std::string(shape.what()).find("T - K + 1 is 26") != std::string::npos);
+  std::vector<float> long_w(T + 1);
+  api::Error empty = error_of([&] {
+    op.bind_sizes({{x.data(), api::DType::F32, {B, T}}, {long_w.data(), api::DType::F32, {T + 1}}});
+  });
+  CHECK(empty.kind() == api::ErrorKind::Argument);
+  CHECK(std::string(empty.what()).find("is 0 at K=30,T=29") != std::string::npos);
+}
+
 constexpr const char* kGuarded = R"(
 op attend(q: f16[B, H, S, D], k: f16[B, H, T, D], v: f16[B, H, T, E]) -> (o: f16[B, H, S, E]) {
   let scale = 1.0 / sqrt(D);

@@ -321,6 +321,23 @@ class Interpreter(EmmyTestCase):
         for n in range(5):
             self.assertAlmostEqual(y.values()[n], sum(xv[n * 37:(n + 1) * 37]), places=4)
 
+    def test_computed_output_dims(self):
+        # An output dim computed from the inputs' sizes (docs/language.md, "Ops"): the output's
+        # shape comes from the inputs' tensors; sizes that leave it empty are an Argument error.
+        conv = emmy.compile("op conv1d(x: f32[B, T], w: f32[K]) -> (y: f32[B, T - K + 1]) {\n"
+                            "  y[b, t] = sum(k: x[b, t + k] * w[k]);\n}\n", name="conv.emmy", cache=False).op("conv1d")
+        B, T, K = 2, 23, 5
+        self.assertEqual(conv.output_shapes((B, T), (K,)), [(B, T - K + 1)])
+        x, xv = host(self.rng, (B, T), "f32")
+        w, wv = host(self.rng, (K,), "f32")
+        y = conv.run_host(x, w)
+        self.assertEqual(y.shape, (B, T - K + 1))
+        ref = [sum(xv[b * T + t + k] * wv[k] for k in range(K)) for b in range(B) for t in range(T - K + 1)]
+        self.assert_elements(y.values(), ref, "f32", abs_tol=1e-5, what="conv1d y")
+        with self.assertRaises(emmy.Error) as ctx:
+            conv.output_shapes((B, 4), (K,))
+        self.assertIn("T - K + 1 is 0 at K=5,T=4", ctx.exception.message)
+
     def test_inline_source_bf16_and_mixed(self):
         prog = emmy.compile("op twice(x: bf16[N]) -> (y: bf16[N]) {\n  y[n] = x[n] * 2;\n}\n\n"
                             "op mix(a: f16[N], b: bf16[N]) -> (y: f32[N]) {\n  y[n] = a[n] * b[n];\n}\n",
