@@ -48,6 +48,16 @@ std::string interpreted_failures(const CheckedProgram& program, const CheckedOp&
   return test::output_failures(op, buffers, ref, kind);
 }
 
+// The terms of `sum` over one f32 field, as the prover reads a monoid.
+algebra::MonoidTerms sum_terms() {
+  algebra::MonoidTerms sum;
+  sum.name = "sum";
+  sum.fields = {"x"};
+  sum.identity = {algebra::Term::constant(algebra::Rational::of(0))};
+  sum.combine = {algebra::Term::make(algebra::TermOp::Add, {algebra::Term::var("a.x"), algebra::Term::var("b.x")})};
+  return sum;
+}
+
 }  // namespace
 
 TEST_CASE("auto-schedule: every stdlib and example op at ragged sizes, interpreted against the reference") {
@@ -213,11 +223,7 @@ TEST_CASE("auto-schedule: what the H200 taught it (tests/bench/RESULTS.md, Step 
 }
 
 TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy without children") {
-  algebra::MonoidTerms sum;
-  sum.name = "sum";
-  sum.fields = {"x"};
-  sum.identity = {algebra::Term::constant(algebra::Rational::of(0))};
-  sum.combine = {algebra::Term::make(algebra::TermOp::Add, {algebra::Term::var("a.x"), algebra::Term::var("b.x")})};
+  const algebra::MonoidTerms sum = sum_terms();
   const lower::LawMemo memo;
   const algebra::MonoidReport direct = algebra::check_laws(sum);
   for (int i = 0; i < 2; ++i) {
@@ -272,11 +278,7 @@ TEST_CASE("auto-schedule: what the pipeline table rules out is not lowered; too-
 }
 
 TEST_CASE("lowering: a law memo started from proved reports answers with them") {
-  algebra::MonoidTerms sum;
-  sum.name = "sum";
-  sum.fields = {"x"};
-  sum.identity = {algebra::Term::constant(algebra::Rational::of(0))};
-  sum.combine = {algebra::Term::make(algebra::TermOp::Add, {algebra::Term::var("a.x"), algebra::Term::var("b.x")})};
+  const algebra::MonoidTerms sum = sum_terms();
   // A report the checker made (here a made-up one, to see that it is what the memo answers: a
   // seeded report is trusted, not proved again).
   algebra::MonoidReport given = algebra::check_laws(sum);
