@@ -354,11 +354,12 @@ def kernel_fingerprint(cuda):
 class Variant:
     """One Emmy op under one schedule (or knob override), loaded once, used for every case."""
 
-    def __init__(self, family, path, op, schedule=None, knobs=None, target=None):
+    def __init__(self, family, path, op, schedule=None, knobs=None, target=None, dtype=None):
         self.family, self.path, self.op_name, self.schedule, self.knobs = family, Path(path), op, schedule, knobs
-        self.target = target
+        self.target, self.dtype = target, dtype  # dtype: emmy.load's (the stdlib's f16 taken as f32, say)
         tag = schedule or (f"knobs {knobs}" if knobs else "default")
-        self.label = f"emmy {op} [{tag}]" if target is None else f"emmy {op} [{tag}, {target}]"
+        tags = ", ".join(t for t in (tag, target, dtype) if t)
+        self.label = f"emmy {op} [{tags}]"
         self.op = None
         self.error = None
         self.rate = None  # seconds per unit of work (FLOP or byte) on the last case measured
@@ -371,8 +372,8 @@ class Variant:
             try:
                 own = h.meta["capability"] if h.meta["capability"] in PORTABLE_TARGETS else None
                 prog = h.emmy.load(self.path, target=self.target or own, schedule=self.schedule, knobs=self.knobs,
-                                   stdlib_path=str(ROOT / "stdlib"),
-                                   cache_dir=h.cache_dir)
+                                   stdlib_path=str(ROOT / "stdlib"), cache_dir=h.cache_dir,
+                                   **({"dtype": self.dtype} if self.dtype else {}))
                 self.op = prog.op(self.op_name)
             except Exception as e:  # emmy.Error, LibraryNotFoundError, ...
                 self.error = e
@@ -465,23 +466,23 @@ class Harness:
                       "median of n launches after a warm-up call (not triton.testing.do_bench)",
         }
 
-    def variant(self, family, path, op, schedule=None, knobs=None, target=None):
-        key = (str(path), op, schedule, knobs, target)
+    def variant(self, family, path, op, schedule=None, knobs=None, target=None, dtype=None):
+        key = (str(path), op, schedule, knobs, target, dtype)
         if key not in self.variants:
-            self.variants[key] = Variant(family, path, op, schedule, knobs, target)
+            self.variants[key] = Variant(family, path, op, schedule, knobs, target, dtype)
         return self.variants[key]
 
-    def variants_for(self, family, path, op, extra_knobs=()):
+    def variants_for(self, family, path, op, extra_knobs=(), dtype=None):
         path = Path(path)
-        vs = [self.variant(family, path, op)]
+        vs = [self.variant(family, path, op, dtype=dtype)]
         if path.exists():
-            vs += [self.variant(family, path, op, schedule=s, target=t)
+            vs += [self.variant(family, path, op, schedule=s, target=t, dtype=dtype)
                    for s, t in named_schedules(path, op, self.meta["capability"])]
-        vs += [self.variant(family, path, op, knobs=k) for k in extra_knobs]
+        vs += [self.variant(family, path, op, knobs=k, dtype=dtype) for k in extra_knobs]
         # The auto-scheduler's (docs/auto_schedule.md), for the device's target and each other one a block names.
         targets = [None] + sorted({t for _, t in named_schedules(path, op, self.meta["capability"]) if t}
                                   if path.exists() else set())
-        vs += [self.variant(family, path, op, schedule="auto", target=t) for t in targets]
+        vs += [self.variant(family, path, op, schedule="auto", target=t, dtype=dtype) for t in targets]
         if self.args.blocks:  # --blocks: only the schedule blocks whose label matches
             keep = re.compile(self.args.blocks)
             vs = [v for v in vs if keep.search(v.label)]
@@ -783,10 +784,14 @@ class Harness:
         self.run_case(("decode", label), body)
         self.finish_case(start, "torch SDPA (default backend)")
 
-    def case_rows(self, opname, N, C):
-        label = f"{N}x{C}"
+    def case_rows(self, opname, N, C, dtype="f16"):
+        """A row op of stdlib/nn.emmy (its f16 taken as `dtype`) against torch eager, torch.compile
+        (Inductor, with --inductor) and the copy ceiling (x copied into a tensor like it: the bytes
+        the op must move at least, at the rate the GPU moves them), all in TB/s."""
+        label = f"{N}x{C}" + ("" if dtype == "f16" else f" {dtype}")
         start = len(self.rows)
-        elem = 2  # f16
+        tdtype = {"f16": torch.float16, "f32": torch.float32}[dtype]
+        elem = 2 if dtype == "f16" else 4
         work = {"softmax": 2 * N * C * elem, "layernorm": 2 * N * C * elem + 2 * C * elem,
                 "rmsnorm": 2 * N * C * elem + C * elem}[opname]
         base = {"op": opname, "case": label, "shape": {"N": N, "C": C}, "work": work}
@@ -794,9 +799,9 @@ class Harness:
 
         def body():
             gen = torch.Generator(device="cuda").manual_seed(1)
-            x = torch.randn(N, C, device="cuda", dtype=torch.float16, generator=gen)
-            w = torch.randn(C, device="cuda", dtype=torch.float16, generator=gen)
-            bias = torch.randn(C, device="cuda", dtype=torch.float16, generator=gen)
+            x = torch.randn(N, C, device="cuda", dtype=tdtype, generator=gen)
+            w = torch.randn(C, device="cuda", dtype=tdtype, generator=gen)
+            bias = torch.randn(C, device="cuda", dtype=tdtype, generator=gen)
             xf = x.float()
             tols = TOL[opname]
             if opname == "softmax":
@@ -814,8 +819,16 @@ class Harness:
                 peer, inputs = (lambda: F.rms_norm(x, (C,), w, eps=1e-6)), (x, w)
                 tiny = (x[:2].contiguous(), w)
             self.measure_peer(base, peer_name, peer, refs[:1], tols[:1], work, "TB/s")
+            if self.args.inductor:
+                compiled = torch.compile(peer)
+                self.measure_peer(base, "torch.compile (Inductor)", compiled, refs[:1], tols[:1], work, "TB/s")
+                torch._dynamo.reset()
+            copy = torch.empty_like(x)
+            self.measure_peer(base, "copy ceiling (x into a tensor like it)", lambda: copy.copy_(x), [xf], [(0, 0)],
+                              2 * N * C * elem, "TB/s", kind="ceiling")
             seen = {}
-            for var in self.variants_for(opname, ROOT / "stdlib" / "nn.emmy", opname):
+            for var in self.variants_for(opname, ROOT / "stdlib" / "nn.emmy", opname,
+                                         dtype=None if dtype == "f16" else dtype):
                 self.measure_emmy(base, var, inputs, tiny, refs, tols, work, "TB/s", seen)
 
         self.run_case((opname, label), body)
@@ -854,7 +867,7 @@ class Harness:
     def cases(self):
         if self.quick:
             sdpa = [((1, 8, 1000, 64), False), ((1, 8, 1000, 64), True), ((1, 8, 4096, 64), False)]
-            rows = [(4097, 1000)]
+            rows = [(4097, 1000, "f16")]
             mms = [(1000, 777, 1023)]
         else:
             if self.args.sdpa:
@@ -862,7 +875,7 @@ class Harness:
             else:
                 sdpa = [(s, False) for s in SDPA_ANCHORS + SDPA_RAGGED] + [(s, True) for s in SDPA_ANCHORS]
                 sdpa.append(((1, 8, 1000, 64), True))
-            rows, mms = ROW_SHAPES, self.args.matmul or MATMUL_SHAPES
+            rows, mms = self.args.rows or [(n, c, "f16") for n, c in ROW_SHAPES], self.args.matmul or MATMUL_SHAPES
         # Smallest work first: each Emmy variant's time per FLOP on a case predicts the next one.
         sdpa.sort(key=lambda c: (c[0][0] * c[0][1] * c[0][2] ** 2 * c[0][3] * (0.5 if c[1] else 1.0), c[1]))
         rows = sorted(rows, key=lambda s: s[0] * s[1])
@@ -870,7 +883,8 @@ class Harness:
         out = [(f"sdpa B={s[0]} H={s[1]} S={s[2]} D={s[3]}{' causal' if c else ''}",
                 (lambda s=s, c=c: self.case_sdpa(*s, c))) for s, c in sdpa]
         for opname in ("softmax", "layernorm", "rmsnorm"):
-            out += [(f"{opname} {n}x{c}", (lambda o=opname, n=n, c=c: self.case_rows(o, n, c))) for n, c in rows]
+            out += [(f"{opname} {n}x{c}" + ("" if dt == "f16" else f" {dt}"),
+                     (lambda o=opname, n=n, c=c, dt=dt: self.case_rows(o, n, c, dt))) for n, c, dt in rows]
         out += [(f"matmul M={m} N={n} K={k}", (lambda m=m, n=n, k=k: self.case_product("matmul", m, n, k)))
                 for m, n, k in mms]
         if not self.quick:
@@ -1058,6 +1072,12 @@ def main():
     ap.add_argument("--sdpa", action="append", default=[], metavar="B,H,S,D",
                     type=lambda v: tuple(int(x) for x in v.split(",")),
                     help="an attention shape (f16, causal and not) to run instead of the anchors (repeatable)")
+    ap.add_argument("--rows", action="append", default=[], metavar="N,C[,f32]",
+                    type=lambda v: (int(v.split(",")[0]), int(v.split(",")[1]), (v.split(",") + ["f16"])[2]),
+                    help="a row-op shape (softmax, layernorm, rmsnorm; f16 unless f32 is given) to run instead of "
+                         "the anchors (repeatable)")
+    ap.add_argument("--inductor", action="store_true",
+                    help="also time the row ops under torch.compile (Inductor; compiling takes seconds a case)")
     ap.add_argument("--matmul", action="append", default=[], metavar="M,N,K",
                     type=lambda v: tuple(int(x) for x in v.split(",")),
                     help="a matmul shape to run instead of the anchors (repeatable)")
