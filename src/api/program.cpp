@@ -226,9 +226,7 @@ Lowering Op::Impl::lower_block(const CheckedSchedule* block, const std::string& 
 
 Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block, const Sizes* sizes) {
   const std::string& asked = program->options.schedule;
-  // No block: the auto-schedule unless --schedule named another; a block that says `auto;`: always.
-  const bool derived = lower::is_auto(block) && (block || asked.empty() || asked == lower::kAutoSchedule);
-  const std::string base = derived ? auto_knobs_locked(sizes) : std::string();
+  const std::string base = lower::derives(block, asked) ? auto_knobs_locked(sizes) : std::string();
   for (Lowering& l : lowerings)
     if (l.block == block && l.base == base) return l;
   Lowering made = on_large_stack([&] { return lower_block(block, base); });

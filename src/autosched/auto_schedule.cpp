@@ -344,16 +344,12 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   std::map<std::string, Outcome> lowered;
   auto try_choices = [&](const std::vector<TileChoice>& choices, const std::vector<TileChoice>& ahead) {
     std::vector<std::string> asked, todo;
-    for (const TileChoice& c : choices) {
-      asked.push_back(knobs_of(cls, c));
-      if (!lowered.count(asked.back()) && std::find(todo.begin(), todo.end(), asked.back()) == todo.end())
-        todo.push_back(asked.back());
-    }
+    auto queue = [&](const std::string& k) {  // to lower this round, unless lowered or queued
+      if (!lowered.count(k) && std::find(todo.begin(), todo.end(), k) == todo.end()) todo.push_back(k);
+    };
+    for (const TileChoice& c : choices) queue(asked.emplace_back(knobs_of(cls, c)));
     const size_t width = std::max(round_width(), todo.size());
-    for (size_t a = 0; a < ahead.size() && todo.size() < width; ++a)
-      if (std::string k = knobs_of(cls, ahead[a]);
-          !lowered.count(k) && std::find(todo.begin(), todo.end(), k) == todo.end())
-        todo.push_back(std::move(k));
+    for (size_t a = 0; a < ahead.size() && todo.size() < width; ++a) queue(knobs_of(cls, ahead[a]));
     std::vector<Outcome> got = try_all(cx, choice.at, check, todo);
     for (size_t t = 0; t < todo.size(); ++t) lowered.emplace(todo[t], std::move(got[t]));
     std::vector<Outcome> tried;

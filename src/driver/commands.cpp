@@ -26,8 +26,7 @@ struct Checked {
   std::unique_ptr<Diagnostics> diags;
   std::unique_ptr<CheckedProgram> program;
   algebra::ProgramLaws laws;
-  algebra::LawMemo proofs;                // the prover's reports, by the monoid's terms
-  std::unique_ptr<lower::LawMemo> known;  // the same, for the lowerings (and the auto-scheduler's)
+  std::unique_ptr<lower::LawMemo> known;  // the prover's reports, for the lowerings (the auto-scheduler's too)
   bool classified = false;                // sema passed and the prover ran: laws are meaningful
   uint32_t file = 0;
 };
@@ -63,11 +62,12 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
   c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (mode.times) mode.times->mark("parse + check");
   c.classified = !c.diags->has_errors();
+  algebra::LawMemo proofs;
   if (c.classified) {
     const std::set<std::string> ops = mode.one_op ? lowered_ops(*c.program, opt) : std::set<std::string>();
-    c.laws = algebra::classify(*c.program, *c.diags, &c.proofs, mode.one_op ? &ops : nullptr);
+    c.laws = algebra::classify(*c.program, *c.diags, &proofs, mode.one_op ? &ops : nullptr);
   }
-  c.known = std::make_unique<lower::LawMemo>(c.proofs);
+  c.known = std::make_unique<lower::LawMemo>(proofs);
   if (mode.times) mode.times->mark("prove");
   check_knob_list(c.sources, *c.diags, "EMMY_KNOBS", opt.env_knobs, find_target(opt.target));
   check_knob_list(c.sources, *c.diags, "--knobs", opt.knobs, find_target(opt.target));

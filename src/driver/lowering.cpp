@@ -109,8 +109,7 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
     const bool whole = !lo.knobs_merge && (!lo.env_knobs.empty() || !lo.cli_knobs.empty());
     for (size_t i = 0; i < tried.size(); ++i) {
       std::string base;
-      if (lower::is_auto(tried[i]) && !whole &&
-          (tried[i] || lo.schedule.empty() || lo.schedule == lower::kAutoSchedule)) {
+      if (!whole && lower::derives(tried[i], lo.schedule)) {
         autosched::AutoSchedule choice =
             autosched::auto_schedule(program, *op, *target, lo.sizes, lo.chains, lo.pipeline.laws);
         base = choice.knobs;

@@ -5,12 +5,19 @@
 
 namespace emmy::lower {
 
+namespace {
+
+// A report already proved, as the memo keeps one being proved.
+std::shared_future<algebra::MonoidReport> ready(const algebra::MonoidReport& report) {
+  std::promise<algebra::MonoidReport> known;
+  known.set_value(report);
+  return known.get_future().share();
+}
+
+}  // namespace
+
 LawMemo::LawMemo(const algebra::LawMemo& proved) {
-  for (const auto& [key, report] : proved) {
-    std::promise<algebra::MonoidReport> known;
-    known.set_value(report);
-    reports_.emplace(key, known.get_future().share());
-  }
+  for (const auto& [key, report] : proved) reports_.emplace(key, ready(report));
 }
 
 algebra::MonoidReport LawMemo::check(const algebra::MonoidTerms& terms) const {
@@ -40,10 +47,9 @@ algebra::MonoidReport LawMemo::check(const algebra::MonoidTerms& terms) const {
 }
 
 void LawMemo::seed(const algebra::MonoidTerms& terms, const algebra::MonoidReport& report) const {
-  std::promise<algebra::MonoidReport> known;
-  known.set_value(report);
+  std::shared_future<algebra::MonoidReport> known = ready(report);
   std::lock_guard<std::mutex> lock(mutex_);
-  reports_.try_emplace(algebra::law_memo_key(terms), known.get_future().share());
+  reports_.try_emplace(algebra::law_memo_key(terms), std::move(known));
 }
 
 }  // namespace emmy::lower

@@ -190,6 +190,11 @@ std::vector<const CheckedSchedule*> default_candidates(const CheckedProgram& pro
 bool guard_holds(const CheckedSchedule& block, const std::map<std::string, int64_t>& sizes);
 // Whether lowering with `block` takes the auto-scheduler's knobs: no block, or one that says `auto;`.
 inline bool is_auto(const CheckedSchedule* block) { return !block || (block->decl && block->decl->automatic); }
+// Whether a run asking for schedule `asked` ("" by default) and lowering with `block` derives its
+// knobs: a block that says `auto;` always; no block unless `asked` named another than kAutoSchedule.
+inline bool derives(const CheckedSchedule* block, const std::string& asked) {
+  return is_auto(block) && (block || asked.empty() || asked == kAutoSchedule);
+}
 // W056, at the block's header: `block` cannot serve a run's sizes (`why`: the kernels' limit).
 Warning unserved_block(const CheckedSchedule& block, const std::string& why);
 

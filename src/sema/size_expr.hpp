@@ -16,18 +16,9 @@ namespace emmy {
 // as i64) at `sizes`; nullopt where a size is unbound, the arithmetic overflows or divides by zero.
 std::optional<int64_t> eval_size_expr(const ast::Expr& e, const std::map<std::string, int64_t>& sizes);
 
-// The sizes an op's outputs compute from the inputs' (`y: f32[B, C, T - K + 1]`: y_dim2), in
-// declaration order.
-struct ComputedSize {
-  std::string name;       // the size build_ast named (`y_dim2`)
-  std::string text;       // the expression as written
-  const ast::Expr* expr;  // in the op's AST
-};
-std::vector<ComputedSize> computed_sizes(const ast::OpDecl& op);
-
-// Adds each computed size of `op` to `sizes` (bound from the inputs'); why one cannot be
-// computed or is not positive, or nullopt. A size already in `sizes` (an output passed in) must
-// equal its computed value.
+// Adds each size `op`'s outputs compute from the inputs' (`y: f32[B, C, T - K + 1]`: y_dim2) to
+// `sizes` (the inputs' bound); why one cannot be computed or is not positive, or nullopt. A size
+// already in `sizes` (an output passed in) must equal its computed value.
 std::optional<std::string> bind_computed_sizes(const ast::OpDecl& op, std::map<std::string, int64_t>& sizes);
 
 }  // namespace emmy
