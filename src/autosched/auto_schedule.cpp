@@ -89,6 +89,8 @@ constexpr int kMaxValueTile = 256;
 
 // Row reductions: threads a row (COOP), with the op's widest vector.
 constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
+// The row cache's largest chunk count (COOP's c<R> field).
+constexpr int64_t kMaxRowCacheChunks = 64;
 // Split reductions, tried on the best candidate when its CTAs leave SMs idle.
 constexpr int kSplitGroups[] = {4, 8, 16, 32};
 // A fold's K chunks: the smallest whose register bound covers the contracted size.
@@ -287,9 +289,17 @@ std::vector<std::string> row_candidates(const OpClass& cls, const Sizes& at) {
   for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
   std::vector<std::string> out{join_knobs({"PLACE=fuse", fast_exp})};
   if (!cls.has_reduction) return out;
+  // With the row cache sized to the row (the smallest c<R> whose N * V * R elements hold it):
+  // a row read again by a later pass comes from shared memory.
+  const int64_t per_chunk = std::max(cls.widest_vector, 1);
   for (const std::string& place : places)
     for (int t : kRowThreads)
-      if (t <= most) out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
+      if (t <= most) {
+        out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
+        const int64_t chunks = row > 0 ? (row + t * per_chunk - 1) / (t * per_chunk) : 0;
+        if (chunks >= 1 && chunks <= kMaxRowCacheChunks)
+          out.push_back(join_knobs({place, fmt::format("COOP=t{}{}/c{}", t, vec, chunks), fast_exp}));
+      }
   return out;
 }
 

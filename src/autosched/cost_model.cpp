@@ -336,12 +336,26 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // a cooperative row reduces through a tree of barriers.
     const int threads_a_row = plan && plan->tier == Tier::CoopRows ? std::max(plan->coop_threads, 1) : 1;
     const int row_passes = loops ? passes(loops->body) : 1;
-    const double wave = row_passes * (f.pass_us + std::log2(threads_a_row) * f.sync_us);
+    // Under a row cache that holds the rows at these sizes, the passes after the first read
+    // shared memory: no global round trip, and no second read of the inputs from L2 or memory.
+    bool cached = plan && plan->cache_capacity > 0 && !plan->cache_kept.empty();
+    if (cached)
+      for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
+    const double round_trips = cached ? 1 : row_passes;
+    const double wave = round_trips * f.pass_us + row_passes * std::log2(threads_a_row) * f.sync_us;
     out.compute_us = std::max(alu, serial) + out.waves * wave;
-    // Each pass after the first reads the rows' inputs again: from L2 where the rows the
-    // resident threads hold fit in it, else from memory.
+    // Each pass after the first reads the rows' inputs again: from shared memory under the row
+    // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
     const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
+    if (cached) {
+      out.smem_bytes = reread;
+      out.compute_us += reread / (c.smem_gbs * 1e3);
+      out.us = c.launch_us + std::max(out.memory_us, out.compute_us);
+      out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
+      if (out.us < 2 * c.launch_us) out.bound = "launch";
+      return out;
+    }
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
     const bool fits = resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes;
     if (fits)

@@ -130,6 +130,7 @@ struct Knobs {
   int rescale_skip_per_key = 1;    // the fold's rescale skip: elements of o a thread per key (the target's)
   int coop_threads = 1;            // COOP=t<N>: threads per point of a kernel's thread space
   int coop_vec = 1;                // COOP=.../v<V>: elements per vector load/store
+  int coop_cache = 0;              // COOP=.../c<R>: chunks of a row a thread keeps (0: no row cache)
   std::map<Knob, KnobUse> uses;    // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };

@@ -166,6 +166,7 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
   const auto& c = std::get<CoopValue>(s.value);
   k.coop_threads = c.threads;
   k.coop_vec = c.vec.value_or(1);
+  k.coop_cache = c.cache.value_or(0);
   k.block_threads = std::max(k.block_threads, c.threads);
 }
 

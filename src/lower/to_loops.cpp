@@ -395,17 +395,31 @@ class LoopBuilder {
     f.where = red.where;
     f.terms = *terms;
     f.summary = fmt::format("{} = {}({}: ...) is folded where {} reads it", r.name, red.op, f.axis.name, reader->name);
+    // The carrier's registers are run_<field>: a field whose name another fold of the kernel (a
+    // statement's name, or the same monoid's field) already has is named after the statement.
+    std::vector<std::pair<std::string, algebra::Term>> rename;
+    for (std::string& name : f.terms.fields) {
+      const std::string field = name;
+      if (carrier_names_.count(name)) name = r.name + "_" + field;
+      while (carrier_names_.count(name)) name += "_";
+      carrier_names_.insert(name);
+      if (name == field) continue;
+      for (const char* side : {"a.", "b."}) rename.emplace_back(side + field, algebra::Term::var(side + name));
+    }
+    if (!rename.empty())
+      for (algebra::Term& c : f.terms.combine) c = algebra::substitute(c, rename);
     tir::Stmt result = *reader;
     for (size_t i = 0; i < terms->fields.size(); ++i) {
       const ast::Field& field = decl.fields[i];
+      const std::string& carrier = f.terms.fields[i];
       bool vector = field.vector_dim.has_value();
       if (vector && !elem) return std::nullopt;
       Expr lift =
           decl.lift_params ? term_expr(terms->lift[i], {params.begin(), params.end()}, DType::F32) : params[i].second;
       DType dtype = parse_dtype(field.dtype.name).value_or(DType::F32);
-      if (!replace_field_reads(result.value, r.name, field.name.name, vector, elem, "run_" + field.name.name, dtype))
+      if (!replace_field_reads(result.value, r.name, field.name.name, vector, elem, "run_" + carrier, dtype))
         return std::nullopt;
-      f.members.push_back({&r, {field.name.name, dtype, lift, vector}, tir::Stmt{}});
+      f.members.push_back({&r, {carrier, dtype, lift, vector}, tir::Stmt{}});
     }
     bool any_vector = std::any_of(f.members.begin(), f.members.end(), [](const Member& m) { return m.field.per_tile; });
     if (!any_vector) {
@@ -536,6 +550,9 @@ class LoopBuilder {
     };
     std::vector<Fold> folds;
     std::set<std::string> folded;
+    carrier_names_.clear();  // a reduction's fold carries run_<its name>
+    for (const tir::Stmt& st : p_.stmts)
+      if (tir::has_reduce(st.value)) carrier_names_.insert(st.name);
     std::vector<Fold> candidates;
     for (const algebra::DiscoveredChain& c : chains_)
       if (std::optional<Fold> f = make_fold(c, out.materialized)) {
@@ -700,6 +717,7 @@ class LoopBuilder {
   const std::vector<algebra::DiscoveredChain>& chains_;
   std::vector<std::string> decisions_;
   std::set<std::string> chain_heads_;
+  std::set<std::string> carrier_names_;  // the kernel's carrier fields so far (registers run_<name>)
 };
 
 }  // namespace

@@ -84,6 +84,7 @@ constexpr Choice kClusterPrefixes[] = {{"m"}, {"n"}};
 constexpr Choice kReduceModes[] = {{"k"}, {"a"}};
 constexpr Choice kPrefixT[] = {{"t"}};
 constexpr Choice kPrefixV[] = {{"v"}};
+constexpr Choice kPrefixC[] = {{"c"}};
 
 // The index of `text` among `choices`, or -1.
 inline int index_of(std::span<const Choice> choices, std::string_view text) {
@@ -287,6 +288,14 @@ constexpr FieldSpec kCoopFields[] = {
        if (!c.vec) return std::nullopt;
        return FieldRead{.n1 = *c.vec};
      }},
+    {.name = "row cache", .grammar = "c<R>", .example = "c4", .slot = 2, .shape = Shape::Number,
+     .heads = kPrefixC, .r1 = {1, 64, 1, "chunk count"},
+     .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).cache = r.n1; },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<CoopValue>(v);
+       if (!c.cache) return std::nullopt;
+       return FieldRead{.n1 = *c.cache};
+     }},
 };
 // clang-format on
 
@@ -309,7 +318,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Wspec, "WSPEC", "p<N>[/r<R>]", "p1/r240", [] { return KnobValue{WspecValue{}}; }, kWspecFields},
     {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; }, kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
-    {Knob::Coop, "COOP", "t<N>[/v<V>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
+    {Knob::Coop, "COOP", "t<N>[/v<V>][/c<R>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
     {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
     {Knob::PingPong, "PINGPONG", "0|1", "1", [] { return KnobValue{false}; }, kPingPongFields},
     {Knob::Persist, "PERSIST", "0|1", "1", [] { return KnobValue{false}; }, kPersistFields},

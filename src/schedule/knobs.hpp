@@ -54,11 +54,13 @@ struct ClusterValue {
   int size = 0;
 };
 
-// COOP: t<N>[/v<V>] — N threads (a power of two) cooperate on each point of a kernel's
-// thread space (a row); V elements per vector load/store (1, 2, 4, 8).
+// COOP: t<N>[/v<V>][/c<R>] — N threads (a power of two) cooperate on each point of a kernel's
+// thread space (a row); V elements per vector load/store (1, 2, 4, 8); a row cache of R chunks
+// of V elements a thread, in registers, so a row of up to N * V * R elements is read once.
 struct CoopValue {
   int threads = 0;
   std::optional<int> vec;
+  std::optional<int> cache;
 };
 
 // monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP, PINGPONG and PERSIST (1 = true).

@@ -53,6 +53,9 @@ constexpr int kValueTiles[] = {64, 128};       // TILE@<the output's last axis>:
 // The scalar tier varies one family at a time around fuse / cut / one seam cut.
 constexpr int kScalarTiles[] = {16, 32, 64, 128};
 constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
+// The row cache's chunk counts (COOP=.../c<R>): with t256/v8, rows up to 2 K, 8 K and 32 K
+// elements; with t1024/v8 up to 128 K (f16 only: f32 overflows shared memory, pruned).
+constexpr int kRowCacheChunks[] = {1, 4, 16};
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
 // The last index of each output: where a register tile of output columns (TILE@axis) goes.
@@ -103,7 +106,11 @@ void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::strin
       for (const std::string& axis : output_columns(op))
         for (int f : kScalarTiles) b.add(join({base, fmt::format("TILE@{}=f{}", axis, f)}));
       for (int t : kCoopThreads)
-        for (const std::string& v : vectors) b.add(join({base, fmt::format("COOP=t{}{}", t, v)}));
+        for (const std::string& v : vectors) {
+          b.add(join({base, fmt::format("COOP=t{}{}", t, v)}));
+          if (!v.empty())  // the row cache: rows up to t x v x c elements read once
+            for (int c : kRowCacheChunks) b.add(join({base, fmt::format("COOP=t{}{}/c{}", t, v, c)}));
+        }
       for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
     }
 }

@@ -913,7 +913,7 @@ TEST_CASE("legal: several violations in one setting are all reported") {
 // ---------------------------------------------------------------------------------------
 // COOP: cooperative rows
 
-TEST_CASE("parse: COOP t<N>[/v<V>]") {
+TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>]") {
   KnobSetting s = parse_ok(Knob::Coop, "t256/v8");
   CHECK(std::get<CoopValue>(s.value).threads == 256);
   CHECK(std::get<CoopValue>(s.value).vec == 8);
@@ -925,7 +925,12 @@ TEST_CASE("parse: COOP t<N>[/v<V>]") {
   CHECK(print_knob(parse_ok(Knob::Coop, " t256/v8 ")) == "COOP=t256/v8");
   CHECK(print_knob(parse_ok(Knob::Coop, "")) == "COOP=");
   CHECK(print_knob(setting_of("COOP=t32/v8")) == "COOP=t32/v8");
-  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>]");
+  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>][/c<R>]");
+  KnobSetting c = parse_ok(Knob::Coop, "t512/v8/c13");
+  CHECK(std::get<CoopValue>(c.value).cache == 13);
+  CHECK_FALSE(std::get<CoopValue>(s.value).cache.has_value());
+  for (std::string_view ok : {"t512/v8/c13", "t32/c1", "t1024/v4/c64"})
+    CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
 }
 
 TEST_CASE("COOP errors: every code, with the byte range and the fix") {
@@ -946,6 +951,9 @@ TEST_CASE("COOP errors: every code, with the byte range and the fix") {
       {"v8", "E051", "v8", "missing its threads per row", "e.g. COOP=t256/v8"},
       {"t256/w8", "E051", "w8", "unknown COOP field 'w8'", "COOP=t256/v8"},
       {"t256/v", "E051", "v", "unknown COOP field", ""},
+      {"t256/v8/c0", "E054", "0", "COOP chunk count 0 is out of range: c<R> takes 1..64", "1..64"},
+      {"t256/v8/c65", "E054", "65", "chunk count 65 is out of range", "1..64"},
+      {"t256/c4/v8", "E052", "v8", "out of order", "COOP=t256/v8/c4"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.value);

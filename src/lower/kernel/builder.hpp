@@ -358,6 +358,7 @@ class KernelBuilder {
   const Knobs& knobs_;
   const LawMemo* law_memo_;
   int counter_ = 0;
+  std::set<std::string> carrier_regs_;  // a fold's carrier registers (run_<field>) declared in the kernel
   int widen_half_ = 0;
   bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
   int tile_ = 1;
@@ -368,6 +369,11 @@ class KernelBuilder {
   // ---- COOP=t<N>[/v<V>]: cooperative rows and vector accesses (coop.cpp) -------------
   bool coop_top() const { return coop_on() && !coop_inner_; }
   void coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total);
+  void coop_cached_body(const lir::Kernel& k);
+  void coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
+  K cached_read(const tir::Tensor& t, std::vector<K> idx);
+  const std::string& cache_array(const std::string& row, const tir::Tensor& t);
+  void cache_forget(const std::string& tensor);
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
                    const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
   void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
@@ -379,8 +385,12 @@ class KernelBuilder {
   std::optional<K> vec_read(const Expr& e);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
-  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix);
-  static K vec_part_index(const VecChunk::Access& a, size_t j);
+  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
+  // Elements a chunk: V, or one in the row cache's scalar variant.
+  int vec_width() const { return row_cache_ == RowCache::Scalar ? 1 : knobs_.coop_vec; }
+  static kir::Reg vec_reg(const VecChunk::Access& a, int u);
+  kir::Stmt vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer, kir::Space space,
+                     const K& first);
 
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
@@ -391,6 +401,24 @@ class KernelBuilder {
   std::optional<VecChunk> vec_;
   std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;          // vector accesses the current split made
+  // COOP=.../c<R>, the row cache (row_cache.cpp): which body is being lowered (the dry run
+  // only finds the rows read again), the chunks kept so far (by tensor, element and bound),
+  // the rows worth keeping and their shared arrays, the current split's loop, and what the
+  // cached body needs at run time.
+  enum class RowCache { Off, Vector, Scalar };
+  RowCache row_cache_ = RowCache::Off;
+  bool cache_probe_ = false;
+  std::set<std::string> cache_held_;
+  std::set<std::string> cache_reused_;
+  std::map<std::string, std::string> cache_arrays_;
+  std::string cache_guard_;     // the current split's loop (bounds, step)
+  std::vector<K> cache_conds_;  // sizes that must be multiples of V (the vector body)
+  std::vector<K> cache_sizes_;  // split axes' sizes, each at most N * V * R
+  std::set<std::string> cache_size_names_;
+  K coop_slot_;  // the thread's row among the block's rows
+  int64_t cache_capacity() const {
+    return static_cast<int64_t>(knobs_.coop_threads) * knobs_.coop_vec * knobs_.coop_cache;
+  }
   std::vector<kir::SharedArray>* shared_ = nullptr;
   std::vector<KernelPlan> plans_;
 };

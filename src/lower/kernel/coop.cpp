@@ -1,7 +1,8 @@
 // COOP=t<N>[/v<V>] in the scalar tier: N consecutive threads own one point of a kernel's
 // thread space (a row); reductions and loops over the row's axes are split between them,
 // partial carriers are combined with the monoid's proved combine (shfl butterflies in a warp,
-// shared memory across warps), and accesses along the split axis move V elements at a time.
+// shared memory across warps), and accesses along the split axis move V elements at a time (the
+// row cache, COOP=.../c<R>, is row_cache.cpp).
 // Members of KernelBuilder (builder.hpp), kept apart so the scalar tier stays readable.
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
@@ -32,6 +33,7 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
                           kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), I), kir::ci(rows, I)),
                           kir::binary(kir::BinOp::Div, tid, kir::ci(n, I))));
   coop_lane_ = let(unclashed("coop_rank"), kir::binary(kir::BinOp::Rem, tid, kir::ci(n, I)));
+  coop_slot_ = rows == 1 ? kir::ci(0, I) : kir::binary(kir::BinOp::Div, tid, kir::ci(n, I));
   coop_row_ok_ = let(unclashed("coop_row_ok"), kir::binary(kir::BinOp::Lt, row, total));
   K last = kir::binary(kir::BinOp::Sub, total, kir::ci(1, I));
   K rest = let(unclashed("coop_rowc"), kir::binary(kir::BinOp::Min, row, last));
@@ -42,6 +44,7 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
     coop_axes_.insert(a.name);
     if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
   }
+  if (knobs_.coop_cache > 0) return coop_cached_body(k);
   for (const lir::Stmt& s : k.body) stmt(s);
 }
 
@@ -98,6 +101,11 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
   K size = size_value(axis.size);
   bool was_inner = coop_inner_;
   coop_inner_ = true;
+  if (row_cache_ != RowCache::Off) {
+    coop_cached_split(axis, contiguous, element);
+    coop_inner_ = was_inner;
+    return;
+  }
   // [lo, hi) step `step` of this thread, in units of `width` elements.
   auto share = [&](int width, std::string var, const std::function<std::vector<kir::Stmt>()>& body) {
     K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(width, I));
@@ -162,16 +170,29 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
   coop_inner_ = was_inner;
 }
 
-// The j-th access of `a`: its first element index.
-K KernelBuilder::vec_part_index(const VecChunk::Access& a, size_t j) {
-  if (j == 0) return a.index;
-  return kir::binary(kir::BinOp::Add, a.index, kir::ci(static_cast<int64_t>(j) * a.width, ScalarType::I64));
+// Element u of the chunk in `a`'s registers (one scalar register when an access is one element).
+kir::Reg KernelBuilder::vec_reg(const VecChunk::Access& a, int u) {
+  const std::string& array = a.arrays[static_cast<size_t>(u / a.width)];
+  return a.width == 1 ? kir::Reg{array} : kir::Reg{array, u % a.width};
+}
+
+// The j-th access of `a` between `buffer` (from element `first` of the access) and its
+// registers: a vector load or store, or a plain one for a single element.
+kir::Stmt KernelBuilder::vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer,
+                                  kir::Space space, const K& first) {
+  const ScalarType type = scalar_of(p_.tensors.find(a.tensor)->dtype);
+  K at = j == 0 ? first : kir::binary(kir::BinOp::Add, first, kir::ci(static_cast<int64_t>(j) * a.width, first.type));
+  if (a.width == 1)
+    return load ? kir::assign({a.arrays[j]}, kir::load(space, buffer, at, type))
+                : kir::store(space, buffer, at, kir::var({a.arrays[j]}, type));
+  return load ? kir::vec_load(a.arrays[j], type, a.width, buffer, at, space)
+              : kir::vec_store(buffer, at, a.arrays[j], type, a.width, space);
 }
 
 // V elements base..base+V-1 of `axis`, each lowered in a scope of its own; reads of a row of a
 // tensor along the axis share its vector loads, stores into it are gathered into vector stores.
 void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element) {
-  const int v = knobs_.coop_vec;
+  const int v = vec_width();
   vec_.emplace();
   vec_->block = blocks_.size() - 1;
   vec_->base = base;
@@ -185,10 +206,9 @@ void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::
     for (kir::Stmt& s : one) emit(std::move(s));
   }
   for (const auto& [key, a] : vec_->stores) {
-    const tir::Tensor& t = *p_.tensors.find(a.tensor);
     std::vector<kir::Stmt> stores;
     for (size_t j = 0; j < a.arrays.size(); ++j)
-      stores.push_back(kir::vec_store(a.tensor, vec_part_index(a, j), a.arrays[j], scalar_of(t.dtype), a.width));
+      stores.push_back(vec_move(a, j, false, a.tensor, kir::Space::Global, a.index));
     emit(kir::if_then(coop_row_ok_, std::move(stores)));
   }
   vec_.reset();
@@ -197,27 +217,29 @@ void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::
 // A row of `t` may be read V at a time: its rows start V-aligned (a literal last size
 // divisible by V, or a size checked at run time).
 bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
-  const int v = knobs_.coop_vec;
-  if (t.dims.size() < 2) return true;
+  const int v = vec_width();
+  if (v == 1 || t.dims.size() < 2) return true;
   const std::string& last = t.dims.back();
   if (std::isdigit(static_cast<unsigned char>(last[0]))) return std::stoll(last) % v == 0;
   K size = size_value(last);
-  bool known = std::any_of(vec_conds_.begin(), vec_conds_.end(), [&](const K& c) { return c.name == size.name; });
-  if (!known) vec_conds_.push_back(size);
+  std::vector<K>& conds = row_cache_ == RowCache::Off ? vec_conds_ : cache_conds_;
+  bool known = std::any_of(conds.begin(), conds.end(), [&](const K& c) { return c.name == size.name; });
+  if (!known) conds.push_back(size);
   return true;
 }
 
 // The register arrays of V elements of `t` from element `index`, declared where the chunk
 // starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
-VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix) {
-  const int v = knobs_.coop_vec;
+VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix,
+                                           size_t block) {
+  const int v = vec_width();
   VecChunk::Access a;
   a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
   a.tensor = t.name;
   a.index = index;
   for (int j = 0; j < v / a.width; ++j) {
     a.arrays.push_back(fresh(prefix + t.name));
-    blocks_[vec_->block]->push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
+    blocks_[block]->push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
   }
   ++vec_used_;
   return a;
@@ -258,20 +280,26 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   K at = linear_index(t, idx);
   std::string key = e.name + "@" + render_key(at);
   ScalarType type = scalar_of(t.dtype);
+  if (row_cache_ != RowCache::Off) {
+    std::vector<K> whole = idx;
+    whole.back() = vec_->base;
+    return cached_read(t, std::move(whole));
+  }
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
-    VecChunk::Access a = vec_access(t, at, "v_");
+    VecChunk::Access a = vec_access(t, at, "v_", vec_->block);
     for (size_t j = 0; j < a.arrays.size(); ++j)
-      blocks_[vec_->block]->push_back(kir::vec_load(a.arrays[j], type, a.width, e.name, vec_part_index(a, j)));
+      blocks_[vec_->block]->push_back(vec_move(a, j, true, e.name, kir::Space::Global, at));
     it = vec_->loads.emplace(key, std::move(a)).first;
   }
   const VecChunk::Access& a = it->second;
-  return kir::var({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, type);
+  return kir::var(vec_reg(a, vec_->u), type);
 }
 
 // A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
 // the end store nothing; a row's own value, outside any split loop, is stored by rank 0).
 void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value) {
+  if (row_cache_ != RowCache::Off) cache_forget(t.name);
   if (vec_ && blocks_.size() == vec_->block + 2 && !idx.empty() && render_key(idx.back()) == render_key(vec_->elem)) {
     bool row = true;
     for (size_t k = 0; k + 1 < idx.size(); ++k) {
@@ -285,10 +313,11 @@ void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, 
       K index = linear_index(t, at);
       std::string key = t.name + "@" + render_key(index);
       auto it = vec_->stores.find(key);
-      if (it == vec_->stores.end() && vec_->u == 0) it = vec_->stores.emplace(key, vec_access(t, index, "w_")).first;
+      if (it == vec_->stores.end() && vec_->u == 0)
+        it = vec_->stores.emplace(key, vec_access(t, index, "w_", vec_->block)).first;
       if (it != vec_->stores.end()) {
         const VecChunk::Access& a = it->second;
-        emit(kir::assign({a.arrays[static_cast<size_t>(vec_->u / a.width)], vec_->u % a.width}, value));
+        emit(kir::assign(vec_reg(a, vec_->u), value));
         return;
       }
     }

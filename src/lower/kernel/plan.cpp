@@ -32,6 +32,14 @@ std::string print_plan(const KernelPlan& p) {
                                 : fmt::format("  block: {} threads\n", p.block_threads);
   if (p.tier == KernelPlan::Tier::CoopRows)
     out += fmt::format("  rows: {} threads each, vector accesses of {}\n", p.coop_threads, p.coop_vec);
+  if (p.cache_capacity > 0)
+    out += p.cache_kept.empty()
+               ? fmt::format(
+                     "  row cache: up to {} elements a row, but no pass reads again what an earlier one read in the "
+                     "same thread\n",
+                     p.cache_capacity)
+               : fmt::format("  row cache: {} kept in shared memory, read from memory once, while {} <= {}\n",
+                             fmt::join(p.cache_kept, ", "), fmt::join(p.cache_sizes, ", "), p.cache_capacity);
   if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
   out += fmt::format("  atom: {}, warps w{}x{}, fragments f{}x{} a warp, k{} (k-steps of 16 a chunk)\n", p.atom,
                      p.warps_m, p.warps_n, p.frag_m, p.frag_n, p.k_steps);

@@ -28,6 +28,10 @@ struct KernelPlan {
   std::string refused;  // the tensor-core tier's refusal, where TILE asked for one
   int block_threads = 0;
   int coop_threads = 0, coop_vec = 0;  // CoopRows: threads a row, elements a vector access
+  // CoopRows under COOP=.../c<R>: the longest row kept (N * V * R elements), the split axes'
+  // sizes that must not exceed it, and the tensors whose rows are kept in shared memory.
+  int64_t cache_capacity = 0;
+  std::vector<std::string> cache_sizes, cache_kept;
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;
