@@ -17,6 +17,14 @@ namespace emmy::lower::detail {
 void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec, r = knobs_.coop_cache;
   const ScalarType I = ScalarType::I64;
+  // The streamed body first: where nothing is kept it is the whole kernel, the one the knobs
+  // without c<R> give, names and all (the tuner prunes the one as the other's duplicate).
+  std::vector<kir::Stmt> streamed = nested([&] {
+    for (const lir::Stmt& s : k.body) stmt(s);
+  });
+  // The cached bodies repeat the streamed one's warnings (assumed laws): those are dropped; the
+  // dry run's shared arrays too.
+  const size_t warnings = law_warnings_.size();
   auto variant = [&](RowCache mode, bool probe, std::vector<K>& conds, std::vector<K>& sizes) {
     row_cache_ = mode;
     cache_probe_ = probe;
@@ -24,14 +32,11 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     cache_conds_.clear();
     cache_sizes_.clear();
     const size_t shared_before = shared_->size();
-    const size_t warnings_before = law_warnings_.size();
     std::vector<kir::Stmt> body = nested([&] {
       for (const lir::Stmt& s : k.body) stmt(s);
     });
-    if (probe) {  // what the dry run emitted is dropped, its shared arrays and warnings too
-      shared_->resize(shared_before);
-      law_warnings_.resize(warnings_before);
-    }
+    if (probe) shared_->resize(shared_before);
+    law_warnings_.resize(warnings);
     conds = std::move(cache_conds_);
     sizes = std::move(cache_sizes_);
     row_cache_ = RowCache::Off;
@@ -43,20 +48,15 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   cache_reused_.clear();
   cache_arrays_.clear();
   cache_size_names_.clear();
-  variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused, sizes);
-  std::vector<kir::Stmt> vector_body;
-  if (v > 1) vector_body = variant(RowCache::Vector, false, conds, sizes);
-  std::vector<kir::Stmt> scalar_body = variant(RowCache::Scalar, false, unused, sizes);
-  std::vector<kir::Stmt> streamed = nested([&] {
-    for (const lir::Stmt& s : k.body) stmt(s);
-  });
   plans_.back().cache_capacity = static_cast<int64_t>(n) * v * r;
-  if (sizes.empty() || cache_reused_.empty()) {  // no row is read twice: nothing to keep
-    emit(kir::comment(
-        fmt::format("COOP row cache (c{}): no pass reads again what an earlier one read in the same thread", r)));
+  variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused, sizes);
+  if (sizes.empty() || cache_reused_.empty()) {  // no row read twice: nothing to keep (--ir plan says so)
     for (kir::Stmt& s : streamed) emit(std::move(s));
     return;
   }
+  std::vector<kir::Stmt> vector_body;
+  if (v > 1) vector_body = variant(RowCache::Vector, false, conds, sizes);
+  std::vector<kir::Stmt> scalar_body = variant(RowCache::Scalar, false, unused, sizes);
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
   const int64_t capacity = plans_.back().cache_capacity;
   K fits;
