@@ -45,6 +45,7 @@ int run_main(int argc, char** argv) {
       "  emmyc run stdlib/nn.emmy --op sdpa --shape B=1,H=8,S=4096,D=64 --schedule fa1-scalar --bench\n"
       "  emmyc run examples/sliding_window.emmy --shape B=1,H=2,S=128,D=64 --set w=16 --interp   a scalar parameter\n"
       "  emmyc tune stdlib/linalg.emmy --op matmul --shape M=4096,N=4096,K=4096 --budget 10m --write\n"
+      "  emmyc tune stdlib/nn.emmy --op softmax --shapes 'N=4097,C=1000;N=8192,C=50257' --write   guarded blocks\n"
       "  emmyc fmt -i examples/*.emmy              format files in place\n"
       "  emmyc repl stdlib/nn.emmy                 an interactive session (:help); or a script: emmyc repl < s.txt\n"
       "  EMMY_KNOBS='TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/tma/ring' emmyc check f.emmy\n"
@@ -142,6 +143,10 @@ int run_main(int argc, char** argv) {
   tune->add_option("file", file, ".emmy file")->check(CLI::ExistingFile);
   tune->add_option("--op", opt.op, "the op to tune (default: the file's only op)");
   tune->add_option("--shape", tune_opt.shape, "the sizes to tune at, e.g. B=1,H=8,S=4096,D=64");
+  std::string shapes;
+  tune->add_option("--shapes", shapes,
+                   "several shapes, ';' between them: each tuned in turn (the budget split), and with --write each "
+                   "winner written as a block guarded to its shape class");
   tune->add_option("--set", tune_opt.set, set_help)->expected(1)->take_all();
   tune->add_option("--target", opt.target, "target GPU (default: the GPU's best, sm_90a on an H100/H200; else sm_90)")
       ->check(CLI::IsMember(targets));
@@ -225,8 +230,17 @@ int run_main(int argc, char** argv) {
     return emmy::run_tune_worker(file, run_opt.shape, run_opt.set, worker_seed, opt, std::cin, std::cout, std::cerr);
   if (*tune) {
     if (tune_list) return emmy::tune_list(tune_opt.db_path, std::cout, std::cerr);
-    if (file.empty() || tune_opt.shape.empty()) {
-      std::cerr << "emmyc tune: error: give the file and --shape (or --list)\n";
+    for (size_t at = 0; !shapes.empty() && at <= shapes.size();) {
+      size_t end = std::min(shapes.find(';', at), shapes.size());
+      if (end > at) tune_opt.shapes.push_back(shapes.substr(at, end - at));
+      at = end + 1;
+    }
+    if (!tune_opt.shape.empty() && !tune_opt.shapes.empty()) {
+      std::cerr << "emmyc tune: error: give --shape or --shapes, not both\n";
+      return emmy::kUsageError;
+    }
+    if (file.empty() || (tune_opt.shape.empty() && tune_opt.shapes.empty())) {
+      std::cerr << "emmyc tune: error: give the file and --shape or --shapes (or --list)\n";
       return emmy::kUsageError;
     }
     std::optional<double> seconds = emmy::parse_duration(budget);

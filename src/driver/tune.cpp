@@ -31,6 +31,7 @@
 #include "tune/measure_gpu.hpp"
 #include "tune/measure_in_turns.hpp"
 #include "tune/search.hpp"
+#include "tune/shape_class.hpp"
 #include "tune/space.hpp"
 #include "tune/write_back.hpp"
 
@@ -208,8 +209,12 @@ std::optional<double> parse_duration(std::string_view text) {
   return value * scale;
 }
 
-int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& json_out,
-            std::ostream& err) {
+namespace {
+
+// One shape: the search, the report, and the winner written into the file (--write), or given
+// to `tuned` (with the shape class as its name) when the caller writes it (--shapes).
+int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& json_out,
+             std::ostream& err, std::optional<tune::TunedBlock>* tuned) {
   // --json: the report as one JSON object on stdout; the human-readable lines go to stderr.
   std::ostream& out = o.json ? err : json_out;
   nlohmann::json report;
@@ -222,7 +227,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (!scalars) return 2;
   // The problem tuned: the sizes and the values --set gives (they change the work, e.g. a window).
   const std::string set_text = scalars_text(*scalars);
-  const std::string problem = set_text.empty() ? sizes_text(sizes) : sizes_text(sizes) + ";" + set_text;
+  const tune::ShapeClass shape_class = tune::shape_class({sizes.begin(), sizes.end()});
+  const std::string problem = set_text.empty() ? shape_class.text() : shape_class.text() + ";" + set_text;
   const TargetInfo& target = *find_target(lo.target);
   const std::string op_name = op->decl->name.name;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -236,10 +242,10 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   if (!seed)
     references =
         tune::prune_space(program, *op, target, sizes, tune::block_knobs(program, *op, target), lo.chains, threads);
-  out << fmt::format("{} on {} at {}{}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n", op_name,
-                     target.name, sizes_text(sizes), set_text.empty() ? "" : ", set " + set_text, space.enumerated,
-                     space.candidates.size(), clock.seconds(),
-                     space.pruned.empty() ? "none" : pruned_summary(space.pruned));
+  out << fmt::format("{} on {} at {} (shape class {}){}: {} enumerated, {} lowered as asked ({:.1f} s); pruned: {}\n",
+                     op_name, target.name, sizes_text(sizes), shape_class.text(),
+                     set_text.empty() ? "" : ", set " + set_text, space.enumerated, space.candidates.size(),
+                     clock.seconds(), space.pruned.empty() ? "none" : pruned_summary(space.pruned));
   out << std::flush;
   // NVRTC: every candidate now for a dry run; for a search, alongside it (BuildAhead below).
   std::string no_nvrtc;
@@ -265,6 +271,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   report = {{"op", op_name},
             {"target", std::string(target.name)},
             {"sizes", sizes},
+            {"shape_class", shape_class.text()},
             {"set", scalars_json(*scalars)},
             {"enumerated", space.enumerated},
             {"candidates", space.candidates.size()},
@@ -323,6 +330,20 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   std::map<std::string, tune::Point> stored;
   if (db)
     for (tune::Point& p : db->points(key)) stored.emplace(p.knobs, std::move(p));
+  // A class not tuned yet: the nearest tuned one's winner, for comparison (and a start).
+  if (db && stored.empty())
+    if (std::optional<tune::NearestClass> near = tune::nearest_class(*db, key)) {
+      const tune::Point& best = *near->entry.best;
+      const bool candidate = std::any_of(space.candidates.begin(), space.candidates.end(),
+                                         [&](const tune::Candidate& c) { return c.knobs == best.knobs; });
+      out << fmt::format("nearest tuned shape class: {} ({:.1f} doublings away): {} at {:.1f} us{}\n",
+                         near->entry.key.shape_class, near->distance, best.knobs, best.time_us.value_or(0),
+                         candidate ? "" : " (not a candidate here)");
+      report["nearest_class"] = {{"shape_class", near->entry.key.shape_class},
+                                 {"distance", near->distance},
+                                 {"knobs", best.knobs},
+                                 {"time_us", best.time_us.value_or(0)}};
+    }
   size_t unknown = 0;
   for (const tune::Candidate& c : space.candidates) unknown += stored.count(c.knobs) ? 0 : 1;
   const std::string log =
@@ -509,7 +530,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
       comparison.same_as_winner ? nlohmann::json(comparison.same_as_winner->origin) : nlohmann::json();
   for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < o.top; ++i)
     report["ranked"].push_back(scored_json(result.ranked[i]));
-  if (!o.write) {
+  if (!o.write && !tuned) {
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
@@ -519,6 +540,12 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
                          {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype, recorded_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
+  if (tuned) {
+    block.name = std::string(tune::kClassBlockPrefix) + shape_class.text();
+    *tuned = std::move(block);
+    if (o.json) json_out << report.dump(2) << "\n";
+    return 0;
+  }
   const int status = write_winner(o, block, out, err);
   report["written"] = status == 0;
   // The written block is the unguarded default; a guarded block that holds here runs first.
@@ -530,6 +557,48 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
           "drop or narrow its guard to run the tuned block here\n",
           s->place.path, s->place.line, op_name);
   if (o.json) json_out << report.dump(2) << "\n";
+  return status;
+}
+
+}  // namespace
+
+int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& json_out,
+            std::ostream& err) {
+  if (o.shapes.empty()) return tune_one(program, lo, o, json_out, err, nullptr);
+  // --shapes: each shape its own problem, the budget split between them; with --write, each
+  // shape class's winner as a block named after the class, guarded to the sizes nearer its class
+  // than the others' (tune::class_guards), after the op's blocks.
+  std::ostream& out = o.json ? err : json_out;
+  std::vector<tune::TunedBlock> blocks;
+  std::vector<tune::ShapeClass> classes;
+  int status = 0;
+  for (const std::string& shape : o.shapes) {
+    TuneOptions one = o;
+    one.shape = shape;
+    one.shapes.clear();
+    one.budget_s = o.budget_s / static_cast<double>(o.shapes.size());
+    out << fmt::format("-- {} ({} of {})\n", shape, &shape - o.shapes.data() + 1, o.shapes.size());
+    std::optional<tune::TunedBlock> tuned;
+    const int one_status = tune_one(program, lo, one, json_out, err, o.write ? &tuned : nullptr);
+    status = std::max(status, one_status);
+    if (!tuned) continue;
+    const std::optional<tune::ShapeClass> cls =
+        tune::parse_shape_class(tuned->name.substr(tune::kClassBlockPrefix.size()));
+    if (!cls) internal_error(__FILE__, __LINE__, "a tuned block's name is not its shape class");
+    const bool seen =
+        std::any_of(classes.begin(), classes.end(), [&](const tune::ShapeClass& c) { return c.text() == cls->text(); });
+    if (seen) {
+      out << fmt::format("{} is in shape class {}, tuned above: one block for both\n", shape, cls->text());
+      continue;
+    }
+    classes.push_back(*cls);
+    blocks.push_back(std::move(*tuned));
+  }
+  const std::vector<std::string> guards = tune::class_guards(classes);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    blocks[i].guard = guards[i];
+    status = std::max(status, write_winner(o, blocks[i], out, err));
+  }
   return status;
 }
 

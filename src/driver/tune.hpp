@@ -16,6 +16,7 @@ namespace emmy {
 struct TuneOptions {
   std::string file;                      // the .emmy file (read by the worker, rewritten by --write)
   std::string shape;                     // "B=1,H=8,S=4096,D=64"
+  std::vector<std::string> shapes;       // --shapes: several, each its own problem and guarded block
   std::vector<std::string> set;          // each --set: "W=3,eps=0.5", values of scalar parameters
   double budget_s = 600;                 // wall-clock budget of the search
   bool write = false;                    // write the winner into the file

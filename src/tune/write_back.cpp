@@ -106,7 +106,9 @@ std::string block_text(const TunedBlock& block, const std::vector<std::pair<std:
     if (i > 0) raw += "\n///";
     if (!lines[i].empty()) raw += fmt::format(" {}", lines[i]);
   }
-  raw += fmt::format("\nschedule {} for {} {{\n", block.op, block.target);
+  raw += fmt::format("\nschedule {} for {}{}{} {{\n", block.op, block.target,
+                     block.name.empty() ? "" : fmt::format(" as \"{}\"", block.name),
+                     block.guard.empty() ? "" : fmt::format(" where {}", block.guard));
   for (const auto& [name, value] : knobs) raw += fmt::format("  {} = {};\n", name, value);
   raw += "}\n";
   std::optional<std::string> formatted = format_source(raw);
@@ -198,10 +200,11 @@ void verify(std::string_view file_name, std::string_view input, const std::strin
           fmt::format("{} does not check, so the tuned schedule was not written; fix it first:\n{}", file_name, *why));
     throw bug(fmt::format("the result does not check:\n{}", first_error(diags)));
   }
-  auto picked = lower::select_schedule(*program, block.op, target, "");
+  auto picked = lower::select_schedule(*program, block.op, target, block.name);
   const auto* s = std::get_if<const CheckedSchedule*>(&picked);
   if (!s || !*s || !is_tuned(*(*s)->decl) || (*s)->knobs.size() != block.knobs.size())
-    throw bug("emmyc run would not pick the tuned block");
+    throw bug(block.name.empty() ? "emmyc run would not pick the tuned block"
+                                 : fmt::format("--schedule \"{}\" would not pick the tuned block", block.name));
   std::optional<std::string> was = format_source(input);
   if (was && *was == input && format_source(result) != result) throw bug("the formatted file would not stay formatted");
 }
@@ -257,8 +260,19 @@ WriteBack write_tuned_block(std::string_view file_name, std::string_view text, c
   for (const ast::ScheduleDecl* s : schedules) {
     if (s->target.name != block.target) continue;
     if (s->label) labels.insert(s->label->name);
-    if (is_tuned(*s)) {
-      if (!tuned || (tuned->label && !s->label)) tuned = s;
+    if (!block.name.empty()) {  // a named block (a shape class's): the tuned one of that name
+      const bool same = s->label && s->label->name == block.name;
+      if (same && !is_tuned(*s))
+        throw WriteBackError(
+            fmt::format("{}a hand-written block of {} for {} is named \"{}\" (line {}); rename it "
+                        "to keep it, and tune again",
+                        where, block.op, block.target, block.name, line_of(text, s->range.begin)));
+      if (same) tuned = s;
+      continue;
+    }
+    if (is_tuned(*s)) {  // a shape class's block (tune --shapes) stays
+      const bool class_block = s->label && s->label->name.starts_with(kClassBlockPrefix);
+      if (!class_block && (!tuned || (tuned->label && !s->label))) tuned = s;
     } else if (!s->label && !hand) {
       hand = s;
     }
@@ -301,12 +315,14 @@ WriteBack write_tuned_block(std::string_view file_name, std::string_view text, c
   auto block_edit = std::find_if(edits.begin(), edits.end(), [](const Edit& e) { return e.is_block; });
   size_t schedule_at = block_edit->out_begin + block_edit->text.find(nl + "schedule ") + nl.size();
   int block_line = line_of(out.text, schedule_at);
-  std::string what = fmt::format("{} for {}", block.op, block.target);
+  std::string what =
+      fmt::format("{} for {}{}", block.op, block.target, block.name.empty() ? "" : fmt::format(" \"{}\"", block.name));
   if (tuned && out.text == text) {
     out.action = fmt::format("the tuned block of {} is already this one (line {})", what, block_line);
   } else if (tuned) {
     out.action = fmt::format("replaced the tuned block {}of {} (line {})",
-                             tuned->label ? fmt::format("\"{}\" ", tuned->label->name) : "", what, block_line);
+                             tuned->label && block.name.empty() ? fmt::format("\"{}\" ", tuned->label->name) : "", what,
+                             block_line);
   } else if (!hand) {
     out.action = fmt::format("added the tuned block of {} after {} (line {})", what, after, block_line);
   }

@@ -12,6 +12,9 @@ namespace emmy::tune {
 // The first doc line of a block written by the tuner starts with this: `/// emmyc tune: ...`.
 inline constexpr std::string_view kTunedMarker = "emmyc tune:";
 
+// The names of the blocks `emmyc tune --shapes` writes start with this: "tuned D=64,S~4096".
+inline constexpr std::string_view kClassBlockPrefix = "tuned ";
+
 struct TunedBlock {
   std::string op;      // the op the block schedules
   std::string target;  // "sm_90"
@@ -22,6 +25,11 @@ struct TunedBlock {
   // The doc lines after the marker, without "/// ": comment[0] goes on the marker's line
   // ("NVIDIA H200, B=1,H=8,S=4096,D=64 f16: 99.1 us (FA-2 122.9 us)"), each further one on its own.
   std::vector<std::string> comment;
+  // A shape class's block (emmyc tune --shapes): its name (`as "tuned B=1,S~4096"`) and guard
+  // (`where S >= 2048 && S < 8192`, "" for none). It replaces the tuned block of that name, or
+  // follows the op's last schedule block; hand-written blocks keep their names.
+  std::string name = {};
+  std::string guard = {};
 };
 
 // A mistake of the user or of the file (does not parse, no such op, a knob the codec refuses):
@@ -41,9 +49,9 @@ struct WriteBack {
 };
 
 // Writes `block` into `text` (the contents of `file_name`) as the unnamed schedule of block.op for
-// block.target, so that `emmyc run` picks it:
-//  1. a block of that op and target whose first doc line starts with kTunedMarker (named or not;
-//     the unnamed one first) is replaced in place, doc comment included;
+// block.target (a named one: see TunedBlock::name), so that `emmyc run` picks it:
+//  1. a block of that op and target whose first doc line starts with kTunedMarker (named or not,
+//     the unnamed one first; not a shape class's) is replaced in place, doc comment included;
 //  2. else an unnamed hand-written block of that op and target stays where it is, labelled
 //     `as "hand"` ("hand-2", "hand-3"... when taken), and the tuned block follows it;
 //  3. else the tuned block follows the op's last schedule block (any target), else the op.

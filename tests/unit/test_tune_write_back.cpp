@@ -332,3 +332,43 @@ TEST_CASE("tune write-back: a file that does not check is refused") {
         "    |          ^~~~~\n"
         "  help: name one of them: schedule twice for sm_90 as \"NAME\" { ... }");
 }
+
+TEST_CASE("tune write-back: a shape class's block is named and guarded, replaced by name, and left alone otherwise") {
+  tune::TunedBlock small{"softmax", "sm_90", {{"COOP", "t32/v8"}}, {"NVIDIA H200, C=1000,N=4097 f16: 9.9 us"}};
+  small.name = "tuned C~1024,N~4096";
+  small.guard = "C < 8192";
+  tune::TunedBlock large{"softmax", "sm_90", {{"COOP", "t512/v8/c13"}}, {"NVIDIA H200, C=50257,N=8192 f16: 500 us"}};
+  large.name = "tuned C~65536,N~8192";
+  large.guard = "C >= 8192";
+  tune::WriteBack one = write(kRows, small);
+  CHECK(one.action == "added the tuned block of softmax for sm_90 \"tuned C~1024,N~4096\" after op softmax (line 12)");
+  CHECK(
+      one.text.find("schedule softmax for sm_90 as \"tuned C~1024,N~4096\" where C < 8192 {\n  COOP = t32/v8;\n}\n") !=
+      std::string::npos);
+  tune::WriteBack two = write(one.text, large);
+  // The unnamed tuned block goes in beside them; neither class block is replaced by it.
+  tune::WriteBack three = write(two.text, softmax_block());
+  CHECK(three.text.find("as \"tuned C~1024,N~4096\" where C < 8192") != std::string::npos);
+  CHECK(three.text.find("as \"tuned C~65536,N~8192\" where C >= 8192") != std::string::npos);
+  auto at = [&](int64_t c) {
+    auto run = test::check_source(three.text);
+    REQUIRE_MESSAGE(!run->diags->has_errors(), run->rendered());
+    const std::map<std::string, int64_t> sizes{{"C", c}, {"N", 4096}};
+    auto s = lower::select_schedule(*run->program, "softmax", *find_target("sm_90"), "", &sizes);
+    REQUIRE(std::holds_alternative<const CheckedSchedule*>(s));
+    return std::get<const CheckedSchedule*>(s)->decl->label->name;
+  };
+  CHECK(at(1000) == "tuned C~1024,N~4096");
+  CHECK(at(50257) == "tuned C~65536,N~8192");
+  // Tuning a class again replaces its block in place.
+  tune::TunedBlock again = small;
+  again.knobs = {{"COOP", "t64/v8"}};
+  tune::WriteBack four = write(three.text, again);
+  CHECK(four.action == "replaced the tuned block of softmax for sm_90 \"tuned C~1024,N~4096\" (line 12)");
+  CHECK(four.text.find("where C < 8192 {\n  COOP = t64/v8;\n}") != std::string::npos);
+  CHECK(four.text.find("COOP = t32/v8;") == std::string::npos);
+  // A hand-written block of that name is not overwritten.
+  const std::string hand = kRows + "\nschedule softmax for sm_90 as \"tuned C~1024,N~4096\" {\n  COOP = t32;\n}\n";
+  CHECK(error_of(hand, small).find("a hand-written block of softmax for sm_90 is named \"tuned C~1024,N~4096\"") !=
+        std::string::npos);
+}
