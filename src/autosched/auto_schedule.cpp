@@ -2,6 +2,7 @@
 // the tiers its kernel takes, each lowered (on every core) and ranked by the cost model; then,
 // where the best one leaves SMs idle, its split-reduction variants.
 #include "autosched/auto_schedule.hpp"
+#include "autosched/travel.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -181,6 +182,48 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
   return o;
 }
 
+// The knob warnings (W050: a knob without effect) of lowering `knobs`, at every level; -1 when it
+// does not lower.
+int unhonoured(const Context& cx, const std::string& knobs) {
+  try {
+    lower::PipelineOptions options;
+    options.laws = &cx.laws;
+    options.verify_kernel = false;
+    lower::Lowered l = lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
+    int n = 0;
+    for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
+      n += static_cast<int>(
+          std::count_if(level->begin(), level->end(), [](const Warning& w) { return w.code == "W050"; }));
+    return n;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// A travelling block's entries without the ones that do nothing in the caller (a seam the
+// callee had that inlining merged away: W050), one at a time.
+std::string honoured_entries(const Context& cx, const std::string& knobs) {
+  std::vector<std::string> entries;
+  for (size_t at = 0; at < knobs.size();) {
+    size_t end = std::min(knobs.find(',', at), knobs.size());
+    entries.push_back(knobs.substr(at, end - at));
+    at = end + 1;
+  }
+  int warnings = unhonoured(cx, knobs);
+  for (size_t i = 0; i < entries.size() && warnings > 0;) {
+    std::vector<std::string> without = entries;
+    without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+    const int fewer = unhonoured(cx, join_knobs(without));
+    if (fewer >= 0 && fewer < warnings) {
+      entries = std::move(without);
+      warnings = fewer;
+    } else {
+      ++i;
+    }
+  }
+  return join_knobs(entries);
+}
+
 // The threads a round of lowerings takes: every core, up to kMaxThreads (16 lowerings at once on
 // the H200 machine's 16 cores ran each slower than 8 did: a D=256 decision 48 ms against 41).
 constexpr size_t kMaxThreads = 8;
@@ -336,8 +379,34 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   const lower::LawMemo own;
   const lower::LawMemo& laws = known ? *known : own;
   const Context cx{program, op, target, chains, laws};
-  const OpClass cls = classify_op(program, op, target, chains, &laws);
   const bool check = sizes != nullptr;
+  // A library op's block travels with its call, where it lowers and serves the sizes.
+  if (std::optional<Travel> travel = travelling_schedule(program, op, target)) {
+    const std::string kept = honoured_entries(cx, travel->knobs);
+    if (kept != travel->knobs) {  // say which entries had no effect here
+      std::vector<std::string> dropped;
+      for (size_t at = 0; at < travel->knobs.size();) {
+        const size_t end = std::min(travel->knobs.find(',', at), travel->knobs.size());
+        const std::string entry = travel->knobs.substr(at, end - at);
+        if (("," + kept + ",").find("," + entry + ",") == std::string::npos) dropped.push_back(entry);
+        at = end + 1;
+      }
+      travel->from += fmt::format(" without {} (no effect in the caller)", fmt::join(dropped, ", "));
+      travel->knobs = kept;
+    }
+    std::vector<Outcome> got = try_all(cx, choice.at, check, {travel->knobs});
+    if (got.front().cost) {
+      rank(got, choice);
+      choice.knobs = travel->knobs;
+      choice.predicted_us = choice.ranked.front().us;
+      choice.travelled = travel->from;
+      choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return choice;
+    }
+    choice.refused.push_back(
+        fmt::format("{} ({}, travelling with its call): {}", travel->knobs, travel->from, got.front().refused));
+  }
+  const OpClass cls = classify_op(program, op, target, chains, &laws);
   // The tensor cores where the op's kernel takes them, wgmma first where the target has it, then
   // mma.sync where no wgmma candidate lowers at these sizes; the scalar tiers otherwise (the
   // knobs' defaults last, ranked like the rest).
@@ -458,6 +527,11 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
 std::string explain(const AutoSchedule& choice, int top) {
   std::vector<std::string> at;
   for (const auto& [name, value] : choice.at) at.push_back(fmt::format("{}={}", name, value));
+  if (!choice.travelled.empty())
+    return fmt::format("auto-schedule: {}: {}, travelling with its call (predicted {:.1f} us at {}{}; in {:.0f} ms)\n",
+                       choice.knobs, choice.travelled, choice.predicted_us, fmt::join(at, ","),
+                       choice.nominal ? fmt::format(", every size taken as {}", kNominalSize) : "",
+                       choice.seconds * 1e3);
   std::string out =
       fmt::format("auto-schedule: {} (predicted {:.1f} us at {}{}; {} candidates ranked, {} refused, in {:.0f} ms)\n",
                   choice.knobs.empty() ? "the knobs' defaults" : choice.knobs, choice.predicted_us, fmt::join(at, ","),

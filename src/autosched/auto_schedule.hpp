@@ -27,6 +27,7 @@ struct AutoSchedule {
   std::map<std::string, int64_t> at;  // the sizes it ranked at (the run's, or nominal ones)
   bool nominal = false;               // no run sizes: every size taken as kNominalSize
   double seconds = 0;                 // the time the decision took
+  std::string travelled;              // where the choice came from when a callee's block travelled (travel.hpp)
 };
 
 constexpr int64_t kNominalSize = 1024;

@@ -116,11 +116,12 @@ std::optional<lower::Lowered> lower_for_driver(const CheckedProgram& program, co
         if (lo.explain_schedule)
           err << autosched::explain(choice);
         else if (lo.note_auto_schedule)
-          err << fmt::format("emmyc: note: {}: auto-schedule {} (--explain-schedule says why)\n",
-                             tried[i]
-                                 ? block_name(tried[i])
-                                 : fmt::format("no schedule block of {} for {}", op->decl->name.name, target->name),
-                             base.empty() ? "the knobs' defaults" : base);
+          err << fmt::format(
+              "emmyc: note: {}: {} {} (--explain-schedule says why)\n",
+              tried[i] ? block_name(tried[i])
+                       : fmt::format("no schedule block of {} for {}", op->decl->name.name, target->name),
+              choice.travelled.empty() ? "auto-schedule" : choice.travelled + ", travelling with its call:",
+              base.empty() ? "the knobs' defaults" : base);
       }
       lower::Lowered l =
           lower::lower_op(program, *op, {tried[i], lo.env_knobs, lo.cli_knobs, base}, *target, lo.chains, lo.pipeline);
