@@ -14,6 +14,7 @@
 #include "driver/tune.hpp"
 #include "emmy/version.hpp"
 #include "lower/passes.hpp"
+#include "lsp/server.hpp"
 #include "repl/repl.hpp"
 #include "runtime/driver.hpp"
 #include "schedule/targets.hpp"
@@ -177,6 +178,8 @@ int run_main(int argc, char** argv) {
   worker->add_option("--set", run_opt.set, "values of scalar parameters")->expected(1)->take_all();
 
   bool repl_plain = false;
+  CLI::App* lsp = app.add_subcommand(
+      "lsp", "a Language Server Protocol server on stdin/stdout: diagnostics, hover, definition, completion, format");
   CLI::App* repl = app.add_subcommand("repl",
                                       "an interactive session: define ops, monoids and schedules, then check, "
                                       "print IR, run, bench and tune them (:help); reads a script from a pipe");
@@ -209,6 +212,7 @@ int run_main(int argc, char** argv) {
       if (const emmy::TargetInfo* t = emmy::device_target(*cc)) opt.target = t->name;
 
   if (*check) return emmy::run_check(files, verify, opt, std::cout, std::cerr);
+  if (*lsp) return emmy::lsp::serve(std::cin, std::cout, {opt.stdlib_dirs, EMMY_VERSION_STRING});
   if (*repl) {
     const bool interactive = isatty(0) && !repl_plain;
     std::error_code ec;

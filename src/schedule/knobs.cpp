@@ -547,6 +547,7 @@ std::optional<Knob> find_knob(std::string_view name) {
 std::string_view knob_name(Knob knob) { return knob_spec(knob).name; }
 
 std::string_view knob_grammar(Knob knob) { return knob_spec(knob).grammar; }
+std::string_view knob_example(Knob knob) { return knob_spec(knob).example; }
 
 std::vector<std::string_view> knob_names() {
   std::vector<std::string_view> names;

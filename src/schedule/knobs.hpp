@@ -87,6 +87,7 @@ std::optional<Knob> find_knob(std::string_view name);
 std::string_view knob_name(Knob knob);
 std::vector<std::string_view> knob_names();
 std::string_view knob_grammar(Knob knob);  // "d<depth>/<transport>[/ring]"
+std::string_view knob_example(Knob knob);  // "d2/tma/ring"
 
 // Resolves a knob name; an unknown name gives E050 (pointing into `name`) with the closest knob.
 std::variant<Knob, KnobError> lookup_knob(std::string_view name);
