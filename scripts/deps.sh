@@ -24,15 +24,22 @@ emmy_install_deps() {
   emmy_install_editor_deps
 }
 
-# The npm packages of the editor grammar's test (tests/editors/package-lock.json), once, where
-# node and npm are installed; without them ctest skips that test.
+# The npm packages of the editor tests (tests/editors/package-lock.json: the grammar's and the
+# language server's), once, where node and npm are installed; without them ctest skips those tests.
 emmy_install_editor_deps() {
   local dir; dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/editors"
-  [ -d "$dir/node_modules/vscode-textmate" ] && [ -d "$dir/node_modules/vscode-oniguruma" ] && return 0
   command -v node >/dev/null && command -v npm >/dev/null || return 0
-  echo "emmy: npm ci in tests/editors"
-  npm ci --prefix "$dir" --no-audit --no-fund >/dev/null ||
-    echo "emmy: npm ci failed: the editors_textmate test will be skipped" >&2
+  if [ ! -d "$dir/node_modules/vscode-textmate" ] || [ ! -d "$dir/node_modules/vscode-oniguruma" ] ||
+    [ ! -d "$dir/node_modules/vscode-jsonrpc" ]; then
+    echo "emmy: npm ci in tests/editors"
+    npm ci --prefix "$dir" --no-audit --no-fund >/dev/null ||
+      echo "emmy: npm ci failed: the editors_textmate and editors_lsp tests will be skipped" >&2
+  fi
+  local ext; ext="$(cd "$dir/../../editors/vscode" && pwd)"
+  [ -d "$ext/node_modules/@vscode/vsce" ] && [ -d "$ext/node_modules/vscode-languageclient" ] && return 0
+  echo "emmy: npm ci in editors/vscode"
+  npm ci --prefix "$ext" --no-audit --no-fund >/dev/null ||
+    echo "emmy: npm ci failed: the editors_vsix test will be skipped" >&2
 }
 
 # Configures (once) and builds the tree into build/.
