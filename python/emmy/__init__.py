@@ -117,11 +117,13 @@ def _knob_string(knobs):
 
 
 def _default_stdlib():
-    # The stdlib beside the package: python/emmy -> stdlib/ in the source tree, and
-    # share/emmy/python/emmy -> share/emmy/stdlib when installed: ../../stdlib in both.
+    # The stdlib inside the package (a wheel), else beside it: python/emmy -> stdlib/ in the
+    # source tree, and share/emmy/python/emmy -> share/emmy/stdlib when installed: ../../stdlib.
     if os.environ.get("EMMY_STDLIB"):
         return None
     here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isdir(os.path.join(here, "stdlib")):  # a wheel's (pip install .)
+        return os.path.join(here, "stdlib")
     path = os.path.join(os.path.dirname(os.path.dirname(here)), "stdlib")
     return path if os.path.isdir(path) else None
 

@@ -70,6 +70,7 @@ _lib_path = None
 
 def candidates():
     """Where libemmy.so is looked for, in order: $EMMY_LIBRARY alone when it is set; else the
+    wheel's own (emmy/lib/libemmy.so) alone when there is one; else the
     build tree (python/emmy -> build/libemmy.so), the installed layout
     (<prefix>/share/emmy/python/emmy -> <prefix>/lib/libemmy.so), then the dynamic loader's
     search path."""
@@ -77,6 +78,9 @@ def candidates():
     if env:
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(here, "lib", "libemmy.so")  # a wheel's (pip install .)
+    if os.path.exists(packaged):
+        return [packaged]
     root = os.path.dirname(os.path.dirname(here))  # python/emmy -> the source tree's root
     prefix = os.path.dirname(os.path.dirname(root))  # share/emmy/python/emmy -> <prefix>
     found = ctypes.util.find_library("emmy")
