@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "algebra/from_ast.hpp"
+#include "lower/monoid_table.hpp"
 #include "lower/regroup_laws.hpp"
 #include "schedule/knobs.hpp"
 #include "schedule/targets.hpp"
@@ -199,6 +200,16 @@ std::optional<nlohmann::json> Analysis::hover(Position at) const {
       }
     }
   }
+  // A built-in reduction: its laws, proved on its f32 table row.
+  if (text.empty() && s.program)
+    if (const lower::BuiltinMonoid* b = lower::builtin_monoid(word->text)) try {
+        const lower::MonoidLaws laws = lower::monoid_laws(
+            lower::terms_of(b->name, b->lowering(kir::ScalarType::F32, {kir::ScalarType::F32})), *s.program);
+        text = fmt::format("built-in reduction `{}` (f32): associative: {}; commutative: {}", b->name,
+                           outcome_name(laws.associative), outcome_name(laws.commutative));
+      } catch (const std::exception&) {
+        text = fmt::format("built-in reduction `{}`", b->name);
+      }
   if (text.empty()) return std::nullopt;
   return nlohmann::json{{"contents", {{"kind", "markdown"}, {"value", text}}},
                         {"range", range_json(s.source(), word->begin, word->end)}};
@@ -265,8 +276,13 @@ nlohmann::json Analysis::completion(Position at) const {
       if (!knob) return items;
       std::vector<std::string> values{std::string(knob_example(*knob))};
       for (std::string_view w : knob_value_words()) values.emplace_back(w);
-      for (std::string_view a : atom_names())
-        if (a.find('<') == std::string_view::npos) values.push_back("a:" + std::string(a));
+      for (std::string_view a : atom_names()) {  // wgmma's come as patterns: wgmma_m64n<N>k16_f16
+        const std::string atom(a);
+        const size_t hole = atom.find("<N>");
+        if (hole == std::string::npos) values.push_back("a:" + atom);
+        for (int n = 8; hole != std::string::npos && n <= 256; n += 8)
+          values.push_back("a:" + atom.substr(0, hole) + std::to_string(n) + atom.substr(hole + 3));
+      }
       std::set<std::string> seen;
       for (const std::string& v : values) {
         auto parsed = parse_knob_value(*knob, site, v);

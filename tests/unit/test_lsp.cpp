@@ -112,6 +112,15 @@ TEST_CASE("lsp analysis: hover, definition, completion, formatting") {
   REQUIRE(knob);
   CHECK((*knob)["contents"]["value"].get<std::string>().find("t<N>[/v<V>][/c<R>]") != std::string::npos);
   CHECK_FALSE(a.hover({1, 0}));  // a blank line
+  Analysis red("/tmp/red.emmy", "op s(x: f32[N, C]) -> (y: f32[N]) {\n  y[n] = max(c: x[n, c]);\n}\n", kStdlib);
+  std::optional<json> maxed = red.hover({1, 10});
+  REQUIRE(maxed);
+  CHECK((*maxed)["contents"]["value"] == "built-in reduction `max` (f32): associative: proved; commutative: proved");
+  Analysis tiles("/tmp/t.emmy", kText + "schedule probs for sm_90a {\n  TILE = a:\n}\n", kStdlib);
+  std::vector<std::string> atoms;
+  for (const json& i : tiles.completion({10, 9})) atoms.push_back(i["label"]);
+  CHECK(std::count(atoms.begin(), atoms.end(), "a:wgmma_m64n128k16_f16") == 1);
+  CHECK(std::count(atoms.begin(), atoms.end(), "a:mma_m16n8k16_f16") == 1);
   std::optional<json> def = a.definition({3, 14});
   REQUIRE(def);
   CHECK((*def)["uri"].get<std::string>().ends_with("/stdlib/nn.emmy"));
