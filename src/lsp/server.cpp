@@ -15,6 +15,7 @@ constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
 constexpr int kInvalidRequest = -32600;
 constexpr int kServerNotInitialized = -32002;
+constexpr int kInternalError = -32603;
 
 struct RequestError {
   int code;
@@ -99,8 +100,8 @@ std::vector<nlohmann::json> Server::handle(const nlohmann::json& message) {
   if (!message.contains("id")) {  // a notification: never answered
     try {
       return notification(method, params);
-    } catch (const nlohmann::json::exception&) {
-      return {};  // malformed params: nothing to answer to
+    } catch (const std::exception&) {  // malformed params, or a bug checking the text: nothing to answer to
+      return {};
     }
   }
   nlohmann::json response = {{"jsonrpc", "2.0"}, {"id", message.at("id")}};
@@ -113,6 +114,8 @@ std::vector<nlohmann::json> Server::handle(const nlohmann::json& message) {
     response["error"] = {{"code", e.code}, {"message", e.message}};
   } catch (const nlohmann::json::exception& e) {
     response["error"] = {{"code", kInvalidParams}, {"message", std::string("malformed params: ") + e.what()}};
+  } catch (const std::exception& e) {  // a bug in Emmy: answered, and the server goes on
+    response["error"] = {{"code", kInternalError}, {"message", std::string("emmyc lsp: internal error: ") + e.what()}};
   }
   return {response};
 }
