@@ -16,7 +16,10 @@ unset EMMY_STDLIB EMMY_LIBRARY EMMY_KNOBS PYTHONPATH
 export EMMY_CACHE_DIR=$tmp/cache
 
 echo "== python3 -m venv; pip install $src"
-python3 -m venv "$tmp/venv"
+if ! python3 -m venv "$tmp/venv" > "$tmp/venv.log" 2>&1; then
+  echo "python_wheel: skipped: python3 -m venv does not work here ($(tail -1 "$tmp/venv.log"))"
+  exit 77
+fi
 (cd "$src" && EMMY_BUILD_DIR="$build" "$tmp/venv/bin/pip" install --no-index --disable-pip-version-check -q . ) \
   > "$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install ."; }
 py=$tmp/venv/bin/python
