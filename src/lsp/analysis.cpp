@@ -42,9 +42,20 @@ std::string uri_of_path(const std::string& path) {
 
 namespace {
 
+// LSP counts a line's characters in UTF-16 code units: a UTF-8 lead byte of 1-3 bytes is one,
+// of 4 bytes (outside the BMP) two; continuation bytes none.
+int utf16_units(std::string_view utf8) {
+  int n = 0;
+  for (unsigned char c : utf8)
+    if ((c & 0xC0) != 0x80) n += c >= 0xF0 ? 2 : 1;
+  return n;
+}
+
 nlohmann::json position_json(const SourceFile& f, uint32_t offset) {
   const LineCol lc = f.line_col(offset);
-  return {{"line", lc.line - 1}, {"character", lc.column - 1}};
+  const std::string_view line = f.line_text(lc.line);
+  const size_t bytes = std::min(static_cast<size_t>(lc.column - 1), line.size());
+  return {{"line", lc.line - 1}, {"character", utf16_units(line.substr(0, bytes))}};
 }
 
 nlohmann::json range_json(const SourceFile& f, uint32_t begin, uint32_t end) {
@@ -90,7 +101,15 @@ struct Analysis::State {
       offset = nl + 1;
     }
     const size_t eol = std::min(text.find('\n', offset), text.size());
-    return static_cast<uint32_t>(std::min(offset + static_cast<size_t>(std::max(at.character, 0)), eol));
+    for (int units = 0; offset < eol;) {  // at.character UTF-16 code units into the line
+      const unsigned char c = static_cast<unsigned char>(text[offset]);
+      const int width = c >= 0xF0 ? 2 : 1;
+      if (units + width > at.character) break;
+      units += width;
+      ++offset;
+      while (offset < eol && (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) ++offset;
+    }
+    return static_cast<uint32_t>(offset);
   }
   // The word under (or just before) the offset.
   const Token* word_at(uint32_t offset) const {

@@ -1,6 +1,6 @@
 // One document checked for the language server: its diagnostics, and what hover, go to
-// definition and completion find at a position. Positions are LSP's (0-based line and column,
-// the column in bytes).
+// definition and completion find at a position. Positions are LSP's (0-based line, and the
+// column in UTF-16 code units, as LSP counts them by default).
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
 // `emmyc lsp`: a Language Server Protocol server over stdio. It keeps the open documents' text
 // and answers from a fresh check of a document at each request (parse, check and prove take
 // milliseconds): diagnostics as emmyc check reports them, hover, go to definition, completion,
-// and formatting as emmyc fmt formats. Positions count bytes (the language is ASCII).
+// and formatting as emmyc fmt formats. Columns are UTF-16 code units, as LSP counts them.
 #pragma once
 
 #include <iosfwd>

@@ -98,6 +98,19 @@ TEST_CASE("lsp server: a document's diagnostics on open and change, cleared on c
   CHECK(out[0]["params"]["diagnostics"].empty());
 }
 
+TEST_CASE("lsp analysis: columns in UTF-16 code units past non-ASCII comments") {
+  // "  /* ×𝑥 */ " is 2 + 3 + 2 + 4 + 3 bytes but 2 + 3 + 1 + 2 + 3 UTF-16 units: y is at unit 12
+  // (its hover finds the tensor) and the unknown z's diagnostic starts at unit 19.
+  const std::string text = "op f(x: f32[N]) -> (y: f32[N]) {\n  /* \u00d7\U0001d465 */ y[n] = z[n];\n}\n";
+  Analysis a("/tmp/u.emmy", text, kStdlib);
+  json d = a.diagnostics();
+  REQUIRE(d.size() >= 1);
+  CHECK(d[0]["range"]["start"] == json{{"line", 1}, {"character", 19}});
+  std::optional<json> h = a.hover({1, 12});
+  REQUIRE(h);
+  CHECK((*h)["contents"]["value"] == "`y: f32[N]` (output of f)");
+}
+
 TEST_CASE("lsp analysis: hover, definition, completion, formatting") {
   Analysis a("/tmp/doc.emmy", kText, kStdlib);
   CHECK(a.diagnostics().empty());
