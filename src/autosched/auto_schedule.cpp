@@ -136,14 +136,19 @@ struct Context {
   const lower::LawMemo& laws;
 };
 
+// A candidate's lowering, unverified: ranked, not run (the choice is lowered again, verified).
+lower::Lowered lower_candidate(const Context& cx, const std::string& knobs) {
+  lower::PipelineOptions options;
+  options.laws = &cx.laws;
+  options.verify_kernel = false;
+  return lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
+}
+
 Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, const std::string& knobs) {
   Outcome o;
   o.knobs = knobs;
   try {
-    lower::PipelineOptions options;
-    options.laws = &cx.laws;
-    options.verify_kernel = false;  // ranked, not run: the choice is lowered again, verified
-    lower::Lowered l = lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
+    lower::Lowered l = lower_candidate(cx, knobs);
     o.limits = l.kernels.limits;
     std::vector<Warning> warnings = l.knobs.warnings;
     warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
@@ -186,10 +191,7 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
 // does not lower.
 int unhonoured(const Context& cx, const std::string& knobs) {
   try {
-    lower::PipelineOptions options;
-    options.laws = &cx.laws;
-    options.verify_kernel = false;
-    lower::Lowered l = lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
+    lower::Lowered l = lower_candidate(cx, knobs);
     int n = 0;
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       n += static_cast<int>(
@@ -200,28 +202,24 @@ int unhonoured(const Context& cx, const std::string& knobs) {
   }
 }
 
-// A travelling block's entries without the ones that do nothing in the caller (a seam the
-// callee had that inlining merged away: W050), one at a time.
-std::string honoured_entries(const Context& cx, const std::string& knobs) {
-  std::vector<std::string> entries;
-  for (size_t at = 0; at < knobs.size();) {
-    size_t end = std::min(knobs.find(',', at), knobs.size());
-    entries.push_back(knobs.substr(at, end - at));
-    at = end + 1;
-  }
-  int warnings = unhonoured(cx, knobs);
+// Drops from a travelling block's entries, one at a time, those that do nothing in the caller (a
+// seam the callee had that inlining merged away: W050); returns the dropped ones.
+std::vector<std::string> drop_unhonoured(const Context& cx, std::vector<std::string>& entries) {
+  std::vector<std::string> dropped;
+  int warnings = unhonoured(cx, join_knobs(entries));
   for (size_t i = 0; i < entries.size() && warnings > 0;) {
     std::vector<std::string> without = entries;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
     const int fewer = unhonoured(cx, join_knobs(without));
     if (fewer >= 0 && fewer < warnings) {
+      dropped.push_back(entries[i]);
       entries = std::move(without);
       warnings = fewer;
     } else {
       ++i;
     }
   }
-  return join_knobs(entries);
+  return dropped;
 }
 
 // The threads a round of lowerings takes: every core, up to kMaxThreads (16 lowerings at once on
@@ -382,29 +380,20 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   const bool check = sizes != nullptr;
   // A library op's block travels with its call, where it lowers and serves the sizes.
   if (std::optional<Travel> travel = travelling_schedule(program, op, target)) {
-    const std::string kept = honoured_entries(cx, travel->knobs);
-    if (kept != travel->knobs) {  // say which entries had no effect here
-      std::vector<std::string> dropped;
-      for (size_t at = 0; at < travel->knobs.size();) {
-        const size_t end = std::min(travel->knobs.find(',', at), travel->knobs.size());
-        const std::string entry = travel->knobs.substr(at, end - at);
-        if (("," + kept + ",").find("," + entry + ",") == std::string::npos) dropped.push_back(entry);
-        at = end + 1;
-      }
+    if (const std::vector<std::string> dropped = drop_unhonoured(cx, travel->entries); !dropped.empty())
       travel->from += fmt::format(" without {} (no effect in the caller)", fmt::join(dropped, ", "));
-      travel->knobs = kept;
-    }
-    std::vector<Outcome> got = try_all(cx, choice.at, check, {travel->knobs});
+    const std::string knobs = join_knobs(travel->entries);
+    std::vector<Outcome> got = try_all(cx, choice.at, check, {knobs});
     if (got.front().cost) {
       rank(got, choice);
-      choice.knobs = travel->knobs;
+      choice.knobs = knobs;
       choice.predicted_us = choice.ranked.front().us;
       choice.travelled = travel->from;
       choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return choice;
     }
     choice.refused.push_back(
-        fmt::format("{} ({}, travelling with its call): {}", travel->knobs, travel->from, got.front().refused));
+        fmt::format("{} ({}, travelling with its call): {}", knobs, travel->from, got.front().refused));
   }
   const OpClass cls = classify_op(program, op, target, chains, &laws);
   // The tensor cores where the op's kernel takes them, wgmma first where the target has it, then
@@ -422,15 +411,15 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   // for are ranked.
   std::map<std::string, Outcome> lowered;
   auto try_choices = [&](const std::vector<TileChoice>& choices, const std::vector<TileChoice>& ahead) {
-    std::vector<std::string> asked, todo;
+    std::vector<std::string> asked, to_lower;
     auto queue = [&](const std::string& k) {  // to lower this round, unless lowered or queued
-      if (!lowered.count(k) && std::find(todo.begin(), todo.end(), k) == todo.end()) todo.push_back(k);
+      if (!lowered.count(k) && std::find(to_lower.begin(), to_lower.end(), k) == to_lower.end()) to_lower.push_back(k);
     };
     for (const TileChoice& c : choices) queue(asked.emplace_back(knobs_of(cls, c)));
-    const size_t width = std::max(round_width(), todo.size());
-    for (size_t a = 0; a < ahead.size() && todo.size() < width; ++a) queue(knobs_of(cls, ahead[a]));
-    std::vector<Outcome> got = try_all(cx, choice.at, check, todo);
-    for (size_t t = 0; t < todo.size(); ++t) lowered.emplace(todo[t], std::move(got[t]));
+    const size_t width = std::max(round_width(), to_lower.size());
+    for (size_t a = 0; a < ahead.size() && to_lower.size() < width; ++a) queue(knobs_of(cls, ahead[a]));
+    std::vector<Outcome> got = try_all(cx, choice.at, check, to_lower);
+    for (size_t t = 0; t < to_lower.size(); ++t) lowered.emplace(to_lower[t], std::move(got[t]));
     std::vector<Outcome> tried;
     for (const std::string& k : asked) tried.push_back(lowered.at(k));
     outcomes.insert(outcomes.end(), tried.begin(), tried.end());

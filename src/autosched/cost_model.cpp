@@ -348,20 +348,15 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
     const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
+    const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
     if (cached) {
       out.smem_bytes = reread;
       out.compute_us += reread / (c.smem_gbs * 1e3);
-      out.us = c.launch_us + std::max(out.memory_us, out.compute_us);
-      out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
-      if (out.us < 2 * c.launch_us) out.bound = "launch";
-      return out;
-    }
-    const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
-    const bool fits = resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes;
-    if (fits)
+    } else if (resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes) {
       out.l2_us = reread / (c.l2_gbs * 1e3);
-    else
+    } else {
       out.memory_us += reread / std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
+    }
     const double body = std::max({out.memory_us, out.l2_us, out.compute_us});
     out.us = c.launch_us + body;
     out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";

@@ -28,10 +28,9 @@ std::optional<Travel> travelling_schedule(const CheckedProgram& program, const C
     knobs.push_back(print_knob(s));
   }
   const CheckedSchedule& b = **block;
-  return Travel{
-      fmt::format("{}", fmt::join(knobs, ",")),
-      fmt::format("the block of {} for {}{} ({}:{})", name, b.target->name,
-                  b.decl->label ? fmt::format(" \"{}\"", b.decl->label->name) : "", b.place.path, b.place.line)};
+  return Travel{std::move(knobs), fmt::format("the block of {} for {}{} ({}:{})", name, b.target->name,
+                                              b.decl->label ? fmt::format(" \"{}\"", b.decl->label->name) : "",
+                                              b.place.path, b.place.line)};
 }
 
 }  // namespace emmy::autosched

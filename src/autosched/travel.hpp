@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "schedule/targets.hpp"
 #include "sema/sema.hpp"
@@ -12,8 +13,8 @@
 namespace emmy::autosched {
 
 struct Travel {
-  std::string knobs;  // the callee block's knobs, renamed, as a knob list for KnobSources::base
-  std::string from;   // "the block of softmax for sm_90 (stdlib/nn.emmy:514)"
+  std::vector<std::string> entries;  // the callee block's knobs, renamed: KNOB[@site]=value each
+  std::string from;                  // "the block of softmax for sm_90 (stdlib/nn.emmy:514)"
 };
 
 // The callee's block when `op` makes exactly one call, to an op that makes none and has an

@@ -211,10 +211,16 @@ std::optional<double> parse_duration(std::string_view text) {
 
 namespace {
 
+// A shape's winner under --shapes: its block and its shape class.
+struct ClassWinner {
+  tune::TunedBlock block;
+  tune::ShapeClass cls;
+};
+
 // One shape: the search, the report, and the winner written into the file (--write), or given
-// to `tuned` (with the shape class as its name) when the caller writes it (--shapes).
+// to `tuned` (named after its shape class, and with it) when the caller writes it (--shapes).
 int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOptions& o, std::ostream& json_out,
-             std::ostream& err, std::optional<tune::TunedBlock>* tuned) {
+             std::ostream& err, std::optional<ClassWinner>* tuned) {
   // --json: the report as one JSON object on stdout; the human-readable lines go to stderr.
   std::ostream& out = o.json ? err : json_out;
   nlohmann::json report;
@@ -542,7 +548,7 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
   if (tuned) {
     block.name = std::string(tune::kClassBlockPrefix) + shape_class.text();
-    *tuned = std::move(block);
+    *tuned = ClassWinner{std::move(block), shape_class};
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
@@ -578,21 +584,17 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     one.shapes.clear();
     one.budget_s = o.budget_s / static_cast<double>(o.shapes.size());
     out << fmt::format("-- {} ({} of {})\n", shape, &shape - o.shapes.data() + 1, o.shapes.size());
-    std::optional<tune::TunedBlock> tuned;
+    std::optional<ClassWinner> tuned;
     const int one_status = tune_one(program, lo, one, json_out, err, o.write ? &tuned : nullptr);
     status = std::max(status, one_status);
     if (!tuned) continue;
-    const std::optional<tune::ShapeClass> cls =
-        tune::parse_shape_class(tuned->name.substr(tune::kClassBlockPrefix.size()));
-    if (!cls) internal_error(__FILE__, __LINE__, "a tuned block's name is not its shape class");
-    const bool seen =
-        std::any_of(classes.begin(), classes.end(), [&](const tune::ShapeClass& c) { return c.text() == cls->text(); });
-    if (seen) {
-      out << fmt::format("{} is in shape class {}, tuned above: one block for both\n", shape, cls->text());
+    const std::string cls = tuned->cls.text();
+    if (std::any_of(classes.begin(), classes.end(), [&](const tune::ShapeClass& c) { return c.text() == cls; })) {
+      out << fmt::format("{} is in shape class {}, tuned above: one block for both\n", shape, cls);
       continue;
     }
-    classes.push_back(*cls);
-    blocks.push_back(std::move(*tuned));
+    classes.push_back(std::move(tuned->cls));
+    blocks.push_back(std::move(tuned->block));
   }
   const std::vector<std::string> guards = tune::class_guards(classes);
   for (size_t i = 0; i < blocks.size(); ++i) {

@@ -62,12 +62,6 @@ nlohmann::json range_json(const SourceFile& f, uint32_t begin, uint32_t end) {
   return {{"start", position_json(f, begin)}, {"end", position_json(f, std::max(begin, end))}};
 }
 
-std::string shape_text(const std::vector<Size>& shape) {
-  std::vector<std::string> dims;
-  for (const Size& s : shape) dims.push_back(s.str());
-  return shape.empty() ? "" : fmt::format("[{}]", fmt::join(dims, ", "));
-}
-
 std::string_view outcome_name(algebra::Outcome o) {
   switch (o) {
     case algebra::Outcome::Proved: return "proved";
@@ -129,6 +123,13 @@ struct Analysis::State {
       for (const ast::Item& item : m->items)
         if (const T* d = std::get_if<T>(&item); d && inside(d->range, file, offset)) return d;
     return nullptr;
+  }
+  // The checked op whose declaration holds the offset, if it checked.
+  const CheckedOp* op_at(uint32_t offset) const {
+    const ast::OpDecl* op = item_at<ast::OpDecl>(offset);
+    if (!op) return nullptr;
+    auto it = program->ops.find(op->name.name);
+    return it == program->ops.end() ? nullptr : &it->second;
   }
   // Where a name is declared anywhere in the program: an op or a monoid, and its module's file.
   std::optional<SourceRange> declaration(const std::string& name) const {
@@ -197,13 +198,12 @@ std::optional<nlohmann::json> Analysis::hover(Position at) const {
   }
   // A tensor of the op around the word: its dtype and shape.
   if (text.empty())
-    if (const ast::OpDecl* op = s.item_at<ast::OpDecl>(offset); op && s.program)
-      if (auto checked = s.program->ops.find(op->name.name); checked != s.program->ops.end())
-        if (const TensorInfo* t = checked->second.find(word->text)) {
-          static constexpr std::string_view kRoles[] = {"input", "output", "intermediate", "let"};
-          text = fmt::format("`{}: {}{}` ({} of {})", t->name, t->elem.str(), shape_text(t->shape),
-                             kRoles[static_cast<int>(t->role)], op->name.name);
-        }
+    if (const CheckedOp* op = s.op_at(offset))
+      if (const TensorInfo* t = op->find(word->text)) {
+        static constexpr std::string_view kRoles[] = {"input", "output", "intermediate", "let"};
+        text = fmt::format("`{}: {}{}` ({} of {})", t->name, t->elem.str(), shape_text(t->shape),
+                           kRoles[static_cast<int>(t->role)], op->decl->name.name);
+      }
   // An op or a monoid: its header; a monoid's laws as the prover finds them.
   if (text.empty() && s.program) {
     if (auto op = s.program->ops.find(word->text); op != s.program->ops.end()) {
@@ -250,9 +250,8 @@ std::optional<nlohmann::json> Analysis::definition(Position at) const {
   if (!word) return std::nullopt;
   std::optional<SourceRange> where = s.declaration(word->text);
   if (!where) {  // a tensor of the op around it: its definition
-    if (const ast::OpDecl* op = s.item_at<ast::OpDecl>(offset); op && s.program)
-      if (auto checked = s.program->ops.find(op->name.name); checked != s.program->ops.end())
-        if (const TensorInfo* t = checked->second.find(word->text); t && t->def.valid()) where = t->def;
+    if (const CheckedOp* op = s.op_at(offset))
+      if (const TensorInfo* t = op->find(word->text); t && t->def.valid()) where = t->def;
   }
   if (!where) return std::nullopt;
   const SourceFile& f = s.sources.file(where->file);
@@ -322,10 +321,9 @@ nlohmann::json Analysis::completion(Position at) const {
   if (!s.program) return items;
   for (const auto& [name, op] : s.program->ops) add(name, kFunction, s.header(op.decl->range));
   for (const auto& [name, m] : s.program->monoids) add(name, kStruct, "monoid");
-  if (const ast::OpDecl* op = s.item_at<ast::OpDecl>(offset))
-    if (auto checked = s.program->ops.find(op->name.name); checked != s.program->ops.end())
-      for (const TensorInfo& t : checked->second.tensors)
-        add(t.name, kVariable, fmt::format("{}{}", t.elem.str(), shape_text(t.shape)));
+  if (const CheckedOp* op = s.op_at(offset))
+    for (const TensorInfo& t : op->tensors)
+      add(t.name, kVariable, fmt::format("{}{}", t.elem.str(), shape_text(t.shape)));
   return items;
 }
 

@@ -7,12 +7,6 @@
 namespace emmy {
 namespace {
 
-std::string shape_str(const std::vector<Size>& shape) {
-  std::string s;
-  for (const Size& x : shape) s += (s.empty() ? "" : ", ") + x.str();
-  return shape.empty() ? "" : "[" + s + "]";
-}
-
 class CheckedAnnotator : public AstAnnotator {
  public:
   // Expression ids are unique within a module: index that module's reductions.
@@ -44,7 +38,7 @@ class CheckedAnnotator : public AstAnnotator {
     auto it = p_.ops.find(op.name.name);
     if (it == p_.ops.end() || it->second.decl != &op) return "";
     const TensorInfo* t = it->second.find(name);
-    return t ? fmt::format(" : {}{}", t->elem.str(), shape_str(t->shape)) : "";
+    return t ? fmt::format(" : {}{}", t->elem.str(), shape_text(t->shape)) : "";
   }
   const CheckedProgram& p_;
   std::map<uint32_t, std::pair<const ReductionInfo*, const Type*>> reductions_;

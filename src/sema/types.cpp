@@ -45,6 +45,12 @@ std::vector<std::string_view> dtype_names() {
 bool is_float(DType t) { return row(t).rank >= 3; }
 bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
 
+std::string shape_text(const std::vector<Size>& shape) {
+  std::vector<std::string> dims;
+  for (const Size& s : shape) dims.push_back(s.str());
+  return shape.empty() ? "" : fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
 std::string Type::str() const {
   switch (kind) {
     case Kind::Error: return "<error>";

@@ -26,6 +26,8 @@ struct Size {
   bool operator==(const Size&) const = default;
   std::string str() const { return symbol.empty() ? std::to_string(literal) : symbol; }
 };
+// A tensor's shape as written: "[N, C]"; "" for a scalar.
+std::string shape_text(const std::vector<Size>& shape);
 
 // The type of a value in an expression.
 struct Type {

@@ -358,7 +358,6 @@ class KernelBuilder {
   const Knobs& knobs_;
   const LawMemo* law_memo_;
   int counter_ = 0;
-  std::set<std::string> carrier_regs_;  // a fold's carrier registers (run_<field>) declared in the kernel
   int widen_half_ = 0;
   bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
   int tile_ = 1;
@@ -411,11 +410,10 @@ class KernelBuilder {
   std::set<std::string> cache_held_;
   std::set<std::string> cache_reused_;
   std::map<std::string, std::string> cache_arrays_;
-  std::string cache_guard_;     // the current split's loop (bounds, step)
-  std::vector<K> cache_conds_;  // sizes that must be multiples of V (the vector body)
-  std::vector<K> cache_sizes_;  // split axes' sizes, each at most N * V * R
-  std::set<std::string> cache_size_names_;
-  K coop_slot_;  // the thread's row among the block's rows
+  std::string cache_guard_;               // the current split's loop (bounds, step)
+  std::vector<K> cache_conds_;            // sizes that must be multiples of V (the vector body)
+  std::vector<std::string> cache_sizes_;  // the split axes' sizes, each at most N * V * R (in order)
+  K coop_slot_;                           // the thread's row among the block's rows
   int64_t cache_capacity() const {
     return static_cast<int64_t>(knobs_.coop_threads) * knobs_.coop_vec * knobs_.coop_cache;
   }

@@ -2,7 +2,7 @@
 // once; each thread keeps its chunks of the rows a later pass reads again in shared memory,
 // at their column, and the later passes read them from there. Members of KernelBuilder
 // (builder.hpp), beside the cooperative rows of coop.cpp.
-#include <set>
+#include <algorithm>
 
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
@@ -25,12 +25,11 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   // The cached bodies repeat the streamed one's warnings (assumed laws): those are dropped; the
   // dry run's shared arrays too.
   const size_t warnings = law_warnings_.size();
-  auto variant = [&](RowCache mode, bool probe, std::vector<K>& conds, std::vector<K>& sizes) {
+  auto variant = [&](RowCache mode, bool probe, std::vector<K>& conds) {
     row_cache_ = mode;
     cache_probe_ = probe;
     cache_held_.clear();
     cache_conds_.clear();
-    cache_sizes_.clear();
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
       for (const lir::Stmt& s : k.body) stmt(s);
@@ -38,32 +37,30 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     if (probe) shared_->resize(shared_before);
     law_warnings_.resize(warnings);
     conds = std::move(cache_conds_);
-    sizes = std::move(cache_sizes_);
     row_cache_ = RowCache::Off;
     cache_probe_ = false;
     cache_held_.clear();
     return body;
   };
-  std::vector<K> conds, sizes, unused;
+  std::vector<K> conds, unused;
   cache_reused_.clear();
   cache_arrays_.clear();
-  cache_size_names_.clear();
-  plans_.back().cache_capacity = static_cast<int64_t>(n) * v * r;
-  variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused, sizes);
-  if (sizes.empty() || cache_reused_.empty()) {  // no row read twice: nothing to keep (--ir plan says so)
+  cache_sizes_.clear();
+  const int64_t capacity = static_cast<int64_t>(n) * v * r;
+  plans_.back().cache_capacity = capacity;
+  variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused);
+  if (cache_sizes_.empty() || cache_reused_.empty()) {  // no row read twice: nothing to keep (--ir plan says so)
     for (kir::Stmt& s : streamed) emit(std::move(s));
     return;
   }
   std::vector<kir::Stmt> vector_body;
-  if (v > 1) vector_body = variant(RowCache::Vector, false, conds, sizes);
-  std::vector<kir::Stmt> scalar_body = variant(RowCache::Scalar, false, unused, sizes);
+  if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
+  std::vector<kir::Stmt> scalar_body = variant(RowCache::Scalar, false, unused);
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
-  const int64_t capacity = plans_.back().cache_capacity;
   K fits;
   std::vector<std::string> names;
-  std::set<std::string> seen;
-  for (const K& size : sizes) {
-    if (!seen.insert(render_key(size)).second) continue;
+  for (const std::string& axis_size : cache_sizes_) {
+    const K size = size_value(axis_size);
     K le = kir::binary(kir::BinOp::Le, size, kir::ci(capacity, I));
     fits = names.empty() ? le : kir::binary(kir::BinOp::And, fits, le);
     names.push_back(name_of(size));
@@ -75,9 +72,9 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     if (std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) tensors.push_back(tensor);
   }
   lower::KernelPlan& plan = plans_.back();
-  plan.cache_capacity = capacity;
   plan.cache_kept = tensors;
-  plan.cache_sizes.assign(cache_size_names_.begin(), cache_size_names_.end());
+  plan.cache_sizes = cache_sizes_;
+  std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
   emit(
       kir::comment(fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), each thread keeps "
                                "its chunks of the rows read again in shared memory ({}): one read from memory; "
@@ -114,8 +111,8 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
-  cache_sizes_.push_back(size);
-  cache_size_names_.insert(axis.size);
+  if (std::find(cache_sizes_.begin(), cache_sizes_.end(), axis.size) == cache_sizes_.end())
+    cache_sizes_.push_back(axis.size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
   int step = n * w;

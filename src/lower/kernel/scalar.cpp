@@ -123,13 +123,11 @@ void KernelBuilder::fold(const lir::Stmt& s, int tile) {
     const lir::CarrierField& f = s.fields[i];
     ScalarType t = scalar_of(f.dtype);
     K init = as(term_value(s.terms.identity[i], {}, t), t);
-    // A second fold of the same carrier in the kernel (the monoid used twice) takes fresh names.
     std::string reg = "run_" + f.name;
-    if (!carrier_regs_.insert(reg).second) reg = fresh(reg);
     if (f.per_tile) {
       emit(kir::decl(reg, t, init, tile));
       array_names[i] = reg;
-      tile_arrays_["run_" + f.name] = {reg, t};
+      tile_arrays_[reg] = {reg, t};
     } else {
       scalars[i] = let(reg, init);
     }
@@ -272,7 +270,6 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   blocks_ = {&body};
   scopes_ = {{}};
   counter_ = 0;
-  carrier_regs_.clear();
   if (coop_on()) {
     coop_kernel(k, out, total);
     out.body = std::move(body);
