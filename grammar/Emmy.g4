@@ -4,13 +4,16 @@
 grammar Emmy;
 
 module      : item* EOF ;
-item        : importDecl | opDecl | monoidDecl | scheduleDecl ;
+item        : importDecl | opDecl | derivedOp | monoidDecl | scheduleDecl ;
 
 importDecl  : 'import' ID ('.' ID)* ';' ;
 
 // ---- ops ---------------------------------------------------------------------
 opDecl      : 'op' ID '(' paramList? ')' '->' '(' paramList? ')' '{' stmt* '}' ;
 paramList   : param (',' param)* ','? ;
+// `op sdpa_bwd = grad(sdpa, q, k, v);`: an op derived from another (sema derives its body).
+// `grad` is a word of this place only (build_ast refuses another): it stays a name elsewhere.
+derivedOp   : 'op' ID '=' ID '(' ID (',' ID)* ')' ';' ;
 param       : ID ':' ID ('[' dim (',' dim)* ']')? ;
 // An output's dim may be computed from the inputs' sizes (`T - K + 1`); sema checks where.
 dim         : ID | INT | expr ;

@@ -120,11 +120,17 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
     for (const ast::Item& item : m.ast.items)
       if (const auto* mo = std::get_if<ast::MonoidDecl>(&item); mo && globals.monoids.at(mo->name.name) == mo)
         program->monoids.emplace(mo->name.name, sema::check_monoid(*mo, m.name == "std.monoids", diags));
-  for (size_t mi = 0; mi < program->modules.size(); ++mi)
+  sema::derive_grads(sources, *program, globals, program->monoids, diags);
+  for (size_t mi = 0; mi < program->modules.size(); ++mi) {
+    std::vector<const ast::OpDecl*> ops;
     for (const ast::Item& item : program->modules[mi].ast.items)
-      if (const auto* op = std::get_if<ast::OpDecl>(&item); op && globals.ops.at(op->name.name) == op)
+      if (const auto* op = std::get_if<ast::OpDecl>(&item)) ops.push_back(op);
+    for (const ast::Module& derived : program->modules[mi].derived) ops.push_back(&std::get<ast::OpDecl>(derived.items[0]));
+    for (const ast::OpDecl* op : ops)
+      if (globals.ops.at(op->name.name) == op)
         program->ops.emplace(op->name.name, sema::check_op(*op, globals, program->monoids, diags))
             .first->second.decl_module = mi;
+  }
   sema::check_call_graph(*program, diags);
 
   // Schedules: unique (op, target, name), each checked against the codec.

@@ -119,10 +119,10 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
     if (std::optional<FileId> f = file_id(sources.file(id).path())) loaded.insert(*f);
   };
   program.modules.push_back(
-      {module_name(sources.file(main_file).path(), options), parse_module(sources, main_file, diags)});
+      {module_name(sources.file(main_file).path(), options), parse_module(sources, main_file, diags), {}});
   remember(main_file);
   for (uint32_t id : options.beside) {
-    program.modules.push_back({sources.file(id).path(), parse_module(sources, id, diags)});
+    program.modules.push_back({sources.file(id).path(), parse_module(sources, id, diags), {}});
     remember(id);
   }
   program.own_modules = program.modules.size();
@@ -147,7 +147,8 @@ void load_modules(SourceManager& sources, uint32_t main_file, const SemaOptions&
         continue;
       }
       loaded.insert(*found.file);
-      program.modules.push_back({imp->dotted(), found.parsed ? *found.parsed : parse_module(sources, found.id, diags)});
+      program.modules.push_back(
+          {imp->dotted(), found.parsed ? *found.parsed : parse_module(sources, found.id, diags), {}});
     }
   }
 }

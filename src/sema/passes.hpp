@@ -29,6 +29,12 @@ CheckedMonoid check_monoid(const ast::MonoidDecl& monoid, bool in_std_monoids, D
 CheckedOp check_op(const ast::OpDecl& op, const Globals& globals, const std::map<std::string, CheckedMonoid>& monoids,
                    Diagnostics& diags);
 
+// derive_grads.cpp: the op of every `op NAME = grad(OF, ...)` declaration, derived from OF (checked
+// first: an OF with errors derives nothing), parsed into its module's `derived` and added to the
+// globals, to be checked as any op.
+void derive_grads(SourceManager& sources, CheckedProgram& program, Globals& globals,
+                  const std::map<std::string, CheckedMonoid>& monoids, Diagnostics& diags);
+
 // check_schedule.cpp: a schedule block against its op, its target and the knob codec.
 std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& schedule, const CheckedProgram& program,
                                               Diagnostics& diags);

@@ -23,6 +23,11 @@ class CheckedAnnotator : public AstAnnotator {
   std::string on_let(const ast::OpDecl& op, const ast::LetStmt& l) const override {
     return tensor_note(op, l.name.name);
   }
+  std::string on_grad(const ast::GradDecl& g) const override {
+    auto it = p_.ops.find(g.name.name);
+    if (it == p_.ops.end()) return "";
+    return print_op_decl(*it->second.decl, this);
+  }
   std::string on_reduce(const ast::Expr& e) const override {
     auto it = reductions_.find(e.id);
     if (it == reductions_.end()) return "";

@@ -77,6 +77,9 @@ struct CheckedSchedule {
 struct LoadedModule {
   std::string name;  // "std.nn", or the path for a file given on the command line
   ast::Module ast;
+  // The ops its `op NAME = grad(...)` declarations derive, each parsed from its own source text
+  // (named "PATH#NAME"), expression ids numbered on from the module's.
+  std::deque<ast::Module> derived;
 };
 
 struct CheckedProgram {

@@ -95,6 +95,17 @@ struct OpDecl {
   SourceRange range;
 };
 
+// `op sdpa_bwd = grad(sdpa, q, k, v);`: an op sema derives from another (docs/language.md,
+// "Derived ops"). `wrt` empty: every float input of `of`.
+struct GradDecl {
+  std::vector<std::string> doc;
+  Ident name;
+  Ident fn;  // the word `grad`
+  Ident of;
+  std::vector<Ident> wrt;
+  SourceRange range;
+};
+
 // A monoid field or lift parameter: `m: f32` or `o: f32[E]`.
 struct Field {
   Ident name;
@@ -146,7 +157,7 @@ struct ImportDecl {
   std::string dotted() const;
 };
 
-using Item = std::variant<ImportDecl, OpDecl, MonoidDecl, ScheduleDecl>;
+using Item = std::variant<ImportDecl, OpDecl, MonoidDecl, ScheduleDecl, GradDecl>;
 
 struct Module {
   uint32_t file = 0;

@@ -37,6 +37,8 @@ class Builder {
         m.items.push_back(import_decl(c));
       else if (auto* c = item->opDecl())
         m.items.push_back(op_decl(c));
+      else if (auto* c = item->derivedOp())
+        m.items.push_back(grad_decl(c));
       else if (auto* c = item->monoidDecl())
         m.items.push_back(monoid_decl(c));
       else if (auto* c = item->scheduleDecl())
@@ -394,6 +396,20 @@ class Builder {
     diags_.error("E040", here, fmt::format("monoid defines '{}' twice", what))
         .note(first, "first defined here")
         .hint("keep one definition");
+  }
+
+  ast::GradDecl grad_decl(P::DerivedOpContext* c) {
+    ast::GradDecl g;
+    g.doc = doc_before(c);
+    g.name = ident(c->ID(0));
+    g.fn = ident(c->ID(1));
+    g.of = ident(c->ID(2));
+    for (size_t k = 3; k < c->ID().size(); ++k) g.wrt.push_back(ident(c->ID(k)));
+    g.range = range(c);
+    if (g.fn.name != "grad")
+      diags_.error("E002", g.fn.range, fmt::format("expected 'grad' after '{} =', found '{}'", g.name.name, g.fn.name))
+          .hint(fmt::format("derive an op with `op {} = grad(OP, INPUT, ...);`", g.name.name));
+    return g;
   }
 
   ast::ScheduleDecl schedule_decl(P::ScheduleDeclContext* c) {

@@ -40,6 +40,16 @@ void print_doc(std::string& out, const std::vector<std::string>& doc) {
   for (const std::string& line : doc) out += fmt::format("  doc \"{}\"\n", line);
 }
 
+void print_op(std::string& out, const ast::OpDecl& op, const AstAnnotator* n);
+
+void print_grad(std::string& out, const ast::GradDecl& g, const AstAnnotator* n) {
+  std::string wrt;
+  for (const ast::Ident& x : g.wrt) wrt += ", " + x.name;
+  out += fmt::format("derived op {} = {}({}{})\n", g.name.name, g.fn.name, g.of.name, wrt);
+  print_doc(out, g.doc);
+  if (n) out += n->on_grad(g);
+}
+
 void print_op(std::string& out, const ast::OpDecl& op, const AstAnnotator* n) {
   out += fmt::format("op {}\n", op.name.name);
   print_doc(out, op.doc);
@@ -112,6 +122,12 @@ std::string print_expr(const ast::Expr& e, const AstAnnotator* n) {
   return "?";
 }
 
+std::string print_op_decl(const ast::OpDecl& op, const AstAnnotator* n) {
+  std::string out;
+  print_op(out, op, n);
+  return out;
+}
+
 std::string print_module(const ast::Module& m, const AstAnnotator* n) {
   std::string out;
   for (const ast::Item& item : m.items) {
@@ -121,6 +137,8 @@ std::string print_module(const ast::Module& m, const AstAnnotator* n) {
       print_op(out, *o, n);
     else if (const auto* mo = std::get_if<ast::MonoidDecl>(&item))
       print_monoid(out, *mo, n);
+    else if (const auto* g = std::get_if<ast::GradDecl>(&item))
+      print_grad(out, *g, n);
     else
       print_schedule(out, std::get<ast::ScheduleDecl>(item));
   }

@@ -1,0 +1,101 @@
+// Reverse-mode derivatives of ops (`op f_bwd = grad(f, x);`, docs/language.md "Derived ops"): the
+// internal interface between derive_grads.cpp and the passes it runs, each in its own file:
+//   grad_flatten.cpp   the forward op as straight-line statements (calls inlined, bare names
+//                      indexed, each reduction the whole value of a statement of its own)
+//   grad_invariant.cpp which reductions the outputs do not depend on (o(s + c) = o(s) for a max)
+//   grad_reverse.cpp   the adjoint statements, from the rules of grad_rules.cpp
+//   grad_expr.cpp      expression builders that simplify as they build, and the source printer
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sema/sema.hpp"
+
+namespace emmy::sema::grad {
+
+// ---- expressions (grad_expr.cpp) -------------------------------------------------------
+// Builders of unlocated expressions (the derived op is printed as source and parsed again, so
+// its ranges and ids come from that text). The arithmetic ones fold 0, 1 and double negation.
+ast::Expr num(double v);
+ast::Expr name(std::string n);
+ast::Expr read(const std::string& tensor, const std::vector<std::string>& vars);
+ast::Expr read_at(const std::string& tensor, std::vector<ast::Expr> indices);
+ast::Expr call(std::string fn, std::vector<ast::Expr> args);
+ast::Expr compare(std::string op, ast::Expr a, ast::Expr b);
+ast::Expr all_of(std::vector<ast::Expr> conditions);  // a && b && ...; `true` for none
+ast::Expr reduce(std::string monoid, std::vector<std::string> axes, std::optional<ast::Expr> where, ast::Expr body);
+ast::Expr add(ast::Expr a, ast::Expr b);
+ast::Expr sub(ast::Expr a, ast::Expr b);
+ast::Expr mul(ast::Expr a, ast::Expr b);
+ast::Expr div(ast::Expr a, ast::Expr b);
+ast::Expr neg(ast::Expr a);
+bool is_number(const ast::Expr& e, double v);
+// Every Name in `renames` replaced, and reduction axes, but not the tensor a read names.
+ast::Expr rename(const ast::Expr& e, const std::map<std::string, std::string>& renames);
+// The names an expression mentions (Names, reduction axes and the bases of reads).
+void names_in(const ast::Expr& e, std::set<std::string>& out);
+// .emmy source of an expression, parenthesized only where precedence needs it.
+std::string source(const ast::Expr& e);
+
+// ---- the forward op, flattened (grad_flatten.cpp) ----------------------------------------
+struct Tensor {
+  std::string name;
+  bool differentiable = false;  // a float value (not an integer, a bool or a monoid carrier)
+  std::string carrier;          // a monoid carrier's monoid (derivatives through one: not yet)
+  size_t rank = 0;
+  std::vector<std::string> vars;  // a statement's index variables; an input's chosen by flatten
+  std::string declared;           // an input's or output's type as written: "f16[B, H, S, D]"
+};
+
+struct Line {
+  bool is_let = false;
+  std::string name;
+  std::vector<std::string> vars;  // the statement's index variables, plain names
+  ast::Expr value;                // pointwise, or one reduction whose operands are pointwise
+  std::map<std::string, std::string> sizes;  // of its variables and its reduction's axes (source)
+};
+
+struct Straight {
+  std::vector<Line> lines;
+  std::map<std::string, Tensor> tensors;  // inputs and every tensor a line defines
+  std::vector<std::string> inputs, outputs;
+  std::set<std::string> names;  // every name in use (tensors, lets, sizes, variables)
+};
+
+// A construct with no derivative rule (or a derivation that cannot be expressed), at its place.
+struct Failure {
+  SourceRange at;
+  std::string message;
+  std::string hint;
+};
+
+// The checked op of a name (the forward op's callees), or nullptr.
+using CheckedLookup = std::function<const CheckedOp*(const std::string&)>;
+
+Straight flatten(const CheckedOp& op, const CheckedLookup& callees);
+
+// ---- invariance (grad_invariant.cpp) ----------------------------------------------------
+// Whether every output of `f` is unchanged when the tensor line `candidate` defines is shifted
+// by a constant (t -> t + c): then no output depends on t, and its adjoint is zero.
+bool outputs_shift_invariant(const Straight& f, const std::string& candidate);
+
+// ---- the derivative (grad_reverse.cpp) ----------------------------------------------------
+struct Request {
+  std::string name;              // the derived op's
+  std::vector<std::string> wrt;  // inputs of the forward op, float
+  std::string of;                // the forward op's name, for the doc comment
+};
+
+// The derived op's source text: `op NAME(inputs, d<outputs>) -> (d<wrt>) { ... }`.
+std::variant<std::string, Failure> derive(const Straight& f, const Request& request);
+
+// The adjoint's name of a tensor: "d" + name, "d_" + name where that is taken, then numbered.
+std::string adjoint_name(const std::string& tensor, const std::set<std::string>& taken);
+
+}  // namespace emmy::sema::grad

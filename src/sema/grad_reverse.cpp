@@ -1,0 +1,296 @@
+// Reverse mode over a flat op: the statements in reverse, each one's adjoint the sum of what its
+// readers contributed; a read's contribution reaches the tensor it reads through its indices (a
+// plain variable is renamed, anything else — h / G, target[n], 2 * i — becomes a predicate of a
+// sum over the reader's variables: a gather's adjoint is a scatter-add); reductions no output
+// depends on (grad_invariant.cpp) are left out; then the op's source text.
+#include <fmt/format.h>
+
+#include "sema/grad.hpp"
+#include "sema/grad_rules.hpp"
+
+namespace emmy::sema::grad {
+
+using ast::Expr;
+using ast::ExprKind;
+
+std::string adjoint_name(const std::string& tensor, const std::set<std::string>& taken) {
+  for (const std::string& n : {"d" + tensor, "d_" + tensor})
+    if (!taken.count(n)) return n;
+  for (int k = 2;; ++k)
+    if (std::string n = fmt::format("d_{}{}", tensor, k); !taken.count(n)) return n;
+}
+
+namespace {
+
+// Whether `v` indexes some tensor read in `e` (so sema can size it there).
+bool sizes_var(const Expr& e, const std::string& v) {
+  if (e.kind == ExprKind::Index)
+    for (size_t k = 1; k < e.args.size(); ++k)
+      if (e.args[k].kind == ExprKind::Name && e.args[k].text == v) return true;
+  for (const Expr& a : e.args)
+    if (sizes_var(a, v)) return true;
+  return false;
+}
+
+class Reverse {
+ public:
+  Reverse(const Straight& f, const Request& r) : f_(f), request_(r), taken_(f.names) {}
+
+  std::variant<std::string, Failure> run() {
+    mark_active();
+    for (const Line& l : f_.lines)
+      if (active_.count(l.name) && l.value.kind == ExprKind::Reduce &&
+          (l.value.text == "max" || l.value.text == "min") && outputs_shift_invariant(f_, l.name))
+        dropped_.insert(l.name);
+    for (const std::string& o : f_.outputs) {
+      const Tensor& t = f_.tensors.at(o);
+      if (!t.differentiable) continue;
+      const std::string d = fresh(adjoint_name(o, taken_));
+      seeds_in_.emplace_back(d, t.declared);
+      if (active_.count(o)) contributions_[o].push_back(read(d, t.vars));
+    }
+    for (size_t k = f_.lines.size(); k-- > 0;)
+      if (auto failure = backward(f_.lines[k])) return *failure;
+    std::vector<std::pair<std::string, std::string>> outs;
+    std::vector<Line> out_lines;
+    for (const std::string& x : request_.wrt) {
+      const Tensor& t = f_.tensors.at(x);
+      const std::string d = fresh(adjoint_name(x, taken_));
+      outs.emplace_back(d, t.declared);
+      out_lines.push_back({false, d, t.vars, total(x), {}});
+    }
+    return print(outs, out_lines);
+  }
+
+ private:
+  std::string fresh(std::string base) {
+    std::string n = base;
+    for (int k = 2; taken_.count(n); ++k) n = fmt::format("{}{}", base, k);
+    taken_.insert(n);
+    return n;
+  }
+
+  // A tensor is active when it depends on an input derived for, through a float value.
+  void mark_active() {
+    for (const std::string& x : request_.wrt) active_.insert(x);
+    for (const Line& l : f_.lines) {
+      if (l.is_let) continue;
+      const Tensor& t = f_.tensors.at(l.name);
+      if ((t.differentiable || !t.carrier.empty()) && reads_active(l.value)) active_.insert(l.name);
+    }
+  }
+
+  bool reads_active(const Expr& e) const {
+    if (e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name) return active_.count(e.args[0].text) > 0;
+    if (e.kind == ExprKind::Name) return active_.count(e.text) > 0;
+    for (const Expr& a : e.args)
+      if (reads_active(a)) return true;
+    return false;
+  }
+
+  Expr total(const std::string& tensor) {
+    Expr sum = num(0);
+    for (Expr& c : contributions_[tensor]) sum = add(std::move(sum), std::move(c));
+    return sum;
+  }
+
+  // Renames a reduction's axes in `e` to names nothing else uses, so `e` may be substituted anywhere.
+  Expr freshen(const Expr& e) {
+    Expr out = ast::node_of(e);
+    std::map<std::string, std::string> renames;
+    for (ast::Ident& a : out.axes) a.name = renames[a.name] = fresh(a.name);
+    for (const Expr& a : e.args) out.args.push_back(rename(freshen(a), renames));
+    for (const Expr& w : e.where_) out.where_.push_back(rename(freshen(w), renames));
+    return out;
+  }
+
+  std::optional<Failure> backward(const Line& l) {
+    if (l.is_let || !active_.count(l.name) || dropped_.count(l.name) || contributions_[l.name].empty())
+      return std::nullopt;
+    const Tensor& t = f_.tensors.at(l.name);
+    if (!t.carrier.empty())
+      return Failure{l.value.range,
+                     fmt::format("grad: no derivative rule for a reduction by the user monoid {} yet", t.carrier),
+                     "write the reduction with the built-in ones (sum, max, min) for now: std.nn's logsumexp and sdpa "
+                     "show the two-pass forms"};
+    // The adjoint, materialized unless it leaves one of the statement's variables unsized (then
+    // it is used in place: dl[n] is not a tensor of shape [N, C]).
+    Expr adjoint = total(l.name);
+    bool sized = true;
+    for (const std::string& v : l.vars) sized = sized && sizes_var(adjoint, v);
+    Expr g;
+    if (sized) {
+      const std::string d = fresh(adjoint_name(l.name, taken_));
+      adjoint_lines_.push_back({false, d, l.vars, std::move(adjoint), {}});
+      g = read(d, l.vars);
+    } else {
+      g = freshen(adjoint);
+    }
+    std::vector<std::string> scope = l.vars;
+    std::optional<Expr> where;
+    Expr body = l.value;
+    if (l.value.kind == ExprKind::Reduce) {
+      const std::string& monoid = l.value.text;
+      if (monoid != "sum" && monoid != "max" && monoid != "min")
+        return Failure{l.value.range,
+                       fmt::format("grad: no derivative rule for a reduction by {} yet", monoid),
+                       "sum, max and min reductions are derived; write this one with them"};
+      for (const ast::Ident& a : l.value.axes) scope.push_back(a.name);
+      if (!l.value.where_.empty()) where = l.value.where_[0];
+      body = l.value.args.at(0);
+      if (monoid != "sum") g = through_extremum(l, std::move(g));
+    }
+    return visit(body, g, &l, l.value.kind == ExprKind::Reduce ? nullptr : &l, scope, where);
+  }
+
+  // max and min pass their adjoint to the positions that attain the result, split evenly among ties.
+  Expr through_extremum(const Line& l, Expr g) {
+    const Expr& body = l.value.args.at(0);
+    const Expr hit = compare("==", body, read(l.name, l.vars));
+    std::vector<std::string> axes;
+    for (const ast::Ident& a : l.value.axes) axes.push_back(a.name);
+    std::optional<Expr> where;
+    if (!l.value.where_.empty()) where = l.value.where_[0];
+    const std::string ties = fresh(l.name + "_ties");
+    adjoint_lines_.push_back(
+        {false, ties, l.vars, reduce("sum", axes, where, call("select", {hit, num(1), num(0)})), {}});
+    return call("select", {hit, div(std::move(g), read(ties, l.vars)), num(0)});
+  }
+
+  // Passes adjoint `g` of `e` down to the reads in it. `self`: the statement whose whole value `e` is.
+  std::optional<Failure> visit(const Expr& e, const Expr& g, const Line* line, const Line* self,
+                               const std::vector<std::string>& scope, const std::optional<Expr>& where) {
+    if (!reads_active(e)) return std::nullopt;
+    switch (e.kind) {
+      case ExprKind::Index:
+        if (e.args[0].kind == ExprKind::Name) {
+          std::vector<Expr> indices(e.args.begin() + 1, e.args.end());
+          return contribute(e.args[0].text, indices, g, *line, scope, where);
+        }
+        break;
+      case ExprKind::Name: return contribute(e.text, {}, g, *line, scope, where);
+      case ExprKind::Unary:
+      case ExprKind::Binary:
+      case ExprKind::Call: {
+        const Expr node = self ? read(self->name, self->vars) : e;
+        auto adjoints = operand_adjoints(e.text, g, e.args, node);
+        if (!adjoints)
+          return Failure{e.range, fmt::format("grad: no derivative rule for '{}'", e.text),
+                         "compute it from operations with derivatives (docs/language.md, \"Derived ops\")"};
+        for (size_t k = 0; k < e.args.size(); ++k)
+          if ((*adjoints)[k])
+            if (auto failure = visit(e.args[k], *(*adjoints)[k], line, nullptr, scope, where)) return failure;
+        return std::nullopt;
+      }
+      default: break;
+    }
+    return Failure{e.range, "grad: no derivative rule for this expression",
+                   "compute it from operations with derivatives (docs/language.md, \"Derived ops\")"};
+  }
+
+  // A read u[indices] in statement `l` received `g`: its share of u's adjoint, over u's variables.
+  std::optional<Failure> contribute(const std::string& u, const std::vector<Expr>& indices, const Expr& g,
+                                    const Line& l, const std::vector<std::string>& scope,
+                                    const std::optional<Expr>& where) {
+    if (!active_.count(u) || dropped_.count(u)) return std::nullopt;
+    const Tensor& t = f_.tensors.at(u);
+    std::map<std::string, std::string> renames;
+    std::set<std::string> bound;
+    std::vector<Expr> conditions;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const Expr& i = indices[k];
+      const bool plain = i.kind == ExprKind::Name &&
+                         std::find(scope.begin(), scope.end(), i.text) != scope.end() && !bound.count(i.text);
+      if (plain) {
+        renames[i.text] = t.vars[k];
+        bound.insert(i.text);
+      } else {
+        conditions.push_back(compare("==", i, name(t.vars[k])));
+      }
+    }
+    std::vector<std::string> free;
+    const std::set<std::string> target(t.vars.begin(), t.vars.end());
+    for (const std::string& v : scope) {
+      if (bound.count(v)) continue;
+      const std::string n = target.count(v) ? fresh(v) : v;
+      renames[v] = n;
+      free.push_back(n);
+    }
+    Expr share = rename(g, renames);
+    for (Expr& c : conditions) c = rename(c, renames);
+    if (where) conditions.push_back(rename(*where, renames));
+    // A summed variable nothing in the share sizes: the share is the same at each of its values.
+    std::vector<std::string> summed;
+    for (const std::string& v : free) {
+      if (sizes_var(share, v)) {
+        summed.push_back(v);
+        continue;
+      }
+      std::set<std::string> in_conditions;
+      for (const Expr& c : conditions) names_in(c, in_conditions);
+      std::string original = v;
+      for (const auto& [from, to] : renames)
+        if (to == v) original = from;
+      if (in_conditions.count(v) || !l.sizes.count(original))
+        return Failure{l.value.range,
+                       fmt::format("grad: the adjoint of {} sums over '{}', which nothing it reads is indexed by", u, v),
+                       "index a tensor by it in the forward op's statement"};
+      share = mul(std::move(share), name(l.sizes.at(original)));
+    }
+    std::optional<Expr> condition;
+    if (!conditions.empty()) condition = all_of(std::move(conditions));
+    if (!summed.empty())
+      share = reduce("sum", summed, std::move(condition), std::move(share));
+    else if (condition)
+      share = call("select", {std::move(*condition), std::move(share), num(0)});
+    contributions_[u].push_back(std::move(share));
+    return std::nullopt;
+  }
+
+  std::string print(const std::vector<std::pair<std::string, std::string>>& outs, const std::vector<Line>& out_lines) {
+    // The forward statements the adjoints read, recomputed.
+    std::set<std::string> needed;
+    for (const Line& l : adjoint_lines_) names_in(l.value, needed);
+    for (const Line& l : out_lines) names_in(l.value, needed);
+    std::vector<bool> keep(f_.lines.size());
+    for (size_t k = f_.lines.size(); k-- > 0;)
+      if (needed.count(f_.lines[k].name)) {
+        keep[k] = true;
+        names_in(f_.lines[k].value, needed);
+      }
+    std::vector<std::string> params;
+    for (const std::string& in : f_.inputs) params.push_back(fmt::format("{}: {}", in, f_.tensors.at(in).declared));
+    for (const auto& [d, type] : seeds_in_) params.push_back(fmt::format("{}: {}", d, type));
+    std::vector<std::string> results;
+    for (const auto& [d, type] : outs) results.push_back(fmt::format("{}: {}", d, type));
+    std::string text = fmt::format("/// The derivative of {} with respect to {}: derived by `grad`.\n", request_.of,
+                                   fmt::join(request_.wrt, ", "));
+    text += fmt::format("op {}({}) -> ({}) {{\n", request_.name, fmt::join(params, ", "), fmt::join(results, ", "));
+    auto statement = [&](const Line& l) {
+      if (l.is_let) return fmt::format("  let {} = {};\n", l.name, source(l.value));
+      if (l.vars.empty()) return fmt::format("  {} = {};\n", l.name, source(l.value));
+      return fmt::format("  {}[{}] = {};\n", l.name, fmt::join(l.vars, ", "), source(l.value));
+    };
+    for (size_t k = 0; k < f_.lines.size(); ++k)
+      if (keep[k]) text += statement(f_.lines[k]);
+    for (const Line& l : adjoint_lines_) text += statement(l);
+    for (const Line& l : out_lines) text += statement(l);
+    return text + "}\n";
+  }
+
+  const Straight& f_;
+  const Request& request_;
+  std::set<std::string> taken_;
+  std::set<std::string> active_, dropped_;
+  std::map<std::string, std::vector<Expr>> contributions_;
+  std::vector<std::pair<std::string, std::string>> seeds_in_;  // d<output>: its declared type
+  std::vector<Line> adjoint_lines_;
+};
+
+}  // namespace
+
+std::variant<std::string, Failure> derive(const Straight& f, const Request& request) {
+  return Reverse(f, request).run();
+}
+
+}  // namespace emmy::sema::grad
