@@ -11,7 +11,10 @@ namespace emmy::lower {
 std::vector<std::string> main_ops(const CheckedProgram& program) {
   std::vector<std::string> out;
   for (const ast::Item& item : program.modules.front().ast.items)
-    if (const auto* op = std::get_if<ast::OpDecl>(&item)) out.push_back(op->name.name);
+    if (const auto* op = std::get_if<ast::OpDecl>(&item))
+      out.push_back(op->name.name);
+    else if (const auto* g = std::get_if<ast::GradDecl>(&item); g && program.ops.count(g->name.name))
+      out.push_back(g->name.name);
   return out;
 }
 

@@ -134,7 +134,13 @@ struct Analysis::State {
   // Where a name is declared anywhere in the program: an op or a monoid, and its module's file.
   std::optional<SourceRange> declaration(const std::string& name) const {
     if (!program) return std::nullopt;
-    if (auto op = program->ops.find(name); op != program->ops.end()) return op->second.decl->name.range;
+    if (auto op = program->ops.find(name); op != program->ops.end()) {
+      // A derived op's text is the compiler's: its declaration is the `op NAME = grad(...)` line.
+      for (const LoadedModule& m : program->modules)
+        for (const ast::Item& item : m.ast.items)
+          if (const auto* g = std::get_if<ast::GradDecl>(&item); g && g->name.name == name) return g->name.range;
+      return op->second.decl->name.range;
+    }
     if (auto m = program->monoids.find(name); m != program->monoids.end()) return m->second.decl->name.range;
     return std::nullopt;
   }

@@ -18,6 +18,7 @@ namespace {
 // The op or monoid an item defines (a schedule block: the op it schedules); "" for an import.
 std::string name_of(const ast::Item& item) {
   if (const auto* op = std::get_if<ast::OpDecl>(&item)) return op->name.name;
+  if (const auto* g = std::get_if<ast::GradDecl>(&item)) return g->name.name;
   if (const auto* m = std::get_if<ast::MonoidDecl>(&item)) return m->name.name;
   if (const auto* s = std::get_if<ast::ScheduleDecl>(&item)) return s->op.name;
   return "";
@@ -35,6 +36,7 @@ std::set<std::string, std::less<>> words_of(const std::string& text) {
 std::string key_of(const ast::Item& item) {
   if (const auto* imp = std::get_if<ast::ImportDecl>(&item)) return "import " + imp->dotted();
   if (const auto* op = std::get_if<ast::OpDecl>(&item)) return "op " + op->name.name;
+  if (const auto* g = std::get_if<ast::GradDecl>(&item)) return "op " + g->name.name;  // replaces an op so named
   if (const auto* m = std::get_if<ast::MonoidDecl>(&item)) return "monoid " + m->name.name;
   const auto& s = std::get<ast::ScheduleDecl>(item);
   return fmt::format("schedule {} for {}{}", s.op.name, s.target.name,

@@ -1,6 +1,8 @@
 // Flattens a checked op into the straight-line form derivatives are taken over: lets renamed,
 // bare names indexed, called ops inlined (their tensors prefixed `callee1_`), and every reduction
 // that is not the whole value of its statement hoisted into a statement of its own.
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "sema/grad.hpp"
@@ -41,6 +43,7 @@ class Flattener {
       Tensor in{p.name.name, t && t->elem.is_numeric() && is_float(t->elem.dtype), "", p.dims.size(), {}, declared(p)};
       out_.tensors[in.name] = in;
       out_.inputs.push_back(in.name);
+      for (const ast::Dim& d : p.dims) dims_[in.name].push_back(d.is_literal() ? "" : d.name);
     }
     for (const ast::Param& p : op.decl->outputs) {
       out_.outputs.push_back(p.name.name);
@@ -189,7 +192,7 @@ class Flattener {
   std::string call_output(const Expr& call, const std::string& field, Scope& scope) {
     const CheckedOp& callee = *callees_(call.text);
     std::string key = call.text;
-    for (const Expr& a : call.args) key += "," + tensor_name(scope, a.text);
+    for (const Expr& a : call.args) key.append(",").append(tensor_name(scope, a.text));
     auto done = inlined_.find(key);
     if (done == inlined_.end()) {
       Scope inner;
@@ -239,34 +242,49 @@ class Flattener {
     return read(n, names);
   }
 
-  // An input's index variables: those of its first read by distinct plain variables, else
-  // names from its dims.
+  // An input's index variables: at each position, the plain variable its first read has there,
+  // else its dim's name in lower case (kh for KH), else i<position>.
   void choose_input_vars() {
+    std::set<std::string> taken = out_.names;
+    for (const auto& [n, _] : out_.tensors) taken.insert(n);
+    for (const Line& l : out_.lines) names_in(l.value, taken);
     for (const std::string& in : out_.inputs) {
       Tensor& t = out_.tensors.at(in);
+      const Expr* first = nullptr;
       for (const Line& l : out_.lines)
-        if (t.vars.empty()) find_plain_read(l.value, in, t);
-      if (!t.vars.empty() || t.rank == 0) continue;
-      for (size_t k = 0; k < t.rank; ++k) t.vars.push_back(fmt::format("i{}", k));
+        if (!first) first = first_read(l.value, in);
+      std::set<std::string> used;
+      for (size_t k = 0; k < t.rank; ++k) {
+        std::string v;
+        if (first && first->args[k + 1].kind == ExprKind::Name && !used.count(first->args[k + 1].text))
+          v = first->args[k + 1].text;
+        if (v.empty()) {
+          std::string lower = dims_.at(in)[k];
+          for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          v = !lower.empty() && std::isalpha(static_cast<unsigned char>(lower[0])) && !taken.count(lower) &&
+                      !used.count(lower)
+                  ? lower
+                  : fmt::format("i{}", k);
+        }
+        used.insert(v);
+        t.vars.push_back(v);
+      }
     }
   }
 
-  static void find_plain_read(const Expr& e, const std::string& tensor, Tensor& t) {
-    if (!t.vars.empty()) return;
-    if (e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name && e.args[0].text == tensor) {
-      std::vector<std::string> vars;
-      std::set<std::string> seen;
-      for (size_t k = 1; k < e.args.size(); ++k)
-        if (e.args[k].kind == ExprKind::Name && seen.insert(e.args[k].text).second) vars.push_back(e.args[k].text);
-      if (vars.size() == t.rank) t.vars = vars;
-    }
-    for (const Expr& a : e.args) find_plain_read(a, tensor, t);
-    for (const Expr& w : e.where_) find_plain_read(w, tensor, t);
+  static const Expr* first_read(const Expr& e, const std::string& tensor) {
+    if (e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name && e.args[0].text == tensor) return &e;
+    for (const Expr& a : e.args)
+      if (const Expr* r = first_read(a, tensor)) return r;
+    for (const Expr& w : e.where_)
+      if (const Expr* r = first_read(w, tensor)) return r;
+    return nullptr;
   }
 
   const CheckedLookup& callees_;
   Straight out_;
   std::map<std::string, std::string> declared_;
+  std::map<std::string, std::vector<std::string>> dims_;  // an input's dims' names ("" for a literal)
   std::map<std::string, std::map<std::string, std::string>> inlined_;
   std::map<uint32_t, Type> reduce_types_;                                // by the flat reduction's id
   std::map<std::pair<uint32_t, std::string>, std::string> axis_sizes_;  // (reduction id, axis) -> size

@@ -47,7 +47,7 @@ class Reverse {
       if (!t.differentiable) continue;
       const std::string d = fresh(adjoint_name(o, taken_));
       seeds_in_.emplace_back(d, t.declared);
-      if (active_.count(o)) contributions_[o].push_back(read(d, t.vars));
+      if (active_.count(o)) contributions_[o].push_back({read(d, t.vars), std::nullopt});
     }
     for (size_t k = f_.lines.size(); k-- > 0;)
       if (auto failure = backward(f_.lines[k])) return *failure;
@@ -88,10 +88,33 @@ class Reverse {
     return false;
   }
 
+  // The sum of a tensor's contributions, equal ones counted once and multiplied (x * d + x * d).
   Expr total(const std::string& tensor) {
+    std::vector<std::pair<std::string, int>> order;
+    std::map<std::string, Expr> by_text;
+    for (Contribution& contribution : contributions_[tensor]) {
+      Expr& c = contribution.value;
+      std::string text = source(c);
+      auto it = std::find_if(order.begin(), order.end(), [&](const auto& o) { return o.first == text; });
+      if (it != order.end()) {
+        ++it->second;
+        continue;
+      }
+      order.emplace_back(text, 1);
+      by_text.emplace(text, std::move(c));
+    }
     Expr sum = num(0);
-    for (Expr& c : contributions_[tensor]) sum = add(std::move(sum), std::move(c));
+    for (auto& [text, count] : order) sum = add(std::move(sum), mul(num(count), std::move(by_text.at(text))));
     return sum;
+  }
+
+  // Whether `e` reads one tensor at plain variables only: used in place, it costs nothing.
+  static bool plain_read(const Expr& e) {
+    if (e.kind == ExprKind::Name) return true;
+    if (e.kind != ExprKind::Index) return false;
+    for (const Expr& a : e.args)
+      if (a.kind != ExprKind::Name) return false;
+    return true;
   }
 
   // Renames a reduction's axes in `e` to names nothing else uses, so `e` may be substituted anywhere.
@@ -107,19 +130,16 @@ class Reverse {
   std::optional<Failure> backward(const Line& l) {
     if (l.is_let || !active_.count(l.name) || dropped_.count(l.name) || contributions_[l.name].empty())
       return std::nullopt;
-    const Tensor& t = f_.tensors.at(l.name);
-    if (!t.carrier.empty())
-      return Failure{l.value.range,
-                     fmt::format("grad: no derivative rule for a reduction by the user monoid {} yet", t.carrier),
-                     "write the reduction with the built-in ones (sum, max, min) for now: std.nn's logsumexp and sdpa "
-                     "show the two-pass forms"};
+    if (const Tensor& t = f_.tensors.at(l.name); !t.carrier.empty()) return through_carrier(l.value.range, t);
     // The adjoint, materialized unless it leaves one of the statement's variables unsized (then
     // it is used in place: dl[n] is not a tensor of shape [N, C]).
     Expr adjoint = total(l.name);
     bool sized = true;
     for (const std::string& v : l.vars) sized = sized && sizes_var(adjoint, v);
     Expr g;
-    if (sized) {
+    if (sized && plain_read(adjoint)) {
+      g = std::move(adjoint);  // an output's adjoint that is its seed alone: no copy
+    } else if (sized) {
       const std::string d = fresh(adjoint_name(l.name, taken_));
       adjoint_lines_.push_back({false, d, l.vars, std::move(adjoint), {}});
       g = read(d, l.vars);
@@ -127,7 +147,7 @@ class Reverse {
       g = freshen(adjoint);
     }
     std::vector<std::string> scope = l.vars;
-    std::optional<Expr> where;
+    std::optional<Expr> where = domain_of(l.name);
     Expr body = l.value;
     if (l.value.kind == ExprKind::Reduce) {
       const std::string& monoid = l.value.text;
@@ -136,11 +156,18 @@ class Reverse {
                        fmt::format("grad: no derivative rule for a reduction by {} yet", monoid),
                        "sum, max and min reductions are derived; write this one with them"};
       for (const ast::Ident& a : l.value.axes) scope.push_back(a.name);
-      if (!l.value.where_.empty()) where = l.value.where_[0];
+      if (!l.value.where_.empty())
+        where = where ? all_of({l.value.where_[0], std::move(*where)}) : l.value.where_[0];
       body = l.value.args.at(0);
       if (monoid != "sum") g = through_extremum(l, std::move(g));
     }
     return visit(body, g, &l, l.value.kind == ExprKind::Reduce ? nullptr : &l, scope, where);
+  }
+
+  static Failure through_carrier(SourceRange at, const Tensor& t) {
+    return Failure{at, fmt::format("grad: no derivative rule for a reduction by the user monoid {} yet", t.carrier),
+                   "write the reduction with the built-in ones (sum, max, min) for now: std.nn's logsumexp and sdpa "
+                   "show the two-pass forms"};
   }
 
   // max and min pass their adjoint to the positions that attain the result, split evenly among ties.
@@ -167,8 +194,14 @@ class Reverse {
           std::vector<Expr> indices(e.args.begin() + 1, e.args.end());
           return contribute(e.args[0].text, indices, g, *line, scope, where);
         }
-        break;
+        return visit(e.args[0], g, line, nullptr, scope, where);  // a carrier's vector field: r.o[e]
       case ExprKind::Name: return contribute(e.text, {}, g, *line, scope, where);
+      case ExprKind::Field: {  // a carrier's field: r.m, r.o[e]
+        const Expr& base = e.args[0].kind == ExprKind::Index ? e.args[0].args[0] : e.args[0];
+        if (auto t = f_.tensors.find(base.text); base.kind == ExprKind::Name && t != f_.tensors.end())
+          return through_carrier(e.range, t->second);
+        break;
+      }
       case ExprKind::Unary:
       case ExprKind::Binary:
       case ExprKind::Call: {
@@ -237,14 +270,35 @@ class Reverse {
                        "index a tensor by it in the forward op's statement"};
       share = mul(std::move(share), name(l.sizes.at(original)));
     }
+    // The conditions over u's variables alone bound where the share can be non-zero (its domain).
+    std::vector<Expr> domain;
+    const std::set<std::string> summed_set(summed.begin(), summed.end());
+    for (const Expr& c : conditions) {
+      std::set<std::string> in;
+      names_in(c, in);
+      if (std::none_of(in.begin(), in.end(), [&](const std::string& n) { return summed_set.count(n) > 0; }))
+        domain.push_back(c);
+    }
     std::optional<Expr> condition;
     if (!conditions.empty()) condition = all_of(std::move(conditions));
     if (!summed.empty())
       share = reduce("sum", summed, std::move(condition), std::move(share));
     else if (condition)
       share = call("select", {std::move(*condition), std::move(share), num(0)});
-    contributions_[u].push_back(std::move(share));
+    contributions_[u].push_back({std::move(share), domain.empty() ? std::nullopt : std::optional(all_of(domain))});
     return std::nullopt;
+  }
+
+  // Where every contribution to `tensor` is bounded by the same condition, its adjoint is zero
+  // outside it: the statement's own derivative is then taken there only (not 0 * inf outside, as
+  // a causal mask's exp(s - m) can be where the forward never read it).
+  std::optional<Expr> domain_of(const std::string& tensor) const {
+    const std::vector<Contribution>& cs = contributions_.at(tensor);
+    if (cs.empty() || !cs[0].domain) return std::nullopt;
+    const std::string text = source(*cs[0].domain);
+    for (const Contribution& c : cs)
+      if (!c.domain || source(*c.domain) != text) return std::nullopt;
+    return cs[0].domain;
   }
 
   std::string print(const std::vector<std::pair<std::string, std::string>>& outs, const std::vector<Line>& out_lines) {
@@ -282,7 +336,11 @@ class Reverse {
   const Request& request_;
   std::set<std::string> taken_;
   std::set<std::string> active_, dropped_;
-  std::map<std::string, std::vector<Expr>> contributions_;
+  struct Contribution {
+    Expr value;                  // over the tensor's variables
+    std::optional<Expr> domain;  // outside it, the value is zero
+  };
+  std::map<std::string, std::vector<Contribution>> contributions_;
   std::vector<std::pair<std::string, std::string>> seeds_in_;  // d<output>: its declared type
   std::vector<Line> adjoint_lines_;
 };

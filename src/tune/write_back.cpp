@@ -228,18 +228,22 @@ WriteBack write_tuned_block(std::string_view file_name, std::string_view text, c
     throw WriteBackError(fmt::format("{} does not parse, so the tuned schedule was not written; fix it first:\n{}",
                                      file_name, first_error(diags)));
 
-  const ast::OpDecl* op = nullptr;
+  const ast::OpDecl* op = nullptr;  // null for a derived op (`op f_bwd = grad(f);`): its sites are not checked
+  std::optional<SourceRange> op_range;
   std::vector<std::string> ops;
   std::vector<const ast::ScheduleDecl*> schedules;  // of block.op, in file order
   for (const ast::Item& item : module.items) {
     if (const auto* o = std::get_if<ast::OpDecl>(&item)) {
       ops.push_back(o->name.name);
-      if (o->name.name == block.op) op = o;
+      if (o->name.name == block.op) op = o, op_range = o->range;
+    } else if (const auto* g = std::get_if<ast::GradDecl>(&item)) {
+      ops.push_back(g->name.name);
+      if (g->name.name == block.op) op_range = g->range;
     } else if (const auto* s = std::get_if<ast::ScheduleDecl>(&item); s && s->op.name == block.op) {
       schedules.push_back(s);
     }
   }
-  if (!op)
+  if (!op_range)
     throw WriteBackError(fmt::format(
         "{}no op '{}' is declared in this file ({}); the tuned schedule goes beside its op", where, block.op,
         ops.empty() ? "it declares no ops" : fmt::format("it declares {}", fmt::join(ops, ", "))));
@@ -297,7 +301,7 @@ WriteBack write_tuned_block(std::string_view file_name, std::string_view text, c
     after = fmt::format("the last schedule of {} (for {}{})", block.op, last->target.name,
                         last->label ? fmt::format(" as \"{}\"", last->label->name) : "");
   } else {
-    edits.push_back(insert_after(text, toks, op->range.end, new_block, nl));
+    edits.push_back(insert_after(text, toks, op_range->end, new_block, nl));
     after = fmt::format("op {}", block.op);
   }
 

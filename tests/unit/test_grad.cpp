@@ -1,0 +1,131 @@
+// Derived ops (`op f_bwd = grad(f, ...)`): every stdlib op's derivative against central finite
+// differences of its forward op, both evaluated by the float64 reference at ragged sizes; the
+// derived sdpa has FlashAttention-2's structure; the declaration's errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "interp/reference.hpp"
+#include "test_helpers.hpp"
+
+using namespace emmy;
+
+namespace {
+
+// The stdlib with every explicit float cast made f64, and signatures read as f64: the reference
+// then rounds nowhere, so finite differences measure the derivative and not a rounding step.
+std::string exact_stdlib() {
+  static const std::string dir = [] {
+    const auto out = std::filesystem::temp_directory_path() / fmt::format("emmy_grad_stdlib_{}", ::getpid());
+    std::filesystem::create_directories(out);
+    for (const char* name : {"nn.emmy", "linalg.emmy", "monoids.emmy"}) {
+      std::ifstream in(std::string(EMMY_SOURCE_DIR) + "/stdlib/" + name);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream(out / name) << std::regex_replace(text, std::regex(R"(\b(f16|bf16|f32)\()"), "f64(");
+    }
+    return out.string();
+  }();
+  return dir;
+}
+
+std::unique_ptr<test::Run> check_exact(const std::string& text) {
+  auto r = std::make_unique<test::Run>();
+  r->diags = std::make_unique<Diagnostics>(r->sources);
+  const uint32_t id = r->sources.add("grad_test.emmy", text);
+  r->program = check_program(r->sources, id, SemaOptions{{exact_stdlib()}, DType::F64, {}}, *r->diags);
+  return r;
+}
+
+SizeBindings bind(const CheckedOp& op, const std::string& text) {
+  auto b = bind_sizes(op, text);
+  REQUIRE(std::holds_alternative<SizeBindings>(b));
+  return std::get<SizeBindings>(b);
+}
+
+// sum over the outputs o of <seed_o, o(inputs)>: the scalar whose gradient the derived op returns.
+double pairing(const CheckedProgram& p, const CheckedOp& fwd, const SizeBindings& sizes, const TensorMap& inputs,
+               const std::vector<std::pair<std::string, const HostTensor*>>& seeds) {
+  const TensorMap out = evaluate_reference(p, fwd, sizes, inputs);
+  double total = 0;
+  for (const auto& [name, seed] : seeds) {
+    const HostTensor& y = out.at(name);
+    for (size_t i = 0; i < y.size(); ++i) total += seed->data[i] * y.data[i];
+  }
+  return total;
+}
+
+// Checks op's derived `<op>_bwd` element by element against central differences.
+void check_gradient(const std::string& import, const std::string& op, const std::string& sizes_text) {
+  CAPTURE(op);
+  CAPTURE(sizes_text);
+  auto r = check_exact(fmt::format("import {};\nop {}_bwd = grad({});\n", import, op, op));
+  INFO(r->rendered());
+  REQUIRE_FALSE(r->diags->has_errors());
+  const CheckedProgram& p = *r->program;
+  const CheckedOp& fwd = p.ops.at(op);
+  const CheckedOp& bwd = p.ops.at(op + "_bwd");
+  const SizeBindings sizes = bind(fwd, sizes_text);
+  const TensorMap inputs = random_inputs(fwd, sizes, 7);
+  TensorMap all = random_inputs(bwd, sizes, 11);  // the seeds d<output>, random
+  for (const auto& [n, t] : inputs) all[n] = t;
+  // The derived op's parameters: the forward's, then one seed per float output, in order.
+  std::vector<std::pair<std::string, const HostTensor*>> seeds;
+  size_t k = fwd.decl->params.size();
+  for (const ast::Param& o : fwd.decl->outputs)
+    if (is_float(fwd.find(o.name.name)->elem.dtype)) seeds.emplace_back(o.name.name, &all.at(bwd.decl->params.at(k++).name.name));
+  REQUIRE(k == bwd.decl->params.size());
+  const TensorMap grads = evaluate_reference(p, bwd, sizes, all);
+  // Its outputs: one gradient per float input, in order.
+  size_t g = 0;
+  for (const ast::Param& x : fwd.decl->params) {
+    if (!is_float(fwd.find(x.name.name)->elem.dtype)) continue;
+    const std::string d = bwd.decl->outputs.at(g++).name.name;
+    CAPTURE(d);
+    const HostTensor& grad = grads.at(d);
+    REQUIRE(grad.size() == inputs.at(x.name.name).size());
+    int bad = 0;
+    for (size_t i = 0; i < grad.size(); ++i) {
+      TensorMap moved = inputs;
+      const double x0 = moved.at(x.name.name).data[i], h = 1e-5 * std::max(1.0, std::fabs(x0));
+      moved.at(x.name.name).data[i] = x0 + h;
+      const double up = pairing(p, fwd, sizes, moved, seeds);
+      moved.at(x.name.name).data[i] = x0 - h;
+      const double down = pairing(p, fwd, sizes, moved, seeds);
+      const double fd = (up - down) / (2 * h), got = grad.data[i];
+      if (!(std::fabs(fd - got) <= 1e-6 + 1e-6 * std::max(std::fabs(fd), std::fabs(got))) && bad++ < 3)
+        FAIL_CHECK(fmt::format("{}[{}]: derived {}, finite differences {}", d, i, got, fd));
+    }
+    CHECK(bad == 0);
+  }
+  CHECK(g == bwd.decl->outputs.size());
+}
+
+}  // namespace
+
+TEST_CASE("grad: std.nn's ops against finite differences") {
+  check_gradient("std.nn", "softmax", "N=3,C=7");
+  check_gradient("std.nn", "logsumexp", "N=3,C=7");
+  check_gradient("std.nn", "layernorm", "N=3,C=7");
+  check_gradient("std.nn", "rmsnorm", "N=3,C=7");
+  check_gradient("std.nn", "gelu", "N=3,C=7");
+  check_gradient("std.nn", "gelu_erf", "N=3,C=7");
+  check_gradient("std.nn", "silu", "N=3,C=7");
+  check_gradient("std.nn", "cross_entropy", "N=4,C=5");
+  check_gradient("std.nn", "cross_entropy_mean", "N=4,C=5");
+  check_gradient("std.nn", "sdpa", "B=1,H=2,S=3,T=5,D=4,E=3");
+  check_gradient("std.nn", "sdpa_causal", "B=1,H=2,S=5,D=3,E=2");
+  check_gradient("std.nn", "sdpa_gqa", "B=1,H=4,KH=2,S=3,T=4,D=3,E=2");
+}
+
+TEST_CASE("grad: std.linalg's ops against finite differences") {
+  for (const char* op : {"matmul", "matmul_nt", "matmul_bias", "matmul_bias_relu", "matmul_bias_gelu",
+                         "matmul_bias_silu", "matmul_swiglu"})
+    check_gradient("std.linalg", op, "M=3,K=5,N=4");
+  check_gradient("std.linalg", "bmm", "Z=2,M=3,K=5,N=4");
+  check_gradient("std.linalg", "bmm_nt_bias_relu", "Z=2,M=3,K=5,N=4");
+}
