@@ -98,6 +98,18 @@ double term_ops(const algebra::Term& t) {
 struct Work {
   const Sizes& sizes;
   const tir::Program& tensors;
+  std::set<std::string> stored;  // tensors some kernel writes; another intermediate is recomputed where read
+  mutable std::map<std::string, double> recomputed = {};  // a fused intermediate's element operations, by name
+  // An intermediate no kernel writes is computed again at each read (PLACE=fuse): its whole
+  // definition, reductions included, counts at every read.
+  double read_cost(const std::string& name) const {
+    if (stored.count(name)) return 0;
+    if (auto it = recomputed.find(name); it != recomputed.end()) return it->second;
+    double n = 0;
+    for (const tir::Stmt& d : tensors.stmts)
+      if (d.name == name) n = expr(d.value);
+    return recomputed[name] = n;
+  }
   double axes(const std::vector<tir::Axis>& a) const {
     double n = 1;
     for (const tir::Axis& x : a) n *= extent(x.size, sizes);
@@ -118,6 +130,7 @@ struct Work {
     for (const tir::Expr& a : e.args) inner += expr(a);
     for (const tir::Expr& w : e.where) inner += expr(w);
     if (e.kind == tir::Expr::Kind::Reduce) return axes(e.axes) * (inner + 1) * (e.where.empty() ? 1.0 : 0.5);
+    if (e.kind == tir::Expr::Kind::Read) inner += read_cost(e.name);
     return inner + width(e);
   }
   double stmts(const std::vector<lir::Stmt>& body) const {
@@ -226,7 +239,12 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   const bool tensor_cores = plan && (plan->tier == Tier::MmaContraction || plan->tier == Tier::MmaFold);
 
   // Work: the loop nest's element operations over its thread space.
-  const Work work{sizes, l.loops.tensors};
+  std::set<std::string> stored;
+  for (const lir::Kernel& lk : l.loops.kernels)
+    lir::visit(lk.body, [&](const lir::Stmt& s) {
+      if (s.kind == lir::Stmt::Kind::Store) stored.insert(s.tensor);
+    });
+  const Work work{sizes, l.loops.tensors, std::move(stored)};
   const double points = loops ? work.axes(loops->threads) : 1;
   out.work = loops ? points * std::max(work.stmts(loops->body), 1.0) : 1;
 

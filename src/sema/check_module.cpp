@@ -125,7 +125,8 @@ std::unique_ptr<CheckedProgram> check_program(SourceManager& sources, uint32_t f
     std::vector<const ast::OpDecl*> ops;
     for (const ast::Item& item : program->modules[mi].ast.items)
       if (const auto* op = std::get_if<ast::OpDecl>(&item)) ops.push_back(op);
-    for (const ast::Module& derived : program->modules[mi].derived) ops.push_back(&std::get<ast::OpDecl>(derived.items[0]));
+    for (const ast::Module& derived : program->modules[mi].derived)
+      ops.push_back(&std::get<ast::OpDecl>(derived.items[0]));
     for (const ast::OpDecl* op : ops)
       if (globals.ops.at(op->name.name) == op)
         program->ops.emplace(op->name.name, sema::check_op(*op, globals, program->monoids, diags))

@@ -11,8 +11,9 @@
 namespace emmy::sema {
 namespace {
 
-constexpr const char* kGradHelp = "derive with `op NAME = grad(OP, INPUT, ...);`: the inputs listed are float inputs "
-                                  "of OP (none listed: all of them)";
+constexpr const char* kGradHelp =
+    "derive with `op NAME = grad(OP, INPUT, ...);`: the inputs listed are float inputs "
+    "of OP (none listed: all of them)";
 
 // Numbers a derived op's expressions on from `next`, unique within the module that declared it.
 uint32_t renumber(ast::Expr& e, uint32_t next) {
@@ -131,8 +132,9 @@ class Deriver {
         return false;
       }
       if (std::find(floats.begin(), floats.end(), x.name) == floats.end()) {
-        diags_.error("E066", x.range, fmt::format("input '{}' of op {} is not a float tensor: it has no derivative",
-                                                   x.name, g.of.name))
+        diags_
+            .error("E066", x.range,
+                   fmt::format("input '{}' of op {} is not a float tensor: it has no derivative", x.name, g.of.name))
             .hint("list only the float inputs (an index tensor's gradient is not defined)");
         return false;
       }

@@ -22,7 +22,8 @@ namespace emmy::sema::grad {
 // ---- expressions (grad_expr.cpp) -------------------------------------------------------
 // Builders of unlocated expressions (the derived op is printed as source and parsed again, so
 // its ranges and ids come from that text). The arithmetic ones fold 0, 1 and double negation.
-ast::Expr num(double v);
+ast::Expr num(double v);   // an integer literal where v is whole (it adapts to the other operand)
+ast::Expr real(double v);  // a float literal always: 1.0
 ast::Expr name(std::string n);
 ast::Expr read(const std::string& tensor, const std::vector<std::string>& vars);
 ast::Expr read_at(const std::string& tensor, std::vector<ast::Expr> indices);
@@ -56,8 +57,8 @@ struct Tensor {
 struct Line {
   bool is_let = false;
   std::string name;
-  std::vector<std::string> vars;  // the statement's index variables, plain names
-  ast::Expr value;                // pointwise, or one reduction whose operands are pointwise
+  std::vector<std::string> vars;             // the statement's index variables, plain names
+  ast::Expr value;                           // pointwise, or one reduction whose operands are pointwise
   std::map<std::string, std::string> sizes;  // of its variables and its reduction's axes (source)
 };
 

@@ -63,6 +63,15 @@ Expr num(double v) {
   return e;
 }
 
+Expr real(double v) {
+  Expr e = num(v);
+  if (e.kind != ExprKind::Int) return e;
+  e.kind = ExprKind::Float;
+  e.float_value = v;
+  e.text += ".0";
+  return e;
+}
+
 Expr name(std::string n) { return node(ExprKind::Name, std::move(n), {}); }
 
 Expr read(const std::string& tensor, const std::vector<std::string>& vars) {
@@ -159,8 +168,9 @@ Expr rename(const Expr& e, const std::map<std::string, std::string>& renames) {
   for (ast::Ident& a : out.axes)
     if (auto it = renames.find(a.name); it != renames.end()) a.name = it->second;
   for (size_t k = 0; k < e.args.size(); ++k)
-    out.args.push_back(k == 0 && e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name ? e.args[0]
-                                                                                             : rename(e.args[k], renames));
+    out.args.push_back(k == 0 && e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name
+                           ? e.args[0]
+                           : rename(e.args[k], renames));
   for (const Expr& w : e.where_) out.where_.push_back(rename(w, renames));
   return out;
 }

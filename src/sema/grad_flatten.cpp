@@ -209,7 +209,7 @@ class Flattener {
         for (size_t d = 0; d < p.dims.size() && at && d < at->shape.size(); ++d)
           if (!p.dims[d].is_literal()) {
             const Size& s = at->shape[d];
-            inner.sizes[p.dims[d].name] = s.symbol.empty() ? num(static_cast<double>(s.literal))
+            inner.sizes[p.dims[d].name] = s.symbol.empty()              ? num(static_cast<double>(s.literal))
                                           : scope.sizes.count(s.symbol) ? scope.sizes.at(s.symbol)
                                                                         : name(s.symbol);
           }
@@ -286,7 +286,7 @@ class Flattener {
   std::map<std::string, std::string> declared_;
   std::map<std::string, std::vector<std::string>> dims_;  // an input's dims' names ("" for a literal)
   std::map<std::string, std::map<std::string, std::string>> inlined_;
-  std::map<uint32_t, Type> reduce_types_;                                // by the flat reduction's id
+  std::map<uint32_t, Type> reduce_types_;                               // by the flat reduction's id
   std::map<std::pair<uint32_t, std::string>, std::string> axis_sizes_;  // (reduction id, axis) -> size
   std::set<std::string> taken_hoisted_;
   uint32_t reduce_ids_ = 0;

@@ -150,8 +150,6 @@ class Tracer {
 
 }  // namespace
 
-bool outputs_shift_invariant(const Straight& f, const std::string& candidate) {
-  return Tracer(f, candidate).run();
-}
+bool outputs_shift_invariant(const Straight& f, const std::string& candidate) { return Tracer(f, candidate).run(); }
 
 }  // namespace emmy::sema::grad

@@ -152,12 +152,10 @@ class Reverse {
     if (l.value.kind == ExprKind::Reduce) {
       const std::string& monoid = l.value.text;
       if (monoid != "sum" && monoid != "max" && monoid != "min")
-        return Failure{l.value.range,
-                       fmt::format("grad: no derivative rule for a reduction by {} yet", monoid),
+        return Failure{l.value.range, fmt::format("grad: no derivative rule for a reduction by {} yet", monoid),
                        "sum, max and min reductions are derived; write this one with them"};
       for (const ast::Ident& a : l.value.axes) scope.push_back(a.name);
-      if (!l.value.where_.empty())
-        where = where ? all_of({l.value.where_[0], std::move(*where)}) : l.value.where_[0];
+      if (!l.value.where_.empty()) where = where ? all_of({l.value.where_[0], std::move(*where)}) : l.value.where_[0];
       body = l.value.args.at(0);
       if (monoid != "sum") g = through_extremum(l, std::move(g));
     }
@@ -180,7 +178,7 @@ class Reverse {
     if (!l.value.where_.empty()) where = l.value.where_[0];
     const std::string ties = fresh(l.name + "_ties");
     adjoint_lines_.push_back(
-        {false, ties, l.vars, reduce("sum", axes, where, call("select", {hit, num(1), num(0)})), {}});
+        {false, ties, l.vars, reduce("sum", axes, where, call("select", {hit, real(1), real(0)})), {}});
     return call("select", {hit, div(std::move(g), read(ties, l.vars)), num(0)});
   }
 
@@ -232,8 +230,8 @@ class Reverse {
     std::vector<Expr> conditions;
     for (size_t k = 0; k < indices.size(); ++k) {
       const Expr& i = indices[k];
-      const bool plain = i.kind == ExprKind::Name &&
-                         std::find(scope.begin(), scope.end(), i.text) != scope.end() && !bound.count(i.text);
+      const bool plain = i.kind == ExprKind::Name && std::find(scope.begin(), scope.end(), i.text) != scope.end() &&
+                         !bound.count(i.text);
       if (plain) {
         renames[i.text] = t.vars[k];
         bound.insert(i.text);
@@ -265,9 +263,10 @@ class Reverse {
       for (const auto& [from, to] : renames)
         if (to == v) original = from;
       if (in_conditions.count(v) || !l.sizes.count(original))
-        return Failure{l.value.range,
-                       fmt::format("grad: the adjoint of {} sums over '{}', which nothing it reads is indexed by", u, v),
-                       "index a tensor by it in the forward op's statement"};
+        return Failure{
+            l.value.range,
+            fmt::format("grad: the adjoint of {} sums over '{}', which nothing it reads is indexed by", u, v),
+            "index a tensor by it in the forward op's statement"};
       share = mul(std::move(share), name(l.sizes.at(original)));
     }
     // The conditions over u's variables alone bound where the share can be non-zero (its domain).

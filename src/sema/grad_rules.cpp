@@ -23,84 +23,111 @@ struct Row {
 };
 
 const Row kRules[] = {
-    {"exp", [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"exp",
+     [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {mul(g, e)};
      }},
-    {"exp2", [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"exp2",
+     [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {mul(mul(g, e), num(std::log(2.0)))};
      }},
-    {"log", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
+    {"log",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
        return {div(g, a[0])};
      }},
-    {"log2", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
+    {"log2",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
        return {div(g, mul(a[0], num(std::log(2.0))))};
      }},
-    {"sqrt", [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"sqrt",
+     [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {div(g, mul(num(2), e))};
      }},
-    {"rsqrt", [](const Expr& g, const std::vector<Expr>& a, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"rsqrt",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {neg(div(mul(g, e), mul(num(2), a[0])))};  // -x^(-3/2) / 2
      }},
-    {"tanh", [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"tanh",
+     [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {mul(g, sub(num(1), mul(e, e)))};
      }},
-    {"sigmoid", [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
+    {"sigmoid",
+     [](const Expr& g, const std::vector<Expr>&, const Expr& e) -> std::vector<std::optional<Expr>> {
        return {mul(mul(g, e), sub(num(1), e))};
      }},
-    {"erf", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {mul(mul(g, num(kTwoOverSqrtPi)), call("exp", {neg(mul(a[0], a[0]))}))};
-     }},
-    {"abs", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       // sign(x) g, 0 at x = 0 (as torch.abs)
-       return {select(compare(">", a[0], num(0)), g, select(compare("<", a[0], num(0)), neg(g), num(0)))};
-     }},
-    {"max", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       Expr first = compare(">=", a[0], a[1]);  // a tie goes to the first operand
-       return {select(first, g, num(0)), select(first, num(0), g)};
-     }},
-    {"min", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       Expr first = compare("<=", a[0], a[1]);
-       return {select(first, g, num(0)), select(first, num(0), g)};
-     }},
-    {"select", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {std::nullopt, select(a[0], g, num(0)), select(a[0], num(0), g)};
-     }},
+    {"erf",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&)
+         -> std::vector<
+             std::optional<Expr>> { return {mul(mul(g, num(kTwoOverSqrtPi)), call("exp", {neg(mul(a[0], a[0]))}))}; }},
+    {"abs",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::
+                                                                    vector<std::optional<Expr>> {
+                                                                      // sign(x) g, 0 at x = 0 (as torch.abs)
+                                                                      return {select(compare(">", a[0], num(0)), g,
+                                                                                     select(compare("<", a[0], num(0)),
+                                                                                            neg(g), num(0)))};
+                                                                    }},
+    {"max",
+     [](const Expr& g, const std::vector<Expr>& a,
+        const Expr&) -> std::
+                         vector<std::optional<Expr>> {
+                           Expr first = compare(">=", a[0], a[1]);  // a tie goes to the first operand
+                           return {select(first, g, num(0)), select(first, num(0), g)};
+                         }},
+    {"min",
+     [](const Expr& g, const std::vector<Expr>& a,
+        const Expr&) -> std::
+                         vector<std::optional<Expr>> {
+                           Expr first = compare("<=", a[0], a[1]);
+                           return {select(first, g, num(0)), select(first, num(0), g)};
+                         }},
+    {"select",
+     [](const Expr& g, const std::vector<Expr>& a,
+        const Expr&) -> std::
+                         vector<std::optional<Expr>> {
+                           return {std::nullopt, select(a[0], g, num(0)), select(a[0], num(0), g)};
+                         }},
     // A float cast's rounding is taken as the identity (its derivative almost everywhere is 0).
-    {"f16", [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {g};
-     }},
-    {"bf16", [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {g};
-     }},
-    {"f32", [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {g};
-     }},
-    {"f64", [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {g};
-     }},
+    {"f16",
+     [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> { return {g}; }},
+    {"bf16",
+     [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> { return {g}; }},
+    {"f32",
+     [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> { return {g}; }},
+    {"f64",
+     [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> { return {g}; }},
     // Integer and bool casts, and comparisons: piecewise constant, no adjoint flows.
-    {"bool", [](const Expr&, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {std::nullopt};
-     }},
-    {"i32", [](const Expr&, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {std::nullopt};
-     }},
-    {"i64", [](const Expr&, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {std::nullopt};
-     }},
-    {"-", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       if (a.size() == 1) return {neg(g)};
-       return {g, neg(g)};
-     }},
-    {"+", [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {g, g};
-     }},
-    {"*", [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::vector<std::optional<Expr>> {
-       return {mul(g, a[1]), mul(g, a[0])};
-     }},
-    {"/", [](const Expr& g, const std::vector<Expr>& a, const Expr& e) -> std::vector<std::optional<Expr>> {
-       return {div(g, a[1]), neg(div(mul(g, e), a[1]))};  // d(a/b)/db = -(a/b)/b
-     }},
+    {"bool",
+     [](const Expr&, const std::vector<Expr>&,
+        const Expr&) -> std::vector<std::optional<Expr>> { return {std::nullopt}; }},
+    {"i32",
+     [](const Expr&, const std::vector<Expr>&,
+        const Expr&) -> std::vector<std::optional<Expr>> { return {std::nullopt}; }},
+    {"i64",
+     [](const Expr&, const std::vector<Expr>&,
+        const Expr&) -> std::vector<std::optional<Expr>> { return {std::nullopt}; }},
+    {"-",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::
+                                                                    vector<std::optional<Expr>> {
+                                                                      if (a.size() == 1) return {neg(g)};
+                                                                      return {g, neg(g)};
+                                                                    }},
+    {"+",
+     [](const Expr& g, const std::vector<Expr>&, const Expr&) -> std::
+                                                                  vector<std::optional<Expr>> {
+                                                                    return {g, g};
+                                                                  }},
+    {"*",
+     [](const Expr& g, const std::vector<Expr>& a, const Expr&) -> std::
+                                                                    vector<std::optional<Expr>> {
+                                                                      return {mul(g, a[1]), mul(g, a[0])};
+                                                                    }},
+    {"/",
+     [](const Expr& g, const std::vector<Expr>& a,
+        const Expr& e) -> std::
+                           vector<std::optional<Expr>> {
+                             return {div(g, a[1]), neg(div(mul(g, e), a[1]))};  // d(a/b)/db = -(a/b)/b
+                           }},
 };
 
 }  // namespace

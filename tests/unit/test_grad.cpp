@@ -77,7 +77,8 @@ void check_gradient(const std::string& import, const std::string& op, const std:
   std::vector<std::pair<std::string, const HostTensor*>> seeds;
   size_t k = fwd.decl->params.size();
   for (const ast::Param& o : fwd.decl->outputs)
-    if (is_float(fwd.find(o.name.name)->elem.dtype)) seeds.emplace_back(o.name.name, &all.at(bwd.decl->params.at(k++).name.name));
+    if (is_float(fwd.find(o.name.name)->elem.dtype))
+      seeds.emplace_back(o.name.name, &all.at(bwd.decl->params.at(k++).name.name));
   REQUIRE(k == bwd.decl->params.size());
   const TensorMap grads = evaluate_reference(p, bwd, sizes, all);
   // Its outputs: one gradient per float input, in order.
