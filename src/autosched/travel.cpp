@@ -12,7 +12,9 @@ namespace emmy::autosched {
 
 std::optional<Travel> travelling_schedule(const CheckedProgram& program, const CheckedOp& op,
                                           const TargetInfo& target) {
-  if (op.calls.size() != 1) return std::nullopt;
+  // Only around an op that adds elementwise work to the call: a caller with reductions of its own
+  // (an MLP calling rmsnorm) is not shaped like the callee its block was written for.
+  if (op.calls.size() != 1 || !op.reductions.empty()) return std::nullopt;
   const std::string& name = op.calls.front().first;
   auto callee = program.ops.find(name);
   if (callee == program.ops.end() || !callee->second.calls.empty()) return std::nullopt;

@@ -17,8 +17,9 @@ struct Travel {
   std::string from;                  // "the block of softmax for sm_90 (stdlib/nn.emmy:514)"
 };
 
-// The callee's block when `op` makes exactly one call, to an op that makes none and has an
-// unguarded default block for `target` (or its base) that does not say `auto;`; else nullopt.
+// The callee's block when `op` makes exactly one call and no reduction of its own, to an op that
+// makes none and has an unguarded default block for `target` (or its base) that does not say
+// `auto;`; else nullopt.
 std::optional<Travel> travelling_schedule(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target);
 
 }  // namespace emmy::autosched

@@ -164,6 +164,8 @@ function expectations(text) {
         state = 'header';
       } else if (prev === 'op') {
         want(t, 'op name', 'entity.name.function.emmy');
+      } else if (t.text === 'grad' && prev === '=' && sig[k - 3]?.text === 'op' && next === '(') {
+        want(t, 'keyword', 'keyword.control.grad.emmy');  // `op NAME = grad(...)`: a derived op
       } else if (prev === 'monoid') {
         want(t, 'monoid name', 'entity.name.type.monoid.emmy');
       } else if (prev === 'import' || (importing && prev === '.')) {

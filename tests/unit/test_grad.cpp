@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
+#include "sema/grad.hpp"
 #include "test_helpers.hpp"
 
 using namespace emmy;
@@ -129,4 +130,55 @@ TEST_CASE("grad: std.linalg's ops against finite differences") {
     check_gradient("std.linalg", op, "M=3,K=5,N=4");
   check_gradient("std.linalg", "bmm", "Z=2,M=3,K=5,N=4");
   check_gradient("std.linalg", "bmm_nt_bias_relu", "Z=2,M=3,K=5,N=4");
+}
+
+namespace {
+
+// Whether the outputs of `body` (an op over x: f32[N, C], v: f32[N, C]) come out unchanged when
+// its statement `m` is shifted: the prover's verdict, then the same question put to the
+// reference (the op evaluated with m and with m + 0.75): they must agree.
+void check_invariance(const std::string& body, bool expected) {
+  CAPTURE(body);
+  auto source = [&](const std::string& shift) {
+    std::string text = body;
+    const size_t at = text.find(";", text.find("m[n] ="));
+    text.insert(at, shift);
+    return "op f(x: f32[N, C], v: f32[N, C]) -> (y: f32[N, C]) {\n" + text + "\n}\n";
+  };
+  auto plain = test::check_source(source(""));
+  INFO(plain->rendered());
+  REQUIRE_FALSE(plain->diags->has_errors());
+  const CheckedOp& op = plain->program->ops.at("f");
+  const sema::grad::Straight flat = sema::grad::flatten(op, [](const std::string&) { return nullptr; });
+  CHECK(sema::grad::outputs_shift_invariant(flat, "m") == expected);
+  auto shifted = test::check_source(source(" + 0.75"));
+  REQUIRE_FALSE(shifted->diags->has_errors());
+  const SizeBindings sizes{{"N", 3}, {"C", 5}};
+  const TensorMap inputs = random_inputs(op, sizes, 5);
+  const HostTensor a = evaluate_reference(*plain->program, op, sizes, inputs).at("y");
+  const HostTensor b = evaluate_reference(*shifted->program, shifted->program->ops.at("f"), sizes, inputs).at("y");
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a.data[i] - b.data[i]));
+  CHECK((worst < 1e-12) == expected);
+}
+
+}  // namespace
+
+TEST_CASE("grad: which reductions the outputs do not depend on, re-checked by evaluation") {
+  // softmax, and attention's normalized sum: exp(x - m) is scaled by exp(-c), so are its sums
+  check_invariance("m[n] = max(c: x[n, c]); e[n, c] = exp(x[n, c] - m[n]); y[n, c] = e / sum(k: e[n, k]);", true);
+  check_invariance(
+      "m[n] = max(c: x[n, c]); p[n, c] = exp(x[n, c] - m[n]); y[n, c] = sum(k: p[n, k] * v[n, k]) / sum(k: p[n, k]) "
+      "+ x[n, c];",
+      true);
+  // log-sum-exp: m + log(sum(exp(x - m))) shifts by c - c
+  check_invariance("m[n] = max(c: x[n, c]); y[n, c] = m[n] + log(sum(k: exp(x[n, k] - m[n]))) - x[n, c];", true);
+  // a select of zero moves as its other branch
+  check_invariance(
+      "m[n] = max(c: x[n, c]); p[n, c] = select(c > 1, exp(x[n, c] - m[n]), 0); y[n, c] = p / sum(k: p[n, k]);", true);
+  // not invariant: unnormalized, the maximum itself, a constant added to a scaled term
+  check_invariance("m[n] = max(c: x[n, c]); y[n, c] = exp(x[n, c] - m[n]);", false);
+  check_invariance("m[n] = max(c: x[n, c]); y[n, c] = x[n, c] - m[n];", false);
+  check_invariance("m[n] = max(c: x[n, c]); e[n, c] = exp(x[n, c] - m[n]) + 1; y[n, c] = e / sum(k: e[n, k]);", false);
+  check_invariance("m[n] = max(c: x[n, c]); y[n, c] = exp(x[n, c] - m[n]) / sum(k: exp(x[n, k] - 2 * m[n]));", false);
 }

@@ -25,6 +25,8 @@ syn match   emmyComment   "//\([^/].*\)\=$" contains=@Spell
 syn region  emmyComment   start="/\*" end="\*/" contains=@Spell
 syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained contains=emmyAtom,emmyKnobWord
 syn match   emmySite      "@\w\+" contained
+" `op NAME = grad(OP, ...)`: a derived op (`grad` is a word of that place only).
+syn match   emmyGrad      "\(\<op\s\+\w\+\s*=\s*\)\@<=grad\>"
 " `auto;` for a block's knobs: the auto-scheduler's choice (a word of schedule headers only).
 syn match   emmyAuto      "\<auto\ze\s*;"
 " The block's body, from its '{' (a keyword would win over a region starting on `schedule`).
@@ -32,6 +34,7 @@ syn region  emmySchedule  start="\(\<schedule\>[^{]*\)\@<={" end="}" contains=em
 
 hi def link emmyDecl      Structure
 hi def link emmyKeyword   Keyword
+hi def link emmyGrad      Keyword
 hi def link emmyConstant  Constant
 hi def link emmyType      Type
 hi def link emmyReduction Function
