@@ -11,9 +11,11 @@ importDecl  : 'import' ID ('.' ID)* ';' ;
 // ---- ops ---------------------------------------------------------------------
 opDecl      : 'op' ID '(' paramList? ')' '->' '(' paramList? ')' '{' stmt* '}' ;
 paramList   : param (',' param)* ','? ;
-// `op sdpa_bwd = grad(sdpa, q, k, v);`: an op derived from another (sema derives its body).
-// `grad` is a word of this place only (build_ast refuses another): it stays a name elsewhere.
-derivedOp   : 'op' ID '=' ID '(' ID (',' ID)* ')' ';' ;
+// `op sdpa_bwd = grad(sdpa, q, k, v) saving m, l;`: an op derived from another (sema derives its
+// body). `grad` and `saving` are words of this place only (build_ast refuses others): they stay
+// names elsewhere.
+derivedOp   : 'op' ID '=' ID '(' ID (',' ID)* ')' savingList? ';' ;
+savingList  : ID ID (',' ID)* ;
 param       : ID ':' ID ('[' dim (',' dim)* ']')? ;
 // An output's dim may be computed from the inputs' sizes (`T - K + 1`); sema checks where.
 dim         : ID | INT | expr ;

@@ -87,7 +87,9 @@ class Deriver {
     std::vector<std::string> wrt;
     if (!wrt_inputs(g, *of, wrt)) return next_id;
     const grad::Straight flat = grad::flatten(*of, [this](const std::string& n) { return checked(n); });
-    auto derived = grad::derive(flat, {g.name.name, wrt, g.of.name});
+    std::vector<std::string> saved;
+    if (!saved_tensors(g, flat, saved)) return next_id;
+    auto derived = grad::derive(flat, {g.name.name, wrt, g.of.name, saved});
     if (const auto* failure = std::get_if<grad::Failure>(&derived)) {
       diags_.error("E067", failure->at.valid() ? failure->at : g.range, failure->message)
           .note(g.range, fmt::format("derived for op {} here", g.name.name))
@@ -106,6 +108,29 @@ class Deriver {
     globals_.ops[op.name.name] = &op;
     globals_.op_module[op.name.name] = module;
     return next_id;
+  }
+
+  // `saving a, b`: tensors the forward op computes (outputs and intermediates, by their names in
+  // the flat op: an inlined call's are `callee1_name`), each once, none a monoid carrier.
+  bool saved_tensors(const ast::GradDecl& g, const grad::Straight& flat, std::vector<std::string>& saved) {
+    std::vector<std::string> computed;
+    for (const grad::Line& l : flat.lines)
+      if (!l.is_let && !flat.tensors.at(l.name).declared.empty()) computed.push_back(l.name);
+    for (const ast::Ident& x : g.saved) {
+      if (std::find(computed.begin(), computed.end(), x.name) == computed.end()) {
+        const std::string near = closest_name(x.name, computed);
+        diags_.error("E066", x.range, fmt::format("op {} computes no tensor '{}' to save", g.of.name, x.name))
+            .hint(near.empty() ? fmt::format("it computes {}", fmt::join(computed, ", "))
+                               : fmt::format("did you mean '{}'? (it computes {})", near, fmt::join(computed, ", ")));
+        return false;
+      }
+      if (std::find(saved.begin(), saved.end(), x.name) != saved.end()) {
+        diags_.error("E066", x.range, fmt::format("'{}' is saved twice", x.name)).hint("list each tensor once");
+        return false;
+      }
+      saved.push_back(x.name);
+    }
+    return true;
   }
 
   // The inputs derived for: those listed (each a float input of the op, once), or every float input.

@@ -51,7 +51,7 @@ struct Tensor {
   std::string carrier;          // a monoid carrier's monoid (derivatives through one: not yet)
   size_t rank = 0;
   std::vector<std::string> vars;  // a statement's index variables; an input's chosen by flatten
-  std::string declared;           // an input's or output's type as written: "f16[B, H, S, D]"
+  std::string declared;           // its type as a parameter declares it: "f16[B, H, S, D]" ("": a carrier)
 };
 
 struct Line {
@@ -91,9 +91,10 @@ struct Request {
   std::string name;              // the derived op's
   std::vector<std::string> wrt;  // inputs of the forward op, float
   std::string of;                // the forward op's name, for the doc comment
+  std::vector<std::string> saved;  // tensors of the flat op taken as inputs, not recomputed
 };
 
-// The derived op's source text: `op NAME(inputs, d<outputs>) -> (d<wrt>) { ... }`.
+// The derived op's source text: `op NAME(inputs, saved, d<outputs>) -> (d<wrt>) { ... }`.
 std::variant<std::string, Failure> derive(const Straight& f, const Request& request);
 
 // The adjoint's name of a tensor: "d" + name, "d_" + name where that is taken, then numbered.

@@ -123,6 +123,12 @@ class Flattener {
       for (const ast::Ident& a : line.value.axes) line.sizes[a.name] = axis_sizes_.at({line.value.id, a.name});
     Tensor t{n, type.is_numeric() && is_float(type.dtype), "", vars.size(), line.vars, ""};
     if (type.kind == Type::Kind::Record) t.carrier = type.monoid;
+    if (type.kind == Type::Kind::Scalar) {
+      std::vector<std::string> dims;
+      for (const std::string& v : line.vars) dims.push_back(line.sizes.at(v));
+      const std::string dtype(dtype_name(type.weak ? materialize(type) : type.dtype));
+      t.declared = dims.empty() ? dtype : fmt::format("{}[{}]", dtype, fmt::join(dims, ", "));
+    }
     out_.tensors[n] = t;
     out_.lines.push_back(std::move(line));
   }

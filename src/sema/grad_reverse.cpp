@@ -305,19 +305,22 @@ class Reverse {
     std::set<std::string> needed;
     for (const Line& l : adjoint_lines_) names_in(l.value, needed);
     for (const Line& l : out_lines) names_in(l.value, needed);
+    const std::set<std::string> saved(request_.saved.begin(), request_.saved.end());
     std::vector<bool> keep(f_.lines.size());
     for (size_t k = f_.lines.size(); k-- > 0;)
-      if (needed.count(f_.lines[k].name)) {
+      if (needed.count(f_.lines[k].name) && !saved.count(f_.lines[k].name)) {
         keep[k] = true;
         names_in(f_.lines[k].value, needed);
       }
     std::vector<std::string> params;
     for (const std::string& in : f_.inputs) params.push_back(fmt::format("{}: {}", in, f_.tensors.at(in).declared));
+    for (const std::string& s : request_.saved) params.push_back(fmt::format("{}: {}", s, f_.tensors.at(s).declared));
     for (const auto& [d, type] : seeds_in_) params.push_back(fmt::format("{}: {}", d, type));
     std::vector<std::string> results;
     for (const auto& [d, type] : outs) results.push_back(fmt::format("{}: {}", d, type));
-    std::string text = fmt::format("/// The derivative of {} with respect to {}: derived by `grad`.\n", request_.of,
-                                   fmt::join(request_.wrt, ", "));
+    std::string text = fmt::format("/// The derivative of {} with respect to {}{}: derived by `grad`.\n", request_.of,
+                                   fmt::join(request_.wrt, ", "),
+                                   saved.empty() ? "" : fmt::format(", given {}", fmt::join(request_.saved, ", ")));
     text += fmt::format("op {}({}) -> ({}) {{\n", request_.name, fmt::join(params, ", "), fmt::join(results, ", "));
     auto statement = [&](const Line& l) {
       if (l.is_let) return fmt::format("  let {} = {};\n", l.name, source(l.value));

@@ -95,14 +95,15 @@ struct OpDecl {
   SourceRange range;
 };
 
-// `op sdpa_bwd = grad(sdpa, q, k, v);`: an op sema derives from another (docs/language.md,
-// "Derived ops"). `wrt` empty: every float input of `of`.
+// `op sdpa_bwd = grad(sdpa, q, k, v) saving m, l;`: an op sema derives from another
+// (docs/language.md, "Derived ops"). `wrt` empty: every float input of `of`.
 struct GradDecl {
   std::vector<std::string> doc;
   Ident name;
   Ident fn;  // the word `grad`
   Ident of;
   std::vector<Ident> wrt;
+  std::vector<Ident> saved;  // `saving m, l`: forward tensors the derived op takes instead of recomputing
   SourceRange range;
 };
 

@@ -405,6 +405,13 @@ class Builder {
     g.fn = ident(c->ID(1));
     g.of = ident(c->ID(2));
     for (size_t k = 3; k < c->ID().size(); ++k) g.wrt.push_back(ident(c->ID(k)));
+    if (P::SavingListContext* saving = c->savingList()) {
+      const ast::Ident word = ident(saving->ID(0));
+      if (word.name != "saving")
+        diags_.error("E002", word.range, fmt::format("expected 'saving' or ';' after grad(...), found '{}'", word.name))
+            .hint("list the forward tensors the derived op takes instead of recomputing: `saving m, l;`");
+      for (size_t k = 1; k < saving->ID().size(); ++k) g.saved.push_back(ident(saving->ID(k)));
+    }
     g.range = range(c);
     if (g.fn.name != "grad")
       diags_.error("E002", g.fn.range, fmt::format("expected 'grad' after '{} =', found '{}'", g.name.name, g.fn.name))

@@ -45,7 +45,9 @@ void print_op(std::string& out, const ast::OpDecl& op, const AstAnnotator* n);
 void print_grad(std::string& out, const ast::GradDecl& g, const AstAnnotator* n) {
   std::string wrt;
   for (const ast::Ident& x : g.wrt) wrt += ", " + x.name;
-  out += fmt::format("derived op {} = {}({}{})\n", g.name.name, g.fn.name, g.of.name, wrt);
+  std::string saved;
+  for (const ast::Ident& x : g.saved) saved += (saved.empty() ? " saving " : ", ") + x.name;
+  out += fmt::format("derived op {} = {}({}{}){}\n", g.name.name, g.fn.name, g.of.name, wrt, saved);
   print_doc(out, g.doc);
   if (n) out += n->on_grad(g);
 }

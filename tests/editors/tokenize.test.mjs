@@ -166,6 +166,8 @@ function expectations(text) {
         want(t, 'op name', 'entity.name.function.emmy');
       } else if (t.text === 'grad' && prev === '=' && sig[k - 3]?.text === 'op' && next === '(') {
         want(t, 'keyword', 'keyword.control.grad.emmy');  // `op NAME = grad(...)`: a derived op
+      } else if (t.text === 'saving' && prev === ')' && next !== '(') {
+        want(t, 'keyword', 'keyword.control.saving.emmy');  // `grad(...) saving m, l;`
       } else if (prev === 'monoid') {
         want(t, 'monoid name', 'entity.name.type.monoid.emmy');
       } else if (prev === 'import' || (importing && prev === '.')) {

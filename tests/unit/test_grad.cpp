@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -60,11 +61,14 @@ double pairing(const CheckedProgram& p, const CheckedOp& fwd, const SizeBindings
   return total;
 }
 
-// Checks op's derived `<op>_bwd` element by element against central differences.
-void check_gradient(const std::string& import, const std::string& op, const std::string& sizes_text) {
+// Checks op's derived `<op>_bwd` element by element against central differences. `saving`: outputs
+// of op the derived op takes (`saving mean, rstd`), given the forward's values.
+void check_gradient(const std::string& import, const std::string& op, const std::string& sizes_text,
+                    const std::vector<std::string>& saving = {}, const std::string& extra = "") {
   CAPTURE(op);
   CAPTURE(sizes_text);
-  auto r = check_exact(fmt::format("import {};\nop {}_bwd = grad({});\n", import, op, op));
+  const std::string save = saving.empty() ? "" : fmt::format(" saving {}", fmt::join(saving, ", "));
+  auto r = check_exact(fmt::format("import {};\n{}\nop {}_bwd = grad({}){};\n", import, extra, op, op, save));
   INFO(r->rendered());
   REQUIRE_FALSE(r->diags->has_errors());
   const CheckedProgram& p = *r->program;
@@ -74,9 +78,11 @@ void check_gradient(const std::string& import, const std::string& op, const std:
   const TensorMap inputs = random_inputs(fwd, sizes, 7);
   TensorMap all = random_inputs(bwd, sizes, 11);  // the seeds d<output>, random
   for (const auto& [n, t] : inputs) all[n] = t;
-  // The derived op's parameters: the forward's, then one seed per float output, in order.
+  const TensorMap forward = evaluate_reference(p, fwd, sizes, inputs);
+  for (const std::string& name : saving) all[name] = forward.at(name);
+  // The derived op's parameters: the forward's, the saved tensors, then one seed per float output.
   std::vector<std::pair<std::string, const HostTensor*>> seeds;
-  size_t k = fwd.decl->params.size();
+  size_t k = fwd.decl->params.size() + saving.size();
   for (const ast::Param& o : fwd.decl->outputs)
     if (is_float(fwd.find(o.name.name)->elem.dtype))
       seeds.emplace_back(o.name.name, &all.at(bwd.decl->params.at(k++).name.name));
@@ -122,6 +128,34 @@ TEST_CASE("grad: std.nn's ops against finite differences") {
   check_gradient("std.nn", "sdpa", "B=1,H=2,S=3,T=5,D=4,E=3");
   check_gradient("std.nn", "sdpa_causal", "B=1,H=2,S=5,D=3,E=2");
   check_gradient("std.nn", "sdpa_gqa", "B=1,H=4,KH=2,S=3,T=4,D=3,E=2");
+}
+
+TEST_CASE("grad: saved forward tensors instead of recomputed ones, against finite differences") {
+  check_gradient("std.nn", "layernorm", "N=3,C=7", {"mean", "rstd"});
+  // Attention saving o and the softmax statistics, FlashAttention-2's memory: the backward
+  // recomputes the scores and exp(s - m) only.
+  check_gradient("std.nn", "attend", "B=1,H=2,S=3,T=5,D=4,E=3", {"o", "m", "l"}, R"(
+op attend(q: f16[B, H, S, D], k: f16[B, H, T, D], v: f16[B, H, T, E]) -> (o: f16[B, H, S, E], m: f32[B, H, S], l: f32[B, H, S]) {
+  s[b, h, i, j] = sum(d: q[b, h, i, d] * k[b, h, j, d]) / sqrt(D);
+  m[b, h, i] = max(j: s[b, h, i, j]);
+  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i]);
+  l[b, h, i] = sum(j: p[b, h, i, j]);
+  o[b, h, i, e] = sum(j: p[b, h, i, j] * v[b, h, j, e]) / l[b, h, i];
+})");
+  auto r = check_exact("import std.nn;\nop a = grad(sdpa) saving o, m, l;\n");
+  REQUIRE_FALSE(r->diags->has_errors());
+  std::vector<std::string> params;
+  for (const ast::Param& x : r->program->ops.at("a").decl->params) params.push_back(x.name.name);
+  CHECK(fmt::format("{}", fmt::join(params, " ")) == "q k v o m l do");
+  std::set<std::string> body;
+  for (const ast::Stmt& st : r->program->ops.at("a").decl->body)
+    if (const auto* as = std::get_if<ast::AssignStmt>(&st)) body.insert(as->target.name);
+  CHECK(body.count("s"));  // recomputed
+  CHECK(body.count("p"));
+  CHECK_FALSE(body.count("m"));  // given
+  CHECK_FALSE(body.count("l"));
+  CHECK_FALSE(body.count("o_sum"));
+  CHECK_FALSE(body.count("o"));
 }
 
 TEST_CASE("grad: std.linalg's ops against finite differences") {

@@ -27,6 +27,7 @@ syn match   emmyKnobValue "=\s*\zs[^;{}]*\ze;" contained contains=emmyAtom,emmyK
 syn match   emmySite      "@\w\+" contained
 " `op NAME = grad(OP, ...)`: a derived op (`grad` is a word of that place only).
 syn match   emmyGrad      "\(\<op\s\+\w\+\s*=\s*\)\@<=grad\>"
+syn match   emmyGrad      "\()\s*\)\@<=saving\>"
 " `auto;` for a block's knobs: the auto-scheduler's choice (a word of schedule headers only).
 syn match   emmyAuto      "\<auto\ze\s*;"
 " The block's body, from its '{' (a keyword would win over a region starting on `schedule`).
