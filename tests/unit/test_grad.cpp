@@ -11,7 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "autosched/auto_schedule.hpp"
+#include "hostile_matrix.hpp"
 #include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "lower/passes.hpp"
+#include "schedule_matrix.hpp"
 #include "sema/grad.hpp"
 #include "test_helpers.hpp"
 
@@ -215,4 +220,49 @@ TEST_CASE("grad: which reductions the outputs do not depend on, re-checked by ev
   check_invariance("m[n] = max(c: x[n, c]); y[n, c] = x[n, c] - m[n];", false);
   check_invariance("m[n] = max(c: x[n, c]); e[n, c] = exp(x[n, c] - m[n]) + 1; y[n, c] = e / sum(k: e[n, k]);", false);
   check_invariance("m[n] = max(c: x[n, c]); y[n, c] = exp(x[n, c] - m[n]) / sum(k: exp(x[n, k] - 2 * m[n]));", false);
+}
+
+TEST_CASE("grad: derived ops on their auto-schedules, interpreted at ragged sizes, ordinary and hostile inputs") {
+  auto r = test::check_source(R"(import std.nn;
+import std.linalg;
+op softmax_bwd = grad(softmax);
+op layernorm_bwd = grad(layernorm) saving mean, rstd;
+op ce_bwd = grad(cross_entropy_mean);
+op causal_bwd = grad(sdpa_causal);
+op gqa_bwd = grad(sdpa_gqa);
+op gelu_mm_bwd = grad(matmul_bias_gelu);
+)");
+  INFO(r->rendered());
+  REQUIRE_FALSE(r->diags->has_errors());
+  int runs = 0;
+  for (const char* target_name : {"sm_90a", "sm_80"}) {
+    const TargetInfo& target = *find_target(target_name);
+    for (const char* name : {"softmax_bwd", "layernorm_bwd", "ce_bwd", "causal_bwd", "gqa_bwd", "gelu_mm_bwd"}) {
+      const CheckedOp& op = r->program->ops.at(name);
+      const SizeBindings sizes = name == std::string("gqa_bwd") ? SizeBindings{{"B", 1},  {"H", 4}, {"KH", 2}, {"S", 9},
+                                                                               {"T", 11}, {"D", 8}, {"E", 5}}
+                                                                : test::cycled_sizes(op, {3, 13, 17, 11, 9, 7, 5});
+      CAPTURE(name);
+      CAPTURE(target_name);
+      CAPTURE(test::shape_text(sizes));
+      const autosched::AutoSchedule choice = autosched::auto_schedule(*r->program, op, target, &sizes, nullptr);
+      CAPTURE(choice.knobs);
+      const lower::Lowered low = lower::lower_op(*r->program, op, {nullptr, "", "", choice.knobs}, target);
+      std::vector<std::optional<HostileKind>> kinds{std::nullopt};
+      for (HostileKind k : kHostileKinds) kinds.push_back(k);
+      for (const std::optional<HostileKind>& kind : kinds) {
+        CAPTURE((kind ? hostile_kind_name(*kind) : "ordinary"));
+        TensorMap inputs = kind ? hostile_inputs(op, sizes, 7, *kind) : random_inputs(op, sizes, 7);
+        const TensorMap ref = evaluate_reference(*r->program, op, sizes, inputs);
+        if (kind && !test::reference_meaningful(ref, *kind)) continue;
+        SimtOptions so;
+        so.shuffle_blocks = true;
+        run_simt(low.kernels, sizes, inputs, so);
+        const std::string failures = test::output_failures(op, inputs, ref, kind);
+        CHECK_MESSAGE(failures.empty(), failures);
+        ++runs;
+      }
+    }
+  }
+  MESSAGE(runs << " interpreted runs of derived ops");
 }
