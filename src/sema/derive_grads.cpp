@@ -89,7 +89,7 @@ class Deriver {
     const grad::Straight flat = grad::flatten(*of, [this](const std::string& n) { return checked(n); });
     std::vector<std::string> saved;
     if (!saved_tensors(g, flat, saved)) return next_id;
-    auto derived = grad::derive(flat, {g.name.name, wrt, g.of.name, saved});
+    auto derived = grad::derive(flat, {g.name.name, wrt, g.of.name, saved, globals_.monoids});
     if (const auto* failure = std::get_if<grad::Failure>(&derived)) {
       diags_.error("E067", failure->at.valid() ? failure->at : g.range, failure->message)
           .note(g.range, fmt::format("derived for op {} here", g.name.name))

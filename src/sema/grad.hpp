@@ -4,6 +4,7 @@
 //                      indexed, each reduction the whole value of a statement of its own)
 //   grad_invariant.cpp which reductions the outputs do not depend on (o(s + c) = o(s) for a max)
 //   grad_reverse.cpp   the adjoint statements, from the rules of grad_rules.cpp
+//   grad_monoid.cpp    a user monoid's combine as expressions, and its adjoints
 //   grad_expr.cpp      expression builders that simplify as they build, and the source printer
 #pragma once
 
@@ -86,12 +87,27 @@ Straight flatten(const CheckedOp& op, const CheckedLookup& callees);
 // by a constant (t -> t + c): then no output depends on t, and its adjoint is zero.
 bool outputs_shift_invariant(const Straight& f, const std::string& candidate);
 
+// ---- user monoids (grad_monoid.cpp) -------------------------------------------------------
+// A carrier's fields as expressions, by name.
+using Fields = std::map<std::string, ast::Expr>;
+// Why reverse mode cannot go through the monoid's combine yet (a vector field), or nullopt.
+std::optional<std::string> combine_unsupported(const ast::MonoidDecl& m);
+// An element's fields: lift(args), or the arguments themselves for a monoid without a lift.
+Fields lift_at(const ast::MonoidDecl& m, const std::vector<ast::Expr>& args);
+// combine(a, b), field by field.
+Fields combine_at(const ast::MonoidDecl& m, const Fields& a, const Fields& b);
+// Reverse mode through combine(a, b): given the adjoints of its result's fields (`seeds`), those of
+// a's fields and of b's (fields no adjoint reaches are absent).
+std::variant<std::pair<Fields, Fields>, Failure> combine_adjoints(const ast::MonoidDecl& m, const Fields& a,
+                                                                  const Fields& b, const Fields& seeds);
+
 // ---- the derivative (grad_reverse.cpp) ----------------------------------------------------
 struct Request {
-  std::string name;              // the derived op's
-  std::vector<std::string> wrt;  // inputs of the forward op, float
-  std::string of;                // the forward op's name, for the doc comment
-  std::vector<std::string> saved;  // tensors of the flat op taken as inputs, not recomputed
+  std::string name;                                       // the derived op's
+  std::vector<std::string> wrt;                           // inputs of the forward op, float
+  std::string of;                                         // the forward op's name, for the doc comment
+  std::vector<std::string> saved;                         // tensors of the flat op taken as inputs, not recomputed
+  std::map<std::string, const ast::MonoidDecl*> monoids;  // the user monoids in scope
 };
 
 // The derived op's source text: `op NAME(inputs, saved, d<outputs>) -> (d<wrt>) { ... }`.

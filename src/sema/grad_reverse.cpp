@@ -128,9 +128,10 @@ class Reverse {
   }
 
   std::optional<Failure> backward(const Line& l) {
-    if (l.is_let || !active_.count(l.name) || dropped_.count(l.name) || contributions_[l.name].empty())
-      return std::nullopt;
-    if (const Tensor& t = f_.tensors.at(l.name); !t.carrier.empty()) return through_carrier(l.value.range, t);
+    if (l.is_let || !active_.count(l.name) || dropped_.count(l.name)) return std::nullopt;
+    const Tensor& t = f_.tensors.at(l.name);
+    if (!t.carrier.empty()) return through_monoid(l, t);
+    if (contributions_[l.name].empty()) return std::nullopt;
     // The adjoint, materialized unless it leaves one of the statement's variables unsized (then
     // it is used in place: dl[n] is not a tensor of shape [N, C]).
     Expr adjoint = total(l.name);
@@ -162,10 +163,73 @@ class Reverse {
     return visit(body, g, &l, l.value.kind == ExprKind::Reduce ? nullptr : &l, scope, where);
   }
 
-  static Failure through_carrier(SourceRange at, const Tensor& t) {
-    return Failure{at, fmt::format("grad: no derivative rule for a reduction by the user monoid {} yet", t.carrier),
-                   "write the reduction with the built-in ones (sum, max, min) for now: std.nn's logsumexp and sdpa "
-                   "show the two-pass forms"};
+  static Failure through_carrier(SourceRange at, const Tensor& t, const std::string& why) {
+    return Failure{at, fmt::format("grad: no derivative rule through the user monoid {} yet: {}", t.carrier, why),
+                   "write the reduction with the built-in ones (sum, max, min) for now: std.nn's sdpa is the two-pass "
+                   "form of sdpa_explicit's softmax_pv"};
+  }
+
+  // A reduction by a user monoid, r = x_1 + ... + x_n in its combine +: element a's adjoint is
+  // reverse mode through r = combine(combine(prefix_a, x_a), suffix_a), the prefix and the suffix
+  // reductions over the axis before and after a (so only associativity is used: the proved law).
+  std::optional<Failure> through_monoid(const Line& l, const Tensor& t) {
+    auto decl = request_.monoids.find(t.carrier);
+    if (decl == request_.monoids.end()) return through_carrier(l.value.range, t, "its declaration is not in scope");
+    const ast::MonoidDecl& m = *decl->second;
+    if (auto why = combine_unsupported(m)) return through_carrier(l.value.range, t, *why);
+    if (l.value.axes.size() != 1) return through_carrier(l.value.range, t, "it reduces several axes at once");
+    // The adjoint of each field of the result, over the statement's variables.
+    Fields seeds;
+    for (const ast::Field& f : m.fields) {
+      const std::string key = l.name + "." + f.name.name;
+      if (contributions_[key].empty()) continue;
+      Expr adjoint = total(key);
+      bool sized = true;
+      for (const std::string& v : l.vars) sized = sized && sizes_var(adjoint, v);
+      if (sized && !plain_read(adjoint)) {
+        const std::string d = fresh(adjoint_name(l.name + "_" + f.name.name, taken_));
+        adjoint_lines_.push_back({false, d, l.vars, std::move(adjoint), {}});
+        seeds[f.name.name] = read(d, l.vars);
+      } else {
+        seeds[f.name.name] = sized ? std::move(adjoint) : freshen(adjoint);
+      }
+    }
+    if (seeds.empty()) return std::nullopt;
+    const std::string axis = l.value.axes[0].name;
+    std::optional<Expr> where;
+    if (!l.value.where_.empty()) where = l.value.where_[0];
+    // The prefix and suffix of element `axis`: the reduction over another variable on either side.
+    auto side = [&](const char* op) {
+      const std::string other = fresh(axis + "2");
+      const std::map<std::string, std::string> renames{{axis, other}};
+      std::vector<Expr> conditions{compare(op, name(other), name(axis))};
+      if (where) conditions.push_back(rename(*where, renames));
+      Expr r = reduce(l.value.text, {other}, all_of(std::move(conditions)), num(0));
+      r.args.clear();  // the reduction's arguments, however many its lift takes
+      for (const Expr& a : l.value.args) r.args.push_back(rename(a, renames));
+      Fields out;
+      for (const ast::Field& f : m.fields) {
+        Expr field;
+        field.kind = ExprKind::Field;
+        field.text = f.name.name;
+        field.args.push_back(r);
+        out[f.name.name] = std::move(field);
+      }
+      return out;
+    };
+    const Fields prefix = side("<"), suffix = side(">");
+    const Fields element = lift_at(m, l.value.args);
+    const Fields upto = combine_at(m, prefix, element);
+    auto outer = combine_adjoints(m, upto, suffix, seeds);
+    if (auto* failure = std::get_if<Failure>(&outer)) return *failure;
+    auto inner = combine_adjoints(m, prefix, element, std::get<0>(outer).first);
+    if (auto* failure = std::get_if<Failure>(&inner)) return *failure;
+    // Through lift, to the reads in the reduction's arguments.
+    std::vector<std::string> scope = l.vars;
+    scope.push_back(axis);
+    for (const auto& [field, adjoint] : std::get<0>(inner).second)
+      if (auto failure = visit(element.at(field), adjoint, &l, nullptr, scope, where)) return failure;
+    return std::nullopt;
   }
 
   // max and min pass their adjoint to the positions that attain the result, split evenly among ties.
@@ -192,13 +256,21 @@ class Reverse {
           std::vector<Expr> indices(e.args.begin() + 1, e.args.end());
           return contribute(e.args[0].text, indices, g, *line, scope, where);
         }
-        return visit(e.args[0], g, line, nullptr, scope, where);  // a carrier's vector field: r.o[e]
-      case ExprKind::Name: return contribute(e.text, {}, g, *line, scope, where);
-      case ExprKind::Field: {  // a carrier's field: r.m, r.o[e]
-        const Expr& base = e.args[0].kind == ExprKind::Index ? e.args[0].args[0] : e.args[0];
-        if (auto t = f_.tensors.find(base.text); base.kind == ExprKind::Name && t != f_.tensors.end())
-          return through_carrier(e.range, t->second);
+        if (e.args[0].kind == ExprKind::Field)  // a carrier's vector field: r.o[e]
+          if (const Expr& base = e.args[0].args[0]; base.kind == ExprKind::Name || base.kind == ExprKind::Index) {
+            const Expr& t = base.kind == ExprKind::Index ? base.args[0] : base;
+            if (auto it = f_.tensors.find(t.text); it != f_.tensors.end())
+              return through_carrier(e.range, it->second, "its vector fields");
+          }
         break;
+      case ExprKind::Name: return contribute(e.text, {}, g, *line, scope, where);
+      case ExprKind::Field: {  // a carrier's field: r.m
+        const Expr& read = e.args[0];
+        const Expr& base = read.kind == ExprKind::Index ? read.args[0] : read;
+        if (base.kind != ExprKind::Name || !f_.tensors.count(base.text)) break;
+        std::vector<Expr> indices;
+        if (read.kind == ExprKind::Index) indices.assign(read.args.begin() + 1, read.args.end());
+        return contribute(base.text, indices, g, *line, scope, where, e.text);
       }
       case ExprKind::Unary:
       case ExprKind::Binary:
@@ -220,9 +292,10 @@ class Reverse {
   }
 
   // A read u[indices] in statement `l` received `g`: its share of u's adjoint, over u's variables.
+  // `field`: the read is of a carrier's field (r.m): its share goes to that field's adjoint.
   std::optional<Failure> contribute(const std::string& u, const std::vector<Expr>& indices, const Expr& g,
                                     const Line& l, const std::vector<std::string>& scope,
-                                    const std::optional<Expr>& where) {
+                                    const std::optional<Expr>& where, const std::string& field = "") {
     if (!active_.count(u) || dropped_.count(u)) return std::nullopt;
     const Tensor& t = f_.tensors.at(u);
     std::map<std::string, std::string> renames;
@@ -284,7 +357,8 @@ class Reverse {
       share = reduce("sum", summed, std::move(condition), std::move(share));
     else if (condition)
       share = call("select", {std::move(*condition), std::move(share), num(0)});
-    contributions_[u].push_back({std::move(share), domain.empty() ? std::nullopt : std::optional(all_of(domain))});
+    contributions_[field.empty() ? u : u + "." + field].push_back(
+        {std::move(share), domain.empty() ? std::nullopt : std::optional(all_of(domain))});
     return std::nullopt;
   }
 

@@ -135,6 +135,38 @@ TEST_CASE("grad: std.nn's ops against finite differences") {
   check_gradient("std.nn", "sdpa_gqa", "B=1,H=4,KH=2,S=3,T=4,D=3,E=2");
 }
 
+TEST_CASE("grad: reductions by user monoids, through their combine, against finite differences") {
+  check_gradient("std.nn", "logsumexp_online", "N=3,C=7");
+  // Welford's carrier (n, mean, M2): the combine's divisions and selects.
+  check_gradient("std.monoids", "variance", "N=3,C=6", {}, R"(
+op variance(x: f32[N, C]) -> (v: f32[N], mean: f32[N]) {
+  r[n] = welford(c: x[n, c]);
+  v[n] = r.q / r.n;
+  mean[n] = r.u;
+})");
+  // A monoid of the file's own, associative but not commutative (the first maximum's value and
+  // the sum of the values after it), with a lift of two arguments.
+  check_gradient("std.monoids", "peaks", "N=3,C=7", {}, R"(
+monoid last_sum(v: f32, s: f32) {
+  identity = (0, 0);
+  lift(x: f32, w: f32) = (x, x * w);
+  combine(a, b) {
+    yield (a.v + b.v, a.s * exp(b.v) + b.s);
+  }
+}
+op peaks(x: f32[N, C], w: f32[C]) -> (y: f32[N]) {
+  r[n] = last_sum(c: x[n, c], w[c]);
+  v[n] = r.v;
+  y[n] = r.s + sin2(v)[n];
+}
+op sin2(z: f32[N]) -> (y: f32[N]) {
+  y[n] = tanh(z[n]) * z[n];
+})");
+  // Not yet: a vector field (softmax_pv's o), located at the read.
+  auto r = check_exact("import std.nn;\nop a = grad(sdpa_explicit);\n");
+  CHECK(r->codes() == "E067");
+}
+
 TEST_CASE("grad: saved forward tensors instead of recomputed ones, against finite differences") {
   check_gradient("std.nn", "layernorm", "N=3,C=7", {"mean", "rstd"});
   // Attention saving o and the softmax statistics, FlashAttention-2's memory: the backward
