@@ -1126,7 +1126,11 @@ class OpCompiler : public ExprCompiler {
   }
 
   NodePtr call_other(const ast::Expr& e) override {
-    if (callee_of(run_.program, e)) fail(fmt::format("the result of op {} is a tensor; index it", e.text));
+    if (callee_of(run_.program, e)) {  // a scalar output, read bare: mean_of(x)
+      const Stored& t = call_output(run_, e, "");
+      if (!t.shape.empty()) fail(fmt::format("the result of op {} is a tensor; index it", e.text));
+      return load(t, {});
+    }
     return ExprCompiler::call_other(e);
   }
 

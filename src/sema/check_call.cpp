@@ -124,9 +124,11 @@ std::optional<TensorView> OpChecker::op_call(const ast::Expr& call, const ast::E
 
 Type OpChecker::call_other(const ast::Expr& e) {
   if (globals_.ops.count(e.text)) {
-    op_call(e, nullptr);
+    const std::optional<TensorView> view = op_call(e, nullptr);
+    if (view && view->shape.empty()) return view->elem;  // a scalar output reads bare: mean_loss(x, t)
+    const size_t rank = view && !view->elem.is_error() ? view->shape.size() : 2;
     diags_.error("E045", e.range, fmt::format("the result of op {} is a tensor; index it", e.text))
-        .hint(fmt::format("write {}(...)[i, j]", e.text));
+        .hint(fmt::format("write {}", lhs_example(e.text + "(...)", rank)));
     return Type::error();
   }
   if (find_builtin_reduction(e.text) || globals_.monoids.count(e.text)) {

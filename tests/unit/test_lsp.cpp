@@ -111,6 +111,22 @@ TEST_CASE("lsp analysis: columns in UTF-16 code units past non-ASCII comments") 
   CHECK((*h)["contents"]["value"] == "`y: f32[N]` (output of f)");
 }
 
+TEST_CASE("lsp analysis: a derived op's hover is its derived signature, its definition the grad line") {
+  const std::string text =
+      "import std.nn;\nop softmax_bwd = grad(softmax);\nop twice(x: f16[N, C], dy: f16[N, C]) -> "
+      "(z: f16[N, C]) {\n  z[n, c] = softmax_bwd(x, dy)[n, c] * 2;\n}\n";
+  Analysis a("/tmp/g.emmy", text, kStdlib);
+  CHECK(a.diagnostics().empty());
+  std::optional<json> h = a.hover({3, 14});  // softmax_bwd in the call
+  REQUIRE(h);
+  CHECK((*h)["contents"]["value"].get<std::string>().find(
+            "op softmax_bwd(x: f16[N, C], dy: f16[N, C]) -> (dx: f16[N, C])") != std::string::npos);
+  std::optional<json> def = a.definition({3, 14});
+  REQUIRE(def);
+  CHECK((*def)["uri"].get<std::string>().ends_with("/tmp/g.emmy"));
+  CHECK((*def)["range"]["start"] == json{{"line", 1}, {"character", 3}});
+}
+
 TEST_CASE("lsp analysis: hover, definition, completion, formatting") {
   Analysis a("/tmp/doc.emmy", kText, kStdlib);
   CHECK(a.diagnostics().empty());

@@ -113,6 +113,10 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   K size = size_value(axis.size);
   if (std::find(cache_sizes_.begin(), cache_sizes_.end(), axis.size) == cache_sizes_.end())
     cache_sizes_.push_back(axis.size);
+  // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
+  // one dim has no row stride to check it by): the vector body is chosen at run time then.
+  if (w > 1 && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
+    cache_conds_.push_back(size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
   int step = n * w;
