@@ -167,6 +167,12 @@ op sin2(z: f32[N]) -> (y: f32[N]) {
   CHECK(r->codes() == "E067");
 }
 
+TEST_CASE("grad: second derivatives (a derived op derived again) against finite differences") {
+  check_gradient("std.nn", "softmax_bwd", "N=3,C=7", {}, "op softmax_bwd = grad(softmax);");
+  check_gradient("std.nn", "rmsnorm_bwd", "N=3,C=6", {}, "op rmsnorm_bwd = grad(rmsnorm);");
+  check_gradient("std.nn", "gelu_bwd", "N=2,C=5", {}, "op gelu_bwd = grad(gelu);");
+}
+
 TEST_CASE("grad: saved forward tensors instead of recomputed ones, against finite differences") {
   check_gradient("std.nn", "layernorm", "N=3,C=7", {"mean", "rstd"});
   // Attention saving o and the softmax statistics, FlashAttention-2's memory: the backward
