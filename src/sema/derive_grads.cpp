@@ -69,8 +69,10 @@ class Deriver {
   uint32_t derive(const ast::GradDecl& g, size_t module, uint32_t next_id) {
     if (g.fn.name != "grad") return next_id;  // the parser said so
     if (globals_.ops.count(g.name.name)) {
+      auto earlier = declared_.find(g.name.name);  // a derived op's name is at its grad line
       diags_.error("E011", g.name.range, fmt::format("op '{}' is already defined", g.name.name))
-          .note(globals_.ops.at(g.name.name)->name.range, "first defined here")
+          .note(earlier != declared_.end() ? earlier->second : globals_.ops.at(g.name.name)->name.range,
+                "first defined here")
           .hint("rename one of them");
       return next_id;
     }
@@ -107,6 +109,7 @@ class Deriver {
     const ast::OpDecl& op = std::get<ast::OpDecl>(m.derived.back().items[0]);
     globals_.ops[op.name.name] = &op;
     globals_.op_module[op.name.name] = module;
+    declared_[op.name.name] = g.name.range;
     return next_id;
   }
 
@@ -178,6 +181,7 @@ class Deriver {
   const std::map<std::string, CheckedMonoid>& monoids_;
   Diagnostics& diags_;
   std::map<std::string, std::optional<CheckedOp>> scratch_;
+  std::map<std::string, SourceRange> declared_;  // a derived op's name in its grad declaration
 };
 
 }  // namespace

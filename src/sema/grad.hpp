@@ -40,6 +40,8 @@ ast::Expr neg(ast::Expr a);
 bool is_number(const ast::Expr& e, double v);
 // Every Name in `renames` replaced, and reduction axes, but not the tensor a read names.
 ast::Expr rename(const ast::Expr& e, const std::map<std::string, std::string>& renames);
+// Whether `v` is a plain index of some tensor read in `e` (sema can size it there).
+bool indexes(const ast::Expr& e, const std::string& v);
 // The names an expression mentions (Names, reduction axes and the bases of reads).
 void names_in(const ast::Expr& e, std::set<std::string>& out);
 // .emmy source of an expression, parenthesized only where precedence needs it.

@@ -175,6 +175,15 @@ Expr rename(const Expr& e, const std::map<std::string, std::string>& renames) {
   return out;
 }
 
+bool indexes(const Expr& e, const std::string& v) {
+  if (e.kind == ExprKind::Index)
+    for (size_t k = 1; k < e.args.size(); ++k)
+      if (e.args[k].kind == ExprKind::Name && e.args[k].text == v) return true;
+  for (const Expr& a : e.args)
+    if (indexes(a, v)) return true;
+  return false;
+}
+
 void names_in(const Expr& e, std::set<std::string>& out) {
   if (e.kind == ExprKind::Name) out.insert(e.text);
   for (const ast::Ident& a : e.axes) out.insert(a.name);

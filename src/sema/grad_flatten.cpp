@@ -238,6 +238,10 @@ class Flattener {
     Vars free;
     for (const auto& [v, size] : vars)
       if (used.count(v)) free.emplace_back(v, size);
+    // A variable only its `where` or index arithmetic mentions (sum(j where j <= i: x[j]),
+    // max(l: x[k - 1, l])) could not be sized in a statement of its own: the reduction stays.
+    for (const auto& [v, _] : free)
+      if (!indexes(e, v)) return e;
     std::string n = fmt::format("{}_{}", stmt, e.text);
     for (int k = 2; out_.tensors.count(n) || taken_hoisted_.count(n); ++k) n = fmt::format("{}_{}{}", stmt, e.text, k);
     taken_hoisted_.insert(n);

@@ -22,16 +22,6 @@ std::string adjoint_name(const std::string& tensor, const std::set<std::string>&
 
 namespace {
 
-// Whether `v` indexes some tensor read in `e` (so sema can size it there).
-bool sizes_var(const Expr& e, const std::string& v) {
-  if (e.kind == ExprKind::Index)
-    for (size_t k = 1; k < e.args.size(); ++k)
-      if (e.args[k].kind == ExprKind::Name && e.args[k].text == v) return true;
-  for (const Expr& a : e.args)
-    if (sizes_var(a, v)) return true;
-  return false;
-}
-
 class Reverse {
  public:
   Reverse(const Straight& f, const Request& r) : f_(f), request_(r), taken_(f.names) {}
@@ -136,7 +126,7 @@ class Reverse {
     // it is used in place: dl[n] is not a tensor of shape [N, C]).
     Expr adjoint = total(l.name);
     bool sized = true;
-    for (const std::string& v : l.vars) sized = sized && sizes_var(adjoint, v);
+    for (const std::string& v : l.vars) sized = sized && indexes(adjoint, v);
     Expr g;
     if (sized && plain_read(adjoint)) {
       g = std::move(adjoint);  // an output's adjoint that is its seed alone: no copy
@@ -185,7 +175,7 @@ class Reverse {
       if (contributions_[key].empty()) continue;
       Expr adjoint = total(key);
       bool sized = true;
-      for (const std::string& v : l.vars) sized = sized && sizes_var(adjoint, v);
+      for (const std::string& v : l.vars) sized = sized && indexes(adjoint, v);
       if (sized && !plain_read(adjoint)) {
         const std::string d = fresh(adjoint_name(l.name + "_" + f.name.name, taken_));
         adjoint_lines_.push_back({false, d, l.vars, std::move(adjoint), {}});
@@ -285,10 +275,35 @@ class Reverse {
             if (auto failure = visit(e.args[k], *(*adjoints)[k], line, nullptr, scope, where)) return failure;
         return std::nullopt;
       }
+      case ExprKind::Reduce: return through_nested(e, g, line, scope, where);
       default: break;
     }
     return Failure{e.range, "grad: no derivative rule for this expression",
                    "compute it from operations with derivatives (docs/language.md, \"Derived ops\")"};
+  }
+
+  // A reduction left inside its statement (flatten keeps one whose variables only its `where` or
+  // index arithmetic mention: a statement of its own could not size them): its body receives `g`
+  // under the reduction's axes and `where`; a max or min's, at the positions attaining it.
+  std::optional<Failure> through_nested(const Expr& e, const Expr& g, const Line* line,
+                                        const std::vector<std::string>& scope, const std::optional<Expr>& where) {
+    if ((e.text != "sum" && e.text != "max" && e.text != "min") || e.args.size() != 1)
+      return Failure{e.range, fmt::format("grad: no derivative rule for a reduction by {} yet", e.text),
+                     "sum, max and min reductions are derived; write this one with them"};
+    std::vector<std::string> inner = scope;
+    std::vector<std::string> axes;
+    for (const ast::Ident& a : e.axes) inner.push_back(a.name), axes.push_back(a.name);
+    std::optional<Expr> w = where;
+    if (!e.where_.empty()) w = w ? all_of({*w, e.where_[0]}) : e.where_[0];
+    Expr seed = g;
+    if (e.text != "sum") {  // the reduction and its tie count recomputed, their axes renamed apart
+      const Expr hit = compare("==", e.args[0], freshen(e));
+      std::optional<Expr> own;
+      if (!e.where_.empty()) own = e.where_[0];
+      const Expr ties = freshen(reduce("sum", axes, own, call("select", {hit, real(1), real(0)})));
+      seed = call("select", {hit, div(g, ties), num(0)});
+    }
+    return visit(e.args[0], seed, line, nullptr, inner, w);
   }
 
   // A read u[indices] in statement `l` received `g`: its share of u's adjoint, over u's variables.
@@ -320,13 +335,15 @@ class Reverse {
       renames[v] = n;
       free.push_back(n);
     }
-    Expr share = rename(g, renames);
-    for (Expr& c : conditions) c = rename(c, renames);
-    if (where) conditions.push_back(rename(*where, renames));
+    // Reductions inside the share (a factor recomputed: min(l: ...)) get axes of their own first, so
+    // that no summed or target variable is captured by one.
+    Expr share = rename(freshen(g), renames);
+    for (Expr& c : conditions) c = rename(freshen(c), renames);
+    if (where) conditions.push_back(rename(freshen(*where), renames));
     // A summed variable nothing in the share sizes: the share is the same at each of its values.
     std::vector<std::string> summed;
     for (const std::string& v : free) {
-      if (sizes_var(share, v)) {
+      if (indexes(share, v)) {
         summed.push_back(v);
         continue;
       }

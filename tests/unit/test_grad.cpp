@@ -167,6 +167,23 @@ op sin2(z: f32[N]) -> (y: f32[N]) {
   CHECK(r->codes() == "E067");
 }
 
+TEST_CASE("grad: reductions kept inside their statements (variables only a where or index arithmetic sizes)") {
+  const std::string ops = R"(
+op window(x: f32[S], scale: f32[S]) -> (y: f32[S]) {
+  y[i] = sum(j where j <= i && i - j <= 3: x[j]) * scale[i];
+}
+op prefix_max(x: f32[N, C]) -> (s: f32[N]) {
+  s[n] = sum(k: x[n, k] * max(l where l <= k: x[n, l]));
+}
+op shifted(w: f32[N, N], x: f32[N, C]) -> (y: f32[N]) {
+  y[n] = sum(k where k >= 1: w[n, k] * max(l: x[k - 1, l]) * min(l: x[k - 1, l]));
+}
+)";
+  check_gradient("std.nn", "window", "S=9", {}, ops);
+  check_gradient("std.nn", "prefix_max", "N=3,C=6", {}, ops);
+  check_gradient("std.nn", "shifted", "N=5,C=4", {}, ops);
+}
+
 TEST_CASE("grad: second derivatives (a derived op derived again) against finite differences") {
   check_gradient("std.nn", "softmax_bwd", "N=3,C=7", {}, "op softmax_bwd = grad(softmax);");
   check_gradient("std.nn", "rmsnorm_bwd", "N=3,C=6", {}, "op rmsnorm_bwd = grad(rmsnorm);");
