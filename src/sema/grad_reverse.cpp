@@ -412,6 +412,10 @@ class Reverse {
     std::string text = fmt::format("/// The derivative of {} with respect to {}{}: derived by `grad`.\n", request_.of,
                                    fmt::join(request_.wrt, ", "),
                                    saved.empty() ? "" : fmt::format(", given {}", fmt::join(request_.saved, ", ")));
+    for (const std::string& m : dropped_)
+      text += fmt::format(
+          "/// No adjoint through {}: the outputs are unchanged when it shifts ({} -> {} + c, traced and proved).\n", m,
+          m, m);
     text += fmt::format("op {}({}) -> ({}) {{\n", request_.name, fmt::join(params, ", "), fmt::join(results, ", "));
     auto statement = [&](const Line& l) {
       if (l.is_let) return fmt::format("  let {} = {};\n", l.name, source(l.value));
