@@ -15,10 +15,12 @@ not yet run.
 import argparse
 import json
 import math
-import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fold_variants import timed  # noqa: E402  (the median of n launches, L2 flushed before each)
 
 SOURCE = """
 import std.nn;
@@ -66,27 +68,6 @@ def check(torch, name, got, want):
     return {"case": name, "max_abs_err": worst, "elements_off": bad, "ok": bad == 0}
 
 
-class Timer:
-    def __init__(self, torch):
-        self.torch = torch
-        self.buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-
-    def median_us(self, fn, n=20):
-        torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(n):
-            self.buf.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) * 1e3)
-        return statistics.median(times)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", action="append", default=[], metavar="B,H,S,D")
@@ -106,7 +87,6 @@ def main():
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape] or [(1, 8, 1024, 64), (1, 8, 4096, 64),
                                                                            (4, 16, 4096, 128)]
     program = emmy.compile(SOURCE, name="step12_backward.emmy")
-    timer = Timer(torch)
     rows = []
     for B, H, S, D in shapes:
         torch.manual_seed(0)
@@ -130,7 +110,7 @@ def main():
                 row["first_call_s"] = first_s
                 if first_s < FIRST_CALL_CAP_S:
                     launch = op.bind(*inputs, out=out)
-                    row["median_us"] = timer.median_us(launch, n=5 if first_s > 1 else 20)
+                    row["median_us"] = timed(torch, launch, n=5 if first_s > 1 else 20)
                     row["tflops"] = flops / row["median_us"] / 1e6
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -143,8 +123,8 @@ def main():
                         o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
                         grads = torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True)
                         row = check(torch, f"torch {backend.name} {label}", grads, want)
-                        row["median_us"] = timer.median_us(
-                            lambda: torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True))
+                        row["median_us"] = timed(
+                            torch, lambda: torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True))
                 except RuntimeError as e:
                     row = {"case": f"torch {backend.name} {label}", "error": str(e).splitlines()[0]}
                 if "median_us" in row:
@@ -159,7 +139,7 @@ def main():
                 o = flex(qg, kg, vg, block_mask=mask)
                 grads = torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True)
                 row = check(torch, f"flex {label}", grads, want)
-                row["median_us"] = timer.median_us(lambda: torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True))
+                row["median_us"] = timed(torch, lambda: torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True))
                 row["tflops"] = flops / row["median_us"] / 1e6
             except Exception as e:  # FlexAttention's compile may fail on an install: say so, go on
                 row = {"case": f"flex {label}", "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
