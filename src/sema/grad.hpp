@@ -90,18 +90,23 @@ Straight flatten(const CheckedOp& op, const CheckedLookup& callees);
 bool outputs_shift_invariant(const Straight& f, const std::string& candidate);
 
 // ---- user monoids (grad_monoid.cpp) -------------------------------------------------------
-// A carrier's fields as expressions, by name.
+// A carrier's fields as expressions, by name; a vector field's as its element at the variable
+// VectorVars names for it (o -> e: a.o[e]).
 using Fields = std::map<std::string, ast::Expr>;
-// Why reverse mode cannot go through the monoid's combine yet (a vector field), or nullopt.
+using VectorVars = std::map<std::string, std::string>;
+// Why reverse mode cannot go through the monoid's combine yet, or nullopt.
 std::optional<std::string> combine_unsupported(const ast::MonoidDecl& m);
-// An element's fields: lift(args), or the arguments themselves for a monoid without a lift.
-Fields lift_at(const ast::MonoidDecl& m, const std::vector<ast::Expr>& args);
+// An element's fields: lift(args), or the arguments themselves for a monoid without a lift (a
+// vector field's slice `v[j, :]` taken at its variable: v[j, e]).
+Fields lift_at(const ast::MonoidDecl& m, const std::vector<ast::Expr>& args, const VectorVars& vv);
 // combine(a, b), field by field.
-Fields combine_at(const ast::MonoidDecl& m, const Fields& a, const Fields& b);
+Fields combine_at(const ast::MonoidDecl& m, const Fields& a, const Fields& b, const VectorVars& vv);
 // Reverse mode through combine(a, b): given the adjoints of its result's fields (`seeds`), those of
-// a's fields and of b's (fields no adjoint reaches are absent).
+// a's fields and of b's (fields no adjoint reaches are absent); what a scalar field receives from
+// a vector field's elements is summed over them.
 std::variant<std::pair<Fields, Fields>, Failure> combine_adjoints(const ast::MonoidDecl& m, const Fields& a,
-                                                                  const Fields& b, const Fields& seeds);
+                                                                  const Fields& b, const Fields& seeds,
+                                                                  const VectorVars& vv);
 
 // ---- the derivative (grad_reverse.cpp) ----------------------------------------------------
 struct Request {

@@ -155,8 +155,23 @@ class Reverse {
 
   static Failure through_carrier(SourceRange at, const Tensor& t, const std::string& why) {
     return Failure{at, fmt::format("grad: no derivative rule through the user monoid {} yet: {}", t.carrier, why),
-                   "write the reduction with the built-in ones (sum, max, min) for now: std.nn's sdpa is the two-pass "
-                   "form of sdpa_explicit's softmax_pv"};
+                   "reduce one axis at a time (logsumexp(c: logsumexp(k: ...)) needs its own carrier), or write "
+                   "the reduction with the built-in ones (sum, max, min)"};
+  }
+
+  // The variable a carrier's vector fields' elements are taken at (r.o[e]), one a carrier.
+  std::string vector_var(const std::string& key) {
+    auto it = vector_vars_.find(key);
+    if (it != vector_vars_.end()) return it->second;
+    return vector_vars_[key] = fresh("e");
+  }
+
+  static Expr read_at_field(Expr field, const std::string& var) {
+    Expr e;
+    e.kind = ExprKind::Index;
+    e.args.push_back(std::move(field));
+    e.args.push_back(name(var));
+    return e;
   }
 
   // A reduction by a user monoid, r = x_1 + ... + x_n in its combine +: element a's adjoint is
@@ -169,17 +184,23 @@ class Reverse {
     if (auto why = combine_unsupported(m)) return through_carrier(l.value.range, t, *why);
     if (l.value.axes.size() != 1) return through_carrier(l.value.range, t, "it reduces several axes at once");
     // The adjoint of each field of the result, over the statement's variables.
+    // Vector fields' elements are taken at one variable (e of o: f32[E]).
+    VectorVars vv;
+    for (const ast::Field& f : m.fields)
+      if (f.vector_dim) vv[f.name.name] = vector_var(l.name);
     Fields seeds;
     for (const ast::Field& f : m.fields) {
       const std::string key = l.name + "." + f.name.name;
       if (contributions_[key].empty()) continue;
+      std::vector<std::string> vars = l.vars;
+      if (f.vector_dim) vars.push_back(vv.at(f.name.name));
       Expr adjoint = total(key);
       bool sized = true;
-      for (const std::string& v : l.vars) sized = sized && indexes(adjoint, v);
+      for (const std::string& v : vars) sized = sized && indexes(adjoint, v);
       if (sized && !plain_read(adjoint)) {
         const std::string d = fresh(adjoint_name(l.name + "_" + f.name.name, taken_));
-        adjoint_lines_.push_back({false, d, l.vars, std::move(adjoint), {}});
-        seeds[f.name.name] = read(d, l.vars);
+        adjoint_lines_.push_back({false, d, vars, std::move(adjoint), {}});
+        seeds[f.name.name] = read(d, vars);
       } else {
         seeds[f.name.name] = sized ? std::move(adjoint) : freshen(adjoint);
       }
@@ -203,22 +224,24 @@ class Reverse {
         field.kind = ExprKind::Field;
         field.text = f.name.name;
         field.args.push_back(r);
-        out[f.name.name] = std::move(field);
+        out[f.name.name] = f.vector_dim ? read_at_field(std::move(field), vv.at(f.name.name)) : std::move(field);
       }
       return out;
     };
     const Fields prefix = side("<"), suffix = side(">");
-    const Fields element = lift_at(m, l.value.args);
-    const Fields upto = combine_at(m, prefix, element);
-    auto outer = combine_adjoints(m, upto, suffix, seeds);
+    const Fields element = lift_at(m, l.value.args, vv);
+    const Fields upto = combine_at(m, prefix, element, vv);
+    auto outer = combine_adjoints(m, upto, suffix, seeds, vv);
     if (auto* failure = std::get_if<Failure>(&outer)) return *failure;
-    auto inner = combine_adjoints(m, prefix, element, std::get<0>(outer).first);
+    auto inner = combine_adjoints(m, prefix, element, std::get<0>(outer).first, vv);
     if (auto* failure = std::get_if<Failure>(&inner)) return *failure;
-    // Through lift, to the reads in the reduction's arguments.
-    std::vector<std::string> scope = l.vars;
-    scope.push_back(axis);
-    for (const auto& [field, adjoint] : std::get<0>(inner).second)
+    // Through lift, to the reads in the reduction's arguments (a vector field's at its variable).
+    for (const auto& [field, adjoint] : std::get<0>(inner).second) {
+      std::vector<std::string> scope = l.vars;
+      scope.push_back(axis);
+      if (auto v = vv.find(field); v != vv.end()) scope.push_back(v->second);
       if (auto failure = visit(element.at(field), adjoint, &l, nullptr, scope, where)) return failure;
+    }
     return std::nullopt;
   }
 
@@ -247,10 +270,14 @@ class Reverse {
           return contribute(e.args[0].text, indices, g, *line, scope, where);
         }
         if (e.args[0].kind == ExprKind::Field)  // a carrier's vector field: r.o[e]
-          if (const Expr& base = e.args[0].args[0]; base.kind == ExprKind::Name || base.kind == ExprKind::Index) {
-            const Expr& t = base.kind == ExprKind::Index ? base.args[0] : base;
-            if (auto it = f_.tensors.find(t.text); it != f_.tensors.end())
-              return through_carrier(e.range, it->second, "its vector fields");
+          if (const Expr& read = e.args[0].args[0]; read.kind == ExprKind::Name || read.kind == ExprKind::Index) {
+            const Expr& base = read.kind == ExprKind::Index ? read.args[0] : read;
+            if (base.kind == ExprKind::Name && f_.tensors.count(base.text)) {
+              std::vector<Expr> indices;
+              if (read.kind == ExprKind::Index) indices.assign(read.args.begin() + 1, read.args.end());
+              indices.push_back(e.args.at(1));
+              return contribute(base.text, indices, g, *line, scope, where, e.args[0].text);
+            }
           }
         break;
       case ExprKind::Name: return contribute(e.text, {}, g, *line, scope, where);
@@ -312,7 +339,9 @@ class Reverse {
                                     const Line& l, const std::vector<std::string>& scope,
                                     const std::optional<Expr>& where, const std::string& field = "") {
     if (!active_.count(u) || dropped_.count(u)) return std::nullopt;
-    const Tensor& t = f_.tensors.at(u);
+    // A vector field's element r.o[e]: its adjoint has the carrier's variables and one more.
+    std::vector<std::string> vars = f_.tensors.at(u).vars;
+    if (indices.size() > vars.size()) vars.push_back(vector_var(u));
     std::map<std::string, std::string> renames;
     std::set<std::string> bound;
     std::vector<Expr> conditions;
@@ -321,14 +350,14 @@ class Reverse {
       const bool plain = i.kind == ExprKind::Name && std::find(scope.begin(), scope.end(), i.text) != scope.end() &&
                          !bound.count(i.text);
       if (plain) {
-        renames[i.text] = t.vars[k];
+        renames[i.text] = vars[k];
         bound.insert(i.text);
       } else {
-        conditions.push_back(compare("==", i, name(t.vars[k])));
+        conditions.push_back(compare("==", i, name(vars[k])));
       }
     }
     std::vector<std::string> free;
-    const std::set<std::string> target(t.vars.begin(), t.vars.end());
+    const std::set<std::string> target(vars.begin(), vars.end());
     for (const std::string& v : scope) {
       if (bound.count(v)) continue;
       const std::string n = target.count(v) ? fresh(v) : v;
@@ -440,6 +469,7 @@ class Reverse {
   std::map<std::string, std::vector<Contribution>> contributions_;
   std::vector<std::pair<std::string, std::string>> seeds_in_;  // d<output>: its declared type
   std::vector<Line> adjoint_lines_;
+  std::map<std::string, std::string> vector_vars_;  // a carrier -> the variable of its vector fields' elements
 };
 
 }  // namespace

@@ -162,9 +162,15 @@ op peaks(x: f32[N, C], w: f32[C]) -> (y: f32[N]) {
 op sin2(z: f32[N]) -> (y: f32[N]) {
   y[n] = tanh(z[n]) * z[n];
 })");
-  // Not yet: a vector field (softmax_pv's o), located at the read.
-  auto r = check_exact("import std.nn;\nop a = grad(sdpa_explicit);\n");
-  CHECK(r->codes() == "E067");
+  // A vector field: softmax_pv's o (its elements at one variable; what the scalar fields get from
+  // them summed over it).
+  check_gradient("std.nn", "sdpa_explicit", "B=1,H=2,S=3,T=5,D=4,E=3");
+  check_gradient("std.monoids", "pool", "N=3,T=6,E=4", {}, R"(
+op pool(s: f32[N, T], v: f32[T, E]) -> (o: f32[N, E], z: f32[N]) {
+  r[n] = softmax_pv(t where t != 2: s[n, t] * s[n, t], v[t, :]);
+  o[n, e] = r.o[e] / r.d;
+  z[n] = r.m * r.d;
+})");
 }
 
 TEST_CASE("grad: reductions kept inside their statements (variables only a where or index arithmetic sizes)") {

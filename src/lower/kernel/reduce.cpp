@@ -139,8 +139,11 @@ std::map<std::string, K> KernelBuilder::lift(const Expr& e, const MonoidLowering
   return b;
 }
 
+// A nested reduction's slices are its own (sum(e: softmax_pv(j: s, v[j, :]).o[e] * w[e]): the
+// inner lift's slice is taken at e by the Field read, not at the outer sum's element).
 Expr KernelBuilder::with_elem(const Expr& e, const K& elem) {
   Expr out = tir::map_args(e, [&](const Expr& a) {
+    if (a.kind == Expr::Kind::Reduce) return a;
     if (a.kind != Expr::Kind::Slice) return with_elem(a, elem);
     Expr r = tir::node_of(a);
     r.kind = Expr::Kind::Reg;
