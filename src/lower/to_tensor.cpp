@@ -1,6 +1,7 @@
 // Builds the tensor IR of a checked op: lets substituted, bare names indexed, reduction
 // axes sized, and called ops inlined as statements of their own.
 #include "lower/passes.hpp"
+#include "sema/call_binding.hpp"
 
 #include <cmath>
 #include <limits>
@@ -260,18 +261,14 @@ class TensorBuilder {
     Scope inner;
     inner.op = &callee;
     inner.prefix = fmt::format("{}{}_", call.text, ++calls_);
-    for (size_t k = 0; k < call.args.size(); ++k) {
-      const std::string& arg = call.args[k].text;
-      const ast::Param& p = callee.decl->params[k];
+    const CallBinding binding = bind_call(*scope.op, call, callee);
+    for (const auto& [param, arg] : binding.args)
       // A let passed to a scalar parameter is its value there (a small let has no tensor).
       if (auto let = scope.lets.find(arg); let != scope.lets.end())
-        inner.lets[p.name.name] = let->second;
+        inner.lets[param] = let->second;
       else
-        inner.tensors[p.name.name] = tensor_name(scope, arg);
-      const TensorInfo* at = scope.op->find(arg);
-      for (size_t d = 0; d < p.dims.size() && at; ++d)
-        if (!p.dims[d].is_literal()) inner.sizes[p.dims[d].name] = map_size(scope, at->shape[d]);
-    }
+        inner.tensors[param] = tensor_name(scope, arg);
+    for (const auto& [symbol, s] : binding.sizes) inner.sizes[symbol] = map_size(scope, s);
     return build(inner);
   }
 

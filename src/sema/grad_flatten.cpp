@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sema/call_binding.hpp"
 #include "sema/grad.hpp"
 
 namespace emmy::sema::grad {
@@ -204,22 +205,16 @@ class Flattener {
       Scope inner;
       inner.op = &callee;
       inner.prefix = fmt::format("{}{}_", call.text, ++calls_);
-      for (size_t k = 0; k < call.args.size(); ++k) {
-        const std::string& arg = call.args[k].text;
-        const ast::Param& p = callee.decl->params[k];
+      const CallBinding binding = bind_call(*scope.op, call, callee);
+      for (const auto& [param, arg] : binding.args)
         if (auto let = scope.lets.find(arg); let != scope.lets.end())
-          inner.lets[p.name.name] = let->second;
+          inner.lets[param] = let->second;
         else
-          inner.tensors[p.name.name] = tensor_name(scope, arg);
-        const TensorInfo* at = scope.op->find(arg);
-        for (size_t d = 0; d < p.dims.size() && at && d < at->shape.size(); ++d)
-          if (!p.dims[d].is_literal()) {
-            const Size& s = at->shape[d];
-            inner.sizes[p.dims[d].name] = s.symbol.empty()              ? num(static_cast<double>(s.literal))
-                                          : scope.sizes.count(s.symbol) ? scope.sizes.at(s.symbol)
-                                                                        : name(s.symbol);
-          }
-      }
+          inner.tensors[param] = tensor_name(scope, arg);
+      for (const auto& [symbol, s] : binding.sizes)
+        inner.sizes[symbol] = s.symbol.empty()              ? num(static_cast<double>(s.literal))
+                              : scope.sizes.count(s.symbol) ? scope.sizes.at(s.symbol)
+                                                            : name(s.symbol);
       done = inlined_.emplace(key, body(inner)).first;
     }
     return done->second.at(field.empty() ? callee.decl->outputs.at(0).name.name : field);

@@ -183,11 +183,11 @@ class Reverse {
     const ast::MonoidDecl& m = *decl->second;
     if (auto why = combine_unsupported(m)) return through_carrier(l.value.range, t, *why);
     if (l.value.axes.size() != 1) return through_carrier(l.value.range, t, "it reduces several axes at once");
-    // The adjoint of each field of the result, over the statement's variables.
     // Vector fields' elements are taken at one variable (e of o: f32[E]).
     VectorVars vv;
     for (const ast::Field& f : m.fields)
       if (f.vector_dim) vv[f.name.name] = vector_var(l.name);
+    // The adjoint of each field of the result, over the statement's variables (and e).
     Fields seeds;
     for (const ast::Field& f : m.fields) {
       const std::string key = l.name + "." + f.name.name;
