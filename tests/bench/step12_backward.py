@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Step 12 (issue 27): the derived attention backward on the GPU against torch's, in one process.
 
-Emmy's `grad(sdpa)` and `grad(sdpa_causal)` (each on its auto-schedule; and `saving o, m, l`,
-FlashAttention-2's inputs) are called from Python on torch CUDA tensors, every gradient element
+Emmy's `grad(sdpa)` and `grad(sdpa_causal)` (each on its auto-schedule; and `grad(sdpa) saving o, m, l`,
+FlashAttention-2's inputs: the output and each row's max and sum given) are called from Python on torch CUDA tensors, every gradient element
 (NaN-filled outputs) checked against float64 torch.autograd of the same attention; then each is
 timed (CUDA events, L2 flushed, median) beside torch's SDPA backward on each backend that runs
 (flash, cuDNN, memory-efficient) and FlexAttention's, in TFLOP/s at 2.5x the forward's FLOPs.
@@ -25,17 +25,9 @@ from fold_variants import timed  # noqa: E402  (the median of n launches, L2 flu
 SOURCE = """
 import std.nn;
 
-op attend(q: f16[B, H, S, D], k: f16[B, H, S, D], v: f16[B, H, S, D]) -> (o: f16[B, H, S, D], m: f32[B, H, S], l: f32[B, H, S]) {
-  s[b, h, i, j] = sum(d: q[b, h, i, d] * k[b, h, j, d]) / sqrt(D);
-  m[b, h, i] = max(j: s[b, h, i, j]);
-  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i]);
-  l[b, h, i] = sum(j: p[b, h, i, j]);
-  o[b, h, i, e] = sum(j: p[b, h, i, j] * v[b, h, j, e]) / l[b, h, i];
-}
-
 op sdpa_bwd = grad(sdpa);
 op sdpa_causal_bwd = grad(sdpa_causal);
-op attend_saved_bwd = grad(attend, q, k, v) saving o, m, l;
+op sdpa_saved_bwd = grad(sdpa) saving o, m, l;
 """
 
 FIRST_CALL_CAP_S = 20.0  # a derived op slower than this a call is checked, not timed
@@ -98,7 +90,7 @@ def main():
             variants = [("sdpa_causal_bwd" if causal else "sdpa_bwd", (q, k, v, do))]
             if not causal:
                 saved = (o64.half(), m64.float(), l64.float())
-                variants.append(("attend_saved_bwd", (q, k, v) + saved + (do,)))
+                variants.append(("sdpa_saved_bwd", (q, k, v) + saved + (do,)))
             for opname, inputs in variants:
                 op = program.op(opname)
                 out = [torch.full_like(t, float("nan")) for t in (q, k, v)]
