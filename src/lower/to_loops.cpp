@@ -10,6 +10,7 @@
 #include "lower/term_expr.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -79,7 +80,9 @@ class LoopBuilder {
     out.tensors = p_;
     decide_materialized(out);
     for (const std::string& name : out.materialized) out.kernels.push_back(temp_kernel(name));
-    out.kernels.push_back(main_kernel(out));
+    const std::vector<std::vector<const tir::Stmt*>> groups = output_groups(out);
+    for (const std::vector<const tir::Stmt*>& g : groups)
+      out.kernels.push_back(main_kernel(out, g, groups.size() == 1 ? "" : g.back()->name));
     out.decisions = decisions_;
     out.warnings = unused_cuts(out);
     return out;
@@ -159,7 +162,62 @@ class LoopBuilder {
       decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
                                        x.name, x.name, vars_text(x.vars)));
     }
+    cut_per_element_recomputes(out);
     materialize_what_cuts_read(out, reads);
+  }
+
+  // A fused reduction read at an element of another reduction's axis and constant along one of
+  // the reader's own variables (dl[b, h, i] inside dk[b, h, j, d]'s sum over i, through dp: the
+  // same value for every j) would be recomputed for every element of that sum and every thread
+  // along that variable: a cost the seams above do not see, since each single read is on the
+  // reader's own row. Such a reduction gets a kernel of its own, unless PLACE@x=fuse says
+  // otherwise. (The reader's last variable is left out: a vector field's register tile covers it.)
+  void cut_per_element_recomputes(lir::Program& out) {
+    std::set<std::string> cut(out.materialized.begin(), out.materialized.end()), found;
+    const tir::Stmt* reader = nullptr;
+    std::function<void(const Expr&, const std::set<std::string>&)> walk = [&](const Expr& e,
+                                                                              const std::set<std::string>& bound) {
+      if (e.kind == Expr::Kind::Reduce) {
+        std::set<std::string> inner = bound;
+        for (const tir::Axis& a : e.axes) inner.insert(a.name);
+        for (const Expr& a : e.args) walk(a, inner);
+        for (const Expr& w : e.where) walk(w, inner);
+        return;
+      }
+      if (e.kind == Expr::Kind::Read && is_intermediate(e.name) && !cut.count(e.name))
+        if (const tir::Stmt* def = p_.def(e.name)) {
+          auto used = [&](const std::string& v) {
+            return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return tir::uses_index(a, v); });
+          };
+          const bool at_element = std::any_of(bound.begin(), bound.end(), used);
+          const bool constant_along = std::any_of(reader->vars.begin(), reader->vars.end(), [&](const tir::Axis& a) {
+            return &a != &reader->vars.back() && !used(a.name);
+          });
+          if (at_element && constant_along && tir::has_reduce(def->value) && p_.find(e.name)->record.empty() &&
+              !knobs_.place_at.count(e.name)) {
+            found.insert(e.name);
+          } else {
+            std::vector<std::pair<std::string, Expr>> by;
+            for (size_t k = 0; k < def->vars.size() && k < e.args.size(); ++k)
+              by.emplace_back(def->vars[k].name, e.args[k]);
+            walk(tir::substitute(def->value, by), bound);
+          }
+        }
+      for (const Expr& a : e.args) walk(a, bound);
+    };
+    for (const tir::Stmt& y : p_.stmts)
+      if ((!is_intermediate(y.name) || cut.count(y.name)) && !y.vars.empty()) {
+        reader = &y;
+        walk(y.value, {});
+      }
+    for (const tir::Stmt& x : p_.stmts)
+      if (found.count(x.name)) {
+        out.materialized.push_back(x.name);
+        decisions_.push_back(
+            fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction over "
+                        "its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps it fused)",
+                        x.name, p_.op, x.name, x.name, vars_text(x.vars), x.name));
+      }
   }
 
   // A kernel of its own runs before the main kernel, so whatever statement it reads must be
@@ -530,12 +588,63 @@ class LoopBuilder {
     return st;
   }
 
-  lir::Kernel main_kernel(const lir::Program& out) {
-    std::vector<const tir::Stmt*> stmts;
+  // The statements the kernels after the materialized ones compute, one list a kernel. Outputs
+  // whose index variables are not a prefix one of the other (dq[b, h, i, d] beside dk[b, h, j, d])
+  // share no thread space but a common prefix (b, h), too few threads: each such group of
+  // outputs gets a kernel of its own, with the intermediates it reads (recomputed in each). One
+  // group (every output a prefix of another: layernorm's mean[n] and y[n, c]) is one kernel.
+  std::vector<std::vector<const tir::Stmt*>> output_groups(const lir::Program& out) {
+    std::vector<const tir::Stmt*> rest, outputs;
     for (const tir::Stmt& s : p_.stmts)
-      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name)) stmts.push_back(&s);
+      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name)) {
+        rest.push_back(&s);
+        if (!is_intermediate(s.name)) outputs.push_back(&s);
+      }
+    auto prefix = [](const std::vector<tir::Axis>& a, const std::vector<tir::Axis>& b) {
+      return a.size() <= b.size() &&
+             std::equal(a.begin(), a.end(), b.begin(),
+                        [](const tir::Axis& x, const tir::Axis& y) { return x.name == y.name; });
+    };
+    std::vector<size_t> group(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) group[i] = i;
+    std::function<size_t(size_t)> root = [&](size_t i) { return group[i] == i ? i : group[i] = root(group[i]); };
+    for (size_t i = 0; i < outputs.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars))
+          group[root(i)] = root(j);
+    std::set<size_t> roots;
+    for (size_t i = 0; i < outputs.size(); ++i) roots.insert(root(i));
+    if (roots.size() <= 1) return {rest};
+    std::vector<std::vector<const tir::Stmt*>> groups;
+    std::vector<std::string> said;
+    for (size_t r : roots) {
+      std::set<std::string> needed;  // the group's outputs and what they read, transitively
+      for (size_t i = 0; i < outputs.size(); ++i)
+        if (root(i) == r) needed.insert(outputs[i]->name);
+      for (auto s = rest.rbegin(); s != rest.rend(); ++s)
+        if (needed.count((*s)->name)) tir::add_reads((*s)->value, needed);
+      std::vector<const tir::Stmt*> g;
+      std::vector<std::string> names;
+      for (const tir::Stmt* s : rest)
+        if (needed.count(s->name)) {
+          g.push_back(s);
+          if (!is_intermediate(s->name)) names.push_back(fmt::format("{}[{}]", s->name, vars_text(s->vars)));
+        }
+      said.push_back(fmt::format("{}", fmt::join(names, ", ")));
+      groups.push_back(std::move(g));
+    }
+    decisions_.push_back(fmt::format("outputs {} share no thread space: a kernel each", fmt::join(said, "; ")));
+    return groups;
+  }
+
+  lir::Kernel main_kernel(const lir::Program& out, const std::vector<const tir::Stmt*>& stmts,
+                          const std::string& name) {
+    // The statements that may read this kernel's: its own and the materialized ones.
+    std::vector<const tir::Stmt*> scope = stmts;
+    for (const tir::Stmt& s : p_.stmts)
+      if (std::count(out.materialized.begin(), out.materialized.end(), s.name)) scope.push_back(&s);
     lir::Kernel k;
-    k.name = "";
+    k.name = name;
     k.threads = thread_space(stmts);
     decisions_.push_back(fmt::format("threads: one per ({}) of the outputs", vars_text(k.threads)));
 
@@ -545,8 +654,7 @@ class LoopBuilder {
              std::all_of(s.vars.begin(), s.vars.end(), [&](const tir::Axis& a) { return has_var(k.threads, a.name); });
     };
     auto read_by_any = [&](const std::string& name) {
-      return std::any_of(p_.stmts.begin(), p_.stmts.end(),
-                         [&](const tir::Stmt& o) { return tir::reads(o.value, name); });
+      return std::any_of(scope.begin(), scope.end(), [&](const tir::Stmt* o) { return tir::reads(o->value, name); });
     };
     std::vector<Fold> folds;
     std::set<std::string> folded;
@@ -556,6 +664,9 @@ class LoopBuilder {
     std::vector<Fold> candidates;
     for (const algebra::DiscoveredChain& c : chains_)
       if (std::optional<Fold> f = make_fold(c, out.materialized)) {
+        if (std::any_of(f->members.begin(), f->members.end(),
+                        [&](const Member& m) { return !std::count(stmts.begin(), stmts.end(), m.stmt); }))
+          continue;  // another kernel's chain
         // The chain's last statement, when wider than the row, keeps one register per tile
         // element for each of its sums whose lift reads the wider index.
         const tir::Stmt* last = f->members.back().stmt;

@@ -28,6 +28,19 @@ import std.nn;
 op sdpa_bwd = grad(sdpa);
 op sdpa_causal_bwd = grad(sdpa_causal);
 op sdpa_saved_bwd = grad(sdpa) saving o, m, l;
+
+// FlashAttention-2's split of the backward: dq over query rows, dk and dv over key rows, each a
+// fold over the other axis (dv's on the tensor cores: P / l as the weight of do).
+schedule sdpa_saved_bwd for sm_90a where D <= 64 {
+  PLACE = fuse;
+  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k4;
+  STAGE = d2/cp/ring;
+}
+schedule sdpa_saved_bwd for sm_90a where D <= 128 {
+  PLACE = fuse;
+  TILE = a:mma_m16n8k16_f16/w4x1/f2x8/k8;
+  STAGE = d2/cp/ring;
+}
 """
 
 FIRST_CALL_CAP_S = 20.0  # a derived op slower than this a call is checked, not timed

@@ -328,6 +328,77 @@ op gelu_mm_bwd = grad(matmul_bias_gelu);
   MESSAGE(runs << " interpreted runs of derived ops");
 }
 
+TEST_CASE(
+    "grad: attention's backward given the forward's o, m and l, on the tensor cores, interpreted at ragged sizes") {
+  // The forward (attend) computes what the backward saves; the backward's outputs take a kernel
+  // each (dq over query rows, dk and dv over key rows), each a fold on the tensor cores: dv's
+  // weight P / l times do (the factor 1 / l moved from the value to the weight), dq's and dk's
+  // weight dS = P * (dP - D) with two contractions, the scores and dP = dO V^T. Causal: dq's
+  // keys bounded above by its rows, dk's and dv's queries below.
+  auto r = test::check_source(R"(import std.nn;
+op attend(q: f16[B, H, S, D], k: f16[B, H, T, D], v: f16[B, H, T, E]) -> (o: f16[B, H, S, E], m: f32[B, H, S], l: f32[B, H, S]) {
+  let scale = 1.0 / sqrt(D);
+  s[b, h, i, j] = sum(d: q[b, h, i, d] * k[b, h, j, d]) * scale;
+  m[b, h, i] = max(j: s[b, h, i, j]);
+  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i]);
+  l[b, h, i] = sum(j: p[b, h, i, j]);
+  o[b, h, i, e] = sum(j: p[b, h, i, j] * v[b, h, j, e]) / l[b, h, i];
+}
+op attend_causal(q: f16[B, H, S, D], k: f16[B, H, S, D], v: f16[B, H, S, E]) -> (o: f16[B, H, S, E], m: f32[B, H, S], l: f32[B, H, S]) {
+  let scale = 1.0 / sqrt(D);
+  s[b, h, i, j] = sum(d: q[b, h, i, d] * k[b, h, j, d]) * scale;
+  m[b, h, i] = max(j where j <= i: s[b, h, i, j]);
+  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i]);
+  l[b, h, i] = sum(j where j <= i: p[b, h, i, j]);
+  o[b, h, i, e] = sum(j where j <= i: p[b, h, i, j] * v[b, h, j, e]) / l[b, h, i];
+}
+op bwd = grad(sdpa) saving o, m, l;
+op causal_bwd = grad(sdpa_causal) saving o, m, l;
+)");
+  INFO(r->rendered());
+  REQUIRE_FALSE(r->diags->has_errors());
+  const std::string fold = lower::tier_name(lower::KernelPlan::Tier::MmaFold);
+  int runs = 0;
+  for (const auto& [fwd_name, bwd_name] : {std::pair{"attend", "bwd"}, std::pair{"attend_causal", "causal_bwd"}})
+    for (const char* target_name : {"sm_90", "sm_80"}) {
+      const CheckedOp& fwd = r->program->ops.at(fwd_name);
+      const CheckedOp& bwd = r->program->ops.at(bwd_name);
+      const TargetInfo& target = *find_target(target_name);
+      CAPTURE(bwd_name);
+      CAPTURE(target_name);
+      const lower::Lowered low = lower::lower_op(
+          *r->program, bwd, {nullptr, "", "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/cp/ring"}, target);
+      std::map<std::string, std::string> tiers;
+      for (const lower::KernelPlan& p : low.plans)
+        tiers[p.kernel.substr(0, p.kernel.rfind('_'))] = lower::tier_name(p.tier);
+      CHECK(tiers.size() == 4);                                    // and dl = rowsum(dO * O) / l, once a row
+      CHECK(tiers["k_" + std::string(bwd_name) + "_dq"] == fold);  // two contractions: dO V^T and Q K^T
+      CHECK(tiers["k_" + std::string(bwd_name) + "_dk"] == fold);
+      CHECK(tiers["k_" + std::string(bwd_name) + "_dv"] == fold);
+      for (const SizeBindings& sizes : {SizeBindings{{"B", 1}, {"H", 2}, {"S", 77}, {"T", 70}, {"D", 16}, {"E", 24}},
+                                        SizeBindings{{"B", 2}, {"H", 1}, {"S", 130}, {"T", 130}, {"D", 32}, {"E", 8}},
+                                        SizeBindings{{"B", 1}, {"H", 1}, {"S", 64}, {"T", 64}, {"D", 64}, {"E", 64}}})
+        for (double magnitude : {1.0, 8.0}) {  // 8 (exact in f16): scores near 100, exp(s - m) across its range
+          CAPTURE(test::shape_text(sizes));
+          CAPTURE(magnitude);
+          TensorMap inputs = random_inputs(fwd, sizes, 3 + runs);
+          for (const char* x : {"q", "k"})
+            for (double& e : inputs.at(x).data) e *= magnitude;
+          const TensorMap forward = evaluate_reference(*r->program, fwd, sizes, inputs);
+          for (const char* saved : {"o", "m", "l"}) inputs[saved] = forward.at(saved);
+          inputs["do"] = random_inputs(bwd, sizes, 40 + runs).at("do");
+          const TensorMap ref = evaluate_reference(*r->program, bwd, sizes, inputs);
+          SimtOptions so;
+          so.shuffle_blocks = true;
+          run_simt(low.kernels, sizes, inputs, so);
+          const std::string failures = test::output_failures(bwd, inputs, ref);
+          CHECK_MESSAGE(failures.empty(), failures);
+          ++runs;
+        }
+    }
+  CHECK(runs == 24);
+}
+
 TEST_CASE("grad: every op of the stdlib, the examples and the test programs derives, or says why at its construct") {
   int derived = 0, refused = 0;
   std::vector<std::string> files = test::program_files(EMMY_SOURCE_DIR);

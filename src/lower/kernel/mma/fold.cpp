@@ -13,8 +13,15 @@ void MmaTier::emit_fold(kir::Program& program) {
                             fmt::format("{}'s fragments are kept in registers, {} k-steps of 16 deep (k{} of TILE); "
                                         "raise k to cover {} (k{} covers {})",
                                         first_.row.name, ks, ks, first_.axis.size, 2 * ks, 2 * bound)});
+  if (second_)
+    program.limits.push_back({second_->axis.size, bound,
+                              fmt::format("{}'s fragments are kept {} k-steps of 16 deep (k{} of TILE); raise k to "
+                                          "cover {} (k{} covers {})",
+                                          second_->row.name, ks, ks, second_->axis.size, 2 * ks, 2 * bound)});
   const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                     pf = b_.fresh("p_frag"), sc = b_.fresh("score");
+  // A second contraction in the weight (plan_summed): its row fragments and scores beside the first's.
+  const std::string qf2 = second_ ? b_.fresh("row_frag") : "", sc2 = second_ ? b_.fresh("score") : "";
   const K rows = KernelBuilder::size_value(row_axis_.size);
   // The keys this block folds: the whole axis, or a split's range (REDUCE), uniform per block.
   K keys_lo = fold.range.empty() ? i64(0) : let(b_.fresh("keys_lo"), as(b_.lower(fold.range[0]), I64));
@@ -40,7 +47,7 @@ void MmaTier::emit_fold(kir::Program& program) {
   const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
   // The loop-invariant operand (Q): in registers, or in a shared slab (plan_staging decides).
   const bool q_regs = plan_.row_fragments_in_registers;
-  std::optional<Slab> qslab;
+  std::optional<Slab> qslab, qslab2;
   if (q_regs) {
     emit(kir::comment(fmt::format("{}'s fragments are loop-invariant over {}: loaded once ({} k-steps)",
                                   first_.row.name, fold.axis.name, ks)));
@@ -50,6 +57,14 @@ void MmaTier::emit_fold(kir::Program& program) {
         load_fragment(first_.row, kir::mma_a_coord, 4, qf, (a * ks + s) * 4,
                       axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
                       axis_at(first_.axis, i64(s * kAtomK), true));
+    if (second_) {
+      emit(kir::decl(qf2, U32, fm * ks * 4));
+      for (int a = 0; a < fm; ++a)
+        for (int s = 0; s < ks; ++s)
+          load_fragment(second_->row, kir::mma_a_coord, 4, qf2, (a * ks + s) * 4,
+                        axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false),
+                        axis_at(second_->axis, i64(s * kAtomK), true));
+    }
   } else {
     if (wgmma())
       emit(
@@ -66,6 +81,9 @@ void MmaTier::emit_fold(kir::Program& program) {
     EMMY_INTERNAL_ASSERT(!wgmma() || qslab->inner.name == first_.axis.name,
                          "the row slab is not K-major (the plan checks it)");
     if (!wgmma()) emit(kir::decl(qf, U32, fm * 4));
+    if (second_)
+      qslab2 = make_slab(b_.fresh("row_tile"), "row2", axis_at(row_axis_, row_block0_, false),
+                         axis_at(second_->axis, i64(0), true));
   }
   // With producer warps the ring may already hold the next tile's keys when the results are
   // stored, so they are staged through the row slab instead, which the consumers refill each pass.
@@ -79,8 +97,10 @@ void MmaTier::emit_fold(kir::Program& program) {
     crew = warpgroup_crew();
   }
   auto fill_rows = [&] {
-    fill(*qslab, i64(0), qslab->outer.name == row_axis_.name ? row_block0_ : i64(0),
-         qslab->inner.name == row_axis_.name ? row_block0_ : i64(0), crew ? &*crew : nullptr);
+    for (const std::optional<Slab>& r : {qslab, qslab2})
+      if (r)
+        fill(*r, i64(0), r->outer.name == row_axis_.name ? row_block0_ : i64(0),
+             r->inner.name == row_axis_.name ? row_block0_ : i64(0), crew ? &*crew : nullptr);
     commit();
   };
   if (qslab && !rows_stage_out) fill_rows();
@@ -120,6 +140,12 @@ void MmaTier::emit_fold(kir::Program& program) {
           make_slab(b_.fresh("col_tile"), "col", axis_at(fold.axis, i64(0), false), axis_at(first_.axis, i64(0), true));
       kslab_->stream = fold.axis.name;
       slabs.push_back(&*kslab_);
+      if (second_) {
+        kslab2_ = make_slab(b_.fresh("col_tile"), "col2", axis_at(fold.axis, i64(0), false),
+                            axis_at(second_->axis, i64(0), true));
+        kslab2_->stream = fold.axis.name;
+        slabs.push_back(&*kslab2_);
+      }
       if (value_read_) {
         vslab_ = make_slab(b_.fresh("val_tile"), "value", axis_at(fold.axis, i64(0), true),
                            axis_at(tile_loop_->axis, tile0, false));
@@ -159,27 +185,42 @@ void MmaTier::emit_fold(kir::Program& program) {
           wgmma_wait(pending ? 1 : 0, sc, fm * fn * 4);
         }
       }
-      for (int s = 0; s < ks && !wgmma(); ++s) {  // every step, past D too: zero padding, as in a contraction
-        if (stage_)
-          drain_fragments(
-              *kslab_, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
-              [&](int n) {
-                return std::pair{s * kAtomK, n * kAtomN};
-              },
-              kslab_->outer.name == first_.axis.name);
-        else
-          for (int n = 0; n < fn; ++n)
-            load_fragment(first_.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(first_.axis, i64(s * kAtomK), true),
-                          axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
-        if (qslab)
-          drain_fragments(
-              *qslab, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
-              [&](int a) {
-                return std::pair{a * kAtomM, s * kAtomK};
-              },
-              qslab->outer.name == row_axis_.name);
-        for (int a = 0; a < fm; ++a)
-          for (int n = 0; n < fn; ++n) mma(sc, c_index(a, n, 0, fn), qf, (qslab ? a : a * ks + s) * 4, kf, n * 2);
+      // mma.sync: every k-step, past D too (zero padding, as in a contraction), of each contraction.
+      auto scores = [&](const Contraction& c, const std::string& acc, const std::optional<Slab>& cols,
+                        const std::optional<Slab>& rows, const std::string& row_frags) {
+        for (int s = 0; s < ks; ++s) {
+          if (stage_)
+            drain_fragments(
+                *cols, buf, kir::mma_b_coord, 2, fn, kf, 0, ci32(0), ci32(0),
+                [&](int n) {
+                  return std::pair{s * kAtomK, n * kAtomN};
+                },
+                cols->outer.name == c.axis.name);
+          else
+            for (int n = 0; n < fn; ++n)
+              load_fragment(c.col, kir::mma_b_coord, 2, kf, n * 2, axis_at(c.axis, i64(s * kAtomK), true),
+                            axis_at(fold.axis, add(j0, i64(n * kAtomN)), false));
+          if (rows)
+            drain_fragments(
+                *rows, i64(0), kir::mma_a_coord, 4, fm, qf, 0, warp_rows32_, ci32(0),
+                [&](int a) {
+                  return std::pair{a * kAtomM, s * kAtomK};
+                },
+                rows->outer.name == row_axis_.name);
+          for (int a = 0; a < fm; ++a)
+            for (int n = 0; n < fn; ++n)
+              mma(acc, c_index(a, n, 0, fn), rows ? qf : row_frags, (rows ? a : a * ks + s) * 4, kf, n * 2);
+        }
+      };
+      if (!wgmma()) {
+        scores(first_, sc, kslab_, qslab, qf);
+        if (second_) {
+          emit(kir::comment(fmt::format("the weight's second contraction, {} * {} over {}",
+                                        tir::print_expr(second_->row), tir::print_expr(second_->col),
+                                        second_->axis.name)));
+          emit(kir::decl(sc2, F32, kir::cf(0, F32), fm * fn * 4));
+          scores(*second_, sc2, kslab2_, qslab2, qf2);
+        }
       }
       if (!wgmma()) issue();
       // With wgmma, masks in 32-bit offsets from the block's corner where the predicate is
@@ -199,6 +240,7 @@ void MmaTier::emit_fold(kir::Program& program) {
             [&](int a, int n, int e, const K& row, const K& col) {
               K slot = elem(sc, c_index(a, n, e, fn), F32);
               enter_score(row, col, slot);
+              if (second_) b_.scope().regs[std::string(contracted_reg(1))] = elem(sc2, c_index(a, n, e, fn), F32);
               K w = per_score(as(b_.lower(first_.around), F32));
               K ok = counted(col, keys);
               b_.pop_scope();

@@ -15,6 +15,8 @@ inline constexpr int kWarp = 32;
 inline constexpr int kAtomM = 16, kAtomN = 8, kAtomK = 16;
 inline constexpr ScalarType I64 = ScalarType::I64, F32 = ScalarType::F32, U32 = ScalarType::U32;
 inline constexpr std::string_view kContracted = "<mma>";  // the register a contraction's value is bound to
+// The register of a kernel's contraction of rank `i` (a fold's weight may hold two).
+inline std::string_view contracted_reg(size_t i) { return i == 0 ? kContracted : "<mma2>"; }
 using CoordFn = kir::FragmentCoord (*)(int, int);
 
 // A fragment element's matrix coordinate as an affine function of the lane's group

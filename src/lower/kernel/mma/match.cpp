@@ -62,46 +62,76 @@ bool MmaTier::is_operand(const Expr& e) const {
   return t && t->role == tir::Tensor::Role::Input && scalar_of(t->dtype) == t_.operand;
 }
 
+const Expr& MmaTier::peel_factors(const Expr& e, const std::string& axis,
+                                  std::vector<std::pair<std::string, Expr>>& factors) {
+  const Expr* x = &strip_casts(e);
+  while (x->kind == Expr::Kind::Binary && (x->op == "*" || x->op == "/") && x->args.size() == 2) {
+    const int keep = x->op == "*" && !tir::uses_index(x->args[0], axis) && !tir::has_reduce(x->args[0]) ? 1 : 0;
+    const Expr& factor = x->args[1 - keep];
+    if (tir::uses_index(factor, axis) || tir::has_reduce(factor)) break;
+    factors.emplace_back(x->op, factor);
+    x = &strip_casts(x->args[keep]);
+  }
+  return *x;
+}
+
 std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
-                                     std::optional<Contraction>& found) {
-  if (e.kind == Expr::Kind::Read && !b_.in_global(e.name)) return extract(b_.inline_def(e), row_axis, col_axis, found);
+                                     std::vector<Contraction>& found, size_t most) {
+  if (e.kind == Expr::Kind::Read && !b_.in_global(e.name))
+    return extract(b_.inline_def(e), row_axis, col_axis, found, most);
   if (e.kind == Expr::Kind::Reduce) {
-    if (found || e.op != "sum" || e.axes.size() != 1 || !e.where.empty() || e.args.size() != 1) return std::nullopt;
+    if (found.size() >= most || e.op != "sum" || e.axes.size() != 1 || e.args.size() != 1) return std::nullopt;
     const Expr& prod = e.args[0];
     if (prod.kind != Expr::Kind::Binary || prod.op != "*") return std::nullopt;
-    const Expr &x = strip_casts(prod.args[0]), &y = strip_casts(prod.args[1]);
-    if (!is_operand(x) || !is_operand(y)) return std::nullopt;
     const std::string& d = e.axes[0].name;
+    // A predicate the axis does not change selects the whole sum: sum(e where j <= i: x) =
+    // select(j <= i, sum(e: x), 0).
+    if (std::any_of(e.where.begin(), e.where.end(), [&](const Expr& w) { return tir::uses_index(w, d); }))
+      return std::nullopt;
+    // Factors of either side that the contraction's axis does not change leave the sum (it is
+    // linear): sum(e: (do[i, e] / l[i]) * v[j, e]) = sum(e: do[i, e] * v[j, e]) / l[i].
+    std::vector<std::pair<std::string, Expr>> factors;
+    const Expr &x = peel_factors(prod.args[0], d, factors), &y = peel_factors(prod.args[1], d, factors);
+    if (!is_operand(x) || !is_operand(y)) return std::nullopt;
     auto side = [&](const Expr& r, const std::string& own, const std::string& other) {
       return tir::uses_index(r, own) && tir::uses_index(r, d) && !tir::uses_index(r, other);
     };
     Contraction c{x, y, e.axes[0], {}};
     if (!side(x, row_axis, col_axis)) std::swap(c.row, c.col);
     if (!side(c.row, row_axis, col_axis) || !side(c.col, col_axis, row_axis)) return std::nullopt;
-    found = c;
     Expr reg;
     reg.kind = Expr::Kind::Reg;
-    reg.name = std::string(kContracted);
+    reg.name = std::string(contracted_reg(found.size()));
     reg.dtype = DType::F32;
+    found.push_back(c);
+    for (auto& [op, factor] : factors) reg = binary_expr(op, std::move(reg), factor, DType::F32);
+    for (const Expr& w : e.where) reg = call_expr("select", {w, std::move(reg), const_expr(0, DType::F32)}, DType::F32);
     return reg;
   }
   Expr out = tir::node_of(e);
   out.where = e.where;
   for (const Expr& a : e.args) {
-    std::optional<Expr> sub = extract(a, row_axis, col_axis, found);
+    std::optional<Expr> sub = extract(a, row_axis, col_axis, found, most);
     if (!sub) return std::nullopt;
     out.args.push_back(std::move(*sub));
   }
   return out;
 }
 
+std::vector<Contraction> MmaTier::contractions_in(const Expr& e, const std::string& row_axis,
+                                                  const std::string& col_axis, size_t most) {
+  std::vector<Contraction> found;
+  std::optional<Expr> around = extract(e, row_axis, col_axis, found, most);
+  if (!around || found.empty()) return {};
+  found[0].around = *around;
+  return found;
+}
+
 std::optional<Contraction> MmaTier::contraction_in(const Expr& e, const std::string& row_axis,
                                                    const std::string& col_axis) {
-  std::optional<Contraction> found;
-  std::optional<Expr> around = extract(e, row_axis, col_axis, found);
-  if (!around || !found) return std::nullopt;
-  found->around = *around;
-  return found;
+  std::vector<Contraction> found = contractions_in(e, row_axis, col_axis, 1);
+  if (found.empty()) return std::nullopt;
+  return found[0];
 }
 
 bool MmaTier::plan(const lir::Kernel& k) {
@@ -240,21 +270,42 @@ bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
     return reject(fmt::format("the vector field {} lifts {}, not a weight times a {} input", field.name,
                               tir::print_expr(prod), kir::type_name(t_.operand)));
   for (int side = 0; side < 2; ++side) {
-    const Expr &w = prod.args[side], &v = strip_casts(prod.args[1 - side]);
-    if (!is_operand(v) || !tir::uses_index(v, fold.axis.name) || !tir::uses_index(v, tile_loop_->axis.name) ||
+    Expr w = prod.args[side];
+    const Expr* v = &strip_casts(prod.args[1 - side]);
+    // A value scaled by a factor the tile's axis does not change, (do[i, e] / l[i]) * p: the
+    // factor moves to the weight, do[i, e] * (p / l[i]) (exact in real arithmetic; one f32
+    // rounding moves), so that the value is the input the tensor cores read.
+    while (v->kind == Expr::Kind::Binary && (v->op == "*" || v->op == "/") && v->args.size() == 2) {
+      const int keep = v->op == "*" && !tir::uses_index(v->args[0], tile_loop_->axis.name) ? 1 : 0;
+      const Expr& factor = v->args[1 - keep];
+      if (tir::uses_index(factor, tile_loop_->axis.name) || tir::has_reduce(factor)) break;
+      Expr scaled = tir::node_of(*v);
+      scaled.args = {w, factor};
+      w = std::move(scaled);
+      v = &strip_casts(v->args[keep]);
+    }
+    if (!is_operand(*v) || !tir::uses_index(*v, fold.axis.name) || !tir::uses_index(*v, tile_loop_->axis.name) ||
         tir::uses_index(w, tile_loop_->axis.name))
       continue;
-    std::optional<Contraction> c = contraction_in(w, row_axis_.name, fold.axis.name);
-    if (!c) continue;
-    first_ = *c;
+    std::vector<Contraction> c = contractions_in(w, row_axis_.name, fold.axis.name, 2);
+    if (c.empty()) continue;
+    first_ = c[0];
+    if (c.size() == 2) {  // attention's dS = P * (dO V^T - D): two products of a block, one weight
+      if (wgmma())
+        return reject(
+            fmt::format("the weight {} holds two contractions, which the fold computes on mma.sync atoms "
+                        "only (a:mma_m16n8k16_f16 or _bf16), not {}",
+                        tir::print_expr(first_.around), t_.atom));
+      second_ = c[1];
+    }
     summed_ = true;
-    value_read_ = v;
+    value_read_ = *v;
     value_field_ = f;
     return true;
   }
   return reject(
-      fmt::format("the vector field {} lifts {}, not a weight of one contraction (independent of {}) times "
-                  "a {} input read at the fold's and the tile's axes",
+      fmt::format("the vector field {} lifts {}, not a weight of one or two contractions (independent of {}) "
+                  "times a {} input read at the fold's and the tile's axes",
                   field.name, tir::print_expr(prod), tile_loop_->axis.name, kir::type_name(t_.operand)));
 }
 
@@ -359,18 +410,18 @@ std::optional<std::vector<lir::Stmt>> MmaTier::body_as_fold(const std::vector<li
 bool MmaTier::plan_general_lifts(const lir::Stmt& fold) {
   std::optional<Contraction> shared;
   for (const lir::CarrierField& field : fold.fields) {
-    std::optional<Contraction> found;
-    std::optional<Expr> around = extract(field.lift, row_axis_.name, fold.axis.name, found);
+    std::vector<Contraction> found;
+    std::optional<Expr> around = extract(field.lift, row_axis_.name, fold.axis.name, found, 1);
     if (!around)
       return reject(fmt::format("the fold's field {} lifts {}, whose reduction is not a contraction of two {} inputs",
                                 field.name, tir::print_expr(field.lift), kir::type_name(t_.operand)));
     auto text = [](const Contraction& c) {
       return tir::print_expr(c.row) + " * " + tir::print_expr(c.col) + " over " + c.axis.name;
     };
-    if (found && shared && text(*found) != text(*shared))
+    if (!found.empty() && shared && text(found[0]) != text(*shared))
       return reject(fmt::format("the fold's fields lift two contractions, {} and {}; the tier computes one",
-                                text(*shared), text(*found)));
-    if (found) shared = found;
+                                text(*shared), text(found[0])));
+    if (!found.empty()) shared = found[0];
     general_lifts_.push_back(*around);
   }
   if (!shared) return reject(fmt::format("no field of the fold's monoid {} lifts a contraction", fold.monoid));
@@ -486,12 +537,21 @@ bool MmaTier::plan_staging() {
   // it; else (FA-2's default) it waits in a shared slab, re-read with ldmatrix each block. With
   // wgmma it always waits in a swizzled slab, which the scores' wgmma read through descriptors.
   const int ne = tile_loop_ ? tile_loop_->tile / kAtomN : 0;  // the vector field's n-atoms a tile
+  // A second contraction's fragments double the row operands': both then wait in slabs.
   plan_.row_fragments_in_registers =
-      !wgmma() && (!stage_ || fold_fragment_regs(fm, fn, ks, ne, true) <= b_.knobs().fold_fragment_regs);
+      !wgmma() && (!stage_ || (!second_ && fold_fragment_regs(fm, fn, ks, ne, true) <= b_.knobs().fold_fragment_regs));
   const int bound = ks * kAtomK, chunk = fn * kAtomN;
   if (!plan_.row_fragments_in_registers &&
       !plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, bound, 1, wgmma()))
     return false;
+  if (second_) {
+    plan_.contraction += fmt::format("; {} * {} over {}", tir::print_expr(second_->row), tir::print_expr(second_->col),
+                                     second_->axis.name);
+    if (!plan_.row_fragments_in_registers &&
+        !plan_slab("row2", second_->row, row_axis_, rows_per_block, second_->axis, bound, 1, false))
+      return false;
+    if (stage_ && !plan_slab("col2", second_->col, fold.axis, chunk, second_->axis, bound, 0, false)) return false;
+  }
   if (!stage_) return true;
   if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
   return !value_read_ ||

@@ -43,8 +43,17 @@ class MmaTier {
 
   // Finds the one contraction sum(d: row * col) in `e` (inlining register intermediates on
   // the way) and returns `e` with it replaced by kContracted.
+  // Finds up to `most` such contractions, each replaced by contracted_reg(its rank), the factors
+  // its axis does not change kept outside it.
   std::optional<Expr> extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
-                              std::optional<Contraction>& found);
+                              std::vector<Contraction>& found, size_t most);
+  // `e` without its casts and its factors that `axis` does not change (appended to `factors` as
+  // (operator, factor): e = core op1 f1 op2 f2 ...); the core.
+  static const Expr& peel_factors(const Expr& e, const std::string& axis,
+                                  std::vector<std::pair<std::string, Expr>>& factors);
+  // The contractions of `e`, up to `most`, the first's `around` set (nothing where `e` is not so).
+  std::vector<Contraction> contractions_in(const Expr& e, const std::string& row_axis, const std::string& col_axis,
+                                           size_t most);
 
   std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis);
 
@@ -684,7 +693,8 @@ class MmaTier {
   LaneAffine c_aff_[4];
   K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_, group_row0_;
   std::optional<MmaStage> stage_;
-  std::optional<Slab> kslab_, vslab_;
+  std::optional<Slab> kslab_, vslab_, kslab2_;
+  std::optional<Contraction> second_;  // plan_summed: a second contraction in the weight (contracted_reg(1))
   std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
   std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
   std::optional<KeyBound> key_other_;  // a bound on the other side (a window: j <= i && j > i - W)
