@@ -303,6 +303,28 @@ Infix select(const Expr& e) {
           kPrecConditional};
 }
 
+// A name as CUDA spells it: an Emmy name that is a C++ keyword or one of CUDA's built-in
+// variables (a derived op's seed `do`, a tensor `int`) gets the suffix `_v`.
+std::string cuda_id(const std::string& name) {
+  static const std::set<std::string> kReserved{
+      "alignas",     "alignof",   "and",        "and_eq",    "asm",       "auto",         "bitand",
+      "bitor",       "bool",      "break",      "case",      "catch",     "char",         "char16_t",
+      "char32_t",    "char8_t",   "class",      "co_await",  "co_return", "co_yield",     "compl",
+      "concept",     "const",     "const_cast", "consteval", "constexpr", "constinit",    "continue",
+      "decltype",    "default",   "delete",     "do",        "double",    "dynamic_cast", "else",
+      "enum",        "explicit",  "export",     "extern",    "false",     "float",        "for",
+      "friend",      "goto",      "if",         "inline",    "int",       "long",         "mutable",
+      "namespace",   "new",       "noexcept",   "not",       "not_eq",    "nullptr",      "operator",
+      "or",          "or_eq",     "private",    "protected", "public",    "register",     "reinterpret_cast",
+      "requires",    "return",    "short",      "signed",    "sizeof",    "static",       "static_assert",
+      "static_cast", "struct",    "switch",     "template",  "this",      "thread_local", "throw",
+      "true",        "try",       "typedef",    "typeid",    "typename",  "union",        "unsigned",
+      "using",       "virtual",   "void",       "volatile",  "wchar_t",   "while",        "xor",
+      "xor_eq",      "threadIdx", "blockIdx",   "blockDim",  "gridDim",   "warpSize",     "half",
+      "uint2",       "uint4",     "float2",     "float4"};
+  return kReserved.count(name) ? name + "_v" : name;
+}
+
 Infix cast(const Expr& e) {
   const Expr& a = e.args[0];
   if (a.kind == Expr::Kind::Special) return convert({std::string(kSpecial[idx(a.special)])}, ST::U32, e.type);
@@ -312,23 +334,27 @@ Infix cast(const Expr& e) {
 Infix expr(const Expr& e) {
   switch (e.kind) {
     case Expr::Kind::Const: return literal(e);
-    case Expr::Kind::Var: return {e.reg.elem < 0 ? e.reg.name : fmt::format("{}[{}]", e.reg.name, e.reg.elem)};
+    case Expr::Kind::Var:
+      return {e.reg.elem < 0 ? cuda_id(e.reg.name) : fmt::format("{}[{}]", cuda_id(e.reg.name), e.reg.elem)};
     case Expr::Kind::Special: return {fmt::format("(int){}", kSpecial[idx(e.special)]), kPrecUnary};
-    case Expr::Kind::Param: return {e.name};
+    case Expr::Kind::Param: return {cuda_id(e.name)};
     case Expr::Kind::Unary: return unary(e);
     case Expr::Kind::Binary: return binary(e);
     case Expr::Kind::Select: return select(e);
     case Expr::Kind::Cast: return cast(e);
-    case Expr::Kind::Load: return {fmt::format("{}[{}]", e.name, expr(e.args[0]).text)};
+    case Expr::Kind::Load: return {fmt::format("{}[{}]", cuda_id(e.name), expr(e.args[0]).text)};
     case Expr::Kind::SharedAddr:
-      return {fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", e.name, expr(e.args[0]).text), kPrecUnary};
+      return {fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", cuda_id(e.name), expr(e.args[0]).text),
+              kPrecUnary};
   }
   return {"?"};
 }
 
 // ---- statements ----
 
-std::string reg_text(const Reg& r) { return r.elem < 0 ? r.name : fmt::format("{}[{}]", r.name, r.elem); }
+std::string reg_text(const Reg& r) {
+  return r.elem < 0 ? cuda_id(r.name) : fmt::format("{}[{}]", cuda_id(r.name), r.elem);
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string s;
@@ -344,10 +370,10 @@ std::string intrinsic_call(const Stmt& s) {
   std::vector<std::string> args;
   for (const Reg& r : s.outs) args.push_back(reg_text(r));
   int buffer_input = s.name.empty() ? -2 : intrinsic_buffer_input(s);
-  if (buffer_input == -1) args.push_back("&" + s.name);
+  if (buffer_input == -1) args.push_back("&" + cuda_id(s.name));
   for (size_t i = 0; i < s.args.size(); ++i) {
     std::string arg = expr(s.args[i]).text;
-    args.push_back(static_cast<int>(i) == buffer_input ? fmt::format("&{}[{}]", s.name, arg) : arg);
+    args.push_back(static_cast<int>(i) == buffer_input ? fmt::format("&{}[{}]", cuda_id(s.name), arg) : arg);
   }
   for (int64_t v : s.imm) args.push_back(std::to_string(v) + (v == static_cast<int32_t>(v) ? "" : "LL"));
   return fmt::format("{}({});", info.helper, join(args));
@@ -368,14 +394,14 @@ std::string_view vector_word(int bytes) {
 std::string vector_access(const Stmt& s) {
   int bytes = s.count * type_bytes(s.type);
   std::string_view word = vector_word(bytes);
-  std::string at = fmt::format("&{}[{}]", s.name, expr(s.args[0]).text);
+  std::string at = fmt::format("&{}[{}]", cuda_id(s.name), expr(s.args[0]).text);
   std::string out = fmt::format("{{ union {{ {} w; {} e[{}]; }} vec_; ", word, cuda_type(s.type), s.count);
   if (s.kind == Stmt::Kind::VecLoad) {
     out += fmt::format("vec_.w = *reinterpret_cast<const {}*>({});", word, at);
-    for (int e = 0; e < s.count; ++e) out += fmt::format(" {}[{}] = vec_.e[{}];", s.reg.name, e, e);
+    for (int e = 0; e < s.count; ++e) out += fmt::format(" {}[{}] = vec_.e[{}];", cuda_id(s.reg.name), e, e);
     return out + " }";
   }
-  for (int e = 0; e < s.count; ++e) out += fmt::format("vec_.e[{}] = {}[{}]; ", e, s.reg.name, e);
+  for (int e = 0; e < s.count; ++e) out += fmt::format("vec_.e[{}] = {}[{}]; ", e, cuda_id(s.reg.name), e);
   // 16 bytes to global memory as one st.global.v4 (a uint4 assignment compiles to four 4-byte
   // stores once its words come from a union of halves).
   if (bytes == 16 && s.space == Space::Global)
@@ -411,12 +437,13 @@ class Printer {
     std::string type(cuda_type(s.type));
     if (s.count == 1) {
       std::string init = s.args.empty() ? "" : fmt::format(" = {}", expr(s.args[0]).text);
-      return line(depth, fmt::format("{} {}{};", type, s.reg.name, init));
+      return line(depth, fmt::format("{} {}{};", type, cuda_id(s.reg.name), init));
     }
-    line(depth, fmt::format("{} {}[{}];", type, s.reg.name, s.count));
+    line(depth, fmt::format("{} {}[{}];", type, cuda_id(s.reg.name), s.count));
     if (s.args.empty()) return;
     line(depth, "#pragma unroll");
-    line(depth, fmt::format("for (int _e = 0; _e < {}; ++_e) {}[_e] = {};", s.count, s.reg.name, expr(s.args[0]).text));
+    line(depth, fmt::format("for (int _e = 0; _e < {}; ++_e) {}[_e] = {};", s.count, cuda_id(s.reg.name),
+                            expr(s.args[0]).text));
   }
 
   // A constant bound converts implicitly to the loop variable's type: `j < 64`, not `j < 64LL`.
@@ -428,7 +455,7 @@ class Printer {
 
   void for_loop(const Stmt& s, int depth) {
     if (s.unroll) line(depth, "#pragma unroll");
-    const std::string& v = s.reg.name;
+    const std::string v = cuda_id(s.reg.name);
     line(depth,
          fmt::format("for ({} {} = {}; {} < {}; {} += {}) {{", cuda_type(s.type), v, bound(s.args[0], s.type).text, v,
                      operand_text(bound(s.args[1], s.type), kPrecRelational, true), v, s.step));
@@ -451,7 +478,7 @@ class Printer {
       case Stmt::Kind::Decl: return decl(s, depth);
       case Stmt::Kind::Assign: return line(depth, fmt::format("{} = {};", reg_text(s.reg), expr(s.args[0]).text));
       case Stmt::Kind::Store:
-        return line(depth, fmt::format("{}[{}] = {};", s.name, expr(s.args[0]).text, expr(s.args[1]).text));
+        return line(depth, fmt::format("{}[{}] = {};", cuda_id(s.name), expr(s.args[0]).text, expr(s.args[1]).text));
       case Stmt::Kind::For: return for_loop(s, depth);
       case Stmt::Kind::If: return if_then(s, depth);
       case Stmt::Kind::Barrier: return line(depth, "__syncthreads();");
@@ -538,9 +565,9 @@ std::string helpers(const Uses& uses) {
 std::string param_decl(const Param& p) {
   switch (p.kind) {
     case Param::Kind::Buffer:
-      return fmt::format("{}{}* __restrict__ {}", p.is_const ? "const " : "", cuda_type(p.type), p.name);
-    case Param::Kind::Scalar: return fmt::format("{} {}", cuda_type(p.type), p.name);
-    case Param::Kind::TensorMap: return fmt::format("const __grid_constant__ CUtensorMap {}", p.name);
+      return fmt::format("{}{}* __restrict__ {}", p.is_const ? "const " : "", cuda_type(p.type), cuda_id(p.name));
+    case Param::Kind::Scalar: return fmt::format("{} {}", cuda_type(p.type), cuda_id(p.name));
+    case Param::Kind::TensorMap: return fmt::format("const __grid_constant__ CUtensorMap {}", cuda_id(p.name));
   }
   return "";
 }
