@@ -210,8 +210,16 @@ int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, doub
   for (const lower::SlabPlan& s : p.slabs)
     if (s.role == "value" && s.cols > 0) value_cols = std::min<double>(value_cols, s.cols);
   const int consumers = std::max(p.block_threads, 32);  // the plan counts consumers; producers come after
-  const double acc = (tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
-  return static_cast<int>(std::ceil(acc)) + kAddressingRegisters;
+  const double scores = p.reduced2.empty() ? 1 : 2;  // a fold weight's second contraction: its own scores
+  const double acc = (scores * tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
+  // mma.sync's operand fragments a warp holds at once (wgmma reads them from shared memory): A's
+  // four registers an m-atom, B's two an n-atom; a fold's P and value fragments besides.
+  int fragments = 0;
+  if (p.atom.rfind("mma", 0) == 0) {
+    fragments = p.frag_m * 4 + p.frag_n * 2;
+    if (p.tier == Tier::MmaFold) fragments += p.frag_m * 4 + 2 * static_cast<int>(std::ceil(value_cols / 8));
+  }
+  return static_cast<int>(std::ceil(acc)) + fragments + kAddressingRegisters;
 }
 
 // Sequential passes over a thread's data: the top-level loops, folds and reductions of its body.
@@ -259,6 +267,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     };
     std::tie(tm, tn) = cta_tile(*plan);
     reduced = size_of(plan->reduced);
+    if (!plan->reduced2.empty()) reduced += size_of(plan->reduced2);  // both of a weight's contractions
     keys = size_of(plan->cols);
     double out_elems = 0;
     for (const kir::Buffer& b : program.buffers)

@@ -44,6 +44,8 @@ op sdpa_bwd = grad(sdpa);
 op sdpa_causal_bwd = grad(sdpa_causal);
 op sdpa_saved_bwd = grad(sdpa) saving o, m, l;
 op sdpa_causal_saved_bwd = grad(sdpa_causal) saving o, m, l;
+op sdpa_saved_auto_bwd = grad(sdpa) saving o, m, l;
+op sdpa_causal_saved_auto_bwd = grad(sdpa_causal) saving o, m, l;
 """ + BLOCKS.format(op="sdpa_saved_bwd") + BLOCKS.format(op="sdpa_causal_saved_bwd")
 
 FIRST_CALL_CAP_S = 20.0  # a derived op slower than this a call is checked, not timed
@@ -104,7 +106,8 @@ def main():
             (want, (o64, m64, l64)) = reference(torch, q, k, v, do, causal)
             label = f"{B},{H},{S},{D}{' causal' if causal else ''}"
             saved = (o64.half(), m64.float(), l64.float())
-            variants = [("sdpa_causal_saved_bwd" if causal else "sdpa_saved_bwd", (q, k, v) + saved + (do,))]
+            variants = [(f"sdpa{'_causal' if causal else ''}_saved{auto}_bwd", (q, k, v) + saved + (do,))
+                        for auto in ("", "_auto")]  # the blocks above; the auto-schedule
             if S <= 1024:  # the auto-schedule's (rows, recomputing the forward): slow, checked at small S only
                 variants.append(("sdpa_causal_bwd" if causal else "sdpa_bwd", (q, k, v, do)))
             for opname, inputs in variants:

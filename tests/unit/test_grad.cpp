@@ -360,14 +360,25 @@ op causal_bwd = grad(sdpa_causal) saving o, m, l;
   const std::string fold = lower::tier_name(lower::KernelPlan::Tier::MmaFold);
   int runs = 0;
   for (const auto& [fwd_name, bwd_name] : {std::pair{"attend", "bwd"}, std::pair{"attend_causal", "causal_bwd"}})
-    for (const char* target_name : {"sm_90", "sm_80"}) {
+    // A ring by cp.async (sm_80 and sm_90), by TMA, and the auto-schedule's choice at (1, 8, 4096, 64).
+    for (const auto& [target_name, knobs] :
+         {std::pair<const char*, std::string>{"sm_80",
+                                              "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/cp/ring"},
+          {"sm_90", "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x8/k4,STAGE=d3/tma/ring"},
+          {"sm_90a", ""}}) {
       const CheckedOp& fwd = r->program->ops.at(fwd_name);
       const CheckedOp& bwd = r->program->ops.at(bwd_name);
       const TargetInfo& target = *find_target(target_name);
       CAPTURE(bwd_name);
       CAPTURE(target_name);
-      const lower::Lowered low = lower::lower_op(
-          *r->program, bwd, {nullptr, "", "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f2x8/k4,STAGE=d2/cp/ring"}, target);
+      std::string chosen = knobs;
+      if (chosen.empty()) {
+        const SizeBindings at{{"B", 1}, {"H", 8}, {"S", 4096}, {"T", 4096}, {"D", 64}, {"E", 64}};
+        chosen = autosched::auto_schedule(*r->program, bwd, target, &at, nullptr).knobs;
+        CHECK(chosen.find("TILE=a:mma_m16n8k16") != std::string::npos);
+      }
+      CAPTURE(chosen);
+      const lower::Lowered low = lower::lower_op(*r->program, bwd, {nullptr, "", chosen}, target);
       std::map<std::string, std::string> tiers;
       for (const lower::KernelPlan& p : low.plans)
         tiers[p.kernel.substr(0, p.kernel.rfind('_'))] = lower::tier_name(p.tier);
@@ -396,7 +407,7 @@ op causal_bwd = grad(sdpa_causal) saving o, m, l;
           ++runs;
         }
     }
-  CHECK(runs == 24);
+  CHECK(runs == 36);
 }
 
 TEST_CASE("grad: every op of the stdlib, the examples and the test programs derives, or says why at its construct") {

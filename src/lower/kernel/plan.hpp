@@ -25,7 +25,8 @@ struct KernelPlan {
   enum class Tier { Scalar, CoopRows, MmaContraction, MmaFold };
   std::string kernel;  // the kernel IR kernel's name
   Tier tier = Tier::Scalar;
-  std::string refused;  // the tensor-core tier's refusal, where TILE asked for one
+  std::string refused;          // the tensor-core tier's refusal, where TILE asked for one
+  bool no_contraction = false;  // ... because the kernel holds no contraction of two inputs to tile
   int block_threads = 0;
   int coop_threads = 0, coop_vec = 0;  // CoopRows: threads a row, elements a vector access
   // CoopRows under COOP=.../c<R>: the longest row kept (N * V * R elements), the split axes'
@@ -36,6 +37,7 @@ struct KernelPlan {
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;
   std::string rows, cols, reduced;          // the tiled axes (cols: a fold's keys) and the contracted one
+  std::string reduced2;                     // a fold weight's second contraction's axis, or ""
   std::string contraction;                  // its operands, printed ("q[b, h, i, d] * k[b, h, j, d] over d")
   std::string monoid;                       // a fold's
   std::string key_bound;                    // a fold's bound on its keys ("j <= i"), or ""

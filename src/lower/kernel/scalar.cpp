@@ -235,9 +235,11 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
       collect_params(attempt, program);
       return attempt;
     }
+    const bool no_contraction = plan.no_contraction;
     plan = KernelPlan();
     plan.kernel = out.name;
     plan.refused = why;
+    plan.no_contraction = no_contraction;
     program.warnings.resize(warnings);
     program.limits.resize(limits);
     law_warnings_.resize(laws);

@@ -197,7 +197,10 @@ bool KernelBuilder::mma_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Prog
                                KernelPlan& plan) {
   MmaTier tier(*this, *knobs_.mma, knobs_.stage);
   tier.kernel_body_ = k.body;
-  if (!tier.build(k, out, program, why)) return false;
+  if (!tier.build(k, out, program, why)) {
+    plan.no_contraction = tier.no_contraction();
+    return false;
+  }
   plan = tier.plan_made();
   return true;
 }

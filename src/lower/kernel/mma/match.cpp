@@ -454,13 +454,17 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
     if (!tir::has_reduce(s.value)) continue;
     if (contraction_stmt_ >= 0) return reject("the kernel computes two reductions; the tensor-core tier tiles one");
     std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name);
+    no_contraction_ = !c;
     if (!c)
       return reject(fmt::format("{} is not a contraction of two {} inputs with rows on {} and columns on {}",
                                 tir::print_expr(s.value), kir::type_name(t_.operand), row_axis_.name, col_axis_.name));
     first_ = *c;
     contraction_stmt_ = static_cast<int>(i);
   }
-  if (contraction_stmt_ < 0) return reject("the kernel has no contraction");
+  if (contraction_stmt_ < 0) {
+    no_contraction_ = true;
+    return reject("the kernel has no contraction");
+  }
   // wgmma reads A's slab K-major.
   if (wgmma() && innermost_is(first_.row, row_axis_.name))
     return reject(
@@ -545,6 +549,7 @@ bool MmaTier::plan_staging() {
       !plan_slab("row", first_.row, row_axis_, rows_per_block, first_.axis, bound, 1, wgmma()))
     return false;
   if (second_) {
+    plan_.reduced2 = second_->axis.name;
     plan_.contraction += fmt::format("; {} * {} over {}", tir::print_expr(second_->row), tir::print_expr(second_->col),
                                      second_->axis.name);
     if (!plan_.row_fragments_in_registers &&

@@ -31,6 +31,8 @@ class MmaTier {
   // reads the plan and cannot fail.
   bool build(const lir::Kernel& k, kir::Kernel& out, kir::Program& program, std::string& why);
   const KernelPlan& plan_made() const { return plan_; }
+  // After a refusal: whether the kernel held no contraction of two inputs at all (nothing to tile).
+  bool no_contraction() const { return no_contraction_; }
 
  private:
   // ---- matching --------------------------------------------------------------------------
@@ -694,6 +696,7 @@ class MmaTier {
   K grp_, tig_, row0_, col0_, warp_m_, warp_n_, row_block0_, col_block0_, group_row0_;
   std::optional<MmaStage> stage_;
   std::optional<Slab> kslab_, vslab_, kslab2_;
+  bool no_contraction_ = false;
   std::optional<Contraction> second_;  // plan_summed: a second contraction in the weight (contracted_reg(1))
   std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
   std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
