@@ -150,7 +150,8 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
   try {
     lower::Lowered l = lower_candidate(cx, knobs);
     o.limits = l.kernels.limits;
-    const std::vector<Warning> warnings = candidate_warnings(l);
+    std::vector<Warning> warnings = l.knobs.warnings;
+    warnings.insert(warnings.end(), l.kernels.warnings.begin(), l.kernels.warnings.end());
     if (!warnings.empty()) {
       o.refused = fmt::format("{} {}", warnings.front().code, warnings.front().text);
       o.pipeline_refused = std::all_of(warnings.begin(), warnings.end(), [](const Warning& w) {

@@ -210,7 +210,7 @@ int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, doub
   for (const lower::SlabPlan& s : p.slabs)
     if (s.role == "value" && s.cols > 0) value_cols = std::min<double>(value_cols, s.cols);
   const int consumers = std::max(p.block_threads, 32);  // the plan counts consumers; producers come after
-  const double scores = p.reduced2.empty() ? 1 : 2;  // a fold weight's second contraction: its own scores
+  const double scores = p.reduced2.empty() ? 1 : 2;     // a fold weight's second contraction: its own scores
   const double acc = (scores * tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
   // mma.sync's operand fragments a warp holds at once (wgmma reads them from shared memory): A's
   // four registers an m-atom, B's two an n-atom; a fold's P and value fragments besides.

@@ -51,20 +51,6 @@ std::string join_knobs(const std::vector<std::string>& parts) {
   return out;
 }
 
-std::vector<Warning> candidate_warnings(const lower::Lowered& l) {
-  using Tier = lower::KernelPlan::Tier;
-  const bool tiled = std::any_of(l.plans.begin(), l.plans.end(), [](const lower::KernelPlan& p) {
-    return p.tier == Tier::MmaFold || p.tier == Tier::MmaContraction;
-  });
-  const bool only_untileable = std::all_of(l.plans.begin(), l.plans.end(), [](const lower::KernelPlan& p) {
-    return p.refused.empty() || p.no_contraction;
-  });
-  std::vector<Warning> out = l.knobs.warnings;
-  for (const Warning& w : l.kernels.warnings)
-    if (!(w.code == "W054" && tiled && only_untileable)) out.push_back(w);
-  return out;
-}
-
 namespace {
 
 // The op lowered under `knobs` when its kernel takes the tensor-core tier there (the tier says
@@ -77,7 +63,7 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
     options.laws = laws;
     options.verify_kernel = false;  // a probe is read, never run
     lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
-    for (const Warning& w : candidate_warnings(l))
+    for (const Warning& w : l.kernels.warnings)
       if (w.code == "W054") return std::nullopt;
     return l;
   } catch (const std::exception&) {

@@ -34,10 +34,6 @@ int widest_vector(const CheckedOp& op);
 // The size symbol of `axis` in a slab's read ("v[b, h, j, e]"): its tensor's dimension there
 // ("" when the read names no tensor of `tensors` or not the axis).
 std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors);
-// The warnings of a lowering that refuse it as a tensor-core candidate: all of them, but the
-// tier's refusals (W054) of kernels that hold no contraction to tile where another kernel takes
-// the tier (a derived backward's row statistic beside its folds runs on the scalar tier).
-std::vector<Warning> candidate_warnings(const lower::Lowered& l);
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
 

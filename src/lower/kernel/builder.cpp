@@ -23,6 +23,10 @@ kir::Program KernelBuilder::run() {
     out.buffers.push_back(b);
   }
   for (const lir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k, out));
+  const bool tiled = std::any_of(plans_.begin(), plans_.end(), [](const KernelPlan& p) {
+    return p.tier == KernelPlan::Tier::MmaFold || p.tier == KernelPlan::Tier::MmaContraction;
+  });
+  if (!tiled) out.warnings.insert(out.warnings.end(), untileable_.begin(), untileable_.end());
   out.warnings.insert(out.warnings.end(), law_warnings_.begin(), law_warnings_.end());
   return out;
 }

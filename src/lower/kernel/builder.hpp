@@ -419,6 +419,9 @@ class KernelBuilder {
   }
   std::vector<kir::SharedArray>* shared_ = nullptr;
   std::vector<KernelPlan> plans_;
+  // W054 of kernels with no contraction to tile: kept only where no kernel takes the tensor cores
+  // (a derived backward's row statistic beside its folds is no refusal worth a warning).
+  std::vector<Warning> untileable_;
 };
 
 }  // namespace emmy::lower::detail

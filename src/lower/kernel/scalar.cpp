@@ -247,10 +247,11 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
     KnobLocation at;
     if (auto use = knobs_.uses.find(Knob::Tile); use != knobs_.uses.end())
       at = knob_location(use->second.origin, use->second.setting);
-    program.warnings.push_back({"W054",
-                                fmt::format("{} (kernel {}): {}; it runs on the scalar tier (--ir plan shows the plan)",
-                                            knobs_.atom, out.name, why),
-                                at.where, at.snippet});
+    (no_contraction ? untileable_ : program.warnings)
+        .push_back({"W054",
+                    fmt::format("{} (kernel {}): {}; it runs on the scalar tier (--ir plan shows the plan)",
+                                knobs_.atom, out.name, why),
+                    at.where, at.snippet});
   }
   out.block_threads = knobs_.block_threads;
   out.min_blocks_per_sm = 1;
