@@ -144,6 +144,8 @@ def main():
                 print(json.dumps(row), flush=True)
             try:
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+                import torch._functorch.config as functorch_config
+                functorch_config.donated_buffer = False  # its backward is timed with retain_graph=True
                 flex = torch.compile(flex_attention)
                 mask = create_block_mask(lambda b, h, i, j: i >= j, None, None, S, S) if causal else None
                 qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
