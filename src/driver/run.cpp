@@ -13,6 +13,7 @@
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
+#include "ir/numeric.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
 #include "runtime/time_program.hpp"
@@ -429,6 +430,31 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
+// A derived op's saved inputs (`op f_bwd = grad(f) saving m, l`) take the values its forward op
+// computes on the same inputs, not random ones (a backward given a row maximum that is not the
+// rows' maximum overflows): the names filled, for the note that says so.
+std::vector<std::string> fill_saved_inputs(const CheckedProgram& program, const CheckedOp& op,
+                                           const SizeBindings& sizes, TensorMap& inputs) {
+  const ast::GradDecl* grad = nullptr;
+  for (const LoadedModule& m : program.modules)
+    for (const ast::Item& item : m.ast.items)
+      if (const auto* g = std::get_if<ast::GradDecl>(&item); g && g->name.name == op.decl->name.name) grad = g;
+  if (!grad || grad->saved.empty() || !program.ops.count(grad->of.name)) return {};
+  std::vector<std::string> saved;
+  for (const ast::Ident& s : grad->saved) saved.push_back(s.name);
+  const TensorMap forward = evaluate_reference(program, program.ops.at(grad->of.name), sizes, inputs, saved);
+  std::vector<std::string> filled;
+  for (const std::string& name : saved) {
+    auto value = forward.find(name);
+    auto input = inputs.find(name);
+    if (value == forward.end() || input == inputs.end() || value->second.shape != input->second.shape) continue;
+    for (size_t i = 0; i < input->second.data.size(); ++i)
+      input->second.data[i] = kir::round_to(kir::scalar_of(input->second.dtype), value->second.data[i]);
+    filled.push_back(name);
+  }
+  return filled;
+}
+
 std::optional<SizeBindings> bind_shape(const CheckedOp& op, const std::string& shape, std::ostream& err) {
   std::vector<std::string> defaulted;
   auto bound = bind_sizes(op, shape, &defaulted);
@@ -493,6 +519,9 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
     }
     c.inputs = random_inputs(*op, c.sizes, ro.seed);
     set_scalars(c.inputs, c.scalars);
+    if (const std::vector<std::string> saved = fill_saved_inputs(program, *op, c.sizes, c.inputs); !saved.empty())
+      err << fmt::format("emmyc: note: {}: the values the forward op computes on these inputs (saved tensors)\n",
+                         fmt::join(saved, ", "));
     return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);
   } catch (const lower::LowerError& e) {
     err << "emmyc: error: " << e.what() << "\n";

@@ -61,8 +61,9 @@ TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_
 // Evaluates every output of `op` (op calls inlined, user monoids through their combine,
 // `where` masks, lets, dims as values) in float64. An explicit cast rounds to its type
 // (f16(x) is x rounded to f16, as in the kernels; nothing else rounds); casts to integer
-// types truncate.
+// types truncate. The intermediates named in `also` (plain tensors of the op's own statements)
+// are returned beside the outputs.
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
-                             const TensorMap& inputs);
+                             const TensorMap& inputs, const std::vector<std::string>& also = {});
 
 }  // namespace emmy

@@ -964,7 +964,7 @@ CompiledMonoid compile_monoid(const ast::MonoidDecl& d, const std::vector<size_t
 // ---- ops ------------------------------------------------------------------------------------
 
 TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes, const TensorMap& inputs,
-                 int depth);
+                 int depth, const std::vector<std::string>& also = {});
 
 // One op's evaluation: sizes, the tensors computed so far, and the outputs of the ops it calls.
 struct OpRun {
@@ -1244,7 +1244,7 @@ void load_inputs(OpRun& run, const TensorMap& inputs) {
 }
 
 TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes, const TensorMap& inputs,
-                 int depth) {
+                 int depth, const std::vector<std::string>& also) {
   if (!op.decl) fail("the op has no declaration");
   OpRun run{program, op, sizes, depth, symbolic_dims(*op.decl), {}, {}, {}};
   for (const std::string& d : run.dims)
@@ -1275,14 +1275,17 @@ TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeB
     if (s.width != 1) fail(fmt::format("output '{}' holds monoid carriers", t.name));
     out[t.name] = HostTensor{t.elem.dtype, s.shape, s.data};
   }
+  for (const std::string& name : also)
+    if (const TensorInfo* t = op.find(name); t && t->role == TensorInfo::Role::Intermediate && run.tensors.count(name))
+      if (const Stored& s = run.tensors.at(name); s.width == 1) out[name] = HostTensor{t->elem.dtype, s.shape, s.data};
   return out;
 }
 
 }  // namespace
 
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
-                             const TensorMap& inputs) {
-  return run_op(program, op, sizes, inputs, 0);
+                             const TensorMap& inputs, const std::vector<std::string>& also) {
+  return run_op(program, op, sizes, inputs, 0, also);
 }
 
 }  // namespace emmy

@@ -9,8 +9,8 @@ timed (CUDA events, L2 flushed, median) beside torch's SDPA backward on each bac
 
 usage: EMMY_LIBRARY=gpu-carry/libemmy.so PYTHONPATH=python \\
          python3 tests/bench/step12_backward.py [--shape B,H,S,D ...] [--out DIR]
-Skips (exit 77) without torch or a CUDA device. Written 2026-12-05 on a machine without a GPU:
-not yet run.
+Skips (exit 77) without torch or a CUDA device. First run on the H200 on 2026-12-05
+(tests/bench/RESULTS.md, Step 12).
 """
 import argparse
 import json
