@@ -79,10 +79,23 @@ class LoopBuilder {
     lir::Program out;
     out.tensors = p_;
     decide_materialized(out);
-    for (const std::string& name : out.materialized) out.kernels.push_back(temp_kernel(name));
+    // The kernels in the order of the statements they write (each reads only earlier ones): a
+    // kernel of its own at its statement, a group's at its last; a single group last.
+    std::map<std::string, size_t> at;
+    for (size_t i = 0; i < p_.stmts.size(); ++i) at[p_.stmts[i].name] = i;
+    std::vector<std::pair<size_t, lir::Kernel>> kernels;
+    for (const std::string& name : out.materialized)
+      if (!group_results_.count(name)) kernels.emplace_back(at.at(name), temp_kernel(name));
     const std::vector<std::vector<const tir::Stmt*>> groups = output_groups(out);
-    for (const std::vector<const tir::Stmt*>& g : groups)
-      out.kernels.push_back(main_kernel(out, g, groups.size() == 1 ? "" : g.back()->name));
+    for (const std::vector<const tir::Stmt*>& g : groups) {
+      size_t last = 0;
+      for (const tir::Stmt* s : g)
+        if (!is_intermediate(s->name)) last = std::max(last, at.at(s->name));
+      kernels.emplace_back(groups.size() == 1 ? p_.stmts.size() : last,
+                           main_kernel(out, g, groups.size() == 1 ? "" : g.back()->name));
+    }
+    std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [index, k] : kernels) out.kernels.push_back(std::move(k));
     out.decisions = decisions_;
     out.warnings = unused_cuts(out);
     return out;
@@ -111,9 +124,11 @@ class LoopBuilder {
   }
 
  private:
+  // An intermediate of the main kernels: not an output, nor a result a kernel of its own group
+  // writes (group_results_).
   bool is_intermediate(const std::string& name) const {
     const tir::Tensor* t = p_.find(name);
-    return t && t->role == tir::Tensor::Role::Intermediate;
+    return t && t->role == tir::Tensor::Role::Intermediate && !group_results_.count(name);
   }
 
   // The tensors each statement reads, by statement name: one walk of each value, not one per
@@ -205,14 +220,25 @@ class LoopBuilder {
         }
       for (const Expr& a : e.args) walk(a, bound);
     };
-    for (const tir::Stmt& y : p_.stmts)
-      if ((!is_intermediate(y.name) || cut.count(y.name)) && !y.vars.empty()) {
-        reader = &y;
-        walk(y.value, {});
-      }
+    // Readers: the outputs and the cut statements, then each reduction found (dl read inside
+    // dk_part, itself found inside dk's sum over the group), until none is new.
+    std::set<std::string> walked;
+    for (bool more = true; more;) {
+      more = false;
+      for (const tir::Stmt& y : p_.stmts)
+        if ((!is_intermediate(y.name) || cut.count(y.name) || found.count(y.name)) && !y.vars.empty() &&
+            walked.insert(y.name).second) {
+          reader = &y;
+          const size_t before = found.size();
+          walk(y.value, {});
+          for (const std::string& f : found) cut.insert(f);
+          more = more || found.size() != before;
+        }
+    }
     for (const tir::Stmt& x : p_.stmts)
       if (found.count(x.name)) {
         out.materialized.push_back(x.name);
+        group_results_.insert(x.name);  // a kernel of its own group writes it, fusing what it reads
         decisions_.push_back(
             fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction over "
                         "its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps it fused)",
@@ -227,7 +253,7 @@ class LoopBuilder {
     std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
     auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
     for (auto x = p_.stmts.rbegin(); x != p_.stmts.rend(); ++x) {
-      if (!materialized(x->name)) continue;
+      if (!materialized(x->name) || group_results_.count(x->name)) continue;  // a group's: it fuses what it reads
       const std::set<std::string>& read = reads.at(x->name);
       for (const tir::Stmt& y : p_.stmts) {
         if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
@@ -596,7 +622,7 @@ class LoopBuilder {
   std::vector<std::vector<const tir::Stmt*>> output_groups(const lir::Program& out) {
     std::vector<const tir::Stmt*> rest, outputs;
     for (const tir::Stmt& s : p_.stmts)
-      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name)) {
+      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name) || group_results_.count(s.name)) {
         rest.push_back(&s);
         if (!is_intermediate(s.name)) outputs.push_back(&s);
       }
@@ -610,23 +636,39 @@ class LoopBuilder {
     std::function<size_t(size_t)> root = [&](size_t i) { return group[i] == i ? i : group[i] = root(group[i]); };
     for (size_t i = 0; i < outputs.size(); ++i)
       for (size_t j = 0; j < i; ++j)
-        if (prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars))
+        if ((prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars)) &&
+            !group_results_.count(outputs[i]->name) && !group_results_.count(outputs[j]->name))
           group[root(i)] = root(j);
     std::set<size_t> roots;
     for (size_t i = 0; i < outputs.size(); ++i) roots.insert(root(i));
     if (roots.size() <= 1) return {rest};
+    // Each group after the groups whose results it reads: by its last output's statement.
+    std::vector<std::pair<size_t, size_t>> order;  // (last output's index in `outputs`, root)
+    for (size_t r : roots) {
+      size_t last = 0;
+      for (size_t i = 0; i < outputs.size(); ++i)
+        if (root(i) == r) last = i;
+      order.emplace_back(last, r);
+    }
+    std::sort(order.begin(), order.end());
     std::vector<std::vector<const tir::Stmt*>> groups;
     std::vector<std::string> said;
-    for (size_t r : roots) {
-      std::set<std::string> needed;  // the group's outputs and what they read, transitively
+    for (const auto& [last, r] : order) {
+      // The group's outputs and what they read, transitively; another group's result is read
+      // from global memory, not computed again.
+      std::set<std::string> own, needed;
       for (size_t i = 0; i < outputs.size(); ++i)
-        if (root(i) == r) needed.insert(outputs[i]->name);
+        if (root(i) == r) own.insert(outputs[i]->name);
+      needed = own;
+      auto computed = [&](const std::string& n) {
+        return needed.count(n) && (own.count(n) || !group_results_.count(n));
+      };
       for (auto s = rest.rbegin(); s != rest.rend(); ++s)
-        if (needed.count((*s)->name)) tir::add_reads((*s)->value, needed);
+        if (computed((*s)->name)) tir::add_reads((*s)->value, needed);
       std::vector<const tir::Stmt*> g;
       std::vector<std::string> names;
       for (const tir::Stmt* s : rest)
-        if (needed.count(s->name)) {
+        if (computed(s->name)) {
           g.push_back(s);
           if (!is_intermediate(s->name)) names.push_back(fmt::format("{}[{}]", s->name, vars_text(s->vars)));
         }
@@ -829,6 +871,7 @@ class LoopBuilder {
   std::vector<std::string> decisions_;
   std::set<std::string> chain_heads_;
   std::set<std::string> carrier_names_;  // the kernel's carrier fields so far (registers run_<name>)
+  std::set<std::string> group_results_;  // intermediates a kernel of their own group writes (cut per element)
 };
 
 }  // namespace

@@ -388,6 +388,7 @@ class Reverse {
             "index a tensor by it in the forward op's statement"};
       share = mul(std::move(share), name(l.sizes.at(original)));
     }
+    split_by_conditions(u, vars, summed, conditions, share);
     // The conditions over u's variables alone bound where the share can be non-zero (its domain).
     std::vector<Expr> domain;
     const std::set<std::string> summed_set(summed.begin(), summed.end());
@@ -406,6 +407,73 @@ class Reverse {
     contributions_[field.empty() ? u : u + "." + field].push_back(
         {std::move(share), domain.empty() ? std::nullopt : std::optional(all_of(domain))});
     return std::nullopt;
+  }
+
+  // A share summed over variables that conditions tie to u's (h in h / G == kh) and over others
+  // that no such condition mentions (i): the sum over the others first, as a tensor of its own
+  // over u's variables with the tied ones in place of those they determine
+  // (dk_part[b, h, j, d] = sum(i: ...)), then the masked sum over the tied ones reads it. Exact:
+  // a sum over a product of ranges is the iterated sum (sum is associative and commutative).
+  // The partial is a reduction over one axis, which the lowering can fold on the tensor cores;
+  // what is left is a small masked sum over the group (GQA's query heads of a key head).
+  void split_by_conditions(const std::string& u, const std::vector<std::string>& vars, std::vector<std::string>& summed,
+                           std::vector<Expr>& conditions, Expr& share) {
+    auto mentions = [](const Expr& e, const std::vector<std::string>& names) {
+      std::set<std::string> in;
+      names_in(e, in);
+      return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return in.count(n) > 0; });
+    };
+    std::vector<std::string> tied, inner;
+    for (const std::string& v : summed)
+      (std::any_of(conditions.begin(), conditions.end(), [&](const Expr& c) { return mentions(c, {v}); }) ? tied
+                                                                                                          : inner)
+          .push_back(v);
+    if (tied.empty() || inner.empty()) return;
+    std::vector<Expr> outer, within;
+    for (const Expr& c : conditions) {
+      const bool t = mentions(c, tied), i = mentions(c, inner);
+      if (t && i) return;  // a condition across both: one sum
+      (t ? outer : within).push_back(c);
+    }
+    // The partial's variables: u's, in order, each one the share does not use replaced by the tied
+    // variables an outer condition relates to it (kh by h); tied ones left over after them.
+    std::vector<std::string> part_vars;
+    std::set<std::string> placed;
+    auto used = [&](const std::string& v) {
+      return mentions(share, {v}) ||
+             std::any_of(within.begin(), within.end(), [&](const Expr& c) { return mentions(c, {v}); });
+    };
+    for (const std::string& v : vars) {
+      if (used(v)) {
+        part_vars.push_back(v);
+        continue;
+      }
+      for (const Expr& c : outer)
+        if (mentions(c, {v}))
+          for (const std::string& t : tied)
+            if (mentions(c, {t}) && placed.insert(t).second) part_vars.push_back(t);
+    }
+    for (const std::string& t : tied)
+      if (placed.insert(t).second) part_vars.push_back(t);
+    for (const std::string& v : part_vars)
+      if (!indexes(share, v)) return;  // the partial's variables must be sized by what it reads
+    // The partial is evaluated at every value of its variables: the outer conditions it can read
+    // (the reader's own predicate, k >= 1 before x[k - 1]) guard it too.
+    std::vector<std::string> absent;
+    for (const std::string& v : vars)
+      if (std::find(part_vars.begin(), part_vars.end(), v) == part_vars.end()) absent.push_back(v);
+    for (const Expr& c : outer)
+      if (!mentions(c, absent)) within.push_back(c);
+    const std::string part = fresh(adjoint_name(u, taken_) + "_part");
+    adjoint_lines_.push_back(
+        {false,
+         part,
+         part_vars,
+         reduce("sum", inner, within.empty() ? std::nullopt : std::optional(all_of(std::move(within))), share),
+         {}});
+    share = read(part, part_vars);
+    summed = tied;
+    conditions = outer;
   }
 
   // Where every contribution to `tensor` is bounded by the same condition, its adjoint is zero

@@ -410,6 +410,51 @@ op causal_bwd = grad(sdpa_causal) saving o, m, l;
   CHECK(runs == 36);
 }
 
+TEST_CASE("grad: grouped-query attention's backward: per-head partials folded on the tensor cores, summed by group") {
+  // The key head kh's gradient sums over its group's query heads h (h / G == kh) and over the
+  // queries i: the derived op sums over i first into a per-head partial (dk_part[b, h, j, d]),
+  // which folds on the tensor cores like attention's dk, then over the group. The saved m and l
+  // are sdpa_gqa's own intermediates, taken from the reference's evaluation of the forward.
+  auto r = test::check_source("import std.nn;\nop gqa_bwd = grad(sdpa_gqa) saving o, m, l;\n");
+  INFO(r->rendered());
+  REQUIRE_FALSE(r->diags->has_errors());
+  const CheckedOp& fwd = r->program->ops.at("sdpa_gqa");
+  const CheckedOp& bwd = r->program->ops.at("gqa_bwd");
+  std::set<std::string> body;
+  for (const ast::Stmt& st : bwd.decl->body)
+    if (const auto* as = std::get_if<ast::AssignStmt>(&st)) body.insert(as->target.name);
+  CHECK(body.count("dk_part"));
+  CHECK(body.count("dv_part"));
+  const TargetInfo& target = *find_target("sm_90");
+  const lower::Lowered low = lower::lower_op(
+      *r->program, bwd, {nullptr, "", "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x8/k4,STAGE=d2/cp/ring"}, target);
+  std::map<std::string, std::string> tiers;
+  for (const lower::KernelPlan& p : low.plans)
+    tiers[p.kernel.substr(0, p.kernel.rfind('_'))] = lower::tier_name(p.tier);
+  const std::string fold = lower::tier_name(lower::KernelPlan::Tier::MmaFold);
+  CHECK(tiers["k_gqa_bwd_dq"] == fold);
+  CHECK(tiers["k_gqa_bwd_dk_part"] == fold);
+  CHECK(tiers["k_gqa_bwd_dv_part"] == fold);
+  int runs = 0;
+  for (const SizeBindings& sizes :
+       {SizeBindings{{"B", 1}, {"H", 4}, {"KH", 2}, {"S", 33}, {"T", 70}, {"D", 16}, {"E", 24}},
+        SizeBindings{{"B", 2}, {"H", 6}, {"KH", 2}, {"S", 65}, {"T", 17}, {"D", 32}, {"E", 8}}}) {
+    CAPTURE(test::shape_text(sizes));
+    TensorMap inputs = random_inputs(fwd, sizes, 5 + runs);
+    const TensorMap forward = evaluate_reference(*r->program, fwd, sizes, inputs, {"m", "l"});
+    for (const char* saved : {"o", "m", "l"}) inputs[saved] = forward.at(saved);
+    inputs["do"] = random_inputs(bwd, sizes, 50 + runs).at("do");
+    const TensorMap ref = evaluate_reference(*r->program, bwd, sizes, inputs);
+    SimtOptions so;
+    so.shuffle_blocks = true;
+    run_simt(low.kernels, sizes, inputs, so);
+    const std::string failures = test::output_failures(bwd, inputs, ref);
+    CHECK_MESSAGE(failures.empty(), failures);
+    ++runs;
+  }
+  CHECK(runs == 2);
+}
+
 TEST_CASE("grad: every op of the stdlib, the examples and the test programs derives, or says why at its construct") {
   int derived = 0, refused = 0;
   std::vector<std::string> files = test::program_files(EMMY_SOURCE_DIR);

@@ -270,20 +270,13 @@ bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
     return reject(fmt::format("the vector field {} lifts {}, not a weight times a {} input", field.name,
                               tir::print_expr(prod), kir::type_name(t_.operand)));
   for (int side = 0; side < 2; ++side) {
-    Expr w = prod.args[side];
-    const Expr* v = &strip_casts(prod.args[1 - side]);
     // A value scaled by a factor the tile's axis does not change, (do[i, e] / l[i]) * p: the
     // factor moves to the weight, do[i, e] * (p / l[i]) (exact in real arithmetic; one f32
     // rounding moves), so that the value is the input the tensor cores read.
-    while (v->kind == Expr::Kind::Binary && (v->op == "*" || v->op == "/") && v->args.size() == 2) {
-      const int keep = v->op == "*" && !tir::uses_index(v->args[0], tile_loop_->axis.name) ? 1 : 0;
-      const Expr& factor = v->args[1 - keep];
-      if (tir::uses_index(factor, tile_loop_->axis.name) || tir::has_reduce(factor)) break;
-      Expr scaled = tir::node_of(*v);
-      scaled.args = {w, factor};
-      w = std::move(scaled);
-      v = &strip_casts(v->args[keep]);
-    }
+    Expr w = prod.args[side];
+    std::vector<std::pair<std::string, Expr>> factors;
+    const Expr* v = &peel_factors(prod.args[1 - side], tile_loop_->axis.name, factors);
+    for (auto& [op, factor] : factors) w = binary_expr(op, std::move(w), factor, DType::F32);
     if (!is_operand(*v) || !tir::uses_index(*v, fold.axis.name) || !tir::uses_index(*v, tile_loop_->axis.name) ||
         tir::uses_index(w, tile_loop_->axis.name))
       continue;
