@@ -328,6 +328,26 @@ op gelu_mm_bwd = grad(matmul_bias_gelu);
   MESSAGE(runs << " interpreted runs of derived ops");
 }
 
+namespace {
+
+// An attention backward saving o, m and l (lowered as `low`), interpreted on the forward's
+// `inputs` with the saved tensors the forward's values (m and l its intermediates or outputs)
+// and a random seed do (`seed`), against the float64 reference: why outputs are off, "" if none.
+std::string saved_backward_failures(const CheckedProgram& program, const CheckedOp& fwd, const CheckedOp& bwd,
+                                    const lower::Lowered& low, const SizeBindings& sizes, TensorMap inputs,
+                                    uint64_t seed) {
+  const TensorMap forward = evaluate_reference(program, fwd, sizes, inputs, {"m", "l"});
+  for (const char* saved : {"o", "m", "l"}) inputs[saved] = forward.at(saved);
+  inputs["do"] = random_inputs(bwd, sizes, seed).at("do");
+  const TensorMap ref = evaluate_reference(program, bwd, sizes, inputs);
+  SimtOptions so;
+  so.shuffle_blocks = true;
+  run_simt(low.kernels, sizes, inputs, so);
+  return test::output_failures(bwd, inputs, ref);
+}
+
+}  // namespace
+
 TEST_CASE(
     "grad: attention's backward given the forward's o, m and l, on the tensor cores, interpreted at ragged sizes") {
   // The forward (attend) computes what the backward saves; the backward's outputs take a kernel
@@ -395,14 +415,8 @@ op causal_bwd = grad(sdpa_causal) saving o, m, l;
           TensorMap inputs = random_inputs(fwd, sizes, 3 + runs);
           for (const char* x : {"q", "k"})
             for (double& e : inputs.at(x).data) e *= magnitude;
-          const TensorMap forward = evaluate_reference(*r->program, fwd, sizes, inputs);
-          for (const char* saved : {"o", "m", "l"}) inputs[saved] = forward.at(saved);
-          inputs["do"] = random_inputs(bwd, sizes, 40 + runs).at("do");
-          const TensorMap ref = evaluate_reference(*r->program, bwd, sizes, inputs);
-          SimtOptions so;
-          so.shuffle_blocks = true;
-          run_simt(low.kernels, sizes, inputs, so);
-          const std::string failures = test::output_failures(bwd, inputs, ref);
+          const std::string failures =
+              saved_backward_failures(*r->program, fwd, bwd, low, sizes, std::move(inputs), 40 + runs);
           CHECK_MESSAGE(failures.empty(), failures);
           ++runs;
         }
@@ -441,14 +455,8 @@ TEST_CASE("grad: grouped-query attention's backward: per-head partials folded on
         SizeBindings{{"B", 2}, {"H", 6}, {"KH", 2}, {"S", 65}, {"T", 17}, {"D", 32}, {"E", 8}}}) {
     CAPTURE(test::shape_text(sizes));
     TensorMap inputs = random_inputs(fwd, sizes, 5 + runs);
-    const TensorMap forward = evaluate_reference(*r->program, fwd, sizes, inputs, {"m", "l"});
-    for (const char* saved : {"o", "m", "l"}) inputs[saved] = forward.at(saved);
-    inputs["do"] = random_inputs(bwd, sizes, 50 + runs).at("do");
-    const TensorMap ref = evaluate_reference(*r->program, bwd, sizes, inputs);
-    SimtOptions so;
-    so.shuffle_blocks = true;
-    run_simt(low.kernels, sizes, inputs, so);
-    const std::string failures = test::output_failures(bwd, inputs, ref);
+    const std::string failures =
+        saved_backward_failures(*r->program, fwd, bwd, low, sizes, std::move(inputs), 50 + runs);
     CHECK_MESSAGE(failures.empty(), failures);
     ++runs;
   }
