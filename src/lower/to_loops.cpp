@@ -91,8 +91,11 @@ class LoopBuilder {
       size_t last = 0;
       for (const tir::Stmt* s : g)
         if (!is_intermediate(s->name)) last = std::max(last, at.at(s->name));
+      std::vector<std::string> written;  // a group's kernel is named by the outputs it writes
+      for (const tir::Stmt* s : g)
+        if (!is_intermediate(s->name)) written.push_back(s->name);
       kernels.emplace_back(groups.size() == 1 ? p_.stmts.size() : last,
-                           main_kernel(out, g, groups.size() == 1 ? "" : g.back()->name));
+                           main_kernel(out, g, groups.size() == 1 ? "" : fmt::format("{}", fmt::join(written, "_"))));
     }
     std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [index, k] : kernels) out.kernels.push_back(std::move(k));
@@ -614,6 +617,26 @@ class LoopBuilder {
     return st;
   }
 
+  // Two vector sums y[..., e] = sum(i: w * x) and z[..., f] = sum(i: w' * x') over the same
+  // key axis, predicate and rows (dk[b, h, j, d] and dv[b, h, j, e], both over i): in one kernel
+  // their register tiles fold the same keys, so what their weights share (the scores, P) is
+  // computed once a key, not once a kernel. Both written by a group of their own, or neither.
+  bool sibling_sums(const tir::Stmt& a, const tir::Stmt& b) const {
+    if (group_results_.count(a.name) != group_results_.count(b.name) || a.vars.size() != b.vars.size() ||
+        !vector_sum(a) || !vector_sum(b))
+      return false;
+    for (size_t k = 0; k + 1 < a.vars.size(); ++k)
+      if (a.vars[k].name != b.vars[k].name) return false;
+    const Expr &x = a.value, &y = b.value;
+    auto where = [](const Expr& r) {
+      std::vector<std::string> w;
+      for (const Expr& e : r.where) w.push_back(tir::print_expr(e));
+      return w;
+    };
+    return x.axes[0].name == y.axes[0].name && x.axes[0].size == y.axes[0].size &&
+           where(x) == where(y) && a.vars.back().name != b.vars.back().name;
+  }
+
   // The statements the kernels after the materialized ones compute, one list a kernel. Outputs
   // whose index variables are not a prefix one of the other (dq[b, h, i, d] beside dk[b, h, j, d])
   // share no thread space but a common prefix (b, h), too few threads: each such group of
@@ -639,6 +662,13 @@ class LoopBuilder {
         if ((prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars)) &&
             !group_results_.count(outputs[i]->name) && !group_results_.count(outputs[j]->name))
           group[root(i)] = root(j);
+        else if (sibling_sums(*outputs[i], *outputs[j])) {
+          group[root(i)] = root(j);
+          decisions_.push_back(fmt::format(
+              "{} and {} sum over {} at the same rows ({}): one kernel, each key's weights computed once for both",
+              outputs[j]->name, outputs[i]->name, outputs[i]->value.axes[0].name,
+              vars_text({outputs[i]->vars.begin(), outputs[i]->vars.end() - 1})));
+        }
     std::set<size_t> roots;
     for (size_t i = 0; i < outputs.size(); ++i) roots.insert(root(i));
     if (roots.size() <= 1) return {rest};

@@ -18,6 +18,21 @@ void MmaTier::emit_fold(kir::Program& program) {
                               fmt::format("{}'s fragments are kept {} k-steps of 16 deep (k{} of TILE); raise k to "
                                           "cover {} (k{} covers {})",
                                           second_->row.name, ks, ks, second_->axis.size, 2 * ks, 2 * bound)});
+  // Sibling folds share one pass over the keys: each register tile covers its axis.
+  if (!siblings_.empty()) {
+    std::vector<const lir::Stmt*> loops{tile_loop_};
+    std::vector<std::string> axes{tile_loop_->axis.name};
+    for (const Sibling& s : siblings_) {
+      loops.push_back(s.loop);
+      axes.push_back(s.loop->axis.name);
+    }
+    for (const lir::Stmt* loop : loops)
+      program.limits.push_back(
+          {loop->axis.size, loop->tile,
+           fmt::format("the register tiles of {} share one pass over {}, each covering its axis in one tile ({} "
+                       "elements of {}); raise TILE@{}",
+                       fmt::join(axes, " and "), fold.axis.name, loop->tile, loop->axis.name, loop->axis.name)});
+  }
   const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                     pf = b_.fresh("p_frag"), sc = b_.fresh("score");
   // A second contraction in the weight (plan_summed): its row fragments and scores beside the first's.
@@ -131,7 +146,10 @@ void MmaTier::emit_fold(kir::Program& program) {
     // the batch of P @ V completes.
     if (!wgmma()) emit(kir::decl(kf, U32, fn * 2));
     if (!general_) emit(kir::decl(pf, U32, wgmma() ? fm * 4 * (fn / 2) : fm * 4));
-    if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * ne));
+    int widest = ne;  // the value fragments of the widest register tile
+    for (const Sibling& s : siblings_) widest = std::max(widest, s.loop->tile / kAtomN);
+    if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * widest));
+    const std::vector<std::string> sibling_accs = sibling_carriers(fm);
     const std::string jv = b_.fresh(fold.axis.name + "0");
     const int chunk = fn * kAtomN;
     std::vector<const Slab*> slabs;
@@ -152,6 +170,13 @@ void MmaTier::emit_fold(kir::Program& program) {
         vslab_->stream = fold.axis.name;
         slabs.push_back(&*vslab_);
       }
+      for (size_t i = 0; i < siblings_.size(); ++i) {
+        Sibling& sib = siblings_[i];
+        sib.slab = make_slab(b_.fresh("val_tile"), sibling_role(i), axis_at(fold.axis, i64(0), true),
+                             axis_at(sib.loop->axis, i64(0), false));
+        sib.slab->stream = fold.axis.name;
+      }
+      for (const Sibling& sib : siblings_) slabs.push_back(&*sib.slab);
     }
     const std::string orun = value_read_ ? carrier[value_field_] : std::string();
     auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const std::optional<K>& pending) {
@@ -233,6 +258,7 @@ void MmaTier::emit_fold(kir::Program& program) {
         return std::nullopt;
       };
       if (summed_) {
+        emit_sibling_updates(sibling_accs, fm, fn, sc, sc2, pf, vf, j0, keys, buf, masked);
         emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
                                       masked ? ", 0 past the keys and outside the fold's predicate" : "")));
         for_each_c(
@@ -328,10 +354,11 @@ void MmaTier::emit_fold(kir::Program& program) {
       });
     if (general_) return emit_general_results(*lanes, fm, rows);
     emit_fold_results(carrier, fm, ne, tile0, rows, rows_stage_out ? &*qslab : nullptr, crew ? &*crew : nullptr);
+    emit_sibling_results(sibling_accs, fm, rows);
   };
   // A persistent kernel's turns go round all its tiles (kernel.cpp); a tile's, its passes.
   if (!plan_.persistent) turns_begin();
-  if (!tile_loop_) {
+  if (!tile_loop_ || !siblings_.empty()) {  // siblings: one tile each (the limits above)
     tile_body(i64(0));
   } else {
     const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
@@ -611,12 +638,14 @@ void MmaTier::retire_pv(const std::string& orun, int fm, int ne, const std::opti
 }
 
 void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-                      const std::string& vf, const K& j0, const K& tile0, const K& buf) {
+                      const std::string& vf, const K& j0, const K& tile0, const K& buf, const Sibling* sib) {
   const lir::Stmt& fold = *fold_;
+  const Slab* vslab = sib ? (sib->slab ? &*sib->slab : nullptr) : vslab_ ? &*vslab_ : nullptr;
+  const Expr& value = sib ? sib->value : *value_read_;
   const std::vector<RepackSource> repack = c_to_a_map();
   kir::IntrinsicId cvt =
       t_.operand == ScalarType::BF16 ? kir::IntrinsicId::CvtRnBf16x2F32 : kir::IntrinsicId::CvtRnF16x2F32;
-  const tir::Axis& tile_axis = tile_loop_->axis;
+  const tir::Axis& tile_axis = sib ? sib->loop->axis : tile_loop_->axis;
   if (wgmma()) {  // every k16 step's P repacked, then one batch of wgmma reading V in place
     for (int step = 0; step < fn / 2; ++step)
       for (int r = 0; r < 4; ++r) {
@@ -643,14 +672,14 @@ void MmaTier::emit_pv(const std::string& orun, int fm, int fn, int ne, const std
         }
       if (stage_)
         drain_fragments(
-            *vslab_, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0),
+            *vslab, buf, kir::mma_b_coord, 2, ne, vf, 0, ci32(0), ci32(0),
             [&](int n) {
               return std::pair{step * kAtomK, n * kAtomN};
             },
-            vslab_->outer.name == fold.axis.name);
+            vslab->outer.name == fold.axis.name);
       for (int n = 0; n < ne; ++n) {
         if (!stage_)
-          load_fragment(*value_read_, kir::mma_b_coord, 2, vf, n * 2, axis_at(fold.axis, kb, true),
+          load_fragment(value, kir::mma_b_coord, 2, vf, n * 2, axis_at(fold.axis, kb, true),
                         axis_at(tile_axis, add(tile0, i64(n * kAtomN)), false));
         for (int a = 0; a < fm; ++a) mma(orun, c_index(a, n, 0, ne), pf, a * 4, vf, n * 2);
       }

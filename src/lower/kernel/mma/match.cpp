@@ -146,6 +146,9 @@ bool MmaTier::plan(const lir::Kernel& k) {
     fold = &body[0].body[0];
   } else if (!body.empty() && body[0].kind == lir::Stmt::Kind::Fold) {
     fold = &body[0];
+  } else if (std::vector<const lir::Stmt*> loops = sibling_loops(body); !loops.empty()) {
+    tile_loop_ = loops[0];
+    return plan_fold(k, loops[0]->body[0]) && plan_siblings(loops);
   } else if (std::optional<std::vector<lir::Stmt>> folded = body_as_fold(body)) {
     kernel_body_ = std::move(*folded);  // the emitters read kernel_body_
     fold = &kernel_body_[0];
@@ -263,43 +266,49 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
   return plan_fold_checks(fold);
 }
 
-bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
-  const lir::CarrierField& field = fold.fields[f];
-  const Expr& prod = field.lift;
-  if (!tile_loop_ || prod.kind != Expr::Kind::Binary || prod.op != "*" || prod.args.size() != 2)
-    return reject(fmt::format("the vector field {} lifts {}, not a weight times a {} input", field.name,
-                              tir::print_expr(prod), kir::type_name(t_.operand)));
+std::optional<MmaTier::SummedParts> MmaTier::summed_parts(const Expr& prod, const std::string& fold_axis,
+                                                         const std::string& tile_axis) {
+  if (prod.kind != Expr::Kind::Binary || prod.op != "*" || prod.args.size() != 2) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     // A value scaled by a factor the tile's axis does not change, (do[i, e] / l[i]) * p: the
     // factor moves to the weight, do[i, e] * (p / l[i]) (exact in real arithmetic; one f32
     // rounding moves), so that the value is the input the tensor cores read.
     Expr w = prod.args[side];
     std::vector<std::pair<std::string, Expr>> factors;
-    const Expr* v = &peel_factors(prod.args[1 - side], tile_loop_->axis.name, factors);
+    const Expr* v = &peel_factors(prod.args[1 - side], tile_axis, factors);
     for (auto& [op, factor] : factors) w = binary_expr(op, std::move(w), factor, DType::F32);
-    if (!is_operand(*v) || !tir::uses_index(*v, fold.axis.name) || !tir::uses_index(*v, tile_loop_->axis.name) ||
-        tir::uses_index(w, tile_loop_->axis.name))
+    if (!is_operand(*v) || !tir::uses_index(*v, fold_axis) || !tir::uses_index(*v, tile_axis) ||
+        tir::uses_index(w, tile_axis))
       continue;
-    std::vector<Contraction> c = contractions_in(w, row_axis_.name, fold.axis.name, 2);
-    if (c.empty()) continue;
-    first_ = c[0];
-    if (c.size() == 2) {  // attention's dS = P * (dO V^T - D): two products of a block, one weight
-      if (wgmma())
-        return reject(
-            fmt::format("the weight {} holds two contractions, which the fold computes on mma.sync atoms "
-                        "only (a:mma_m16n8k16_f16 or _bf16), not {}",
-                        tir::print_expr(first_.around), t_.atom));
-      second_ = c[1];
-    }
-    summed_ = true;
-    value_read_ = *v;
-    value_field_ = f;
-    return true;
+    std::vector<Contraction> c = contractions_in(w, row_axis_.name, fold_axis, 2);
+    if (!c.empty()) return SummedParts{*v, std::move(c)};
   }
-  return reject(
-      fmt::format("the vector field {} lifts {}, not a weight of one or two contractions (independent of {}) "
-                  "times a {} input read at the fold's and the tile's axes",
-                  field.name, tir::print_expr(prod), tile_loop_->axis.name, kir::type_name(t_.operand)));
+  return std::nullopt;
+}
+
+bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
+  const lir::CarrierField& field = fold.fields[f];
+  std::optional<SummedParts> parts =
+      tile_loop_ ? summed_parts(field.lift, fold.axis.name, tile_loop_->axis.name) : std::nullopt;
+  if (!parts)
+    return reject(
+        fmt::format("the vector field {} lifts {}, not a weight of one or two contractions (independent of {}) "
+                    "times a {} input read at the fold's and the tile's axes",
+                    field.name, tir::print_expr(field.lift), tile_loop_ ? tile_loop_->axis.name : "the tile's axis",
+                    kir::type_name(t_.operand)));
+  first_ = parts->contractions[0];
+  if (parts->contractions.size() == 2) {  // attention's dS = P * (dO V^T - D): two products of a block, one weight
+    if (wgmma())
+      return reject(
+          fmt::format("the weight {} holds two contractions, which the fold computes on mma.sync atoms "
+                      "only (a:mma_m16n8k16_f16 or _bf16), not {}",
+                      tir::print_expr(first_.around), t_.atom));
+    second_ = parts->contractions[1];
+  }
+  summed_ = true;
+  value_read_ = parts->value;
+  value_field_ = f;
+  return true;
 }
 
 bool MmaTier::plan_fold_checks(const lir::Stmt& fold) {
@@ -550,10 +559,19 @@ bool MmaTier::plan_staging() {
       return false;
     if (stage_ && !plan_slab("col2", second_->col, fold.axis, chunk, second_->axis, bound, 0, false)) return false;
   }
+  for (const Sibling& s : siblings_)
+    plan_.fold_update += fmt::format("; {} a plain sum: the block's weights {} as P, P @ {}", s.loop->axis.name,
+                                     tir::print_expr(s.weight), s.value.name);
   if (!stage_) return true;
   if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
-  return !value_read_ ||
-         plan_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile, 0, wgmma());
+  if (value_read_ &&
+      !plan_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile, 0, wgmma()))
+    return false;
+  for (size_t i = 0; i < siblings_.size(); ++i)
+    if (!plan_slab(sibling_role(i), siblings_[i].value, fold.axis, chunk, siblings_[i].loop->axis,
+                   siblings_[i].loop->tile, 0, false))
+      return false;
+  return true;
 }
 
 void MmaTier::plan_overlap() {

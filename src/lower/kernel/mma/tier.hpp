@@ -114,9 +114,33 @@ class MmaTier {
   // Whether `e` holds a reduction, its register intermediates inlined.
   bool reads_a_reduction(const Expr& e) const;
 
+  // A summed field's lift split as a weight times a value input read at the fold's and the tile's
+  // axes: the value and the weight's contractions (up to two, the first's `around` the weight
+  // with each as contracted_reg(its rank)); none where the lift is not so.
+  struct SummedParts {
+    Expr value;
+    std::vector<Contraction> contractions;
+  };
+  std::optional<SummedParts> summed_parts(const Expr& prod, const std::string& fold_axis, const std::string& tile_axis);
   // A plain sum whose one field is a vector: its lift a weight of the contraction (first_.around)
   // times a value read (sigmoid attention's sigmoid(s) * v[j, e]).
   bool plan_summed(const lir::Stmt& fold, size_t f);
+  // Sibling folds (to_loops' sibling sums, dk and dv over the same keys at the same rows): a body
+  // of two register tiles or more, each a fold over the same key axis, predicate and range. The
+  // loops (none where the body is not so); then the tiles after the first planned as siblings_:
+  // plain sums whose weights read the kernel's contractions (two at most, shared by text).
+  static std::vector<const lir::Stmt*> sibling_loops(const std::vector<lir::Stmt>& body);
+  bool plan_siblings(const std::vector<const lir::Stmt*>& loops);
+  static std::string sibling_role(size_t i) { return "value" + std::to_string(i + 2); }
+  // The siblings' accumulators, zero (fm x their n-atoms C fragments each).
+  std::vector<std::string> sibling_carriers(int fm);
+  // A key block's update of each sibling: its P from the block's scores (sc, and sc2 for the
+  // second contraction), masked where the first's is, then P @ its value into its accumulator.
+  void emit_sibling_updates(const std::vector<std::string>& accs, int fm, int fn, const std::string& sc,
+                            const std::string& sc2, const std::string& pf, const std::string& vf, const K& j0,
+                            const K& keys, const K& buf, bool masked);
+  // After the keys: each sibling's results and stores (staged through its own value slab).
+  void emit_sibling_results(const std::vector<std::string>& accs, int fm, const K& rows);
   // What every tensor-core fold needs of its register tile and carrier types.
   bool plan_fold_checks(const lir::Stmt& fold);
 
@@ -564,8 +588,10 @@ class MmaTier {
 
   // o += P @ V for the block: P, the scores' registers, repacked from C to A fragments (with
   // wgmma, every k16 step's, then one batch reading V in place; overlapped, the repack alone).
+  // (`sib`: a sibling's P @ its value, from its slab, at its tile's axis; else the fold's own.)
+  struct Sibling;
   void emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
-               const std::string& vf, const K& j0, const K& tile0, const K& buf);
+               const std::string& vf, const K& j0, const K& tile0, const K& buf, const Sibling* sib = nullptr);
   // The wgmma batch o += P @ V with V's tile in buffer `buf` (not committed).
   void issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf);
   // Overlapped with a P @ V pending: waits for it (o's registers pinned after the wait) and, in a
@@ -698,6 +724,15 @@ class MmaTier {
   std::optional<Slab> kslab_, vslab_, kslab2_;
   bool no_contraction_ = false;
   std::optional<Contraction> second_;  // plan_summed: a second contraction in the weight (contracted_reg(1))
+  // A sibling fold after the first register tile: its loop and fold, its P (the kernel's
+  // contraction registers), the input P multiplies and (with STAGE) its slab.
+  struct Sibling {
+    const lir::Stmt* loop = nullptr;
+    const lir::Stmt* fold = nullptr;
+    Expr weight, value;
+    std::optional<Slab> slab;
+  };
+  std::vector<Sibling> siblings_;
   std::optional<K> scale_;             // the key lift's positive scale, when it is raw * scale
   std::optional<KeyBound> key_limit_;  // the fold's key bound (causal), read once per kernel
   std::optional<KeyBound> key_other_;  // a bound on the other side (a window: j <= i && j > i - W)
