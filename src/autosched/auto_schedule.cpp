@@ -404,7 +404,8 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     return std::none_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cost.has_value(); });
   };
   std::vector<Family> families{mma_family(target)};
-  if (target.wgmma) families.insert(families.begin(), Family::Wgmma);
+  // (A fold the tier takes on mma.sync only, none of wgmma's tiles: each would be lowered to be refused.)
+  if (target.wgmma && (!cls.fold || cls.wgmma_fold)) families.insert(families.begin(), Family::Wgmma);
   // A round lowers the choices not lowered yet and, on cores the round would leave idle, the
   // `ahead` ones a later round may ask for (lowering is pure: an outcome found ahead is the one
   // that round would find, so the choice does not depend on the cores). Only the choices asked

@@ -204,11 +204,20 @@ std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
   return {std::max(tm, 1.0), std::max(tn, 1.0)};
 }
 
+// The value columns a fold's sibling register tiles add (dv's beside dk's): their slabs' columns.
+double sibling_value_cols(const lower::KernelPlan& p) {
+  double cols = 0;
+  for (const lower::SlabPlan& s : p.slabs)
+    if (s.role.rfind("value", 0) == 0 && s.role != "value") cols += s.cols;
+  return cols;
+}
+
 // A consumer thread's registers: its accumulators (and a fold's output columns its value slab
 // takes) over the consumer threads, plus addressing.
 int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, double value_cols) {
   for (const lower::SlabPlan& s : p.slabs)
     if (s.role == "value" && s.cols > 0) value_cols = std::min<double>(value_cols, s.cols);
+  value_cols += sibling_value_cols(p);
   const int consumers = std::max(p.block_threads, 32);  // the plan counts consumers; producers come after
   const double scores = p.reduced2.empty() ? 1 : 2;     // a fold weight's second contraction: its own scores
   const double acc = (scores * tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
@@ -278,6 +287,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
       }
     value_cols = std::max(out_elems / std::max(points, 1.0), 1.0);
   }
+  const double sibling_cols = tensor_cores ? sibling_value_cols(*plan) : 0;
 
   // Residency: CTAs an SM by shared memory, threads and registers.
   const int64_t smem = kir::shared_bytes(k);
@@ -313,9 +323,9 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
       double parts = 1;
       for (const lower::SlabPlan& s : plan->slabs)
         if (s.role == "value" && s.cols > 0) parts = std::ceil(value_cols / s.cols);
-      out.flops = 2 * points * keys * (reduced * parts + value_cols) * bound;
+      out.flops = 2 * points * keys * (reduced * parts + value_cols + sibling_cols) * bound;
       out.exps = points * keys * bound * parts;
-      out.tile_bytes = elem * (points / tm) * keys * (reduced * parts + value_cols) * bound;
+      out.tile_bytes = elem * (points / tm) * keys * (reduced * parts + value_cols + sibling_cols) * bound;
     }
     out.smem_bytes = out.flops * smem_bytes_per_flop(*plan, elem);
     const PipelineRow& row = pipeline_row(*plan);

@@ -98,14 +98,17 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   }
   if (!target_has(target, Feature::MmaSync)) return c;
   const std::string atom = mma_atom(op, "mma_m16n8k16");
-  // The fold probe: the tier takes a one-warp grid but refuses two warps across keys. The three
-  // probes lowered at once.
-  const std::string probes[] = {fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom),
-                                fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom),
-                                fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom)};
-  std::optional<lower::Lowered> lowered[std::size(probes)];
-  for_each_on_large_stacks(std::size(probes), static_cast<int>(std::size(probes)),
-                           [&](size_t i) { lowered[i] = probe_tier(program, op, target, probes[i], chains, laws); });
+  // The fold probe: the tier takes a one-warp grid but refuses two warps across keys; and on
+  // wgmma, one warpgroup. The probes lowered at once.
+  const std::vector<std::string> probes{
+      fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom),
+      fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom),
+      target.wgmma ? fmt::format("PLACE=fuse,TILE=a:{}/w4x1/k4,STAGE=d2/tma/ring", mma_atom(op, "wgmma_m64n64k16"))
+                   : ""};
+  std::vector<std::optional<lower::Lowered>> lowered(probes.size());
+  for_each_on_large_stacks(probes.size(), static_cast<int>(probes.size()), [&](size_t i) {
+    if (!probes[i].empty()) lowered[i] = probe_tier(program, op, target, probes[i], chains, laws);
+  });
   if (const std::optional<lower::Lowered>& l = lowered[0]) {
     c.fold = !lowered[1].has_value();
     c.fold_limits = l->kernels.limits;
@@ -113,6 +116,7 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
       c.key_bounded = c.key_bounded || (!plan.key_bound.empty() && plan.key_bound != "none");
   }
   c.contraction = lowered[2].has_value();
+  c.wgmma_fold = c.fold && lowered[3].has_value();
   return c;
 }
 

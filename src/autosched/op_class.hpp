@@ -21,6 +21,9 @@ struct OpClass {
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
   bool key_bounded = false;                 // the fold's keys bounded by its row (causal: j <= i)
+  // On a target with wgmma: whether the fold tier takes the op's kernels on wgmma atoms too (not
+  // where a kernel's fold needs mma.sync: a weight of two contractions, sibling register tiles).
+  bool wgmma_fold = false;
 };
 
 // The atom of the op's operands' dtype: `shape` + "_bf16" when an input is bf16, else "_f16".
@@ -37,7 +40,7 @@ std::string read_axis_size(const std::string& read, const std::string& axis, con
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
 
-// Three probe lowerings (none when the target has no tensor cores).
+// Three probe lowerings, four on a target with wgmma (none when the target has no tensor cores).
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                     const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 

@@ -633,8 +633,8 @@ class LoopBuilder {
       for (const Expr& e : r.where) w.push_back(tir::print_expr(e));
       return w;
     };
-    return x.axes[0].name == y.axes[0].name && x.axes[0].size == y.axes[0].size &&
-           where(x) == where(y) && a.vars.back().name != b.vars.back().name;
+    return x.axes[0].name == y.axes[0].name && x.axes[0].size == y.axes[0].size && where(x) == where(y) &&
+           a.vars.back().name != b.vars.back().name;
   }
 
   // The statements the kernels after the materialized ones compute, one list a kernel. Outputs

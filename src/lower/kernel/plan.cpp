@@ -20,6 +20,7 @@ std::string print_slab(const SlabPlan& s) {
   std::string out = fmt::format("  slab {}: {}, {} x {} ({} outer, {} inner), {} buffer{}, {}{}", s.role, s.read,
                                 s.rows, s.cols, s.outer, s.inner, s.buffers, s.buffers == 1 ? "" : "s", s.transport,
                                 s.swizzled ? ", 128-byte swizzle" : "");
+  if (!s.shares.empty()) out += fmt::format(", the {} slab's buffers (the same tile)", s.shares);
   if (!s.no_tma.empty()) out += fmt::format("\n    no TMA: {}", s.no_tma);
   return out + "\n";
 }

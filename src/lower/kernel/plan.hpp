@@ -19,6 +19,7 @@ struct SlabPlan {
   bool swizzled = false;     // 128-byte swizzled rows (what wgmma and TMA read)
   std::string transport;     // "tma", "cp.async" or "registers" (STAGE's reg)
   std::string no_tma;        // where STAGE asked for TMA and the slab has none: why
+  std::string shares;        // the slab (role) whose buffers hold the same tile, read in place of its own
 };
 
 struct KernelPlan {

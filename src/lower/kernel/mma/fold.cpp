@@ -164,19 +164,29 @@ void MmaTier::emit_fold(kir::Program& program) {
         kslab2_->stream = fold.axis.name;
         slabs.push_back(&*kslab2_);
       }
+      // A value slab holding a column slab's tile reads that slab's buffers (filled once).
+      auto value_slab = [&](const std::string& role, const AxisAt& tile_at) {
+        const AxisAt keys = axis_at(fold.axis, i64(0), true);
+        std::optional<Slab> s = sharing_slab(role, keys, tile_at);
+        const bool own = !s;
+        if (own) s = make_slab(b_.fresh("val_tile"), role, keys, tile_at);
+        s->stream = fold.axis.name;
+        return std::pair{*s, own};
+      };
+      std::vector<bool> own;
       if (value_read_) {
-        vslab_ = make_slab(b_.fresh("val_tile"), "value", axis_at(fold.axis, i64(0), true),
-                           axis_at(tile_loop_->axis, tile0, false));
-        vslab_->stream = fold.axis.name;
-        slabs.push_back(&*vslab_);
+        auto [s, mine] = value_slab("value", axis_at(tile_loop_->axis, tile0, false));
+        vslab_ = s;
+        own.push_back(mine);
       }
       for (size_t i = 0; i < siblings_.size(); ++i) {
-        Sibling& sib = siblings_[i];
-        sib.slab = make_slab(b_.fresh("val_tile"), sibling_role(i), axis_at(fold.axis, i64(0), true),
-                             axis_at(sib.loop->axis, i64(0), false));
-        sib.slab->stream = fold.axis.name;
+        auto [s, mine] = value_slab(sibling_role(i), axis_at(siblings_[i].loop->axis, i64(0), false));
+        siblings_[i].slab = s;
+        own.push_back(mine);
       }
-      for (const Sibling& sib : siblings_) slabs.push_back(&*sib.slab);
+      if (value_read_ && own[0]) slabs.push_back(&*vslab_);
+      for (size_t i = 0; i < siblings_.size(); ++i)
+        if (own[i + (value_read_ ? 1 : 0)]) slabs.push_back(&*siblings_[i].slab);
     }
     const std::string orun = value_read_ ? carrier[value_field_] : std::string();
     auto block_math = [&](const K& j0, const K& buf, const Issue& issue, bool masked, const std::optional<K>& pending) {

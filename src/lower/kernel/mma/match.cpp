@@ -267,7 +267,7 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
 }
 
 std::optional<MmaTier::SummedParts> MmaTier::summed_parts(const Expr& prod, const std::string& fold_axis,
-                                                         const std::string& tile_axis) {
+                                                          const std::string& tile_axis) {
   if (prod.kind != Expr::Kind::Binary || prod.op != "*" || prod.args.size() != 2) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     // A value scaled by a factor the tile's axis does not change, (do[i, e] / l[i]) * p: the
@@ -564,12 +564,11 @@ bool MmaTier::plan_staging() {
                                      tir::print_expr(s.weight), s.value.name);
   if (!stage_) return true;
   if (!plan_slab("col", first_.col, fold.axis, chunk, first_.axis, bound, 0, wgmma())) return false;
-  if (value_read_ &&
-      !plan_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile, 0, wgmma()))
+  if (value_read_ && !plan_value_slab("value", *value_read_, fold.axis, chunk, tile_loop_->axis, tile_loop_->tile))
     return false;
   for (size_t i = 0; i < siblings_.size(); ++i)
-    if (!plan_slab(sibling_role(i), siblings_[i].value, fold.axis, chunk, siblings_[i].loop->axis,
-                   siblings_[i].loop->tile, 0, false))
+    if (!plan_value_slab(sibling_role(i), siblings_[i].value, fold.axis, chunk, siblings_[i].loop->axis,
+                         siblings_[i].loop->tile))
       return false;
   return true;
 }
@@ -621,6 +620,10 @@ void MmaTier::plan_wspec() {
     }
   if (!stage_ || !stage_->ring || stage_->depth < 2 || !streamed)
     why = "the producers run ahead in a ring of two buffers or more (STAGE=d2/tma/ring or deeper)";
+  else if (!siblings_.empty())
+    why =
+        "the fold's register tiles share each key block (sibling folds), whose results do not stage through the "
+        "row slab the producers leave the consumers";
   else if (by_copy)
     why = fmt::format("the {} slab comes by {}{}: the producers' one thread issues TMA boxes", by_copy->role,
                       by_copy->transport, by_copy->no_tma.empty() ? "" : fmt::format(" ({})", by_copy->no_tma));

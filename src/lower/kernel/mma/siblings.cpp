@@ -40,12 +40,13 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
                       "of a weight times a {} input only",
                       tile_loop_->axis.name, loop.axis.name, kir::type_name(t_.operand)));
     if (wgmma())
-      return reject(fmt::format("the register tiles of {} and {} share each key block's weights on mma.sync atoms "
-                                "only (a:mma_m16n8k16_f16 or _bf16), not {}",
-                                tile_loop_->axis.name, loop.axis.name, t_.atom));
+      return reject(
+          fmt::format("the register tiles of {} and {} share each key block's weights on mma.sync atoms "
+                      "only (a:mma_m16n8k16_f16 or _bf16), not {}",
+                      tile_loop_->axis.name, loop.axis.name, t_.atom));
     if (loop.tile % kAtomN != 0)
-      return reject(fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8", loop.axis.name,
-                                loop.tile));
+      return reject(
+          fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8", loop.axis.name, loop.tile));
     for (size_t st = 1; st < loop.body.size(); ++st)
       if (loop.body[st].kind != lir::Stmt::Kind::Store && loop.body[st].kind != lir::Stmt::Kind::Compute)
         return reject("the register tile holds statements other than the fold, its results and stores");
@@ -53,10 +54,10 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
                                             fold.axis.name));
     std::optional<SummedParts> parts = summed_parts(fold.fields[0].lift, fold.axis.name, loop.axis.name);
     if (!parts)
-      return reject(fmt::format("the vector field {} of the register tile of {} lifts {}, not a weight of the "
-                                "kernel's contractions times a {} input",
-                                name, loop.axis.name, tir::print_expr(fold.fields[0].lift),
-                                kir::type_name(t_.operand)));
+      return reject(
+          fmt::format("the vector field {} of the register tile of {} lifts {}, not a weight of the "
+                      "kernel's contractions times a {} input",
+                      name, loop.axis.name, tir::print_expr(fold.fields[0].lift), kir::type_name(t_.operand)));
     std::map<std::string, std::string> rename;  // its contraction registers -> the kernel's
     for (size_t c = 0; c < parts->contractions.size(); ++c) {
       const Contraction& x = parts->contractions[c];
@@ -66,9 +67,10 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
         at = 1;
       }
       if (at == 2)
-        return reject(fmt::format("the register tiles' weights hold three contractions or more ({} * {} over {} "
-                                  "besides two); the tier computes two a key block",
-                                  tir::print_expr(x.row), tir::print_expr(x.col), x.axis.name));
+        return reject(
+            fmt::format("the register tiles' weights hold three contractions or more ({} * {} over {} "
+                        "besides two); the tier computes two a key block",
+                        tir::print_expr(x.row), tir::print_expr(x.col), x.axis.name));
       rename[std::string(contracted_reg(c))] = std::string(contracted_reg(at));
     }
     std::function<Expr(const Expr&)> to_kernel = [&](const Expr& e) -> Expr {
@@ -128,6 +130,8 @@ void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, int fm,
     const K size = KernelBuilder::size_value(axis.size);
     emit(kir::comment(fmt::format("{}'s results and stores", s.fold->fields[0].name)));
     const std::optional<StagedOut> staged = staged_out(stores, axis.name, ne * kAtomN, {s.slab ? &*s.slab : nullptr});
+    // The tile before it may have staged through the same buffers (a shared slab): its reads first.
+    if (staged) emit(kir::barrier());
     const bool guarded = !staged || reads_tensor(s.fold->results) || reads_tensor(stores);
     std::optional<K> held;
     for_each_c(

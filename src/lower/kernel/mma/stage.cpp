@@ -1,6 +1,7 @@
 // Shared-memory staging: an operand's slab (its box, order and swizzle), filled by cp.async
 // or by plain loads, and read back through the swizzle.
 #include "lower/kernel/mma/tier.hpp"
+#include "lower/term_expr.hpp"
 
 namespace emmy::lower::detail {
 
@@ -44,7 +45,7 @@ bool MmaTier::plan_slab(const std::string& role, const Expr& read, const tir::Ax
                          c.tma           ? "tma"
                          : stage_->async ? "cp.async"
                                          : "registers",
-                         c.no_tma});
+                         c.no_tma, ""});
   slab_choices_[role] = std::move(c);
   return true;
 }
@@ -70,8 +71,46 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
 int64_t MmaTier::planned_slab_bytes() const {
   int64_t bytes = 0;
   for (const auto& [role, c] : slab_choices_)
-    bytes += int64_t{c.rows} * slab_pitch(c) * slab_buffers(c) * kir::type_bytes(t_.operand);
+    if (!slab_shares_.count(role))
+      bytes += int64_t{c.rows} * slab_pitch(c) * slab_buffers(c) * kir::type_bytes(t_.operand);
   return bytes;
+}
+
+bool MmaTier::plan_value_slab(const std::string& role, const Expr& read, const tir::Axis& keys, int chunk,
+                              const tir::Axis& tile_axis, int tile) {
+  if (!plan_slab(role, read, keys, chunk, tile_axis, tile, 0, wgmma())) return false;
+  // The same tensor's tile as a contraction's column slab, its contracted axis read as the tile's
+  // (attention backward's dk folds q[i, d] beside the scores' q[i, d_2] over d_2): the tile covers
+  // what the k-steps cover, so the contraction's limit keeps it one tile at 0. Only where both
+  // come by TMA, which zero-fills past every edge alike (cp.async clamps one axis, zeroes the other).
+  const SlabChoice& mine = slab_choices_.at(role);
+  for (const auto& [other, contraction] :
+       {std::pair{"col", &first_}, std::pair{"col2", second_ ? &*second_ : nullptr}}) {
+    auto it = slab_choices_.find(other);
+    if (!contraction || it == slab_choices_.end()) continue;
+    const SlabChoice& c = it->second;
+    const Expr as_tile = tir::substitute(c.read, {{contraction->axis.name, index_expr(tile_axis.name)}});
+    if (tir::print_expr(as_tile) != tir::print_expr(read) || !c.tma || !mine.tma || c.y_inner != mine.y_inner ||
+        c.rows != mine.rows || c.cols != mine.cols || c.swizzled != mine.swizzled || c.depth != mine.depth)
+      continue;
+    slab_shares_[role] = other;
+    plan_.slabs.back().shares = other;
+    return true;
+  }
+  return true;
+}
+
+std::optional<MmaTier::Slab> MmaTier::sharing_slab(const std::string& role, const AxisAt& x, const AxisAt& y) const {
+  auto it = slab_shares_.find(role);
+  if (it == slab_shares_.end()) return std::nullopt;
+  const std::optional<Slab>& of = it->second == "col" ? kslab_ : kslab2_;
+  EMMY_INTERNAL_ASSERT(of.has_value(), "a value slab shares a column slab not made yet");
+  const SlabChoice& c = slab_choices_.at(role);
+  Slab s = *of;
+  s.read = c.read;
+  s.outer = c.y_inner ? x : y;
+  s.inner = c.y_inner ? y : x;
+  return s;
 }
 
 K MmaTier::element_index(const Slab& s, const K& outer, const K& inner) {

@@ -234,6 +234,12 @@ class MmaTier {
   bool plan_slab(const std::string& role, const Expr& read, const tir::Axis& x, int x_extent, const tir::Axis& y,
                  int y_extent, int depth, bool swizzled);
   Slab make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y);
+  // A value slab (`role`: the fold's or a sibling's, x the keys, y its tile's axis), planned by
+  // plan_slab; where it is the same tile as a column slab's, it shares that slab's buffers
+  // (slab_shares_): sharing_slab is then the column slab read at the value's axes, nothing filled.
+  bool plan_value_slab(const std::string& role, const Expr& read, const tir::Axis& keys, int chunk,
+                       const tir::Axis& tile_axis, int tile);
+  std::optional<Slab> sharing_slab(const std::string& role, const AxisAt& x, const AxisAt& y) const;
   // A chosen slab's row pitch and tiles kept (what make_slab allocates), and the bytes of shared
   // memory the planned slabs take together: a lower bound of the kernel's.
   static int slab_pitch(const SlabChoice& c) { return c.swizzled ? c.cols : c.cols + 8; }
@@ -695,6 +701,7 @@ class MmaTier {
   std::string why_;
   KernelPlan plan_;                                 // what plan() decided, for the emitters and --ir plan
   std::map<std::string, SlabChoice> slab_choices_;  // by role
+  std::map<std::string, std::string> slab_shares_;  // a value slab's role -> the column slab's whose buffers it reads
   const lir::Stmt* tile_loop_ = nullptr;
   const lir::Stmt* fold_ = nullptr;
   int contraction_stmt_ = -1;  // the body statement holding the contraction
