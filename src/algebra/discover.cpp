@@ -514,4 +514,29 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
   return chains;
 }
 
+DiscoveredChain rename_statements(DiscoveredChain c, const std::function<std::string(const std::string&)>& name) {
+  auto stmt = [&](std::string& n) {
+    if (!n.empty()) n = name(n);
+  };
+  stmt(c.max_stmt);
+  for (std::string& s : c.sum_stmts) stmt(s);
+  for (std::string& s : c.sum_normalizers) stmt(s);
+  std::map<std::string, std::string> vars;  // a.<field> -> a.<its new name>, b. the same
+  for (std::vector<std::string>* fields : {&c.monoid.fields, &c.monoid.bool_fields, &c.monoid.int_fields})
+    for (std::string& f : *fields) {
+      const std::string to = name(f);
+      vars["a." + f] = "a." + to;
+      vars["b." + f] = "b." + to;
+      f = to;
+    }
+  std::function<void(Term&)> rename = [&](Term& t) {
+    if (t.op == TermOp::Var)
+      if (auto it = vars.find(t.name); it != vars.end()) t.name = it->second;
+    for (Term& a : t.args) rename(a);
+  };
+  for (std::vector<Term>* terms : {&c.monoid.identity, &c.monoid.combine, &c.monoid.lift})
+    for (Term& t : *terms) rename(t);
+  return c;
+}
+
 }  // namespace emmy::algebra

@@ -7,6 +7,7 @@
 // - a max followed by the first index where it is reached: argmax, carrier (m, index).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct DiscoveredChain {
 };
 
 std::vector<DiscoveredChain> discover_chains(const CheckedOp& op);
+
+// The chain with its statements renamed by `name` (a call's inlined prefix, a forwarded copy's
+// output), its carrier's fields too (they are the statements' names), and the carrier's terms'
+// variables a.<field> and b.<field> with them: the same monoid, the same laws.
+DiscoveredChain rename_statements(DiscoveredChain chain, const std::function<std::string(const std::string&)>& name);
 
 // exp2(c·u) is exp(c·ln 2·u): that scale in base e, kept as a rational within 2^-40 of it, and
 // exactly 1 when c is a rounded log2(e) (the spelling exp2((x - m) * 1.4426950408889634)).

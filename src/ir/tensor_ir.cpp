@@ -121,11 +121,52 @@ bool uses_index(const Expr& e, const std::string& index) {
   return any_node(e, [&](const Expr& x) { return x.kind == Expr::Kind::Index && x.name == index; });
 }
 
+namespace {
+
+// Whether `name` appears in e as an index or as a reduction's axis.
+bool mentions_name(const Expr& e, const std::string& name) {
+  return any_node(e, [&](const Expr& x) {
+    return (x.kind == Expr::Kind::Index && x.name == name) ||
+           (x.kind == Expr::Kind::Reduce &&
+            std::any_of(x.axes.begin(), x.axes.end(), [&](const Axis& a) { return a.name == name; }));
+  });
+}
+
+}  // namespace
+
 Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& by) {
   if (e.kind == Expr::Kind::Index)
     for (const auto& [name, value] : by)
       if (name == e.name) return value;
-  return map_children(e, [&](const Expr& x) { return substitute(x, by); });
+  if (e.kind != Expr::Kind::Reduce || e.axes.empty())
+    return map_children(e, [&](const Expr& x) { return substitute(x, by); });
+  // A reduction binds its axes: they shadow a substitution of the same name, and an axis a
+  // substituted value reads is renamed first (sum(k: x[m, k] * w[k, n]) with n -> k must not
+  // read w[k, k]).
+  std::vector<std::pair<std::string, Expr>> inner;
+  for (const auto& [name, value] : by)
+    if (std::none_of(e.axes.begin(), e.axes.end(), [&](const Axis& a) { return a.name == name; }))
+      inner.emplace_back(name, value);
+  if (inner.empty()) return e;
+  Expr r = e;
+  for (size_t k = 0; k < r.axes.size(); ++k) {
+    const std::string name = r.axes[k].name;
+    if (std::none_of(inner.begin(), inner.end(), [&](const auto& b) { return uses_index(b.second, name); })) continue;
+    std::string fresh;
+    for (int n = 1;; ++n) {
+      fresh = name + "_" + std::to_string(n);
+      if (!mentions_name(e, fresh) &&
+          std::none_of(inner.begin(), inner.end(), [&](const auto& b) { return mentions_name(b.second, fresh); }))
+        break;
+    }
+    Expr index;
+    index.kind = Expr::Kind::Index;
+    index.dtype = DType::I64;
+    index.name = fresh;
+    r = map_children(r, [&](const Expr& x) { return substitute(x, {{name, index}}); });
+    r.axes[k].name = fresh;
+  }
+  return map_children(r, [&](const Expr& x) { return substitute(x, inner); });
 }
 
 Expr node_of(const Expr& e) {

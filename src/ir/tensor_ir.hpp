@@ -63,6 +63,8 @@ struct Program {
   std::vector<std::string> sizes;  // every size symbol the op's parameters use
   std::vector<Tensor> tensors;     // inputs, outputs, intermediates
   std::vector<Stmt> stmts;         // in order
+  // Each call to_tensor inlined, in order: the callee and the prefix of its statements' names.
+  std::vector<std::pair<std::string, std::string>> inlined;
   const Tensor* find(const std::string& name) const;
   const Stmt* def(const std::string& name) const;
 };

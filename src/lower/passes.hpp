@@ -1,6 +1,9 @@
 // The lowering pipeline from a checked op to kernel IR, one pass per file:
 //   resolve_knobs    schedule block + EMMY_KNOBS + --knobs + defaults -> the knobs in force
-//   to_tensor        checked op -> tensor IR (lets, bare names, op calls inlined)
+//   to_tensor        checked op -> tensor IR (lets, bare names, op calls inlined; the callees'
+//                    chains renamed as inlined: inlined_chains)
+//   forward_copies   tensor IR -> tensor IR where an output copying an intermediate is written by
+//                    the intermediate's statement (a call's result: its chain ends in the output)
 //   hoist_invariant  tensor IR -> tensor IR with each reduction that does not vary along its whole
 //                    context (statement variables, enclosing axes) an intermediate of its own
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
@@ -150,6 +153,20 @@ struct KnobSources {
 Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target);
 
 tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
+// The chains of the ops `program` inlined (tir::Program::inlined), their statements renamed as
+// inlined: each callee's from `known` (the program's discovered chains) where it has some there,
+// else discovered and proved here; `op` the caller's. A call's fold then folds in the caller.
+std::vector<algebra::DiscoveredChain> inlined_chains(const tir::Program& program, const CheckedProgram& checked,
+                                                     const std::vector<algebra::DiscoveredChain>* known);
+// An output that copies an intermediate element for element, o[b, i] = x[b, i] with nothing else
+// reading x (a call's result: o[...] = sdpa(q, k, v)[...]), is computed by x's statement itself:
+// the copy and x disappear, and a chain that ends in
+// x ends in o. `renamed`: each forwarded intermediate -> the output.
+struct ForwardedCopies {
+  tir::Program program;
+  std::map<std::string, std::string> renamed;
+};
+ForwardedCopies forward_copies(const tir::Program& program);
 // softmax's y[n, c] = exp(x[n, c] - max(k: x[n, k])) / sum(k: ...) becomes y_max[n], y_sum[n] and
 // y reading them: each row statistic computed once a row, not once an element (O(C), not O(C^2)).
 // The statements of `chains` stay as written: to_loops folds their reductions in one pass.
@@ -217,7 +234,7 @@ struct PipelineOptions {
   // never run: the auto-scheduler lowers its choice again with it on.
   bool verify_kernel = true;
 };
-// The passes of lower_op, in order: to-tensor, hoist-invariant, inline-pointwise,
+// The passes of lower_op, in order: to-tensor, forward-copies, hoist-invariant, inline-pointwise,
 // factor-normalizer, to-loops, split-reduce, to-kernel.
 const std::vector<std::string>& pass_names();
 

@@ -23,6 +23,7 @@ struct State {
   const CheckedProgram& program;
   const CheckedOp& op;
   const TargetInfo& target;
+  const std::vector<algebra::DiscoveredChain>* known;  // the program's discovered chains, if given
   std::vector<algebra::DiscoveredChain> chains;
   const LawMemo* laws;
   tir::Program tensor;  // the tensor IR as the passes leave it (Lowered::tensor keeps to-tensor's)
@@ -49,6 +50,23 @@ const Pass kPasses[] = {
      [](State& s) {
        s.out.tensor = to_tensor(s.program, s.op);
        s.tensor = s.out.tensor;
+       for (algebra::DiscoveredChain& c : inlined_chains(s.tensor, s.program, s.known)) {
+         s.laws->seed(c.monoid, c.laws);
+         s.chains.push_back(std::move(c));
+       }
+     }},
+    {"forward-copies", Level::Tensor,
+     [](State& s) {
+       ForwardedCopies f = forward_copies(s.tensor);
+       s.tensor = std::move(f.program);
+       if (f.renamed.empty()) return;
+       for (algebra::DiscoveredChain& c : s.chains) {
+         c = algebra::rename_statements(std::move(c), [&](const std::string& n) {
+           auto it = f.renamed.find(n);
+           return it != f.renamed.end() ? it->second : n;
+         });
+         s.laws->seed(c.monoid, c.laws);  // the same laws, its fields renamed
+       }
      }},
     {"hoist-invariant", Level::Tensor, [](State& s) { s.tensor = hoist_invariant(s.tensor, s.chains); }},
     {"inline-pointwise", Level::Tensor, [](State& s) { s.tensor = inline_pointwise(s.tensor, s.out.knobs); }},
@@ -103,7 +121,7 @@ const std::vector<std::string>& pass_names() {
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
                  const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains,
                  const PipelineOptions& options) {
-  State s{program, op, target, {}, options.laws, {}, {}};
+  State s{program, op, target, chains, {}, options.laws, {}, {}};
   if (chains)
     for (const algebra::DiscoveredChain& c : *chains)
       if (c.op == op.decl->name.name) s.chains.push_back(c);

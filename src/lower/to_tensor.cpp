@@ -261,6 +261,7 @@ class TensorBuilder {
     Scope inner;
     inner.op = &callee;
     inner.prefix = fmt::format("{}{}_", call.text, ++calls_);
+    out_.inlined.emplace_back(call.text, inner.prefix);
     const CallBinding binding = bind_call(*scope.op, call, callee);
     for (const auto& [param, arg] : binding.args)
       // A let passed to a scalar parameter is its value there (a small let has no tensor).

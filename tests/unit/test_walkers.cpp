@@ -61,6 +61,20 @@ TEST_CASE("walkers: tensor IR visit reaches predicates, parents first; map_child
   CHECK_FALSE(tir::uses_index(r, "i"));
 }
 
+TEST_CASE("walkers: tensor IR substitute respects a reduction's axes: shadowed, and renamed before a capture") {
+  using K = tir::Expr::Kind;
+  const tir::Expr e = masked_sum();  // sum(k<K where k < i: x[i, k])
+  // i -> k (a read at the reduction's own axis name): the axis is renamed first, so the result
+  // still reads x at the substituted k and the reduction's own variable apart.
+  const tir::Expr r = tir::substitute(e, {{"i", tnode(K::Index, "k")}});
+  CHECK(tir::print_expr(r) == "sum(k_1<K where (k_1 < k): x[k, k_1])");
+  // k -> 0: the axis shadows it, nothing changes.
+  CHECK(tir::print_expr(tir::substitute(e, {{"k", tnode(K::Index, "zero")}})) == tir::print_expr(e));
+  // The axis k_1 renamed again where the value reads k_1 (its fresh name from its own).
+  const tir::Expr r2 = tir::substitute(r, {{"k", tnode(K::Read, "y", {tnode(K::Index, "k_1")})}});
+  CHECK(tir::print_expr(r2) == "sum(k_1_1<K where (k_1_1 < y[k_1]): x[y[k_1], k_1_1])");
+}
+
 TEST_CASE("walkers: loop IR visit goes into loop bodies and fold results; visit_exprs is one statement's own") {
   lir::Stmt fold;
   fold.kind = lir::Stmt::Kind::Fold;
