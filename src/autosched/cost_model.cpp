@@ -204,7 +204,8 @@ std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
   return {std::max(tm, 1.0), std::max(tn, 1.0)};
 }
 
-// The value columns a fold's sibling register tiles add (dv's beside dk's): their slabs' columns.
+// The value columns a fold's sibling register tiles add (dv's beside dk's): their slabs' columns
+// (roles value2, value3, ...).
 double sibling_value_cols(const lower::KernelPlan& p) {
   double cols = 0;
   for (const lower::SlabPlan& s : p.slabs)

@@ -116,7 +116,14 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
       c.key_bounded = c.key_bounded || (!plan.key_bound.empty() && plan.key_bound != "none");
   }
   c.contraction = lowered[2].has_value();
-  c.wgmma_fold = c.fold && lowered[3].has_value();
+  bool in_step = false;  // a fold whose weights read two contractions or feed sibling register tiles
+  if (lowered[0])
+    for (const lower::KernelPlan& plan : lowered[0]->plans)
+      in_step = in_step || !plan.reduced2.empty() ||
+                std::any_of(plan.slabs.begin(), plan.slabs.end(), [](const lower::SlabPlan& s) {
+                  return s.role.rfind("value", 0) == 0 && s.role != "value";
+                });
+  c.wgmma_fold = c.fold && !in_step && lowered[3].has_value();
   return c;
 }
 

@@ -21,8 +21,10 @@ struct OpClass {
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
   bool key_bounded = false;                 // the fold's keys bounded by its row (causal: j <= i)
-  // On a target with wgmma: whether the fold tier takes the op's kernels on wgmma atoms too (not
-  // where a kernel's fold needs mma.sync: a weight of two contractions, sibling register tiles).
+  // On a target with wgmma: whether the fold tier takes the op's kernels on wgmma atoms too, and
+  // the auto-scheduler may try them: not where a fold's blocks complete in step (a weight of two
+  // contractions, sibling register tiles: attention's backward), whose wgmma form has not been
+  // measured against mma.sync (it spills at the wider tiles ptxas builds).
   bool wgmma_fold = false;
 };
 

@@ -144,9 +144,9 @@ Expr substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& 
   // substituted value reads is renamed first (sum(k: x[m, k] * w[k, n]) with n -> k must not
   // read w[k, k]).
   std::vector<std::pair<std::string, Expr>> inner;
-  for (const auto& [name, value] : by)
-    if (std::none_of(e.axes.begin(), e.axes.end(), [&](const Axis& a) { return a.name == name; }))
-      inner.emplace_back(name, value);
+  for (const std::pair<std::string, Expr>& b : by)
+    if (std::none_of(e.axes.begin(), e.axes.end(), [&](const Axis& a) { return a.name == b.first; }))
+      inner.push_back(b);
   if (inner.empty()) return e;
   Expr r = e;
   for (size_t k = 0; k < r.axes.size(); ++k) {

@@ -6,7 +6,8 @@ namespace emmy::lower {
 std::vector<algebra::DiscoveredChain> inlined_chains(const tir::Program& program, const CheckedProgram& checked,
                                                      const std::vector<algebra::DiscoveredChain>* known) {
   std::vector<algebra::DiscoveredChain> out;
-  for (const auto& [callee, prefix] : program.inlined) {
+  for (const std::pair<std::string, std::string>& call : program.inlined) {
+    const std::string &callee = call.first, &prefix = call.second;
     auto op = checked.ops.find(callee);
     if (op == checked.ops.end()) continue;
     std::vector<algebra::DiscoveredChain> chains;

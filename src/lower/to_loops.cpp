@@ -4,6 +4,7 @@
 // thread space and the ordered loop nest every thread runs.
 #include "lower/chain_fold.hpp"
 #include "lower/chain_weight.hpp"
+#include "lower/kernel_groups.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/regroup_laws.hpp"
@@ -184,60 +185,11 @@ class LoopBuilder {
     materialize_what_cuts_read(out, reads);
   }
 
-  // A fused reduction read at an element of another reduction's axis and constant along one of
-  // the reader's own variables (dl[b, h, i] inside dk[b, h, j, d]'s sum over i, through dp: the
-  // same value for every j) would be recomputed for every element of that sum and every thread
-  // along that variable: a cost the seams above do not see, since each single read is on the
-  // reader's own row. Such a reduction gets a kernel of its own, unless PLACE@x=fuse says
-  // otherwise. (The reader's last variable is left out: a vector field's register tile covers it.)
+  // The reductions kernel_groups.hpp's per_element_recomputes finds: each written by a kernel of
+  // its own group, fusing what it reads.
   void cut_per_element_recomputes(lir::Program& out) {
-    std::set<std::string> cut(out.materialized.begin(), out.materialized.end()), found;
-    const tir::Stmt* reader = nullptr;
-    std::function<void(const Expr&, const std::set<std::string>&)> walk = [&](const Expr& e,
-                                                                              const std::set<std::string>& bound) {
-      if (e.kind == Expr::Kind::Reduce) {
-        std::set<std::string> inner = bound;
-        for (const tir::Axis& a : e.axes) inner.insert(a.name);
-        for (const Expr& a : e.args) walk(a, inner);
-        for (const Expr& w : e.where) walk(w, inner);
-        return;
-      }
-      if (e.kind == Expr::Kind::Read && is_intermediate(e.name) && !cut.count(e.name))
-        if (const tir::Stmt* def = p_.def(e.name)) {
-          auto used = [&](const std::string& v) {
-            return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return tir::uses_index(a, v); });
-          };
-          const bool at_element = std::any_of(bound.begin(), bound.end(), used);
-          const bool constant_along = std::any_of(reader->vars.begin(), reader->vars.end(), [&](const tir::Axis& a) {
-            return &a != &reader->vars.back() && !used(a.name);
-          });
-          if (at_element && constant_along && tir::has_reduce(def->value) && p_.find(e.name)->record.empty() &&
-              !knobs_.place_at.count(e.name)) {
-            found.insert(e.name);
-          } else {
-            std::vector<std::pair<std::string, Expr>> by;
-            for (size_t k = 0; k < def->vars.size() && k < e.args.size(); ++k)
-              by.emplace_back(def->vars[k].name, e.args[k]);
-            walk(tir::substitute(def->value, by), bound);
-          }
-        }
-      for (const Expr& a : e.args) walk(a, bound);
-    };
-    // Readers: the outputs and the cut statements, then each reduction found (dl read inside
-    // dk_part, itself found inside dk's sum over the group), until none is new.
-    std::set<std::string> walked;
-    for (bool more = true; more;) {
-      more = false;
-      for (const tir::Stmt& y : p_.stmts)
-        if ((!is_intermediate(y.name) || cut.count(y.name) || found.count(y.name)) && !y.vars.empty() &&
-            walked.insert(y.name).second) {
-          reader = &y;
-          const size_t before = found.size();
-          walk(y.value, {});
-          for (const std::string& f : found) cut.insert(f);
-          more = more || found.size() != before;
-        }
-    }
+    const std::set<std::string> found =
+        per_element_recomputes(p_, {out.materialized.begin(), out.materialized.end()}, knobs_.place_at);
     for (const tir::Stmt& x : p_.stmts)
       if (found.count(x.name)) {
         out.materialized.push_back(x.name);
@@ -277,12 +229,6 @@ class LoopBuilder {
     for (const tir::Stmt& x : p_.stmts)
       if (materialized(x.name)) ordered.push_back(x.name);
     out.materialized = ordered;
-  }
-
-  static std::string vars_text(const std::vector<tir::Axis>& vars) {
-    std::vector<std::string> names;
-    for (const tir::Axis& a : vars) names.push_back(a.name);
-    return fmt::format("{}", fmt::join(names, ", "));
   }
 
   lir::Kernel temp_kernel(const std::string& name) {
@@ -637,76 +583,12 @@ class LoopBuilder {
            a.vars.back().name != b.vars.back().name;
   }
 
-  // The statements the kernels after the materialized ones compute, one list a kernel. Outputs
-  // whose index variables are not a prefix one of the other (dq[b, h, i, d] beside dk[b, h, j, d])
-  // share no thread space but a common prefix (b, h), too few threads: each such group of
-  // outputs gets a kernel of its own, with the intermediates it reads (recomputed in each). One
-  // group (every output a prefix of another: layernorm's mean[n] and y[n, c]) is one kernel.
+  // The kernel groups (kernel_groups.hpp), their decisions said.
   std::vector<std::vector<const tir::Stmt*>> output_groups(const lir::Program& out) {
-    std::vector<const tir::Stmt*> rest, outputs;
-    for (const tir::Stmt& s : p_.stmts)
-      if (!std::count(out.materialized.begin(), out.materialized.end(), s.name) || group_results_.count(s.name)) {
-        rest.push_back(&s);
-        if (!is_intermediate(s.name)) outputs.push_back(&s);
-      }
-    auto prefix = [](const std::vector<tir::Axis>& a, const std::vector<tir::Axis>& b) {
-      return a.size() <= b.size() &&
-             std::equal(a.begin(), a.end(), b.begin(),
-                        [](const tir::Axis& x, const tir::Axis& y) { return x.name == y.name; });
-    };
-    std::vector<size_t> group(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) group[i] = i;
-    std::function<size_t(size_t)> root = [&](size_t i) { return group[i] == i ? i : group[i] = root(group[i]); };
-    for (size_t i = 0; i < outputs.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if ((prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars)) &&
-            !group_results_.count(outputs[i]->name) && !group_results_.count(outputs[j]->name))
-          group[root(i)] = root(j);
-        else if (sibling_sums(*outputs[i], *outputs[j])) {
-          group[root(i)] = root(j);
-          decisions_.push_back(fmt::format(
-              "{} and {} sum over {} at the same rows ({}): one kernel, each key's weights computed once for both",
-              outputs[j]->name, outputs[i]->name, outputs[i]->value.axes[0].name,
-              vars_text({outputs[i]->vars.begin(), outputs[i]->vars.end() - 1})));
-        }
-    std::set<size_t> roots;
-    for (size_t i = 0; i < outputs.size(); ++i) roots.insert(root(i));
-    if (roots.size() <= 1) return {rest};
-    // Each group after the groups whose results it reads: by its last output's statement.
-    std::vector<std::pair<size_t, size_t>> order;  // (last output's index in `outputs`, root)
-    for (size_t r : roots) {
-      size_t last = 0;
-      for (size_t i = 0; i < outputs.size(); ++i)
-        if (root(i) == r) last = i;
-      order.emplace_back(last, r);
-    }
-    std::sort(order.begin(), order.end());
-    std::vector<std::vector<const tir::Stmt*>> groups;
-    std::vector<std::string> said;
-    for (const auto& [last, r] : order) {
-      // The group's outputs and what they read, transitively; another group's result is read
-      // from global memory, not computed again.
-      std::set<std::string> own, needed;
-      for (size_t i = 0; i < outputs.size(); ++i)
-        if (root(i) == r) own.insert(outputs[i]->name);
-      needed = own;
-      auto computed = [&](const std::string& n) {
-        return needed.count(n) && (own.count(n) || !group_results_.count(n));
-      };
-      for (auto s = rest.rbegin(); s != rest.rend(); ++s)
-        if (computed((*s)->name)) tir::add_reads((*s)->value, needed);
-      std::vector<const tir::Stmt*> g;
-      std::vector<std::string> names;
-      for (const tir::Stmt* s : rest)
-        if (computed(s->name)) {
-          g.push_back(s);
-          if (!is_intermediate(s->name)) names.push_back(fmt::format("{}[{}]", s->name, vars_text(s->vars)));
-        }
-      said.push_back(fmt::format("{}", fmt::join(names, ", ")));
-      groups.push_back(std::move(g));
-    }
-    decisions_.push_back(fmt::format("outputs {} share no thread space: a kernel each", fmt::join(said, "; ")));
-    return groups;
+    OutputGroups g = group_outputs(p_, out.materialized, group_results_,
+                                   [&](const tir::Stmt& a, const tir::Stmt& b) { return sibling_sums(a, b); });
+    decisions_.insert(decisions_.end(), g.decisions.begin(), g.decisions.end());
+    return std::move(g.groups);
   }
 
   lir::Kernel main_kernel(const lir::Program& out, const std::vector<const tir::Stmt*>& stmts,

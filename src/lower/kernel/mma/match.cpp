@@ -297,14 +297,8 @@ bool MmaTier::plan_summed(const lir::Stmt& fold, size_t f) {
                     field.name, tir::print_expr(field.lift), tile_loop_ ? tile_loop_->axis.name : "the tile's axis",
                     kir::type_name(t_.operand)));
   first_ = parts->contractions[0];
-  if (parts->contractions.size() == 2) {  // attention's dS = P * (dO V^T - D): two products of a block, one weight
-    if (wgmma())
-      return reject(
-          fmt::format("the weight {} holds two contractions, which the fold computes on mma.sync atoms "
-                      "only (a:mma_m16n8k16_f16 or _bf16), not {}",
-                      tir::print_expr(first_.around), t_.atom));
-    second_ = parts->contractions[1];
-  }
+  // Attention's dS = P * (dO V^T - D): two products of a block, one weight.
+  if (parts->contractions.size() == 2) second_ = parts->contractions[1];
   summed_ = true;
   value_read_ = parts->value;
   value_field_ = f;
@@ -325,10 +319,10 @@ bool MmaTier::plan_fold_checks(const lir::Stmt& fold) {
     if (!(f == value_field_ && value_read_) && !is_flag(f) && scalar_of(fold.fields[f].dtype) != F32)
       return reject(fmt::format("the carrier field {} is {}, not f32", fold.fields[f].name,
                                 kir::type_name(scalar_of(fold.fields[f].dtype))));
-  // wgmma reads the row operand's slab K-major (with wgmma it always waits in a slab).
-  if (wgmma() && innermost_is(first_.row, row_axis_.name))
-    return reject(
-        fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", first_.row.name, first_.axis.name));
+  // wgmma reads the row operands' slabs K-major (with wgmma they always wait in slabs).
+  for (const Contraction* c : {&first_, second_ ? &*second_ : nullptr})
+    if (c && wgmma() && innermost_is(c->row, row_axis_.name))
+      return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", c->row.name, c->axis.name));
   return true;
 }
 
@@ -555,9 +549,9 @@ bool MmaTier::plan_staging() {
     plan_.contraction += fmt::format("; {} * {} over {}", tir::print_expr(second_->row), tir::print_expr(second_->col),
                                      second_->axis.name);
     if (!plan_.row_fragments_in_registers &&
-        !plan_slab("row2", second_->row, row_axis_, rows_per_block, second_->axis, bound, 1, false))
+        !plan_slab("row2", second_->row, row_axis_, rows_per_block, second_->axis, bound, 1, wgmma()))
       return false;
-    if (stage_ && !plan_slab("col2", second_->col, fold.axis, chunk, second_->axis, bound, 0, false)) return false;
+    if (stage_ && !plan_slab("col2", second_->col, fold.axis, chunk, second_->axis, bound, 0, wgmma())) return false;
   }
   for (const Sibling& s : siblings_)
     plan_.fold_update += fmt::format("; {} a plain sum: the block's weights {} as P, P @ {}", s.loop->axis.name,
@@ -598,6 +592,10 @@ void MmaTier::plan_overlap() {
     plan_.no_overlap =
         "the ring has fewer than three buffers (STAGE=d3/.../ring or deeper: one landing, one a product in flight "
         "reads, one issued)";
+  else if (second_ || !siblings_.empty())
+    plan_.no_overlap =
+        "the fold's weights read two contractions or feed sibling register tiles, whose products the block "
+        "completes in step (OVERLAP issues one scores batch and one P @ V ahead)";
   else
     plan_.overlap = true;
   if (!plan_.no_overlap.empty())
@@ -620,10 +618,6 @@ void MmaTier::plan_wspec() {
     }
   if (!stage_ || !stage_->ring || stage_->depth < 2 || !streamed)
     why = "the producers run ahead in a ring of two buffers or more (STAGE=d2/tma/ring or deeper)";
-  else if (!siblings_.empty())
-    why =
-        "the fold's register tiles share each key block (sibling folds), whose results do not stage through the "
-        "row slab the producers leave the consumers";
   else if (by_copy)
     why = fmt::format("the {} slab comes by {}{}: the producers' one thread issues TMA boxes", by_copy->role,
                       by_copy->transport, by_copy->no_tma.empty() ? "" : fmt::format(" ({})", by_copy->no_tma));

@@ -39,11 +39,9 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
           fmt::format("the register tiles of {} and {} fold the same keys, which the tier shares between plain sums "
                       "of a weight times a {} input only",
                       tile_loop_->axis.name, loop.axis.name, kir::type_name(t_.operand)));
-    if (wgmma())
-      return reject(
-          fmt::format("the register tiles of {} and {} share each key block's weights on mma.sync atoms "
-                      "only (a:mma_m16n8k16_f16 or _bf16), not {}",
-                      tile_loop_->axis.name, loop.axis.name, t_.atom));
+    if (wgmma() && !kir::wgmma_of(loop.tile, true))
+      return reject(fmt::format("the register tile of {} ({}) is P @ V's N, which no wgmma atom issues", loop.axis.name,
+                                loop.tile));
     if (loop.tile % kAtomN != 0)
       return reject(
           fmt::format("the register tile of {} ({}) is not a multiple of the atom's n = 8", loop.axis.name, loop.tile));
@@ -63,6 +61,8 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
       const Contraction& x = parts->contractions[c];
       size_t at = same(first_, x) ? 0 : second_ && same(*second_, x) ? 1 : 2;
       if (at == 2 && !second_) {
+        if (wgmma() && innermost_is(x.row, row_axis_.name))
+          return reject(fmt::format("{}'s contiguous axis is not {}: wgmma reads it K-major", x.row.name, x.axis.name));
         second_ = x;
         at = 1;
       }
@@ -129,7 +129,10 @@ void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, int fm,
     const std::vector<lir::Stmt> stores(s.loop->body.begin() + 1, s.loop->body.end());
     const K size = KernelBuilder::size_value(axis.size);
     emit(kir::comment(fmt::format("{}'s results and stores", s.fold->fields[0].name)));
-    const std::optional<StagedOut> staged = staged_out(stores, axis.name, ne * kAtomN, {s.slab ? &*s.slab : nullptr});
+    // With producer warps the ring's slabs may already hold the next tile's keys: stored from registers.
+    const std::optional<StagedOut> staged =
+        plan_.producer_threads > 0 ? std::nullopt
+                                   : staged_out(stores, axis.name, ne * kAtomN, {s.slab ? &*s.slab : nullptr});
     // The tile before it may have staged through the same buffers (a shared slab): its reads first.
     if (staged) emit(kir::barrier());
     const bool guarded = !staged || reads_tensor(s.fold->results) || reads_tensor(stores);

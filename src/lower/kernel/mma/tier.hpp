@@ -599,7 +599,7 @@ class MmaTier {
   void emit_pv(const std::string& orun, int fm, int fn, int ne, const std::string& sc, const std::string& pf,
                const std::string& vf, const K& j0, const K& tile0, const K& buf, const Sibling* sib = nullptr);
   // The wgmma batch o += P @ V with V's tile in buffer `buf` (not committed).
-  void issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf);
+  void issue_pv(const std::string& orun, int fn, int ne, const std::string& pf, const K& buf, const Slab& vs);
   // Overlapped with a P @ V pending: waits for it (o's registers pinned after the wait) and, in a
   // ring of boxes only, releases its buffer.
   void retire_pv(const std::string& orun, int fm, int ne, const std::optional<K>& pending);
