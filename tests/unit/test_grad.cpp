@@ -465,6 +465,35 @@ TEST_CASE("grad: grouped-query attention's backward: per-head partials folded on
   CHECK(runs == 2);
 }
 
+TEST_CASE("grad: dK and dV in register tiles narrower than their axes fold the keys in step, a tile of each a pass") {
+  // Head dims past the register tile (d and e in tiles of 64): one pass over the keys a tile of
+  // each, the shorter axis's tiles past its end computing columns nothing stores.
+  auto r = test::check_source("import std.nn;\nop bwd = grad(sdpa) saving o, m, l;\n");
+  REQUIRE_FALSE(r->diags->has_errors());
+  const CheckedOp& fwd = r->program->ops.at("sdpa");
+  const CheckedOp& bwd = r->program->ops.at("bwd");
+  const std::string fold = lower::tier_name(lower::KernelPlan::Tier::MmaFold);
+  int runs = 0;
+  for (const char* knobs : {"PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x8/k8,STAGE=d3/tma/ring",
+                            "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k8,STAGE=d2/tma/ring,WSPEC=p1"}) {
+    CAPTURE(knobs);
+    const lower::Lowered low = lower::lower_op(*r->program, bwd, {nullptr, "", knobs}, *find_target("sm_90a"));
+    bool fused = false;
+    for (const lower::KernelPlan& p : low.plans)
+      fused = fused || (p.kernel.rfind("k_bwd_dk_dv_", 0) == 0 && lower::tier_name(p.tier) == fold);
+    CHECK(fused);
+    for (const SizeBindings& sizes : {SizeBindings{{"B", 1}, {"H", 2}, {"S", 77}, {"T", 90}, {"D", 100}, {"E", 72}},
+                                      SizeBindings{{"B", 1}, {"H", 1}, {"S", 40}, {"T", 33}, {"D", 24}, {"E", 128}}}) {
+      CAPTURE(test::shape_text(sizes));
+      const std::string failures =
+          saved_backward_failures(*r->program, fwd, bwd, low, sizes, random_inputs(fwd, sizes, 60 + runs), 70 + runs);
+      CHECK_MESSAGE(failures.empty(), failures);
+      ++runs;
+    }
+  }
+  CHECK(runs == 4);
+}
+
 TEST_CASE("grad: every op of the stdlib, the examples and the test programs derives, or says why at its construct") {
   int derived = 0, refused = 0;
   std::vector<std::string> files = test::program_files(EMMY_SOURCE_DIR);

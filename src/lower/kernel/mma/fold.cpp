@@ -18,21 +18,6 @@ void MmaTier::emit_fold(kir::Program& program) {
                               fmt::format("{}'s fragments are kept {} k-steps of 16 deep (k{} of TILE); raise k to "
                                           "cover {} (k{} covers {})",
                                           second_->row.name, ks, ks, second_->axis.size, 2 * ks, 2 * bound)});
-  // Sibling folds share one pass over the keys: each register tile covers its axis.
-  if (!siblings_.empty()) {
-    std::vector<const lir::Stmt*> loops{tile_loop_};
-    std::vector<std::string> axes{tile_loop_->axis.name};
-    for (const Sibling& s : siblings_) {
-      loops.push_back(s.loop);
-      axes.push_back(s.loop->axis.name);
-    }
-    for (const lir::Stmt* loop : loops)
-      program.limits.push_back(
-          {loop->axis.size, loop->tile,
-           fmt::format("the register tiles of {} share one pass over {}, each covering its axis in one tile ({} "
-                       "elements of {}); raise TILE@{}",
-                       fmt::join(axes, " and "), fold.axis.name, loop->tile, loop->axis.name, loop->axis.name)});
-  }
   const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                     pf = b_.fresh("p_frag"), sc = b_.fresh("score");
   // A second contraction in the weight (plan_summed): its row fragments and scores beside the first's.
@@ -150,6 +135,9 @@ void MmaTier::emit_fold(kir::Program& program) {
     for (const Sibling& s : siblings_) widest = std::max(widest, s.loop->tile / kAtomN);
     if (value_read_ && !wgmma()) emit(kir::decl(vf, U32, 2 * widest));
     const std::vector<std::string> sibling_accs = sibling_carriers(fm);
+    std::vector<K> sibling_tile0;  // each sibling's first column this pass: the pass times its tile
+    for (const Sibling& s : siblings_)
+      sibling_tile0.push_back(mul(kir::binary(kir::BinOp::Div, tile0, i64(tile_loop_->tile)), i64(s.loop->tile)));
     const std::string jv = b_.fresh(fold.axis.name + "0");
     const int chunk = fn * kAtomN;
     std::vector<const Slab*> slabs;
@@ -180,7 +168,7 @@ void MmaTier::emit_fold(kir::Program& program) {
         own.push_back(mine);
       }
       for (size_t i = 0; i < siblings_.size(); ++i) {
-        auto [s, mine] = value_slab(sibling_role(i), axis_at(siblings_[i].loop->axis, i64(0), false));
+        auto [s, mine] = value_slab(sibling_role(i), axis_at(siblings_[i].loop->axis, sibling_tile0[i], false));
         siblings_[i].slab = s;
         own.push_back(mine);
       }
@@ -279,7 +267,7 @@ void MmaTier::emit_fold(kir::Program& program) {
         return std::nullopt;
       };
       if (summed_) {
-        emit_sibling_updates(sibling_accs, fm, fn, sc, sc2, pf, vf, j0, keys, buf, masked);
+        emit_sibling_updates(sibling_accs, sibling_tile0, fm, fn, sc, sc2, pf, vf, j0, keys, buf, masked);
         emit(kir::comment(fmt::format("P = {} in place{}", tir::print_expr(first_.around),
                                       masked ? ", 0 past the keys and outside the fold's predicate" : "")));
         for_each_c(
@@ -375,12 +363,23 @@ void MmaTier::emit_fold(kir::Program& program) {
       });
     if (general_) return emit_general_results(*lanes, fm, rows);
     emit_fold_results(carrier, fm, ne, tile0, rows, rows_stage_out ? &*qslab : nullptr, crew ? &*crew : nullptr);
-    emit_sibling_results(sibling_accs, fm, rows);
+    emit_sibling_results(sibling_accs, sibling_tile0, fm, rows);
   };
   // A persistent kernel's turns go round all its tiles (kernel.cpp); a tile's, its passes.
   if (!plan_.persistent) turns_begin();
-  if (!tile_loop_ || !siblings_.empty()) {  // siblings: one tile each (the limits above)
+  if (!tile_loop_) {
     tile_body(i64(0));
+  } else if (!siblings_.empty()) {
+    // Sibling register tiles in step: pass t folds tile t of each (a tile past its axis's end
+    // computes columns nothing stores), so each pass over the keys serves every tile once.
+    K passes = ceil_div(KernelBuilder::size_value(tile_loop_->axis.size), tile_loop_->tile);
+    for (const Sibling& s : siblings_)
+      passes =
+          kir::binary(kir::BinOp::Max, passes, ceil_div(KernelBuilder::size_value(s.loop->axis.size), s.loop->tile));
+    const std::string tv = b_.fresh("tile");
+    std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(mul(kir::var({tv}, I64), i64(tile_loop_->tile))); });
+    emit(kir::comment("the sibling register tiles in step, one pass over the keys a tile of each"));
+    emit(kir::for_loop(tv, I64, i64(0), passes, std::move(tiles)));
   } else {
     const std::string ev = b_.fresh(tile_loop_->axis.name + "0");
     std::vector<kir::Stmt> tiles = b_.nested([&] { tile_body(kir::var({ev}, I64)); });

@@ -96,9 +96,9 @@ std::vector<std::string> MmaTier::sibling_carriers(int fm) {
   return accs;
 }
 
-void MmaTier::emit_sibling_updates(const std::vector<std::string>& accs, int fm, int fn, const std::string& sc,
-                                   const std::string& sc2, const std::string& pf, const std::string& vf, const K& j0,
-                                   const K& keys, const K& buf, bool masked) {
+void MmaTier::emit_sibling_updates(const std::vector<std::string>& accs, const std::vector<K>& tile0, int fm, int fn,
+                                   const std::string& sc, const std::string& sc2, const std::string& pf,
+                                   const std::string& vf, const K& j0, const K& keys, const K& buf, bool masked) {
   for (size_t i = 0; i < siblings_.size(); ++i) {
     const Sibling& s = siblings_[i];
     const std::string p = b_.fresh("p_" + s.loop->axis.name);
@@ -117,11 +117,12 @@ void MmaTier::emit_sibling_updates(const std::vector<std::string>& accs, int fm,
           emit(kir::assign({p, c_index(a, n, e, fn)}, masked ? kir::select(ok, w, kir::cf(0, F32)) : w));
         },
         j0);
-    emit_pv(accs[i], fm, fn, s.loop->tile / kAtomN, p, pf, vf, j0, i64(0), buf, &s);
+    emit_pv(accs[i], fm, fn, s.loop->tile / kAtomN, p, pf, vf, j0, tile0[i], buf, &s);
   }
 }
 
-void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, int fm, const K& rows) {
+void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, const std::vector<K>& tile0, int fm,
+                                   const K& rows) {
   for (size_t i = 0; i < siblings_.size(); ++i) {
     const Sibling& s = siblings_[i];
     const tir::Axis& axis = s.loop->axis;
@@ -151,8 +152,8 @@ void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, int fm,
           });
           emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, size)), std::move(one));
         },
-        i64(0));
-    if (staged) write_out(*staged, i64(0), rows, size);
+        tile0[i]);
+    if (staged) write_out(*staged, tile0[i], rows, size);
   }
 }
 

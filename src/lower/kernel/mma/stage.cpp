@@ -81,7 +81,8 @@ bool MmaTier::plan_value_slab(const std::string& role, const Expr& read, const t
   if (!plan_slab(role, read, keys, chunk, tile_axis, tile, 0, wgmma())) return false;
   // The same tensor's tile as a contraction's column slab, its contracted axis read as the tile's
   // (attention backward's dk folds q[i, d] beside the scores' q[i, d_2] over d_2): the tile covers
-  // what the k-steps cover, so the contraction's limit keeps it one tile at 0. Only where both
+  // what the k-steps cover, so the contraction's limit keeps it one tile at 0 (in a later pass of
+  // sibling tiles in step its columns are past its axis: nothing stores them). Only where both
   // come by TMA, which zero-fills past every edge alike (cp.async clamps one axis, zeroes the other).
   const SlabChoice& mine = slab_choices_.at(role);
   for (const auto& [other, contraction] :

@@ -136,11 +136,12 @@ class MmaTier {
   std::vector<std::string> sibling_carriers(int fm);
   // A key block's update of each sibling: its P from the block's scores (sc, and sc2 for the
   // second contraction), masked where the first's is, then P @ its value into its accumulator.
-  void emit_sibling_updates(const std::vector<std::string>& accs, int fm, int fn, const std::string& sc,
-                            const std::string& sc2, const std::string& pf, const std::string& vf, const K& j0,
-                            const K& keys, const K& buf, bool masked);
+  // (`tile0`: each sibling's first column this pass.)
+  void emit_sibling_updates(const std::vector<std::string>& accs, const std::vector<K>& tile0, int fm, int fn,
+                            const std::string& sc, const std::string& sc2, const std::string& pf, const std::string& vf,
+                            const K& j0, const K& keys, const K& buf, bool masked);
   // After the keys: each sibling's results and stores (staged through its own value slab).
-  void emit_sibling_results(const std::vector<std::string>& accs, int fm, const K& rows);
+  void emit_sibling_results(const std::vector<std::string>& accs, const std::vector<K>& tile0, int fm, const K& rows);
   // What every tensor-core fold needs of its register tile and carrier types.
   bool plan_fold_checks(const lir::Stmt& fold);
 
