@@ -662,6 +662,30 @@ void MmaTier::emit_row_results(int fm, const K& rows, const std::vector<lir::Stm
     }
 }
 
+void MmaTier::emit_tile_elements(int fm, int ne, const K& tile0, const K& rows, const tir::Axis& axis,
+                                 const std::vector<lir::Stmt>& results, const std::vector<lir::Stmt>& stores,
+                                 const std::optional<StagedOut>& staged, bool guarded,
+                                 const std::function<void(int a, int n, int e)>& bind,
+                                 const std::function<void()>& after_results) {
+  const K size = KernelBuilder::size_value(axis.size);
+  std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
+  for_each_c(
+      fm, ne,
+      [&](int a, int n, int e, const K& row, const K& col) {
+        std::vector<kir::Stmt> one = b_.nested([&] {
+          b_.scope().index[row_axis_.name] = row;
+          b_.scope().index[axis.name] = col;
+          bind(a, n, e);
+          for (const lir::Stmt& s : results) element_stmt(s, !guarded);
+          if (after_results) after_results();
+          if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e, guarded ? nullptr : &held);
+          for (const lir::Stmt& s : stores) b_.stmt(s);
+        });
+        emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, size)), std::move(one));
+      },
+      tile0);
+}
+
 void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm, int ne, const K& tile0, const K& rows,
                                 const Slab* row_slab, const Crew* crew) {
   const lir::Stmt& fold = *fold_;
@@ -728,24 +752,14 @@ void MmaTier::emit_fold_results(const std::vector<std::string>& carrier, int fm,
           ? staged_out(stores, tile_axis.name, ne * kAtomN, {row_slab}, crew != nullptr)
           : staged_out(stores, tile_axis.name, ne * kAtomN, {kslab_ ? &*kslab_ : nullptr, vslab_ ? &*vslab_ : nullptr});
   const bool guarded = !staged || reads_tensor(fold.results) || reads_tensor(stores);
-  std::optional<K> held;  // unguarded: an element waiting for its row neighbour (stage_element)
-  for_each_c(
-      fm, ne,
-      [&](int a, int n, int e, const K& row, const K& col) {
-        std::vector<kir::Stmt> one = b_.nested([&] {
-          b_.scope().index[row_axis_.name] = row;
-          b_.scope().index[tile_axis.name] = col;
-          bind_carrier(a, slot_of(e));
-          b_.scope().regs["run_" + fold.fields[value_field_].name] =
-              elem(carrier[value_field_], c_index(a, n, e, ne), F32);
-          for (const lir::Stmt& s : fold.results) element_stmt(s, !guarded);
-          invert_copies();
-          if (staged) return stage_element(*staged, b_.lower(stores.back().value), a, n, e, guarded ? nullptr : &held);
-          for (const lir::Stmt& s : stores) b_.stmt(s);
-        });
-        emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, tsize)), std::move(one));
+  emit_tile_elements(
+      fm, ne, tile0, rows, tile_axis, fold.results, stores, staged, guarded,
+      [&](int a, int n, int e) {
+        bind_carrier(a, slot_of(e));
+        b_.scope().regs["run_" + fold.fields[value_field_].name] =
+            elem(carrier[value_field_], c_index(a, n, e, ne), F32);
       },
-      tile0);
+      invert_copies);
   if (staged) write_out(*staged, tile0, rows, tsize, crew);
   if (row_stmts.empty()) return;
   emit(kir::if_then(kir::binary(kir::BinOp::Eq, tile0, i64(0)), b_.nested([&] {

@@ -137,22 +137,10 @@ void MmaTier::emit_sibling_results(const std::vector<std::string>& accs, const s
     // The tile before it may have staged through the same buffers (a shared slab): its reads first.
     if (staged) emit(kir::barrier());
     const bool guarded = !staged || reads_tensor(s.fold->results) || reads_tensor(stores);
-    std::optional<K> held;
-    for_each_c(
-        fm, ne,
-        [&](int a, int n, int e, const K& row, const K& col) {
-          std::vector<kir::Stmt> one = b_.nested([&] {
-            b_.scope().index[row_axis_.name] = row;
-            b_.scope().index[axis.name] = col;
-            b_.scope().regs["run_" + s.fold->fields[0].name] = elem(accs[i], c_index(a, n, e, ne), F32);
-            for (const lir::Stmt& r : s.fold->results) element_stmt(r, !guarded);
-            if (staged)
-              return stage_element(*staged, b_.lower(stores.back().value), a, n, e, guarded ? nullptr : &held);
-            for (const lir::Stmt& st : stores) b_.stmt(st);
-          });
-          emit_element(guarded, kir::binary(kir::BinOp::And, lt(row, rows), lt(col, size)), std::move(one));
-        },
-        tile0[i]);
+    emit_tile_elements(fm, ne, tile0[i], rows, axis, s.fold->results, stores, staged, guarded,
+                       [&](int a, int n, int e) {
+                         b_.scope().regs["run_" + s.fold->fields[0].name] = elem(accs[i], c_index(a, n, e, ne), F32);
+                       });
     if (staged) write_out(*staged, tile0[i], rows, size);
   }
 }

@@ -676,6 +676,14 @@ class MmaTier {
   void element_stmt(const lir::Stmt& s, bool shared_scope);
   // A C element's statements: guarded, under its bounds test `in_range`; else in the enclosing scope.
   void emit_element(bool guarded, const K& in_range, std::vector<kir::Stmt> one);
+  // The C elements of a vector field's register tile at `tile0` along `axis`: each bound (its row
+  // and column, its carrier registers by `bind`), its results (then `after_results`) and stores,
+  // staged through `staged` or stored, under its bounds test where `guarded` (emit_element).
+  void emit_tile_elements(int fm, int ne, const K& tile0, const K& rows, const tir::Axis& axis,
+                          const std::vector<lir::Stmt>& results, const std::vector<lir::Stmt>& stores,
+                          const std::optional<StagedOut>& staged, bool guarded,
+                          const std::function<void(int a, int n, int e)>& bind,
+                          const std::function<void()>& after_results = {});
 
   // Element (r, c) of the staged tile (I32): 16-byte chunks XOR-swizzled by the row, so the
   // eight rows of a warp's C store, and the chunks a warp reads out, fall in distinct banks.
