@@ -137,7 +137,9 @@ void MmaTier::emit_fold(kir::Program& program) {
     const std::vector<std::string> sibling_accs = sibling_carriers(fm);
     std::vector<K> sibling_tile0;  // each sibling's first column this pass: the pass times its tile
     for (const Sibling& s : siblings_)
-      sibling_tile0.push_back(mul(kir::binary(kir::BinOp::Div, tile0, i64(tile_loop_->tile)), i64(s.loop->tile)));
+      sibling_tile0.push_back(s.loop->tile == tile_loop_->tile
+                                  ? tile0
+                                  : mul(kir::binary(kir::BinOp::Div, tile0, i64(tile_loop_->tile)), i64(s.loop->tile)));
     const std::string jv = b_.fresh(fold.axis.name + "0");
     const int chunk = fn * kAtomN;
     std::vector<const Slab*> slabs;
@@ -368,6 +370,8 @@ void MmaTier::emit_fold(kir::Program& program) {
   // A persistent kernel's turns go round all its tiles (kernel.cpp); a tile's, its passes.
   if (!plan_.persistent) turns_begin();
   if (!tile_loop_) {
+    tile_body(i64(0));
+  } else if (!siblings_.empty() && siblings_in_one_pass(bound)) {
     tile_body(i64(0));
   } else if (!siblings_.empty()) {
     // Sibling register tiles in step: pass t folds tile t of each (a tile past its axis's end

@@ -87,6 +87,16 @@ bool MmaTier::plan_siblings(const std::vector<const lir::Stmt*>& loops) {
   return true;
 }
 
+bool MmaTier::siblings_in_one_pass(int bound) const {
+  auto covered = [&](const lir::Stmt& loop) {
+    for (const Contraction* c : {&first_, second_ ? &*second_ : nullptr})
+      if (c && c->axis.size == loop.axis.size && loop.tile >= bound) return true;
+    return false;
+  };
+  return covered(*tile_loop_) &&
+         std::all_of(siblings_.begin(), siblings_.end(), [&](const Sibling& s) { return covered(*s.loop); });
+}
+
 std::vector<std::string> MmaTier::sibling_carriers(int fm) {
   std::vector<std::string> accs;
   for (const Sibling& s : siblings_) {

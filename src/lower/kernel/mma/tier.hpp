@@ -132,6 +132,9 @@ class MmaTier {
   static std::vector<const lir::Stmt*> sibling_loops(const std::vector<lir::Stmt>& body);
   bool plan_siblings(const std::vector<const lir::Stmt*>& loops);
   static std::string sibling_role(size_t i) { return "value" + std::to_string(i + 2); }
+  // Whether every register tile (the fold's and its siblings') covers an axis no longer than a
+  // contraction's, which the launch bounds by `bound` (k-steps x 16): one pass, at column 0.
+  bool siblings_in_one_pass(int bound) const;
   // The siblings' accumulators, zero (fm x their n-atoms C fragments each).
   std::vector<std::string> sibling_carriers(int fm);
   // A key block's update of each sibling: its P from the block's scores (sc, and sc2 for the
