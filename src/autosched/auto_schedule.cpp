@@ -376,7 +376,9 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   choice.at = sizes ? *sizes : nominal_sizes(program, op);
   const lower::LawMemo own;
   const lower::LawMemo& laws = known ? *known : own;
-  const Context cx{program, op, target, chains, laws};
+  // The op's chains and its callees', discovered and proved once for every lowering below.
+  const std::vector<algebra::DiscoveredChain> all_chains = lower::with_callee_chains(program, op, chains);
+  const Context cx{program, op, target, &all_chains, laws};
   const bool check = sizes != nullptr;
   // A library op's block travels with its call, where it lowers and serves the sizes.
   if (std::optional<Travel> travel = travelling_schedule(program, op, target)) {
@@ -395,7 +397,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     choice.refused.push_back(
         fmt::format("{} ({}, travelling with its call): {}", knobs, travel->from, got.front().refused));
   }
-  const OpClass cls = classify_op(program, op, target, chains, &laws);
+  const OpClass cls = classify_op(program, op, target, &all_chains, &laws);
   // The tensor cores where the op's kernel takes them, wgmma first where the target has it, then
   // mma.sync where no wgmma candidate lowers at these sizes; the scalar tiers otherwise (the
   // knobs' defaults last, ranked like the rest).

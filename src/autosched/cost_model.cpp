@@ -204,12 +204,11 @@ std::pair<double, double> cta_tile(const lower::KernelPlan& p) {
   return {std::max(tm, 1.0), std::max(tn, 1.0)};
 }
 
-// The value columns a fold's sibling register tiles add (dv's beside dk's): their slabs' columns
-// (roles value2, value3, ...).
+// The value columns a fold's sibling register tiles add (dv's beside dk's): their slabs' columns.
 double sibling_value_cols(const lower::KernelPlan& p) {
   double cols = 0;
   for (const lower::SlabPlan& s : p.slabs)
-    if (s.role.rfind("value", 0) == 0 && s.role != "value") cols += s.cols;
+    if (lower::is_sibling_value(s)) cols += s.cols;
   return cols;
 }
 

@@ -120,9 +120,7 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   if (lowered[0])
     for (const lower::KernelPlan& plan : lowered[0]->plans)
       in_step = in_step || !plan.reduced2.empty() ||
-                std::any_of(plan.slabs.begin(), plan.slabs.end(), [](const lower::SlabPlan& s) {
-                  return s.role.rfind("value", 0) == 0 && s.role != "value";
-                });
+                std::any_of(plan.slabs.begin(), plan.slabs.end(), lower::is_sibling_value);
   c.wgmma_fold = c.fold && !in_step && lowered[3].has_value();
   return c;
 }

@@ -1,6 +1,10 @@
 // The chains of the ops a program inlined, renamed as inlined (passes.hpp).
 #include "lower/passes.hpp"
 
+#include <algorithm>
+#include <functional>
+#include <set>
+
 namespace emmy::lower {
 
 std::vector<algebra::DiscoveredChain> inlined_chains(const tir::Program& program, const CheckedProgram& checked,
@@ -22,6 +26,22 @@ std::vector<algebra::DiscoveredChain> inlined_chains(const tir::Program& program
       if (program.def(c.max_stmt)) out.push_back(std::move(c));
     }
   }
+  return out;
+}
+
+std::vector<algebra::DiscoveredChain> with_callee_chains(const CheckedProgram& checked, const CheckedOp& op,
+                                                         const std::vector<algebra::DiscoveredChain>* known) {
+  std::vector<algebra::DiscoveredChain> out = known ? *known : std::vector<algebra::DiscoveredChain>{};
+  std::set<std::string> seen;
+  std::function<void(const CheckedOp&)> add = [&](const CheckedOp& o) {
+    const std::string& name = o.decl->name.name;
+    if (!seen.insert(name).second) return;
+    if (std::none_of(out.begin(), out.end(), [&](const algebra::DiscoveredChain& c) { return c.op == name; }))
+      for (algebra::DiscoveredChain& c : algebra::discover_chains(o)) out.push_back(std::move(c));
+    for (const auto& call : o.calls)
+      if (auto callee = checked.ops.find(call.first); callee != checked.ops.end()) add(callee->second);
+  };
+  add(op);
   return out;
 }
 

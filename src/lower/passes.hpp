@@ -158,6 +158,11 @@ tir::Program to_tensor(const CheckedProgram& program, const CheckedOp& op);
 // else discovered and proved here; `op` the caller's. A call's fold then folds in the caller.
 std::vector<algebra::DiscoveredChain> inlined_chains(const tir::Program& program, const CheckedProgram& checked,
                                                      const std::vector<algebra::DiscoveredChain>* known);
+// `known` (none: empty) with the chains of `op` and of every op it calls, transitively, that it
+// lacks, each discovered and proved here once: what a search that lowers `op` many times passes
+// each lowering, so that none discovers and proves them again.
+std::vector<algebra::DiscoveredChain> with_callee_chains(const CheckedProgram& checked, const CheckedOp& op,
+                                                         const std::vector<algebra::DiscoveredChain>* known);
 // An output that copies an intermediate element for element, o[b, i] = x[b, i] with nothing else
 // reading x (a call's result: o[...] = sdpa(q, k, v)[...]), is computed by x's statement itself:
 // the copy and x disappear, and a chain that ends in

@@ -22,6 +22,10 @@ struct SlabPlan {
   std::string shares;        // the slab (role) whose buffers hold the same tile, read in place of its own
 };
 
+// A fold's sibling register tile's value slab (roles value2, value3, ...: the tier's sibling_role;
+// the fold's own is "value").
+inline bool is_sibling_value(const SlabPlan& s) { return s.role.rfind("value", 0) == 0 && s.role != "value"; }
+
 struct KernelPlan {
   enum class Tier { Scalar, CoopRows, MmaContraction, MmaFold };
   std::string kernel;  // the kernel IR kernel's name
