@@ -35,6 +35,21 @@ schedule {op} for sm_90a where D <= 128 {{
 }}
 """
 
+# The same folds on wgmma (explicit; the auto-schedule keeps such folds on mma.sync, see
+# docs/auto_schedule.md): 64 x 64 tiles, d2 TMA ring, no producer warps.
+WGMMA_BLOCKS = """
+schedule {op} for sm_90a where D <= 64 {{
+  PLACE = fuse;
+  TILE = a:wgmma_m64n64k16_f16/w4x1/k4;
+  STAGE = d2/tma/ring;
+}}
+schedule {op} for sm_90a where D <= 128 {{
+  PLACE = fuse;
+  TILE = a:wgmma_m64n64k16_f16/w4x1/k8;
+  STAGE = d2/tma/ring;
+}}
+"""
+
 # FlashAttention-2's split of the backward, given the forward's o and each row's max and sum: dq
 # over query rows, dk and dv over key rows, each a fold over the other axis on the tensor cores.
 SOURCE = """
@@ -46,7 +61,10 @@ op sdpa_saved_bwd = grad(sdpa) saving o, m, l;
 op sdpa_causal_saved_bwd = grad(sdpa_causal) saving o, m, l;
 op sdpa_saved_auto_bwd = grad(sdpa) saving o, m, l;
 op sdpa_causal_saved_auto_bwd = grad(sdpa_causal) saving o, m, l;
-""" + BLOCKS.format(op="sdpa_saved_bwd") + BLOCKS.format(op="sdpa_causal_saved_bwd")
+op sdpa_saved_wgmma_bwd = grad(sdpa) saving o, m, l;
+op sdpa_causal_saved_wgmma_bwd = grad(sdpa_causal) saving o, m, l;
+""" + "".join(b.format(op=f"sdpa{c}_saved{w}_bwd") for c in ("", "_causal")
+              for (w, b) in (("", BLOCKS), ("_wgmma", WGMMA_BLOCKS)))
 
 FIRST_CALL_CAP_S = 20.0  # a derived op slower than this a call is checked, not timed
 
@@ -107,7 +125,7 @@ def main():
             label = f"{B},{H},{S},{D}{' causal' if causal else ''}"
             saved = (o64.half(), m64.float(), l64.float())
             variants = [(f"sdpa{'_causal' if causal else ''}_saved{auto}_bwd", (q, k, v) + saved + (do,))
-                        for auto in ("", "_auto")]  # the blocks above; the auto-schedule
+                        for auto in ("", "_auto", "_wgmma")]  # the blocks above; the auto-schedule
             if S <= 1024:  # the auto-schedule's (rows, recomputing the forward): slow, checked at small S only
                 variants.append(("sdpa_causal_bwd" if causal else "sdpa_bwd", (q, k, v, do)))
             for opname, inputs in variants:
