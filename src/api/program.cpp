@@ -117,8 +117,8 @@ Program Program::check_source(std::string_view source, std::string_view name, co
   SemaOptions sema{impl->options.stdlib_dirs, std::nullopt, {}};
   if (!options.dtype.empty()) {
     std::optional<emmy::DType> half = parse_dtype(options.dtype);
-    if (!half || !is_float(*half) || *half == emmy::DType::F64)
-      fail(ErrorKind::Argument, fmt::format("dtype '{}': use f16, bf16 or f32", options.dtype));
+    if (!half || !is_float(*half))
+      fail(ErrorKind::Argument, fmt::format("dtype '{}': use f16, bf16, f32 or f64", options.dtype));
     sema.half_dtype = half;
   }
   const uint32_t file = impl->sources.add(std::string(name), std::string(source));

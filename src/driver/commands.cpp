@@ -58,7 +58,7 @@ bool check_one(const std::string& path, const DriverOptions& opt, Checked& c, st
     return false;
   }
   SemaOptions sema{opt.stdlib_dirs, std::nullopt, {}};
-  if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32
+  if (!opt.dtype.empty()) sema.half_dtype = parse_dtype(opt.dtype);  // main.cpp admits f16, bf16, f32, f64
   c.program = check_program(c.sources, c.file, sema, *c.diags);
   if (mode.times) mode.times->mark("parse + check");
   c.classified = !c.diags->has_errors();

@@ -663,8 +663,7 @@ class LoopBuilder {
         };
         if (wide)
           for (size_t i = 0; f->members[i].stmt != f->members.back().stmt; ++i) {
-            const std::string& n = f->members[i].stmt->name;
-            if (!is_intermediate(n)) fits = false;
+            const std::string& n = f->members[i].stmt->name;  // an output is stored after the fold
             for (const tir::Stmt* s : stmts)
               if (tir::reads(s->value, n) &&
                   std::none_of(f->members.begin(), f->members.end(), [&](const Member& m) { return m.stmt == s; })) {
@@ -769,6 +768,10 @@ class LoopBuilder {
     std::vector<lir::Stmt> body;
     body.push_back(std::move(fs));
     if (!is_intermediate(s.name)) body.push_back(store_of(s, to_regs(last.result.value, regs)));
+    for (size_t i = 0; i + 1 < f.members.size(); ++i)  // narrow members that are outputs (a row's m and l)
+      if (const tir::Stmt& n = *f.members[i].stmt;
+          &n != last.stmt && !is_intermediate(n.name) && !f.members[i].internal && !f.members[i].result.name.empty())
+        body.push_back(store_of(n, reg_expr(n.name, p_.find(n.name)->dtype)));
     for (const tir::Stmt* a : f.absorbed) {
       body.push_back(compute(a->name, to_regs(a->value, regs)));
       body.push_back(store_of(*a, reg_expr(a->name, p_.find(a->name)->dtype)));

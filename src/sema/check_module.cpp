@@ -104,7 +104,8 @@ void retype_signatures(CheckedProgram& program, DType half) {
       if (auto* op = std::get_if<ast::OpDecl>(&item))
         for (std::vector<ast::Param>* list : {&op->params, &op->outputs})
           for (ast::Param& p : *list)
-            if (p.dtype.name == "f16" || p.dtype.name == "bf16") p.dtype.name = std::string(dtype_name(half));
+            if (p.dtype.name == "f16" || p.dtype.name == "bf16" || (half == DType::F64 && p.dtype.name == "f32"))
+              p.dtype.name = std::string(dtype_name(half));
 }
 
 }  // namespace

@@ -138,9 +138,13 @@ TEST_CASE("api: Options::dtype reads the signatures' 16-bit float tensors as ano
   CHECK(op.inputs()[0].dtype == api::DType::BF16);
   CHECK(op.outputs()[0].dtype == api::DType::BF16);
   CHECK(op.outputs()[1].dtype == api::DType::F32);  // declared f32: kept
-  o.dtype = "f64";
+  o.dtype = "f64";                                  // every float tensor, the declared f32 ones too
+  api::Op wide = api::Program::from_source(kRowOps, "row.emmy", o).op("rmsnorm");
+  CHECK(wide.inputs()[0].dtype == api::DType::F64);
+  CHECK(wide.outputs()[1].dtype == api::DType::F64);
+  o.dtype = "i32";
   api::Error e = error_of([&] { api::Program::from_source(kRowOps, "row.emmy", o); });
-  CHECK(std::string(e.what()) == "dtype 'f64': use f16, bf16 or f32");
+  CHECK(std::string(e.what()) == "dtype 'i32': use f16, bf16, f32 or f64");
 }
 
 TEST_CASE("api: knobs that have no effect are warnings of the op") {

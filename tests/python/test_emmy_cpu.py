@@ -181,8 +181,10 @@ class Program(EmmyTestCase):
         bf16 = emmy.load(NN, dtype="bf16", stdlib_path=STDLIB, cache=False).op("layernorm")
         self.assertEqual(bf16.outputs, [("y", "bf16", 2), ("mean", "f32", 1), ("rstd", "f32", 1)])
         with self.assertRaises(emmy.Error) as ctx:
-            emmy.load(NN, dtype="f64", stdlib_path=STDLIB)
-        self.assertEqual(ctx.exception.message, "dtype 'f64': use f16, bf16 or f32")
+            emmy.load(NN, dtype="i32", stdlib_path=STDLIB)
+        self.assertEqual(ctx.exception.message, "dtype 'i32': use f16, bf16, f32 or f64")
+        wide = emmy.load(NN, dtype="f64", stdlib_path=STDLIB, cache=False).op("layernorm")
+        self.assertEqual(wide.outputs, [("y", "f64", 2), ("mean", "f64", 1), ("rstd", "f64", 1)])
 
     def test_guarded_blocks(self):
         # stdlib sdpa on sm_90a: the head-dim-64 default, the pingpong block past it (its guard).

@@ -1,5 +1,6 @@
 // The tensor-core fold generated from the monoid's normal form: reductions of q . k^T (max,
-// argmax, a user monoid, logsumexp), attention that also returns its row log-sum-exp, sigmoid
+// argmax, a user monoid, logsumexp), attention that also returns its row log-sum-exp or its row
+// max and sum (the statistics its backward takes), sigmoid
 // attention, a sink logit, and
 // softmax attention with its score changed (soft cap,
 // ALiBi, an additive bias, a two-sided window) take the tier under mma.sync and wgmma (in step
@@ -63,10 +64,10 @@ const Schedule kSchedules[] = {
 }  // namespace
 
 TEST_CASE("tensor cores: folds of other monoids over q . k^T and changed scores, against the reference") {
-  const std::vector<std::string> ops{"top",        "nearest",        "top_count",     "lse",
-                                     "attend_lse", "sigmoid_attend", "sink_attend",   "capped",
-                                     "alibi",      "biased",         "window",        "masked_select",
-                                     "scaled_exp", "exp2_attend",    "normalized_pv", "normalized_strict"};
+  const std::vector<std::string> ops{"top",           "nearest",          "top_count",     "lse",        "attend_lse",
+                                     "attend_stats",  "sigmoid_attend",   "sink_attend",   "capped",     "alibi",
+                                     "biased",        "window",           "masked_select", "scaled_exp", "exp2_attend",
+                                     "normalized_pv", "normalized_strict"};
   int runs = 0;
   for (DType dtype : {DType::F16, DType::BF16}) {
     auto c = check_as(dtype);
