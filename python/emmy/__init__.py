@@ -185,6 +185,7 @@ class Program:
         elif not isinstance(stdlib_path, str):
             stdlib_path = ":".join(os.fspath(p) for p in stdlib_path)
         self.name = source.name
+        self._source = source  # emmy.torch derives a backward from it
         self.options = {"target": target, "knobs": _knob_string(knobs), "schedule": schedule, "cache": bool(cache),
                         "stdlib_path": stdlib_path, "cache_dir": cache_dir, "env_knobs": bool(env_knobs), "dtype": dtype}
         enc = lambda s: None if s is None else os.fspath(s).encode()
