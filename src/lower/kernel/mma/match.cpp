@@ -440,7 +440,10 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
         fmt::format("{}: the warpgroups stack along the rows (w<M>x1); each covers the atom's N columns", t_.atom));
   if (wgmma() && !kir::wgmma_of(t_.wgmma_n, false))
     return reject(fmt::format("{}: the lowering issues N = {}", t_.atom, wgmma_widths(8)));
-  if (k.threads.size() < 2) return reject("a contraction tile needs a row and a column axis in the thread space");
+  if (k.threads.size() < 2) {  // nothing to tile here (a bias gradient's column sums): another kernel may be
+    no_contraction_ = true;
+    return reject("a contraction tile needs a row and a column axis in the thread space");
+  }
   row_axis_ = k.threads[k.threads.size() - 2];
   col_axis_ = k.threads.back();
   for (size_t i = 0; i < k.body.size(); ++i) {
