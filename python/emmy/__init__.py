@@ -146,7 +146,7 @@ def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=N
         else the stdlib beside this package, else the library's installed one.
     env_knobs: False ignores $EMMY_KNOBS.
     dtype: "f16", "bf16" or "f32": the 16-bit float tensors of every op signature are read as
-        this dtype; "f64": every float tensor of a signature (f32 too), for gradient checks
+        this dtype; "f64": every float of the program (f32 tensors, casts, monoid fields), for gradient checks
         (None: as declared).
     """
     return Program(_Source(path=os.fspath(path)), target, knobs, schedule, cache, stdlib_path, cache_dir, env_knobs,

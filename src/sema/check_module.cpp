@@ -97,15 +97,40 @@ bool defines_op(const ast::Module& module, const std::string& name) {
   });
 }
 
-// --dtype: rewrites the signatures before anything is typed, so every pass sees one dtype.
+bool narrower_float(const std::string& dtype) { return dtype == "f16" || dtype == "bf16" || dtype == "f32"; }
+
+// --dtype f64: casts to a narrower float (`f32(x)`, written for "accumulate in at least f32")
+// read as f64, so nothing in the op rounds below double precision.
+void widen_casts(ast::Expr& e) {
+  if (e.kind == ast::ExprKind::Call && narrower_float(e.text)) e.text = "f64";
+  for (ast::Expr& a : e.args) widen_casts(a);
+  for (ast::Expr& w : e.where_) widen_casts(w);
+}
+
+// --dtype: rewrites the signatures before anything is typed, so every pass sees one dtype; f64
+// widens every float of the program (f32 signatures, casts, monoid fields) for gradient checks.
 void retype_signatures(CheckedProgram& program, DType half) {
+  const bool wide = half == DType::F64;
+  const std::string name(dtype_name(half));
   for (LoadedModule& m : program.modules)
-    for (ast::Item& item : m.ast.items)
-      if (auto* op = std::get_if<ast::OpDecl>(&item))
+    for (ast::Item& item : m.ast.items) {
+      if (auto* op = std::get_if<ast::OpDecl>(&item)) {
         for (std::vector<ast::Param>* list : {&op->params, &op->outputs})
           for (ast::Param& p : *list)
-            if (p.dtype.name == "f16" || p.dtype.name == "bf16" || (half == DType::F64 && p.dtype.name == "f32"))
-              p.dtype.name = std::string(dtype_name(half));
+            if (p.dtype.name == "f16" || p.dtype.name == "bf16" || (wide && p.dtype.name == "f32")) p.dtype.name = name;
+        if (wide)
+          for (ast::Stmt& s : op->body) std::visit([](auto& st) { widen_casts(st.value); }, s);
+      } else if (auto* monoid = std::get_if<ast::MonoidDecl>(&item); monoid && wide) {
+        for (ast::Field& f : monoid->fields)
+          if (narrower_float(f.dtype.name)) f.dtype.name = name;
+        if (monoid->lift_params)
+          for (ast::Field& f : *monoid->lift_params)
+            if (narrower_float(f.dtype.name)) f.dtype.name = name;
+        for (std::optional<ast::Expr>* e : {&monoid->identity, &monoid->lift_value, &monoid->combine_yield})
+          if (*e) widen_casts(**e);
+        for (ast::LetStmt& l : monoid->combine_lets) widen_casts(l.value);
+      }
+    }
 }
 
 }  // namespace

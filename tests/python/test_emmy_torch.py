@@ -5,7 +5,8 @@ On the CPU (Emmy's interpreter, float64 programs): torch.autograd.gradcheck of s
 backward derived on the fly, of layernorm with `grad(layernorm) saving mean, rstd`, and of
 attention returning (o, m, l) with `grad(sdpa) saving o, m, l` (FlashAttention-2's inputs), causal
 too; torch.compile(fullgraph=True) traces the ops and their backward without a graph break and
-gives the eager gradients; the errors of a backward that does not bind. On a CUDA device
+gives the eager gradients; the errors of a backward that does not bind; every stdlib op's derived
+gradient against torch.autograd of its torch spelling at ragged shapes. On a CUDA device
 (skipped without one): the f16 attention forward and backward against float64 torch.autograd,
 every element (outputs NaN-filled where Emmy writes into given tensors); a run on a side stream;
 a CUDA graph capturing forward and backward, replayed on new inputs.
@@ -150,6 +151,92 @@ class Cpu(unittest.TestCase):
         with self.assertRaises(emmy.Error) as ctx:
             emmy.torch.custom_op(prog, "softmax", backward="other_bwd", torch_name=name)
         self.assertIn("pass torch_name= or namespace=", ctx.exception.message)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))  # the stdlib's constants
+
+
+def _layernorm(x, g, b):
+    mean = x.mean(-1)
+    d = x - mean[:, None]
+    rstd = torch.rsqrt((d * d).mean(-1) + 1e-5)
+    return d * rstd[:, None] * g + b, mean, rstd
+
+
+def _gqa(q, k, v):
+    G = q.shape[1] // k.shape[1]
+    return attention_reference(q, k.repeat_interleave(G, 1), v.repeat_interleave(G, 1), False)
+
+
+# Every stdlib op with a float input: its torch spelling and ragged input shapes (i64 inputs: a
+# tuple (shape, high) of random class indices).
+STDLIB_OPS = [
+    ("nn", "softmax", lambda x: torch.softmax(x, -1), [(3, 7)]),
+    ("nn", "logsumexp", lambda x: torch.logsumexp(x, -1), [(3, 7)]),
+    ("nn", "logsumexp_online", lambda x: torch.logsumexp(x, -1), [(3, 7)]),
+    ("nn", "layernorm", _layernorm, [(3, 7), (7,), (7,)]),
+    ("nn", "rmsnorm", lambda x, w: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w, [(3, 7), (7,)]),
+    ("nn", "gelu", _gelu_tanh, [(3, 7)]),
+    ("nn", "gelu_erf", lambda x: 0.5 * x * (1 + torch.erf(x * 0.7071067812)), [(3, 7)]),
+    ("nn", "silu", lambda x: x * torch.sigmoid(x), [(3, 7)]),
+    ("nn", "cross_entropy", lambda lg, t: torch.nn.functional.cross_entropy(lg, t, reduction="none"),
+     [(3, 7), ((3,), 7)]),
+    ("nn", "cross_entropy_mean", lambda lg, t: torch.nn.functional.cross_entropy(lg, t), [(3, 7), ((3,), 7)]),
+    ("nn", "sdpa", lambda q, k, v: attention_reference(q, k, v, False), [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 3)]),
+    ("nn", "sdpa_causal", lambda q, k, v: attention_reference(q, k, v, True), [(1, 2, 4, 3), (1, 2, 4, 3),
+                                                                               (1, 2, 4, 2)]),
+    ("nn", "sdpa_gqa", _gqa, [(1, 4, 3, 3), (1, 2, 5, 3), (1, 2, 5, 2)]),
+    ("nn", "sdpa_explicit", lambda q, k, v: attention_reference(q, k, v, False), [(1, 2, 3, 4), (1, 2, 5, 4),
+                                                                                 (1, 2, 5, 3)]),
+    ("linalg", "matmul", lambda a, b: a @ b, [(3, 5), (5, 4)]),
+    ("linalg", "matmul_nt", lambda a, b: a @ b.T, [(3, 5), (4, 5)]),
+    ("linalg", "bmm", torch.bmm, [(2, 3, 5), (2, 5, 4)]),
+    ("linalg", "matmul_bias", lambda a, b, c: a @ b + c, [(3, 5), (5, 4), (4,)]),
+    ("linalg", "matmul_bias_relu", lambda a, b, c: torch.relu(a @ b + c), [(3, 5), (5, 4), (4,)]),
+    ("linalg", "matmul_bias_gelu", lambda a, b, c: _gelu_tanh(a @ b + c), [(3, 5), (5, 4), (4,)]),
+    ("linalg", "matmul_bias_silu", lambda a, b, c: torch.nn.functional.silu(a @ b + c), [(3, 5), (5, 4), (4,)]),
+    ("linalg", "bmm_nt_bias_relu", lambda a, w, b: torch.relu(a @ w.T + b), [(2, 3, 5), (4, 5), (4,)]),
+    ("linalg", "matmul_swiglu", lambda a, g, u: torch.nn.functional.silu(a @ g) * (a @ u), [(3, 5), (5, 4), (5, 4)]),
+]
+
+
+class StdlibGradients(unittest.TestCase):
+    """Every stdlib op's derived gradient against torch.autograd in float64 on the interpreter,
+    at ragged shapes: the outputs, then the gradients for random seeds into every float output."""
+
+    def test_every_stdlib_op(self):
+        progs = {m: emmy.load(ROOT / "stdlib" / f"{m}.emmy", stdlib_path=STDLIB, dtype="f64", cache=False)
+                 for m in ("nn", "linalg")}
+        covered = {m: set() for m in progs}
+        g = torch.Generator().manual_seed(5)
+        for module, name, reference, shapes in STDLIB_OPS:
+            with self.subTest(op=name):
+                covered[module].add(name)
+                op = emmy.torch.custom_op(progs[module], name, torch_name=unique(name))
+                inputs = []
+                for shape in shapes:
+                    if isinstance(shape[0], tuple):
+                        inputs.append(torch.randint(0, shape[1], shape[0], generator=g))
+                    else:
+                        inputs.append(torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_())
+                got = op(*inputs)
+                want = reference(*inputs)
+                got = got if isinstance(got, tuple) else (got,)
+                want = want if isinstance(want, tuple) else (want,)
+                for a, b in zip(got, want):  # (sdpa's 1 / sqrt(D) is an f32 constant: 1e-8 off)
+                    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+                seeds = [torch.randn(a.shape, generator=g, dtype=torch.float64) for a in got]
+                floats = [t for t in inputs if t.is_floating_point()]
+                mine = torch.autograd.grad(got, floats, seeds)
+                theirs = torch.autograd.grad(want, floats, seeds)
+                for a, b in zip(mine, theirs):
+                    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+        for module, prog in progs.items():  # no stdlib op with a float input left out
+            for name in prog.ops:
+                spec = prog.op(name)
+                if any(s.dtype == "f64" for s in spec.inputs):
+                    self.assertIn(name, covered[module], f"std.{module} op {name} has no gradient check here")
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
