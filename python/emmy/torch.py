@@ -155,8 +155,9 @@ class CustomOp:
         else:
             text = source.text
         derived = f"{name}__grad"
-        # The program's options but its knob list, which was written for the forward.
-        options = {k: v for k, v in program.options.items() if k != "knobs"}
+        # The program's options but its knob list and named schedule, which were written for the
+        # forward (the derived op has no schedule block: it takes its auto-schedule).
+        options = {k: v for k, v in program.options.items() if k not in ("knobs", "schedule")}
         return compile_source(f"{text}\n\nop {derived} = grad({name});\n", name=source.name, **options).op(derived)
 
     def _define_backward(self, lib):
