@@ -92,7 +92,7 @@ int run_main(int argc, char** argv) {
                       "sizes, e.g. M=1000,N=777,K=1023: lower the block a run at them takes (guarded blocks)");
   const auto dtypes = CLI::IsMember({"f16", "bf16", "f32", "f64"});
   const char* dtype_help =
-      "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32; f64 (the f32 ones too)";
+      "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32; f64 widens every float";
   compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
   std::vector<std::string> passes = emmy::lower::pass_names();
   passes.emplace_back("all");

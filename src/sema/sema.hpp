@@ -101,8 +101,9 @@ struct ParsedFile {
 struct SemaOptions {
   std::vector<std::string> stdlib_dirs;  // where `import std.X` looks for X.emmy
   // emmyc --dtype: the 16-bit float tensors (f16, bf16) of every op's signature are read as
-  // this dtype, so one source runs in f16, bf16 or f32; f64 widens every float of the program (f32
-  // tensors, casts, monoid fields: gradient checks in double precision). Casts in op bodies are kept.
+  // this dtype, so one source runs in f16, bf16 or f32 (casts in op bodies are kept); f64 widens
+  // every float of the program, f32 tensors, casts and monoid fields too (gradient checks in
+  // double precision).
   std::optional<DType> half_dtype;
   // Sources (ids in the SourceManager) loaded as modules after the main file, as if it imported
   // them: the REPL checks a new input against its earlier definitions this way.
