@@ -295,13 +295,14 @@ class LoopBuilder {
     f.axis = r.axes[0];
     f.where = r.where;
     const BuiltinMonoid* sum = builtin_monoid("sum");
-    f.terms = terms_of("sum", sum->lowering(kir::ScalarType::F32, {kir::ScalarType::F32}));
+    const DType acc = r.dtype == DType::F64 ? DType::F64 : DType::F32;  // (an f64 sum keeps f64)
+    f.terms = terms_of("sum", sum->lowering(scalar_of(acc), {scalar_of(acc)}));
     f.summary =
         fmt::format("{} = sum({}: w * x) with w reading a reduction along {}: one register a tile element of {}",
                     s.name, f.axis.name, f.axis.name, s.vars.back().name);
     tir::Stmt result = s;
-    result.value = reg_expr("run_" + f.terms.fields[0], DType::F32);
-    lir::CarrierField field{f.terms.fields[0], DType::F32, r.args[0], true};
+    result.value = reg_expr("run_" + f.terms.fields[0], acc);
+    lir::CarrierField field{f.terms.fields[0], acc, r.args[0], true};
     f.members.push_back({&s, field, std::move(result)});
     return f;
   }
@@ -416,6 +417,8 @@ class LoopBuilder {
       if (!has_var(r.vars, a.name)) extra.push_back(a);
     std::optional<Expr> elem;
     if (extra.size() == 1) elem = index_expr(extra[0].name);
+    // (An element index named as the folded axis would be captured by it in the lifted slices.)
+    if (elem && extra[0].name == red.axes[0].name) return std::nullopt;
     std::vector<std::pair<std::string, Expr>> params;
     for (size_t i = 0; i < red.args.size(); ++i) {
       std::string name = decl.lift_params ? (*decl.lift_params)[i].name.name : terms->fields[i];
