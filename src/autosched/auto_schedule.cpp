@@ -326,7 +326,8 @@ std::vector<std::string> row_candidates(const OpClass& cls, const Sizes& at) {
   const int64_t row = longest_row(cls, at);
   const int64_t most = row > 0 ? std::max<int64_t>(kRowThreads[0], (row + cls.widest_vector - 1) / cls.widest_vector)
                                : kRowThreads[std::size(kRowThreads) - 1];
-  std::vector<std::string> places{"PLACE=fuse", "PLACE=cut"};
+  std::vector<std::string> places{"PLACE=fuse"};
+  if (!cls.has_carrier) places.push_back("PLACE=cut");
   for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
   std::vector<std::string> out{join_knobs({"PLACE=fuse", fast_exp})};
   if (!cls.has_reduction) return out;

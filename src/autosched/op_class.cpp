@@ -82,7 +82,13 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
                     const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws) {
   OpClass c;
   for (const TensorInfo& t : op.tensors)
-    if (t.role == TensorInfo::Role::Intermediate) c.intermediates.push_back(t.name);
+    if (t.role == TensorInfo::Role::Intermediate) {
+      // (A monoid carrier is never written to memory: PLACE cannot cut it, nor cut everything.)
+      if (t.elem.kind == Type::Kind::Record)
+        c.has_carrier = true;
+      else
+        c.intermediates.push_back(t.name);
+    }
   c.widest_vector = widest_vector(op);
   const tir::Program tensors = lower::to_tensor(program, op);
   const std::string text = tir::print_program(tensors);

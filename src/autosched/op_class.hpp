@@ -17,7 +17,8 @@ struct OpClass {
   bool has_exp = false;      // an exp in its tensor IR: FAST_EXP applies
   bool has_reduction = false;
   std::vector<std::string> reduced_sizes;   // the size symbols (or literals) its reductions run over
-  std::vector<std::string> intermediates;   // its intermediates (PLACE@name)
+  std::vector<std::string> intermediates;   // its intermediates PLACE can cut (PLACE@name)
+  bool has_carrier = false;                 // an intermediate monoid carrier: PLACE=cut is refused
   int widest_vector = 1;                    // COOP /v<V>: elements of its narrowest input in 16 bytes
   std::vector<kir::SizeLimit> fold_limits;  // the fold probe's size limits (its K chunk of 4: k4)
   bool key_bounded = false;                 // the fold's keys bounded by its row (causal: j <= i)
