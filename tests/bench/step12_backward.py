@@ -100,6 +100,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", action="append", default=[], metavar="B,H,S,D")
     ap.add_argument("--out", default="tests/bench/results/step12")
+    ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     args = ap.parse_args()
     try:
         import torch
@@ -160,6 +161,8 @@ def main():
                     row["tflops"] = flops / row["median_us"] / 1e6
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+            if args.no_flex:
+                continue
             try:
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
                 import torch._functorch.config as functorch_config
