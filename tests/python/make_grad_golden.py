@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
-from stdlib_torch import STDLIB_OPS  # noqa: E402
+from stdlib_torch import STDLIB_OPS, random_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,12 +37,7 @@ def main():
     g = torch.Generator().manual_seed(5)
     ops = []
     for module, name, reference, shapes in STDLIB_OPS:
-        inputs = []
-        for shape in shapes:
-            if isinstance(shape[0], tuple):
-                inputs.append(torch.randint(0, shape[1], shape[0], generator=g))
-            else:
-                inputs.append(torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_())
+        inputs = random_inputs(shapes, g)
         outputs = reference(*inputs)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         seeds = [torch.randn(o.shape, generator=g, dtype=torch.float64) for o in outputs]

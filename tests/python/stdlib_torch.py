@@ -59,3 +59,10 @@ STDLIB_OPS = [
     ("linalg", "bmm_nt_bias_relu", lambda a, w, b: torch.relu(a @ w.T + b), [(2, 3, 5), (4, 5), (4,)]),
     ("linalg", "matmul_swiglu", lambda a, g, u: torch.nn.functional.silu(a @ g) * (a @ u), [(3, 5), (5, 4), (5, 4)]),
 ]
+
+
+def random_inputs(shapes, generator):
+    """An op's inputs for STDLIB_OPS's shapes: float64 tensors that require grad, and random class
+    indices for the (shape, high) pairs."""
+    return [torch.randint(0, s[1], s[0], generator=generator) if isinstance(s[0], tuple) else
+            torch.randn(*s, generator=generator, dtype=torch.float64).requires_grad_() for s in shapes]

@@ -32,7 +32,7 @@ except ImportError:
 
 import emmy  # noqa: E402
 import emmy.torch  # noqa: E402
-from stdlib_torch import STDLIB_OPS, attention_reference  # noqa: E402
+from stdlib_torch import STDLIB_OPS, attention_reference, random_inputs  # noqa: E402
 
 STDLIB = str(ROOT / "stdlib")
 
@@ -160,12 +160,7 @@ class StdlibGradients(unittest.TestCase):
             with self.subTest(op=name):
                 covered[module].add(name)
                 op = emmy.torch.custom_op(progs[module], name, torch_name=unique(name))
-                inputs = []
-                for shape in shapes:
-                    if isinstance(shape[0], tuple):
-                        inputs.append(torch.randint(0, shape[1], shape[0], generator=g))
-                    else:
-                        inputs.append(torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_())
+                inputs = random_inputs(shapes, g)
                 got = op(*inputs)
                 want = reference(*inputs)
                 got = got if isinstance(got, tuple) else (got,)
