@@ -173,11 +173,8 @@ class CustomOp:
     @staticmethod
     def _call(op, tensors):
         tensors = [t.contiguous() for t in tensors]
-        if tensors and tensors[0].device.type == "cuda":
-            result = op(*tensors)
-        else:
-            result = op.run_host(*tensors)
-        return result
+        on_gpu = bool(tensors) and tensors[0].device.type == "cuda"
+        return op(*tensors) if on_gpu else op.run_host(*tensors)
 
     def _run(self, *tensors):
         return self._call(self.forward, tensors)
