@@ -264,6 +264,7 @@ CompileResult compile_cuda(std::string_view source, std::string_view program_nam
   std::vector<std::string> flags = nvrtc_flags(options);
   std::optional<TempFile> time_report;
   if (options.phase_times) flags.push_back("--time=" + time_report.emplace().path);
+  if (options.threads != 1) flags.push_back(fmt::format("--split-compile={}", std::max(options.threads, 0)));
   std::vector<const char*> argv;
   for (const std::string& flag : flags) argv.push_back(flag.c_str());
   const Result compiled = api.compile_program(raw, static_cast<int>(argv.size()), argv.data());

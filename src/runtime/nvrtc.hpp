@@ -26,6 +26,11 @@ struct CompileOptions {
   bool cubin = true;                     // sm_XX: PTX + CUBIN + ptxas report; false: compute_XX, PTX only
   std::vector<std::string> extra_flags;  // appended after Emmy's own flags
   bool phase_times = false;              // NVRTC times its own phases (--time) into CompileResult::phases
+  // Threads NVRTC's optimizer and ptxas may spread the program's kernels over (--split-compile):
+  // 0, every core; 1, none (a caller that builds several programs at once). The code is the
+  // same either way (each kernel's sections byte for byte; the symbol table's order and the
+  // note of the tool's options may differ), so the kernel cache's key leaves it out.
+  int threads = 0;
 };
 
 // One phase of NVRTC's compile as its --time report names it: "CUDA C++ Frontend", "NVVM

@@ -14,6 +14,7 @@ namespace emmy::tune {
 Pruned build_verdict(Candidate& c, const TargetInfo& target, int max_spill_bytes) {
   runtime::CompileOptions co;
   co.target = &target;
+  co.threads = 1;  // the builders run side by side already
   runtime::CachedCompile built;
   try {
     built = runtime::compile_cuda_cached(c.cuda, "tune.cu", co, {});

@@ -1,7 +1,10 @@
 // Unit tests of NVRTC compilation per target, its error log, and the ptxas -v report parser.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -44,6 +47,27 @@ constexpr std::string_view kCapturedLog =
     "ptxas info    : Compile time = 12.407 ms\n"
     "ptxas info    : Function properties for _Z6helperPfi\n"
     "ptxas         .     40 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n";
+
+// Each section of a 64-bit little-endian ELF file (a CUBIN) by name: its bytes (none for NOBITS).
+std::map<std::string, std::string> elf_sections(const std::vector<char>& elf) {
+  auto read = [&](size_t at, auto value) {
+    REQUIRE(at + sizeof(value) <= elf.size());
+    std::memcpy(&value, elf.data() + at, sizeof(value));
+    return value;
+  };
+  const auto table = read(0x28, uint64_t{});
+  const auto entry = read(0x3a, uint16_t{}), count = read(0x3c, uint16_t{}), names = read(0x3e, uint16_t{});
+  auto header = [&](size_t i) { return table + i * entry; };
+  const auto names_at = read(header(names) + 0x18, uint64_t{});
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    const auto name = read(header(i), uint32_t{}), type = read(header(i) + 4, uint32_t{});
+    const auto at = read(header(i) + 0x18, uint64_t{}), size = read(header(i) + 0x20, uint64_t{});
+    REQUIRE((type == 8 || at + size <= elf.size()));
+    out[std::string(elf.data() + names_at + name)] = type == 8 ? "" : std::string(elf.data() + at, size);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -104,6 +128,37 @@ TEST_CASE("nvrtc: phase_times reports NVRTC's own phases, ptxas's among them for
   }
   CHECK(names == std::vector<std::string>{"CUDA C++ Frontend", "NVVM Optimizer", "PTX Translation"});
   CHECK(compile_cuda(kHalfKernel, "scale.cu", CompileOptions{find_target("sm_90a"), true, {}}).phases.empty());
+}
+
+TEST_CASE("nvrtc: split compiles (threads) give each kernel the same code as one thread") {
+  if (!test::nvrtc_or_skip()) return;
+  const std::string two = std::string(kHalfKernel) +
+                          "extern \"C\" __global__ void k_twice(float* y, int n) {\n"
+                          "  for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = __expf(y[i]) * 2.0f;\n}\n";
+  CompileOptions one{find_target("sm_90a"), true, {}};
+  one.threads = 1;
+  const CompileResult serial = compile_cuda(two, "two.cu", one);
+  REQUIRE(serial.ok);
+  const std::map<std::string, std::string> expected = elf_sections(serial.cubin);
+  REQUIRE(expected.count(".text.k_scale"));
+  REQUIRE(expected.count(".text.k_twice"));
+  for (int threads : {0, 2}) {
+    CAPTURE(threads);
+    CompileOptions split = one;
+    split.threads = threads;
+    const CompileResult r = compile_cuda(two, "two.cu", split);
+    REQUIRE(r.ok);
+    CHECK(r.ptx == serial.ptx);
+    const std::map<std::string, std::string> got = elf_sections(r.cubin);
+    // Each kernel's sections (code, constants, attributes) byte for byte; the symbol table may
+    // list the kernels in another order, and the tool's note records its options.
+    CHECK(got.size() == expected.size());
+    for (const auto& [name, bytes] : expected) {
+      CAPTURE(name);
+      REQUIRE(got.count(name) == 1);
+      if (name.find(".k_") != std::string::npos) CHECK(got.at(name) == bytes);
+    }
+  }
 }
 
 TEST_CASE("nvrtc: parse_time_report reads the millisecond rows and skips the rest") {
