@@ -514,6 +514,23 @@ std::vector<DiscoveredChain> discover_chains(const CheckedOp& op) {
   return chains;
 }
 
+std::optional<DiscoveredChain> online_prefix(const DiscoveredChain& chain, size_t sums) {
+  if (chain.monoid.name.rfind("online(", 0) != 0 || sums == 0 || sums >= chain.sum_stmts.size() ||
+      chain.sum_scales.size() != chain.sum_stmts.size())
+    return std::nullopt;
+  DiscoveredChain c = chain;
+  c.sum_stmts.resize(sums);
+  c.sum_scales.resize(sums);
+  if (c.sum_normalizers.size() > sums) c.sum_normalizers.resize(sums);
+  c.monoid = chain_monoid(c.max_stmt, c.sum_stmts, c.sum_scales);
+  c.laws = {};
+  c.summary = fmt::format(
+      "{} = max({}: ...) and the sums {} are one reduction over {} with carrier ({}, {}) (the "
+      "first sums of a longer chain)",
+      c.max_stmt, c.axis, fmt::join(c.sum_stmts, ", "), c.axis, c.max_stmt, fmt::join(c.sum_stmts, ", "));
+  return c;
+}
+
 DiscoveredChain rename_statements(DiscoveredChain c, const std::function<std::string(const std::string&)>& name) {
   auto stmt = [&](std::string& n) {
     if (!n.empty()) n = name(n);

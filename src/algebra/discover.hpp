@@ -32,6 +32,12 @@ struct DiscoveredChain {
 
 std::vector<DiscoveredChain> discover_chains(const CheckedOp& op);
 
+// An online chain's first `sums` sums (1 <= sums < its count): the same max and weights, a
+// carrier without the later fields (no field's combine reads another's but the max's, so each
+// prefix is a monoid of its own). Its laws are left unproved: the caller proves them. nullopt
+// for another chain or count.
+std::optional<DiscoveredChain> online_prefix(const DiscoveredChain& chain, size_t sums);
+
 // The chain with its statements renamed by `name` (a call's inlined prefix, a forwarded copy's
 // output), its carrier's fields too (they are the statements' names), and the carrier's terms'
 // variables a.<field> and b.<field> with them: the same monoid, the same laws.

@@ -72,8 +72,8 @@ std::set<std::string> per_element_recomputes(const tir::Program& p, const std::s
 }
 
 OutputGroups group_outputs(const tir::Program& p, const std::vector<std::string>& materialized,
-                           const std::set<std::string>& group_results,
-                           const std::function<bool(const tir::Stmt&, const tir::Stmt&)>& siblings) {
+                           const std::set<std::string>& group_results, const StmtPair& siblings,
+                           const StmtPair& one_fold) {
   auto intermediate = [&](const std::string& name) {
     const tir::Tensor* t = p.find(name);
     return t && t->role == tir::Tensor::Role::Intermediate && !group_results.count(name);
@@ -97,7 +97,12 @@ OutputGroups group_outputs(const tir::Program& p, const std::vector<std::string>
       if ((prefix(outputs[i]->vars, outputs[j]->vars) || prefix(outputs[j]->vars, outputs[i]->vars)) &&
           !group_results.count(outputs[i]->name) && !group_results.count(outputs[j]->name))
         group[root(i)] = root(j);
-      else if (siblings(*outputs[i], *outputs[j])) {
+      else if (group_results.count(outputs[i]->name) && group_results.count(outputs[j]->name) &&
+               one_fold(*outputs[j], *outputs[i])) {
+        group[root(i)] = root(j);
+        out.decisions.push_back(
+            fmt::format("{} and {}: one fold of their chain, one kernel", outputs[j]->name, outputs[i]->name));
+      } else if (siblings(*outputs[i], *outputs[j])) {
         group[root(i)] = root(j);
         out.decisions.push_back(fmt::format(
             "{} and {} sum over {} at the same rows ({}): one kernel, each key's weights computed once for both",

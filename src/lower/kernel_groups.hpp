@@ -32,13 +32,15 @@ std::set<std::string> per_element_recomputes(const tir::Program& p, const std::s
 // outputs gets a kernel of its own, with the intermediates it reads (recomputed in each). One
 // group (every output a prefix of another: layernorm's mean[n] and y[n, c]) is one kernel.
 // Outputs `siblings` says fold the same keys at the same rows (to_loops' sibling sums) share one.
-// `group_results`: intermediates a kernel of their own group writes (they group like outputs).
+// `group_results`: intermediates a kernel of their own group writes (they group like outputs),
+// each group of its own unless `one_fold` says two are statements of one chain's fold.
 struct OutputGroups {
   std::vector<std::vector<const tir::Stmt*>> groups;
   std::vector<std::string> decisions;
 };
+using StmtPair = std::function<bool(const tir::Stmt&, const tir::Stmt&)>;
 OutputGroups group_outputs(const tir::Program& p, const std::vector<std::string>& materialized,
-                           const std::set<std::string>& group_results,
-                           const std::function<bool(const tir::Stmt&, const tir::Stmt&)>& siblings);
+                           const std::set<std::string>& group_results, const StmtPair& siblings,
+                           const StmtPair& one_fold);
 
 }  // namespace emmy::lower

@@ -9,6 +9,7 @@
 //   inline_pointwise tensor IR -> tensor IR without elementwise intermediates (unless cut)
 //   factor_normalizer tensor IR -> tensor IR with a chain's sum normalized inside by the chain's
 //                    own denominator divided after the sum (sum(j: w / l · v) -> sum(j: w · v) / l)
+//   chain_prefixes   chains -> chains with the intermediates' prefix of each longer online chain
 //   to_loops         tensor IR + knobs -> loop IR (PLACE: fuse/cut per seam, folds, kernels)
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
 //   to_kernel        loop IR + knobs -> kernel IR: a plan a kernel (kernel/plan.hpp: its tier,
@@ -180,6 +181,12 @@ tir::Program inline_pointwise(const tir::Program& program, const Knobs& knobs);
 // sum(j: exp(x - m) / l * v), l = sum(j: exp(x - m)) of the same chain read where m is, becomes
 // select(l == 0, 0, sum(j: exp(x - m) * v) / l): a sum the chain's fold carries.
 tir::Program factor_normalizer(const tir::Program& program, const std::vector<algebra::DiscoveredChain>& chains);
+// `chains` and, for each online chain whose sums reach past its intermediates (a derived
+// backward's dq beside the forward's m, l, o_sum), the chain of the intermediates before the
+// first other statement, proved with `laws`: to_loops folds it in a kernel of its own when it
+// cuts them.
+std::vector<algebra::DiscoveredChain> chain_prefixes(const tir::Program& program,
+                                                     std::vector<algebra::DiscoveredChain> chains, const LawMemo& laws);
 // `chains`: the discovered chains of `op` with their proofs; only proved ones are folded.
 lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked, const CheckedOp& op,
                       const Knobs& knobs, const std::vector<algebra::DiscoveredChain>& chains);
@@ -240,7 +247,7 @@ struct PipelineOptions {
   bool verify_kernel = true;
 };
 // The passes of lower_op, in order: to-tensor, forward-copies, hoist-invariant, inline-pointwise,
-// factor-normalizer, to-loops, split-reduce, to-kernel.
+// factor-normalizer, chain-prefixes, to-loops, split-reduce, to-kernel.
 const std::vector<std::string>& pass_names();
 
 // `chains`: the algebra layer's discovered chains (algebra::classify proves them once for

@@ -71,6 +71,8 @@ const Pass kPasses[] = {
     {"hoist-invariant", Level::Tensor, [](State& s) { s.tensor = hoist_invariant(s.tensor, s.chains); }},
     {"inline-pointwise", Level::Tensor, [](State& s) { s.tensor = inline_pointwise(s.tensor, s.out.knobs); }},
     {"factor-normalizer", Level::Tensor, [](State& s) { s.tensor = factor_normalizer(s.tensor, s.chains); }},
+    {"chain-prefixes", Level::Tensor,
+     [](State& s) { s.chains = chain_prefixes(s.tensor, std::move(s.chains), *s.laws); }},
     {"to-loops", Level::Loop,
      [](State& s) { s.out.loops = to_loops(s.tensor, s.program, s.op, s.out.knobs, s.chains); }},
     {"split-reduce", Level::Loop,

@@ -187,18 +187,67 @@ class LoopBuilder {
 
   // The reductions kernel_groups.hpp's per_element_recomputes finds: each written by a kernel of
   // its own group, fusing what it reads.
+  // A found statement of a chain brings the chain's other statements (chain_mates): one kernel
+  // folds them all and writes each (a derived backward's recomputed forward: m, l and o_sum in
+  // one pass over the keys, not m and l in two and o_sum again inside each reader).
   void cut_per_element_recomputes(lir::Program& out) {
-    const std::set<std::string> found =
-        per_element_recomputes(p_, {out.materialized.begin(), out.materialized.end()}, knobs_.place_at);
+    std::set<std::string> found;
+    std::map<std::string, std::string> mates;  // a chain's statement -> the found one that brought it
+    for (bool more = true; more;) {
+      std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
+      cut.insert(found.begin(), found.end());
+      const std::set<std::string> next = per_element_recomputes(p_, cut, knobs_.place_at);
+      const size_t before = found.size();
+      found.insert(next.begin(), next.end());
+      for (const std::string& name : std::set<std::string>(found))
+        for (const std::string& mate : chain_mates(name, cut))
+          if (found.insert(mate).second) mates[mate] = name;
+      more = found.size() != before;
+    }
     for (const tir::Stmt& x : p_.stmts)
       if (found.count(x.name)) {
         out.materialized.push_back(x.name);
         group_results_.insert(x.name);  // a kernel of its own group writes it, fusing what it reads
         decisions_.push_back(
-            fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction over "
-                        "its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps it fused)",
-                        x.name, p_.op, x.name, x.name, vars_text(x.vars), x.name));
+            mates.count(x.name)
+                ? fmt::format("PLACE {}: cut — a statement of {}'s chain, folded in {}'s kernel; it writes {}[{}] "
+                              "to global memory",
+                              x.name, mates.at(x.name), mates.at(x.name), x.name, vars_text(x.vars))
+                : fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction "
+                              "over its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps "
+                              "it fused)",
+                              x.name, p_.op, x.name, x.name, vars_text(x.vars), x.name));
       }
+  }
+
+  // The other statements of a foldable chain that `name` belongs to (a proved online, argmax or
+  // Welford chain whose head PLACE fuses) whose statements are all plain intermediates nobody
+  // cut (chain_prefixes adds such a chain for a longer one): none if no chain qualifies.
+  std::vector<std::string> chain_mates(const std::string& name, const std::set<std::string>& cut) const {
+    for (const algebra::DiscoveredChain& c : chains_) {
+      std::vector<std::string> members{c.max_stmt};
+      for (const std::string& s : c.sum_stmts)
+        if (p_.def(s)) members.push_back(s);
+      if (!std::count(members.begin(), members.end(), name) || !foldable(c)) continue;
+      std::vector<std::string> mates;
+      for (const std::string& m : members) {
+        const tir::Tensor* t = p_.find(m);
+        if (!t || t->role != tir::Tensor::Role::Intermediate || !t->record.empty() || knobs_.place_at.count(m) ||
+            (m != name && cut.count(m)))
+          break;
+        if (m != name) mates.push_back(m);
+      }
+      if (mates.size() + 1 == members.size()) return mates;
+    }
+    return {};
+  }
+
+  // make_fold's first tests: a chain it may fold.
+  bool foldable(const algebra::DiscoveredChain& chain) const {
+    auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
+    return (named("online(") || named("argmax(") || named("welford(")) &&
+           missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() &&
+           chain.laws.identity.outcome == algebra::Outcome::Proved && knobs_.fuses(chain.max_stmt);
   }
 
   // A kernel of its own runs before the main kernel, so whatever statement it reads must be
@@ -331,7 +380,9 @@ class LoopBuilder {
     return t;
   }
 
-  std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, const std::vector<std::string>& materialized) {
+  std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, std::vector<std::string> materialized) {
+    // A group result is written by its group's kernel, which may fold it (chain_mates).
+    std::erase_if(materialized, [&](const std::string& name) { return group_results_.count(name) > 0; });
     auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
     bool online = named("online("), argmax = named("argmax("), welford = named("welford(");
     if (!online && !argmax && !welford) return std::nullopt;
@@ -588,8 +639,13 @@ class LoopBuilder {
 
   // The kernel groups (kernel_groups.hpp), their decisions said.
   std::vector<std::vector<const tir::Stmt*>> output_groups(const lir::Program& out) {
-    OutputGroups g = group_outputs(p_, out.materialized, group_results_,
-                                   [&](const tir::Stmt& a, const tir::Stmt& b) { return sibling_sums(a, b); });
+    OutputGroups g = group_outputs(
+        p_, out.materialized, group_results_,
+        [&](const tir::Stmt& a, const tir::Stmt& b) { return sibling_sums(a, b); },
+        [&](const tir::Stmt& a, const tir::Stmt& b) {
+          const std::vector<std::string> mates = chain_mates(a.name, {});
+          return std::count(mates.begin(), mates.end(), b.name) > 0;
+        });
     decisions_.insert(decisions_.end(), g.decisions.begin(), g.decisions.end());
     return std::move(g.groups);
   }
