@@ -1,12 +1,12 @@
-// PLACE and the loop nests: decides per seam whether a producer is recomputed where it is
-// read (fuse) or written to global memory by a kernel of its own (cut), turns discovered
-// chains into folds (one loop carrying the proved monoid), and gives each kernel its
-// thread space and the ordered loop nest every thread runs.
+// The loop nests: given PLACE's decisions (placement.hpp), turns discovered chains into folds
+// (one loop carrying the proved monoid), and gives each kernel its thread space and the ordered
+// loop nest every thread runs.
 #include "lower/chain_fold.hpp"
 #include "lower/chain_weight.hpp"
 #include "lower/kernel_groups.hpp"
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
+#include "lower/placement.hpp"
 #include "lower/regroup_laws.hpp"
 #include "lower/term_expr.hpp"
 
@@ -26,15 +26,6 @@ using tir::Expr;
 
 bool has_var(const std::vector<tir::Axis>& vars, const std::string& name) {
   return std::any_of(vars.begin(), vars.end(), [&](const tir::Axis& a) { return a.name == name; });
-}
-
-// Every read of `tensor` in `e` indexes it by plain index variables of `vars`.
-bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars) {
-  return !tir::any_node(e, [&](const Expr& x) {
-    return x.kind == Expr::Kind::Read && x.name == tensor &&
-           std::any_of(x.args.begin(), x.args.end(),
-                       [&](const Expr& a) { return a.kind != Expr::Kind::Index || !has_var(vars, a.name); });
-  });
 }
 
 // Replaces the reads of register statements (indexed by their own variables) by Reg nodes.
@@ -79,7 +70,10 @@ class LoopBuilder {
   lir::Program run() {
     lir::Program out;
     out.tensors = p_;
-    decide_materialized(out);
+    Placement placed = decide_placement(p_, knobs_, chains_);
+    out.materialized = std::move(placed.materialized);
+    group_results_ = std::move(placed.group_results);
+    decisions_ = std::move(placed.decisions);
     // The kernels in the order of the statements they write (each reads only earlier ones): a
     // kernel of its own at its statement, a group's at its last; a single group last.
     std::map<std::string, size_t> at;
@@ -133,151 +127,6 @@ class LoopBuilder {
   bool is_intermediate(const std::string& name) const {
     const tir::Tensor* t = p_.find(name);
     return t && t->role == tir::Tensor::Role::Intermediate && !group_results_.count(name);
-  }
-
-  // The tensors each statement reads, by statement name: one walk of each value, not one per
-  // pair of statements.
-  std::map<std::string, std::set<std::string>> reads_by_stmt() const {
-    std::map<std::string, std::set<std::string>> out;
-    for (const tir::Stmt& y : p_.stmts) tir::add_reads(y.value, out[y.name]);
-    return out;
-  }
-
-  void decide_materialized(lir::Program& out) {
-    const std::map<std::string, std::set<std::string>> reads = reads_by_stmt();
-    std::map<std::string, std::vector<const tir::Stmt*>> readers;  // tensor -> the statements reading it, in order
-    for (const tir::Stmt& y : p_.stmts)
-      for (const std::string& t : reads.at(y.name)) readers[t].push_back(&y);
-    for (const tir::Stmt& x : p_.stmts) {
-      std::vector<std::string> seam_readers;
-      if (auto it = readers.find(x.name); it != readers.end())
-        for (const tir::Stmt* y : it->second)
-          if (!reads_row_local(y->value, x.name, y->vars)) seam_readers.push_back(y->name);
-      std::string readers = fmt::format("{}", fmt::join(seam_readers, ", "));
-      if (!is_intermediate(x.name)) {
-        // An output that another statement reads across rows must be complete before that
-        // read: a kernel of its own, whatever PLACE says (the threads of one kernel do not wait
-        // for each other).
-        if (seam_readers.empty()) continue;
-        out.materialized.push_back(x.name);
-        decisions_.push_back(fmt::format("{}: an output that {} read{} across rows — kernel k_{}_{} writes it first",
-                                         x.name, readers, seam_readers.size() == 1 ? "s" : "", p_.op, x.name));
-        continue;
-      }
-      bool pointwise_cut = !tir::has_reduce(x.value) && p_.find(x.name)->record.empty();
-      bool cut = pointwise_cut || (!seam_readers.empty() && !knobs_.fuses(x.name));
-      if (!cut) {
-        if (!seam_readers.empty())
-          decisions_.push_back(fmt::format("PLACE {}: fuse — recomputed where {} read{} it", x.name, readers,
-                                           seam_readers.size() == 1 ? "s" : ""));
-        continue;
-      }
-      if (!p_.find(x.name)->record.empty())
-        throw LowerError(
-            fmt::format("error: PLACE@{}=cut: '{}' is a monoid carrier, which is not written to global "
-                        "memory\n  help: cut a seam whose producer is a plain tensor",
-                        x.name, x.name));
-      out.materialized.push_back(x.name);
-      decisions_.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p_.op,
-                                       x.name, x.name, vars_text(x.vars)));
-    }
-    cut_per_element_recomputes(out);
-    materialize_what_cuts_read(out, reads);
-  }
-
-  // The reductions kernel_groups.hpp's per_element_recomputes finds: each written by a kernel of
-  // its own group, fusing what it reads.
-  // A found statement of a chain brings the chain's other statements (chain_mates): one kernel
-  // folds them all and writes each (a derived backward's recomputed forward: m, l and o_sum in
-  // one pass over the keys, not m and l in two and o_sum again inside each reader).
-  void cut_per_element_recomputes(lir::Program& out) {
-    std::set<std::string> found;
-    std::map<std::string, std::string> mates;  // a chain's statement -> the found one that brought it
-    for (bool more = true; more;) {
-      std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
-      cut.insert(found.begin(), found.end());
-      const std::set<std::string> next = per_element_recomputes(p_, cut, knobs_.place_at);
-      const size_t before = found.size();
-      found.insert(next.begin(), next.end());
-      for (const std::string& name : std::set<std::string>(found))
-        for (const std::string& mate : chain_mates(name, cut))
-          if (found.insert(mate).second) mates[mate] = name;
-      more = found.size() != before;
-    }
-    for (const tir::Stmt& x : p_.stmts)
-      if (found.count(x.name)) {
-        out.materialized.push_back(x.name);
-        group_results_.insert(x.name);  // a kernel of its own group writes it, fusing what it reads
-        decisions_.push_back(
-            mates.count(x.name)
-                ? fmt::format("PLACE {}: cut — a statement of {}'s chain, folded in {}'s kernel; it writes {}[{}] "
-                              "to global memory",
-                              x.name, mates.at(x.name), mates.at(x.name), x.name, vars_text(x.vars))
-                : fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction "
-                              "over its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps "
-                              "it fused)",
-                              x.name, p_.op, x.name, x.name, vars_text(x.vars), x.name));
-      }
-  }
-
-  // The other statements of a foldable chain that `name` belongs to (a proved online, argmax or
-  // Welford chain whose head PLACE fuses) whose statements are all plain intermediates nobody
-  // cut (chain_prefixes adds such a chain for a longer one): none if no chain qualifies.
-  std::vector<std::string> chain_mates(const std::string& name, const std::set<std::string>& cut) const {
-    for (const algebra::DiscoveredChain& c : chains_) {
-      std::vector<std::string> members{c.max_stmt};
-      for (const std::string& s : c.sum_stmts)
-        if (p_.def(s)) members.push_back(s);
-      if (!std::count(members.begin(), members.end(), name) || !foldable(c)) continue;
-      std::vector<std::string> mates;
-      for (const std::string& m : members) {
-        const tir::Tensor* t = p_.find(m);
-        if (!t || t->role != tir::Tensor::Role::Intermediate || !t->record.empty() || knobs_.place_at.count(m) ||
-            (m != name && cut.count(m)))
-          break;
-        if (m != name) mates.push_back(m);
-      }
-      if (mates.size() + 1 == members.size()) return mates;
-    }
-    return {};
-  }
-
-  // make_fold's first tests: a chain it may fold.
-  bool foldable(const algebra::DiscoveredChain& chain) const {
-    auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
-    return (named("online(") || named("argmax(") || named("welford(")) &&
-           missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() &&
-           chain.laws.identity.outcome == algebra::Outcome::Proved && knobs_.fuses(chain.max_stmt);
-  }
-
-  // A kernel of its own runs before the main kernel, so whatever statement it reads must be
-  // complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
-  // mean, so mean is written first). Then the kernels in statement order.
-  void materialize_what_cuts_read(lir::Program& out, const std::map<std::string, std::set<std::string>>& reads) {
-    std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
-    auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
-    for (auto x = p_.stmts.rbegin(); x != p_.stmts.rend(); ++x) {
-      if (!materialized(x->name) || group_results_.count(x->name)) continue;  // a group's: it fuses what it reads
-      const std::set<std::string>& read = reads.at(x->name);
-      for (const tir::Stmt& y : p_.stmts) {
-        if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
-        if (!p_.find(y.name)->record.empty())
-          throw LowerError(
-              fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
-                          "carrier of the fused kernel, which is not written to global memory\n"
-                          "  help: fuse {} (PLACE@{}=fuse)",
-                          x->name, y.name, x->name, x->name));
-        out.materialized.push_back(y.name);
-        cut.insert(y.name);
-        decisions_.push_back(
-            fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it", y.name, p_.op,
-                        y.name, x->name));
-      }
-    }
-    std::vector<std::string> ordered;
-    for (const tir::Stmt& x : p_.stmts)
-      if (materialized(x.name)) ordered.push_back(x.name);
-    out.materialized = ordered;
   }
 
   lir::Kernel temp_kernel(const std::string& name) {
@@ -643,7 +492,7 @@ class LoopBuilder {
         p_, out.materialized, group_results_,
         [&](const tir::Stmt& a, const tir::Stmt& b) { return sibling_sums(a, b); },
         [&](const tir::Stmt& a, const tir::Stmt& b) {
-          const std::vector<std::string> mates = chain_mates(a.name, {});
+          const std::vector<std::string> mates = chain_mates(p_, knobs_, chains_, a.name, {});
           return std::count(mates.begin(), mates.end(), b.name) > 0;
         });
     decisions_.insert(decisions_.end(), g.decisions.begin(), g.decisions.end());

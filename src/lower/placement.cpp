@@ -1,0 +1,193 @@
+// PLACE (placement.hpp): decides per seam whether a producer is recomputed where it is read or
+// written to global memory by a kernel of its own.
+#include "lower/placement.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "lower/kernel_groups.hpp"
+#include "lower/regroup_laws.hpp"
+
+namespace emmy::lower {
+
+using tir::Expr;
+
+bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars) {
+  auto has_var = [&](const std::string& name) {
+    return std::any_of(vars.begin(), vars.end(), [&](const tir::Axis& a) { return a.name == name; });
+  };
+  return !tir::any_node(e, [&](const Expr& x) {
+    return x.kind == Expr::Kind::Read && x.name == tensor &&
+           std::any_of(x.args.begin(), x.args.end(),
+                       [&](const Expr& a) { return a.kind != Expr::Kind::Index || !has_var(a.name); });
+  });
+}
+
+namespace {
+
+using Reads = std::map<std::string, std::set<std::string>>;
+
+// The tensors each statement reads, by statement name: one walk of each value, not one per
+// pair of statements.
+Reads reads_by_stmt(const tir::Program& p) {
+  Reads out;
+  for (const tir::Stmt& y : p.stmts) tir::add_reads(y.value, out[y.name]);
+  return out;
+}
+
+bool is_intermediate(const tir::Program& p, const std::string& name) {
+  const tir::Tensor* t = p.find(name);
+  return t && t->role == tir::Tensor::Role::Intermediate;
+}
+
+// make_fold's first tests: a chain it may fold.
+bool foldable(const algebra::DiscoveredChain& chain, const Knobs& knobs) {
+  auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
+  return (named("online(") || named("argmax(") || named("welford(")) &&
+         missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() &&
+         chain.laws.identity.outcome == algebra::Outcome::Proved && knobs.fuses(chain.max_stmt);
+}
+
+// The seams: an output read across rows gets a kernel of its own; an intermediate read across
+// rows is fused or cut as PLACE says (a pointwise one always cut).
+void cut_seams(const tir::Program& p, const Knobs& knobs, const Reads& reads, Placement& out) {
+  std::map<std::string, std::vector<const tir::Stmt*>> readers;  // tensor -> the statements reading it, in order
+  for (const tir::Stmt& y : p.stmts)
+    for (const std::string& t : reads.at(y.name)) readers[t].push_back(&y);
+  for (const tir::Stmt& x : p.stmts) {
+    std::vector<std::string> seam_readers;
+    if (auto it = readers.find(x.name); it != readers.end())
+      for (const tir::Stmt* y : it->second)
+        if (!reads_row_local(y->value, x.name, y->vars)) seam_readers.push_back(y->name);
+    std::string named = fmt::format("{}", fmt::join(seam_readers, ", "));
+    if (!is_intermediate(p, x.name)) {
+      // An output that another statement reads across rows must be complete before that
+      // read: a kernel of its own, whatever PLACE says (the threads of one kernel do not wait
+      // for each other).
+      if (seam_readers.empty()) continue;
+      out.materialized.push_back(x.name);
+      out.decisions.push_back(fmt::format("{}: an output that {} read{} across rows — kernel k_{}_{} writes it first",
+                                          x.name, named, seam_readers.size() == 1 ? "s" : "", p.op, x.name));
+      continue;
+    }
+    bool pointwise_cut = !tir::has_reduce(x.value) && p.find(x.name)->record.empty();
+    bool cut = pointwise_cut || (!seam_readers.empty() && !knobs.fuses(x.name));
+    if (!cut) {
+      if (!seam_readers.empty())
+        out.decisions.push_back(fmt::format("PLACE {}: fuse — recomputed where {} read{} it", x.name, named,
+                                            seam_readers.size() == 1 ? "s" : ""));
+      continue;
+    }
+    if (!p.find(x.name)->record.empty())
+      throw LowerError(
+          fmt::format("error: PLACE@{}=cut: '{}' is a monoid carrier, which is not written to global "
+                      "memory\n  help: cut a seam whose producer is a plain tensor",
+                      x.name, x.name));
+    out.materialized.push_back(x.name);
+    out.decisions.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p.op,
+                                        x.name, x.name, vars_text(x.vars)));
+  }
+}
+
+// The reductions kernel_groups.hpp's per_element_recomputes finds: each written by a kernel of
+// its own group, fusing what it reads.
+// A found statement of a chain brings the chain's other statements (chain_mates): one kernel
+// folds them all and writes each (a derived backward's recomputed forward: m, l and o_sum in
+// one pass over the keys, not m and l in two and o_sum again inside each reader).
+void cut_per_element_recomputes(const tir::Program& p, const Knobs& knobs,
+                                const std::vector<algebra::DiscoveredChain>& chains, Placement& out) {
+  std::set<std::string> found;
+  std::map<std::string, std::string> mates;  // a chain's statement -> the found one that brought it
+  for (bool more = true; more;) {
+    std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
+    cut.insert(found.begin(), found.end());
+    const std::set<std::string> next = per_element_recomputes(p, cut, knobs.place_at);
+    const size_t before = found.size();
+    found.insert(next.begin(), next.end());
+    for (const std::string& name : std::set<std::string>(found))
+      for (const std::string& mate : chain_mates(p, knobs, chains, name, cut))
+        if (found.insert(mate).second) mates[mate] = name;
+    more = found.size() != before;
+  }
+  for (const tir::Stmt& x : p.stmts)
+    if (found.count(x.name)) {
+      out.materialized.push_back(x.name);
+      out.group_results.insert(x.name);  // a kernel of its own group writes it, fusing what it reads
+      out.decisions.push_back(
+          mates.count(x.name)
+              ? fmt::format("PLACE {}: cut — a statement of {}'s chain, folded in {}'s kernel; it writes {}[{}] "
+                            "to global memory",
+                            x.name, mates.at(x.name), mates.at(x.name), x.name, vars_text(x.vars))
+              : fmt::format("PLACE {}: cut — a fused read would recompute it for every element of a reduction "
+                            "over its index; kernel k_{}_{} writes {}[{}] to global memory (PLACE@{}=fuse keeps "
+                            "it fused)",
+                            x.name, p.op, x.name, x.name, vars_text(x.vars), x.name));
+    }
+}
+
+// A kernel of its own runs before the main kernel, so whatever statement it reads must be
+// complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
+// mean, so mean is written first). Then the kernels in statement order.
+void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Placement& out) {
+  std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
+  auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
+  for (auto x = p.stmts.rbegin(); x != p.stmts.rend(); ++x) {
+    if (!materialized(x->name) || out.group_results.count(x->name)) continue;  // a group's: it fuses what it reads
+    const std::set<std::string>& read = reads.at(x->name);
+    for (const tir::Stmt& y : p.stmts) {
+      if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
+      if (!p.find(y.name)->record.empty())
+        throw LowerError(
+            fmt::format("error: {} is written by a kernel of its own, but it reads '{}', a monoid "
+                        "carrier of the fused kernel, which is not written to global memory\n"
+                        "  help: fuse {} (PLACE@{}=fuse)",
+                        x->name, y.name, x->name, x->name));
+      out.materialized.push_back(y.name);
+      cut.insert(y.name);
+      out.decisions.push_back(
+          fmt::format("{}: kernel k_{}_{} writes it first, because {} (a kernel of its own) reads it", y.name, p.op,
+                      y.name, x->name));
+    }
+  }
+  std::vector<std::string> ordered;
+  for (const tir::Stmt& x : p.stmts)
+    if (materialized(x.name)) ordered.push_back(x.name);
+  out.materialized = ordered;
+}
+
+}  // namespace
+
+std::vector<std::string> chain_mates(const tir::Program& p, const Knobs& knobs,
+                                     const std::vector<algebra::DiscoveredChain>& chains, const std::string& name,
+                                     const std::set<std::string>& cut) {
+  for (const algebra::DiscoveredChain& c : chains) {
+    std::vector<std::string> members{c.max_stmt};
+    for (const std::string& s : c.sum_stmts)
+      if (p.def(s)) members.push_back(s);
+    if (!std::count(members.begin(), members.end(), name) || !foldable(c, knobs)) continue;
+    std::vector<std::string> mates;
+    for (const std::string& m : members) {
+      const tir::Tensor* t = p.find(m);
+      if (!t || t->role != tir::Tensor::Role::Intermediate || !t->record.empty() || knobs.place_at.count(m) ||
+          (m != name && cut.count(m)))
+        break;
+      if (m != name) mates.push_back(m);
+    }
+    if (mates.size() + 1 == members.size()) return mates;
+  }
+  return {};
+}
+
+Placement decide_placement(const tir::Program& p, const Knobs& knobs,
+                           const std::vector<algebra::DiscoveredChain>& chains) {
+  Placement out;
+  const Reads reads = reads_by_stmt(p);
+  cut_seams(p, knobs, reads, out);
+  cut_per_element_recomputes(p, knobs, chains, out);
+  materialize_what_cuts_read(p, reads, out);
+  return out;
+}
+
+}  // namespace emmy::lower
