@@ -81,6 +81,9 @@ constexpr PipelineRow kPipelines[] = {
 };
 
 constexpr size_t kTilesRefined = 2;
+// Row schedules: the placements besides PLACE=fuse tried on every COOP choice (the rest on the
+// best one for PLACE=fuse only).
+constexpr size_t kPlacesRefined = 3;
 constexpr int kWgmmaMinChunk = 4;
 // The warnings that refuse a pipeline, not a tile: a knob without effect (W050: turns with one
 // warpgroup), STAGE's tma taken as cp.async (W055: rows TMA cannot copy).
@@ -319,30 +322,31 @@ int64_t longest_row(const OpClass& cls, const Sizes& at) {
   return out;
 }
 
-// Cooperative rows sized by the row: no more threads a row than its vectors (a warp at least).
-std::vector<std::string> row_candidates(const OpClass& cls, const Sizes& at) {
-  const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
+// Cooperative rows sized by the row: no more threads a row than its vectors (a warp at least),
+// each with and without the row cache sized to the row (the smallest c<R> whose N * V * R
+// elements hold it: a row read again by a later pass comes from shared memory).
+std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
   const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
   const int64_t row = longest_row(cls, at);
   const int64_t most = row > 0 ? std::max<int64_t>(kRowThreads[0], (row + cls.widest_vector - 1) / cls.widest_vector)
                                : kRowThreads[std::size(kRowThreads) - 1];
+  const int64_t per_chunk = std::max(cls.widest_vector, 1);
+  std::vector<std::string> out;
+  for (int t : kRowThreads)
+    if (t <= most) {
+      out.push_back(fmt::format("COOP=t{}{}", t, vec));
+      const int64_t chunks = row > 0 ? (row + t * per_chunk - 1) / (t * per_chunk) : 0;
+      if (chunks >= 1 && chunks <= kMaxRowCacheChunks) out.push_back(fmt::format("COOP=t{}{}/c{}", t, vec, chunks));
+    }
+  return out;
+}
+
+// The placements a row schedule may take: every seam fused, every one cut, one intermediate cut.
+std::vector<std::string> place_choices(const OpClass& cls) {
   std::vector<std::string> places{"PLACE=fuse"};
   if (!cls.has_carrier) places.push_back("PLACE=cut");
   for (const std::string& name : cls.intermediates) places.push_back(fmt::format("PLACE@{}=cut", name));
-  std::vector<std::string> out{join_knobs({"PLACE=fuse", fast_exp})};
-  if (!cls.has_reduction) return out;
-  // With the row cache sized to the row (the smallest c<R> whose N * V * R elements hold it):
-  // a row read again by a later pass comes from shared memory.
-  const int64_t per_chunk = std::max(cls.widest_vector, 1);
-  for (const std::string& place : places)
-    for (int t : kRowThreads)
-      if (t <= most) {
-        out.push_back(join_knobs({place, fmt::format("COOP=t{}{}", t, vec), fast_exp}));
-        const int64_t chunks = row > 0 ? (row + t * per_chunk - 1) / (t * per_chunk) : 0;
-        if (chunks >= 1 && chunks <= kMaxRowCacheChunks)
-          out.push_back(join_knobs({place, fmt::format("COOP=t{}{}/c{}", t, vec, chunks), fast_exp}));
-      }
-  return out;
+  return places;
 }
 
 Sizes nominal_sizes(const CheckedProgram& program, const CheckedOp& op) {
@@ -494,9 +498,39 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     try_choices(refined, {});
   }
   if (none_lowered()) {
-    std::vector<std::string> knobs = row_candidates(cls, choice.at);
-    knobs.push_back("");
-    for (Outcome& o : try_all(cx, choice.at, check, knobs)) outcomes.push_back(std::move(o));
+    // The scalar tier, the knobs' defaults and every seam fused on each COOP choice; then every
+    // placement on the best of those rows; then the best placements on the other rows (a
+    // placement decides the kernels, COOP how a row's threads share their work: ranked one
+    // after the other, not as a product).
+    const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
+    const std::vector<std::string> places = place_choices(cls), coops = coop_choices(cls, choice.at);
+    auto fastest = [](const std::vector<Outcome>& got, size_t from) {
+      std::vector<size_t> order;
+      for (size_t i = from; i < got.size(); ++i)
+        if (got[i].cost) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return got[a].cost->us < got[b].cost->us; });
+      return order;
+    };
+    std::vector<std::string> knobs{join_knobs({"PLACE=fuse", fast_exp}), ""};
+    if (cls.has_reduction)
+      for (const std::string& coop : coops) knobs.push_back(join_knobs({places.front(), coop, fast_exp}));
+    std::vector<Outcome> rows = try_all(cx, choice.at, check, knobs);
+    const std::vector<size_t> best_rows = fastest(rows, 2);
+    for (Outcome& o : rows) outcomes.push_back(std::move(o));
+    if (!best_rows.empty()) {
+      const std::string& coop = coops[best_rows.front() - 2];
+      knobs.clear();
+      for (size_t p = 1; p < places.size(); ++p) knobs.push_back(join_knobs({places[p], coop, fast_exp}));
+      std::vector<Outcome> placed = try_all(cx, choice.at, check, knobs);
+      std::vector<std::string> refined;
+      const std::vector<size_t> best_places = fastest(placed, 0);
+      for (size_t r = 0; r < best_places.size() && r < kPlacesRefined; ++r)
+        for (const std::string& other : coops)
+          if (other != coop) refined.push_back(join_knobs({places[best_places[r] + 1], other, fast_exp}));
+      for (Outcome& o : placed) outcomes.push_back(std::move(o));
+      for (Outcome& o : try_all(cx, choice.at, check, refined)) outcomes.push_back(std::move(o));
+    }
   }
 
   // Too few CTAs for the SMs: the best candidate's reduction split into groups.
