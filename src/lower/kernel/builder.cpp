@@ -119,7 +119,7 @@ K KernelBuilder::linear_index(const tir::Tensor& t, const std::vector<K>& idx) c
   if (idx.empty()) return kir::ci(0, ScalarType::I64);
   K acc = as(idx[0], ScalarType::I64);
   for (size_t k = 1; k < idx.size(); ++k)
-    acc = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, acc, size_value(t.dims[k])),
+    acc = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, std::move(acc), size_value(t.dims[k])),
                       as(idx[k], ScalarType::I64));
   return acc;
 }
