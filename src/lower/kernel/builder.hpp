@@ -225,7 +225,8 @@ class KernelBuilder {
   // 2^-126 flush to 0, which a softmax weight that small never notices).
   K exp_value(K x) const;
 
-  bool coop_on() const { return knobs_.coop_threads > 1; }
+  // COOP is the scalar tier's: a tensor-core kernel's rows are its warps' (in_tensor_core_).
+  bool coop_on() const { return knobs_.coop_threads > 1 && !in_tensor_core_; }
 
   // Monoids: a reduction's lowering, a term as a kernel expression (`hint` types constants and
   // infinities), and two carriers combined (a share that combined no element skipped, as
@@ -392,6 +393,7 @@ class KernelBuilder {
                      const K& first);
 
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
+  bool in_tensor_core_ = false;                             // building a kernel on the tensor-core tier
   K coop_lane_, coop_row_ok_, coop_warp_lane_, coop_warp_;  // the thread's place in its row
   std::set<std::string> coop_axes_;                         // the thread-space axes (a row's index variables)
   int address_depth_ = 0;                                   // > 0 while a global read's subscripts are lowered

@@ -229,7 +229,10 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
     // parameters in the kernel the scalar tier then builds, nor its limits and warnings.
     kir::Kernel attempt = out;
     const size_t warnings = program.warnings.size(), limits = program.limits.size(), laws = law_warnings_.size();
-    if (mma_kernel(k, attempt, program, why, plan)) {
+    in_tensor_core_ = true;
+    const bool built = mma_kernel(k, attempt, program, why, plan);
+    in_tensor_core_ = false;
+    if (built) {
       plan.kernel = out.name;
       plans_.push_back(std::move(plan));
       collect_params(attempt, program);
