@@ -537,6 +537,18 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   const Outcome* best = nullptr;
   for (const Outcome& o : outcomes)
     if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
+  // A tensor-core schedule whose other kernels run on the scalar tier (a backward's row
+  // statistic): the best one with those kernels on cooperative rows, a warp a row, too.
+  if (best && cls.has_reduction && best->knobs.find("TILE=") != std::string::npos &&
+      std::any_of(best->cost->kernels.begin(), best->cost->kernels.end(),
+                  [](const KernelCost& k) { return k.tier == lower::tier_name(lower::KernelPlan::Tier::Scalar); })) {
+    const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
+    const std::string knobs = join_knobs({best->knobs, fmt::format("COOP=t{}{}", kRowThreads[0], vec)});
+    for (Outcome& o : try_all(cx, choice.at, check, {knobs})) outcomes.push_back(std::move(o));
+    best = nullptr;
+    for (const Outcome& o : outcomes)
+      if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
+  }
   if (best && cls.has_reduction && best->ctas * 2 < target_ceilings(target).sms) {
     std::vector<std::string> split;
     for (int g : kSplitGroups) split.push_back(join_knobs({best->knobs, fmt::format("REDUCE=g{}k", g)}));
