@@ -229,9 +229,16 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
     // parameters in the kernel the scalar tier then builds, nor its limits and warnings.
     kir::Kernel attempt = out;
     const size_t warnings = program.warnings.size(), limits = program.limits.size(), laws = law_warnings_.size();
-    in_tensor_core_ = true;
-    const bool built = mma_kernel(k, attempt, program, why, plan);
-    in_tensor_core_ = false;
+    struct OnTensorCores {  // COOP off while the tier builds, also when it throws
+      bool& on;
+      explicit OnTensorCores(bool& flag) : on(flag) { on = true; }
+      ~OnTensorCores() { on = false; }
+    };
+    bool built = false;
+    {
+      OnTensorCores scope(in_tensor_core_);
+      built = mma_kernel(k, attempt, program, why, plan);
+    }
     if (built) {
       plan.kernel = out.name;
       plans_.push_back(std::move(plan));
