@@ -341,6 +341,15 @@ std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
   return out;
 }
 
+// The outcomes of `got` from `from` on that lowered, fastest first (ties in order).
+std::vector<size_t> fastest(const std::vector<Outcome>& got, size_t from = 0) {
+  std::vector<size_t> order;
+  for (size_t i = from; i < got.size(); ++i)
+    if (got[i].cost) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return got[a].cost->us < got[b].cost->us; });
+  return order;
+}
+
 // The placements a row schedule may take: every seam fused, every one cut, one intermediate cut.
 std::vector<std::string> place_choices(const OpClass& cls) {
   std::vector<std::string> places{"PLACE=fuse"};
@@ -479,11 +488,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
       }
       pending = std::move(next);
     }
-    std::vector<size_t> order;  // the lowered tiles, fastest first
-    for (size_t c = 0; c < tried.size(); ++c)
-      if (tried[c].cost) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return tried[a].cost->us < tried[b].cost->us; });
+    const std::vector<size_t> order = fastest(tried);  // the lowered tiles, fastest first
     std::vector<TileChoice> refined;
     for (size_t r = 0; r < order.size() && r < kTilesRefined; ++r) {
       const TileChoice& best = tiles[order[r]];
@@ -504,14 +509,6 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     // after the other, not as a product).
     const std::string fast_exp = cls.has_exp ? "FAST_EXP=1" : "";
     const std::vector<std::string> places = place_choices(cls), coops = coop_choices(cls, choice.at);
-    auto fastest = [](const std::vector<Outcome>& got, size_t from) {
-      std::vector<size_t> order;
-      for (size_t i = from; i < got.size(); ++i)
-        if (got[i].cost) order.push_back(i);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return got[a].cost->us < got[b].cost->us; });
-      return order;
-    };
     std::vector<std::string> knobs{join_knobs({"PLACE=fuse", fast_exp}), ""};
     if (cls.has_reduction)
       for (const std::string& coop : coops) knobs.push_back(join_knobs({places.front(), coop, fast_exp}));
@@ -524,7 +521,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
       for (size_t p = 1; p < places.size(); ++p) knobs.push_back(join_knobs({places[p], coop, fast_exp}));
       std::vector<Outcome> placed = try_all(cx, choice.at, check, knobs);
       std::vector<std::string> refined;
-      const std::vector<size_t> best_places = fastest(placed, 0);
+      const std::vector<size_t> best_places = fastest(placed);
       for (size_t r = 0; r < best_places.size() && r < kPlacesRefined; ++r)
         for (const std::string& other : coops)
           if (other != coop) refined.push_back(join_knobs({places[best_places[r] + 1], other, fast_exp}));
@@ -534,20 +531,19 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
   }
 
   // Too few CTAs for the SMs: the best candidate's reduction split into groups.
-  const Outcome* best = nullptr;
-  for (const Outcome& o : outcomes)
-    if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
+  auto best_so_far = [&]() -> const Outcome* {
+    const std::vector<size_t> order = fastest(outcomes);
+    return order.empty() ? nullptr : &outcomes[order.front()];
+  };
+  const Outcome* best = best_so_far();
   // A tensor-core schedule whose other kernels run on the scalar tier (a backward's row
   // statistic): the best one with those kernels on cooperative rows, a warp a row, too.
   if (best && cls.has_reduction && best->knobs.find("TILE=") != std::string::npos &&
       std::any_of(best->cost->kernels.begin(), best->cost->kernels.end(),
                   [](const KernelCost& k) { return k.tier == lower::tier_name(lower::KernelPlan::Tier::Scalar); })) {
-    const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
-    const std::string knobs = join_knobs({best->knobs, fmt::format("COOP=t{}{}", kRowThreads[0], vec)});
+    const std::string knobs = join_knobs({best->knobs, coop_choices(cls, choice.at).front()});
     for (Outcome& o : try_all(cx, choice.at, check, {knobs})) outcomes.push_back(std::move(o));
-    best = nullptr;
-    for (const Outcome& o : outcomes)
-      if (o.cost && (!best || o.cost->us < best->cost->us)) best = &o;
+    best = best_so_far();
   }
   if (best && cls.has_reduction && best->ctas * 2 < target_ceilings(target).sms) {
     std::vector<std::string> split;

@@ -42,12 +42,25 @@ bool is_intermediate(const tir::Program& p, const std::string& name) {
   return t && t->role == tir::Tensor::Role::Intermediate;
 }
 
-// make_fold's first tests: a chain it may fold.
-bool foldable(const algebra::DiscoveredChain& chain, const Knobs& knobs) {
-  auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
-  return (named("online(") || named("argmax(") || named("welford(")) &&
-         missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() &&
-         chain.laws.identity.outcome == algebra::Outcome::Proved && knobs.fuses(chain.max_stmt);
+// The statements of the first chain holding `name` that to_loops may fold here (proved, its head
+// fused) whose statements are all plain intermediates nobody cut (chain_prefixes adds such a
+// chain for a longer one), its head first: none if no chain qualifies.
+std::vector<std::string> folded_chain(const tir::Program& p, const Knobs& knobs,
+                                      const std::vector<algebra::DiscoveredChain>& chains, const std::string& name,
+                                      const std::set<std::string>& cut) {
+  for (const algebra::DiscoveredChain& c : chains) {
+    std::vector<std::string> members{c.max_stmt};
+    for (const std::string& s : c.sum_stmts)
+      if (p.def(s)) members.push_back(s);
+    if (!std::count(members.begin(), members.end(), name) || !proved_foldable(c) || !knobs.fuses(c.max_stmt)) continue;
+    const bool plain = std::all_of(members.begin(), members.end(), [&](const std::string& m) {
+      const tir::Tensor* t = p.find(m);
+      return t && t->role == tir::Tensor::Role::Intermediate && t->record.empty() && !knobs.place_at.count(m) &&
+             (m == name || !cut.count(m));
+    });
+    if (plain) return members;
+  }
+  return {};
 }
 
 // The seams: an output read across rows gets a kernel of its own; an intermediate read across
@@ -93,7 +106,7 @@ void cut_seams(const tir::Program& p, const Knobs& knobs, const Reads& reads, Pl
 
 // The reductions kernel_groups.hpp's per_element_recomputes finds: each written by a kernel of
 // its own group, fusing what it reads.
-// A found statement of a chain brings the chain's other statements (chain_mates): one kernel
+// A found statement of a chain brings the chain's other statements (folded_chain): one kernel
 // folds them all and writes each (a derived backward's recomputed forward: m, l and o_sum in
 // one pass over the keys, not m and l in two and o_sum again inside each reader).
 void cut_per_element_recomputes(const tir::Program& p, const Knobs& knobs,
@@ -107,10 +120,13 @@ void cut_per_element_recomputes(const tir::Program& p, const Knobs& knobs,
     const size_t before = found.size();
     found.insert(next.begin(), next.end());
     for (const std::string& name : std::set<std::string>(found))
-      for (const std::string& mate : chain_mates(p, knobs, chains, name, cut))
+      for (const std::string& mate : folded_chain(p, knobs, chains, name, cut))
         if (found.insert(mate).second) mates[mate] = name;
     more = found.size() != before;
   }
+  for (const std::string& name : found)
+    if (const std::vector<std::string> chain = folded_chain(p, knobs, chains, name, {}); !chain.empty())
+      out.fold_head[name] = chain.front();
   for (const tir::Stmt& x : p.stmts)
     if (found.count(x.name)) {
       out.materialized.push_back(x.name);
@@ -159,25 +175,11 @@ void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Place
 
 }  // namespace
 
-std::vector<std::string> chain_mates(const tir::Program& p, const Knobs& knobs,
-                                     const std::vector<algebra::DiscoveredChain>& chains, const std::string& name,
-                                     const std::set<std::string>& cut) {
-  for (const algebra::DiscoveredChain& c : chains) {
-    std::vector<std::string> members{c.max_stmt};
-    for (const std::string& s : c.sum_stmts)
-      if (p.def(s)) members.push_back(s);
-    if (!std::count(members.begin(), members.end(), name) || !foldable(c, knobs)) continue;
-    std::vector<std::string> mates;
-    for (const std::string& m : members) {
-      const tir::Tensor* t = p.find(m);
-      if (!t || t->role != tir::Tensor::Role::Intermediate || !t->record.empty() || knobs.place_at.count(m) ||
-          (m != name && cut.count(m)))
-        break;
-      if (m != name) mates.push_back(m);
-    }
-    if (mates.size() + 1 == members.size()) return mates;
-  }
-  return {};
+bool proved_foldable(const algebra::DiscoveredChain& chain) {
+  auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
+  return (named("online(") || named("argmax(") || named("welford(")) &&
+         missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() &&
+         chain.laws.identity.outcome == algebra::Outcome::Proved;
 }
 
 Placement decide_placement(const tir::Program& p, const Knobs& knobs,

@@ -2,6 +2,7 @@
 // before the main kernels, and why.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@ namespace emmy::lower {
 struct Placement {
   std::vector<std::string> materialized;  // written by kernels of their own, in statement order
   std::set<std::string> group_results;    // of those, the intermediates a kernel of their own group writes
-  std::vector<std::string> decisions;     // why, one line each
+  // Of those, the statements of a chain one kernel folds together: each -> the chain's head.
+  std::map<std::string, std::string> fold_head;
+  std::vector<std::string> decisions;  // why, one line each
 };
 
 // Per seam, whether a producer is recomputed where it is read (fuse) or written to global memory
@@ -26,12 +29,9 @@ struct Placement {
 Placement decide_placement(const tir::Program& p, const Knobs& knobs,
                            const std::vector<algebra::DiscoveredChain>& chains);
 
-// The other statements of a foldable chain that `name` belongs to (a proved online, argmax or
-// Welford chain whose head PLACE fuses) whose statements are all plain intermediates nobody
-// cut (chain_prefixes adds such a chain for a longer one): none if no chain qualifies.
-std::vector<std::string> chain_mates(const tir::Program& p, const Knobs& knobs,
-                                     const std::vector<algebra::DiscoveredChain>& chains, const std::string& name,
-                                     const std::set<std::string>& cut);
+// A chain to_loops may fold as one reduction: online, argmax or Welford, its combine proved
+// associative with a two-sided identity (proofs, not tests, license the reordering).
+bool proved_foldable(const algebra::DiscoveredChain& chain);
 
 // Every read of `tensor` in `e` indexes it by plain index variables of `vars`.
 bool reads_row_local(const tir::Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars);

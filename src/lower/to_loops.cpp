@@ -7,7 +7,6 @@
 #include "lower/monoid_table.hpp"
 #include "lower/passes.hpp"
 #include "lower/placement.hpp"
-#include "lower/regroup_laws.hpp"
 #include "lower/term_expr.hpp"
 
 #include <algorithm>
@@ -73,6 +72,7 @@ class LoopBuilder {
     Placement placed = decide_placement(p_, knobs_, chains_);
     out.materialized = std::move(placed.materialized);
     group_results_ = std::move(placed.group_results);
+    fold_head_ = std::move(placed.fold_head);
     decisions_ = std::move(placed.decisions);
     // The kernels in the order of the statements they write (each reads only earlier ones): a
     // kernel of its own at its statement, a group's at its last; a single group last.
@@ -230,15 +230,12 @@ class LoopBuilder {
   }
 
   std::optional<Fold> make_fold(const algebra::DiscoveredChain& chain, std::vector<std::string> materialized) {
-    // A group result is written by its group's kernel, which may fold it (chain_mates).
+    // A group result is written by its group's kernel, which may fold it (Placement::fold_head).
     std::erase_if(materialized, [&](const std::string& name) { return group_results_.count(name) > 0; });
+    // An unproved chain stays as separate passes.
+    if (!proved_foldable(chain)) return std::nullopt;
     auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };
-    bool online = named("online("), argmax = named("argmax("), welford = named("welford(");
-    if (!online && !argmax && !welford) return std::nullopt;
-    // Proofs, not tests, license the reordering: an unproved chain stays as separate passes.
-    if (!missing_laws(monoid_laws(chain.laws), Regroup::Tree).empty() ||
-        chain.laws.identity.outcome != algebra::Outcome::Proved)
-      return std::nullopt;
+    const bool online = named("online("), welford = named("welford(");
     chain_heads_.insert(chain.max_stmt);
     if (!knobs_.fuses(chain.max_stmt)) {
       decisions_.push_back(fmt::format("PLACE {}: cut — {} and {} run as separate passes over {}", chain.max_stmt,
@@ -492,8 +489,8 @@ class LoopBuilder {
         p_, out.materialized, group_results_,
         [&](const tir::Stmt& a, const tir::Stmt& b) { return sibling_sums(a, b); },
         [&](const tir::Stmt& a, const tir::Stmt& b) {
-          const std::vector<std::string> mates = chain_mates(p_, knobs_, chains_, a.name, {});
-          return std::count(mates.begin(), mates.end(), b.name) > 0;
+          auto x = fold_head_.find(a.name), y = fold_head_.find(b.name);
+          return x != fold_head_.end() && y != fold_head_.end() && x->second == y->second;
         });
     decisions_.insert(decisions_.end(), g.decisions.begin(), g.decisions.end());
     return std::move(g.groups);
@@ -693,8 +690,9 @@ class LoopBuilder {
   const std::vector<algebra::DiscoveredChain>& chains_;
   std::vector<std::string> decisions_;
   std::set<std::string> chain_heads_;
-  std::set<std::string> carrier_names_;  // the kernel's carrier fields so far (registers run_<name>)
-  std::set<std::string> group_results_;  // intermediates a kernel of their own group writes (cut per element)
+  std::set<std::string> carrier_names_;           // the kernel's carrier fields so far (registers run_<name>)
+  std::set<std::string> group_results_;           // intermediates a kernel of their own group writes (cut per element)
+  std::map<std::string, std::string> fold_head_;  // of those, a chain's statements one kernel folds -> its head
 };
 
 }  // namespace
