@@ -54,6 +54,43 @@ std::string_view unop_name(UnOp op) { return kUnOps[static_cast<size_t>(op)]; }
 std::string_view binop_name(BinOp op) { return kBinOps[static_cast<size_t>(op)]; }
 bool is_comparison(BinOp op) { return op >= BinOp::Lt && op <= BinOp::Or; }
 
+Operands::Operands(std::initializer_list<Expr> items) {
+  own(items.size());
+  for (const Expr& e : items) items_[size_++] = e;
+}
+
+void Operands::own(size_t capacity) {
+  if (items_ ? items_.use_count() == 1 && capacity <= capacity_ : capacity == 0) return;
+  capacity = std::max<size_t>(capacity, size_);
+  std::shared_ptr<Expr[]> fresh = std::make_shared<Expr[]>(capacity);
+  const bool alone = items_ && items_.use_count() == 1;
+  for (uint32_t i = 0; i < size_; ++i) fresh[i] = alone ? std::move(items_[i]) : items_[i];
+  items_ = std::move(fresh);
+  capacity_ = static_cast<uint32_t>(capacity);
+}
+
+Expr& Operands::mut(size_t i) {
+  own(size_);
+  return items_[i];
+}
+
+std::span<Expr> Operands::mut() {
+  own(size_);
+  return {items_.get(), size_};
+}
+
+void Operands::pop_back() {
+  own(size_);
+  items_[--size_] = Expr{};
+}
+
+void Operands::push_back(Expr e) {
+  own(std::max<size_t>(size_ + 1, capacity_));
+  items_[size_++] = std::move(e);
+}
+
+void Operands::reserve(size_t n) { own(n); }
+
 Expr cf(double value, ScalarType type) {
   Expr e;
   e.kind = Expr::Kind::Const;
@@ -102,6 +139,7 @@ Expr unary(UnOp op, Expr a) {
   e.kind = Expr::Kind::Unary;
   e.type = op == UnOp::Not ? ScalarType::Pred : a.type;
   e.un = op;
+  e.args.reserve(1);
   e.args.push_back(std::move(a));
   return e;
 }
@@ -111,6 +149,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
   e.kind = Expr::Kind::Binary;
   e.type = is_comparison(op) ? ScalarType::Pred : a.type;
   e.bin = op;
+  e.args.reserve(2);
   e.args.push_back(std::move(a));
   e.args.push_back(std::move(b));
   return e;
@@ -120,7 +159,10 @@ Expr select(Expr pred, Expr a, Expr b) {
   Expr e;
   e.kind = Expr::Kind::Select;
   e.type = a.type;
-  e.args = {std::move(pred), std::move(a), std::move(b)};
+  e.args.reserve(3);
+  e.args.push_back(std::move(pred));
+  e.args.push_back(std::move(a));
+  e.args.push_back(std::move(b));
   return e;
 }
 
@@ -129,6 +171,7 @@ Expr cast(Expr a, ScalarType type) {
   Expr e;
   e.kind = Expr::Kind::Cast;
   e.type = type;
+  e.args.reserve(1);
   e.args.push_back(std::move(a));
   return e;
 }
@@ -139,6 +182,7 @@ Expr load(Space space, std::string buffer, Expr index, ScalarType type) {
   e.type = type;
   e.space = space;
   e.name = std::move(buffer);
+  e.args.reserve(1);
   e.args.push_back(std::move(index));
   return e;
 }
@@ -148,6 +192,7 @@ Expr shared_addr(std::string array, Expr index) {
   e.kind = Expr::Kind::SharedAddr;
   e.type = ScalarType::U32;
   e.name = std::move(array);
+  e.args.reserve(1);
   e.args.push_back(std::move(index));
   return e;
 }

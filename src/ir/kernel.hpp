@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +54,35 @@ struct Reg {
   bool operator==(const Reg&) const = default;
 };
 
+struct Expr;
+
+// An expression's operands (at most three): one array shared by the copies of the expression and
+// copied only when one of them writes to it, so that copying a tree costs a reference count (the
+// kernel builders copy index and value trees freely). Read through the const accessors; write
+// through mut() or push_back, which first give this expression its own array.
+class Operands {
+ public:
+  Operands() = default;
+  Operands(std::initializer_list<Expr> items);
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Expr& operator[](size_t i) const;
+  const Expr* begin() const;
+  const Expr* end() const;
+  const Expr& front() const;
+  const Expr& back() const;
+  Expr& mut(size_t i);    // operand i, to write
+  std::span<Expr> mut();  // every operand, to write
+  void push_back(Expr e);
+  void pop_back();
+  void reserve(size_t n);
+
+ private:
+  void own(size_t capacity);  // a unique array of at least `capacity` operands
+  std::shared_ptr<Expr[]> items_;
+  uint32_t size_ = 0, capacity_ = 0;
+};
+
 struct Expr {
   enum class Kind : uint8_t {
     Const,       // fval / ival of `type`
@@ -78,8 +109,14 @@ struct Expr {
   UnOp un = UnOp::Neg;
   BinOp bin = BinOp::Add;
   Space space = Space::Global;
-  std::vector<Expr> args;
+  Operands args;
 };
+
+inline const Expr& Operands::operator[](size_t i) const { return items_[i]; }
+inline const Expr* Operands::begin() const { return items_.get(); }
+inline const Expr* Operands::end() const { return items_.get() + size_; }
+inline const Expr& Operands::front() const { return items_[0]; }
+inline const Expr& Operands::back() const { return items_[size_ - 1]; }
 
 // Builders: they fix the result type (Binary: the operands' type, Pred for comparisons).
 Expr cf(double value, ScalarType type = ScalarType::F32);

@@ -105,7 +105,7 @@ std::string reg_text(const Reg& r) { return r.elem < 0 ? r.name : fmt::format("{
 
 Infix infix(const Expr& e);
 
-Infix call(std::string_view fn, const std::vector<Expr>& args) {
+Infix call(std::string_view fn, const Operands& args) {
   std::string s;
   for (const Expr& a : args) s += (s.empty() ? "" : ", ") + infix(a).text;
   return {fmt::format("{}({})", fn, s), kPrecPrimary};

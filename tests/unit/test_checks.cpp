@@ -24,7 +24,7 @@ using ExprEdit = std::function<void(kir::Expr&)>;
 
 // Applies `edit` to every expression of `stmts`, operands before the expression itself.
 void edit_expr(kir::Expr& e, const ExprEdit& edit) {
-  for (kir::Expr& a : e.args) edit_expr(a, edit);
+  for (kir::Expr& a : e.args.mut()) edit_expr(a, edit);
   edit(e);
 }
 

@@ -45,7 +45,7 @@ K KernelBuilder::unary_value(kir::UnOp op, K x) {
   }
   if (op != kir::UnOp::Exp && op != kir::UnOp::Exp2) return kir::unary(op, std::move(x));
   K* d = &x;
-  while (d->kind == K::Kind::Cast) d = &d->args[0];
+  while (d->kind == K::Kind::Cast) d = &d->args.mut(0);
   if (d->kind == K::Kind::Binary && d->bin == kir::BinOp::Sub && kir::is_float(d->type)) {
     auto operand = [&](K v) { return v.kind == K::Kind::Var || v.kind == K::Kind::Const ? v : shared(std::move(v)); };
     K a = operand(d->args[0]), b = operand(d->args[1]);

@@ -182,7 +182,7 @@ K MmaTier::hoist_invariants(K e) {
                 (e.kind == K::Kind::Cast && e.args[0].kind != K::Kind::Unary && e.args[0].kind != K::Kind::Binary);
     return leaf ? e : hoisted("invariant", std::move(e));
   }
-  for (K& a : e.args) a = hoist_invariants(std::move(a));
+  for (K& a : e.args.mut()) a = hoist_invariants(std::move(a));
   return e;
 }
 
@@ -197,7 +197,7 @@ K MmaTier::per_score(K e) {
   if (lane_floats_ && e.kind == K::Kind::Binary && kir::is_comparison(e.bin) && !kir::is_float(e.args[0].type) &&
       !kir::is_float(e.args[1].type) && e.args[0].type != ScalarType::Pred)
     if (std::optional<K> c = lane_compare(e)) return *c;
-  for (K& a : e.args) a = per_score(std::move(a));
+  for (K& a : e.args.mut()) a = per_score(std::move(a));
   return e;
 }
 
