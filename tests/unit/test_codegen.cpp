@@ -410,6 +410,30 @@ TEST_CASE("kernel printer: literals, casts and parentheses") {
 
 // ---- verifier ---------------------------------------------------------------------------------
 
+TEST_CASE("kernel IR: a copy shares its operands until one side writes them") {
+  Expr a = binary(BinOp::Add, var({"x"}, ST::F32), binary(BinOp::Mul, cf(2), var({"y"}, ST::F32)));
+  Expr b = a;
+  CHECK(&a.args[1] == &b.args[1]);  // one array for both
+  b.args.mut(1).args.mut(0) = cf(3);
+  CHECK(&a.args[1] != &b.args[1]);
+  CHECK(a.args[1].args[0].fval == 2);  // the original keeps its operand
+  CHECK(b.args[1].args[0].fval == 3);
+  CHECK(a.args[0].reg.name == "x");
+  CHECK(b.args[0].reg.name == "x");
+  Expr c = b;
+  c.args.push_back(cf(4));  // a third operand on c alone
+  CHECK(c.args.size() == 3);
+  CHECK(b.args.size() == 2);
+  c.args.pop_back();
+  CHECK(c.args.size() == 2);
+  CHECK(c.args[1].args[0].fval == 3);
+  int n = 0;
+  for (Expr& e : c.args.mut()) e = cf(++n);
+  CHECK(c.args[0].fval == 1);
+  CHECK(c.args[1].fval == 2);
+  CHECK(b.args[1].kind == Expr::Kind::Binary);
+}
+
 TEST_CASE("verifier: the sample kernels and programs are well formed") {
   for (const Program& p :
        {elementwise_program(), carrier_program(), shared_program(), mma_program(), tma_program(), coverage_program()}) {
