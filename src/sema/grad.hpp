@@ -40,6 +40,8 @@ ast::Expr neg(ast::Expr a);
 bool is_number(const ast::Expr& e, double v);
 // Every Name in `renames` replaced, and reduction axes, but not the tensor a read names.
 ast::Expr rename(const ast::Expr& e, const std::map<std::string, std::string>& renames);
+// Every Name `var` replaced by `value` (reduction axes are fresh, so none captures it).
+ast::Expr substitute(const ast::Expr& e, const std::string& var, const ast::Expr& value);
 // Whether `v` is a plain index of some tensor read in `e` (sema can size it there).
 bool indexes(const ast::Expr& e, const std::string& v);
 // The names an expression mentions (Names, reduction axes and the bases of reads).

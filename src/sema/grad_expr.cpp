@@ -175,6 +175,17 @@ Expr rename(const Expr& e, const std::map<std::string, std::string>& renames) {
   return out;
 }
 
+Expr substitute(const Expr& e, const std::string& var, const Expr& value) {
+  if (e.kind == ExprKind::Name && e.text == var) return value;
+  Expr out = ast::node_of(e);
+  for (size_t k = 0; k < e.args.size(); ++k)
+    out.args.push_back(k == 0 && e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name
+                           ? e.args[0]
+                           : substitute(e.args[k], var, value));
+  for (const Expr& w : e.where_) out.where_.push_back(substitute(w, var, value));
+  return out;
+}
+
 bool indexes(const Expr& e, const std::string& v) {
   if (e.kind == ExprKind::Index)
     for (size_t k = 1; k < e.args.size(); ++k)

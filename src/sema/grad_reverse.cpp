@@ -22,6 +22,31 @@ std::string adjoint_name(const std::string& tensor, const std::set<std::string>&
 
 namespace {
 
+// The names of `e` in reading order, repeats included.
+void names_in_order(const Expr& e, std::vector<std::string>& out) {
+  if (e.kind == ExprKind::Name) out.push_back(e.text);
+  for (const Expr& a : e.args) names_in_order(a, out);
+}
+
+// The value of `s` that makes `index` equal `target`, where `s` occurs once in `index` and only
+// under + and - (t + k = i: t = i - k; j - 1 = i: j = i + 1); nullopt for any other form.
+std::optional<Expr> solve_for(const Expr& index, const std::string& s, Expr target) {
+  if (index.kind == ExprKind::Name) return index.text == s ? std::optional(std::move(target)) : std::nullopt;
+  if (index.kind != ExprKind::Binary || (index.text != "+" && index.text != "-") || index.args.size() != 2)
+    return std::nullopt;
+  std::set<std::string> left, right;
+  names_in(index.args[0], left);
+  names_in(index.args[1], right);
+  const bool plus = index.text == "+";
+  if (left.count(s) && !right.count(s))
+    return solve_for(index.args[0], s,
+                     plus ? sub(std::move(target), index.args[1]) : add(std::move(target), index.args[1]));
+  if (right.count(s) && !left.count(s))
+    return solve_for(index.args[1], s,
+                     plus ? sub(std::move(target), index.args[0]) : sub(index.args[0], std::move(target)));
+  return std::nullopt;
+}
+
 class Reverse {
  public:
   Reverse(const Straight& f, const Request& r) : f_(f), request_(r), taken_(f.names) {}
@@ -368,7 +393,12 @@ class Reverse {
     // that no summed or target variable is captured by one.
     Expr share = rename(freshen(g), renames);
     for (Expr& c : conditions) c = rename(freshen(c), renames);
-    if (where) conditions.push_back(rename(freshen(*where), renames));
+    const std::vector<std::pair<std::string, Expr>> solved = solve_indices(l, renames, free, conditions, share);
+    if (where) {
+      Expr w = rename(freshen(*where), renames);
+      for (const auto& [s, value] : solved) w = substitute(w, s, value);
+      conditions.push_back(std::move(w));
+    }
     // A summed variable nothing in the share sizes: the share is the same at each of its values.
     std::vector<std::string> summed;
     for (const std::string& v : free) {
@@ -407,6 +437,53 @@ class Reverse {
     contributions_[field.empty() ? u : u + "." + field].push_back(
         {std::move(share), domain.empty() ? std::nullopt : std::optional(all_of(domain))});
     return std::nullopt;
+  }
+
+  // An index that is a summed variable plus or minus others (x[t + k]) determines that variable:
+  // it takes the solved value, bounded by its axis, instead of being summed under the filter
+  // `t + k == i` (dx[i] sums over k where 0 <= i - k < T, O(K) an element, not over t and k, O(T K)).
+  // Exact: of the values the summed variable ranges over, the filter keeps the one solved for.
+  // The derived op reads at the solved value clamped into the axis (min(max(i - k, 0), T - 1)), so
+  // that no read leaves its tensor where the bounds fail.
+  // Returns the variables solved for and their values, in order.
+  std::vector<std::pair<std::string, Expr>> solve_indices(const Line& l,
+                                                          const std::map<std::string, std::string>& renames,
+                                                          std::vector<std::string>& free, std::vector<Expr>& conditions,
+                                                          Expr& share) {
+    std::vector<std::pair<std::string, Expr>> solved;
+    std::vector<Expr> bounds;
+    for (size_t c = 0; c < conditions.size(); ++c) {
+      const Expr& equal = conditions[c];  // index == u's variable, each condition here
+      std::vector<std::string> order;
+      names_in_order(equal.args[0], order);
+      for (const std::string& s : order) {
+        if (std::count(order.begin(), order.end(), s) != 1 || std::find(free.begin(), free.end(), s) == free.end())
+          continue;
+        std::string original = s;
+        for (const auto& [from, to] : renames)
+          if (to == s) original = from;
+        auto size = l.sizes.find(original);
+        if (size == l.sizes.end()) continue;
+        std::optional<Expr> value = solve_for(equal.args[0], s, equal.args[1]);
+        if (!value) continue;
+        // The share reads at the value clamped into the axis: where the bounds fail its contribution
+        // is dropped, but a reduction the lowering computes ahead of the guard still reads in range.
+        const Expr size_name = name(size->second);
+        share = substitute(share, s, call("min", {call("max", {*value, num(0)}), sub(size_name, num(1))}));
+        conditions.erase(conditions.begin() + static_cast<std::ptrdiff_t>(c));
+        for (Expr& other : conditions) other = substitute(other, s, *value);
+        for (Expr& other : bounds) other = substitute(other, s, *value);
+        bounds.push_back(compare(">=", *value, num(0)));
+        bounds.push_back(compare("<", *value, size_name));
+        free.erase(std::find(free.begin(), free.end(), s));
+        for (auto& earlier : solved) earlier.second = substitute(earlier.second, s, *value);
+        solved.emplace_back(s, std::move(*value));
+        --c;
+        break;
+      }
+    }
+    conditions.insert(conditions.end(), bounds.begin(), bounds.end());
+    return solved;
   }
 
   // A share summed over variables that conditions tie to u's (h in h / G == kh) and over others
