@@ -124,6 +124,14 @@ K KernelBuilder::linear_index(const tir::Tensor& t, const std::vector<K>& idx) c
   return acc;
 }
 
+K KernelBuilder::subscript(const tir::Tensor& t, const Expr& index, size_t k) {
+  K v = lower(index);
+  if (index.kind == Expr::Kind::Index || index.kind == Expr::Kind::Const || v.kind == K::Kind::Const) return v;
+  const ScalarType I = ScalarType::I64;
+  return kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Max, as(std::move(v), I), kir::ci(0, I)),
+                     kir::binary(kir::BinOp::Sub, size_value(t.dims[k]), kir::ci(1, I)));
+}
+
 bool KernelBuilder::in_global(const std::string& name) const {
   const tir::Tensor* t = p_.tensors.find(name);
   return t && (t->role != tir::Tensor::Role::Intermediate ||
@@ -212,7 +220,7 @@ K KernelBuilder::read(const Expr& e) {
     const tir::Tensor& t = *p_.tensors.find(e.name);
     if (!t.record.empty()) internal_error(__FILE__, __LINE__, fmt::format("carrier '{}' read as a value", e.name));
     std::vector<K> idx;
-    for (const Expr& a : e.args) idx.push_back(lower(a));
+    for (size_t k = 0; k < e.args.size(); ++k) idx.push_back(subscript(t, e.args[k], k));
     return kir::load(kir::Space::Global, e.name, linear_index(t, idx), scalar_of(t.dtype));
   }
   if (const K* r = find_reg(e.name); r && is_own_row(e)) return *r;

@@ -211,6 +211,11 @@ class KernelBuilder {
   static K size_value(const std::string& size);
 
   K linear_index(const tir::Tensor& t, const std::vector<K>& idx) const;
+  // Subscript k of a read of `t`: an index variable takes its binding (clamped into its axis where
+  // the scope clamps it); a computed one (x[i - 1, l], k[b, h / G, j, d]) is clamped into dim k,
+  // so that a read the program guards (select(i >= 1, max(l: x[i - 1, l]), 0), whose reduction
+  // runs ahead of the select) never leaves its buffer.
+  K subscript(const tir::Tensor& t, const Expr& index, size_t k);
 
   bool in_global(const std::string& name) const;
 

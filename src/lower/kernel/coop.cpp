@@ -275,7 +275,7 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
     if (!row_invariant(e.args[k])) return std::nullopt;
   if (!vec_stride_ok(t)) return std::nullopt;
   std::vector<K> idx;
-  for (size_t k = 0; k + 1 < e.args.size(); ++k) idx.push_back(lower(e.args[k]));
+  for (size_t k = 0; k + 1 < e.args.size(); ++k) idx.push_back(subscript(t, e.args[k], k));
   idx.push_back(vec_->base);
   K at = linear_index(t, idx);
   std::string key = e.name + "@" + render_key(at);
