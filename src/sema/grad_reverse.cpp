@@ -454,6 +454,7 @@ class Reverse {
     std::vector<Expr> bounds;
     for (size_t c = 0; c < conditions.size(); ++c) {
       const Expr& equal = conditions[c];  // index == u's variable, each condition here
+      if (equal.kind != ExprKind::Binary || equal.text != "==" || equal.args.size() != 2) continue;
       std::vector<std::string> order;
       names_in_order(equal.args[0], order);
       for (const std::string& s : order) {
