@@ -11,6 +11,7 @@
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
 #include "driver/verify.hpp"
+#include "interp/reference.hpp"
 #include "schedule/knobs.hpp"
 #include "sema/print_checked.hpp"
 #include "sema/sema.hpp"
@@ -90,7 +91,20 @@ int on_checked(const std::string& file, const DriverOptions& opt, std::ostream& 
   if (!check_one(file, opt, c, err, {.one_op = true})) return kUsageError;
   c.diags->render(err, opt.color);
   if (c.diags->has_errors()) return kUserError;
-  const int status = body(*c.program, lower_options(opt, c));
+  int status = 0;
+  try {
+    status = body(*c.program, lower_options(opt, c));
+  } catch (const ReferenceRangeError& e) {
+    if (!e.range.valid()) {
+      err << "emmyc: error: " << e.what() << "\n";
+      return kUserError;
+    }
+    const Diagnostic& d =
+        c.diags->error("E068", e.range, e.message + " at the run's sizes (the reference evaluator)")
+            .hint("give sizes under which every read stays inside its tensor, or guard the read (select, where)");
+    err << c.diags->render_one(d, opt.color);
+    return kUserError;
+  }
   return status == 0 ? kOk : status == 2 ? kUsageError : kUserError;
 }
 

@@ -530,6 +530,8 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
     err << "emmyc: error: out of host memory for this --shape (inputs, outputs and the reference live in host "
            "memory as float64): pass a smaller --shape\n";
     return 1;
+  } catch (const ReferenceRangeError&) {
+    throw;  // located by the caller, which holds the sources
   } catch (const std::runtime_error& e) {
     err << "emmyc: error: " << e.what() << "\n";
     return 1;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -13,6 +14,15 @@
 #include "sema/sema.hpp"
 
 namespace emmy {
+
+// A read outside its tensor at the run's sizes (E068): the reference evaluator's message, at the
+// read's place in the source (invalid where the read has none).
+struct ReferenceRangeError : std::runtime_error {
+  ReferenceRangeError(const std::string& what, SourceRange where)
+      : std::runtime_error("reference evaluator: " + what), message(what), range(where) {}
+  std::string message;
+  SourceRange range;
+};
 
 // Binds every size symbol of the op's parameters from "B=1,H=2,S=64,D=16". Sizes of the
 // op that the text does not bind, unknown names, non-positive or malformed values are

@@ -163,11 +163,11 @@ class OpCompiler : public ExprCompiler {
     return load(t, std::move(args));
   }
 
-  static NodePtr load(const Stored& t, std::vector<IndexArg> args) {
+  static NodePtr load(const Stored& t, std::vector<IndexArg> args, SourceRange where = {}) {
     Type type = t.record ? record_type(t.record->monoid) : Type::scalar(t.dtype);
     for (size_t k = 0; k < args.size(); ++k)
       if (args[k].is_slice) type = Type::vector(t.dtype, Size{"", t.shape[k]});
-    return std::make_unique<LoadNode>(t, std::move(args), type);
+    return std::make_unique<LoadNode>(t, std::move(args), type, where);
   }
 
   NodePtr index(const ast::Expr& e) override {
@@ -195,7 +195,7 @@ class OpCompiler : public ExprCompiler {
         args.push_back(IndexArg{0, false, false, std::move(n)});
       }
     }
-    return load(*t, std::move(args));
+    return load(*t, std::move(args), e.range);
   }
 
   NodePtr call_other(const ast::Expr& e) override {

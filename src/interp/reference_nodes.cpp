@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "interp/reference.hpp"
 #include "ir/numeric.hpp"
 #include "support/ieee_rules.hpp"
 
@@ -138,12 +139,13 @@ bool LocalNode::take_part(size_t offset, size_t width, const Type& type) {
   return true;
 }
 
-LoadNode::LoadNode(const Stored& t, std::vector<IndexArg> args, Type type)
+LoadNode::LoadNode(const Stored& t, std::vector<IndexArg> args, Type type, SourceRange where)
     : Node(std::move(type), load_width(t, args), t.record),
       t_(t),
       args_(std::move(args)),
       slice_(slice_dim(args_)),
-      part_width_(width()) {}
+      part_width_(width()),
+      where_(where) {}
 
 double LoadNode::scalar(State& s) const { return t_.data[element(s)]; }
 
@@ -179,7 +181,8 @@ size_t LoadNode::element(State& s) const {
     if (a.is_slice) continue;
     int64_t i = a.is_slot ? s.slots[a.slot] : to_index(a.expr->scalar(s), "an index");
     if (i < 0 || i >= t_.shape[k])
-      fail(fmt::format("index {} is out of range for dim {} of '{}' (size {})", i, k, t_.name, t_.shape[k]));
+      throw ReferenceRangeError(
+          fmt::format("index {} is out of range for dim {} of '{}' (size {})", i, k, t_.name, t_.shape[k]), where_);
     flat += i * t_.strides[k];
   }
   size_t at = static_cast<size_t>(flat) * t_.width + part_;

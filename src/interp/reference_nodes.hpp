@@ -193,7 +193,8 @@ struct IndexArg {
 // (possibly one entry of a vector field), or a slice along one dim.
 class LoadNode : public Node {
  public:
-  LoadNode(const Stored& t, std::vector<IndexArg> args, Type type);
+  // `where`: the read in the source, for the error of an index outside the tensor.
+  LoadNode(const Stored& t, std::vector<IndexArg> args, Type type, SourceRange where = {});
 
   double scalar(State& s) const override;
   void eval(State& s, double* out) const override;
@@ -210,6 +211,7 @@ class LoadNode : public Node {
   size_t part_ = 0;        // offset of the field read, within an element
   size_t part_width_ = 0;  // its width
   NodePtr part_index_;     // an entry of a vector field, or null
+  SourceRange where_;
 };
 
 // Elementwise function of one or two arguments; vector arguments are mapped, scalars broadcast.

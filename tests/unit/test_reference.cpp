@@ -664,6 +664,12 @@ op guarded(x: f32[N]) -> (y: f32[N]) {
   TensorMap in = random_inputs(shift, n4, 1);
   CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, in),
                        doctest::Contains("out of range for dim 0 of 'x'"), std::runtime_error);
+  try {  // located at the read (E068, rendered by the driver)
+    evaluate_reference(*r->program, shift, n4, in);
+  } catch (const ReferenceRangeError& e) {
+    CHECK(e.range.valid());
+    CHECK(e.message.find("index 4 is out of range") != std::string::npos);
+  }
   CHECK_THROWS_WITH_AS(evaluate_reference(*r->program, shift, n4, TensorMap{}), doctest::Contains("no input 'x'"),
                        std::runtime_error);
   TensorMap wrong;
