@@ -54,11 +54,6 @@ std::string_view unop_name(UnOp op) { return kUnOps[static_cast<size_t>(op)]; }
 std::string_view binop_name(BinOp op) { return kBinOps[static_cast<size_t>(op)]; }
 bool is_comparison(BinOp op) { return op >= BinOp::Lt && op <= BinOp::Or; }
 
-Operands::Operands(std::initializer_list<Expr> items) {
-  own(items.size());
-  for (const Expr& e : items) items_[size_++] = e;
-}
-
 void Operands::own(size_t capacity) {
   if (items_ ? items_.use_count() == 1 && capacity <= capacity_ : capacity == 0) return;
   capacity = std::max<size_t>(capacity, size_);

@@ -63,7 +63,6 @@ struct Expr;
 class Operands {
  public:
   Operands() = default;
-  Operands(std::initializer_list<Expr> items);
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const Expr& operator[](size_t i) const;

@@ -40,7 +40,11 @@ ast::Expr neg(ast::Expr a);
 bool is_number(const ast::Expr& e, double v);
 // Every Name in `renames` replaced, and reduction axes, but not the tensor a read names.
 ast::Expr rename(const ast::Expr& e, const std::map<std::string, std::string>& renames);
-// Every Name `var` replaced by `value` (reduction axes are fresh, so none captures it).
+// Rewrites `e` bottom-up where `f` has a replacement for a node (the node's operands are not
+// visited then).
+ast::Expr rewrite(const ast::Expr& e, const std::function<std::optional<ast::Expr>(const ast::Expr&)>& f);
+// Every Name `var` replaced by `value` (reduction axes are fresh, so none captures it; an index
+// variable never has a tensor's name).
 ast::Expr substitute(const ast::Expr& e, const std::string& var, const ast::Expr& value);
 // Whether `v` is a plain index of some tensor read in `e` (sema can size it there).
 bool indexes(const ast::Expr& e, const std::string& v);

@@ -175,15 +175,18 @@ Expr rename(const Expr& e, const std::map<std::string, std::string>& renames) {
   return out;
 }
 
-Expr substitute(const Expr& e, const std::string& var, const Expr& value) {
-  if (e.kind == ExprKind::Name && e.text == var) return value;
+Expr rewrite(const Expr& e, const std::function<std::optional<Expr>(const Expr&)>& f) {
+  if (std::optional<Expr> r = f(e)) return *r;
   Expr out = ast::node_of(e);
-  for (size_t k = 0; k < e.args.size(); ++k)
-    out.args.push_back(k == 0 && e.kind == ExprKind::Index && e.args[0].kind == ExprKind::Name
-                           ? e.args[0]
-                           : substitute(e.args[k], var, value));
-  for (const Expr& w : e.where_) out.where_.push_back(substitute(w, var, value));
+  for (const Expr& a : e.args) out.args.push_back(rewrite(a, f));
+  for (const Expr& w : e.where_) out.where_.push_back(rewrite(w, f));
   return out;
+}
+
+Expr substitute(const Expr& e, const std::string& var, const Expr& value) {
+  return rewrite(e, [&](const Expr& n) {
+    return n.kind == ExprKind::Name && n.text == var ? std::optional(value) : std::nullopt;
+  });
 }
 
 bool indexes(const Expr& e, const std::string& v) {

@@ -12,16 +12,6 @@ namespace {
 using ast::Expr;
 using ast::ExprKind;
 
-// Rewrites `e` bottom-up where `f` has a replacement for a node (the node's operands are not
-// visited then).
-Expr rewrite(const Expr& e, const std::function<std::optional<Expr>(const Expr&)>& f) {
-  if (std::optional<Expr> r = f(e)) return *r;
-  Expr out = ast::node_of(e);
-  for (const Expr& a : e.args) out.args.push_back(rewrite(a, f));
-  for (const Expr& w : e.where_) out.where_.push_back(rewrite(w, f));
-  return out;
-}
-
 std::vector<std::string> field_names(const ast::MonoidDecl& m) {
   std::vector<std::string> out;
   for (const ast::Field& f : m.fields) out.push_back(f.name.name);

@@ -22,6 +22,13 @@ std::string adjoint_name(const std::string& tensor, const std::set<std::string>&
 
 namespace {
 
+// The variable `v` was renamed from (itself where no rename gave it).
+std::string original_of(const std::map<std::string, std::string>& renames, const std::string& v) {
+  for (const auto& [from, to] : renames)
+    if (to == v) return from;
+  return v;
+}
+
 // The names of `e` in reading order, repeats included.
 void names_in_order(const Expr& e, std::vector<std::string>& out) {
   if (e.kind == ExprKind::Name) out.push_back(e.text);
@@ -408,9 +415,7 @@ class Reverse {
       }
       std::set<std::string> in_conditions;
       for (const Expr& c : conditions) names_in(c, in_conditions);
-      std::string original = v;
-      for (const auto& [from, to] : renames)
-        if (to == v) original = from;
+      const std::string original = original_of(renames, v);
       if (in_conditions.count(v) || !l.sizes.count(original))
         return Failure{
             l.value.range,
@@ -460,10 +465,7 @@ class Reverse {
       for (const std::string& s : order) {
         if (std::count(order.begin(), order.end(), s) != 1 || std::find(free.begin(), free.end(), s) == free.end())
           continue;
-        std::string original = s;
-        for (const auto& [from, to] : renames)
-          if (to == s) original = from;
-        auto size = l.sizes.find(original);
+        auto size = l.sizes.find(original_of(renames, s));
         if (size == l.sizes.end()) continue;
         std::optional<Expr> value = solve_for(equal.args[0], s, equal.args[1]);
         if (!value) continue;

@@ -126,7 +126,7 @@ K KernelBuilder::linear_index(const tir::Tensor& t, const std::vector<K>& idx) c
 
 K KernelBuilder::subscript(const tir::Tensor& t, const Expr& index, size_t k) {
   K v = lower(index);
-  if (index.kind == Expr::Kind::Index || index.kind == Expr::Kind::Const || v.kind == K::Kind::Const) return v;
+  if (index.kind == Expr::Kind::Index || v.kind == K::Kind::Const) return v;
   const ScalarType I = ScalarType::I64;
   return kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Max, as(std::move(v), I), kir::ci(0, I)),
                      kir::binary(kir::BinOp::Sub, size_value(t.dims[k]), kir::ci(1, I)));
