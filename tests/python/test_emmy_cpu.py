@@ -352,6 +352,22 @@ class Interpreter(EmmyTestCase):
         z = prog.op("mix").run_host(a, x.data)  # a bare 1-D buffer for a rank-1 parameter
         self.assertEqual(z.values(), [p * q for p, q in zip(av, xv)])  # exact in f32
 
+    def test_imported_op(self):
+        # An op the program imports runs by its name, as `emmyc run --op` takes it; `ops` lists the
+        # program's own.
+        prog = emmy.compile("import std.nn;\n\nop twice(x: f16[N, C]) -> (y: f32[N, C]) {\n"
+                            "  y[n, c] = softmax(x)[n, c] * 2.0;\n}\n", name="imports.emmy", stdlib_path=STDLIB,
+                            cache=False)
+        self.assertEqual(prog.ops, ["twice"])
+        x, xv = host(self.rng, (3, 5), "f16")
+        y = prog.op("softmax").run_host(x)
+        twice = prog.op("twice").run_host(x)
+        for r in range(3):
+            e = [math.exp(v - max(xv[5 * r:5 * r + 5])) for v in xv[5 * r:5 * r + 5]]
+            for c in range(5):
+                self.assertAlmostEqual(y.values()[5 * r + c], e[c] / sum(e), delta=1e-3)  # f16 output
+                self.assertAlmostEqual(twice.values()[5 * r + c], 2 * e[c] / sum(e), delta=2e-3)  # softmax(x) is f16
+
 
 class Errors(EmmyTestCase):
     @classmethod
