@@ -107,27 +107,47 @@ struct Outcome {
   std::string refused;
   std::vector<kir::SizeLimit> limits;
   int64_t ctas = 0;
-  std::string cover;  // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
+  std::string cover;     // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
+  bool spilled = false;  // refused: its accumulators need more registers than a thread may hold
   // Refused for its pipeline, not its tile: its ring overflows shared memory (shared_refused), or
   // the pipeline's knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
   bool pipeline_refused = false;
   bool shared_refused = false;
 };
 
-// TILE@<axis>=f<N> giving one CTA all of a fold's value columns where its value slab takes
-// fewer at `at` (up to the widest tile); "" where it takes them all.
+// TILE@<axis>=f<N> for each value slab (a fold's, and its siblings': dk's d and dv's e) that takes
+// fewer of its columns at `at` than there are (up to the widest tile), so one CTA takes them all in
+// one pass over the keys: siblings pass in step, so a cover of one alone still folds twice; "" where
+// every value slab takes all its columns.
 std::string value_cover(const lower::Lowered& l, const Sizes& at) {
+  std::vector<std::string> covers;
   for (const lower::KernelPlan& plan : l.plans)
     for (const lower::SlabPlan& slab : plan.slabs) {
-      if (slab.role != "value") continue;
+      if (slab.role.rfind("value", 0) != 0) continue;
       auto size = at.find(read_axis_size(slab.read, slab.inner, l.loops.tensors));
-      if (size == at.end() || size->second <= slab.cols || slab.cols >= kMaxValueTile) return "";
+      if (size == at.end() || size->second <= slab.cols || slab.cols >= kMaxValueTile) continue;
       // In whole slabs: a wgmma slab's rows are its 128-byte swizzle wide (the blocks cover
       // head dim 96 with 128 columns).
       const int64_t whole = (size->second + slab.cols - 1) / slab.cols * slab.cols;
-      return fmt::format("TILE@{}=f{}", slab.inner, std::min<int64_t>(whole, kMaxValueTile));
+      std::string cover = fmt::format("TILE@{}=f{}", slab.inner, std::min<int64_t>(whole, kMaxValueTile));
+      if (std::find(covers.begin(), covers.end(), cover) == covers.end()) covers.push_back(std::move(cover));
     }
-  return "";
+  return join_knobs(covers);
+}
+
+// The tile with half its fragments along the keys (`/f1x8` -> `/f1x4`), while the key block stays
+// a whole k-step of the second contraction (16 keys: two n8 fragments); nullopt where it cannot.
+std::optional<std::string> half_key_block(const std::string& tile) {
+  const size_t f = tile.find("/f");
+  if (f == std::string::npos) return std::nullopt;
+  const char* end = tile.data() + tile.size();
+  int m = 0, n = 0;
+  auto [x, got_m] = std::from_chars(tile.data() + f + 2, end, m);
+  if (got_m != std::errc() || x == end || *x != 'x') return std::nullopt;
+  auto [y, got_n] = std::from_chars(x + 1, end, n);
+  if (got_n != std::errc() || n % 4 != 0) return std::nullopt;
+  const size_t at = static_cast<size_t>(x + 1 - tile.data());
+  return tile.substr(0, at) + std::to_string(n / 2) + tile.substr(static_cast<size_t>(y - tile.data()));
 }
 
 // What every candidate's lowering shares.
@@ -174,6 +194,7 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
         o.refused =
             fmt::format("kernel {} would spill: its accumulators need about {} registers a thread, it may hold {}",
                         k.kernel, k.registers, k.register_budget);
+        o.spilled = true;
         return o;
       }
     o.cost = std::move(cost);
@@ -456,6 +477,7 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
       std::string tile;
       size_t line;
       int too_deep;
+      bool cover = false;  // the tile with all its value columns in one CTA
     };
     std::vector<Pending> pending;
     for (const std::string& tile : tile_choices(op, families[i], cls, choice.at))
@@ -478,11 +500,15 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
         const int too_deep = got[c].shared_refused ? lines[p.line]->stages : p.too_deep;
         const size_t retry = next_line(lines, p.line + 1, warpgroups_of(p.tile), too_deep);
         if (!got[c].cost && got[c].pipeline_refused && retry < lines.size()) {
-          next.push_back({p.tile, retry, too_deep});
+          next.push_back({p.tile, retry, too_deep, p.cover});
           continue;
         }
         // (A cover's wider value slab needs more shared memory, never less: what was too deep stays so.)
-        if (!got[c].cover.empty()) next.push_back({join_knobs({p.tile, got[c].cover}), p.line, too_deep});
+        if (!got[c].cover.empty()) next.push_back({join_knobs({p.tile, got[c].cover}), p.line, too_deep, true});
+        // A cover whose accumulators spill, at half the key block: the registers the wider value
+        // tiles take from the scores (head dim 128's dk and dv in one pass).
+        if (p.cover && got[c].spilled)
+          if (std::optional<std::string> half = half_key_block(p.tile)) next.push_back({*half, p.line, too_deep, true});
         tiles.push_back(round[c]);
         tried.push_back(std::move(got[c]));
       }

@@ -30,6 +30,8 @@ double extent(const std::string& size, const Sizes& sizes) {
 // Registers a tensor-core thread holds besides its accumulators (addresses, loop state, the
 // softmax's row values): the stdlib's blocks at their ptxas counts.
 constexpr int kAddressingRegisters = 40;
+// A fold's row state besides (the running max and sum, their rescales, the row's saved values).
+constexpr int kFoldRowRegisters = 16;
 constexpr int kMaxRegisters = 255;
 
 // ---- the tensor-core pipeline's share of the peak: a table, the first row that holds -------
@@ -222,13 +224,54 @@ int tensor_core_registers(const lower::KernelPlan& p, double tm, double tn, doub
   const double scores = p.reduced2.empty() ? 1 : 2;     // a fold weight's second contraction: its own scores
   const double acc = (scores * tm * tn + (p.tier == Tier::MmaFold ? tm * value_cols : 0)) / consumers;
   // mma.sync's operand fragments a warp holds at once (wgmma reads them from shared memory): A's
-  // four registers an m-atom, B's two an n-atom; a fold's P and value fragments besides.
+  // four registers an m-atom, B's two an n-atom; a fold's block weights as the A operand of each
+  // output's P @ V (two registers a key fragment, P's and dS's in a backward's dk_dv) and the
+  // softmax's row state. The value fragments are loaded a k-step at a time: they do not grow with
+  // the value columns (ptxas, sm_90a: head dim 128's dk and dv in one pass at 32-key blocks, 252).
   int fragments = 0;
   if (p.atom.rfind("mma", 0) == 0) {
     fragments = p.frag_m * 4 + p.frag_n * 2;
-    if (p.tier == Tier::MmaFold) fragments += p.frag_m * 4 + 2 * static_cast<int>(std::ceil(value_cols / 8));
+    if (p.tier == Tier::MmaFold) {
+      int outputs = 1;
+      for (const lower::SlabPlan& s : p.slabs) outputs += lower::is_sibling_value(s) ? 1 : 0;
+      fragments += p.frag_m * 4 + kFoldRowRegisters + 2 * p.frag_n * outputs;
+    }
   }
   return static_cast<int>(std::ceil(acc)) + fragments + kAddressingRegisters;
+}
+
+// The inputs a thread of the scalar tier reads along their contiguous dim while the thread space
+// indexes an outer one (a thread a row: dl[i] = sum(e: do[i, e] * o[i, e]) / l[i]): neighbouring
+// threads are a row apart, so each access of a warp is a sector of its own.
+std::set<std::string> strided_row_reads(const lir::Kernel& k, const tir::Program& tensors) {
+  std::set<std::string> threads, out;
+  for (const tir::Axis& a : k.threads) threads.insert(a.name);
+  auto is_thread = [&](const tir::Expr& e) { return e.kind == tir::Expr::Kind::Index && threads.count(e.name); };
+  lir::visit(k.body, [&](const lir::Stmt& s) {
+    lir::visit_exprs(s, [&](const tir::Expr& top) {
+      tir::visit(top, [&](const tir::Expr& e) {
+        if (e.kind != tir::Expr::Kind::Read || e.args.size() < 2) return;
+        const tir::Tensor* t = tensors.find(e.name);
+        const tir::Expr& inner = e.args.back();
+        if (t && t->role == tir::Tensor::Role::Input && inner.kind == tir::Expr::Kind::Index && !is_thread(inner) &&
+            std::any_of(e.args.begin(), e.args.end() - 1, is_thread))
+          out.insert(e.name);
+      });
+    });
+  });
+  return out;
+}
+
+// The bytes of the buffers named.
+double named_bytes(const kir::Program& program, const std::set<std::string>& names, const Sizes& sizes) {
+  double bytes = 0;
+  for (const kir::Buffer& b : program.buffers) {
+    if (!names.count(b.name)) continue;
+    double n = kir::type_bytes(b.type);
+    for (const std::string& d : b.dims) n *= extent(d, sizes);
+    bytes += n;
+  }
+  return bytes;
 }
 
 // Sequential passes over a thread's data: the top-level loops, folds and reductions of its body.
@@ -383,6 +426,11 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.compute_us = std::max(alu, serial) + out.waves * wave;
     // Each pass after the first reads the rows' inputs again: from shared memory under the row
     // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
+    // A thread a row walking the rows' contiguous dim: a sector moves for each element read.
+    if (threads_a_row == 1 && loops)
+      if (const double strided = named_bytes(program, strided_row_reads(*loops, l.loops.tensors), sizes); strided > 0)
+        out.memory_us += strided * (c.sector_bytes / static_cast<double>(narrowest) - 1) /
+                         std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
     const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;

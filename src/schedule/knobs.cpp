@@ -630,8 +630,8 @@ std::variant<KnobSetting, KnobError> parse_knob_value(Knob knob, std::string_vie
   if (auto e = check_required(k, v, tokens)) return *e;
   // The atom is the op's tier: a site (a statement or an axis) takes a register tile alone.
   if (!site.empty() && tier == kTensorTier) {
-    const Token& atom = *std::find_if(tokens.begin(), tokens.end(),
-                                      [](const Token& t) { return t.spec->shape == Shape::Atom; });
+    const Token& atom =
+        *std::find_if(tokens.begin(), tokens.end(), [](const Token& t) { return t.spec->shape == Shape::Atom; });
     return make_error("E051", atom.piece,
                       fmt::format("{}@{} field '{}': a tensor-core atom applies to the whole op, not to one "
                                   "statement or axis; a site takes only a register tile (f<N>)",

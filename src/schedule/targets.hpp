@@ -56,6 +56,7 @@ struct TargetCeilings {
   int threads_per_sm;     // resident threads an SM
   int smem_per_sm_bytes;  // shared memory an SM splits among its resident CTAs
   double l2_bytes;        // L2 capacity: rows the resident threads re-read stay there when they fit
+  int sector_bytes;       // a global access's unit: a warp's loads from N distinct sectors move N of them
 };
 const TargetCeilings& target_ceilings(const TargetInfo& target);
 

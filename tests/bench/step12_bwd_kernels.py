@@ -22,6 +22,9 @@ DEFAULT_KNOBS = [
     "",  # the auto-schedule
     "PLACE=fuse,TILE=a:wgmma_m64n64k16_f16/w4x1/k8,STAGE=d2/tma/ring,FAST_EXP=1",
     "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x4/k8,STAGE=d2/tma/ring,FAST_EXP=1",
+    # head dim 128 in one pass (value tiles of 128): no spill with 32-key blocks (ptxas, sm_90a)
+    "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x4/k8,STAGE=d2/tma/ring,FAST_EXP=1,TILE@d=f128,TILE@e=f128",
+    "PLACE=fuse,TILE=a:mma_m16n8k16_f16/w4x1/f1x4/k4,STAGE=d3/tma/ring,FAST_EXP=1,TILE@d=f128,TILE@e=f128",
 ]
 
 

@@ -400,7 +400,7 @@ TEST_CASE("print: round trip of canonical strings") {
       "FAST_EXP=",
       "TILE=",
       "PLACE=",
-      "TILE@s=a:mma_m16n8k16_f16",
+      "TILE@s=f32",
       "STAGE@_q1=d2/tma",
   };
   for (const std::string& text : canonical) {
@@ -423,6 +423,18 @@ TEST_CASE("print: the seed's EMMY_KNOBS strings round trip as lists") {
   }
 }
 
+TEST_CASE("parse: a tensor-core atom at a site is E051 at the atom") {
+  for (const std::string text : {"TILE@s=a:mma_m16n8k16_f16/w4x1", "TILE@j=a:wgmma_m64n64k16_f16"}) {
+    CAPTURE(text);
+    KnobListResult r = parse_knob_list(text);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].code == "E051");
+    CHECK(r.errors[0].offset == text.find("a:"));
+    CHECK(r.errors[0].message.find("applies to the whole op") != std::string::npos);
+  }
+  CHECK(parse_knob_list("TILE@s=a:scalar/f64").errors.empty());  // the scalar tier's tile at a site
+}
+
 TEST_CASE("print: print_knob_value and hand-built settings") {
   KnobSetting s{Knob::Stage, "", false, StageValue{3, "cp", true}};
   CHECK(print_knob(s) == "STAGE=d3/cp/ring");
@@ -432,7 +444,7 @@ TEST_CASE("print: print_knob_value and hand-built settings") {
   t.warps_m = 4;
   t.warps_n = 1;
   t.k_chunk = 4;
-  CHECK(print_knob({Knob::Tile, "s", false, t}) == "TILE@s=a:mma_m16n8k16_f16/w4x1/k4");
+  CHECK(print_knob({Knob::Tile, "", false, t}) == "TILE=a:mma_m16n8k16_f16/w4x1/k4");
   CHECK(print_knob({Knob::Raster, "", false, RasterValue{'n', 16}}) == "RASTER=gn16");
   CHECK(print_knob({Knob::Reduce, "", false, ReduceValue{8, true}}) == "REDUCE=g8a");
   CHECK(print_knob({Knob::Wspec, "", false, WspecValue{2, 232}}) == "WSPEC=p2/r232");
