@@ -262,11 +262,14 @@ std::set<std::string> strided_row_reads(const lir::Kernel& k, const tir::Program
   return out;
 }
 
-// The bytes of the buffers named.
-double named_bytes(const kir::Program& program, const std::set<std::string>& names, const Sizes& sizes) {
+// The bytes of the buffers named whose rows (their last dim) are at least `row_bytes` long: a
+// shorter row shares its sectors with the neighbouring threads', which stay in L1 for the walk.
+double long_row_bytes(const kir::Program& program, const std::set<std::string>& names, const Sizes& sizes,
+                      double row_bytes) {
   double bytes = 0;
   for (const kir::Buffer& b : program.buffers) {
-    if (!names.count(b.name)) continue;
+    if (!names.count(b.name) || b.dims.empty() || extent(b.dims.back(), sizes) * kir::type_bytes(b.type) < row_bytes)
+      continue;
     double n = kir::type_bytes(b.type);
     for (const std::string& d : b.dims) n *= extent(d, sizes);
     bytes += n;
@@ -426,9 +429,12 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.compute_us = std::max(alu, serial) + out.waves * wave;
     // Each pass after the first reads the rows' inputs again: from shared memory under the row
     // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
-    // A thread a row walking the rows' contiguous dim: a sector moves for each element read.
+    // A thread a row walking the rows' contiguous dim: a sector moves for each element read (rows
+    // of a sector or longer).
     if (threads_a_row == 1 && loops)
-      if (const double strided = named_bytes(program, strided_row_reads(*loops, l.loops.tensors), sizes); strided > 0)
+      if (const double strided =
+              long_row_bytes(program, strided_row_reads(*loops, l.loops.tensors), sizes, c.sector_bytes);
+          strided > 0)
         out.memory_us += strided * (c.sector_bytes / static_cast<double>(narrowest) - 1) /
                          std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
     const double inputs = buffer_bytes(program, k, sizes, true);

@@ -187,6 +187,11 @@ namespace {
 // A size --shape left out takes the value of the size at the same position of an input of the
 // same rank (T of k[B, H, T, D] from S of q[B, H, S, D]); repeated until nothing changes.
 void default_by_position(const CheckedOp& op, SizeBindings& sizes, std::vector<std::string>* notes) {
+  std::set<std::string> computed;  // computed from the others, never guessed (dy: f32[B, T - K + 1])
+  if (op.decl)
+    for (const ast::Param& p : op.decl->params)
+      for (const ast::Dim& d : p.dims)
+        if (d.computed) computed.insert(d.name);
   std::vector<const TensorInfo*> inputs;
   for (const TensorInfo& t : op.tensors)
     if (t.role == TensorInfo::Role::Input) inputs.push_back(&t);
@@ -195,7 +200,7 @@ void default_by_position(const CheckedOp& op, SizeBindings& sizes, std::vector<s
     for (const TensorInfo* t : inputs)
       for (size_t pos = 0; pos < t->shape.size(); ++pos) {
         const std::string& name = t->shape[pos].symbol;
-        if (name.empty() || sizes.count(name)) continue;
+        if (name.empty() || sizes.count(name) || computed.count(name)) continue;
         for (const TensorInfo* other : inputs) {
           if (other == t || other->shape.size() != t->shape.size()) continue;
           const std::string& from = other->shape[pos].symbol;

@@ -111,18 +111,15 @@ void OpChecker::check_computed_dim(const ast::Param& p, const ast::Dim& d, Tenso
   for (const ast::Param& in : op_.params)
     for (const ast::Dim& x : in.dims)
       if (!x.is_literal() && !x.computed) bound.insert(x.name);
-  if (role != TensorInfo::Role::Output) {
-    diags_.error("E065", d.range, fmt::format("input '{}' has a computed dim: an input's dims bind sizes", p.name.name))
-        .hint("name a size (`T`) or write a number here; an output's dims may be computed from them");
-    return;
-  }
   const ast::Expr* bad = nullptr;
   std::string why;
+  bool reads_size = false;
   std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
     if (bad) return;
     switch (e.kind) {
       case ast::ExprKind::Int: return;
       case ast::ExprKind::Name:
+        reads_size = true;
         if (!bound.count(e.text)) {
           bad = &e;
           why = fmt::format("'{}' is not a size of {}'s inputs", e.text, op_.name.name);
@@ -144,6 +141,15 @@ void OpChecker::check_computed_dim(const ast::Param& p, const ast::Dim& d, Tenso
     why = "a computed dim is integer arithmetic (+ - * / %) on sizes and integers";
   };
   walk(*d.computed);
+  // An input's computed dim (a derived op's seed dy: f32[B, T - K + 1]) binds nothing: the tensor
+  // passed is checked against it, so it must read a size the other dims bind.
+  if (!bad && role != TensorInfo::Role::Output && !reads_size) {
+    diags_.error("E065", d.range, fmt::format("input '{}' has a dim computed from no size", p.name.name))
+        .hint(
+            "write a positive number or a size name here; a computed input dim reads sizes other dims bind "
+            "(dy: f32[B, T - K + 1])");
+    return;
+  }
   if (bad)
     diags_.error("E065", bad->range, why)
         .hint(bound.empty() ? std::string("give the inputs' dims size names first")

@@ -39,6 +39,12 @@ class Flattener {
   Straight run(const CheckedOp& op) {
     Scope top;
     top.op = &op;
+    // A computed dim's size (y: f32[B, T - K + 1] names it y_dim1) as its expression, in
+    // parentheses: the derived op declares the seed dy with the expression and has no y_dim1.
+    for (const auto* params : {&op.decl->params, &op.decl->outputs})
+      for (const ast::Param& p : *params)
+        for (const ast::Dim& d : p.dims)
+          if (d.computed) top.sizes[d.name] = name(fmt::format("({})", source(*d.computed)));
     for (const ast::Param& p : op.decl->params) {
       const TensorInfo* t = op.find(p.name.name);
       Tensor in{p.name.name, t && t->elem.is_numeric() && is_float(t->elem.dtype), "", p.dims.size(), {}, declared(p)};
@@ -68,7 +74,8 @@ class Flattener {
  private:
   static std::string declared(const ast::Param& p) {
     std::vector<std::string> dims;
-    for (const ast::Dim& d : p.dims) dims.push_back(d.is_literal() ? std::to_string(d.value) : d.name);
+    for (const ast::Dim& d : p.dims)  // a computed dim as written: the seed of y[B, T - K + 1] is checked by it
+      dims.push_back(d.is_literal() ? std::to_string(d.value) : d.computed ? d.text : d.name);
     return dims.empty() ? p.dtype.name : fmt::format("{}[{}]", p.dtype.name, fmt::join(dims, ", "));
   }
 

@@ -55,28 +55,31 @@ std::optional<int64_t> eval_size_expr(const ast::Expr& e, const std::map<std::st
 }
 
 std::optional<std::string> bind_computed_sizes(const ast::OpDecl& op, std::map<std::string, int64_t>& sizes) {
-  for (const ast::Param& p : op.outputs)
-    for (const ast::Dim& c : p.dims) {
-      if (!c.computed) continue;
-      std::set<std::string> read;  // the sizes the expression reads, for the message
-      std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
-        if (e.kind == ast::ExprKind::Name) read.insert(e.text);
-        for (const ast::Expr& a : e.args) walk(a);
-      };
-      walk(*c.computed);
-      std::vector<std::string> at;
-      for (const std::string& name : read)
-        if (auto it = sizes.find(name); it != sizes.end()) at.push_back(fmt::format("{}={}", name, it->second));
-      const std::optional<int64_t> v = eval_size_expr(*c.computed, sizes);
-      if (!v || *v <= 0)
-        return fmt::format(
-            "{}'s dim {} = {} is {} at {}: the inputs' sizes must make it positive", op.name.name, c.name, c.text,
-            v ? std::to_string(*v) : std::string("not a number (overflow or division by 0)"), fmt::join(at, ","));
-      if (auto it = sizes.find(c.name); it != sizes.end() && it->second != *v)
-        return fmt::format("{}'s dim {} = {} is {} at {}, and the output passed has {}", op.name.name, c.name, c.text,
-                           *v, fmt::join(at, ","), it->second);
-      sizes[c.name] = *v;
-    }
+  // The inputs' first: a computed input dim checks the tensor passed, which bound its name.
+  for (const auto* params : {&op.params, &op.outputs})
+    for (const ast::Param& p : *params)
+      for (const ast::Dim& c : p.dims) {
+        if (!c.computed) continue;
+        std::set<std::string> read;  // the sizes the expression reads, for the message
+        std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
+          if (e.kind == ast::ExprKind::Name) read.insert(e.text);
+          for (const ast::Expr& a : e.args) walk(a);
+        };
+        walk(*c.computed);
+        std::vector<std::string> at;
+        for (const std::string& name : read)
+          if (auto it = sizes.find(name); it != sizes.end()) at.push_back(fmt::format("{}={}", name, it->second));
+        const std::optional<int64_t> v = eval_size_expr(*c.computed, sizes);
+        if (!v || *v <= 0)
+          return fmt::format(
+              "{}'s dim {} = {} is {} at {}: the inputs' sizes must make it positive", op.name.name, c.name, c.text,
+              v ? std::to_string(*v) : std::string("not a number (overflow or division by 0)"), fmt::join(at, ","));
+        if (auto it = sizes.find(c.name); it != sizes.end() && it->second != *v)
+          return fmt::format("{}'s dim {} = {} is {} at {}, and the {} {} passed has {}", op.name.name, c.name, c.text,
+                             *v, fmt::join(at, ","), params == &op.params ? "input" : "output", p.name.name,
+                             it->second);
+        sizes[c.name] = *v;
+      }
   return std::nullopt;
 }
 

@@ -69,7 +69,7 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"E063", "sema", "integer constant arithmetic overflows i64 or divides by zero"},
       {"E064", "schedule", "a schedule guard that is not a condition on the op's sizes"},
       {"E065", "sema",
-       "a computed dim that is not integer arithmetic on the inputs' sizes, on an input or a monoid field, or called"},
+       "a computed dim that is not integer arithmetic on the inputs' sizes, on a monoid field, or called"},
       {"E066", "sema", "grad of an op that does not exist, or with respect to what is not a float input of it"},
       {"E067", "sema", "a derivative Emmy has no rule for"},
       {"E068", "run", "a read outside its tensor at a run's sizes (the reference evaluator)"},

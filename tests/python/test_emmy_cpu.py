@@ -326,8 +326,10 @@ class Interpreter(EmmyTestCase):
     def test_computed_output_dims(self):
         # An output dim computed from the inputs' sizes (docs/language.md, "Ops"): the output's
         # shape comes from the inputs' tensors; sizes that leave it empty are an Argument error.
-        conv = emmy.compile("op conv1d(x: f32[B, T], w: f32[K]) -> (y: f32[B, T - K + 1]) {\n"
-                            "  y[b, t] = sum(k: x[b, t + k] * w[k]);\n}\n", name="conv.emmy", cache=False).op("conv1d")
+        prog = emmy.compile("op conv1d(x: f32[B, T], w: f32[K]) -> (y: f32[B, T - K + 1]) {\n"
+                            "  y[b, t] = sum(k: x[b, t + k] * w[k]);\n}\n\nop conv1d_bwd = grad(conv1d);\n",
+                            name="conv.emmy", cache=False)
+        conv = prog.op("conv1d")
         B, T, K = 2, 23, 5
         self.assertEqual(conv.output_shapes((B, T), (K,)), [(B, T - K + 1)])
         x, xv = host(self.rng, (B, T), "f32")
@@ -339,6 +341,21 @@ class Interpreter(EmmyTestCase):
         with self.assertRaises(emmy.Error) as ctx:
             conv.output_shapes((B, 4), (K,))
         self.assertIn("T - K + 1 is 0 at K=5,T=4", ctx.exception.message)
+        # The derived op's seed dy has the computed dim too: a dy of another length is refused
+        # (it would read x past its end), the right one gives the gradients.
+        bwd = prog.op("conv1d_bwd")
+        self.assertEqual(bwd.output_shapes((B, T), (K,), (B, T - K + 1)), [(B, T), (K,)])
+        for wrong in (T - K, T):
+            with self.assertRaises(emmy.Error) as ctx:
+                bwd.output_shapes((B, T), (K,), (B, wrong))
+            self.assertIn(f"the input dy passed has {wrong}", ctx.exception.message)
+        dy, dyv = host(self.rng, (B, T - K + 1), "f32")
+        dx, dw = bwd.run_host(x, w, dy)
+        n = T - K + 1
+        want_dw = [sum(dyv[b * n + t] * xv[b * T + t + k] for b in range(B) for t in range(n)) for k in range(K)]
+        want_dx = [sum(dyv[b * n + i - k] * wv[k] for k in range(K) if 0 <= i - k < n) for b in range(B) for i in range(T)]
+        self.assert_elements(dw.values(), want_dw, "f32", abs_tol=1e-5, what="conv1d dw")
+        self.assert_elements(dx.values(), want_dx, "f32", abs_tol=1e-5, what="conv1d dx")
 
     def test_inline_source_bf16_and_mixed(self):
         prog = emmy.compile("op twice(x: bf16[N]) -> (y: bf16[N]) {\n  y[n] = x[n] * 2;\n}\n\n"

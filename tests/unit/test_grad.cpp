@@ -81,8 +81,11 @@ void check_gradient(const std::string& import, const std::string& op, const std:
   const CheckedOp& fwd = p.ops.at(op);
   const CheckedOp& bwd = p.ops.at(op + "_bwd");
   const SizeBindings sizes = bind(fwd, sizes_text);
+  // The derived op's own: a seed's computed dim (dy: f32[B, T - K + 1]) is a size of its own.
+  SizeBindings bwd_sizes = bind(bwd, sizes_text);
+  bwd_sizes.insert(sizes.begin(), sizes.end());
   const TensorMap inputs = random_inputs(fwd, sizes, 7);
-  TensorMap all = random_inputs(bwd, sizes, 11);  // the seeds d<output>, random
+  TensorMap all = random_inputs(bwd, bwd_sizes, 11);  // the seeds d<output>, random
   for (const auto& [n, t] : inputs) all[n] = t;
   const TensorMap forward = evaluate_reference(p, fwd, sizes, inputs);
   for (const std::string& name : saving) all[name] = forward.at(name);
@@ -93,7 +96,7 @@ void check_gradient(const std::string& import, const std::string& op, const std:
     if (is_float(fwd.find(o.name.name)->elem.dtype))
       seeds.emplace_back(o.name.name, &all.at(bwd.decl->params.at(k++).name.name));
   REQUIRE(k == bwd.decl->params.size());
-  const TensorMap grads = evaluate_reference(p, bwd, sizes, all);
+  const TensorMap grads = evaluate_reference(p, bwd, bwd_sizes, all);
   // Its outputs: one gradient per float input, in order.
   size_t g = 0;
   for (const ast::Param& x : fwd.decl->params) {
