@@ -66,6 +66,7 @@ struct PipelineRow {
   bool persistent;
   int warpgroups;
   int stages;
+  bool fallback = false;  // tried only by a tile whose deeper ring overflowed shared memory
 };
 constexpr PipelineRow kPipelines[] = {
     {Family::Wgmma, true, "STAGE=d3/tma/ring,OVERLAP=1,PINGPONG=1,WSPEC=p1", false, 2, 3},
@@ -77,6 +78,7 @@ constexpr PipelineRow kPipelines[] = {
     {Family::MmaTma, true, "STAGE=d3/cp/ring", false, 1, 3},
     {Family::MmaTma, false, "STAGE=d3/tma/ring,RASTER=gm8", false, 1, 3},
     {Family::MmaCp, true, "STAGE=d3/cp/ring", false, 1, 3},
+    {Family::MmaCp, true, "STAGE=d2/cp/ring", false, 1, 2, true},  // hd128's backward on sm_80
     {Family::MmaCp, false, "STAGE=d3/cp/ring,RASTER=gm8", false, 1, 3},
 };
 
@@ -107,8 +109,9 @@ struct Outcome {
   std::string refused;
   std::vector<kir::SizeLimit> limits;
   int64_t ctas = 0;
-  std::string cover;     // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
-  bool spilled = false;  // refused: its accumulators need more registers than a thread may hold
+  std::string cover;      // a fold whose CTA takes part of the value columns at the sizes: TILE@<axis> for all
+  bool spilled = false;   // refused: its accumulators need more registers than a thread may hold
+  bool siblings = false;  // a fold with sibling register tiles (a backward's dk and dv)
   // Refused for its pipeline, not its tile: its ring overflows shared memory (shared_refused), or
   // the pipeline's knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
   bool pipeline_refused = false;
@@ -188,6 +191,8 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
         o.refused = *broken;
         return o;
       }
+    for (const lower::KernelPlan& plan : l.plans)
+      for (const lower::SlabPlan& slab : plan.slabs) o.siblings |= lower::is_sibling_value(slab);
     Cost cost = estimate_cost(l, at, cx.target);
     for (const KernelCost& k : cost.kernels)
       if (k.registers > k.register_budget) {
@@ -306,7 +311,7 @@ int warpgroups_of(std::string_view tile) {
 // shallower than `below` stages (0: any); lines.size() where none is.
 size_t next_line(const std::vector<const PipelineRow*>& lines, size_t from, int warpgroups, int below) {
   for (size_t i = from; i < lines.size(); ++i)
-    if (lines[i]->warpgroups <= warpgroups && (below == 0 || lines[i]->stages < below)) return i;
+    if (lines[i]->warpgroups <= warpgroups && (below == 0 ? !lines[i]->fallback : lines[i]->stages < below)) return i;
   return lines.size();
 }
 
@@ -505,9 +510,11 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
         }
         // (A cover's wider value slab needs more shared memory, never less: what was too deep stays so.)
         if (!got[c].cover.empty()) next.push_back({join_knobs({p.tile, got[c].cover}), p.line, too_deep, true});
-        // A cover whose accumulators spill, at half the key block: the registers the wider value
-        // tiles take from the scores (head dim 128's dk and dv in one pass).
-        if (p.cover && got[c].spilled)
+        // A sibling fold's cover whose accumulators spill, at half the key block: the registers
+        // two value tiles take from the scores (head dim 128's dk and dv in one pass: 2.5x on the
+        // H100). Not a single fold's: its covers at half the block were not measured, and ptxas
+        // spills the forward's on sm_80 (f2x4 with 128 value columns, 32 bytes).
+        if (p.cover && got[c].spilled && got[c].siblings)
           if (std::optional<std::string> half = half_key_block(p.tile)) next.push_back({*half, p.line, too_deep, true});
         tiles.push_back(round[c]);
         tried.push_back(std::move(got[c]));

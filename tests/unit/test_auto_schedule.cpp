@@ -240,6 +240,13 @@ TEST_CASE("auto-schedule: the derived attention backward at head dim 128 (RESULT
   CHECK(bwd.knobs.find("/f1x4/") != std::string::npos);
   // dl = rowsum(dO * O) / l on cooperative rows: a thread a row reads a sector an element (1.8 ms).
   CHECK(bwd.knobs.find("COOP=t") != std::string::npos);
+  // sm_80: every tile's three-stage ring overflows shared memory at head dim 128; two stages take
+  // the tensor cores (before, the rows: a cut of ds and 2 s predicted).
+  autosched::AutoSchedule a100 =
+      autosched::auto_schedule(*p->program, p->program->ops.at("bwd"), *find_target("sm_80"), &hd128, nullptr);
+  CAPTURE(autosched::explain(a100, 30));
+  CHECK(a100.knobs.find("TILE=a:mma_m16n8k16_f16") != std::string::npos);
+  CHECK(a100.knobs.find("STAGE=d2/cp/ring") != std::string::npos);
 }
 
 TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy without children") {
