@@ -427,8 +427,6 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     const double round_trips = cached ? 1 : row_passes;
     const double wave = round_trips * f.pass_us + row_passes * std::log2(threads_a_row) * f.sync_us;
     out.compute_us = std::max(alu, serial) + out.waves * wave;
-    // Each pass after the first reads the rows' inputs again: from shared memory under the row
-    // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
     // A thread a row walking the rows' contiguous dim: a sector moves for each element read (rows
     // of a sector or longer).
     if (threads_a_row == 1 && loops)
@@ -437,6 +435,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
           strided > 0)
         out.memory_us += strided * (c.sector_bytes / static_cast<double>(narrowest) - 1) /
                          std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
+    // Each pass after the first reads the rows' inputs again: from shared memory under the row
+    // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
     const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;

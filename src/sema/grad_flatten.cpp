@@ -75,7 +75,7 @@ class Flattener {
   static std::string declared(const ast::Param& p) {
     std::vector<std::string> dims;
     for (const ast::Dim& d : p.dims)  // a computed dim as written: the seed of y[B, T - K + 1] is checked by it
-      dims.push_back(d.is_literal() ? std::to_string(d.value) : d.computed ? d.text : d.name);
+      dims.push_back(d.is_literal() ? std::to_string(d.value) : d.computed ? source(*d.computed) : d.name);
     return dims.empty() ? p.dtype.name : fmt::format("{}[{}]", p.dtype.name, fmt::join(dims, ", "));
   }
 
