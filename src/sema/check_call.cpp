@@ -12,17 +12,22 @@ std::optional<TensorView> OpChecker::op_call(const ast::Expr& call, const ast::E
   const ast::OpDecl& callee = *globals_.ops.at(call.text);
   out_.calls.emplace_back(callee.name.name, call.callee_range);
   types_[call.id] = Type::error();
-  for (const ast::Param& p : callee.outputs)
-    for (const ast::Dim& d : p.dims)
-      if (d.computed) {
-        diags_
-            .error("E065", call.range,
-                   fmt::format("op {} computes the dims of its output {}: it runs on its own, not inside another op",
-                               callee.name.name, p.name.name))
-            .note(d.range, "computed here")
-            .hint("call it from emmyc, the API or Python; or give its output a size its inputs bind");
-        return TensorView{callee.name.name, Type::error(), {}};
-      }
+  // A computed dim binds at a run (an output's) or is checked there (an input's: a derived op's
+  // seed), which a call inlined into another op has not.
+  for (const auto* params : {&callee.outputs, &callee.params})
+    for (const ast::Param& p : *params)
+      for (const ast::Dim& d : p.dims)
+        if (d.computed) {
+          const bool output = params == &callee.outputs;
+          diags_
+              .error("E065", call.range,
+                     fmt::format("op {} computes the dims of its {} {}: it runs on its own, not inside another op",
+                                 callee.name.name, output ? "output" : "input", p.name.name))
+              .note(d.range, "computed here")
+              .hint(output ? "call it from emmyc, the API or Python; or give its output a size its inputs bind"
+                           : "call it from emmyc, the API or Python; or give that input a size name");
+          return TensorView{callee.name.name, Type::error(), {}};
+        }
   if (call.args.size() != callee.params.size()) {
     diags_
         .error("E032", call.range,
