@@ -138,19 +138,31 @@ std::string value_cover(const lower::Lowered& l, const Sizes& at) {
   return join_knobs(covers);
 }
 
+// A tile's `<tag><M>x<N>` field (`/w4x1`, `/f1x8`): M, N and where N's digits lie in the text.
+struct GridField {
+  int m = 0, n = 0;
+  size_t n_begin = 0, n_end = 0;
+};
+std::optional<GridField> grid_field(std::string_view tile, std::string_view tag) {
+  const size_t at = tile.find(tag);
+  if (at == std::string_view::npos) return std::nullopt;
+  GridField g;
+  const char* end = tile.data() + tile.size();
+  auto [x, got_m] = std::from_chars(tile.data() + at + tag.size(), end, g.m);
+  if (got_m != std::errc() || x == end || *x != 'x') return std::nullopt;
+  auto [y, got_n] = std::from_chars(x + 1, end, g.n);
+  if (got_n != std::errc()) return std::nullopt;
+  g.n_begin = static_cast<size_t>(x + 1 - tile.data());
+  g.n_end = static_cast<size_t>(y - tile.data());
+  return g;
+}
+
 // The tile with half its fragments along the keys (`/f1x8` -> `/f1x4`), while the key block stays
 // a whole k-step of the second contraction (16 keys: two n8 fragments); nullopt where it cannot.
 std::optional<std::string> half_key_block(const std::string& tile) {
-  const size_t f = tile.find("/f");
-  if (f == std::string::npos) return std::nullopt;
-  const char* end = tile.data() + tile.size();
-  int m = 0, n = 0;
-  auto [x, got_m] = std::from_chars(tile.data() + f + 2, end, m);
-  if (got_m != std::errc() || x == end || *x != 'x') return std::nullopt;
-  auto [y, got_n] = std::from_chars(x + 1, end, n);
-  if (got_n != std::errc() || n % 4 != 0) return std::nullopt;
-  const size_t at = static_cast<size_t>(x + 1 - tile.data());
-  return tile.substr(0, at) + std::to_string(n / 2) + tile.substr(static_cast<size_t>(y - tile.data()));
+  std::optional<GridField> f = grid_field(tile, "/f");
+  if (!f || f->n % 4 != 0) return std::nullopt;
+  return tile.substr(0, f->n_begin) + std::to_string(f->n / 2) + tile.substr(f->n_end);
 }
 
 // What every candidate's lowering shares.
@@ -298,13 +310,8 @@ std::vector<const PipelineRow*> pipelines(Family family, const OpClass& cls) {
 
 // A tile's consumer warpgroups: its warp grid (`/w<M>x<N>`) over 4 warps.
 int warpgroups_of(std::string_view tile) {
-  const size_t w = tile.find("/w");
-  if (w == std::string_view::npos) return 1;
-  int m = 0, n = 0;
-  const char* end = tile.data() + tile.size();
-  auto [x, got_m] = std::from_chars(tile.data() + w + 2, end, m);
-  if (got_m != std::errc() || x == end || *x != 'x' || std::from_chars(x + 1, end, n).ec != std::errc()) return 1;
-  return std::max(m * n / 4, 1);
+  std::optional<GridField> w = grid_field(tile, "/w");
+  return w ? std::max(w->m * w->n / 4, 1) : 1;
 }
 
 // The first of `lines` at or past `from` that a tile of `warpgroups` can take and whose ring is

@@ -178,6 +178,13 @@ std::string slab_axis_size(const lower::KernelPlan& p, const std::string& axis, 
 
 // The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
 // bytes at `sizes`; `narrowest` (when given) takes the narrowest element among them.
+// A buffer's bytes at `sizes`.
+double bytes_of(const kir::Buffer& b, const Sizes& sizes) {
+  double n = kir::type_bytes(b.type);
+  for (const std::string& d : b.dims) n *= extent(d, sizes);
+  return n;
+}
+
 double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, bool inputs_only,
                     int* narrowest = nullptr) {
   std::set<std::string> names;
@@ -188,10 +195,8 @@ double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Siz
   double bytes = 0;
   for (const kir::Buffer& b : program.buffers) {
     if (!names.count(b.name) || (inputs_only && b.role != kir::Buffer::Role::Input)) continue;
-    double n = kir::type_bytes(b.type);
     if (narrowest) *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
-    for (const std::string& d : b.dims) n *= extent(d, sizes);
-    bytes += n;
+    bytes += bytes_of(b, sizes);
   }
   return bytes;
 }
@@ -270,9 +275,7 @@ double long_row_bytes(const kir::Program& program, const std::set<std::string>& 
   for (const kir::Buffer& b : program.buffers) {
     if (!names.count(b.name) || b.dims.empty() || extent(b.dims.back(), sizes) * kir::type_bytes(b.type) < row_bytes)
       continue;
-    double n = kir::type_bytes(b.type);
-    for (const std::string& d : b.dims) n *= extent(d, sizes);
-    bytes += n;
+    bytes += bytes_of(b, sizes);
   }
   return bytes;
 }
