@@ -174,11 +174,15 @@ struct Context {
   const lower::LawMemo& laws;
 };
 
-// A candidate's lowering, unverified: ranked, not run (the choice is lowered again, verified).
-lower::Lowered lower_candidate(const Context& cx, const std::string& knobs) {
+// A candidate's lowering, ranked, never run (the choice is lowered again, whole and verified):
+// its tensor-core kernels' headers, not their bodies (what the cost model reads: the plan, launch
+// shape, parameters and shared arrays); `bodies` None where only its plans and warnings are read.
+lower::Lowered lower_candidate(const Context& cx, const std::string& knobs,
+                               lower::KernelBodies bodies = lower::KernelBodies::Headers) {
   lower::PipelineOptions options;
   options.laws = &cx.laws;
   options.verify_kernel = false;
+  options.bodies = bodies;
   return lower::lower_op(cx.program, cx.op, {nullptr, "", knobs}, cx.target, cx.chains, options);
 }
 
@@ -232,7 +236,7 @@ Outcome try_candidate(const Context& cx, const Sizes& at, bool check_limits, con
 // does not lower.
 int unhonoured(const Context& cx, const std::string& knobs) {
   try {
-    lower::Lowered l = lower_candidate(cx, knobs);
+    lower::Lowered l = lower_candidate(cx, knobs, lower::KernelBodies::None);
     int n = 0;
     for (const std::vector<Warning>* level : {&l.knobs.warnings, &l.loops.warnings, &l.kernels.warnings})
       n += static_cast<int>(

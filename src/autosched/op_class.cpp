@@ -61,7 +61,8 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
   try {
     lower::PipelineOptions options;
     options.laws = laws;
-    options.verify_kernel = false;  // a probe is read, never run
+    options.verify_kernel = false;  // a probe is read, never run: its plans, limits and warnings
+    options.bodies = lower::KernelBodies::None;
     lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
     for (const Warning& w : l.kernels.warnings)
       if (w.code == "W054") return std::nullopt;

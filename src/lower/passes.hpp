@@ -195,9 +195,16 @@ lir::Program to_loops(const tir::Program& program, const CheckedProgram& checked
 // atomics and a finishing kernel (a). No split: the program unchanged.
 lir::Program split_reduce(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
                           const LawMemo* laws = nullptr);
+// What to-kernel emits: every kernel's body (a lowering that runs), or for a lowering that is
+// only ranked or probed, never run (verify_kernel off): the tensor-core kernels' headers without
+// their bodies (the plan, launch shape, parameters and shared arrays the cost model reads; the
+// scalar tiers' kernels whole), or no kernel's body at all (the plans, limits and warnings).
+enum class KernelBodies { All, Headers, None };
+
 // `plans`: what the back end decided for each kernel (its tier, tiles, slabs; --ir plan).
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
-                       std::vector<KernelPlan>* plans = nullptr, const LawMemo* laws = nullptr);
+                       std::vector<KernelPlan>* plans = nullptr, const LawMemo* laws = nullptr,
+                       KernelBodies bodies = KernelBodies::All);
 
 // The ops the main file of `program` defines, in order.
 std::vector<std::string> main_ops(const CheckedProgram& program);
@@ -245,6 +252,7 @@ struct PipelineOptions {
   // Verify the kernel IR after to-kernel (the default). Off only for lowerings that are ranked,
   // never run: the auto-scheduler lowers its choice again with it on.
   bool verify_kernel = true;
+  KernelBodies bodies = KernelBodies::All;  // anything else only with verify_kernel off
 };
 // The passes of lower_op, in order: to-tensor, forward-copies, hoist-invariant, inline-pointwise,
 // factor-normalizer, chain-prefixes, to-loops, split-reduce, to-kernel.

@@ -26,6 +26,7 @@ struct State {
   const std::vector<algebra::DiscoveredChain>* known;  // the program's discovered chains, if given
   std::vector<algebra::DiscoveredChain> chains;
   const LawMemo* laws;
+  KernelBodies bodies;  // PipelineOptions::bodies
   tir::Program tensor;  // the tensor IR as the passes leave it (Lowered::tensor keeps to-tensor's)
   Lowered out;
 };
@@ -79,7 +80,7 @@ const Pass kPasses[] = {
      [](State& s) { s.out.loops = split_reduce(s.out.loops, s.program, s.out.knobs, s.laws); }},
     {"to-kernel", Level::Kernel,
      [](State& s) {
-       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs, &s.out.plans, s.laws);
+       s.out.kernels = to_kernel(s.out.loops, s.program, s.out.knobs, &s.out.plans, s.laws, s.bodies);
        refuse_oversized_shared(s.out.kernels, s.target);
      }},
 };
@@ -123,7 +124,9 @@ const std::vector<std::string>& pass_names() {
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
                  const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains,
                  const PipelineOptions& options) {
-  State s{program, op, target, chains, {}, options.laws, {}, {}};
+  EMMY_INTERNAL_ASSERT(options.bodies == KernelBodies::All || !options.verify_kernel,
+                       "a lowering without kernel bodies is never run: it cannot be verified");
+  State s{program, op, target, chains, {}, options.laws, options.bodies, {}, {}};
   if (chains)
     for (const algebra::DiscoveredChain& c : *chains)
       if (c.op == op.decl->name.name) s.chains.push_back(c);

@@ -6,8 +6,8 @@
 namespace emmy::lower {
 
 kir::Program to_kernel(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
-                       std::vector<KernelPlan>* plans, const LawMemo* laws) {
-  detail::KernelBuilder builder(program, checked, knobs, laws);
+                       std::vector<KernelPlan>* plans, const LawMemo* laws, KernelBodies bodies) {
+  detail::KernelBuilder builder(program, checked, knobs, laws, bodies);
   kir::Program out = builder.run();
   if (plans) *plans = builder.plans();
   return out;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "autosched/auto_schedule.hpp"
 #include "autosched/op_class.hpp"
@@ -247,6 +248,83 @@ TEST_CASE("auto-schedule: the derived attention backward at head dim 128 (RESULT
   CAPTURE(autosched::explain(a100, 30));
   CHECK(a100.knobs.find("TILE=a:mma_m16n8k16_f16") != std::string::npos);
   CHECK(a100.knobs.find("STAGE=d2/cp/ring") != std::string::npos);
+}
+
+// What a ranking reads of a lowering, kernel by kernel: its name, launch shape, buffers, the
+// alignment-free bytes of its shared arrays, and the program's limits and warnings.
+std::string ranked_view(const lower::Lowered& l) {
+  std::string out;
+  for (const kir::Kernel& k : l.kernels.kernels) {
+    std::set<std::string> buffers;
+    for (const kir::Param& p : k.params)
+      if (p.kind == kir::Param::Kind::Buffer || p.kind == kir::Param::Kind::TensorMap)
+        buffers.insert(p.kind == kir::Param::Kind::Buffer ? p.name : p.map_of);
+    out += fmt::format("{} threads {} grid {} persistent {} cluster {} buffers {}\n", k.name, k.block_threads,
+                       print_expr(k.grid_x), k.persistent, k.cluster, fmt::join(buffers, " "));
+  }
+  for (const kir::SizeLimit& limit : l.kernels.limits) out += fmt::format("limit {} <= {}\n", limit.size, limit.max);
+  std::set<std::string> warnings;
+  for (const Warning& w : l.kernels.warnings) warnings.insert(w.code + " " + w.text);
+  return out + fmt::format("warnings {}\n", fmt::join(warnings, "; ")) + lower::print_plans(l.plans);
+}
+
+TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' would be, and cost the same") {
+  // Every tensor-core candidate the auto-schedule ranks for every stdlib and example op (nominal
+  // sizes; and sdpa and its backward at head dim 128), lowered with and without the tensor-core
+  // kernels' bodies: the same kernels, launches, buffers, limits, warnings and plans, the same
+  // predicted time, and shared arrays within the alignments' padding.
+  struct Program {
+    std::unique_ptr<test::Run> run;
+    std::vector<std::pair<const CheckedOp*, std::optional<SizeBindings>>> ops;
+  };
+  std::vector<Program> programs;
+  for (const std::string& file : test::program_files(EMMY_SOURCE_DIR)) {
+    Program p{test::check_file(file), {}};
+    REQUIRE(!p.run->diags->has_errors());
+    for (const CheckedOp* op : test::main_ops(*p.run->program)) p.ops.emplace_back(op, std::nullopt);
+    programs.push_back(std::move(p));
+  }
+  const SizeBindings hd128{{"B", 1}, {"H", 16}, {"S", 4096}, {"T", 4096}, {"D", 128}, {"E", 128}};
+  for (Program& p : programs)
+    if (p.run->program->ops.count("sdpa")) p.ops.emplace_back(&p.run->program->ops.at("sdpa"), hd128);
+  Program bwd{test::check_source("import std.nn;\nop bwd = grad(sdpa, q, k, v);\n"), {}};
+  REQUIRE(!bwd.run->diags->has_errors());
+  bwd.ops = {{&bwd.run->program->ops.at("bwd"), hd128}};
+  programs.push_back(std::move(bwd));
+  int compared = 0;
+  for (const char* target_name : {"sm_90a", "sm_80"}) {
+    const TargetInfo& target = *find_target(target_name);
+    for (const Program& p : programs)
+      for (const auto& [op, sizes] : p.ops) {
+        autosched::AutoSchedule choice =
+            autosched::auto_schedule(*p.run->program, *op, target, sizes ? &*sizes : nullptr, nullptr);
+        for (const autosched::Ranked& r : choice.ranked) {
+          if (r.knobs.find("TILE=a:") == std::string::npos || r.knobs.find("TILE=a:scalar") != std::string::npos)
+            continue;
+          CAPTURE(target_name);
+          CAPTURE(op->decl->name.name);
+          CAPTURE(r.knobs);
+          lower::PipelineOptions headers;
+          headers.verify_kernel = false;
+          headers.bodies = lower::KernelBodies::Headers;
+          const lower::Lowered h =
+              lower::lower_op(*p.run->program, *op, {nullptr, "", r.knobs}, target, nullptr, headers);
+          const lower::Lowered whole = lower::lower_op(*p.run->program, *op, {nullptr, "", r.knobs}, target);
+          CHECK(ranked_view(h) == ranked_view(whole));
+          REQUIRE(h.kernels.kernels.size() == whole.kernels.kernels.size());
+          for (size_t i = 0; i < h.kernels.kernels.size(); ++i) {
+            const int64_t a = kir::shared_bytes(h.kernels.kernels[i]), b = kir::shared_bytes(whole.kernels.kernels[i]);
+            CHECK(a == b);
+          }
+          CHECK(autosched::estimate_cost(h, choice.at, target).us ==
+                doctest::Approx(autosched::estimate_cost(whole, choice.at, target).us).epsilon(1e-12));
+          CHECK(autosched::estimate_cost(h, choice.at, target).us == doctest::Approx(r.us).epsilon(1e-12));
+          ++compared;
+        }
+      }
+  }
+  MESSAGE(fmt::format("{} tensor-core candidates compared", compared));
+  CHECK(compared > 100);
 }
 
 TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy without children") {

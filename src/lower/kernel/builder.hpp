@@ -149,8 +149,8 @@ struct VecChunk {
 class KernelBuilder {
  public:
   KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
-                const LawMemo* laws = nullptr)
-      : p_(program), checked_(checked), knobs_(knobs), law_memo_(laws) {}
+                const LawMemo* laws = nullptr, KernelBodies bodies = KernelBodies::All)
+      : p_(program), checked_(checked), knobs_(knobs), law_memo_(laws), bodies_(bodies) {}
 
   kir::Program run();
   // What run() decided for each kernel, in order.
@@ -255,6 +255,7 @@ class KernelBuilder {
   const CheckedProgram& checked() const { return checked_; }
   const LawMemo* law_memo() const { return law_memo_; }  // may be null
   const Knobs& knobs() const { return knobs_; }
+  KernelBodies bodies() const { return bodies_; }
   std::vector<Warning>& law_warnings() { return law_warnings_; }
 
  private:
@@ -358,11 +359,15 @@ class KernelBuilder {
 
   // Parameters: the buffers the body touches, in program order, then every size.
   static void collect_params(kir::Kernel& k, const kir::Program& program);
+  // A kernel without its body (KernelBodies): the buffers its loop kernel reads (through the
+  // register intermediates it inlines) or stores, as emission would pass them.
+  void loop_params(const lir::Kernel& lk, kir::Kernel& k, const kir::Program& program) const;
 
   const lir::Program& p_;
   const CheckedProgram& checked_;
   const Knobs& knobs_;
   const LawMemo* law_memo_;
+  KernelBodies bodies_;
   int counter_ = 0;
   int widen_half_ = 0;
   bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is

@@ -242,7 +242,10 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
     if (built) {
       plan.kernel = out.name;
       plans_.push_back(std::move(plan));
-      collect_params(attempt, program);
+      if (bodies_ == KernelBodies::All)
+        collect_params(attempt, program);
+      else
+        loop_params(k, attempt, program);
       return attempt;
     }
     const bool no_contraction = plan.no_contraction;
@@ -278,6 +281,10 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   K threads = kir::ci(out.block_threads, ScalarType::I64);
   out.grid_x = kir::binary(
       kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(out.block_threads - 1, ScalarType::I64)), threads);
+  if (bodies_ == KernelBodies::None) {
+    loop_params(k, out, program);
+    return out;
+  }
 
   std::vector<kir::Stmt> body;
   blocks_ = {&body};
@@ -308,6 +315,27 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   out.body = std::move(body);
   collect_params(out, program);
   return out;
+}
+
+void KernelBuilder::loop_params(const lir::Kernel& lk, kir::Kernel& k, const kir::Program& program) const {
+  std::set<std::string> loads, stores, inlined;
+  std::function<void(const Expr&)> reads = [&](const Expr& top) {
+    tir::visit(top, [&](const Expr& e) {
+      if (e.kind != Expr::Kind::Read) return;
+      if (in_global(e.name)) {
+        loads.insert(e.name);
+      } else if (const tir::Stmt* def = p_.tensors.def(e.name); def && inlined.insert(e.name).second) {
+        reads(def->value);
+      }
+    });
+  };
+  lir::visit(lk.body, [&](const lir::Stmt& s) {
+    if (s.kind == lir::Stmt::Kind::Store) stores.insert(s.tensor);
+    lir::visit_exprs(s, reads);
+  });
+  for (const kir::Buffer& b : program.buffers)
+    if (loads.count(b.name) || stores.count(b.name))
+      k.params.push_back({kir::Param::Kind::Buffer, b.name, b.type, !stores.count(b.name), {}, {}});
 }
 
 void KernelBuilder::collect_params(kir::Kernel& k, const kir::Program& program) {

@@ -114,18 +114,17 @@ void MmaTier::emit_contraction() {
   // the whole tile, or where shared memory holds only part of it beside the ring, the tile in
   // passes of its columns (a warp's columns all in each pass: one warp across the tile).
   const int cols_per_block = static_cast<int>(cols_per_block_);
-  const bool ring_refilled = plan_.persistent && (plan_.producer_threads > 0 || plan_.cluster > 1);
+  const bool ring_refilled = ring_refilled_under_epilogue();
   std::optional<StagedOut> staged;
   int passes = 1;
   if (!ring_refilled)
     staged = staged_out(kernel_body_, col_axis_.name, cols_per_block, {sa ? &*sa : nullptr, sb ? &*sb : nullptr});
-  const int most_passes = t_.warps_n == 1 ? kEpiloguePasses : 1;
-  for (int p = 1; ring_refilled && !staged && p <= most_passes && cols_per_block % (p * 64) == 0; p *= 2)
-    if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block / p))
-      if ((staged = staged_out(kernel_body_, col_axis_.name, cols_per_block / p, {&*own}))) {
-        out_->shared.push_back({own->array, t_.operand, own->elems(), 16});
-        passes = p;
-      }
+  if (ring_refilled)
+    if (const std::optional<std::pair<Slab, int>> own = own_epilogue()) {
+      staged = staged_out(kernel_body_, col_axis_.name, cols_per_block / own->second, {&own->first});
+      out_->shared.push_back({own->first.array, t_.operand, own->first.elems(), 16});
+      passes = own->second;
+    }
   std::vector<lir::Stmt> epilogue_body = kernel_body_;  // what each element computes
   if (contraction_stmt_ >= 0) epilogue_body[static_cast<size_t>(contraction_stmt_)].value = first_.around;
   const bool guarded = !staged || reads_tensor(epilogue_body);

@@ -4,9 +4,9 @@
 
 namespace emmy::lower::detail {
 
-std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis,
-                                                      int cols, const std::vector<const Slab*>& slabs,
-                                                      bool slab_layout) {
+std::optional<MmaTier::StagedOut> MmaTier::staged_form(const std::vector<lir::Stmt>& body, const std::string& col_axis,
+                                                       int cols, const std::vector<const Slab*>& slabs,
+                                                       bool slab_layout) const {
   auto is_store = [](const lir::Stmt& s) { return s.kind == lir::Stmt::Kind::Store; };
   if (!stage_ || body.empty() || !is_store(body.back()) || std::count_if(body.begin(), body.end(), is_store) != 1 ||
       !body.back().atomic.empty() || b_.coop_on())
@@ -39,12 +39,29 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
     if (slab && slab->elems() * slab->buffers >= int64_t{so.rows} * cols) {
       so.array = slab->array;
       for (const tir::Axis& v : st.vars) so.vars.push_back(v.name);
-      emit(
-          kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its "
-                                   "place in the block's tile, then the tile out 16 bytes a thread",
-                                   so.tensor, so.array)));
       return so;
     }
+  return std::nullopt;
+}
+
+std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis,
+                                                      int cols, const std::vector<const Slab*>& slabs,
+                                                      bool slab_layout) {
+  std::optional<StagedOut> so = staged_form(body, col_axis, cols, slabs, slab_layout);
+  if (so)
+    emit(
+        kir::comment(fmt::format("{} through shared memory ({}, free after the loop): each C element to its place "
+                                 "in the block's tile, then the tile out 16 bytes a thread",
+                                 so->tensor, so->array)));
+  return so;
+}
+
+std::optional<std::pair<MmaTier::Slab, int>> MmaTier::own_epilogue() {
+  const int cols_per_block = static_cast<int>(cols_per_block_);
+  const int most_passes = t_.warps_n == 1 ? kEpiloguePasses : 1;
+  for (int p = 1; p <= most_passes && cols_per_block % (p * 64) == 0; p *= 2)
+    if (std::optional<Slab> own = epilogue_buffer(static_cast<int>(rows_per_block_), cols_per_block / p))
+      if (staged_form(kernel_body_, col_axis_.name, cols_per_block / p, {&*own})) return std::pair{*own, p};
   return std::nullopt;
 }
 

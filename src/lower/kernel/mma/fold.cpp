@@ -5,10 +5,8 @@
 
 namespace emmy::lower::detail {
 
-void MmaTier::emit_fold(kir::Program& program) {
-  const lir::Stmt& fold = *fold_;
-  const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
-  const int bound = ks * kAtomK;
+void MmaTier::fold_limits(kir::Program& program) const {
+  const int ks = std::max(1, t_.k_chunk), bound = ks * kAtomK;
   program.limits.push_back({first_.axis.size, bound,
                             fmt::format("{}'s fragments are kept in registers, {} k-steps of 16 deep (k{} of TILE); "
                                         "raise k to cover {} (k{} covers {})",
@@ -18,6 +16,12 @@ void MmaTier::emit_fold(kir::Program& program) {
                               fmt::format("{}'s fragments are kept {} k-steps of 16 deep (k{} of TILE); raise k to "
                                           "cover {} (k{} covers {})",
                                           second_->row.name, ks, ks, second_->axis.size, 2 * ks, 2 * bound)});
+}
+
+void MmaTier::emit_fold() {
+  const lir::Stmt& fold = *fold_;
+  const int fm = t_.frag_m, fn = t_.frag_n, ks = std::max(1, t_.k_chunk);
+  const int bound = ks * kAtomK;  // the contracted size the fragments cover (fold_limits)
   const std::string qf = b_.fresh("row_frag"), kf = b_.fresh("col_frag"), vf = b_.fresh("val_frag"),
                     pf = b_.fresh("p_frag"), sc = b_.fresh("score");
   // A second contraction in the weight (plan_summed): its row fragments and scores beside the first's.

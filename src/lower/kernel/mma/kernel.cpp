@@ -27,31 +27,69 @@ std::pair<K, K> MmaTier::raster_tiles(const K& block, const K& row_tiles, const 
                  : std::pair<K, K>{let("row_tile", slow), let("col_tile", fast)};
 }
 
+MmaTier::Launch MmaTier::launch_shape(const lir::Kernel& k, kir::Kernel& out) {
+  const bool fold = fold_ != nullptr;
+  rows_per_warp_ = t_.frag_m * kAtomM;
+  cols_per_warp_ = fold ? 0 : t_.frag_n * kAtomN;
+  out.block_threads = t_.warps_m * t_.warps_n * kWarp;
+  out.min_blocks_per_sm = 1;
+  rows_per_block_ = int64_t{t_.warps_m} * rows_per_warp_;
+  cols_per_block_ = int64_t{t_.warps_n} * cols_per_warp_;
+  const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
+  // (CLUSTER: a cluster's CTAs spread over the shared axis; the tiles count each cluster once.)
+  Launch l;
+  l.row_tiles = cluster_tiles(ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block_), 'm');
+  l.col_tiles =
+      fold ? i64(1) : cluster_tiles(ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block_), 'n');
+  l.tiles = mul(l.row_tiles, l.col_tiles);
+  for (size_t i = 0; i + tiled < k.threads.size(); ++i)
+    l.tiles = mul(l.tiles, KernelBuilder::size_value(k.threads[i].size));
+  out.cluster = std::max(plan_.cluster, 1);
+  out.grid_x = out.cluster > 1 ? mul(l.tiles, i64(out.cluster)) : l.tiles;
+  out.persistent = plan_.persistent;
+  return l;
+}
+
+void MmaTier::emit_header(const lir::Kernel& k, kir::Kernel& out) {
+  launch_shape(k, out);
+  // The plan's slabs in plan order, as make_slab allocates them: the ring's full mbarriers before
+  // the first that comes by TMA (tma_setup); then, where every tile of the ring comes by TMA and
+  // nothing but its mbarriers orders it (a contraction's ring, one that producers fill, or an
+  // overlapped fold's: stream_loop and overlap.cpp), its free mbarriers, a contraction's
+  // overlapped ring one over (tma_free_setup).
+  const int depth = stage_ ? stage_->depth : 1;
+  bool tma = false, ring_by_tma = stage_ && stage_->ring && depth > 1;
+  for (const SlabPlan& s : plan_.slabs) {
+    if (!s.shares.empty()) continue;
+    const SlabChoice& c = slab_choices_.at(s.role);
+    if (c.tma && !tma) out.shared.push_back({"tma_bar", ScalarType::I64, depth, 8});
+    tma = tma || c.tma;
+    if (c.depth == 0) ring_by_tma = ring_by_tma && c.tma;  // (a slab loaded once keeps depth 1)
+    if (!c.tma) note_no_tma(c);
+    out.shared.push_back(
+        {s.role, t_.operand, int64_t{c.rows} * slab_pitch(c) * slab_buffers(c), c.swizzled ? 1024 : 16});
+  }
+  if (tma && ring_by_tma && (!fold_ || plan_.producer_threads > 0 || plan_.overlap))
+    out.shared.push_back({"tma_free", ScalarType::I64, depth + (plan_.overlap && !fold_ ? 1 : 0), 8});
+  if (ring_refilled_under_epilogue()) {
+    for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);  // (staged_form reads the C lane map)
+    if (const std::optional<std::pair<Slab, int>> own = own_epilogue())
+      out.shared.push_back({own->first.array, t_.operand, own->first.elems(), 16});
+  }
+  if (plan_.producer_threads > 0) out.block_threads = plan_.block_threads + plan_.producer_threads;
+}
+
 void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
   masks_ = row_sharing_masks();
   for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);
   const bool fold = fold_ != nullptr;
-  rows_per_warp_ = t_.frag_m * kAtomM;
-  cols_per_warp_ = fold ? 0 : t_.frag_n * kAtomN;
   const int warps = t_.warps_m * t_.warps_n;
-  out.block_threads = warps * kWarp;
-  out.min_blocks_per_sm = 1;
-  const int64_t rows_per_block = int64_t{t_.warps_m} * rows_per_warp_;
-  rows_per_block_ = rows_per_block;
-  const int64_t cols_per_block = int64_t{t_.warps_n} * cols_per_warp_;
-  cols_per_block_ = cols_per_block;
+  const Launch launch = launch_shape(k, out);
+  const K &row_tiles = launch.row_tiles, &col_tiles = launch.col_tiles, &grid = launch.tiles;
+  const int cluster = out.cluster;
 
   std::vector<kir::Stmt> body;
   b_.begin_body(body);
-  const size_t tiled = fold ? 1 : 2;  // trailing thread axes the block tiles
-  // (CLUSTER: a cluster's CTAs spread over the shared axis; the tiles count each cluster once.)
-  K row_tiles = cluster_tiles(ceil_div(KernelBuilder::size_value(row_axis_.size), rows_per_block), 'm');
-  K col_tiles = fold ? i64(1) : cluster_tiles(ceil_div(KernelBuilder::size_value(col_axis_.size), cols_per_block), 'n');
-  K grid = mul(row_tiles, col_tiles);
-  for (size_t i = 0; i + tiled < k.threads.size(); ++i) grid = mul(grid, KernelBuilder::size_value(k.threads[i].size));
-  const int cluster = std::max(plan_.cluster, 1);
-  out.cluster = cluster;
-  out.grid_x = cluster > 1 ? mul(grid, i64(cluster)) : grid;
 
   emit(kir::comment(fmt::format("{}: {} warps (w{}x{}), each {} rows{} of m16n8k16 fragments{}", t_.atom, warps,
                                 t_.warps_m, t_.warps_n, rows_per_warp_,
@@ -62,7 +100,7 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
   auto tile_work = [&](const K& block) {
     tile_coordinates(k, block, row_tiles, col_tiles, body);
     if (fold)
-      emit_fold(program);
+      emit_fold();
     else
       emit_contraction();
   };
@@ -81,7 +119,6 @@ void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& 
     // tiles ordered heaviest first, as a causal fold's are, each CTA's pairs weigh about the
     // same); what the hoisted setup holds (mbarriers and their phases) carries from one tile to
     // the next.
-    out.persistent = true;
     lane_setup(body);
     using kir::BinOp;
     K cta = cluster_of(as(kir::special(kir::Special::BlockIdx), I64));

@@ -41,6 +41,13 @@ bool MmaTier::build(const lir::Kernel& k, kir::Kernel& out, kir::Program& progra
         fmt::format("error: kernel {} needs at least {} bytes of shared memory for its staged "
                     "tiles; a block holds at most {}\n  help: {}",
                     out.name, staged, b_.knobs().shared_memory, kSharedMemoryHelp));
+  if (fold_) fold_limits(program);
+  if (b_.bodies() != KernelBodies::All) {
+    out_ = &out;
+    program_ = &program;
+    emit_header(k, out);
+    return true;
+  }
   emit_kernel(k, out, program);
   EMMY_INTERNAL_ASSERT(kir::shared_bytes(out) >= staged, "the kernel stages less than its plan's slabs");
   return true;

@@ -56,16 +56,20 @@ MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& rol
   const SlabChoice& c = it->second;
   const int buffers = slab_buffers(c);
   Slab s{name, c.read, c.y_inner ? x : y, c.y_inner ? y : x, c.rows, c.cols, 0, {}, c.strided, c.swizzled, {}, buffers};
-  if (c.tma) {
+  if (c.tma)
     s.map = tensor_map_param(s);
-  } else if (!c.no_tma.empty()) {
-    Warning w{"W055", fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", c.read.name, c.no_tma)};
-    if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
-      program_->warnings.push_back(std::move(w));
-  }
+  else
+    note_no_tma(c);
   s.pitch = slab_pitch(c);
   out_->shared.push_back({name, t_.operand, s.elems() * buffers, c.swizzled ? 1024 : 16});
   return s;
+}
+
+void MmaTier::note_no_tma(const SlabChoice& c) {
+  if (c.no_tma.empty()) return;
+  Warning w{"W055", fmt::format("STAGE with tma: {}'s tiles are copied with cp.async: {}", c.read.name, c.no_tma)};
+  if (std::find(program_->warnings.begin(), program_->warnings.end(), w) == program_->warnings.end())
+    program_->warnings.push_back(std::move(w));
 }
 
 int64_t MmaTier::planned_slab_bytes() const {

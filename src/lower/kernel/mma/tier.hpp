@@ -249,6 +249,8 @@ class MmaTier {
   static int slab_pitch(const SlabChoice& c) { return c.swizzled ? c.cols : c.cols + 8; }
   int slab_buffers(const SlabChoice& c) const { return c.depth > 0 ? c.depth : stage_->depth; }
   int64_t planned_slab_bytes() const;
+  // W055 where STAGE asked for TMA and the slab's tiles come by cp.async (once a reason).
+  void note_no_tma(const SlabChoice& c);
 
   static K i32(K e) { return as(std::move(e), ScalarType::I32); }
 
@@ -472,6 +474,17 @@ class MmaTier {
   void tile_coordinates(const lir::Kernel& k, K block, const K& row_tiles, const K& col_tiles,
                         std::vector<kir::Stmt>& top);
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program);
+  // The block, its tile extents (rows_per_block_, ...), and the grid: the tiles (row and column
+  // tiles times the other thread axes' sizes), times CLUSTER's CTAs.
+  struct Launch {
+    K row_tiles, col_tiles, tiles;
+  };
+  Launch launch_shape(const lir::Kernel& k, kir::Kernel& out);
+  // A kernel that is ranked, never run (KernelBodies): emit_kernel's launch shape and shared
+  // arrays, no body.
+  void emit_header(const lir::Kernel& k, kir::Kernel& out);
+  // A fold's register bounds on its contracted sizes (program.limits): k-steps of TILE's k deep.
+  void fold_limits(kir::Program& program) const;
 
   AxisAt axis_at(const tir::Axis& a, K base, bool zero) const;
 
@@ -482,7 +495,7 @@ class MmaTier {
   void emit_contraction();
 
   // ---- a fold of a max-rescaled sum (the online softmax) -------------------------------------
-  void emit_fold(kir::Program& program);
+  void emit_fold();
 
   // Fragment registers a thread of the fold holds: the row operand's (all k-steps when kept,
   // one step when re-read), scores, the vector field's accumulators, and the B and P fragments.
@@ -669,6 +682,18 @@ class MmaTier {
   // keeps that row: a crew stages through its own rows only.
   std::optional<StagedOut> staged_out(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
                                       const std::vector<const Slab*>& slabs, bool slab_layout = false);
+  // staged_out's decision, without the comment.
+  std::optional<StagedOut> staged_form(const std::vector<lir::Stmt>& body, const std::string& col_axis, int cols,
+                                       const std::vector<const Slab*>& slabs, bool slab_layout = false) const;
+  // A contraction's ring the next tile's copies may refill under this tile's epilogue (a
+  // persistent kernel's producers, or another CTA of its cluster): the epilogue stages elsewhere.
+  bool ring_refilled_under_epilogue() const {
+    return !fold_ && plan_.persistent && (plan_.producer_threads > 0 || plan_.cluster > 1);
+  }
+  // Then through a buffer of its own: the whole tile, or where shared memory holds only part of it
+  // beside the ring, the tile in passes of its columns; the buffer and the passes, nullopt where
+  // none stages.
+  std::optional<std::pair<Slab, int>> own_epilogue();
 
   // Whether any of the statements (their values, a fold's results) reads a tensor: then an element
   // outside the tensor's bounds must not be computed, and staging it keeps its bounds test; else
