@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -116,6 +117,7 @@ struct Outcome {
   // the pipeline's knobs are not honoured (kPipelineWarnings); a later pipeline may lower.
   bool pipeline_refused = false;
   bool shared_refused = false;
+  bool pruned = false;  // not lowered: its floor is above what the search needed (try_bounded)
 };
 
 // TILE@<axis>=f<N> for each value slab (a fold's, and its siblings': dk's d and dv's e) that takes
@@ -282,6 +284,118 @@ std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limi
   return out;
 }
 
+// The knob list without its COOP entry: to-kernel alone reads COOP, so candidates alike but for it
+// share their loop IR.
+std::string without_coop(const std::string& knobs) {
+  std::vector<std::string> kept;
+  for (size_t at = 0; at <= knobs.size();) {
+    const size_t end = std::min(knobs.find(',', at), knobs.size());
+    if (std::string entry = knobs.substr(at, end - at); entry.rfind("COOP=", 0) != 0) kept.push_back(std::move(entry));
+    at = end + 1;
+  }
+  return join_knobs(kept);
+}
+
+// A floor under each of `knobs`' predicted time (cost_floor), from lowerings of their plans alone
+// (one lowering a loop IR: the others alike but for COOP take it to their kernels' plans), and
+// whether a row cache would be moot there (row_cache_moot); 0 (and not moot) where one does not
+// lower (its whole lowering then says why).
+struct Floor {
+  double us = 0;
+  bool cache_moot = false;
+};
+std::vector<Floor> floors_of(const Context& cx, const Sizes& at, const std::vector<std::string>& knobs) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    auto [it, added] = group_of.emplace(without_coop(knobs[i]), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::vector<Floor> out(knobs.size());
+  const int threads = static_cast<int>(std::min(groups.size(), round_width()));
+  for_each_on_large_stacks(groups.size(), threads, [&](size_t g) {
+    std::optional<lower::Lowered> l;
+    for (size_t i : groups[g]) {
+      try {
+        if (!l) {
+          l = lower_candidate(cx, knobs[i], lower::KernelBodies::None);
+        } else {
+          l->knobs = lower::resolve_knobs({nullptr, "", knobs[i]}, cx.target);
+          l->kernels = lower::to_kernel(l->loops, cx.program, l->knobs, &l->plans, &cx.laws, lower::KernelBodies::None);
+        }
+        out[i] = {cost_floor(*l, at, cx.target), row_cache_moot(*l)};
+      } catch (const std::exception&) {
+      }
+    }
+  });
+  return out;
+}
+
+// The knobs with COOP's row cache (/c<R>) dropped, where they have one; "" otherwise.
+std::string without_row_cache(const std::string& knobs) {
+  const size_t coop = knobs.find("COOP=");
+  const size_t cache = coop == std::string::npos ? coop : knobs.find("/c", coop);
+  if (cache == std::string::npos || cache > knobs.find(',', coop)) return "";
+  return knobs.substr(0, cache) + knobs.substr(std::min(knobs.find(',', cache), knobs.size()));
+}
+
+// try_all's outcomes where the caller reads the best `k` of those from `from` on, and none past
+// `known` (a time already in hand, or infinity): the knobs lowered in the order of their floors,
+// round_width() at a time, and each whose floor is above the k-th best time lowered so far (or
+// above `known`) left out (Outcome::pruned; its time is at least its floor); so is a row cache
+// that would be moot where the same knobs without it come earlier (its time is at least theirs,
+// and a tie goes to the earlier). What the caller reads is try_all's: a candidate left out could
+// not be among them, ties included (the bar is strict).
+std::vector<Outcome> try_bounded(const Context& cx, const Sizes& at, bool check_limits,
+                                 const std::vector<std::string>& knobs, size_t from, size_t k, double known) {
+  const std::vector<Floor> floor_of = floors_of(cx, at, knobs);
+  std::vector<double> floors;
+  for (const Floor& f : floor_of) floors.push_back(f.us);
+  std::vector<size_t> order(knobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floors[a] < floors[b]; });
+  std::vector<Outcome> out(knobs.size());
+  std::vector<bool> done(knobs.size(), false);
+  for (size_t i = 0; i < knobs.size(); ++i)
+    if (const std::string twin = without_row_cache(knobs[i]); floor_of[i].cache_moot && !twin.empty())
+      if (std::find(knobs.begin(), knobs.begin() + static_cast<std::ptrdiff_t>(i), twin) !=
+          knobs.begin() + static_cast<std::ptrdiff_t>(i)) {
+        out[i].knobs = knobs[i];
+        out[i].pruned = done[i] = true;
+      }
+  auto bar = [&] {
+    std::vector<double> times;
+    for (size_t i = from; i < out.size(); ++i)
+      if (done[i] && out[i].cost) times.push_back(out[i].cost->us);
+    if (times.size() < k) return known;
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(k - 1), times.end());
+    return std::min(known, times[k - 1]);
+  };
+  for (size_t next = 0; next < order.size();) {
+    const double limit = bar() * (1 + 1e-9);
+    std::vector<size_t> batch;
+    for (; next < order.size() && batch.size() < round_width(); ++next) {
+      const size_t i = order[next];
+      if (done[i]) continue;
+      if (floors[i] > limit) {
+        out[i].knobs = knobs[i];
+        out[i].pruned = done[i] = true;
+      } else {
+        batch.push_back(i);
+      }
+    }
+    std::vector<std::string> lowered;
+    for (size_t i : batch) lowered.push_back(knobs[i]);
+    std::vector<Outcome> got = try_all(cx, at, check_limits, lowered);
+    for (size_t b = 0; b < batch.size(); ++b) {
+      out[batch[b]] = std::move(got[b]);
+      done[batch[b]] = true;
+    }
+  }
+  return out;
+}
+
 Family mma_family(const TargetInfo& target) { return target.tma ? Family::MmaTma : Family::MmaCp; }
 
 // The K chunk a fold needs at `at`: the smallest whose register bound (the probe's limit at k4)
@@ -403,6 +517,10 @@ Sizes nominal_sizes(const CheckedProgram& program, const CheckedOp& op) {
 
 void rank(std::vector<Outcome>& outcomes, AutoSchedule& choice) {
   for (Outcome& o : outcomes) {
+    if (o.pruned) {
+      choice.pruned.push_back(o.knobs);
+      continue;
+    }
     if (!o.cost) {
       choice.refused.push_back(fmt::format("{}: {}", o.knobs.empty() ? "(defaults)" : o.knobs, o.refused));
       continue;
@@ -556,21 +674,25 @@ AutoSchedule auto_schedule(const CheckedProgram& program, const CheckedOp& op, c
     std::vector<std::string> knobs{join_knobs({"PLACE=fuse", fast_exp}), ""};
     if (cls.has_reduction)
       for (const std::string& coop : coops) knobs.push_back(join_knobs({places.front(), coop, fast_exp}));
-    std::vector<Outcome> rows = try_all(cx, choice.at, check, knobs);
+    const double none = std::numeric_limits<double>::infinity();
+    // (Each round reads the best of its COOP choices, the best kPlacesRefined placements, the best.)
+    std::vector<Outcome> rows = try_bounded(cx, choice.at, check, knobs, 2, 1, none);
     const std::vector<size_t> best_rows = fastest(rows, 2);
     for (Outcome& o : rows) outcomes.push_back(std::move(o));
     if (!best_rows.empty()) {
       const std::string& coop = coops[best_rows.front() - 2];
       knobs.clear();
       for (size_t p = 1; p < places.size(); ++p) knobs.push_back(join_knobs({places[p], coop, fast_exp}));
-      std::vector<Outcome> placed = try_all(cx, choice.at, check, knobs);
+      std::vector<Outcome> placed = try_bounded(cx, choice.at, check, knobs, 0, kPlacesRefined, none);
       std::vector<std::string> refined;
       const std::vector<size_t> best_places = fastest(placed);
       for (size_t r = 0; r < best_places.size() && r < kPlacesRefined; ++r)
         for (const std::string& other : coops)
           if (other != coop) refined.push_back(join_knobs({places[best_places[r] + 1], other, fast_exp}));
       for (Outcome& o : placed) outcomes.push_back(std::move(o));
-      for (Outcome& o : try_all(cx, choice.at, check, refined)) outcomes.push_back(std::move(o));
+      const std::vector<size_t> so_far = fastest(outcomes);
+      const double best = so_far.empty() ? none : outcomes[so_far.front()].cost->us;
+      for (Outcome& o : try_bounded(cx, choice.at, check, refined, 0, 1, best)) outcomes.push_back(std::move(o));
     }
   }
 
@@ -612,10 +734,12 @@ std::string explain(const AutoSchedule& choice, int top) {
                        choice.nominal ? fmt::format(", every size taken as {}", kNominalSize) : "",
                        choice.seconds * 1e3);
   std::string out =
-      fmt::format("auto-schedule: {} (predicted {:.1f} us at {}{}; {} candidates ranked, {} refused, in {:.0f} ms)\n",
+      fmt::format("auto-schedule: {} (predicted {:.1f} us at {}{}; {} candidates ranked, {} refused{}, in {:.0f} ms)\n",
                   choice.knobs.empty() ? "the knobs' defaults" : choice.knobs, choice.predicted_us, fmt::join(at, ","),
                   choice.nominal ? fmt::format(", every size taken as {}", kNominalSize) : "", choice.ranked.size(),
-                  choice.refused.size(), choice.seconds * 1e3);
+                  choice.refused.size(),
+                  choice.pruned.empty() ? "" : fmt::format(", {} left out by their floors", choice.pruned.size()),
+                  choice.seconds * 1e3);
   for (size_t i = 0; i < choice.ranked.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("  {:2}. {:10.1f} us  {:<12} {}\n", i + 1, choice.ranked[i].us, choice.ranked[i].bound,
                        choice.ranked[i].knobs.empty() ? "(the knobs' defaults)" : choice.ranked[i].knobs);

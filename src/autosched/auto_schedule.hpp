@@ -24,6 +24,7 @@ struct AutoSchedule {
   double predicted_us = 0;            // its estimate
   std::vector<Ranked> ranked;         // every candidate that lowered as asked, fastest first
   std::vector<std::string> refused;   // "KNOBS: why" for the candidates that did not
+  std::vector<std::string> pruned;    // candidates not lowered: their cost floor was above what the search needed
   std::map<std::string, int64_t> at;  // the sizes it ranked at (the run's, or nominal ones)
   bool nominal = false;               // no run sizes: every size taken as kNominalSize
   double seconds = 0;                 // the time the decision took

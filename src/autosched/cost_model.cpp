@@ -288,31 +288,107 @@ int passes(const std::vector<lir::Stmt>& body) {
   return std::max(n, 1);
 }
 
-KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::Lowered& l, const Sizes& sizes,
-                       const TargetInfo& target, const TargetCeilings& c, const Fitted& f) {
-  const kir::Kernel& k = program.kernels[index];
-  const lower::KernelPlan* plan = index < l.plans.size() ? &l.plans[index] : nullptr;
-  const lir::Kernel* loops = l.loops.kernels.size() == program.kernels.size() ? &l.loops.kernels[index] : nullptr;
-  KernelCost out;
-  out.kernel = k.name;
-  out.tier = plan ? lower::tier_name(plan->tier) : "scalar";
-  out.persistent = k.persistent;
+// CTAs resident an SM by shared memory, threads and registers; the launch's waves over the slots
+// and the threads resident at once.
+struct Residency {
+  int per_sm = 1;
+  double waves = 1, resident_threads = 0;
+};
+Residency residency(const kir::Kernel& k, double ctas, int regs, int64_t smem, const TargetInfo& target,
+                    const TargetCeilings& c) {
+  int per_sm = std::min<int>(c.threads_per_sm / std::max(k.block_threads, 1),
+                             target.register_file / std::max(k.block_threads * regs, 1));
+  if (smem > 0) per_sm = std::min<int>(per_sm, static_cast<int>(c.smem_per_sm_bytes / smem));
+  Residency r;
+  r.per_sm = std::clamp(per_sm, 1, 32);
+  const double slots = static_cast<double>(c.sms) * r.per_sm;
+  r.waves = std::ceil(ctas / slots);
+  r.resident_threads = std::min(ctas, slots) * k.block_threads;
+  return r;
+}
+
+// The scalar tiers' compute time: the larger of the loop nest's arithmetic at the FMA peak and a
+// thread's dependent steps, plus each wave's passes over the rows (a global round trip each, but
+// one under a row cache that holds the rows) and a cooperative row's reduction trees.
+struct RowCompute {
+  double alu = 0, serial = 0, us = 0;
+};
+RowCompute row_compute(double work, double resident_threads, double waves, int threads_a_row, int row_passes,
+                       bool cached, const TargetCeilings& c, const Fitted& f) {
+  RowCompute r;
+  r.alu = work * 2 / (c.fma_tflops * 1e6);
+  r.serial = work / std::max(resident_threads, 1.0) * f.step_cycles / (c.clock_ghz * 1e3);
+  const double round_trips = cached ? 1 : row_passes;
+  const double wave = round_trips * f.pass_us + row_passes * std::log2(threads_a_row) * f.sync_us;
+  r.us = std::max(r.alu, r.serial) + waves * wave;
+  return r;
+}
+
+// Global memory at the bandwidth the accesses in flight reach (bandwidth x latency), bytes a us.
+double memory_rate(double in_flight, const TargetCeilings& c) {
+  return std::min(c.dram_gbs * 1e3, in_flight / c.latency_us);
+}
+
+// The CTAs a kernel launches at `sizes` (at least one).
+int64_t ctas_at(const kir::Kernel& k, const Sizes& sizes) {
   std::map<std::string, int64_t> scalars(sizes.begin(), sizes.end());
   auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
-  out.ctas = std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
-  int narrowest = 8;
-  out.bytes = buffer_bytes(program, k, sizes, false, &narrowest);
-  const bool tensor_cores = plan && (plan->tier == Tier::MmaContraction || plan->tier == Tier::MmaFold);
+  return std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
+}
 
-  // Work: the loop nest's element operations over its thread space.
+// A loop kernel's thread space and its element operations over it.
+struct LoopWork {
+  double points = 1, work = 1;
+};
+LoopWork loop_work(const lower::Lowered& l, const lir::Kernel* loops, const Sizes& sizes) {
+  if (!loops) return {};
   std::set<std::string> stored;
   for (const lir::Kernel& lk : l.loops.kernels)
     lir::visit(lk.body, [&](const lir::Stmt& s) {
       if (s.kind == lir::Stmt::Kind::Store) stored.insert(s.tensor);
     });
   const Work work{sizes, l.loops.tensors, std::move(stored)};
-  const double points = loops ? work.axes(loops->threads) : 1;
-  out.work = loops ? points * std::max(work.stmts(loops->body), 1.0) : 1;
+  LoopWork out;
+  out.points = work.axes(loops->threads);
+  out.work = out.points * std::max(work.stmts(loops->body), 1.0);
+  return out;
+}
+
+const lir::Kernel* loops_of(const lower::Lowered& l, const kir::Program& program, size_t index) {
+  return l.loops.kernels.size() == program.kernels.size() ? &l.loops.kernels[index] : nullptr;
+}
+
+bool on_tensor_cores(const lower::KernelPlan* plan) {
+  return plan && (plan->tier == Tier::MmaContraction || plan->tier == Tier::MmaFold);
+}
+
+// A thread a row walking the rows' contiguous dim: a sector moves for each element read (rows of a
+// sector or longer), the bytes besides the elements'.
+double strided_extra_bytes(const kir::Program& program, const lower::Lowered& l, const lir::Kernel* loops,
+                           const Sizes& sizes, int narrowest, const TargetCeilings& c) {
+  if (!loops) return 0;
+  const double strided = long_row_bytes(program, strided_row_reads(*loops, l.loops.tensors), sizes, c.sector_bytes);
+  return strided * (c.sector_bytes / static_cast<double>(narrowest) - 1);
+}
+
+KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::Lowered& l, const Sizes& sizes,
+                       const TargetInfo& target, const TargetCeilings& c, const Fitted& f) {
+  const kir::Kernel& k = program.kernels[index];
+  const lower::KernelPlan* plan = index < l.plans.size() ? &l.plans[index] : nullptr;
+  const lir::Kernel* loops = loops_of(l, program, index);
+  KernelCost out;
+  out.kernel = k.name;
+  out.tier = plan ? lower::tier_name(plan->tier) : "scalar";
+  out.persistent = k.persistent;
+  out.ctas = ctas_at(k, sizes);
+  int narrowest = 8;
+  out.bytes = buffer_bytes(program, k, sizes, false, &narrowest);
+  const bool tensor_cores = on_tensor_cores(plan);
+
+  // Work: the loop nest's element operations over its thread space.
+  const LoopWork lw = loop_work(l, loops, sizes);
+  const double points = lw.points;
+  out.work = lw.work;
 
   // The tensor-core tiers' tiles and extents.
   double tm = 1, tn = 1, reduced = 1, keys = 1, value_cols = 1;
@@ -347,18 +423,15 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   const int regs =
       tensor_cores ? std::min(plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters, out.registers)
                    : kAddressingRegisters;
-  int per_sm = std::min<int>(c.threads_per_sm / std::max(k.block_threads, 1),
-                             target.register_file / std::max(k.block_threads * regs, 1));
-  if (smem > 0) per_sm = std::min<int>(per_sm, static_cast<int>(c.smem_per_sm_bytes / smem));
-  out.per_sm = std::clamp(per_sm, 1, 32);
-  const double slots = static_cast<double>(c.sms) * out.per_sm;
-  out.waves = std::ceil(static_cast<double>(out.ctas) / slots);
-  const double resident_threads = std::min(static_cast<double>(out.ctas), slots) * k.block_threads;
+  const Residency resident = residency(k, static_cast<double>(out.ctas), regs, smem, target, c);
+  out.per_sm = resident.per_sm;
+  out.waves = resident.waves;
+  const double resident_threads = resident.resident_threads;
 
   // Memory: the buffers once, at the bandwidth the accesses in flight reach (bandwidth x latency).
   const double access = tensor_cores ? 16.0 : static_cast<double>(narrowest) * std::max(l.knobs.coop_vec, 1);
   out.in_flight = resident_threads * access * f.accesses_in_flight;
-  out.memory_us = out.bytes / std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);  // bytes a microsecond
+  out.memory_us = out.bytes / memory_rate(out.in_flight, c);
 
   if (tensor_cores) {
     const double bound = plan->key_bound.empty() || plan->key_bound == "none" ? 1.0 : 0.5;
@@ -415,11 +488,6 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
                 : shared > tc                                        ? "shared memory"
                                                                      : "tensor cores";
   } else {
-    const double alu = out.work * 2 / (c.fma_tflops * 1e6);
-    // A thread's work runs one dependent step after another.
-    const double serial = out.work / std::max(resident_threads, 1.0) * f.step_cycles / (c.clock_ghz * 1e3);
-    // Each wave makes its passes over the rows one after another (a global round trip each), and
-    // a cooperative row reduces through a tree of barriers.
     const int threads_a_row = plan && plan->tier == Tier::CoopRows ? std::max(plan->coop_threads, 1) : 1;
     const int row_passes = loops ? passes(loops->body) : 1;
     // Under a row cache that holds the rows at these sizes, the passes after the first read
@@ -427,17 +495,11 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     bool cached = plan && plan->cache_capacity > 0 && !plan->cache_kept.empty();
     if (cached)
       for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
-    const double round_trips = cached ? 1 : row_passes;
-    const double wave = round_trips * f.pass_us + row_passes * std::log2(threads_a_row) * f.sync_us;
-    out.compute_us = std::max(alu, serial) + out.waves * wave;
-    // A thread a row walking the rows' contiguous dim: a sector moves for each element read (rows
-    // of a sector or longer).
-    if (threads_a_row == 1 && loops)
-      if (const double strided =
-              long_row_bytes(program, strided_row_reads(*loops, l.loops.tensors), sizes, c.sector_bytes);
-          strided > 0)
-        out.memory_us += strided * (c.sector_bytes / static_cast<double>(narrowest) - 1) /
-                         std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
+    const RowCompute rc = row_compute(out.work, resident_threads, out.waves, threads_a_row, row_passes, cached, c, f);
+    const double alu = rc.alu, serial = rc.serial;
+    out.compute_us = rc.us;
+    if (threads_a_row == 1)
+      out.memory_us += strided_extra_bytes(program, l, loops, sizes, narrowest, c) / memory_rate(out.in_flight, c);
     // Each pass after the first reads the rows' inputs again: from shared memory under the row
     // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
     const double inputs = buffer_bytes(program, k, sizes, true);
@@ -449,7 +511,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     } else if (resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes) {
       out.l2_us = reread / (c.l2_gbs * 1e3);
     } else {
-      out.memory_us += reread / std::min(c.dram_gbs * 1e3, out.in_flight / c.latency_us);
+      out.memory_us += reread / memory_rate(out.in_flight, c);
     }
     const double body = std::max({out.memory_us, out.l2_us, out.compute_us});
     out.us = c.launch_us + body;
@@ -459,7 +521,45 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   return out;
 }
 
+// A floor under kernel_cost's time from what a lowering without bodies holds (KernelBodies::None):
+// a tensor-core kernel's buffers once at the memory's bandwidth; a scalar tier's with every CTA it
+// could hold resident (no shared memory) and its row cache (COOP's c<R>) holding the rows: its
+// arithmetic, dependent steps and passes, and its buffers (a thread a row's strided walks
+// included) at the bandwidth those threads reach. What kernel_cost adds besides (rows re-read)
+// only adds.
+double kernel_floor(const kir::Program& program, size_t index, const lower::Lowered& l, const Sizes& sizes,
+                    const TargetInfo& target, const TargetCeilings& c, const Fitted& f) {
+  const kir::Kernel& k = program.kernels[index];
+  const lower::KernelPlan* plan = index < l.plans.size() ? &l.plans[index] : nullptr;
+  int narrowest = 8;
+  const double bytes = buffer_bytes(program, k, sizes, false, &narrowest);
+  if (on_tensor_cores(plan)) return c.launch_us + bytes / (c.dram_gbs * 1e3);
+  const lir::Kernel* loops = loops_of(l, program, index);
+  const Residency most = residency(k, static_cast<double>(ctas_at(k, sizes)), kAddressingRegisters, 0, target, c);
+  const double in_flight = most.resident_threads * narrowest * std::max(l.knobs.coop_vec, 1) * f.accesses_in_flight;
+  const bool coop = plan && plan->tier == Tier::CoopRows;
+  const double strided = coop ? 0 : strided_extra_bytes(program, l, loops, sizes, narrowest, c);
+  const RowCompute rc = row_compute(loop_work(l, loops, sizes).work, most.resident_threads, most.waves,
+                                    coop ? std::max(plan->coop_threads, 1) : 1, loops ? passes(loops->body) : 1,
+                                    coop && l.knobs.coop_cache > 0, c, f);
+  return c.launch_us + std::max((bytes + strided) / memory_rate(in_flight, c), rc.us);
+}
+
 }  // namespace
+
+double cost_floor(const lower::Lowered& lowered, const std::map<std::string, int64_t>& sizes, const TargetInfo& target,
+                  const Fitted& fitted) {
+  const TargetCeilings& c = target_ceilings(target);
+  double us = 0;
+  for (size_t i = 0; i < lowered.kernels.kernels.size(); ++i)
+    us += kernel_floor(lowered.kernels, i, lowered, sizes, target, c, fitted);
+  return us;
+}
+
+bool row_cache_moot(const lower::Lowered& lowered) {
+  return std::all_of(lowered.loops.kernels.begin(), lowered.loops.kernels.end(),
+                     [](const lir::Kernel& k) { return passes(k.body) <= 1; });
+}
 
 std::optional<Fitted> parse_fitted(const std::string& text) {
   Fitted f;

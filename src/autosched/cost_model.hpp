@@ -71,6 +71,17 @@ std::optional<Fitted> parse_fitted(const std::string& text);
 Cost estimate_cost(const lower::Lowered& lowered, const std::map<std::string, int64_t>& sizes, const TargetInfo& target,
                    const Fitted& fitted = {});
 
+// A floor under estimate_cost's time for the same knobs, from their lowering without kernel
+// bodies (lower::KernelBodies::None, a tenth of a whole one's time): every kernel at its fastest
+// residency, a row cache holding its rows; never above estimate_cost's (a unit test checks it).
+double cost_floor(const lower::Lowered& lowered, const std::map<std::string, int64_t>& sizes, const TargetInfo& target,
+                  const Fitted& fitted = {});
+
+// Whether a row cache (COOP's c<R>) cannot lower the lowering's time: every kernel makes one pass
+// over its rows, so nothing is read again (the cache's shared memory only lowers residency; the
+// time is at least that of the same knobs without it).
+bool row_cache_moot(const lower::Lowered& lowered);
+
 // `emmyc compile --ir cost`: each kernel's bound, features and times, then the total; each
 // kernel's features also as one JSON line ("features: {...}", for tests/bench/cost_model_rank.py).
 std::string print_cost(const Cost& cost);

@@ -268,7 +268,7 @@ std::string ranked_view(const lower::Lowered& l) {
   return out + fmt::format("warnings {}\n", fmt::join(warnings, "; ")) + lower::print_plans(l.plans);
 }
 
-TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' would be, and cost the same") {
+TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' would be, and cost the same; floors hold") {
   // Every tensor-core candidate the auto-schedule ranks for every stdlib and example op (nominal
   // sizes; and sdpa and its backward at head dim 128), lowered with and without the tensor-core
   // kernels' bodies: the same kernels, launches, buffers, limits, warnings and plans, the same
@@ -291,19 +291,55 @@ TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' woul
   REQUIRE(!bwd.run->diags->has_errors());
   bwd.ops = {{&bwd.run->program->ops.at("bwd"), hd128}};
   programs.push_back(std::move(bwd));
-  int compared = 0;
+  int compared = 0, floors = 0, moot = 0;
   for (const char* target_name : {"sm_90a", "sm_80"}) {
     const TargetInfo& target = *find_target(target_name);
     for (const Program& p : programs)
       for (const auto& [op, sizes] : p.ops) {
         autosched::AutoSchedule choice =
             autosched::auto_schedule(*p.run->program, *op, target, sizes ? &*sizes : nullptr, nullptr);
+        // Each candidate the search left out by its floor: the floor never above its time.
+        for (const std::string& knobs : choice.pruned) {
+          CAPTURE(target_name);
+          CAPTURE(op->decl->name.name);
+          CAPTURE(knobs);
+          lower::PipelineOptions plans_only;
+          plans_only.verify_kernel = false;
+          plans_only.bodies = lower::KernelBodies::None;
+          const lower::Lowered none =
+              lower::lower_op(*p.run->program, *op, {nullptr, "", knobs}, target, nullptr, plans_only);
+          const lower::Lowered whole = lower::lower_op(*p.run->program, *op, {nullptr, "", knobs}, target);
+          const double us = autosched::estimate_cost(whole, choice.at, target).us;
+          CHECK(autosched::cost_floor(none, choice.at, target) <= us * (1 + 1e-9));
+          ++floors;
+          // A moot row cache left out: its time at least that of the same knobs without it.
+          if (autosched::row_cache_moot(none) && knobs.find("COOP=") != std::string::npos) {
+            const size_t cache = knobs.find("/c", knobs.find("COOP="));
+            if (cache == std::string::npos || cache > knobs.find(',', knobs.find("COOP="))) continue;
+            const std::string twin =
+                knobs.substr(0, cache) + knobs.substr(std::min(knobs.find(',', cache), knobs.size()));
+            CAPTURE(twin);
+            CHECK(us >= autosched::estimate_cost(lower::lower_op(*p.run->program, *op, {nullptr, "", twin}, target),
+                                                 choice.at, target)
+                            .us);
+            ++moot;
+          }
+        }
         for (const autosched::Ranked& r : choice.ranked) {
-          if (r.knobs.find("TILE=a:") == std::string::npos || r.knobs.find("TILE=a:scalar") != std::string::npos)
-            continue;
           CAPTURE(target_name);
           CAPTURE(op->decl->name.name);
           CAPTURE(r.knobs);
+          // Every candidate: the floor from its plans alone never above its predicted time, and its
+          // kernels' buffers (from the loop kernels) as emission passes them.
+          lower::PipelineOptions plans_only;
+          plans_only.verify_kernel = false;
+          plans_only.bodies = lower::KernelBodies::None;
+          const lower::Lowered none =
+              lower::lower_op(*p.run->program, *op, {nullptr, "", r.knobs}, target, nullptr, plans_only);
+          CHECK(autosched::cost_floor(none, choice.at, target) <= r.us * (1 + 1e-9));
+          ++floors;
+          if (r.knobs.find("TILE=a:") == std::string::npos || r.knobs.find("TILE=a:scalar") != std::string::npos)
+            continue;
           lower::PipelineOptions headers;
           headers.verify_kernel = false;
           headers.bodies = lower::KernelBodies::Headers;
@@ -323,7 +359,7 @@ TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' woul
         }
       }
   }
-  MESSAGE(fmt::format("{} tensor-core candidates compared", compared));
+  MESSAGE(fmt::format("{} tensor-core candidates compared, {} floors, {} moot row caches", compared, floors, moot));
   CHECK(compared > 100);
 }
 

@@ -15,10 +15,8 @@ namespace emmy::lower::detail {
 // row again, and only their stores are guarded.
 void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec;
-  const int rows = out.block_threads / n;
+  const int rows = out.block_threads / n;  // (kernel() set the grid: a block's rows)
   const ScalarType I = ScalarType::I64;
-  out.grid_x =
-      kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I));
   shared_ = &out.shared;
   coop_inner_ = false;
   coop_axes_.clear();

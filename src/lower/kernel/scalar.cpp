@@ -278,9 +278,10 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   K total = kir::ci(1, ScalarType::I64);
   for (size_t i = 0; i < k.threads.size(); ++i)
     total = i == 0 ? size_value(k.threads[i].size) : kir::binary(kir::BinOp::Mul, total, size_value(k.threads[i].size));
-  K threads = kir::ci(out.block_threads, ScalarType::I64);
-  out.grid_x = kir::binary(
-      kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(out.block_threads - 1, ScalarType::I64)), threads);
+  // A thread a point of the thread space, or under COOP a row of N threads.
+  const int points = coop_on() ? out.block_threads / knobs_.coop_threads : out.block_threads;
+  out.grid_x = kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(points - 1, ScalarType::I64)),
+                           kir::ci(points, ScalarType::I64));
   if (bodies_ == KernelBodies::None) {
     loop_params(k, out, program);
     return out;
