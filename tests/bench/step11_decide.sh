@@ -23,6 +23,14 @@ median_ms() {  # emmyc compile arguments
   for s in N=4097,C=1000 N=32768,C=8192 N=8192,C=50257; do
     for op in softmax layernorm rmsnorm; do echo "$(median_ms stdlib/nn.emmy --op $op --shape $s) $op $s"; done
   done
+  # The derived attention backwards (grad of std.nn's ops) at (1, 16, 4096, 128).
+  printf 'import std.nn;\nop sdpa_bwd = grad(sdpa, q, k, v);\nop sdpa_causal_bwd = grad(sdpa_causal, q, k, v);\nop sdpa_saved_bwd = grad(sdpa) saving o, m, l;\nop gqa_bwd = grad(sdpa_gqa, q, k, v);\n' > "$OUT/derived.emmy"
+  for op in sdpa_bwd sdpa_causal_bwd sdpa_saved_bwd gqa_bwd; do
+    shape=B=1,H=16,S=4096,D=128,E=128
+    [ $op != sdpa_causal_bwd ] && shape=$shape,T=4096
+    [ $op = gqa_bwd ] && shape=$shape,KH=4
+    echo "$(median_ms "$OUT/derived.emmy" --op $op --shape $shape) $op (1,16,4096,128)"
+  done
   for f in stdlib/*.emmy examples/*.emmy; do
     for op in $("$B/emmyc" compile "$f" --ir ast 2>/dev/null | awk '/^op /{sub(/\(.*/, "", $2); print $2}'); do
       echo "$(median_ms "$f" --op "$op") $f:$op (nominal sizes)"
