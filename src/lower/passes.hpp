@@ -198,7 +198,8 @@ lir::Program split_reduce(const lir::Program& program, const CheckedProgram& che
 // What to-kernel emits: every kernel's body (a lowering that runs), or for a lowering that is
 // only ranked or probed, never run (verify_kernel off): the tensor-core kernels' headers without
 // their bodies (the plan, launch shape, parameters and shared arrays the cost model reads; the
-// scalar tiers' kernels whole), or no kernel's body at all (the plans, limits and warnings).
+// scalar tiers' kernels whole but a warp's row cache, whose cached bodies are left out: only its
+// dry run decides what it keeps), or no kernel's body at all (the plans, limits and warnings).
 enum class KernelBodies { All, Headers, None };
 
 // `plans`: what the back end decided for each kernel (its tier, tiles, slabs; --ir plan).

@@ -17,13 +17,18 @@ namespace emmy::lower::detail {
 void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec, r = knobs_.coop_cache;
   const ScalarType I = ScalarType::I64;
+  // A ranking's lowering of rows of a warp or less (whose bodies add no shared arrays: their
+  // combines shuffle) needs only what the dry run finds: no body, its warnings the streamed one's.
+  const bool ranking = bodies_ != KernelBodies::All && n <= 32;
   // The streamed body first: where nothing is kept it is the whole kernel, the one the knobs
   // without c<R> give, names and all (the tuner prunes the one as the other's duplicate).
-  std::vector<kir::Stmt> streamed = nested([&] {
-    for (const lir::Stmt& s : k.body) stmt(s);
-  });
-  // The cached bodies repeat the streamed one's warnings (assumed laws): those are dropped; the
-  // dry run's shared arrays too.
+  std::vector<kir::Stmt> streamed;
+  if (!ranking)
+    streamed = nested([&] {
+      for (const lir::Stmt& s : k.body) stmt(s);
+    });
+  // The cached bodies repeat the streamed one's warnings (assumed laws): those are dropped (but
+  // the dry run's where it stands for the streamed body); the dry run's shared arrays too.
   const size_t warnings = law_warnings_.size();
   auto variant = [&](RowCache mode, bool probe, std::vector<K>& conds) {
     row_cache_ = mode;
@@ -35,7 +40,7 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
       for (const lir::Stmt& s : k.body) stmt(s);
     });
     if (probe) shared_->resize(shared_before);
-    law_warnings_.resize(warnings);
+    if (!(probe && ranking)) law_warnings_.resize(warnings);
     conds = std::move(cache_conds_);
     row_cache_ = RowCache::Off;
     cache_probe_ = false;
@@ -44,6 +49,7 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   };
   std::vector<K> conds, unused;
   cache_reused_.clear();
+  cache_first_reads_.clear();
   cache_arrays_.clear();
   cache_sizes_.clear();
   const int64_t capacity = static_cast<int64_t>(n) * v * r;
@@ -53,9 +59,16 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     for (kir::Stmt& s : streamed) emit(std::move(s));
     return;
   }
-  std::vector<kir::Stmt> vector_body;
-  if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
-  std::vector<kir::Stmt> scalar_body = variant(RowCache::Scalar, false, unused);
+  std::vector<kir::Stmt> vector_body, scalar_body;
+  if (ranking) {
+    // The arrays the cached bodies would keep, in the order their first reads would make them (the
+    // dry run read as the first of them does).
+    for (const auto& [tensor, row] : cache_first_reads_)
+      if (cache_reused_.count(row)) cache_array(row, *p_.tensors.find(tensor));
+  } else {
+    if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
+    scalar_body = variant(RowCache::Scalar, false, unused);
+  }
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
   K fits;
   std::vector<std::string> names;
@@ -179,6 +192,9 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
     if (cache_probe_) {
       if (held) cache_reused_.insert(row);
       cache_held_.insert(key);
+      if (std::none_of(cache_first_reads_.begin(), cache_first_reads_.end(),
+                       [&](const std::pair<std::string, std::string>& r) { return r.second == row; }))
+        cache_first_reads_.emplace_back(t.name, row);
     }
     if (held && !cache_probe_) {
       for (size_t j = 0; j < a.arrays.size(); ++j)

@@ -294,7 +294,10 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   if (coop_on()) {
     coop_kernel(k, out, total);
     out.body = std::move(body);
-    collect_params(out, program);
+    if (bodies_ == KernelBodies::All)
+      collect_params(out, program);
+    else  // (a ranking's row cache leaves its bodies out)
+      loop_params(k, out, program);
     return out;
   }
   emit(kir::comment("the flat thread id and the point of the thread space it owns"));
