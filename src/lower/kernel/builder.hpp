@@ -421,7 +421,8 @@ class KernelBuilder {
   bool cache_probe_ = false;
   std::set<std::string> cache_held_;
   std::set<std::string> cache_reused_;
-  std::vector<std::pair<std::string, std::string>> cache_first_reads_;  // the dry run's rows (tensor, row), first read first
+  // The dry run's rows (tensor, row), first read first.
+  std::vector<std::pair<std::string, std::string>> cache_first_reads_;
   std::map<std::string, std::string> cache_arrays_;
   std::string cache_guard_;               // the current split's loop (bounds, step)
   std::vector<K> cache_conds_;            // sizes that must be multiples of V (the vector body)
