@@ -284,15 +284,22 @@ std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limi
   return out;
 }
 
+// A knob list's entries (KNOB=V each), in order.
+std::vector<std::string> entries_of(const std::string& knobs) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= knobs.size();) {
+    const size_t end = std::min(knobs.find(',', at), knobs.size());
+    out.push_back(knobs.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 // The knob list without its COOP entry: to-kernel alone reads COOP, so candidates alike but for it
 // share their loop IR.
 std::string without_coop(const std::string& knobs) {
-  std::vector<std::string> kept;
-  for (size_t at = 0; at <= knobs.size();) {
-    const size_t end = std::min(knobs.find(',', at), knobs.size());
-    if (std::string entry = knobs.substr(at, end - at); entry.rfind("COOP=", 0) != 0) kept.push_back(std::move(entry));
-    at = end + 1;
-  }
+  std::vector<std::string> kept = entries_of(knobs);
+  std::erase_if(kept, [](const std::string& e) { return e.rfind("COOP=", 0) == 0; });
   return join_knobs(kept);
 }
 
@@ -332,12 +339,15 @@ std::vector<Floor> floors_of(const Context& cx, const Sizes& at, const std::vect
   return out;
 }
 
-// The knobs with COOP's row cache (/c<R>) dropped, where they have one; "" otherwise.
+// The knobs with COOP's row cache (its last field, /c<R>) dropped, where they have one; "" otherwise.
 std::string without_row_cache(const std::string& knobs) {
-  const size_t coop = knobs.find("COOP=");
-  const size_t cache = coop == std::string::npos ? coop : knobs.find("/c", coop);
-  if (cache == std::string::npos || cache > knobs.find(',', coop)) return "";
-  return knobs.substr(0, cache) + knobs.substr(std::min(knobs.find(',', cache), knobs.size()));
+  std::vector<std::string> entries = entries_of(knobs);
+  for (std::string& e : entries)
+    if (const size_t cache = e.find("/c"); e.rfind("COOP=", 0) == 0 && cache != std::string::npos) {
+      e.resize(cache);
+      return join_knobs(entries);
+    }
+  return "";
 }
 
 // try_all's outcomes where the caller reads the best `k` of those from `from` on, and none past
@@ -349,16 +359,14 @@ std::string without_row_cache(const std::string& knobs) {
 // not be among them, ties included (the bar is strict).
 std::vector<Outcome> try_bounded(const Context& cx, const Sizes& at, bool check_limits,
                                  const std::vector<std::string>& knobs, size_t from, size_t k, double known) {
-  const std::vector<Floor> floor_of = floors_of(cx, at, knobs);
-  std::vector<double> floors;
-  for (const Floor& f : floor_of) floors.push_back(f.us);
+  const std::vector<Floor> floors = floors_of(cx, at, knobs);
   std::vector<size_t> order(knobs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floors[a] < floors[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floors[a].us < floors[b].us; });
   std::vector<Outcome> out(knobs.size());
   std::vector<bool> done(knobs.size(), false);
   for (size_t i = 0; i < knobs.size(); ++i)
-    if (const std::string twin = without_row_cache(knobs[i]); floor_of[i].cache_moot && !twin.empty())
+    if (const std::string twin = without_row_cache(knobs[i]); floors[i].cache_moot && !twin.empty())
       if (std::find(knobs.begin(), knobs.begin() + static_cast<std::ptrdiff_t>(i), twin) !=
           knobs.begin() + static_cast<std::ptrdiff_t>(i)) {
         out[i].knobs = knobs[i];
@@ -378,7 +386,7 @@ std::vector<Outcome> try_bounded(const Context& cx, const Sizes& at, bool check_
     for (; next < order.size() && batch.size() < round_width(); ++next) {
       const size_t i = order[next];
       if (done[i]) continue;
-      if (floors[i] > limit) {
+      if (floors[i].us > limit) {
         out[i].knobs = knobs[i];
         out[i].pruned = done[i] = true;
       } else {

@@ -176,8 +176,6 @@ std::string slab_axis_size(const lower::KernelPlan& p, const std::string& axis, 
   return "";
 }
 
-// The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
-// bytes at `sizes`; `narrowest` (when given) takes the narrowest element among them.
 // A buffer's bytes at `sizes`.
 double bytes_of(const kir::Buffer& b, const Sizes& sizes) {
   double n = kir::type_bytes(b.type);
@@ -185,6 +183,8 @@ double bytes_of(const kir::Buffer& b, const Sizes& sizes) {
   return n;
 }
 
+// The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
+// bytes at `sizes`; `narrowest` (when given) takes the narrowest element among them.
 double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, bool inputs_only,
                     int* narrowest = nullptr) {
   std::set<std::string> names;

@@ -29,6 +29,7 @@ std::pair<K, K> MmaTier::raster_tiles(const K& block, const K& row_tiles, const 
 
 MmaTier::Launch MmaTier::launch_shape(const lir::Kernel& k, kir::Kernel& out) {
   const bool fold = fold_ != nullptr;
+  for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);
   rows_per_warp_ = t_.frag_m * kAtomM;
   cols_per_warp_ = fold ? 0 : t_.frag_n * kAtomN;
   out.block_threads = t_.warps_m * t_.warps_n * kWarp;
@@ -72,7 +73,6 @@ void MmaTier::emit_header(const lir::Kernel& k, kir::Kernel& out) {
   if (tma && ring_by_tma && (!fold_ || plan_.producer_threads > 0 || plan_.overlap))
     out.shared.push_back({"tma_free", ScalarType::I64, depth + (plan_.overlap && !fold_ ? 1 : 0), 8});
   if (ring_refilled_under_epilogue()) {
-    for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);  // (staged_form reads the C lane map)
     if (const std::optional<std::pair<Slab, int>> own = own_epilogue())
       out.shared.push_back({own->first.array, t_.operand, own->first.elems(), 16});
   }
@@ -81,7 +81,6 @@ void MmaTier::emit_header(const lir::Kernel& k, kir::Kernel& out) {
 
 void MmaTier::emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program) {
   masks_ = row_sharing_masks();
-  for (int e = 0; e < 4; ++e) c_aff_[e] = lane_affine(kir::mma_c_coord, e);
   const bool fold = fold_ != nullptr;
   const int warps = t_.warps_m * t_.warps_n;
   const Launch launch = launch_shape(k, out);

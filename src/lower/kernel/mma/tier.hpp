@@ -474,8 +474,8 @@ class MmaTier {
   void tile_coordinates(const lir::Kernel& k, K block, const K& row_tiles, const K& col_tiles,
                         std::vector<kir::Stmt>& top);
   void emit_kernel(const lir::Kernel& k, kir::Kernel& out, kir::Program& program);
-  // The block, its tile extents (rows_per_block_, ...), and the grid: the tiles (row and column
-  // tiles times the other thread axes' sizes), times CLUSTER's CTAs.
+  // The block, its tile extents (rows_per_block_, ...) and C lane map (c_aff_), and the grid: the
+  // tiles (row and column tiles times the other thread axes' sizes), times CLUSTER's CTAs.
   struct Launch {
     K row_tiles, col_tiles, tiles;
   };
