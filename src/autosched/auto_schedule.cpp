@@ -16,6 +16,7 @@
 
 #include "autosched/op_class.hpp"
 #include "support/large_stack.hpp"
+#include "support/paths.hpp"
 
 namespace emmy::autosched {
 namespace {
@@ -287,11 +288,7 @@ std::vector<Outcome> try_all(const Context& cx, const Sizes& at, bool check_limi
 // A knob list's entries (KNOB=V each), in order.
 std::vector<std::string> entries_of(const std::string& knobs) {
   std::vector<std::string> out;
-  for (size_t at = 0; at <= knobs.size();) {
-    const size_t end = std::min(knobs.find(',', at), knobs.size());
-    out.push_back(knobs.substr(at, end - at));
-    at = end + 1;
-  }
+  for (std::string_view e : split_commas(knobs)) out.emplace_back(e);
   return out;
 }
 

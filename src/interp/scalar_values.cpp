@@ -11,6 +11,7 @@
 
 #include "ir/dtypes.hpp"
 #include "ir/numeric.hpp"
+#include "support/paths.hpp"
 #include "support/suggest.hpp"
 
 namespace emmy {
@@ -41,16 +42,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
-}
-
-std::vector<std::string_view> split_commas(std::string_view text) {
-  std::vector<std::string_view> parts;
-  for (size_t b = 0; b <= text.size();) {
-    const size_t e = std::min(text.find(',', b), text.size());
-    parts.push_back(text.substr(b, e - b));
-    b = e + 1;
-  }
-  return parts;
 }
 
 std::optional<double> parse_number(std::string_view s) {

@@ -43,6 +43,16 @@ std::optional<FileId> file_id(const std::string& path, int* error) {
                 static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + static_cast<int64_t>(st.st_mtim.tv_nsec)};
 }
 
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> parts;
+  for (size_t b = 0; b <= text.size();) {
+    const size_t e = std::min(text.find(',', b), text.size());
+    parts.push_back(text.substr(b, e - b));
+    b = e + 1;
+  }
+  return parts;
+}
+
 std::vector<std::string> split_path_list(std::string_view list) {
   std::vector<std::string> out;
   for (size_t b = 0; b <= list.size();) {

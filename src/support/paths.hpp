@@ -29,6 +29,8 @@ std::optional<FileId> file_id(const std::string& path, int* error = nullptr);
 
 // "a:b::c" -> {"a", "b", "c"}: empty entries are dropped.
 std::vector<std::string> split_path_list(std::string_view list);
+// "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (views of `text`).
+std::vector<std::string_view> split_commas(std::string_view text);
 
 // Where `import std.X` looks: $EMMY_STDLIB (colon-separated), then <prefix>/share/emmy/stdlib
 // for the installed binary or library at <prefix>/bin|lib/NAME (none when that path is empty),
