@@ -501,7 +501,9 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     if (threads_a_row == 1)
       out.memory_us += strided_extra_bytes(program, l, loops, sizes, narrowest, c) / memory_rate(out.in_flight, c);
     // Each pass after the first reads the rows' inputs again: from shared memory under the row
-    // cache, from L2 where the rows the resident threads hold fit in it, else from memory.
+    // cache, from L2 where the rows the resident threads hold fit in it, else from memory. A read
+    // again from L2 does not hide under the first read from memory (the two share L2's path to
+    // the SMs, and the stores stream through L2 beside them): its time adds to the memory's.
     const double inputs = buffer_bytes(program, k, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
@@ -513,9 +515,9 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     } else {
       out.memory_us += reread / memory_rate(out.in_flight, c);
     }
-    const double body = std::max({out.memory_us, out.l2_us, out.compute_us});
+    const double body = std::max(out.memory_us + out.l2_us, out.compute_us);
     out.us = c.launch_us + body;
-    out.bound = out.memory_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
+    out.bound = out.memory_us + out.l2_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
   }
   if (out.us < 2 * c.launch_us) out.bound = "launch";
   return out;

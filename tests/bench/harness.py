@@ -490,7 +490,7 @@ class Harness:
         for o, k in self.args.knobs:
             name, _, target = o.partition("@")
             if name == op:
-                vs.append(self.variant(family, path, op, knobs=k, target=target or None))
+                vs.append(self.variant(family, path, op, knobs=k, target=target or None, dtype=dtype))
         return vs
 
     def add(self, row):

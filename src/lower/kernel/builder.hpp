@@ -387,6 +387,9 @@ class KernelBuilder {
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
                    const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
   void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
+  void coop_peeled(const tir::Axis& axis, const std::string& var, int step, const std::function<void()>& element);
+  void coop_edges(const tir::Axis& axis, const K& peel, const K& end, const std::function<void()>& element);
+  bool vec_row_ok(const tir::Tensor& t, const K& row);
   void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
   void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
   const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);
@@ -396,8 +399,9 @@ class KernelBuilder {
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
-  // Elements a chunk: V, or one in the row cache's scalar variant.
-  int vec_width() const { return row_cache_ == RowCache::Scalar ? 1 : knobs_.coop_vec; }
+  // Elements a chunk: V, or one in the row cache's scalar variant and its peeled variant's
+  // contiguous shares.
+  int vec_width() const { return row_cache_ == RowCache::Scalar || cache_edge_ ? 1 : knobs_.coop_vec; }
   static kir::Reg vec_reg(const VecChunk::Access& a, int u);
   kir::Stmt vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer, kir::Space space,
                      const K& first);
@@ -412,11 +416,17 @@ class KernelBuilder {
   std::optional<VecChunk> vec_;
   std::vector<K> vec_conds_;  // what the vector path needs at run time (strides % V == 0)
   int vec_used_ = 0;          // vector accesses the current split made
+  // The peeled vector path (rows that need not start V-aligned): chunks of V from each row's
+  // first element where the anchor's row is V-aligned; the anchor is the first row a chunk
+  // reaches; the number of elements before it, `peel_`, a register emitted after the chunks.
+  bool peeling_ = false;
+  std::optional<K> peel_anchor_;
+  K peel_;
   // COOP=.../c<R>, the row cache (row_cache.cpp): which body is being lowered (the dry run
   // only finds the rows read again), the chunks kept so far (by tensor, element and bound),
   // the rows worth keeping and their shared arrays, the current split's loop, and what the
   // cached body needs at run time.
-  enum class RowCache { Off, Vector, Scalar };
+  enum class RowCache { Off, Vector, Scalar, Peeled };
   RowCache row_cache_ = RowCache::Off;
   bool cache_probe_ = false;
   std::set<std::string> cache_held_;
@@ -427,10 +437,14 @@ class KernelBuilder {
   std::string cache_guard_;               // the current split's loop (bounds, step)
   std::vector<K> cache_conds_;            // sizes that must be multiples of V (the vector body)
   std::vector<std::string> cache_sizes_;  // the split axes' sizes, each at most N * V * R (in order)
+  bool cache_edge_ = false;               // a contiguous share in the peeled variant: one element a chunk
   K coop_slot_;                           // the thread's row among the block's rows
   int64_t cache_capacity() const {
     return static_cast<int64_t>(knobs_.coop_threads) * knobs_.coop_vec * knobs_.coop_cache;
   }
+  // A row's elements in its shared array: the capacity, and V more where the peeled variant
+  // shifts its columns to keep its chunks V-aligned.
+  int64_t cache_slot() const { return cache_capacity() + (knobs_.coop_vec > 1 ? knobs_.coop_vec : 0); }
   std::vector<kir::SharedArray>* shared_ = nullptr;
   std::vector<KernelPlan> plans_;
   // W054 of kernels with no contraction to tile: kept only where no kernel takes the tensor cores

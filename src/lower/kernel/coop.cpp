@@ -151,7 +151,9 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
     coop_inner_ = was_inner;
     return;
   }
-  std::vector<kir::Stmt> scalar_body = nested(scalar_path);
+  // Rows that need not start V-aligned: the peeled path where shares are strided, else one element at a time.
+  std::vector<kir::Stmt> scalar_body =
+      contiguous ? nested(scalar_path) : nested([&] { coop_peeled(axis, fresh(axis.name + "0"), n * v, element); });
   K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size, kir::ci(v, I)), kir::ci(0, I));
   std::vector<std::string> names{axis.size};
   for (const K& c : conds) {
@@ -162,10 +164,81 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
   }
   emit(
       kir::comment(fmt::format("vector path ({} elements an access) when {} {} of {}: rows then start "
-                               "aligned; else one element at a time",
-                               v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v)));
+                               "aligned; else {}",
+                               v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v,
+                               contiguous ? "one element at a time" : "the peeled path")));
   emit(kir::if_then(ok, std::move(vector_body), std::move(scalar_body)));
   coop_inner_ = was_inner;
+}
+
+// The vector path of rows that need not start V-aligned: chunks of V elements from the first
+// element where the anchor's row is V-aligned (the anchor: the first row a chunk reaches along
+// the axis), strided over the row's threads as in the aligned path, `var` the chunk's first
+// element, `step` apart; a row that starts where the anchor's does moves V at a time, any other
+// one element at a time; the row's edges before and after the chunks (fewer than V elements
+// each) go one at a time. Strided shares only: the peel moves elements between threads.
+void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, int step,
+                                const std::function<void()>& element) {
+  const int v = knobs_.coop_vec;
+  const ScalarType I = ScalarType::I64;
+  const K size = size_value(axis.size);
+  const std::string peel = fresh("peel");
+  peeling_ = true;
+  peel_anchor_.reset();
+  peel_ = kir::var({peel}, I);
+  std::vector<kir::Stmt> chunks = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
+  peeling_ = false;
+  if (!peel_anchor_) {  // nothing along the axis to move V at a time: every element an edge
+    coop_edges(axis, kir::ci(0, I), kir::ci(0, I), element);
+    return;
+  }
+  const K vk = kir::ci(v, I);
+  K misaligned = kir::binary(kir::BinOp::Rem, *peel_anchor_, vk);
+  emit(kir::comment(fmt::format("peeled path: the row's first {} elements (up to the first {}-aligned one) one at a "
+                                "time, then chunks of {}, then the rest one at a time",
+                                peel, v, v)));
+  emit(kir::decl(peel, I,
+                 kir::binary(kir::BinOp::Min,
+                             kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Sub, vk, misaligned), vk), size)));
+  K end = let(fresh("vend"),
+              kir::binary(kir::BinOp::Add, peel_,
+                          kir::binary(kir::BinOp::Mul,
+                                      kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
+  coop_edges(axis, peel_, end, element);
+  kir::Stmt f = kir::for_loop(var, I, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)),
+                              end, std::move(chunks));
+  f.step = step;
+  emit(std::move(f));
+}
+
+// The edges of a peeled row: its elements before `peel` and from `end` on, one at a time,
+// strided over the row's threads.
+void KernelBuilder::coop_edges(const tir::Axis& axis, const K& peel, const K& end,
+                               const std::function<void()>& element) {
+  const ScalarType I = ScalarType::I64;
+  const K size = size_value(axis.size);
+  const std::string e = fresh("edge");
+  const K ev = kir::var({e}, I);
+  std::vector<kir::Stmt> body = nested([&] {
+    scopes_.back().index[axis.name] =
+        let(fresh(axis.name),
+            kir::select(kir::binary(kir::BinOp::Lt, ev, peel), ev,
+                        kir::binary(kir::BinOp::Add, end, kir::binary(kir::BinOp::Sub, ev, peel))));
+    element();
+  });
+  kir::Stmt f = kir::for_loop(
+      e, I, coop_lane_, kir::binary(kir::BinOp::Add, peel, kir::binary(kir::BinOp::Sub, size, end)), std::move(body));
+  f.step = knobs_.coop_threads;
+  emit(std::move(f));
+}
+
+// Whether a chunk may move the row of `t` that starts at element `row` V at a time: in the
+// aligned path where t's rows start V-aligned (vec_stride_ok), in the peeled path where the
+// row starts where the anchor's does (the first row asked about is the anchor).
+bool KernelBuilder::vec_row_ok(const tir::Tensor& t, const K& row) {
+  if (!peeling_ || vec_width() == 1) return vec_stride_ok(t);
+  if (!peel_anchor_) peel_anchor_ = row;
+  return render_key(row) == render_key(*peel_anchor_);
 }
 
 // Element u of the chunk in `a`'s registers (one scalar register when an access is one element).
@@ -271,10 +344,11 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   if (!bound || render_key(*bound) != render_key(vec_->elem)) return std::nullopt;
   for (size_t k = 0; k + 1 < e.args.size(); ++k)
     if (!row_invariant(e.args[k])) return std::nullopt;
-  if (!vec_stride_ok(t)) return std::nullopt;
   std::vector<K> idx;
   for (size_t k = 0; k + 1 < e.args.size(); ++k) idx.push_back(subscript(t, e.args[k], k));
-  idx.push_back(vec_->base);
+  idx.push_back(kir::ci(0, ScalarType::I64));
+  if (!vec_row_ok(t, linear_index(t, idx))) return std::nullopt;
+  idx.back() = vec_->base;
   K at = linear_index(t, idx);
   std::string key = e.name + "@" + render_key(at);
   ScalarType type = scalar_of(t.dtype);
@@ -305,8 +379,9 @@ void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, 
       for (const std::string& a : coop_axes_) axis |= render_key(scopes_.front().index.at(a)) == render_key(idx[k]);
       row &= axis;
     }
-    if (row && vec_stride_ok(t)) {
-      std::vector<K> at = idx;
+    std::vector<K> at = idx;
+    at.back() = kir::ci(0, ScalarType::I64);
+    if (row && vec_row_ok(t, linear_index(t, at))) {
       at.back() = vec_->base;
       K index = linear_index(t, at);
       std::string key = t.name + "@" + render_key(index);

@@ -12,8 +12,9 @@ namespace emmy::lower::detail {
 
 // The kernel body three times: while every split axis has at most N * V * R elements, the
 // cached body (chunks of V elements when every size the vector path needs is a multiple of V,
-// else of one element); longer rows stream pass by pass, as without the cache. A dry run of
-// the cached body first finds which rows a later pass reads again: only those are kept.
+// else the peeled path's chunks, V-aligned from each row's first aligned element, with V = 1 one
+// element a chunk); longer rows stream pass by pass, as without the cache. A dry run of the
+// cached body first finds which rows a later pass reads again: only those are kept.
 void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec, r = knobs_.coop_cache;
   const ScalarType I = ScalarType::I64;
@@ -67,7 +68,7 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
       if (cache_reused_.count(row)) cache_array(row, *p_.tensors.find(tensor));
   } else {
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
-    scalar_body = variant(RowCache::Scalar, false, unused);
+    scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
   K fits;
@@ -106,9 +107,10 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
       cached = std::move(vector_body);
     } else {
       std::vector<kir::Stmt> choose;
-      choose.push_back(
-          kir::comment(fmt::format("chunks of {} elements when {} {} of {}; else of one", v, fmt::join(vec_names, ", "),
-                                   vec_names.size() == 1 ? "is a multiple" : "are multiples", v)));
+      choose.push_back(kir::comment(fmt::format(
+          "chunks of {} elements when {} {} of {}; else from each row's first {}-aligned element (the peeled "
+          "path: its edges, and contiguous shares, one element at a time)",
+          v, fmt::join(vec_names, ", "), vec_names.size() == 1 ? "is a multiple" : "are multiples", v, v)));
       choose.push_back(kir::if_then(ok, std::move(vector_body), std::move(cached)));
       cached = std::move(choose);
     }
@@ -121,6 +123,13 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
 // expression of the earlier pass's (the same thread, the same elements) and finds it kept.
 // The caller checks that the axis has at most N * V * R elements.
 void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
+  // The peeled variant's contiguous shares (a monoid not proved commutative) take one element a chunk.
+  struct Edge {
+    bool& flag;
+    bool was;
+    Edge(bool& f, bool on) : flag(f), was(f) { flag = flag || on; }
+    ~Edge() { flag = was; }
+  } edge(cache_edge_, row_cache_ == RowCache::Peeled && contiguous);
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
@@ -128,7 +137,7 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     cache_sizes_.push_back(axis.size);
   // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
   // one dim has no row stride to check it by): the vector body is chosen at run time then.
-  if (w > 1 && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
+  if (w > 1 && row_cache_ == RowCache::Vector && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
     cache_conds_.push_back(size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
@@ -144,6 +153,11 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     step = w;
   }
   const std::string var = unclashed("rc_" + axis.name);
+  if (row_cache_ == RowCache::Peeled && !contiguous) {  // the chunks' elements are known by their anchor (cached_read)
+    cache_guard_ = "peeled/" + std::to_string(step);
+    coop_peeled(axis, var, step, element);
+    return;
+  }
   cache_guard_ = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
   kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
@@ -156,7 +170,7 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
 // like any other that needs too much.
 const std::string& KernelBuilder::cache_array(const std::string& row, const tir::Tensor& t) {
   if (auto it = cache_arrays_.find(row); it != cache_arrays_.end()) return it->second;
-  const int64_t count = static_cast<int64_t>(knobs_.block_threads / knobs_.coop_threads) * cache_capacity();
+  const int64_t count = static_cast<int64_t>(knobs_.block_threads / knobs_.coop_threads) * cache_slot();
   const ScalarType type = scalar_of(t.dtype);
   int64_t bytes = count * kir::type_bytes(type);
   for (const kir::SharedArray& a : *shared_) bytes += a.count * kir::type_bytes(a.type);
@@ -179,14 +193,18 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   K at = linear_index(t, idx);
   idx.back() = kir::ci(0, I);
   const std::string row = t.name + "@" + render_key(linear_index(t, idx));
-  const std::string key = t.name + "@" + render_key(at) + "<" + cache_guard_;
+  // The peeled variant's chunks start where their anchor's row is aligned: the anchor names them,
+  // and their columns move V - peel on (V-aligned in shared memory too).
+  std::string key = t.name + "@" + render_key(at) + "<" + cache_guard_;
+  if (peeling_) key += fmt::format("|{}", render_key(*peel_anchor_));
   auto local = vec_->loads.find(key);
   if (local == vec_->loads.end()) {
     VecChunk::Access a = vec_access(t, at, "r_", vec_->block);
-    K column = knobs_.block_threads == knobs_.coop_threads
-                   ? vec_->base
-                   : kir::binary(kir::BinOp::Add,
-                                 kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_capacity(), I)), vec_->base);
+    K column = peeling_ ? kir::binary(kir::BinOp::Add, vec_->base,
+                                      kir::binary(kir::BinOp::Sub, kir::ci(knobs_.coop_vec, I), peel_))
+                        : vec_->base;
+    if (knobs_.block_threads != knobs_.coop_threads)
+      column = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(), I)), column);
     column = kir::cast(column, ScalarType::I32);  // shared memory is addressed by 32-bit indices
     const bool held = cache_held_.count(key) > 0;
     if (cache_probe_) {
