@@ -510,7 +510,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     if (cached) {
       out.smem_bytes = reread;
       out.compute_us += reread / (c.smem_gbs * 1e3);
-    } else if (resident_rows * inputs / std::max(points, 1.0) <= c.l2_bytes) {
+    } else if (resident_rows * inputs / std::max(points, 1.0) <= c.l2_reuse_bytes) {
       out.l2_us = reread / (c.l2_gbs * 1e3);
     } else {
       out.memory_us += reread / memory_rate(out.in_flight, c);

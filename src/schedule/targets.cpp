@@ -21,10 +21,10 @@ constexpr TargetInfo kTargets[] = {
 // One row a target of kTargets, in its order. H200: 132 SMs, 4.26 TB/s copy ceiling measured
 // (perf/H200-ANCHORS.md), 989 dense f16 TFLOP/s with wgmma, mma.sync about two thirds of that.
 constexpr TargetCeilings kCeilings[] = {
-    // SMs clock DRAM    L2       wgmma  mma    fma    smem     ex2  launch latency threads smem/SM L2 size, sector
-    {108, 1.41, 1400.0, 5000.0, 0.0, 312.0, 19.5, 19500.0, 16, 3.0, 0.7, 2048, 164 * kKiB, 40e6, 32},   // sm_80: A100
-    {132, 1.83, 4260.0, 10000.0, 0.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB, 50e6, 32},  // sm_90: H200
-    {132, 1.83, 4260.0, 10000.0, 989.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB, 50e6,
+    // SMs clock DRAM    L2       wgmma  mma    fma    smem     ex2  launch latency threads smem/SM L2 reuse, sector
+    {108, 1.41, 1400.0, 5000.0, 0.0, 312.0, 19.5, 19500.0, 16, 3.0, 0.7, 2048, 164 * kKiB, 20e6, 32},   // sm_80: A100
+    {132, 1.83, 4260.0, 10000.0, 0.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB, 25e6, 32},  // sm_90: H200
+    {132, 1.83, 4260.0, 10000.0, 989.0, 660.0, 67.0, 30900.0, 16, 3.0, 0.7, 2048, 228 * kKiB, 25e6,
      32},  // sm_90a: H200
     {170, 2.40, 1600.0, 5000.0, 0.0, 209.0, 104.0, 52200.0, 16, 3.0, 0.7, 1536, 100 * kKiB, 96e6,
      32},  // sm_120: RTX 5090

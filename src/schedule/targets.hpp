@@ -55,7 +55,8 @@ struct TargetCeilings {
   double latency_us;      // a global load's round trip: bytes in flight = bandwidth x latency
   int threads_per_sm;     // resident threads an SM
   int smem_per_sm_bytes;  // shared memory an SM splits among its resident CTAs
-  double l2_bytes;        // L2 capacity: rows the resident threads re-read stay there when they fit
+  double l2_reuse_bytes;  // rows the resident threads re-read stay in L2 while they take at most this: one of
+                          // its two partitions on A100/H100/H200 (rows of 26-35 MB re-read went to memory)
   int sector_bytes;       // a global access's unit: a warp's loads from N distinct sectors move N of them
 };
 const TargetCeilings& target_ceilings(const TargetInfo& target);

@@ -194,21 +194,40 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
   }
   const K vk = kir::ci(v, I);
   K misaligned = kir::binary(kir::BinOp::Rem, *peel_anchor_, vk);
-  emit(kir::comment(fmt::format("peeled path: the row's first {} elements (up to the first {}-aligned one) one at a "
-                                "time, then chunks of {}, then the rest one at a time",
-                                peel, v, v)));
+  emit(
+      kir::comment(fmt::format("peeled path: the row's first {} elements (up to the first {}-aligned one) one at a "
+                               "time, then chunks of {}, then the rest one at a time",
+                               peel, v, v)));
   emit(kir::decl(peel, I,
                  kir::binary(kir::BinOp::Min,
                              kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Sub, vk, misaligned), vk), size)));
-  K end = let(fresh("vend"),
-              kir::binary(kir::BinOp::Add, peel_,
-                          kir::binary(kir::BinOp::Mul,
-                                      kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
+  K end =
+      let(fresh("vend"),
+          kir::binary(kir::BinOp::Add, peel_,
+                      kir::binary(kir::BinOp::Mul,
+                                  kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
   coop_edges(axis, peel_, end, element);
-  kir::Stmt f = kir::for_loop(var, I, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)),
-                              end, std::move(chunks));
-  f.step = step;
-  emit(std::move(f));
+  emit(chunk_loop(var, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)), end, step,
+                  std::move(chunks)));
+}
+
+// The loop of a thread's chunks from `lo` to `hi`, `step` apart, `var` the chunk's first
+// element. Under the row cache, chunks of V are at most R a thread: R guarded copies, unrolled,
+// so that every chunk's loads are in flight at once; else a loop.
+kir::Stmt KernelBuilder::chunk_loop(const std::string& var, const K& lo, const K& hi, int step,
+                                    std::vector<kir::Stmt> body) {
+  const ScalarType I = ScalarType::I64;
+  if (row_cache_ == RowCache::Off || vec_width() == 1) {
+    kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
+    f.step = step;
+    return f;
+  }
+  const std::string k = fresh("chunk");
+  std::vector<kir::Stmt> copy;
+  copy.push_back(kir::decl(
+      var, I, kir::binary(kir::BinOp::Add, lo, kir::binary(kir::BinOp::Mul, kir::var({k}, I), kir::ci(step, I)))));
+  copy.push_back(kir::if_then(kir::binary(kir::BinOp::Lt, kir::var({var}, I), hi), std::move(body)));
+  return kir::for_loop(k, I, kir::ci(0, I), kir::ci(knobs_.coop_cache, I), std::move(copy), true);
 }
 
 // The edges of a peeled row: its elements before `peel` and from `end` on, one at a time,
@@ -221,9 +240,8 @@ void KernelBuilder::coop_edges(const tir::Axis& axis, const K& peel, const K& en
   const K ev = kir::var({e}, I);
   std::vector<kir::Stmt> body = nested([&] {
     scopes_.back().index[axis.name] =
-        let(fresh(axis.name),
-            kir::select(kir::binary(kir::BinOp::Lt, ev, peel), ev,
-                        kir::binary(kir::BinOp::Add, end, kir::binary(kir::BinOp::Sub, ev, peel))));
+        let(fresh(axis.name), kir::select(kir::binary(kir::BinOp::Lt, ev, peel), ev,
+                                          kir::binary(kir::BinOp::Add, end, kir::binary(kir::BinOp::Sub, ev, peel))));
     element();
   });
   kir::Stmt f = kir::for_loop(

@@ -137,7 +137,8 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     cache_sizes_.push_back(axis.size);
   // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
   // one dim has no row stride to check it by): the vector body is chosen at run time then.
-  if (w > 1 && row_cache_ == RowCache::Vector && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
+  if (w > 1 && row_cache_ == RowCache::Vector &&
+      std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
     cache_conds_.push_back(size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
@@ -160,9 +161,7 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   }
   cache_guard_ = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
-  kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
-  f.step = step;
-  emit(std::move(f));
+  emit(chunk_loop(var, lo, hi, step, std::move(body)));
 }
 
 // The shared-memory array that keeps `row` (a tensor's row, by its index with column 0): the
