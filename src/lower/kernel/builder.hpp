@@ -390,7 +390,6 @@ class KernelBuilder {
   void coop_peeled(const tir::Axis& axis, const std::string& var, int step, const std::function<void()>& element);
   void coop_edges(const tir::Axis& axis, const K& peel, const K& end, const std::function<void()>& element);
   bool vec_row_ok(const tir::Tensor& t, const K& row);
-  kir::Stmt chunk_loop(const std::string& var, const K& lo, const K& hi, int step, std::vector<kir::Stmt> body);
   void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
   void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
   const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);

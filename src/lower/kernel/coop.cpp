@@ -207,27 +207,10 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
                       kir::binary(kir::BinOp::Mul,
                                   kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
   coop_edges(axis, peel_, end, element);
-  emit(chunk_loop(var, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)), end, step,
-                  std::move(chunks)));
-}
-
-// The loop of a thread's chunks from `lo` to `hi`, `step` apart, `var` the chunk's first
-// element. Under the row cache, chunks of V are at most R a thread: R guarded copies, unrolled,
-// so that every chunk's loads are in flight at once; else a loop.
-kir::Stmt KernelBuilder::chunk_loop(const std::string& var, const K& lo, const K& hi, int step,
-                                    std::vector<kir::Stmt> body) {
-  const ScalarType I = ScalarType::I64;
-  if (row_cache_ == RowCache::Off || vec_width() == 1) {
-    kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
-    f.step = step;
-    return f;
-  }
-  const std::string k = fresh("chunk");
-  std::vector<kir::Stmt> copy;
-  copy.push_back(kir::decl(
-      var, I, kir::binary(kir::BinOp::Add, lo, kir::binary(kir::BinOp::Mul, kir::var({k}, I), kir::ci(step, I)))));
-  copy.push_back(kir::if_then(kir::binary(kir::BinOp::Lt, kir::var({var}, I), hi), std::move(body)));
-  return kir::for_loop(k, I, kir::ci(0, I), kir::ci(knobs_.coop_cache, I), std::move(copy), true);
+  kir::Stmt f = kir::for_loop(var, I, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)),
+                              end, std::move(chunks));
+  f.step = step;
+  emit(std::move(f));
 }
 
 // The edges of a peeled row: its elements before `peel` and from `end` on, one at a time,

@@ -161,7 +161,9 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   }
   cache_guard_ = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
-  emit(chunk_loop(var, lo, hi, step, std::move(body)));
+  kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
+  f.step = step;
+  emit(std::move(f));
 }
 
 // The shared-memory array that keeps `row` (a tensor's row, by its index with column 0): the
