@@ -99,6 +99,9 @@ void cut_seams(const tir::Program& p, const Knobs& knobs, const Reads& reads, Pl
                       "memory\n  help: cut a seam whose producer is a plain tensor",
                       x.name, x.name));
     out.materialized.push_back(x.name);
+    // A reduction PLACE cuts is written by a kernel of its own group, fusing what it reads as PLACE
+    // says (a library call's result: the callee's fold, as when the op is called alone).
+    if (!pointwise_cut) out.group_results.insert(x.name);
     out.decisions.push_back(fmt::format("PLACE {}: cut — kernel k_{}_{} writes {}[{}] to global memory", x.name, p.op,
                                         x.name, x.name, vars_text(x.vars)));
   }

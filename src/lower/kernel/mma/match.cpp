@@ -66,7 +66,7 @@ const Expr& MmaTier::strip_casts(const Expr& e) {
 bool MmaTier::is_operand(const Expr& e) const {
   if (e.kind != Expr::Kind::Read || !b_.in_global(e.name)) return false;
   const tir::Tensor* t = b_.loops().tensors.find(e.name);
-  return t && t->role == tir::Tensor::Role::Input && scalar_of(t->dtype) == t_.operand;
+  return t && scalar_of(t->dtype) == t_.operand;  // an input, or what an earlier kernel wrote (in_global)
 }
 
 const Expr& MmaTier::peel_factors(const Expr& e, const std::string& axis,
