@@ -53,30 +53,81 @@ std::string join_knobs(const std::vector<std::string>& parts) {
 
 namespace {
 
-// The op lowered under `knobs` when its kernel takes the tensor-core tier there (the tier says
-// why it refuses in a warning W054 and falls back to the scalar one); nullopt otherwise.
-std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
-                                         const std::string& knobs, const std::vector<algebra::DiscoveredChain>* chains,
-                                         const lower::LawMemo* laws) {
+using Tier = lower::KernelPlan::Tier;
+
+// The op lowered under `knobs`, its plans only (a kernel the tensor-core tier refuses says why in
+// a warning W054 and falls back to the scalar one); nullopt where it does not lower.
+std::optional<lower::Lowered> probe(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                                    const std::string& knobs, const std::vector<algebra::DiscoveredChain>* chains,
+                                    const lower::LawMemo* laws) {
   try {
     lower::PipelineOptions options;
     options.laws = laws;
     options.verify_kernel = false;  // a probe is read, never run: its plans, limits and warnings
     options.bodies = lower::KernelBodies::None;
-    lower::Lowered l = lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
-    for (const Warning& w : l.kernels.warnings)
-      if (w.code == "W054") return std::nullopt;
-    return l;
+    return lower::lower_op(program, op, {nullptr, "", knobs}, target, chains, options);
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// The probe where one of its kernels takes the tensor-core tier as `tier`; nullopt otherwise.
+std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
+                                         const std::string& knobs, Tier tier,
+                                         const std::vector<algebra::DiscoveredChain>* chains,
+                                         const lower::LawMemo* laws) {
+  std::optional<lower::Lowered> l = probe(program, op, target, knobs, chains, laws);
+  if (l && std::none_of(l->plans.begin(), l->plans.end(), [&](const lower::KernelPlan& p) { return p.tier == tier; }))
+    return std::nullopt;
+  return l;
+}
+
+// A copy's source (x[...] through casts), else the expression itself.
+const tir::Expr& through_copies(const tir::Expr& e) {
+  if (e.kind == tir::Expr::Kind::Call && e.args.size() == 1 && parse_dtype(e.op)) return through_copies(e.args[0]);
+  return e;
+}
+
+// operand_cuts (op_class.hpp): the reductions a product a sum reduces reads as a factor, directly
+// or through a copy (o[b, h, i, d] = sdpa_causal1_o[b, h, i, d]: the copy stays fused, its
+// source is cut).
+std::vector<std::string> operand_cuts(const tir::Program& p) {
+  // The reduction `name` is, or copies: its name, or "" where it is neither.
+  auto reduction = [&](const std::string& name) -> std::string {
+    const tir::Tensor* t = p.find(name);
+    const tir::Stmt* s = p.def(name);
+    if (!t || !s || t->role != tir::Tensor::Role::Intermediate || !t->record.empty()) return "";
+    const tir::Expr& v = through_copies(s->value);
+    if (tir::has_reduce(v)) return name;
+    const tir::Stmt* source = v.kind == tir::Expr::Kind::Read ? p.def(v.name) : nullptr;
+    const tir::Tensor* st = source ? p.find(v.name) : nullptr;
+    return st && st->role == tir::Tensor::Role::Intermediate && st->record.empty() && tir::has_reduce(source->value)
+               ? v.name
+               : "";
+  };
+  std::vector<std::string> out;
+  for (const tir::Stmt& s : p.stmts)
+    tir::visit(s.value, [&](const tir::Expr& e) {
+      if (e.kind != tir::Expr::Kind::Reduce || e.op != "sum" || e.args.size() != 1) return;
+      const tir::Expr& prod = e.args[0];
+      if (prod.kind != tir::Expr::Kind::Binary || prod.op != "*") return;
+      for (const tir::Expr& factor : prod.args) {
+        const tir::Expr& f = through_copies(factor);
+        if (f.kind != tir::Expr::Kind::Read) continue;
+        const std::string cut = reduction(f.name);
+        if (!cut.empty() && std::find(out.begin(), out.end(), cut) == out.end()) out.push_back(cut);
+      }
+    });
+  return out;
 }
 
 }  // namespace
 
 bool takes_tier(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target, const std::string& knobs,
                 const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws) {
-  return probe_tier(program, op, target, knobs, chains, laws).has_value();
+  const std::optional<lower::Lowered> l = probe(program, op, target, knobs, chains, laws);
+  return l && std::none_of(l->kernels.warnings.begin(), l->kernels.warnings.end(),
+                           [](const Warning& w) { return w.code == "W054"; });
 }
 
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
@@ -104,17 +155,23 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
     });
   }
   if (!target_has(target, Feature::MmaSync)) return c;
-  const std::string atom = mma_atom(op, "mma_m16n8k16");
+  c.operand_cuts = operand_cuts(tensors);
+  std::vector<std::string> cut_knobs;
+  for (const std::string& name : c.operand_cuts) cut_knobs.push_back(fmt::format("PLACE@{}=cut", name));
+  const std::string atom = mma_atom(op, "mma_m16n8k16"), cuts = join_knobs(cut_knobs);
   // The fold probe: the tier takes a one-warp grid but refuses two warps across keys; and on
   // wgmma, one warpgroup. The probes lowered at once.
   const std::vector<std::string> probes{
-      fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom),
-      fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom),
-      target.wgmma ? fmt::format("PLACE=fuse,TILE=a:{}/w4x1/k4,STAGE=d2/tma/ring", mma_atom(op, "wgmma_m64n64k16"))
+      join_knobs({"PLACE=fuse", cuts, fmt::format("TILE=a:{}/w1x1/f1x2/k4", atom)}),
+      join_knobs({"PLACE=fuse", cuts, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom)}),
+      join_knobs({cuts, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom)}),
+      target.wgmma ? join_knobs({"PLACE=fuse", cuts,
+                                 fmt::format("TILE=a:{}/w4x1/k4,STAGE=d2/tma/ring", mma_atom(op, "wgmma_m64n64k16"))})
                    : ""};
+  const Tier tiers[] = {Tier::MmaFold, Tier::MmaFold, Tier::MmaContraction, Tier::MmaFold};
   std::vector<std::optional<lower::Lowered>> lowered(probes.size());
   for_each_on_large_stacks(probes.size(), static_cast<int>(probes.size()), [&](size_t i) {
-    if (!probes[i].empty()) lowered[i] = probe_tier(program, op, target, probes[i], chains, laws);
+    if (!probes[i].empty()) lowered[i] = probe_tier(program, op, target, probes[i], tiers[i], chains, laws);
   });
   if (const std::optional<lower::Lowered>& l = lowered[0]) {
     c.fold = !lowered[1].has_value();

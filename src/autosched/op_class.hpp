@@ -27,6 +27,10 @@ struct OpClass {
   // contractions, sibling register tiles: attention's backward), whose wgmma form has not been
   // measured against mma.sync (it spills at the wider tiles ptxas builds).
   bool wgmma_fold = false;
+  // PLACE@x=cut for each reduction x a sum of products reads as a factor, directly or through a
+  // copy (a library call's result): the tensor-core tiers read their operands from memory (a
+  // projection feeding attention, a call's result feeding a product).
+  std::vector<std::string> operand_cuts;
 };
 
 // The atom of the op's operands' dtype: `shape` + "_bf16" when an input is bf16, else "_f16".
@@ -43,7 +47,9 @@ std::string read_axis_size(const std::string& read, const std::string& axis, con
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
 
-// Three probe lowerings, four on a target with wgmma (none when the target has no tensor cores).
+// Three probe lowerings, four on a target with wgmma (none when the target has no tensor cores),
+// each with the operand cuts; a probe takes the tier where one of its kernels is the tier's kind
+// (a tensor-core fold, a contraction), whatever the op's other kernels take.
 OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const TargetInfo& target,
                     const std::vector<algebra::DiscoveredChain>* chains, const lower::LawMemo* laws = nullptr);
 
