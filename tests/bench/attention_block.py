@@ -8,7 +8,6 @@ the L2 flushed before each launch; every element of Emmy's output against PyTorc
         --schedule auto --schedule sm_90-block
 """
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -17,21 +16,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 import emmy  # noqa: E402
-
-
-def timed(fn, flush, n=20):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(n):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+from fold_variants import timed  # noqa: E402 (the same timing loop: L2 flushed, CUDA events, median)
 
 
 def main():
@@ -53,7 +38,6 @@ def main():
     x = rnd(B, S, C)
     wq, wk, wv = (rnd(C, H, D, scale=C ** -0.5) for _ in range(3))
     wo = rnd(H, D, C, scale=(H * D) ** -0.5)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 
     def torch_block():
         q = torch.einsum("bic,chd->bhid", x, wq)
@@ -64,7 +48,7 @@ def main():
 
     with torch.no_grad():
         ref = torch_block().float()
-        t_torch = timed(torch_block, flush)
+        t_torch = timed(torch, torch_block)
     print(f"block B={B} S={S} C={C} H={H} D={D}: torch (cuBLAS + SDPA) {t_torch:,.1f} us")
     path = str(ROOT / "examples" / "causal_attention.emmy")
     for sched in args.schedule or ["auto"]:
@@ -80,7 +64,7 @@ def main():
         torch.cuda.synchronize()
         err = (y.float() - ref).abs()
         bad = int((~(err <= 2e-2 + 2e-2 * ref.abs())).sum())
-        t = timed(lambda: op(x, wq, wk, wv, wo, out=y), flush, n=5 if "COOP" in sched else 20)
+        t = timed(torch, lambda: op(x, wq, wk, wv, wo, out=y), n=5 if "COOP" in sched else 20)
         print(f"  emmy [{sched}] {t:,.1f} us ({t / t_torch:.2f}x torch's time), max |err| {float(err.max()):.3g}, "
               f"{bad} of {err.numel()} elements past 2e-2 + 2e-2 |ref|")
 
