@@ -1,5 +1,6 @@
 // Checks a schedule block: its op and target exist, its guard is a condition on the op's sizes,
-// each knob parses with the codec, sites name statements or index variables of the op, and
+// each knob parses with the codec, sites name statements or index variables of the op (or a
+// statement of an op call it inlines, as lowering names it: sdpa_causal1_o), and
 // values are legal on the target.
 #include <set>
 
@@ -8,7 +9,46 @@
 #include "sema/passes.hpp"
 
 namespace emmy::sema {
+
 namespace {
+
+// Every expression of the op's body, outermost first.
+std::vector<const ast::Expr*> body_exprs(const ast::OpDecl& op) {
+  std::vector<const ast::Expr*> work, out;
+  for (const ast::Stmt& st : op.body)
+    work.push_back(std::holds_alternative<ast::LetStmt>(st) ? &std::get<ast::LetStmt>(st).value
+                                                            : &std::get<ast::AssignStmt>(st).value);
+  while (!work.empty()) {
+    const ast::Expr* e = work.back();
+    work.pop_back();
+    out.push_back(e);
+    for (const ast::Expr& a : e->args) work.push_back(&a);
+    for (const ast::Expr& w : e->where_) work.push_back(&w);
+  }
+  return out;
+}
+
+// Whether `site` names a statement of an op call the body inlines, as lowering names them:
+// <callee><k>_<a site of the callee> (sdpa_causal1_o; a call inside the callee nests the same
+// way). The number k counts the op's calls as lowering meets them: any k >= 1 is taken here, and
+// a site that names nothing once lowered is warned about there (W050).
+bool inlined_site(const CheckedProgram& program, const ast::OpDecl& op, std::string_view site, int depth = 0) {
+  if (depth > 8) return false;  // (calls nest no deeper in any real program; a cycle is an error elsewhere)
+  for (const ast::Expr* e : body_exprs(op)) {
+    if (e->kind != ast::ExprKind::Call || !site.starts_with(e->text)) continue;
+    auto callee = program.ops.find(e->text);
+    if (callee == program.ops.end() || !callee->second.decl) continue;
+    std::string_view rest = site.substr(e->text.size());
+    const size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string_view::npos || rest[digits] != '_' || rest[0] == '0') continue;
+    const std::string_view inner = rest.substr(digits + 1);
+    const std::vector<std::string> sites = knob_sites(*callee->second.decl);
+    if (std::find(sites.begin(), sites.end(), inner) != sites.end() ||
+        inlined_site(program, *callee->second.decl, inner, depth + 1))
+      return true;
+  }
+  return false;
+}
 
 SourceRange sub_range(SourceRange value, size_t offset, size_t length) {
   uint32_t b = value.begin + static_cast<uint32_t>(std::min<size_t>(offset, value.end - value.begin));
@@ -171,7 +211,8 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
           .hint("keep one of them");
       continue;
     }
-    if (k.site && op_it != program.ops.end() && std::find(sites.begin(), sites.end(), site) == sites.end()) {
+    if (k.site && op_it != program.ops.end() && std::find(sites.begin(), sites.end(), site) == sites.end() &&
+        !inlined_site(program, *op_it->second.decl, site)) {
       std::string guess = closest_name(site, sites);
       diags.error("E058", k.site->range, fmt::format("op {} has no statement or index variable '{}'", s.op.name, site))
           .hint(guess.empty() ? fmt::format("sites of {} are: {}", s.op.name, fmt::join(sites, ", "))
@@ -211,17 +252,8 @@ std::vector<std::string> knob_sites(const ast::OpDecl& op) {
       if (ix.kind == ast::ExprKind::Name) s.insert(ix.text);
   }
   // Reduction axes are sites too (TILE@j): collect them from every expression.
-  std::vector<const ast::Expr*> work;
-  for (const ast::Stmt& st : op.body)
-    work.push_back(std::holds_alternative<ast::LetStmt>(st) ? &std::get<ast::LetStmt>(st).value
-                                                            : &std::get<ast::AssignStmt>(st).value);
-  while (!work.empty()) {
-    const ast::Expr* e = work.back();
-    work.pop_back();
+  for (const ast::Expr* e : sema::body_exprs(op))
     for (const ast::Ident& ax : e->axes) s.insert(ax.name);
-    for (const ast::Expr& a : e->args) work.push_back(&a);
-    for (const ast::Expr& w : e->where_) work.push_back(&w);
-  }
   return {s.begin(), s.end()};
 }
 
