@@ -32,8 +32,18 @@ std::vector<const ast::Expr*> body_exprs(const ast::OpDecl& op) {
 // <callee><k>_<a site of the callee> (sdpa_causal1_o; a call inside the callee nests the same
 // way). The number k counts the op's calls as lowering meets them: any k >= 1 is taken here, and
 // a site that names nothing once lowered is warned about there (W050).
+// Whether the op's body calls an op of the program (f(x)[i]; not a builtin function).
+bool makes_calls(const CheckedProgram& program, const ast::OpDecl* op) {
+  if (!op) return false;
+  const std::vector<const ast::Expr*> exprs = body_exprs(*op);
+  return std::any_of(exprs.begin(), exprs.end(), [&](const ast::Expr* e) {
+    return e->kind == ast::ExprKind::Call && program.ops.count(e->text) > 0;
+  });
+}
+
+constexpr int kMaxCallDepth = 16;  // a guard only: sema refuses an op that calls itself
 bool inlined_site(const CheckedProgram& program, const ast::OpDecl& op, std::string_view site, int depth = 0) {
-  if (depth > 8) return false;  // (calls nest no deeper in any real program; a cycle is an error elsewhere)
+  if (depth > kMaxCallDepth) return false;
   for (const ast::Expr* e : body_exprs(op)) {
     if (e->kind != ast::ExprKind::Call || !site.starts_with(e->text)) continue;
     auto callee = program.ops.find(e->text);
@@ -215,7 +225,10 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
         !inlined_site(program, *op_it->second.decl, site)) {
       std::string guess = closest_name(site, sites);
       diags.error("E058", k.site->range, fmt::format("op {} has no statement or index variable '{}'", s.op.name, site))
-          .hint(guess.empty() ? fmt::format("sites of {} are: {}", s.op.name, fmt::join(sites, ", "))
+          .hint(guess.empty() ? fmt::format("sites of {} are: {}{}", s.op.name, fmt::join(sites, ", "),
+                                            makes_calls(program, op_it->second.decl)
+                                                ? "; a call's statements: <callee><k>_<name> (--ir tensor lists them)"
+                                                : "")
                               : fmt::format("did you mean '{}'?", guess));
       continue;
     }
