@@ -464,11 +464,8 @@ std::vector<std::string> tile_choices(const CheckedOp& op, Family family, const 
 }
 
 std::string knobs_of(const OpClass& cls, const TileChoice& c) {
-  std::vector<std::string> parts{cls.fold ? "PLACE=fuse" : ""};
-  for (const std::string& cut : cls.operand_cuts) parts.push_back(fmt::format("PLACE@{}=cut", cut));
-  for (const std::string& part : {c.tile, c.pipeline, std::string(cls.has_exp ? "FAST_EXP=1" : "")})
-    parts.push_back(part);
-  return join_knobs(parts);
+  return join_knobs(
+      {cls.fold ? "PLACE=fuse" : "", operand_cut_knobs(cls), c.tile, c.pipeline, cls.has_exp ? "FAST_EXP=1" : ""});
 }
 
 // The longest row the op reduces at `at` (a literal size, or 0 when none is bound).

@@ -51,6 +51,12 @@ std::string join_knobs(const std::vector<std::string>& parts) {
   return out;
 }
 
+std::string operand_cut_knobs(const OpClass& cls) {
+  std::vector<std::string> parts;
+  for (const std::string& name : cls.operand_cuts) parts.push_back(fmt::format("PLACE@{}=cut", name));
+  return join_knobs(parts);
+}
+
 namespace {
 
 using Tier = lower::KernelPlan::Tier;
@@ -82,12 +88,6 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
   return l;
 }
 
-// A copy's source (x[...] through casts), else the expression itself.
-const tir::Expr& through_copies(const tir::Expr& e) {
-  if (e.kind == tir::Expr::Kind::Call && e.args.size() == 1 && parse_dtype(e.op)) return through_copies(e.args[0]);
-  return e;
-}
-
 // operand_cuts (op_class.hpp): the reductions a product a sum reduces reads as a factor, directly
 // or through a copy (o[b, h, i, d] = sdpa_causal1_o[b, h, i, d]: the copy stays fused, its
 // source is cut).
@@ -97,7 +97,7 @@ std::vector<std::string> operand_cuts(const tir::Program& p) {
     const tir::Tensor* t = p.find(name);
     const tir::Stmt* s = p.def(name);
     if (!t || !s || t->role != tir::Tensor::Role::Intermediate || !t->record.empty()) return "";
-    const tir::Expr& v = through_copies(s->value);
+    const tir::Expr& v = tir::strip_casts(s->value);
     if (tir::has_reduce(v)) return name;
     const tir::Stmt* source = v.kind == tir::Expr::Kind::Read ? p.def(v.name) : nullptr;
     const tir::Tensor* st = source ? p.find(v.name) : nullptr;
@@ -112,7 +112,7 @@ std::vector<std::string> operand_cuts(const tir::Program& p) {
       const tir::Expr& prod = e.args[0];
       if (prod.kind != tir::Expr::Kind::Binary || prod.op != "*") return;
       for (const tir::Expr& factor : prod.args) {
-        const tir::Expr& f = through_copies(factor);
+        const tir::Expr& f = tir::strip_casts(factor);
         if (f.kind != tir::Expr::Kind::Read) continue;
         const std::string cut = reduction(f.name);
         if (!cut.empty() && std::find(out.begin(), out.end(), cut) == out.end()) out.push_back(cut);
@@ -156,9 +156,7 @@ OpClass classify_op(const CheckedProgram& program, const CheckedOp& op, const Ta
   }
   if (!target_has(target, Feature::MmaSync)) return c;
   c.operand_cuts = operand_cuts(tensors);
-  std::vector<std::string> cut_knobs;
-  for (const std::string& name : c.operand_cuts) cut_knobs.push_back(fmt::format("PLACE@{}=cut", name));
-  const std::string atom = mma_atom(op, "mma_m16n8k16"), cuts = join_knobs(cut_knobs);
+  const std::string atom = mma_atom(op, "mma_m16n8k16"), cuts = operand_cut_knobs(c);
   // The fold probe: the tier takes a one-warp grid but refuses two warps across keys; and on
   // wgmma, one warpgroup. The probes lowered at once.
   const std::vector<std::string> probes{

@@ -46,6 +46,8 @@ int widest_vector(const CheckedOp& op);
 std::string read_axis_size(const std::string& read, const std::string& axis, const tir::Program& tensors);
 // Knob list entries joined with ',', empty ones left out.
 std::string join_knobs(const std::vector<std::string>& parts);
+// The operand cuts as knobs: PLACE@x=cut each, joined.
+std::string operand_cut_knobs(const OpClass& cls);
 
 // Three probe lowerings, four on a target with wgmma (none when the target has no tensor cores),
 // each with the operand cuts; a probe takes the tier where one of its kernels is the tier's kind

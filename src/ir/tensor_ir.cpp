@@ -97,6 +97,11 @@ bool has_reduce(const Expr& e) {
   return any_node(e, [](const Expr& x) { return x.kind == Expr::Kind::Reduce; });
 }
 
+const Expr& strip_casts(const Expr& e) {
+  if (e.kind == Expr::Kind::Call && e.args.size() == 1 && parse_dtype(e.op)) return strip_casts(e.args[0]);
+  return e;
+}
+
 size_t node_count(const Expr& e, size_t cap) {
   size_t n = 1;
   for (const std::vector<Expr>* list : {&e.args, &e.where})

@@ -78,6 +78,8 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& f);
 bool any_node(const Expr& e, const std::function<bool(const Expr&)>& match);
 
 bool has_reduce(const Expr& e);
+// e without the dtype casts around it (f16(f32(x[i])) -> x[i]).
+const Expr& strip_casts(const Expr& e);
 // The nodes of e (arguments and predicates), counted up to `cap`: min(count, cap).
 size_t node_count(const Expr& e, size_t cap);
 // The most nodes an expression may have and still be copied into its uses (a let into each

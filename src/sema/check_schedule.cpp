@@ -2,6 +2,7 @@
 // each knob parses with the codec, sites name statements or index variables of the op (or a
 // statement of an op call it inlines, as lowering names it: sdpa_causal1_o), and
 // values are legal on the target.
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -28,34 +29,36 @@ std::vector<const ast::Expr*> body_exprs(const ast::OpDecl& op) {
   return out;
 }
 
-// Whether `site` names a statement of an op call the body inlines, as lowering names them:
-// <callee><k>_<a site of the callee> (sdpa_causal1_o; a call inside the callee nests the same
-// way). The number k counts the op's calls as lowering meets them: any k >= 1 is taken here, and
-// a site that names nothing once lowered is warned about there (W050).
-// Whether the op's body calls an op of the program (f(x)[i]; not a builtin function).
-bool makes_calls(const CheckedProgram& program, const ast::OpDecl* op) {
-  if (!op) return false;
-  const std::vector<const ast::Expr*> exprs = body_exprs(*op);
-  return std::any_of(exprs.begin(), exprs.end(), [&](const ast::Expr* e) {
-    return e->kind == ast::ExprKind::Call && program.ops.count(e->text) > 0;
-  });
+// The ops the op's body calls (f(x)[i]; not a builtin function), and the ops those call, each
+// once: every op lowering inlines into it.
+std::map<std::string, const ast::OpDecl*> inlined_ops(const CheckedProgram& program, const ast::OpDecl& op) {
+  std::map<std::string, const ast::OpDecl*> out;
+  std::vector<const ast::OpDecl*> work{&op};
+  while (!work.empty()) {
+    const ast::OpDecl* next = work.back();
+    work.pop_back();
+    for (const ast::Expr* e : body_exprs(*next)) {
+      if (e->kind != ast::ExprKind::Call) continue;
+      auto callee = program.ops.find(e->text);
+      if (callee != program.ops.end() && callee->second.decl && out.emplace(e->text, callee->second.decl).second)
+        work.push_back(callee->second.decl);
+    }
+  }
+  return out;
 }
 
-constexpr int kMaxCallDepth = 16;  // a guard only: sema refuses an op that calls itself
-bool inlined_site(const CheckedProgram& program, const ast::OpDecl& op, std::string_view site, int depth = 0) {
-  if (depth > kMaxCallDepth) return false;
-  for (const ast::Expr* e : body_exprs(op)) {
-    if (e->kind != ast::ExprKind::Call || !site.starts_with(e->text)) continue;
-    auto callee = program.ops.find(e->text);
-    if (callee == program.ops.end() || !callee->second.decl) continue;
-    std::string_view rest = site.substr(e->text.size());
+// Whether `site` names a statement of an op call the body inlines, as lowering names them
+// (lower/to_tensor.cpp): <callee><k>_<a site of the callee> (sdpa_causal1_o), a call inside a
+// callee alike. The number k counts the op's calls as lowering meets them: any k >= 1 is taken
+// here, and a site that names nothing once lowered is warned about there (W050).
+bool inlined_site(const std::map<std::string, const ast::OpDecl*>& callees, std::string_view site) {
+  for (const auto& [name, decl] : callees) {
+    if (!site.starts_with(name)) continue;
+    const std::string_view rest = site.substr(name.size());
     const size_t digits = rest.find_first_not_of("0123456789");
     if (digits == 0 || digits == std::string_view::npos || rest[digits] != '_' || rest[0] == '0') continue;
-    const std::string_view inner = rest.substr(digits + 1);
-    const std::vector<std::string> sites = knob_sites(*callee->second.decl);
-    if (std::find(sites.begin(), sites.end(), inner) != sites.end() ||
-        inlined_site(program, *callee->second.decl, inner, depth + 1))
-      return true;
+    const std::vector<std::string> sites = knob_sites(*decl);
+    if (std::find(sites.begin(), sites.end(), rest.substr(digits + 1)) != sites.end()) return true;
   }
   return false;
 }
@@ -204,6 +207,9 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
   }
   std::vector<std::string> sites =
       op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);
+  const std::map<std::string, const ast::OpDecl*> callees = op_it == program.ops.end() || !op_it->second.decl
+                                                                ? std::map<std::string, const ast::OpDecl*>{}
+                                                                : inlined_ops(program, *op_it->second.decl);
   std::map<std::pair<std::string, std::string>, SourceRange> seen;
   for (const ast::KnobEntry& k : s.entries) {
     std::variant<Knob, KnobError> looked_up = lookup_knob(k.knob.name);
@@ -222,14 +228,14 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
       continue;
     }
     if (k.site && op_it != program.ops.end() && std::find(sites.begin(), sites.end(), site) == sites.end() &&
-        !inlined_site(program, *op_it->second.decl, site)) {
+        !inlined_site(callees, site)) {
       std::string guess = closest_name(site, sites);
       diags.error("E058", k.site->range, fmt::format("op {} has no statement or index variable '{}'", s.op.name, site))
-          .hint(guess.empty() ? fmt::format("sites of {} are: {}{}", s.op.name, fmt::join(sites, ", "),
-                                            makes_calls(program, op_it->second.decl)
-                                                ? "; a call's statements: <callee><k>_<name> (--ir tensor lists them)"
-                                                : "")
-                              : fmt::format("did you mean '{}'?", guess));
+          .hint(guess.empty()
+                    ? fmt::format(
+                          "sites of {} are: {}{}", s.op.name, fmt::join(sites, ", "),
+                          callees.empty() ? "" : "; a call's statements: <callee><k>_<name> (--ir tensor lists them)")
+                    : fmt::format("did you mean '{}'?", guess));
       continue;
     }
     auto parsed = parse_knob_value(knob, site, k.value);

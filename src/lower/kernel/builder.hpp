@@ -399,9 +399,9 @@ class KernelBuilder {
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
-  // Elements a chunk: V, or one in the row cache's scalar variant and its peeled variant's
-  // contiguous shares.
-  int vec_width() const { return row_cache_ == RowCache::Scalar || cache_edge_ ? 1 : knobs_.coop_vec; }
+  // Elements a chunk: V, or one in the row cache's scalar variant (and the peeled variant's
+  // contiguous shares, split as the scalar variant's).
+  int vec_width() const { return row_cache_ == RowCache::Scalar ? 1 : knobs_.coop_vec; }
   static kir::Reg vec_reg(const VecChunk::Access& a, int u);
   kir::Stmt vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer, kir::Space space,
                      const K& first);
@@ -437,7 +437,6 @@ class KernelBuilder {
   std::string cache_guard_;               // the current split's loop (bounds, step)
   std::vector<K> cache_conds_;            // sizes that must be multiples of V (the vector body)
   std::vector<std::string> cache_sizes_;  // the split axes' sizes, each at most N * V * R (in order)
-  bool cache_edge_ = false;               // a contiguous share in the peeled variant: one element a chunk
   K coop_slot_;                           // the thread's row among the block's rows
   int64_t cache_capacity() const {
     return static_cast<int64_t>(knobs_.coop_threads) * knobs_.coop_vec * knobs_.coop_cache;

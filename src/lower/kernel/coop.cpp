@@ -152,7 +152,7 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
     return;
   }
   // Rows that need not start V-aligned: the peeled path where shares are strided, else one element at a time.
-  std::vector<kir::Stmt> scalar_body =
+  std::vector<kir::Stmt> unaligned_body =
       contiguous ? nested(scalar_path) : nested([&] { coop_peeled(axis, fresh(axis.name + "0"), n * v, element); });
   K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size, kir::ci(v, I)), kir::ci(0, I));
   std::vector<std::string> names{axis.size};
@@ -167,7 +167,7 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
                                "aligned; else {}",
                                v, fmt::join(names, ", "), names.size() == 1 ? "is a multiple" : "are multiples", v,
                                contiguous ? "one element at a time" : "the peeled path")));
-  emit(kir::if_then(ok, std::move(vector_body), std::move(scalar_body)));
+  emit(kir::if_then(ok, std::move(vector_body), std::move(unaligned_body)));
   coop_inner_ = was_inner;
 }
 
@@ -237,7 +237,7 @@ void KernelBuilder::coop_edges(const tir::Axis& axis, const K& peel, const K& en
 // aligned path where t's rows start V-aligned (vec_stride_ok), in the peeled path where the
 // row starts where the anchor's does (the first row asked about is the anchor).
 bool KernelBuilder::vec_row_ok(const tir::Tensor& t, const K& row) {
-  if (!peeling_ || vec_width() == 1) return vec_stride_ok(t);
+  if (!peeling_) return vec_stride_ok(t);
   if (!peel_anchor_) peel_anchor_ = row;
   return render_key(row) == render_key(*peel_anchor_);
 }

@@ -123,22 +123,26 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
 // expression of the earlier pass's (the same thread, the same elements) and finds it kept.
 // The caller checks that the axis has at most N * V * R elements.
 void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
-  // The peeled variant's contiguous shares (a monoid not proved commutative) take one element a chunk.
-  struct Edge {
-    bool& flag;
-    bool was;
-    Edge(bool& f, bool on) : flag(f), was(f) { flag = flag || on; }
-    ~Edge() { flag = was; }
-  } edge(cache_edge_, row_cache_ == RowCache::Peeled && contiguous);
+  if (row_cache_ == RowCache::Peeled && contiguous) {  // (a combine not proved commutative) the scalar variant's split
+    row_cache_ = RowCache::Scalar;
+    coop_cached_split(axis, contiguous, element);
+    row_cache_ = RowCache::Peeled;
+    return;
+  }
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
   if (std::find(cache_sizes_.begin(), cache_sizes_.end(), axis.size) == cache_sizes_.end())
     cache_sizes_.push_back(axis.size);
+  const std::string var = unclashed("rc_" + axis.name);
+  if (row_cache_ == RowCache::Peeled) {  // the chunks' elements are known by their anchor (cached_read)
+    cache_guard_ = "peeled/" + std::to_string(n * w);
+    coop_peeled(axis, var, n * w, element);
+    return;
+  }
   // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
   // one dim has no row stride to check it by): the vector body is chosen at run time then.
-  if (w > 1 && row_cache_ == RowCache::Vector &&
-      std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
+  if (w > 1 && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
     cache_conds_.push_back(size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
@@ -152,12 +156,6 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     lo = kir::binary(kir::BinOp::Mul, coop_lane_, per);
     hi = kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Add, lo, per), size);
     step = w;
-  }
-  const std::string var = unclashed("rc_" + axis.name);
-  if (row_cache_ == RowCache::Peeled && !contiguous) {  // the chunks' elements are known by their anchor (cached_read)
-    cache_guard_ = "peeled/" + std::to_string(step);
-    coop_peeled(axis, var, step, element);
-    return;
   }
   cache_guard_ = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });

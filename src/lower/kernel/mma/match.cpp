@@ -58,26 +58,21 @@ bool MmaTier::reject(std::string why) {
   return false;
 }
 
-const Expr& MmaTier::strip_casts(const Expr& e) {
-  if (e.kind == Expr::Kind::Call && parse_dtype(e.op) && e.args.size() == 1) return strip_casts(e.args[0]);
-  return e;
-}
-
 bool MmaTier::is_operand(const Expr& e) const {
   if (e.kind != Expr::Kind::Read || !b_.in_global(e.name)) return false;
   const tir::Tensor* t = b_.loops().tensors.find(e.name);
-  return t && scalar_of(t->dtype) == t_.operand;  // an input, or what an earlier kernel wrote (in_global)
+  return t && scalar_of(t->dtype) == t_.operand;
 }
 
 const Expr& MmaTier::peel_factors(const Expr& e, const std::string& axis,
                                   std::vector<std::pair<std::string, Expr>>& factors) {
-  const Expr* x = &strip_casts(e);
+  const Expr* x = &tir::strip_casts(e);
   while (x->kind == Expr::Kind::Binary && (x->op == "*" || x->op == "/") && x->args.size() == 2) {
     const int keep = x->op == "*" && !tir::uses_index(x->args[0], axis) && !tir::has_reduce(x->args[0]) ? 1 : 0;
     const Expr& factor = x->args[1 - keep];
     if (tir::uses_index(factor, axis) || tir::has_reduce(factor)) break;
     factors.emplace_back(x->op, factor);
-    x = &strip_casts(x->args[keep]);
+    x = &tir::strip_casts(x->args[keep]);
   }
   return *x;
 }
@@ -261,7 +256,7 @@ bool MmaTier::plan_fold(const lir::Kernel& k, const lir::Stmt& fold) {
   for (size_t f : rescaled_.weighted) {
     const lir::CarrierField& field = fold.fields[f];
     if (!field.per_tile) continue;
-    const Expr& v = strip_casts(field.lift);
+    const Expr& v = tir::strip_casts(field.lift);
     if (!tile_loop_ || !is_operand(v) || !tir::uses_index(v, fold.axis.name) ||
         !tir::uses_index(v, tile_loop_->axis.name))
       return reject(fmt::format("the vector field {} lifts {}, not a {} input read at the fold's and the tile's axes",

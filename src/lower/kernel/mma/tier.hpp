@@ -38,9 +38,8 @@ class MmaTier {
   // ---- matching --------------------------------------------------------------------------
   bool reject(std::string why);
 
-  static const Expr& strip_casts(const Expr& e);
-
-  // A read of a global input whose elements the atom takes as they are.
+  // A read of a global tensor (an input, or what an earlier kernel wrote) whose elements the atom
+  // takes as they are.
   bool is_operand(const Expr& e) const;
 
   // Finds the one contraction sum(d: row * col) in `e` (inlining register intermediates on
