@@ -19,10 +19,12 @@ def screen():
     return tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "repl")
 
 
-def wait_for(text, timeout=60.0):
+def wait_for(text, timeout=60.0, times=1):
+    """Waits until the screen shows `text` at least `times` times: typing before the prompt is
+    drawn lets the terminal echo the keys ahead of it."""
     end = time.time() + timeout
     while time.time() < end:
-        if text in screen():
+        if screen().count(text) >= times:
             return
         time.sleep(0.1)
     sys.stdout.write(screen())
@@ -45,21 +47,27 @@ try:
     typed("op twice(x: f32[N]) -> (y: f32[N]) {", "Enter")
     wait_for("  ...> ")
     typed("  y[n] = 2 * x[n];", "Enter")
+    wait_for("  ...> ", times=2)
     typed("}", "Enter")
     wait_for("defined op twice")
+    wait_for("emmy> ", times=2)
     # Tab completes a command and an op name.
     typed(":sh", "Tab")
     typed(" N=8", "Enter")
     wait_for("shape N=8")
+    wait_for("emmy> ", times=3)
     typed(":run tw", "Tab")
     typed(" --interp", "Enter")
     wait_for("result")
     wait_for(" ok")
+    wait_for("emmy> ", times=4)
     # An error shows its caret and leaves the session as it was.
     typed("op bad(x: f32[N]) -> (y: f32[N]) { y[n] = q[n]; }", "Enter")
     wait_for("(not added; the session is unchanged)")
+    wait_for("emmy> ", times=5)
     typed(":list", "Enter")
     wait_for("knobs (none)")
+    wait_for("emmy> ", times=6)
     typed(":quit", "Enter")
     end = time.time() + 60
     history = os.path.join(config, "emmy", "repl_history")
