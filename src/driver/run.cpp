@@ -110,6 +110,7 @@ nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
                         {"elements_off", m.off},
                         {"reference_nan", m.reference_nan},
                         {"reference_inf", m.reference_inf},
+                        {"reference_rms", m.reference_rms},
                         {"ok", c.written && m.ok}};
     if (c.written && m.elements > 0)
       j["worst"] = {{"index", index_text(m.worst, c.shape)}, {"got", m.worst_got}, {"want", m.worst_want}};

@@ -23,12 +23,14 @@ struct Element {
   bool non_finite = false;
 };
 
-Element judge(double g, double r, const Tolerance& t) {
+// `scale_bound`: what every finite element may be off by whatever its own size (rel_l2 times the
+// reference's RMS, see compare).
+Element judge(double g, double r, const Tolerance& t, double scale_bound) {
   if (std::isnan(r)) return std::isnan(g) ? Element{} : Element{kInf, kInf, true, false};
   if (std::isinf(r)) return g == r ? Element{} : Element{kInf, kInf, true, false};
   if (!std::isfinite(g)) return Element{kInf, kInf, true, true};
   const double err = std::fabs(g - r);
-  const double bound = t.atol + t.rtol * std::fabs(r);
+  const double bound = t.atol + t.rtol * std::fabs(r) + scale_bound;
   const double excess = err == 0 ? 0 : bound > 0 ? err / bound : kInf;
   return Element{err, excess, err > bound, false};
 }
@@ -41,8 +43,8 @@ struct Partial {
   bool mismatch = false;  // the reference is NaN or infinite and `got` differs
 };
 
-void add(Partial& p, size_t i, double g, double r, const Tolerance& t) {
-  const Element e = judge(g, r, t);
+void add(Partial& p, size_t i, double g, double r, const Tolerance& t, double scale_bound) {
+  const Element e = judge(g, r, t, scale_bound);
   if (std::isfinite(r) && std::isfinite(g)) {
     p.err2 += e.err * e.err;
     p.ref2 += r * r;
@@ -90,9 +92,29 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance
                                 shape_str(got.shape), got.data.size(), shape_str(ref.shape), ref.data.size());
     return c;
   }
+  // An element of a sum whose terms cancel is near zero while its rounding error is that of the
+  // terms: such an element is judged against the output's scale (the RMS of the finite reference
+  // elements), being off by at most what the whole output may be off on average.
+  std::vector<double> sums(chunk_count(ref.data.size()), 0.0);
+  std::vector<size_t> counts(sums.size(), 0);
+  parallel_chunks(ref.data.size(), [&](size_t chunk, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      if (std::isfinite(ref.data[i])) {
+        sums[chunk] += ref.data[i] * ref.data[i];
+        ++counts[chunk];
+      }
+  });
+  double sum = 0;
+  size_t count = 0;
+  for (size_t k = 0; k < sums.size(); ++k) {
+    sum += sums[k];
+    count += counts[k];
+  }
+  c.reference_rms = count ? std::sqrt(sum / static_cast<double>(count)) : 0;
+  const double scale_bound = tolerance.rel_l2 * c.reference_rms;
   std::vector<Partial> parts(chunk_count(ref.data.size()));
   parallel_chunks(ref.data.size(), [&](size_t chunk, size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) add(parts[chunk], i, got.data[i], ref.data[i], tolerance);
+    for (size_t i = begin; i < end; ++i) add(parts[chunk], i, got.data[i], ref.data[i], tolerance, scale_bound);
   });
   Partial total;
   for (const Partial& p : parts) {
@@ -129,9 +151,10 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance
 
 // Elementwise bounds sit above the L2 figure: L2 is an average, one element may be a few
 // roundings worse. Each is at least a unit roundoff of the dtype (f16 2^-11, bf16 2^-8), and
-// atol is the L2 tolerance itself: an element of a unit-scale output may be off by what the
-// whole output may be off on average (a 16-bit program that stores an intermediate, an op
-// call's f16 output, then sums 32 products of it, is a few 1e-3 off where the terms cancel).
+// atol is the L2 tolerance itself: an element may be off by what the whole output may be off on
+// average, atol at unit scale, rel_l2 times the reference's RMS at any scale (compare: a 16-bit
+// program that stores an intermediate, an op call's f16 output, then sums products of it, is
+// 1e-3 of the output's RMS off where the terms cancel).
 Tolerance tolerance_for(DType dtype) {
   struct Row {
     DType dtype;
@@ -178,10 +201,11 @@ std::string failure_reason(const std::string& name, const Comparison& c, const T
   std::vector<std::string> why;
   if (!c.reference_error.empty()) why.push_back(c.reference_error);
   if (c.off > 0)
-    why.push_back(fmt::format("{} of {} elements off{}, worst {}{}: got {}, want {} (bound {:.1e} + {:.1e}*|want|)",
-                              c.off, c.elements, c.non_finite ? fmt::format(" ({} non-finite)", c.non_finite) : "",
-                              name, index_text(c.worst, shape), value_text(c.worst_got), value_text(c.worst_want),
-                              tolerance.atol, tolerance.rtol));
+    why.push_back(fmt::format(
+        "{} of {} elements off{}, worst {}{}: got {}, want {} (bound {:.1e} + {:.1e}*|want| + {:.1e}*rms, rms {:.3g})",
+        c.off, c.elements, c.non_finite ? fmt::format(" ({} non-finite)", c.non_finite) : "", name,
+        index_text(c.worst, shape), value_text(c.worst_got), value_text(c.worst_want), tolerance.atol, tolerance.rtol,
+        tolerance.rel_l2, c.reference_rms));
   if (c.rel_l2 > tolerance.rel_l2) why.push_back(fmt::format("rel L2 {:.2e} > {:.1e}", c.rel_l2, tolerance.rel_l2));
   return fmt::format("{}", fmt::join(why, "; "));
 }

@@ -17,8 +17,10 @@ namespace emmy {
 // place this rule is stated; tests of NaN propagation raise it for their own checks.
 inline constexpr double kMaxNonFiniteReference = 0.01;
 
-// What an output must meet. Elementwise: |got - ref| <= atol + rtol * |ref| for every element
-// whose reference is finite; a NaN reference needs a NaN, an infinite one the same infinity.
+// What an output must meet. Elementwise: |got - ref| <= atol + rtol * |ref| + rel_l2 * rms(ref)
+// for every element whose reference is finite (rms over those elements: an element where a sum's
+// terms cancel carries the terms' rounding, not its own size's); a NaN reference needs a NaN, an
+// infinite one the same infinity.
 struct Tolerance {
   constexpr Tolerance(double rel_l2_ = 0, double atol_ = 0, double rtol_ = 0,
                       double max_non_finite_reference_ = kMaxNonFiniteReference)
@@ -37,6 +39,7 @@ struct Comparison {
   size_t off = 0;         // elements outside their bound (non-finite mismatches included)
   size_t non_finite = 0;  // NaN/Inf in `got` where the reference is finite
   size_t reference_nan = 0, reference_inf = 0;
+  double reference_rms = 0;     // over the finite reference elements
   bool ok = false;              // shapes equal, off == 0, rel_l2 within tolerance, reference meaningful
   std::string shape_error;      // non-empty when shapes differ
   std::string reference_error;  // non-empty when the reference is too often NaN or infinite

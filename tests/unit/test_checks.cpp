@@ -109,8 +109,8 @@ TEST_CASE("checks: an output element that no kernel writes fails, though the L2 
   CHECK(std::isnan(cmp.worst_got));
   CHECK(cmp.rel_l2 < tolerance_for(DType::F16).rel_l2);  // the written elements are right
   CHECK(why == fmt::format("y: {} of 4096 elements off ({} non-finite), worst y{}: got nan, want {:.6g} (bound "
-                           "5.0e-03 + 1.0e-02*|want|)",
-                           cmp.off, cmp.off, index_text(cmp.worst, {64, 64}), cmp.worst_want));
+                           "5.0e-03 + 1.0e-02*|want| + 5.0e-03*rms, rms {:.3g})",
+                           cmp.off, cmp.off, index_text(cmp.worst, {64, 64}), cmp.worst_want, cmp.reference_rms));
 }
 
 TEST_CASE("checks: a reference NaN in every element fails the tuner's check, kernels agreeing or not") {

@@ -450,7 +450,11 @@ TEST_CASE("reference: compare measures the relative L2 error and flags NaN and s
   CHECK(c.off == 0);
   CHECK(c.elements == 4);
   CHECK_FALSE(compare(near, ref, {1e-5, 2e-3, 0}).ok);  // the L2 figure is still required
-  CHECK_FALSE(compare(near, ref, {1e-3, 5e-4, 0}).ok);  // and so is the elementwise bound
+  // And so is the elementwise bound: 1e-3 > 4e-4 + 2e-4 * rms (2.74).
+  const Comparison elementwise = compare(near, ref, {2e-4, 4e-4, 0});
+  CHECK(elementwise.rel_l2 <= 2e-4);
+  CHECK(elementwise.off == 1);
+  CHECK_FALSE(elementwise.ok);
 
   HostTensor nan = tensor(DType::F32, {2, 2}, {1, std::nan(""), 3, 4});
   Comparison n = compare(nan, ref, {1.0, 1.0, 0});
@@ -519,14 +523,39 @@ TEST_CASE("reference: compare bounds every element: one element off fails though
   CHECK(c.worst_got == 1.0002);
   CHECK(c.worst_want == 1.0);
   const std::string why = failure_reason("o", c, f32, {10, 100});
-  CHECK(why == "1 of 1000 elements off, worst o[6, 17]: got 1.0002, want 1 (bound 1.0e-05 + 1.0e-04*|want|)");
-  // Within the bound it passes: 1e-5 + 1e-4 * 1 = 1.1e-4.
+  CHECK(why ==
+        "1 of 1000 elements off, worst o[6, 17]: got 1.0002, want 1 (bound 1.0e-05 + 1.0e-04*|want| + 1.0e-05*rms, rms "
+        "1)");
+  // Within the bound it passes: 1e-5 + 1e-4 * 1 + 1e-5 * 1 = 1.2e-4.
   near[617] = 1.0001;
   CHECK(compare(tensor(DType::F32, {10, 100}, near), tensor(DType::F32, {10, 100}, ones), f32).ok);
-  // atol alone where the reference is 0; rtol alone scales with |ref|.
-  CHECK(compare(tensor(DType::F32, {2}, {9e-6, 1000.09}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
-  CHECK_FALSE(compare(tensor(DType::F32, {2}, {2e-5, 1000}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
-  CHECK_FALSE(compare(tensor(DType::F32, {2}, {0, 1000.2}), tensor(DType::F32, {2}, {0, 1000}), {1, 1e-5, 1e-4}).ok);
+  // atol where the reference is 0; rtol scales with |ref|; rel_l2 (1e-9 here) with the RMS (707).
+  const Tolerance t{1e-9, 1e-5, 1e-4};
+  const HostTensor zero_and_large = tensor(DType::F32, {2}, {0, 1000});
+  CHECK(compare(tensor(DType::F32, {2}, {9e-6, 1000.09}), zero_and_large, t).off == 0);
+  CHECK(compare(tensor(DType::F32, {2}, {2e-5, 1000}), zero_and_large, t).off == 1);
+  CHECK(compare(tensor(DType::F32, {2}, {0, 1000.2}), zero_and_large, t).off == 1);
+}
+
+TEST_CASE("reference: an element where a sum's terms cancel is judged against the output's RMS") {
+  // y = 0.01 is a sum whose terms are of the size of its neighbours (100): a kernel that rounds
+  // the terms to f16 is off by the terms' rounding there, not by 1% of 0.01.
+  const HostTensor want = tensor(DType::F16, {4}, {100, -100, 0.01, 100});
+  const Tolerance f16 = tolerance_for(DType::F16);
+  const Comparison near = compare(tensor(DType::F16, {4}, {100, -100, 0.3, 100}), want, f16);
+  CHECK(near.reference_rms == doctest::Approx(std::sqrt(30000.0001 / 4)));
+  CHECK(near.off == 0);  // 0.29 <= 5e-3 + 1e-2 * 0.01 + 5e-3 * 86.6 = 0.438
+  CHECK(near.ok);
+  const Comparison far = compare(tensor(DType::F16, {4}, {100, -100, 0.5, 100}), want, f16);
+  CHECK(far.off == 1);  // 0.49 > 0.438
+  CHECK_FALSE(far.ok);
+  CHECK(failure_reason("y", far, f16, {4}) ==
+        "1 of 4 elements off, worst y[2]: got 0.5, want 0.01 (bound 5.0e-03 + 1.0e-02*|want| + 5.0e-03*rms, rms "
+        "86.6)");
+  // Non-finite reference elements do not count in the RMS.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Comparison with_inf = compare(tensor(DType::F16, {3}, {inf, 3, 4}), tensor(DType::F16, {3}, {inf, 3, 4}), f16);
+  CHECK(with_inf.reference_rms == doctest::Approx(std::sqrt(12.5)));
 }
 
 TEST_CASE("reference: NaN matches NaN at the same place; a reference mostly NaN or infinite fails the check") {
