@@ -401,7 +401,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     };
     std::tie(tm, tn) = cta_tile(*plan);
     reduced = size_of(plan->reduced);
-    if (!plan->reduced2.empty()) reduced += size_of(plan->reduced2);  // both of a weight's contractions
+    for (const std::string& outer : plan->reduced_outer) reduced *= size_of(outer);  // sum(h, d: ...)
+    if (!plan->reduced2.empty()) reduced += size_of(plan->reduced2);                 // both of a weight's contractions
     keys = size_of(plan->cols);
     double out_elems = 0;
     for (const kir::Buffer& b : program.buffers)

@@ -43,6 +43,7 @@ struct KernelPlan {
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;
   std::string rows, cols, reduced;          // the tiled axes (cols: a fold's keys) and the contracted one
   std::string reduced2;                     // a fold weight's second contraction's axis, or ""
+  std::vector<std::string> reduced_outer;   // a contraction's axes reduced outside `reduced` (sum(h, d: ...))
   std::string contraction;                  // its operands, printed ("q[b, h, i, d] * k[b, h, j, d] over d")
   std::string monoid;                       // a fold's
   std::string key_bound;                    // a fold's bound on its keys ("j <= i"), or ""

@@ -36,6 +36,14 @@ void MmaTier::emit_contraction() {
   const std::string kv = b_.fresh("k0");
   K ksize = KernelBuilder::size_value(first_.axis.size);
   const int chunk = steps * kAtomK;
+  if (!first_.outer.empty()) {
+    // Over outer axes too (sum(h, d: ...)): the loop streams their points one after another, at
+    // each the chunked axis in whole chunks (those past its end read zeros).
+    outer_span_ =
+        let(b_.fresh("k_span"), mul(kir::binary(kir::BinOp::Div, add(ksize, i64(chunk - 1)), i64(chunk)), i64(chunk)));
+    ksize = *outer_span_;
+    for (const tir::Axis& a : first_.outer) ksize = mul(ksize, KernelBuilder::size_value(a.size));
+  }
   std::optional<Slab> sa, sb;
   if (stage_) {
     sa = make_slab(b_.fresh("a_tile"), "row", axis_at(row_axis_, row_block0_, false),
@@ -87,12 +95,14 @@ void MmaTier::emit_contraction() {
                   },
                   sb->outer.name == first_.axis.name);
             } else {
+              const K at = outer_point(kb);
               for (int a = 0; a < fm; ++a)
                 load_fragment(first_.row, kir::mma_a_coord, 4, af, a * 4,
-                              axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, kb, true));
+                              axis_at(row_axis_, add(row0_, i64(a * kAtomM)), false), axis_at(first_.axis, at, true));
               for (int n = 0; n < fn; ++n)
-                load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, kb, true),
+                load_fragment(first_.col, kir::mma_b_coord, 2, bf, n * 2, axis_at(first_.axis, at, true),
                               axis_at(col_axis_, add(col0_, i64(n * kAtomN)), false));
+              b_.pop_scope();
             }
             for (int a = 0; a < fm; ++a)
               for (int n = 0; n < fn; ++n) mma(acc, c_index(a, n, 0, fn), af, a * 4, bf, n * 2);

@@ -41,11 +41,13 @@ std::vector<RepackSource> c_to_a_map();
 
 // The contraction's operands: `row` reads the output's row axis and the reduced axis, `col`
 // the column axis and the reduced axis; `around` is the expression with the contraction
-// replaced by the register kContracted.
+// replaced by the register kContracted. `outer`: the sum's other axes (sum(h, d: o[b, h, i, d] *
+// wo[h, d, c]) reduces d in chunks and h outside it), each a bare subscript of the operands.
 struct Contraction {
   Expr row, col;
   tir::Axis axis;
   Expr around;
+  std::vector<tir::Axis> outer;
 };
 
 // The row-major index math of an element: binds an axis to base + offset, clamped into the

@@ -8,6 +8,14 @@
 namespace emmy::lower::detail {
 namespace {
 
+// "h, d": a contraction's reduced axes, the outer ones first (the chunked axis alone: "d").
+std::string reduced_axes(const Contraction& c) {
+  std::vector<std::string> names;
+  for (const tir::Axis& a : c.outer) names.push_back(a.name);
+  names.push_back(c.axis.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 // The N of every wgmma row (either operand form), multiples of `multiple`, smallest first: "64, 80, ... or 256".
 std::string wgmma_widths(int multiple) {
   std::set<int> ns;
@@ -77,28 +85,52 @@ const Expr& MmaTier::peel_factors(const Expr& e, const std::string& axis,
   return *x;
 }
 
+size_t MmaTier::chunked_axis(const std::vector<tir::Axis>& axes, const Expr& row, const Expr& col) {
+  for (const Expr* operand : {&row, &col})
+    for (size_t a = 0; a < axes.size(); ++a)
+      if (innermost_is(*operand, axes[a].name)) return a;
+  return axes.size() - 1;
+}
+
 std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
-                                     std::vector<Contraction>& found, size_t most) {
+                                     std::vector<Contraction>& found, size_t most, bool several_axes) {
   if (e.kind == Expr::Kind::Read && !b_.in_global(e.name))
-    return extract(b_.inline_def(e), row_axis, col_axis, found, most);
+    return extract(b_.inline_def(e), row_axis, col_axis, found, most, several_axes);
   if (e.kind == Expr::Kind::Reduce) {
-    if (found.size() >= most || e.op != "sum" || e.axes.size() != 1 || e.args.size() != 1) return std::nullopt;
+    if (found.size() >= most || e.op != "sum" || e.axes.empty() || e.args.size() != 1) return std::nullopt;
+    if (e.axes.size() > 1 && !several_axes) return std::nullopt;
     const Expr& prod = e.args[0];
     if (prod.kind != Expr::Kind::Binary || prod.op != "*") return std::nullopt;
-    const std::string& d = e.axes[0].name;
-    // A predicate the axis does not change selects the whole sum: sum(e where j <= i: x) =
+    auto reduced = [&](const Expr& x) {
+      return std::any_of(e.axes.begin(), e.axes.end(), [&](const tir::Axis& a) { return tir::uses_index(x, a.name); });
+    };
+    // A predicate the axes do not change selects the whole sum: sum(e where j <= i: x) =
     // select(j <= i, sum(e: x), 0).
-    if (std::any_of(e.where.begin(), e.where.end(), [&](const Expr& w) { return tir::uses_index(w, d); }))
-      return std::nullopt;
-    // Factors of either side that the contraction's axis does not change leave the sum (it is
+    if (std::any_of(e.where.begin(), e.where.end(), reduced)) return std::nullopt;
+    // Factors of either side that the contraction's axes do not change leave the sum (it is
     // linear): sum(e: (do[i, e] / l[i]) * v[j, e]) = sum(e: do[i, e] * v[j, e]) / l[i].
     std::vector<std::pair<std::string, Expr>> factors;
+    const Expr& x0 = tir::strip_casts(prod.args[0]);
+    const Expr& y0 = tir::strip_casts(prod.args[1]);
+    const tir::Axis axis = e.axes[chunked_axis(e.axes, x0, y0)];
+    const std::string& d = axis.name;
     const Expr &x = peel_factors(prod.args[0], d, factors), &y = peel_factors(prod.args[1], d, factors);
     if (!is_operand(x) || !is_operand(y)) return std::nullopt;
+    if (std::any_of(factors.begin(), factors.end(), [&](const auto& f) { return reduced(f.second); }))
+      return std::nullopt;
     auto side = [&](const Expr& r, const std::string& own, const std::string& other) {
       return tir::uses_index(r, own) && tir::uses_index(r, d) && !tir::uses_index(r, other);
     };
-    Contraction c{x, y, e.axes[0], {}};
+    Contraction c{x, y, axis, {}, {}};
+    // The other axes run outside the chunked one: each a bare subscript where an operand reads it.
+    for (const tir::Axis& a : e.axes) {
+      if (a.name == d) continue;
+      for (const Expr* operand : {&x, &y})
+        for (const Expr& arg : operand->args)
+          if (tir::uses_index(arg, a.name) && (arg.kind != Expr::Kind::Index || arg.name != a.name))
+            return std::nullopt;
+      c.outer.push_back(a);
+    }
     if (!side(x, row_axis, col_axis)) std::swap(c.row, c.col);
     if (!side(c.row, row_axis, col_axis) || !side(c.col, col_axis, row_axis)) return std::nullopt;
     Expr reg;
@@ -113,7 +145,7 @@ std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis,
   Expr out = tir::node_of(e);
   out.where = e.where;
   for (const Expr& a : e.args) {
-    std::optional<Expr> sub = extract(a, row_axis, col_axis, found, most);
+    std::optional<Expr> sub = extract(a, row_axis, col_axis, found, most, several_axes);
     if (!sub) return std::nullopt;
     out.args.push_back(std::move(*sub));
   }
@@ -121,17 +153,17 @@ std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis,
 }
 
 std::vector<Contraction> MmaTier::contractions_in(const Expr& e, const std::string& row_axis,
-                                                  const std::string& col_axis, size_t most) {
+                                                  const std::string& col_axis, size_t most, bool several_axes) {
   std::vector<Contraction> found;
-  std::optional<Expr> around = extract(e, row_axis, col_axis, found, most);
+  std::optional<Expr> around = extract(e, row_axis, col_axis, found, most, several_axes);
   if (!around || found.empty()) return {};
   found[0].around = *around;
   return found;
 }
 
 std::optional<Contraction> MmaTier::contraction_in(const Expr& e, const std::string& row_axis,
-                                                   const std::string& col_axis) {
-  std::vector<Contraction> found = contractions_in(e, row_axis, col_axis, 1);
+                                                   const std::string& col_axis, bool several_axes) {
+  std::vector<Contraction> found = contractions_in(e, row_axis, col_axis, 1, several_axes);
   if (found.empty()) return std::nullopt;
   return found[0];
 }
@@ -454,7 +486,7 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
       return reject("the kernel's body holds loops or folds besides its contraction");
     if (!tir::has_reduce(s.value)) continue;
     if (contraction_stmt_ >= 0) return reject("the kernel computes two reductions; the tensor-core tier tiles one");
-    std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name);
+    std::optional<Contraction> c = contraction_in(s.value, row_axis_.name, col_axis_.name, /*several_axes=*/true);
     no_contraction_ = !c;
     if (!c)
       return reject(fmt::format("{} is not a contraction of two {} inputs with rows on {} and columns on {}",
@@ -471,7 +503,7 @@ bool MmaTier::plan_contraction(const lir::Kernel& k) {
     return reject(
         fmt::format("{}'s contiguous axis is not {}: wgmma reads A K-major", first_.row.name, first_.axis.name));
   require_reorder(terms_of("sum", builtin_monoid("sum")->lowering(ScalarType::F32, {})),
-                  fmt::format("sums the contraction over {} in the atoms' order", first_.axis.name));
+                  fmt::format("sums the contraction over {} in the atoms' order", reduced_axes(first_)));
   return true;
 }
 
@@ -486,8 +518,9 @@ bool MmaTier::plan_staging() {
   plan_.block_threads = t_.warps_m * t_.warps_n * kWarp;
   plan_.rows = row_axis_.name;
   plan_.reduced = first_.axis.name;
+  for (const tir::Axis& a : first_.outer) plan_.reduced_outer.push_back(a.name);
   plan_.contraction =
-      fmt::format("{} * {} over {}", tir::print_expr(first_.row), tir::print_expr(first_.col), first_.axis.name);
+      fmt::format("{} * {} over {}", tir::print_expr(first_.row), tir::print_expr(first_.col), reduced_axes(first_));
   const int rows_per_block = t_.warps_m * fm * kAtomM;
   if (!fold_) {
     plan_.tier = KernelPlan::Tier::MmaContraction;

@@ -91,7 +91,8 @@ void MmaTier::release(const K& buf) {
   for (kir::Stmt& s : arrive_free(buf)) emit(std::move(s));
 }
 
-void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free) {
+void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& flat, bool wait_free) {
+  const K origin = outer_point(flat);
   std::vector<const Slab*> boxes;
   for (const Slab* sl : slabs)
     if (sl->map.empty())
@@ -99,6 +100,20 @@ void MmaTier::fill_stage(const std::vector<const Slab*>& slabs, const K& buf, co
     else
       boxes.push_back(sl);
   if (!boxes.empty()) tma_fill(boxes, buf, origin, wait_free);
+  b_.pop_scope();
+}
+
+K MmaTier::outer_point(const K& flat) {
+  b_.push_scope();
+  if (!outer_span_) return flat;
+  K rest = kir::binary(kir::BinOp::Div, flat, *outer_span_);
+  for (size_t a = first_.outer.size(); a-- > 0;) {
+    const tir::Axis& axis = first_.outer[a];
+    b_.scope().index[axis.name] =
+        a == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, KernelBuilder::size_value(axis.size));
+    if (a > 0) rest = kir::binary(kir::BinOp::Div, rest, KernelBuilder::size_value(axis.size));
+  }
+  return kir::binary(kir::BinOp::Rem, flat, *outer_span_);
 }
 
 void MmaTier::drain(const Slab& s, const K& buf, const std::vector<Piece>& pieces, const K& row_dyn, const K& col_dyn,

@@ -46,17 +46,22 @@ class MmaTier {
   // the way) and returns `e` with it replaced by kContracted.
   // Finds up to `most` such contractions, each replaced by contracted_reg(its rank), the factors
   // its axis does not change kept outside it.
+  // With `several_axes`, a sum over several axes is one too (Contraction::outer).
   std::optional<Expr> extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,
-                              std::vector<Contraction>& found, size_t most);
+                              std::vector<Contraction>& found, size_t most, bool several_axes = false);
   // `e` without its casts and its factors that `axis` does not change (appended to `factors` as
   // (operator, factor): e = core op1 f1 op2 f2 ...); the core.
   static const Expr& peel_factors(const Expr& e, const std::string& axis,
                                   std::vector<std::pair<std::string, Expr>>& factors);
   // The contractions of `e`, up to `most`, the first's `around` set (nothing where `e` is not so).
   std::vector<Contraction> contractions_in(const Expr& e, const std::string& row_axis, const std::string& col_axis,
-                                           size_t most);
+                                           size_t most, bool several_axes = false);
 
-  std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis);
+  std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis,
+                                            bool several_axes = false);
+  // The reduced axis of sum(axes: x * y) whose chunks the K loop streams: one that is the last
+  // subscript of an operand (the row operand's first: wgmma reads A K-major), else the last axis.
+  static size_t chunked_axis(const std::vector<tir::Axis>& axes, const Expr& row, const Expr& col);
 
   // The kernel's shape: a fold over a max-rescaled sum (inside a register tile of its vector
   // field, or alone), or a contraction followed by stores.
@@ -433,7 +438,12 @@ class MmaTier {
 
   // Fills buffer `buf` with every slab's tile at `origin`: TMA boxes where the slab has a map
   // (the issuer first waiting for the buffer's release with `wait_free`), else cp.async.
+  // (A contraction with outer axes streams a flat K: `origin` is their point times the chunked
+  // axis's padded extent plus that axis's origin; see outer_point.)
   void fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
+  // A contraction over outer axes as well (first_.outer): the flat K origin's point of them,
+  // bound in a new scope (closed by the caller's pop_scope), and the chunked axis's origin.
+  K outer_point(const K& flat);
   // The ring's parts, shared by stream_loop and the overlapped fold: the first `dist` tiles'
   // copies into buffers 0 .. dist - 1, a commit group each (with `boxes_only`, what came by
   // cp.async before is published after them); the copy of the tile at `origin` into `buf` where it
@@ -758,6 +768,9 @@ class MmaTier {
   bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
   tir::Axis row_axis_, col_axis_;
   Contraction first_;
+  // Where first_ has outer axes: the chunked axis's extent rounded up to whole chunks (a chunk
+  // never straddles two points of the outer axes), the K loop running over their product.
+  std::optional<K> outer_span_;
   std::optional<Expr> value_read_;
   size_t value_field_ = static_cast<size_t>(-1);
   std::vector<int> masks_;
