@@ -140,6 +140,7 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance
   c.worst = total.worst;
   c.worst_got = c.elements ? got.data[c.worst] : 0;
   c.worst_want = c.elements ? ref.data[c.worst] : 0;
+  c.worst_excess = std::max(total.worst_excess, 0.0);
   c.off = total.off;
   c.non_finite = total.non_finite;
   c.reference_nan = total.ref_nan;
@@ -147,6 +148,15 @@ Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance
   c.reference_error = reference_error(total, c.elements, tolerance);
   c.ok = c.reference_error.empty() && c.off == 0 && c.rel_l2 <= tolerance.rel_l2;
   return c;
+}
+
+bool within_peers(const Comparison& kernel, const std::vector<Comparison>& peers, const Tolerance& tolerance) {
+  if (kernel.ok || !kernel.shape_error.empty() || !kernel.reference_error.empty() || kernel.non_finite > 0 ||
+      kernel.rel_l2 > tolerance.rel_l2)
+    return kernel.ok;
+  double worst_peer = 0;
+  for (const Comparison& p : peers) worst_peer = std::max(worst_peer, p.worst_excess);
+  return worst_peer > 1 && kernel.worst_excess <= kPeerFactor * worst_peer;
 }
 
 // Elementwise bounds sit above the L2 figure: L2 is an average, one element may be a few

@@ -40,11 +40,24 @@ struct Comparison {
   size_t non_finite = 0;  // NaN/Inf in `got` where the reference is finite
   size_t reference_nan = 0, reference_inf = 0;
   double reference_rms = 0;     // over the finite reference elements
+  double worst_excess = 0;      // the worst element's error over its bound (above 1: off; infinite: non-finite)
   bool ok = false;              // shapes equal, off == 0, rel_l2 within tolerance, reference meaningful
   std::string shape_error;      // non-empty when shapes differ
   std::string reference_error;  // non-empty when the reference is too often NaN or infinite
 };
 Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tolerance);
+
+// Whether a comparison that failed only elementwise is within what the op's own roundings make:
+// `peers` compare references whose narrowing casts' arguments were jittered (ReferenceOptions)
+// with the reference. Where one of them is off too (the op is that ill-conditioned at these
+// inputs), the kernel may be off by up to kPeerFactor times the worst of them (relative to the
+// elements' bounds), its L2 figure still within the tolerance and the reference meaningful.
+inline constexpr double kPeerFactor = 2;
+// The jitter of a narrowing cast's argument (ReferenceOptions::cast_jitter): an f32 sum of a few
+// thousand terms in another order is off by about this fraction; and the jittered references.
+inline constexpr double kCastJitter = 0x1p-18;
+inline constexpr int kJitteredReferences = 3;
+bool within_peers(const Comparison& kernel, const std::vector<Comparison>& peers, const Tolerance& tolerance);
 
 // The tolerance for an output of `dtype` (the table of docs/running.md; integers and bool exact).
 Tolerance tolerance_for(DType dtype);

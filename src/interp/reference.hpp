@@ -68,12 +68,24 @@ inline constexpr double kHostileScale = 12;
 std::string_view hostile_kind_name(HostileKind kind);
 TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_t seed, HostileKind kind);
 
+// How the reference evaluates. `cast_jitter` > 0: the argument of every narrowing cast (f16(x),
+// bf16(x)) that does not already hold a value of its type is moved by up to that fraction of
+// itself before it rounds, by an amount drawn from `seed`, the cast and the index values: a
+// kernel computes the argument in f32, in its own order, so its rounding may land on the
+// neighbouring value; the changes this makes downstream measure how much the op's own roundings
+// can move each output (the check's sensitivity allowance, docs/running.md).
+struct ReferenceOptions {
+  double cast_jitter = 0;
+  uint64_t seed = 0;
+};
+
 // Evaluates every output of `op` (op calls inlined, user monoids through their combine,
 // `where` masks, lets, dims as values) in float64. An explicit cast rounds to its type
 // (f16(x) is x rounded to f16, as in the kernels; nothing else rounds); casts to integer
 // types truncate. The intermediates named in `also` (plain tensors of the op's own statements)
 // are returned beside the outputs.
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
-                             const TensorMap& inputs, const std::vector<std::string>& also = {});
+                             const TensorMap& inputs, const std::vector<std::string>& also = {},
+                             const ReferenceOptions& options = {});
 
 }  // namespace emmy

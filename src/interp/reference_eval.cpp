@@ -37,7 +37,7 @@ std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[
 // ---- ops ------------------------------------------------------------------------------------
 
 TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes, const TensorMap& inputs,
-                 int depth, const std::vector<std::string>& also = {});
+                 int depth, const ReferenceOptions& options, const std::vector<std::string>& also = {});
 
 // One op's evaluation: sizes, the tensors computed so far, and the outputs of the ops it calls.
 struct OpRun {
@@ -45,6 +45,7 @@ struct OpRun {
   const CheckedOp& op;
   const SizeBindings& sizes;
   int depth = 0;
+  const ReferenceOptions& options;
   std::set<std::string> dims;                  // the op's symbolic sizes
   std::map<std::string, Stored> tensors;       // inputs, lets, intermediates, outputs
   std::map<std::string, Stored> call_outputs;  // "layernorm(h,gamma,beta).y"
@@ -102,7 +103,7 @@ const Stored& call_output(OpRun& run, const ast::Expr& call, const std::string& 
       }
       inputs[p.name.name] = HostTensor{parse_dtype(p.dtype.name).value_or(DType::F32), t.shape, t.data};
     }
-    TensorMap outputs = run_op(run.program, callee, sizes, inputs, run.depth + 1);
+    TensorMap outputs = run_op(run.program, callee, sizes, inputs, run.depth + 1, run.options);
     for (auto& [name, h] : outputs) {
       Stored s = make_stored(key + "." + name, h.dtype, h.shape, 1, nullptr);
       s.data = std::move(h.data);
@@ -283,6 +284,10 @@ void run_statement(OpRun& run, const std::string& name, DType dtype, const std::
   if (node->type().kind == Type::Kind::Vector) fail(fmt::format("the value of '{}' is a vector; index it", name));
   Stored t = make_stored(name, dtype, shape, node->width(), node->record());
   State s{std::vector<int64_t>(frame.slots, 0), std::vector<double>(frame.locals, 0.0)};
+  if (run.options.cast_jitter > 0) {
+    s.jitter = &run.options;
+    s.salt = std::hash<std::string>{}(fmt::format("{}/{}/{}", run.depth, run.op.decl->name.name, name));
+  }
   size_t flat = 0;
   double* out = t.data.data();
   for_each_point(s, axes, [&] {
@@ -317,9 +322,9 @@ void load_inputs(OpRun& run, const TensorMap& inputs) {
 }
 
 TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes, const TensorMap& inputs,
-                 int depth, const std::vector<std::string>& also) {
+                 int depth, const ReferenceOptions& options, const std::vector<std::string>& also) {
   if (!op.decl) fail("the op has no declaration");
-  OpRun run{program, op, sizes, depth, symbolic_dims(*op.decl), {}, {}, {}};
+  OpRun run{program, op, sizes, depth, options, symbolic_dims(*op.decl), {}, {}, {}};
   for (const std::string& d : run.dims)
     if (run.size(Size{d, 0}) <= 0) fail(fmt::format("size {} of op {} must be positive", d, op.decl->name.name));
   load_inputs(run, inputs);
@@ -357,8 +362,9 @@ TensorMap run_op(const CheckedProgram& program, const CheckedOp& op, const SizeB
 }  // namespace
 
 TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes,
-                             const TensorMap& inputs, const std::vector<std::string>& also) {
-  return run_op(program, op, sizes, inputs, 0, also);
+                             const TensorMap& inputs, const std::vector<std::string>& also,
+                             const ReferenceOptions& options) {
+  return run_op(program, op, sizes, inputs, 0, options, also);
 }
 
 }  // namespace emmy

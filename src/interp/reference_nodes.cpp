@@ -194,12 +194,27 @@ size_t LoadNode::element(State& s) const {
 }
 
 MapNode::MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame)
-    : Node(std::move(type), width), fn_(fn), args_(std::move(args)) {
+    : Node(std::move(type), width), fn_(fn), args_(std::move(args)), id_(frame.nodes++) {
   for (const NodePtr& a : args_) scratch_.push_back(a->width() > 1 ? frame.region(a->width()) : 0);
+}
+
+double MapNode::jittered(const State& s, double a, size_t lane) const {
+  const kir::ScalarType to = fn_ == Fn::ToF16 ? kir::ScalarType::F16 : kir::ScalarType::BF16;
+  if (!std::isfinite(a) || kir::round_to(to, a) == a) return a;  // a value of the type: nothing to flip
+  auto mix = [](uint64_t z) {                                    // splitmix64's finalizer
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = mix(mix(s.jitter->seed ^ s.salt) + 0x9e3779b97f4a7c15ULL * (id_ + 1) + lane);
+  for (int64_t v : s.slots) h = mix(h ^ static_cast<uint64_t>(v));
+  const double r = static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;  // in [-1, 1)
+  return a * (1.0 + s.jitter->cast_jitter * r);
 }
 
 double MapNode::scalar(State& s) const {
   double a = args_[0]->scalar(s);
+  if (s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16)) a = jittered(s, a, 0);
   return apply(fn_, a, args_.size() > 1 ? args_[1]->scalar(s) : 0.0);
 }
 
@@ -220,7 +235,11 @@ void MapNode::eval(State& s, double* out) const {
     in[k] = s.locals.data() + scratch_[k];
     step[k] = 1;
   }
-  for (size_t e = 0; e < width(); ++e) out[e] = apply(fn_, in[0][e * step[0]], in[1][e * step[1]]);
+  const bool jitter = s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16);
+  for (size_t e = 0; e < width(); ++e) {
+    const double a = in[0][e * step[0]];
+    out[e] = apply(fn_, jitter ? jittered(s, a, e) : a, in[1][e * step[1]]);
+  }
 }
 
 double LogicNode::scalar(State& s) const {

@@ -13,6 +13,10 @@
 
 #include "sema/sema.hpp"
 
+namespace emmy {
+struct ReferenceOptions;  // interp/reference.hpp
+}
+
 namespace emmy::reference_detail {
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -57,16 +61,20 @@ struct Stored {
 
 // ---- the state of a running statement, and where its parts live ----------------------------
 
-// Index values (one slot per index variable) and scratch space of one statement's evaluation.
+// Index values (one slot per index variable) and scratch space of one statement's evaluation;
+// `jitter` where the evaluation moves its narrowing casts' arguments (ReferenceOptions).
 struct State {
   std::vector<int64_t> slots;
   std::vector<double> locals;
+  const ReferenceOptions* jitter = nullptr;
+  uint64_t salt = 0;  // the statement's, in the jitter's hash
 };
 
 // Slots and scratch regions handed out while a statement is compiled.
 struct FrameLayout {
   size_t slots = 0;
   size_t locals = 0;
+  size_t nodes = 0;  // MapNodes numbered, so that each cast's jitter is its own
   size_t slot() { return slots++; }
   size_t region(size_t width) {
     size_t at = locals;
@@ -222,9 +230,14 @@ class MapNode : public Node {
   void eval(State& s, double* out) const override;
 
  private:
+  // The argument of a narrowing cast under jitter: moved by up to ReferenceOptions::cast_jitter
+  // of itself, the amount a hash of the node, the index values and the vector lane gives.
+  double jittered(const State& s, double a, size_t lane) const;
+
   Fn fn_;
   std::vector<NodePtr> args_;
   std::vector<size_t> scratch_;
+  uint64_t id_ = 0;
 };
 
 // `a && b`, `a || b`: the right side is evaluated only when it decides the result.

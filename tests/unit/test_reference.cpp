@@ -785,3 +785,74 @@ TEST_CASE("bind_scalars: --set values checked against each scalar parameter's dt
   CHECK(error("w=1,w=2") == "w is set twice: give each parameter once");
   CHECK(error("=3").find("malformed entry") != std::string::npos);
 }
+
+namespace {
+
+// examples/causal_attention.emmy's attention block at C = 512: its projections' explicit f16
+// casts round arguments of ~8, and scores of +-70 carry a neighbouring f16 value far.
+struct Block {
+  std::unique_ptr<test::Run> run = test::check_file(std::string(EMMY_SOURCE_DIR) + "/examples/causal_attention.emmy");
+  const CheckedOp& op = run->program->ops.at("causal_self_attention");
+  SizeBindings sizes{{"B", 1}, {"S", 128}, {"C", 512}, {"H", 4}, {"D", 64}};
+  TensorMap in = random_inputs(op, sizes, 1);
+  HostTensor y(const ReferenceOptions& options = {}) const {
+    return evaluate_reference(*run->program, op, sizes, in, {}, options).at("y");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reference: cast jitter moves a narrowing cast's argument, reproducibly, and nothing else") {
+  const Block block;
+  REQUIRE(!block.run->diags->has_errors());
+  const HostTensor plain = block.y();
+  CHECK(block.y({0.0, 7}).data == plain.data);
+  const HostTensor a = block.y({kCastJitter, 7});
+  CHECK(block.y({kCastJitter, 7}).data == a.data);
+  CHECK(block.y({kCastJitter, 8}).data != a.data);
+  CHECK(a.data != plain.data);
+  // A cast whose argument is already of its type (x * 2 of an f16 x) never moves.
+  auto r = load("op exact(x: f16[N, C]) -> (y: f16[N, C]) { y[n, c] = f16(x[n, c] * 2.0); }\n");
+  REQUIRE(!r->diags->has_errors());
+  const CheckedOp& exact = r->program->ops.at("exact");
+  const SizeBindings small{{"N", 8}, {"C", 16}};
+  const TensorMap xin = random_inputs(exact, small, 3);
+  CHECK(evaluate_reference(*r->program, exact, small, xin, {}, {0x1p-4, 7}).at("y").data ==
+        evaluate_reference(*r->program, exact, small, xin).at("y").data);
+}
+
+TEST_CASE("checks: a run whose casts round elsewhere is within its peers; a run worse than them is not") {
+  const Block block;
+  REQUIRE(!block.run->diags->has_errors());
+  const HostTensor ref = block.y();
+  const Tolerance tol = tolerance_for(block.op, DType::F16);
+  std::vector<Comparison> peers;
+  for (uint64_t seed = 1; seed <= kJitteredReferences; ++seed)
+    peers.push_back(compare(block.y({kCastJitter, seed}), ref, tol));
+  // A run that rounds its casts elsewhere (another seed) is off elementwise: the op is that
+  // ill-conditioned at these inputs, and so are its peers (18-31 of 32,768 elements each).
+  const Comparison run = compare(block.y({kCastJitter, 202}), ref, tol);
+  CHECK_FALSE(run.ok);
+  CHECK(run.rel_l2 <= tol.rel_l2);
+  CHECK(std::any_of(peers.begin(), peers.end(), [](const Comparison& p) { return p.worst_excess > 1; }));
+  CHECK(within_peers(run, peers, tol));
+  // The rule on its own: up to kPeerFactor times the worst peer's excess, not past it.
+  Comparison worst_peer;
+  worst_peer.worst_excess = 1.5;
+  Comparison kernel = run;
+  kernel.ok = false;
+  kernel.worst_excess = 0.99 * kPeerFactor * 1.5;
+  CHECK(within_peers(kernel, {worst_peer}, tol));
+  kernel.worst_excess = 1.01 * kPeerFactor * 1.5;  // a wrong element, not a rounding
+  CHECK_FALSE(within_peers(kernel, {worst_peer}, tol));
+  kernel.worst_excess = 1.2;
+  kernel.rel_l2 = 2 * tol.rel_l2;
+  CHECK_FALSE(within_peers(kernel, {worst_peer}, tol));
+  // Peers that are not off (an op without casts: they equal the reference) excuse nothing.
+  std::vector<Comparison> exact(kJitteredReferences, compare(ref, ref, tol));
+  CHECK_FALSE(within_peers(run, exact, tol));
+  // Nor do peers excuse a non-finite element.
+  HostTensor nan = block.y({kCastJitter, 202});
+  nan.data[3] = std::nan("");
+  CHECK_FALSE(within_peers(compare(nan, ref, tol), peers, tol));
+}
