@@ -2,6 +2,7 @@
 // axes sized, and called ops inlined as statements of their own.
 #include "lower/passes.hpp"
 #include "sema/call_binding.hpp"
+#include "sema/inlined_names.hpp"
 
 #include <cmath>
 #include <limits>
@@ -260,7 +261,7 @@ class TensorBuilder {
   std::map<std::string, std::string> inline_call(const ast::Expr& call, const CheckedOp& callee, Scope& scope) {
     Scope inner;
     inner.op = &callee;
-    inner.prefix = fmt::format("{}{}_", call.text, ++calls_);
+    inner.prefix = inlined_prefix(call.text, ++calls_);
     out_.inlined.emplace_back(call.text, inner.prefix);
     const CallBinding binding = bind_call(*scope.op, call, callee);
     for (const auto& [param, arg] : binding.args)

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "sema/inlined_names.hpp"
 #include "sema/passes.hpp"
 
 namespace emmy::sema {
@@ -48,17 +49,15 @@ std::map<std::string, const ast::OpDecl*> inlined_ops(const CheckedProgram& prog
 }
 
 // Whether `site` names a statement of an op call the body inlines, as lowering names them
-// (lower/to_tensor.cpp): <callee><k>_<a site of the callee> (sdpa_causal1_o), a call inside a
+// (sema/inlined_names.hpp): <callee><k>_<a site of the callee> (sdpa_causal1_o), a call inside a
 // callee alike. The number k counts the op's calls as lowering meets them: any k >= 1 is taken
 // here, and a site that names nothing once lowered is warned about there (W050).
 bool inlined_site(const std::map<std::string, const ast::OpDecl*>& callees, std::string_view site) {
   for (const auto& [name, decl] : callees) {
-    if (!site.starts_with(name)) continue;
-    const std::string_view rest = site.substr(name.size());
-    const size_t digits = rest.find_first_not_of("0123456789");
-    if (digits == 0 || digits == std::string_view::npos || rest[digits] != '_' || rest[0] == '0') continue;
+    const std::optional<std::string_view> statement = inlined_statement(site, name);
+    if (!statement) continue;
     const std::vector<std::string> sites = knob_sites(*decl);
-    if (std::find(sites.begin(), sites.end(), rest.substr(digits + 1)) != sites.end()) return true;
+    if (std::find(sites.begin(), sites.end(), *statement) != sites.end()) return true;
   }
   return false;
 }
