@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "ir/dtypes.hpp"
+#include "lower/placement.hpp"
 #include "support/large_stack.hpp"
 
 namespace emmy::autosched {
@@ -88,22 +90,45 @@ std::optional<lower::Lowered> probe_tier(const CheckedProgram& program, const Ch
   return l;
 }
 
-// operand_cuts (op_class.hpp): the reductions a product a sum reduces reads as a factor, directly
-// or through a copy (o[b, h, i, d] = sdpa_causal1_o[b, h, i, d]: the copy stays fused, its
-// source is cut).
+// operand_cuts (op_class.hpp): the reductions a product a sum reduces reads as a factor, and the
+// pointwise statements over reductions at their own point (an epilogue), directly or through a
+// copy (o[b, h, i, d] = sdpa_causal1_o[b, h, i, d]: the copy stays fused, its source is cut).
 std::vector<std::string> operand_cuts(const tir::Program& p) {
-  // The reduction `name` is, or copies: its name, or "" where it is neither.
-  auto reduction = [&](const std::string& name) -> std::string {
+  auto plain = [&](const std::string& name) {
     const tir::Tensor* t = p.find(name);
+    return t && p.def(name) && t->role == tir::Tensor::Role::Intermediate && t->record.empty();
+  };
+  // A pointwise statement over reductions of inputs it reads at its own point (c[m, n] =
+  // gelu(acc[m, n])): its kernel computes them, a contraction and its epilogue (placement's
+  // epilogue inputs).
+  auto epilogue = [&](const tir::Stmt& s) {
+    if (tir::has_reduce(s.value)) return false;
+    std::set<std::string> read;
+    tir::add_reads(s.value, read);
+    bool any = false;
+    for (const std::string& r : read) {
+      if (!p.def(r)) continue;  // an input
+      if (!plain(r) || !tir::has_reduce(p.def(r)->value) || !lower::reads_at_point(s.value, r, s.vars)) return false;
+      std::set<std::string> inner;
+      tir::add_reads(p.def(r)->value, inner);
+      if (std::any_of(inner.begin(), inner.end(), [&](const std::string& t) { return p.def(t) != nullptr; }))
+        return false;
+      any = true;
+    }
+    return any;
+  };
+  // What a factor read of `name` cuts: the reduction or epilogue `name` is, or copies; "" where
+  // it is neither.
+  auto reduction = [&](const std::string& name) -> std::string {
+    if (!plain(name)) return "";
     const tir::Stmt* s = p.def(name);
-    if (!t || !s || t->role != tir::Tensor::Role::Intermediate || !t->record.empty()) return "";
     const tir::Expr& v = tir::strip_casts(s->value);
     if (tir::has_reduce(v)) return name;
-    const tir::Stmt* source = v.kind == tir::Expr::Kind::Read ? p.def(v.name) : nullptr;
-    const tir::Tensor* st = source ? p.find(v.name) : nullptr;
-    return st && st->role == tir::Tensor::Role::Intermediate && st->record.empty() && tir::has_reduce(source->value)
-               ? v.name
-               : "";
+    if (v.kind == tir::Expr::Kind::Read && plain(v.name)) {  // a copy: its source
+      const tir::Stmt* source = p.def(v.name);
+      return tir::has_reduce(source->value) || epilogue(*source) ? v.name : "";
+    }
+    return epilogue(*s) ? name : "";
   };
   std::vector<std::string> out;
   for (const tir::Stmt& s : p.stmts)

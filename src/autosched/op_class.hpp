@@ -27,9 +27,10 @@ struct OpClass {
   // contractions, sibling register tiles: attention's backward), whose wgmma form has not been
   // measured against mma.sync (it spills at the wider tiles ptxas builds).
   bool wgmma_fold = false;
-  // PLACE@x=cut for each reduction x a sum of products reads as a factor, directly or through a
-  // copy (a library call's result): the tensor-core tiers read their operands from memory (a
-  // projection feeding attention, a call's result feeding a product).
+  // PLACE@x=cut for each reduction x a sum of products reads as a factor, or pointwise statement
+  // over reductions at its own point (an epilogue: gelu(acc[m, n])), directly or through a copy (a
+  // library call's result): the tensor-core tiers read their operands from memory (a projection
+  // feeding attention, a call's result feeding a product, an MLP's hidden layer).
   std::vector<std::string> operand_cuts;
 };
 

@@ -25,6 +25,19 @@ bool reads_row_local(const Expr& e, const std::string& tensor, const std::vector
   });
 }
 
+bool reads_at_point(const Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars) {
+  bool read = false, elsewhere = false;
+  tir::visit(e, [&](const Expr& x) {
+    if (x.kind != Expr::Kind::Read || x.name != tensor) return;
+    read = true;
+    elsewhere = elsewhere || x.args.size() != vars.size() ||
+                !std::equal(x.args.begin(), x.args.end(), vars.begin(), [](const Expr& a, const tir::Axis& v) {
+                  return a.kind == Expr::Kind::Index && a.name == v.name;
+                });
+  });
+  return read && !elsewhere;
+}
+
 namespace {
 
 using Reads = std::map<std::string, std::set<std::string>>;
@@ -146,15 +159,43 @@ void cut_per_element_recomputes(const tir::Program& p, const Knobs& knobs,
     }
 }
 
+// Whether reduction `y` is the epilogue input of pointwise `x`: read by x alone, at x's own point
+// (c[m, n] = gelu(acc[m, n])), itself reading only inputs and what `cut` holds, so x's kernel
+// computes it once a point and nothing more (a contraction and its epilogue on the tensor cores).
+bool epilogue_input(const tir::Program& p, const Reads& reads, const std::set<std::string>& cut, const tir::Stmt& x,
+                    const tir::Stmt& y) {
+  if (tir::has_reduce(x.value) || !tir::has_reduce(y.value) || !p.find(y.name)->record.empty() ||
+      !reads_at_point(x.value, y.name, x.vars))
+    return false;
+  const std::set<std::string>& inputs = reads.at(y.name);
+  if (std::any_of(inputs.begin(), inputs.end(),
+                  [&](const std::string& t) { return is_intermediate(p, t) && !cut.count(t); }))
+    return false;
+  return std::none_of(p.stmts.begin(), p.stmts.end(),
+                      [&](const tir::Stmt& z) { return &z != &x && reads.at(z.name).count(y.name); });
+}
+
 // A kernel of its own runs before the main kernel, so whatever statement it reads must be
 // complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
-// mean, so mean is written first). Then the kernels in statement order.
+// mean, so mean is written first), but for a pointwise statement's epilogue input, which its
+// kernel computes (epilogue_input). Then the kernels in statement order.
 void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Placement& out) {
   std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
   auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
   for (auto x = p.stmts.rbegin(); x != p.stmts.rend(); ++x) {
     if (!materialized(x->name) || out.group_results.count(x->name)) continue;  // a group's: it fuses what it reads
     const std::set<std::string>& read = reads.at(x->name);
+    std::vector<const tir::Stmt*> inputs;  // the statements x reads that no kernel of their own writes
+    for (const tir::Stmt& y : p.stmts)
+      if (&y != &*x && !materialized(y.name) && read.count(y.name)) inputs.push_back(&y);
+    if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(),
+                                       [&](const tir::Stmt* y) { return epilogue_input(p, reads, cut, *x, *y); })) {
+      out.group_results.insert(x->name);  // its kernel computes them: a contraction and its epilogue
+      for (const tir::Stmt* y : inputs)
+        out.decisions.push_back(fmt::format("{}: computed in kernel k_{}_{}, whose epilogue reads it at its own point",
+                                            y->name, p.op, x->name));
+      continue;
+    }
     for (const tir::Stmt& y : p.stmts) {
       if (&y == &*x || materialized(y.name) || !read.count(y.name)) continue;
       if (!p.find(y.name)->record.empty())

@@ -35,5 +35,8 @@ bool proved_foldable(const algebra::DiscoveredChain& chain);
 
 // Every read of `tensor` in `e` indexes it by plain index variables of `vars`.
 bool reads_row_local(const tir::Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars);
+// Whether `e` reads `tensor`, and only at the point `vars` names, in order (acc[m, n] in
+// c[m, n] = gelu(acc[m, n])): one element of it for each point of the reader.
+bool reads_at_point(const tir::Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars);
 
 }  // namespace emmy::lower
