@@ -324,17 +324,11 @@ std::vector<OutputCheck> check_against_reference(const RunContext& c, const Tens
   const TensorMap ref = evaluate_reference(c.program, c.op, c.sizes, c.inputs);
   std::vector<OutputCheck> checks = check_outputs(c.op, got, ref);
   if (all_ok(checks)) return checks;
-  std::vector<TensorMap> peers;
-  for (int k = 1; k <= kJitteredReferences; ++k)
-    peers.push_back(evaluate_reference(c.program, c.op, c.sizes, c.inputs, {},
-                                       {kCastJitter, c.ro.seed * kJitteredReferences + static_cast<uint64_t>(k)}));
+  const std::vector<TensorMap> peers = cast_jittered_references(c.program, c.op, c.sizes, c.inputs, c.ro.seed);
   for (OutputCheck& check : checks) {
     if (!check.written || check.comparison.ok) continue;
-    std::vector<Comparison> of;
-    for (const TensorMap& p : peers) {
-      of.push_back(compare(p.at(check.name), ref.at(check.name), check.tolerance));
-      check.peer_excess = std::max(check.peer_excess, of.back().worst_excess);
-    }
+    const std::vector<Comparison> of = peer_comparisons(check.name, ref.at(check.name), peers, check.tolerance);
+    for (const Comparison& p : of) check.peer_excess = std::max(check.peer_excess, p.worst_excess);
     check.within_peers = within_peers(check.comparison, of, check.tolerance);
   }
   return checks;

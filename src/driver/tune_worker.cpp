@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -89,7 +90,7 @@ struct Request {
 
 nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const LowerOptions& lo,
                       const runtime::Driver& driver, ResidentInputs& resident, const SizeBindings& sizes,
-                      const TensorMap& reference, const Request& q, std::ostream& out) {
+                      const TensorMap& reference, const tune::Peers& peers, const Request& q, std::ostream& out) {
   const TargetInfo& target = *find_target(lo.target);
   lower::Lowered l = lower::lower_op(program, op, {nullptr, "", q.knobs}, target, lo.chains);
   // With a cut-off, say when the kernels start and end: the measurer holds the cut-off to that
@@ -105,7 +106,7 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
   }
   if (q.check) {
     const TensorMap got = runtime::download_outputs(driver, l.kernels, sizes, ran.results);
-    if (std::string wrong = tune::first_wrong_output(op, got, reference); !wrong.empty())
+    if (std::string wrong = tune::first_wrong_output(op, got, reference, peers); !wrong.empty())
       return {{"ok", false}, {"error", "wrong output: " + wrong}};
   }
   // reps 0 (tune::kRepsAsRun): `emmyc run --bench`'s timing, so that the time written into a
@@ -149,10 +150,17 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
   ResidentInputs resident(*driver, sizes, inputs);
   TensorMap reference;
   std::string reference_name;
+  // The float64 reference's peers, made on the first candidate off elementwise (the check's rule).
+  std::optional<std::vector<TensorMap>> jittered;
+  tune::Peers peers;
   try {
     if (work_estimate(*op, sizes) <= kMaxReferenceWork) {
       reference = evaluate_reference(program, *op, sizes, inputs);
       reference_name = "the float64 evaluator on the CPU";
+      peers = [&]() -> const std::vector<TensorMap>& {
+        if (!jittered) jittered = cast_jittered_references(program, *op, sizes, inputs, seed);
+        return *jittered;
+      };
     } else {
       const TargetInfo& target = *find_target(lo.target);
       lower::Lowered naive = lower::lower_op(program, *op, {nullptr, "", kNaiveKnobs}, target, lo.chains);
@@ -173,7 +181,7 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
       reply = {{"ok", false}, {"error", "a request is a JSON object with knobs and reps"}};
     } else {
       try {
-        reply = answer(program, *op, lo, *driver, resident, sizes, reference,
+        reply = answer(program, *op, lo, *driver, resident, sizes, reference, peers,
                        {request.value("knobs", ""), request.value("reps", 10), request.value("check", true),
                         request.value("cutoff_us", 0.0)},
                        out);

@@ -159,6 +159,14 @@ bool within_peers(const Comparison& kernel, const std::vector<Comparison>& peers
   return worst_peer > 1 && kernel.worst_excess <= kPeerFactor * worst_peer;
 }
 
+std::vector<Comparison> peer_comparisons(const std::string& name, const HostTensor& ref,
+                                         const std::vector<TensorMap>& peers, const Tolerance& tolerance) {
+  std::vector<Comparison> out;
+  for (const TensorMap& p : peers)
+    if (auto it = p.find(name); it != p.end()) out.push_back(compare(it->second, ref, tolerance));
+  return out;
+}
+
 // Elementwise bounds sit above the L2 figure: L2 is an average, one element may be a few
 // roundings worse. Each is at least a unit roundoff of the dtype (f16 2^-11, bf16 2^-8), and
 // atol is the L2 tolerance itself: an element may be off by what the whole output may be off on

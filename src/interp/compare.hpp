@@ -58,6 +58,9 @@ inline constexpr double kPeerFactor = 2;
 inline constexpr double kCastJitter = 0x1p-18;
 inline constexpr int kJitteredReferences = 3;
 bool within_peers(const Comparison& kernel, const std::vector<Comparison>& peers, const Tolerance& tolerance);
+// Each peer reference's output `name` compared with `ref` (the peers: cast_jittered_references).
+std::vector<Comparison> peer_comparisons(const std::string& name, const HostTensor& ref,
+                                         const std::vector<TensorMap>& peers, const Tolerance& tolerance);
 
 // The tolerance for an output of `dtype` (the table of docs/running.md; integers and bool exact).
 Tolerance tolerance_for(DType dtype);

@@ -88,4 +88,10 @@ TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op,
                              const TensorMap& inputs, const std::vector<std::string>& also = {},
                              const ReferenceOptions& options = {});
 
+// The check's peers: the reference evaluated kJitteredReferences times with its narrowing casts'
+// arguments jittered by kCastJitter (seeds drawn from `seed`), as runs that round those casts to
+// the neighbouring value come out (compare.hpp's within_peers).
+std::vector<TensorMap> cast_jittered_references(const CheckedProgram& program, const CheckedOp& op,
+                                                const SizeBindings& sizes, const TensorMap& inputs, uint64_t seed);
+
 }  // namespace emmy

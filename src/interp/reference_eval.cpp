@@ -367,4 +367,13 @@ TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op,
   return run_op(program, op, sizes, inputs, 0, options, also);
 }
 
+std::vector<TensorMap> cast_jittered_references(const CheckedProgram& program, const CheckedOp& op,
+                                                const SizeBindings& sizes, const TensorMap& inputs, uint64_t seed) {
+  std::vector<TensorMap> out;
+  for (int k = 1; k <= kJitteredReferences; ++k)
+    out.push_back(evaluate_reference(program, op, sizes, inputs, {},
+                                     {kCastJitter, seed * kJitteredReferences + static_cast<uint64_t>(k)}));
+  return out;
+}
+
 }  // namespace emmy

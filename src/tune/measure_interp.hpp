@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "tune/search.hpp"
 
@@ -35,6 +37,7 @@ class InterpreterMeasurer : public Measurer {
   const TargetInfo& target_;
   SizeBindings sizes_;
   TensorMap inputs_, reference_;
+  std::optional<std::vector<TensorMap>> peers_;  // the reference's peers, made on a first miss
   std::function<double(const Candidate&)> cost_us_;
   FakeClock& clock_;
   double seconds_per_launch_;

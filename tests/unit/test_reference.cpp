@@ -15,6 +15,7 @@
 #include "interp/scalar_values.hpp"
 #include "ir/numeric.hpp"
 #include "test_helpers.hpp"
+#include "tune/output_check.hpp"
 
 using namespace emmy;
 using emmy::test::check_source;
@@ -836,6 +837,17 @@ TEST_CASE("checks: a run whose casts round elsewhere is within its peers; a run 
   CHECK(run.rel_l2 <= tol.rel_l2);
   CHECK(std::any_of(peers.begin(), peers.end(), [](const Comparison& p) { return p.worst_excess > 1; }));
   CHECK(within_peers(run, peers, tol));
+  // The tuner's gate, with the peers made on its first miss (cast_jittered_references).
+  const TensorMap want{{"y", ref}}, got{{"y", block.y({kCastJitter, 202})}};
+  CHECK_FALSE(tune::first_wrong_output(block.op, got, want).empty());
+  std::optional<std::vector<TensorMap>> made;
+  const tune::Peers lazily = [&]() -> const std::vector<TensorMap>& {
+    if (!made) made = cast_jittered_references(*block.run->program, block.op, block.sizes, block.in, 0);
+    return *made;
+  };
+  CHECK(tune::first_wrong_output(block.op, got, want, lazily).empty());
+  CHECK(made.has_value());
+  CHECK(tune::first_wrong_output(block.op, want, want, lazily).empty());
   // The rule on its own: up to kPeerFactor times the worst peer's excess, not past it.
   Comparison worst_peer;
   worst_peer.worst_excess = 1.5;
