@@ -183,10 +183,44 @@ double bytes_of(const kir::Buffer& b, const Sizes& sizes) {
   return n;
 }
 
+// The bytes of `b` the kernel whose loop IR is `loops` reaches: the most any one read of it covers,
+// the extents of the axes its subscripts name (a gather table[ids[n], c] over (n, c) reaches N
+// rows, not the table; g[c] all of g), never more than the buffer; the whole buffer where no read
+// of it is found or a subscript names an axis of unknown extent.
+double reached_bytes(const kir::Buffer& b, const lir::Kernel* loops, const Sizes& sizes) {
+  const double whole = bytes_of(b, sizes);
+  if (!loops) return whole;
+  std::map<std::string, std::string> axes;  // name -> size
+  for (const tir::Axis& a : loops->threads) axes[a.name] = a.size;
+  collect_axes(loops->body, axes);
+  double most = -1;
+  lir::visit(loops->body, [&](const lir::Stmt& s) {
+    lir::visit_exprs(s, [&](const tir::Expr& e) {
+      tir::visit(e, [&](const tir::Expr& r) {
+        if (r.kind != tir::Expr::Kind::Read || r.name != b.name) return;
+        std::set<std::string> named;
+        for (const tir::Expr& a : r.args)
+          tir::visit(a, [&](const tir::Expr& x) {
+            if (x.kind == tir::Expr::Kind::Index) named.insert(x.name);
+          });
+        double n = kir::type_bytes(b.type);
+        for (const std::string& axis : named) {
+          auto it = axes.find(axis);
+          n = it == axes.end() ? whole : n * extent(it->second, sizes);
+          if (n >= whole) break;
+        }
+        most = std::max(most, n);
+      });
+    });
+  });
+  return most < 0 ? whole : std::min(whole, most);
+}
+
 // The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
-// bytes at `sizes`; `narrowest` (when given) takes the narrowest element among them.
-double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Sizes& sizes, bool inputs_only,
-                    int* narrowest = nullptr) {
+// bytes at `sizes`, each as far as the kernel's reads reach it (reached_bytes); `narrowest`
+// (when given) takes the narrowest element among them.
+double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const lir::Kernel* loops, const Sizes& sizes,
+                    bool inputs_only, int* narrowest = nullptr) {
   std::set<std::string> names;
   for (const kir::Param& p : k.params) {
     if (p.kind == kir::Param::Kind::Buffer) names.insert(p.name);
@@ -196,7 +230,7 @@ double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const Siz
   for (const kir::Buffer& b : program.buffers) {
     if (!names.count(b.name) || (inputs_only && b.role != kir::Buffer::Role::Input)) continue;
     if (narrowest) *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
-    bytes += bytes_of(b, sizes);
+    bytes += reached_bytes(b, loops, sizes);
   }
   return bytes;
 }
@@ -382,7 +416,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   out.persistent = k.persistent;
   out.ctas = ctas_at(k, sizes);
   int narrowest = 8;
-  out.bytes = buffer_bytes(program, k, sizes, false, &narrowest);
+  out.bytes = buffer_bytes(program, k, loops, sizes, false, &narrowest);
   const bool tensor_cores = on_tensor_cores(plan);
 
   // Work: the loop nest's element operations over its thread space.
@@ -505,7 +539,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // cache, from L2 where the rows the resident threads hold fit in it, else from memory. A read
     // again from L2 does not hide under the first read from memory (the two share L2's path to
     // the SMs, and the stores stream through L2 beside them): its time adds to the memory's.
-    const double inputs = buffer_bytes(program, k, sizes, true);
+    const double inputs = buffer_bytes(program, k, loops, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
     if (cached) {
@@ -535,9 +569,9 @@ double kernel_floor(const kir::Program& program, size_t index, const lower::Lowe
   const kir::Kernel& k = program.kernels[index];
   const lower::KernelPlan* plan = index < l.plans.size() ? &l.plans[index] : nullptr;
   int narrowest = 8;
-  const double bytes = buffer_bytes(program, k, sizes, false, &narrowest);
-  if (on_tensor_cores(plan)) return c.launch_us + bytes / (c.dram_gbs * 1e3);
   const lir::Kernel* loops = loops_of(l, program, index);
+  const double bytes = buffer_bytes(program, k, loops, sizes, false, &narrowest);
+  if (on_tensor_cores(plan)) return c.launch_us + bytes / (c.dram_gbs * 1e3);
   const Residency most = residency(k, static_cast<double>(ctas_at(k, sizes)), kAddressingRegisters, 0, target, c);
   const double in_flight = most.resident_threads * narrowest * std::max(l.knobs.coop_vec, 1) * f.accesses_in_flight;
   const bool coop = plan && plan->tier == Tier::CoopRows;
