@@ -73,7 +73,7 @@ TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_
 // itself before it rounds, by an amount drawn from `seed`, the cast and the index values: a
 // kernel computes the argument in f32, in its own order, so its rounding may land on the
 // neighbouring value; the changes this makes downstream measure how much the op's own roundings
-// can move each output (the check's sensitivity allowance, docs/running.md).
+// can move each output (the check's peers, docs/running.md).
 struct ReferenceOptions {
   double cast_jitter = 0;
   uint64_t seed = 0;
