@@ -39,8 +39,7 @@ void MmaTier::emit_contraction() {
   if (!first_.outer.empty()) {
     // Over outer axes too (sum(h, d: ...)): the loop streams their points one after another, at
     // each the chunked axis in whole chunks (those past its end read zeros).
-    outer_span_ =
-        let(b_.fresh("k_span"), mul(kir::binary(kir::BinOp::Div, add(ksize, i64(chunk - 1)), i64(chunk)), i64(chunk)));
+    outer_span_ = let(b_.fresh("k_span"), mul(ceil_div(ksize, chunk), i64(chunk)));
     ksize = *outer_span_;
     for (const tir::Axis& a : first_.outer) ksize = mul(ksize, KernelBuilder::size_value(a.size));
   }

@@ -8,6 +8,17 @@
 namespace emmy::lower::detail {
 namespace {
 
+// The reduced axis of sum(axes: row * col) the K loop chunks: one an operand holds innermost (the
+// row operand's first: wgmma reads A K-major), else the last.
+size_t chunked_axis(const std::vector<tir::Axis>& axes, const Expr& row, const Expr& col) {
+  for (const Expr* operand : {&row, &col})
+    for (size_t a = 0; a < axes.size(); ++a)
+      if (!operand->args.empty() && operand->args.back().kind == Expr::Kind::Index &&
+          operand->args.back().name == axes[a].name)
+        return a;
+  return axes.size() - 1;
+}
+
 // "h, d": a contraction's reduced axes, the outer ones first (the chunked axis alone: "d").
 std::string reduced_axes(const Contraction& c) {
   std::vector<std::string> names;
@@ -83,13 +94,6 @@ const Expr& MmaTier::peel_factors(const Expr& e, const std::string& axis,
     x = &tir::strip_casts(x->args[keep]);
   }
   return *x;
-}
-
-size_t MmaTier::chunked_axis(const std::vector<tir::Axis>& axes, const Expr& row, const Expr& col) {
-  for (const Expr* operand : {&row, &col})
-    for (size_t a = 0; a < axes.size(); ++a)
-      if (innermost_is(*operand, axes[a].name)) return a;
-  return axes.size() - 1;
 }
 
 std::optional<Expr> MmaTier::extract(const Expr& e, const std::string& row_axis, const std::string& col_axis,

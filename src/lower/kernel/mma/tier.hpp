@@ -59,9 +59,6 @@ class MmaTier {
 
   std::optional<Contraction> contraction_in(const Expr& e, const std::string& row_axis, const std::string& col_axis,
                                             bool several_axes = false);
-  // The reduced axis of sum(axes: x * y) whose chunks the K loop streams: one that is the last
-  // subscript of an operand (the row operand's first: wgmma reads A K-major), else the last axis.
-  static size_t chunked_axis(const std::vector<tir::Axis>& axes, const Expr& row, const Expr& col);
 
   // The kernel's shape: a fold over a max-rescaled sum (inside a register tile of its vector
   // field, or alone), or a contraction followed by stores.
@@ -438,8 +435,7 @@ class MmaTier {
 
   // Fills buffer `buf` with every slab's tile at `origin`: TMA boxes where the slab has a map
   // (the issuer first waiting for the buffer's release with `wait_free`), else cp.async.
-  // (A contraction with outer axes streams a flat K: `origin` is their point times the chunked
-  // axis's padded extent plus that axis's origin; see outer_point.)
+  // (Over outer axes too, `origin` is the flat K of outer_point.)
   void fill_stage(const std::vector<const Slab*>& slabs, const K& buf, const K& origin, bool wait_free);
   // A contraction over outer axes as well (first_.outer): the flat K origin's point of them,
   // bound in a new scope (closed by the caller's pop_scope), and the chunked axis's origin.
@@ -768,8 +764,7 @@ class MmaTier {
   bool is_flag(size_t f) const { return std::find(flags_.begin(), flags_.end(), f) != flags_.end(); }
   tir::Axis row_axis_, col_axis_;
   Contraction first_;
-  // Where first_ has outer axes: the chunked axis's extent rounded up to whole chunks (a chunk
-  // never straddles two points of the outer axes), the K loop running over their product.
+  // With first_.outer: the chunked axis's extent in whole chunks, the flat K loop's step per point.
   std::optional<K> outer_span_;
   std::optional<Expr> value_read_;
   size_t value_field_ = static_cast<size_t>(-1);
