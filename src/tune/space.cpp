@@ -14,7 +14,6 @@ namespace emmy::tune {
 namespace {
 
 using autosched::mma_atom;
-using autosched::takes_tier;
 
 // ---- the families: tables, not branches -----------------------------------------------------
 struct Grid {
@@ -124,7 +123,8 @@ std::vector<std::string> value_tiles(const CheckedOp& op, bool fold) {
   return out;
 }
 
-void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
+// `cuts`: the operand cuts the tensor-core tiers need (autosched::operand_cut_knobs).
+void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold, const std::string& cuts,
                 const std::vector<std::string>& fast_exp) {
   const std::string atom = mma_atom(op, "mma_m16n8k16");
   const std::vector<std::string> tiles = value_tiles(op, fold);
@@ -135,7 +135,7 @@ void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool 
           if (!target_has(target, s.needs)) continue;
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
-              b.add(join({fold ? "PLACE=fuse" : "",
+              b.add(join({fold ? "PLACE=fuse" : "", cuts,
                           fmt::format("TILE=a:{}/w{}x{}/f{}x{}/k{}", atom, w.m, w.n, f.m, f.n, k), v,
                           fmt::format("STAGE={}", s.value), fe}));
         }
@@ -146,7 +146,7 @@ void mma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool 
     for (const Grid& w : kContractionWarps) add_grid(w);
 }
 
-void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold,
+void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, bool fold, const std::string& cuts,
                   const std::vector<std::string>& fast_exp) {
   const std::vector<std::string> tiles = value_tiles(op, fold);
   for (int n : kWgmmaN)
@@ -179,7 +179,7 @@ void wgmma_family(Builder& b, const CheckedOp& op, const TargetInfo& target, boo
           for (const std::string& v : tiles)
             for (const std::string& fe : fast_exp)
               for (const std::string& ov : overlap)
-                b.add(join({fold ? "PLACE=fuse" : "",
+                b.add(join({fold ? "PLACE=fuse" : "", cuts,
                             fmt::format("TILE=a:{}/w{}x1/k{}", mma_atom(op, fmt::format("wgmma_m64n{}k16", n)), w, k),
                             v, fmt::format("STAGE={}", s.value), fe, ov}));
         }
@@ -213,13 +213,12 @@ std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const Che
       has_exp ? std::vector<std::string>{"", "FAST_EXP=1"} : std::vector<std::string>{""};
   const std::vector<std::string> tc_fast_exp{has_exp ? "FAST_EXP=1" : ""};
   scalar_family(b, op, fast_exp);
-  // The tensor-core tiers, when the op's kernel fits them at all (one probe each).
-  const std::string atom = mma_atom(op, "mma_m16n8k16");
-  const bool fold = takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x1/f1x2/k4", atom), chains) &&
-                    !takes_tier(program, op, target, fmt::format("PLACE=fuse,TILE=a:{}/w1x2/f1x2/k4", atom), chains);
-  const bool contraction = takes_tier(program, op, target, fmt::format("TILE=a:{}/w1x2/f1x2/k4", atom), chains);
-  if (fold || contraction) mma_family(b, op, target, fold, tc_fast_exp);
-  if (target.wgmma && (fold || contraction)) wgmma_family(b, op, target, fold, tc_fast_exp);
+  // The tensor-core tiers, where the op's kernels take them at all, with the operand cuts they
+  // need (an epilogue or a call's result a product reads): the auto-scheduler's probes.
+  const autosched::OpClass cls = autosched::classify_op(program, op, target, chains);
+  const std::string cuts = autosched::operand_cut_knobs(cls);
+  if (cls.fold || cls.contraction) mma_family(b, op, target, cls.fold, cuts, tc_fast_exp);
+  if (target.wgmma && (cls.fold || cls.contraction)) wgmma_family(b, op, target, cls.fold, cuts, tc_fast_exp);
   return b.take();
 }
 

@@ -418,6 +418,26 @@ void check_block_in_space(const std::string& file, const std::string& op_name, c
   CHECK_MESSAGE(last.kind == "duplicate", op_name << block_label << ": " << last.kind << ": " << last.reason);
 }
 
+TEST_CASE("tune: the tensor-core families carry the operand cuts the auto-scheduler finds (an MLP's hidden layer)") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/examples/matmul_epilogue.emmy");
+  REQUIRE(!l->diags->has_errors());
+  const CheckedOp& op = l->program->ops.at("mlp");
+  for (const char* name : {"sm_80", "sm_90a"}) {
+    CAPTURE(name);
+    const std::vector<tune::Enumerated> points = tune::enumerate_knobs(*l->program, op, *find_target(name), nullptr);
+    // Fused, the hidden layer makes the second product a fold no tier takes: every tensor-core
+    // candidate cuts the call's GELU, the product under it computed in that kernel.
+    size_t tensor_cores = 0;
+    for (const tune::Enumerated& p : points)
+      if (p.origin == "enumerated" && p.knobs.find("TILE=a:") != std::string::npos &&
+          p.knobs.find("TILE=a:scalar") == std::string::npos) {
+        ++tensor_cores;
+        CHECK(p.knobs.rfind("PLACE@matmul_bias_gelu1_c=cut,", 0) == 0);
+      }
+    CHECK(tensor_cores > 100);
+  }
+}
+
 TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerated space") {
   // What --blocks reference relies on: the search can reach the hand-picked schedule.
   const SizeBindings rows{{"N", 32768}, {"C", 8192}};
