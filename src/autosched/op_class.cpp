@@ -98,21 +98,15 @@ std::vector<std::string> operand_cuts(const tir::Program& p) {
     const tir::Tensor* t = p.find(name);
     return t && p.def(name) && t->role == tir::Tensor::Role::Intermediate && t->record.empty();
   };
-  // A pointwise statement over reductions of inputs it reads at its own point (c[m, n] =
-  // gelu(acc[m, n])): its kernel computes them, a contraction and its epilogue (placement's
-  // epilogue inputs).
+  // A pointwise statement whose every intermediate read is an epilogue input (c[m, n] =
+  // gelu(acc[m, n])): its kernel computes them, a contraction and its epilogue.
   auto epilogue = [&](const tir::Stmt& s) {
-    if (tir::has_reduce(s.value)) return false;
     std::set<std::string> read;
     tir::add_reads(s.value, read);
     bool any = false;
     for (const std::string& r : read) {
       if (!p.def(r)) continue;  // an input
-      if (!plain(r) || !tir::has_reduce(p.def(r)->value) || !lower::reads_at_point(s.value, r, s.vars)) return false;
-      std::set<std::string> inner;
-      tir::add_reads(p.def(r)->value, inner);
-      if (std::any_of(inner.begin(), inner.end(), [&](const std::string& t) { return p.def(t) != nullptr; }))
-        return false;
+      if (!plain(r) || !lower::epilogue_input(p, s, *p.def(r))) return false;
       any = true;
     }
     return any;

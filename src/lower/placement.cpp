@@ -159,26 +159,18 @@ void cut_per_element_recomputes(const tir::Program& p, const Knobs& knobs,
     }
 }
 
-// Whether reduction `y` is the epilogue input of pointwise `x`: read by x alone, at x's own point
-// (c[m, n] = gelu(acc[m, n])), itself reading only inputs and what `cut` holds, so x's kernel
-// computes it once a point and nothing more (a contraction and its epilogue on the tensor cores).
-bool epilogue_input(const tir::Program& p, const Reads& reads, const std::set<std::string>& cut, const tir::Stmt& x,
-                    const tir::Stmt& y) {
-  if (tir::has_reduce(x.value) || !tir::has_reduce(y.value) || !p.find(y.name)->record.empty() ||
-      !reads_at_point(x.value, y.name, x.vars))
-    return false;
-  const std::set<std::string>& inputs = reads.at(y.name);
-  if (std::any_of(inputs.begin(), inputs.end(),
-                  [&](const std::string& t) { return is_intermediate(p, t) && !cut.count(t); }))
-    return false;
-  return std::none_of(p.stmts.begin(), p.stmts.end(),
-                      [&](const tir::Stmt& z) { return &z != &x && reads.at(z.name).count(y.name); });
+// An epilogue input of `x` that no other statement reads: x's kernel computes it and nothing more.
+bool own_epilogue_input(const tir::Program& p, const Reads& reads, const std::set<std::string>& cut, const tir::Stmt& x,
+                        const tir::Stmt& y) {
+  return epilogue_input(p, x, y, cut) && std::none_of(p.stmts.begin(), p.stmts.end(), [&](const tir::Stmt& z) {
+           return &z != &x && reads.at(z.name).count(y.name);
+         });
 }
 
 // A kernel of its own runs before the main kernel, so whatever statement it reads must be
 // complete by then: a kernel of its own too, earlier (layernorm with PLACE@d=cut: d reads
 // mean, so mean is written first), but for a pointwise statement's epilogue input, which its
-// kernel computes (epilogue_input). Then the kernels in statement order.
+// kernel computes (own_epilogue_input). Then the kernels in statement order.
 void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Placement& out) {
   std::set<std::string> cut(out.materialized.begin(), out.materialized.end());
   auto materialized = [&](const std::string& name) { return cut.count(name) > 0; };
@@ -189,7 +181,7 @@ void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Place
     for (const tir::Stmt& y : p.stmts)
       if (&y != &*x && !materialized(y.name) && read.count(y.name)) inputs.push_back(&y);
     if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(),
-                                       [&](const tir::Stmt* y) { return epilogue_input(p, reads, cut, *x, *y); })) {
+                                       [&](const tir::Stmt* y) { return own_epilogue_input(p, reads, cut, *x, *y); })) {
       out.group_results.insert(x->name);  // its kernel computes them: a contraction and its epilogue
       for (const tir::Stmt* y : inputs)
         out.decisions.push_back(fmt::format("{}: computed in kernel k_{}_{}, whose epilogue reads it at its own point",
@@ -218,6 +210,17 @@ void materialize_what_cuts_read(const tir::Program& p, const Reads& reads, Place
 }
 
 }  // namespace
+
+bool epilogue_input(const tir::Program& p, const tir::Stmt& x, const tir::Stmt& y, const std::set<std::string>& cut) {
+  const tir::Tensor* t = p.find(y.name);
+  if (tir::has_reduce(x.value) || !tir::has_reduce(y.value) || !t || !t->record.empty() ||
+      !reads_at_point(x.value, y.name, x.vars))
+    return false;
+  std::set<std::string> inputs;
+  tir::add_reads(y.value, inputs);
+  return std::none_of(inputs.begin(), inputs.end(),
+                      [&](const std::string& r) { return is_intermediate(p, r) && !cut.count(r); });
+}
 
 bool proved_foldable(const algebra::DiscoveredChain& chain) {
   auto named = [&](const char* prefix) { return chain.monoid.name.rfind(prefix, 0) == 0; };

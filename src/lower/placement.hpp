@@ -38,5 +38,10 @@ bool reads_row_local(const tir::Expr& e, const std::string& tensor, const std::v
 // Whether `e` reads `tensor`, and only at the point `vars` names, in order (acc[m, n] in
 // c[m, n] = gelu(acc[m, n])): one element of it for each point of the reader.
 bool reads_at_point(const tir::Expr& e, const std::string& tensor, const std::vector<tir::Axis>& vars);
+// Whether reduction `y` is an epilogue input of pointwise statement `x`: x reads it only at x's
+// own point (c[m, n] = gelu(acc[m, n])) and y reads only inputs and the intermediates in `cut`, so
+// a kernel writing x computes it once a point (a contraction and its epilogue on the tensor cores).
+bool epilogue_input(const tir::Program& p, const tir::Stmt& x, const tir::Stmt& y,
+                    const std::set<std::string>& cut = {});
 
 }  // namespace emmy::lower
