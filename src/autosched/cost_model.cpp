@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -183,44 +184,44 @@ double bytes_of(const kir::Buffer& b, const Sizes& sizes) {
   return n;
 }
 
-// The bytes of `b` the kernel whose loop IR is `loops` reaches: the most any one read of it covers,
-// the extents of the axes its subscripts name (a gather table[ids[n], c] over (n, c) reaches N
-// rows, not the table; g[c] all of g), never more than the buffer; the whole buffer where no read
-// of it is found or a subscript names an axis of unknown extent.
-double reached_bytes(const kir::Buffer& b, const lir::Kernel* loops, const Sizes& sizes) {
-  const double whole = bytes_of(b, sizes);
-  if (!loops) return whole;
+// The elements of each tensor the kernel whose loop IR is `loops` reads, one walk: the most any
+// one read of it covers, the extents of the axes its subscripts name (a gather table[ids[n], c]
+// over (n, c) reaches N rows, not the table; g[c] all of g); infinite where a subscript names an
+// axis of unknown extent. A tensor not read is not in the map.
+std::map<std::string, double> reached_elements(const lir::Kernel& loops, const Sizes& sizes) {
   std::map<std::string, std::string> axes;  // name -> size
-  for (const tir::Axis& a : loops->threads) axes[a.name] = a.size;
-  collect_axes(loops->body, axes);
-  double most = -1;
-  lir::visit(loops->body, [&](const lir::Stmt& s) {
+  for (const tir::Axis& a : loops.threads) axes[a.name] = a.size;
+  collect_axes(loops.body, axes);
+  std::map<std::string, double> out;
+  lir::visit(loops.body, [&](const lir::Stmt& s) {
     lir::visit_exprs(s, [&](const tir::Expr& e) {
       tir::visit(e, [&](const tir::Expr& r) {
-        if (r.kind != tir::Expr::Kind::Read || r.name != b.name) return;
+        if (r.kind != tir::Expr::Kind::Read) return;
         std::set<std::string> named;
         for (const tir::Expr& a : r.args)
           tir::visit(a, [&](const tir::Expr& x) {
             if (x.kind == tir::Expr::Kind::Index) named.insert(x.name);
           });
-        double n = kir::type_bytes(b.type);
+        double n = 1;
         for (const std::string& axis : named) {
           auto it = axes.find(axis);
-          n = it == axes.end() ? whole : n * extent(it->second, sizes);
-          if (n >= whole) break;
+          n = it == axes.end() ? std::numeric_limits<double>::infinity() : n * extent(it->second, sizes);
         }
+        double& most = out[r.name];
         most = std::max(most, n);
       });
     });
   });
-  return most < 0 ? whole : std::min(whole, most);
+  return out;
 }
 
 // The kernel's global buffers (a TMA descriptor's buffer counts once), or its inputs only, in
-// bytes at `sizes`, each as far as the kernel's reads reach it (reached_bytes); `narrowest`
-// (when given) takes the narrowest element among them.
+// bytes at `sizes`, each as far as the kernel's reads reach it (reached_elements), never more than
+// the buffer; `narrowest` (when given) takes the narrowest element among them.
 double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const lir::Kernel* loops, const Sizes& sizes,
                     bool inputs_only, int* narrowest = nullptr) {
+  const std::map<std::string, double> reached =
+      loops ? reached_elements(*loops, sizes) : std::map<std::string, double>{};
   std::set<std::string> names;
   for (const kir::Param& p : k.params) {
     if (p.kind == kir::Param::Kind::Buffer) names.insert(p.name);
@@ -230,7 +231,9 @@ double buffer_bytes(const kir::Program& program, const kir::Kernel& k, const lir
   for (const kir::Buffer& b : program.buffers) {
     if (!names.count(b.name) || (inputs_only && b.role != kir::Buffer::Role::Input)) continue;
     if (narrowest) *narrowest = std::min(*narrowest, kir::type_bytes(b.type));
-    bytes += reached_bytes(b, loops, sizes);
+    const double whole = bytes_of(b, sizes);
+    auto it = reached.find(b.name);
+    bytes += it == reached.end() ? whole : std::min(whole, it->second * kir::type_bytes(b.type));
   }
   return bytes;
 }
