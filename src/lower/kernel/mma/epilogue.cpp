@@ -56,7 +56,7 @@ std::optional<MmaTier::StagedOut> MmaTier::staged_out(const std::vector<lir::Stm
   return so;
 }
 
-std::optional<std::pair<MmaTier::Slab, int>> MmaTier::own_epilogue() {
+std::optional<std::pair<Slab, int>> MmaTier::own_epilogue() {
   const int cols_per_block = static_cast<int>(cols_per_block_);
   const int most_passes = t_.warps_n == 1 ? kEpiloguePasses : 1;
   for (int p = 1; p <= most_passes && cols_per_block % (p * 64) == 0; p *= 2)
@@ -65,7 +65,7 @@ std::optional<std::pair<MmaTier::Slab, int>> MmaTier::own_epilogue() {
   return std::nullopt;
 }
 
-std::optional<MmaTier::Slab> MmaTier::epilogue_buffer(int rows, int cols) {
+std::optional<Slab> MmaTier::epilogue_buffer(int rows, int cols) {
   const int64_t bytes = int64_t{rows} * cols * kir::type_bytes(t_.operand);
   // (At the end, 16-byte aligned: the kernel's bytes so far, rounded up, plus the tile's.)
   if ((kir::shared_bytes(*out_) + 15) / 16 * 16 + bytes > b_.knobs().shared_memory) return std::nullopt;

@@ -46,4 +46,19 @@ std::vector<RepackSource> c_to_a_map() {
   return map;
 }
 
+K Slab::buffer_start(const K& buf) const {
+  return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
+}
+
+K Slab::offset(const K& r, const K& c) const {
+  using kir::BinOp;
+  auto op = [](BinOp o, K a, K b) { return kir::binary(o, std::move(a), std::move(b)); };
+  auto c32 = [](int64_t v) { return kir::ci(v, ScalarType::I32); };
+  if (!swizzled) return op(BinOp::Add, op(BinOp::Mul, r, c32(pitch)), c);
+  K panel = op(BinOp::Mul, op(BinOp::Div, c, c32(64)), c32(int64_t{rows} * 64));
+  K chunk = op(BinOp::BitXor, op(BinOp::Div, op(BinOp::Rem, c, c32(64)), c32(8)), op(BinOp::Rem, r, c32(8)));
+  return op(BinOp::Add, op(BinOp::Add, panel, op(BinOp::Mul, r, c32(64))),
+            op(BinOp::Add, op(BinOp::Mul, chunk, c32(8)), op(BinOp::Rem, c, c32(8))));
+}
+
 }  // namespace emmy::lower::detail

@@ -59,4 +59,25 @@ struct AxisAt {
   bool zero_past_end = false;
 };
 
+// A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
+// `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
+// With `swizzled` (wgmma's operands), rows are 128 bytes in panels of 64 columns, each 16-byte
+// chunk at its index XORed with the row's index mod 8 (the 128-byte swizzle: eight rows of a
+// column of chunks hit distinct banks, and wgmma's descriptors read the layout as it is).
+struct Slab {
+  std::string array;
+  Expr read;
+  AxisAt outer, inner;
+  int rows = 0, cols = 0, pitch = 0;
+  std::string stream;    // the axis the loop streams tiles of; the other axis's base is fixed
+  bool strided = false;  // the read's element index is first + row * stride + col
+  bool swizzled = false;
+  std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
+  int buffers = 1;  // its buffers: the stage's depth, or the slab's own (a row tile's one)
+  int64_t elems() const { return int64_t{rows} * pitch; }
+  K buffer_start(const K& buf) const;  // buffer `buf`'s first element in the array (I32)
+  // The element offset of (row, col) within a buffer (I32; col a multiple of 8 plus at most 7).
+  K offset(const K& r, const K& c) const;
+};
+
 }  // namespace emmy::lower::detail

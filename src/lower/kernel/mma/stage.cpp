@@ -50,7 +50,7 @@ bool MmaTier::plan_slab(const std::string& role, const Expr& read, const tir::Ax
   return true;
 }
 
-MmaTier::Slab MmaTier::make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y) {
+Slab MmaTier::make_slab(const std::string& name, const std::string& role, const AxisAt& x, const AxisAt& y) {
   auto it = slab_choices_.find(role);
   EMMY_INTERNAL_ASSERT(it != slab_choices_.end(), "a slab the plan did not make");
   const SlabChoice& c = it->second;
@@ -105,7 +105,7 @@ bool MmaTier::plan_value_slab(const std::string& role, const Expr& read, const t
   return true;
 }
 
-std::optional<MmaTier::Slab> MmaTier::sharing_slab(const std::string& role, const AxisAt& x, const AxisAt& y) const {
+std::optional<Slab> MmaTier::sharing_slab(const std::string& role, const AxisAt& x, const AxisAt& y) const {
   auto it = slab_shares_.find(role);
   if (it == slab_shares_.end()) return std::nullopt;
   const std::optional<Slab>& of = it->second == "col" ? kslab_ : kslab2_;

@@ -195,38 +195,6 @@ class MmaTier {
   void row_allreduce(const K& v, kir::BinOp op);
 
   // ---- shared-memory staging --------------------------------------------------------------
-  // A streamed operand's tile in shared memory: rows along `outer`, the read's contiguous axis
-  // `inner` along a row padded by 16 bytes (ldmatrix's eight rows then hit distinct banks).
-  // With `swizzled` (wgmma's operands), rows are 128 bytes in panels of 64 columns, each 16-byte
-  // chunk at its index XORed with the row's index mod 8 (the 128-byte swizzle: eight rows of a
-  // column of chunks hit distinct banks, and wgmma's descriptors read the layout as it is).
-  struct Slab {
-    std::string array;
-    Expr read;
-    AxisAt outer, inner;
-    int rows = 0, cols = 0, pitch = 0;
-    std::string stream;    // the axis the loop streams tiles of; the other axis's base is fixed
-    bool strided = false;  // the read's element index is first + row * stride + col
-    bool swizzled = false;
-    std::string map;  // the TensorMap parameter its tiles come through (empty: cp.async)
-    int buffers = 1;  // its buffers: the stage's depth, or the slab's own (a row tile's one)
-    int64_t elems() const { return int64_t{rows} * pitch; }
-    K buffer_start(const K& buf) const {  // buffer `buf`'s first element in the array (I32)
-      return kir::binary(kir::BinOp::Mul, as(buf, ScalarType::I32), kir::ci(elems(), ScalarType::I32));
-    }
-    // The element offset of (row, col) within a buffer (I32; col a multiple of 8 plus at most 7).
-    K offset(const K& r, const K& c) const {
-      using kir::BinOp;
-      auto op = [](BinOp o, K a, K b) { return kir::binary(o, std::move(a), std::move(b)); };
-      auto c32 = [](int64_t v) { return kir::ci(v, ScalarType::I32); };
-      if (!swizzled) return op(BinOp::Add, op(BinOp::Mul, r, c32(pitch)), c);
-      K panel = op(BinOp::Mul, op(BinOp::Div, c, c32(64)), c32(int64_t{rows} * 64));
-      K chunk = op(BinOp::BitXor, op(BinOp::Div, op(BinOp::Rem, c, c32(64)), c32(8)), op(BinOp::Rem, r, c32(8)));
-      return op(BinOp::Add, op(BinOp::Add, panel, op(BinOp::Mul, r, c32(64))),
-                op(BinOp::Add, op(BinOp::Mul, chunk, c32(8)), op(BinOp::Rem, c, c32(8))));
-    }
-  };
-
   // A slab's planned shape: which axis is contiguous, its transport and swizzle. plan_slab
   // decides it (refusing a read with no contiguous axis, or a swizzle the tile cannot take),
   // make_slab builds the slab from it at emission.
