@@ -30,19 +30,21 @@ std::vector<const ast::Expr*> body_exprs(const ast::OpDecl& op) {
   return out;
 }
 
-// The ops the op's body calls (f(x)[i]; not a builtin function), and the ops those call, each
-// once: every op lowering inlines into it.
-std::map<std::string, const ast::OpDecl*> inlined_ops(const CheckedProgram& program, const ast::OpDecl& op) {
-  std::map<std::string, const ast::OpDecl*> out;
+// The sites of the ops the op's body calls (f(x)[i]; not a builtin function) and of the ops
+// those call, by callee, each once: every op lowering inlines into it.
+using CalleeSites = std::map<std::string, std::vector<std::string>>;
+CalleeSites inlined_sites(const CheckedProgram& program, const ast::OpDecl& op) {
+  CalleeSites out;
   std::vector<const ast::OpDecl*> work{&op};
   while (!work.empty()) {
     const ast::OpDecl* next = work.back();
     work.pop_back();
     for (const ast::Expr* e : body_exprs(*next)) {
-      if (e->kind != ast::ExprKind::Call) continue;
+      if (e->kind != ast::ExprKind::Call || out.count(e->text)) continue;
       auto callee = program.ops.find(e->text);
-      if (callee != program.ops.end() && callee->second.decl && out.emplace(e->text, callee->second.decl).second)
-        work.push_back(callee->second.decl);
+      if (callee == program.ops.end() || !callee->second.decl) continue;
+      out.emplace(e->text, knob_sites(*callee->second.decl));
+      work.push_back(callee->second.decl);
     }
   }
   return out;
@@ -52,12 +54,10 @@ std::map<std::string, const ast::OpDecl*> inlined_ops(const CheckedProgram& prog
 // (sema/inlined_names.hpp): <callee><k>_<a site of the callee> (sdpa_causal1_o), a call inside a
 // callee alike. The number k counts the op's calls as lowering meets them: any k >= 1 is taken
 // here, and a site that names nothing once lowered is warned about there (W050).
-bool inlined_site(const std::map<std::string, const ast::OpDecl*>& callees, std::string_view site) {
-  for (const auto& [name, decl] : callees) {
+bool inlined_site(const CalleeSites& callees, std::string_view site) {
+  for (const auto& [name, sites] : callees) {
     const std::optional<std::string_view> statement = inlined_statement(site, name);
-    if (!statement) continue;
-    const std::vector<std::string> sites = knob_sites(*decl);
-    if (std::find(sites.begin(), sites.end(), *statement) != sites.end()) return true;
+    if (statement && std::find(sites.begin(), sites.end(), *statement) != sites.end()) return true;
   }
   return false;
 }
@@ -206,9 +206,8 @@ std::optional<CheckedSchedule> check_schedule(const ast::ScheduleDecl& s, const 
   }
   std::vector<std::string> sites =
       op_it == program.ops.end() ? std::vector<std::string>{} : emmy::knob_sites(*op_it->second.decl);
-  const std::map<std::string, const ast::OpDecl*> callees = op_it == program.ops.end() || !op_it->second.decl
-                                                                ? std::map<std::string, const ast::OpDecl*>{}
-                                                                : inlined_ops(program, *op_it->second.decl);
+  const CalleeSites callees =
+      op_it == program.ops.end() || !op_it->second.decl ? CalleeSites{} : inlined_sites(program, *op_it->second.decl);
   std::map<std::pair<std::string, std::string>, SourceRange> seen;
   for (const ast::KnobEntry& k : s.entries) {
     std::variant<Knob, KnobError> looked_up = lookup_knob(k.knob.name);
