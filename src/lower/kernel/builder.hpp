@@ -146,6 +146,27 @@ struct VecChunk {
   std::map<std::string, Access> stores;  // tensor + row -> arrays filled element by element
 };
 
+// COOP=.../c<R>, the row cache (row_cache.cpp): which body is being lowered (the dry run only
+// finds the rows read again), the chunks kept so far (by tensor, element and bound), the rows
+// worth keeping, their shared arrays and the ones copied in whole before the first pass, the
+// current split's loop, and what the cached body needs at run time.
+enum class RowCache { Off, Vector, Scalar, Peeled };
+struct RowCacheState {
+  RowCache mode = RowCache::Off;
+  bool probe = false;
+  std::set<std::string> held;
+  std::set<std::string> reused;
+  std::vector<std::pair<std::string, std::string>> first_reads;  // the dry run's rows (tensor, row), first read first
+  std::map<std::string, K> bases;                                // the dry run's rows: each one's element 0
+  std::map<std::string, std::string> reach;   // ... the size of the axis its splits walk ("" where they differ)
+  std::map<std::string, std::string> arrays;  // kept row -> its shared array
+  std::map<std::string, K> prefetched;        // rows copied whole into their arrays up front -> column 0's place there
+  std::string guard;                          // the current split's loop (bounds, step)
+  std::string axis;                           // the current split's axis size
+  std::vector<K> conds;                       // sizes that must be multiples of V (the vector body)
+  std::vector<std::string> sizes;             // the split axes' sizes, each at most N * V * R (in order)
+};
+
 class KernelBuilder {
  public:
   KernelBuilder(const lir::Program& program, const CheckedProgram& checked, const Knobs& knobs,
@@ -401,7 +422,7 @@ class KernelBuilder {
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
   // Elements a chunk: V, or one in the row cache's scalar variant (and the peeled variant's
   // contiguous shares, split as the scalar variant's).
-  int vec_width() const { return row_cache_ == RowCache::Scalar ? 1 : knobs_.coop_vec; }
+  int vec_width() const { return cache_.mode == RowCache::Scalar ? 1 : knobs_.coop_vec; }
   static kir::Reg vec_reg(const VecChunk::Access& a, int u);
   kir::Stmt vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer, kir::Space space,
                      const K& first);
@@ -422,28 +443,15 @@ class KernelBuilder {
   bool peeling_ = false;
   std::optional<K> peel_anchor_;
   K peel_;
-  // COOP=.../c<R>, the row cache (row_cache.cpp): which body is being lowered (the dry run
-  // only finds the rows read again), the chunks kept so far (by tensor, element and bound),
-  // the rows worth keeping and their shared arrays, the current split's loop, and what the
-  // cached body needs at run time.
-  enum class RowCache { Off, Vector, Scalar, Peeled };
-  RowCache row_cache_ = RowCache::Off;
-  bool cache_probe_ = false;
-  std::set<std::string> cache_held_;
-  std::set<std::string> cache_reused_;
-  // The dry run's rows (tensor, row), first read first.
-  std::vector<std::pair<std::string, std::string>> cache_first_reads_;
-  std::map<std::string, std::string> cache_arrays_;
-  std::string cache_guard_;               // the current split's loop (bounds, step)
-  std::vector<K> cache_conds_;            // sizes that must be multiples of V (the vector body)
-  std::vector<std::string> cache_sizes_;  // the split axes' sizes, each at most N * V * R (in order)
-  K coop_slot_;                           // the thread's row among the block's rows
+  RowCacheState cache_;
+  K coop_slot_;  // the thread's row among the block's rows
   int64_t cache_capacity() const {
     return static_cast<int64_t>(knobs_.coop_threads) * knobs_.coop_vec * knobs_.coop_cache;
   }
-  // A row's elements in its shared array: the capacity, and V more where the peeled variant
-  // shifts its columns to keep its chunks V-aligned.
-  int64_t cache_slot() const { return cache_capacity() + (knobs_.coop_vec > 1 ? knobs_.coop_vec : 0); }
+  // A kept row's elements in its shared array (row_cache.cpp).
+  int64_t cache_slot(const std::string& row, const tir::Tensor& t) const;
+  bool copied_whole(const std::string& row, const tir::Tensor& t) const;
+  void cache_prefetch(const std::vector<std::string>& rows);
   std::vector<kir::SharedArray>* shared_ = nullptr;
   std::vector<KernelPlan> plans_;
   // W054 of kernels with no contraction to tile: kept only where no kernel takes the tensor cores

@@ -99,7 +99,7 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
   K size = size_value(axis.size);
   bool was_inner = coop_inner_;
   coop_inner_ = true;
-  if (row_cache_ != RowCache::Off) {
+  if (cache_.mode != RowCache::Off) {
     coop_cached_split(axis, contiguous, element);
     coop_inner_ = was_inner;
     return;
@@ -294,7 +294,7 @@ bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   const std::string& last = t.dims.back();
   if (std::isdigit(static_cast<unsigned char>(last[0]))) return std::stoll(last) % v == 0;
   K size = size_value(last);
-  std::vector<K>& conds = row_cache_ == RowCache::Off ? vec_conds_ : cache_conds_;
+  std::vector<K>& conds = cache_.mode == RowCache::Off ? vec_conds_ : cache_.conds;
   bool known = std::any_of(conds.begin(), conds.end(), [&](const K& c) { return c.name == size.name; });
   if (!known) conds.push_back(size);
   return true;
@@ -318,7 +318,8 @@ VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
 }
 
 // An index expression that is the same for every element of a row (its thread axes, sizes,
-// constants): a vector load's row part may be computed where the chunk starts.
+// constants, inputs read at them: a gather's index): a vector load's row part may be computed
+// where the chunk starts.
 bool KernelBuilder::row_invariant(const Expr& e) const {
   switch (e.kind) {
     case Expr::Kind::Const:
@@ -328,6 +329,11 @@ bool KernelBuilder::row_invariant(const Expr& e) const {
       auto top = scopes_.front().index.find(e.name);
       return coop_axes_.count(e.name) && bound && top != scopes_.front().index.end() &&
              render_key(*bound) == render_key(top->second);
+    }
+    case Expr::Kind::Read: {  // a gather's index: an input's element at the row's indices
+      const tir::Tensor* t = p_.tensors.find(e.name);
+      if (!t || t->role != tir::Tensor::Role::Input || !t->record.empty()) return false;
+      return std::all_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return row_invariant(a); });
     }
     case Expr::Kind::Unary:
     case Expr::Kind::Binary:
@@ -353,7 +359,7 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   K at = linear_index(t, idx);
   std::string key = e.name + "@" + render_key(at);
   ScalarType type = scalar_of(t.dtype);
-  if (row_cache_ != RowCache::Off) {
+  if (cache_.mode != RowCache::Off) {
     std::vector<K> whole = idx;
     whole.back() = vec_->base;
     return cached_read(t, std::move(whole));
@@ -372,7 +378,7 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 // A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
 // the end store nothing; a row's own value, outside any split loop, is stored by rank 0).
 void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value) {
-  if (row_cache_ != RowCache::Off) cache_forget(t.name);
+  if (cache_.mode != RowCache::Off) cache_forget(t.name);
   if (vec_ && blocks_.size() == vec_->block + 2 && !idx.empty() && render_key(idx.back()) == render_key(vec_->elem)) {
     bool row = true;
     for (size_t k = 0; k + 1 < idx.size(); ++k) {

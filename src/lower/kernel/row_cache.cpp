@@ -32,62 +32,69 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   // the dry run's where it stands for the streamed body); the dry run's shared arrays too.
   const size_t warnings = law_warnings_.size();
   auto variant = [&](RowCache mode, bool probe, std::vector<K>& conds) {
-    row_cache_ = mode;
-    cache_probe_ = probe;
-    cache_held_.clear();
-    cache_conds_.clear();
+    cache_.mode = mode;
+    cache_.probe = probe;
+    cache_.held.clear();
+    cache_.conds.clear();
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
       for (const lir::Stmt& s : k.body) stmt(s);
     });
     if (probe) shared_->resize(shared_before);
     if (!(probe && ranking)) law_warnings_.resize(warnings);
-    conds = std::move(cache_conds_);
-    row_cache_ = RowCache::Off;
-    cache_probe_ = false;
-    cache_held_.clear();
+    conds = std::move(cache_.conds);
+    cache_.mode = RowCache::Off;
+    cache_.probe = false;
+    cache_.held.clear();
     return body;
   };
   std::vector<K> conds, unused;
-  cache_reused_.clear();
-  cache_first_reads_.clear();
-  cache_arrays_.clear();
-  cache_sizes_.clear();
+  cache_.reused.clear();
+  cache_.first_reads.clear();
+  cache_.bases.clear();
+  cache_.reach.clear();
+  cache_.arrays.clear();
+  cache_.prefetched.clear();
+  cache_.sizes.clear();
   const int64_t capacity = static_cast<int64_t>(n) * v * r;
   plans_.back().cache_capacity = capacity;
   variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused);
-  if (cache_sizes_.empty() || cache_reused_.empty()) {  // no row read twice: nothing to keep (--ir plan says so)
+  if (cache_.sizes.empty() || cache_.reused.empty()) {  // no row read twice: nothing to keep (--ir plan says so)
     for (kir::Stmt& s : streamed) emit(std::move(s));
     return;
   }
-  std::vector<kir::Stmt> vector_body, scalar_body;
-  if (ranking) {
-    // The arrays the cached bodies would keep, in the order their first reads would make them (the
-    // dry run read as the first of them does).
-    for (const auto& [tensor, row] : cache_first_reads_)
-      if (cache_reused_.count(row)) cache_array(row, *p_.tensors.find(tensor));
-  } else {
+  // The rows copied in whole up front, then every kept row's array, in the order of the dry run's
+  // first reads (a ranking's lowering makes the same arrays without the bodies).
+  std::vector<std::string> copied;
+  for (const auto& [tensor, row] : cache_.first_reads)
+    if (cache_.reused.count(row) && copied_whole(row, *p_.tensors.find(tensor))) copied.push_back(row);
+  for (const std::string& row : copied) cache_.prefetched[row];
+  for (const auto& [tensor, row] : cache_.first_reads)
+    if (cache_.reused.count(row)) cache_array(row, *p_.tensors.find(tensor));
+  std::vector<kir::Stmt> prefetch, vector_body, scalar_body;
+  if (!ranking) {
+    prefetch = nested([&] { cache_prefetch(copied); });
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
   K fits;
   std::vector<std::string> names;
-  for (const std::string& axis_size : cache_sizes_) {
+  for (const std::string& axis_size : cache_.sizes) {
     const K size = size_value(axis_size);
     K le = kir::binary(kir::BinOp::Le, size, kir::ci(capacity, I));
     fits = names.empty() ? le : kir::binary(kir::BinOp::And, fits, le);
     names.push_back(name_of(size));
   }
   std::vector<std::string> kept, tensors;
-  for (const auto& [row, array] : cache_arrays_) {
+  for (const auto& [row, array] : cache_.arrays) {
     kept.push_back(array);
     const std::string tensor = row.substr(0, row.find('@'));
     if (std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) tensors.push_back(tensor);
   }
   lower::KernelPlan& plan = plans_.back();
   plan.cache_kept = tensors;
-  plan.cache_sizes = cache_sizes_;
+  plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
   emit(
       kir::comment(fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), each thread keeps "
@@ -115,7 +122,76 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
       cached = std::move(choose);
     }
   }
+  cached.insert(cached.begin(), std::make_move_iterator(prefetch.begin()), std::make_move_iterator(prefetch.end()));
   emit(kir::if_then(fits, std::move(cached), std::move(streamed)));
+}
+
+// Whether a kept row is copied in whole before the first pass (cache_prefetch): a row of an
+// input (no pass can change it), at a place computed from the row's indices and inputs alone,
+// walked along one axis by every split that reads it.
+bool KernelBuilder::copied_whole(const std::string& row, const tir::Tensor& t) const {
+  if (t.role != tir::Tensor::Role::Input || cache_.reach.at(row).empty()) return false;
+  bool inputs_only = true;
+  std::function<void(const K&)> walk = [&](const K& e) {
+    if (e.kind == K::Kind::Load) {
+      const tir::Tensor* read = e.space == kir::Space::Global ? p_.tensors.find(e.name) : nullptr;
+      inputs_only &= read && read->role == tir::Tensor::Role::Input;
+    }
+    for (const K& a : e.args) walk(a);
+  };
+  walk(cache_.bases.at(row));
+  return inputs_only;
+}
+
+// Each row of `rows` copied in whole into its shared array before the first pass, every
+// access in flight at once: the row's threads issue its 16-byte chunks by cp.async (element c at
+// column c + (row start mod the chunk's elements), so that the chunks sit 16-byte aligned), its
+// edges before and after them one element at a time; then the copies land and the block waits
+// for all of them (a pass may read a chunk another thread copied).
+void KernelBuilder::cache_prefetch(const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  const ScalarType I = ScalarType::I64;
+  const int n = knobs_.coop_threads;
+  auto add = [](K a, K b) { return kir::binary(kir::BinOp::Add, std::move(a), std::move(b)); };
+  auto sub = [](K a, K b) { return kir::binary(kir::BinOp::Sub, std::move(a), std::move(b)); };
+  auto mul = [](K a, K b) { return kir::binary(kir::BinOp::Mul, std::move(a), std::move(b)); };
+  auto rem = [](K a, K b) { return kir::binary(kir::BinOp::Rem, std::move(a), std::move(b)); };
+  auto div = [](K a, K b) { return kir::binary(kir::BinOp::Div, std::move(a), std::move(b)); };
+  for (const std::string& row : rows) {
+    const std::string tensor = row.substr(0, row.find('@'));
+    const tir::Tensor& t = *p_.tensors.find(tensor);
+    const ScalarType type = scalar_of(t.dtype);
+    const K e = kir::ci(16 / kir::type_bytes(type), I);
+    const K base = cache_.bases.at(row), size = size_value(cache_.reach.at(row));
+    const std::string& array = cache_.arrays.at(row);
+    const K slot = mul(coop_slot_, kir::ci(cache_slot(row, t), I));
+    const K off = let(fresh("pf_off"), rem(base, e));
+    const K head = let(fresh("pf_head"), kir::binary(kir::BinOp::Min, rem(sub(e, off), e), size));
+    const K end = let(fresh("pf_end"), add(head, mul(div(sub(size, head), e), e)));
+    cache_.prefetched[row] = off;
+    const std::string j = fresh("pf_c");
+    const K jv = kir::var({j}, I);
+    std::vector<kir::Stmt> copy;
+    copy.push_back(kir::intrinsic(
+        kir::IntrinsicId::CpAsync16, {},
+        {kir::shared_addr(array, kir::cast(add(slot, add(off, jv)), ScalarType::I32)), add(base, jv)}, {}, tensor));
+    kir::Stmt chunks = kir::for_loop(j, I, add(head, mul(coop_lane_, e)), end, std::move(copy));
+    chunks.step = n * (16 / kir::type_bytes(type));
+    emit(std::move(chunks));
+    const std::string x = fresh("pf_edge");
+    const K xv = kir::var({x}, I);
+    std::vector<kir::Stmt> edge = nested([&] {
+      const K c = let(fresh("pf_c"), kir::select(kir::binary(kir::BinOp::Lt, xv, head), xv, add(end, sub(xv, head))));
+      emit(kir::store(kir::Space::Shared, array, kir::cast(add(slot, add(off, c)), ScalarType::I32),
+                      kir::load(kir::Space::Global, tensor, add(base, c), type)));
+    });
+    kir::Stmt edges = kir::for_loop(x, I, coop_lane_, add(head, sub(size, end)), std::move(edge));
+    edges.step = n;
+    emit(std::move(edges));
+  }
+  emit(kir::intrinsic(kir::IntrinsicId::CpAsyncCommit, {}, {}));
+  emit(kir::intrinsic(kir::IntrinsicId::CpAsyncWait, {}, {}, {0}));
+  emit(kir::barrier());
 }
 
 // A split under the row cache: the thread's share as a loop, strided or a contiguous range,
@@ -123,27 +199,28 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
 // expression of the earlier pass's (the same thread, the same elements) and finds it kept.
 // The caller checks that the axis has at most N * V * R elements.
 void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
-  if (row_cache_ == RowCache::Peeled && contiguous) {  // (a combine not proved commutative) the scalar variant's split
-    row_cache_ = RowCache::Scalar;
+  if (cache_.mode == RowCache::Peeled && contiguous) {  // (a combine not proved commutative) the scalar variant's split
+    cache_.mode = RowCache::Scalar;
     coop_cached_split(axis, contiguous, element);
-    row_cache_ = RowCache::Peeled;
+    cache_.mode = RowCache::Peeled;
     return;
   }
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
-  if (std::find(cache_sizes_.begin(), cache_sizes_.end(), axis.size) == cache_sizes_.end())
-    cache_sizes_.push_back(axis.size);
+  if (std::find(cache_.sizes.begin(), cache_.sizes.end(), axis.size) == cache_.sizes.end())
+    cache_.sizes.push_back(axis.size);
+  cache_.axis = axis.size;
   const std::string var = unclashed("rc_" + axis.name);
-  if (row_cache_ == RowCache::Peeled) {  // the chunks' elements are known by their anchor (cached_read)
-    cache_guard_ = "peeled/" + std::to_string(n * w);
+  if (cache_.mode == RowCache::Peeled) {  // the chunks' elements are known by their anchor (cached_read)
+    cache_.guard = "peeled/" + std::to_string(n * w);
     coop_peeled(axis, var, n * w, element);
     return;
   }
   // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
   // one dim has no row stride to check it by): the vector body is chosen at run time then.
-  if (w > 1 && std::none_of(cache_conds_.begin(), cache_conds_.end(), [&](const K& c) { return c.name == size.name; }))
-    cache_conds_.push_back(size);
+  if (w > 1 && std::none_of(cache_.conds.begin(), cache_.conds.end(), [&](const K& c) { return c.name == size.name; }))
+    cache_.conds.push_back(size);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
   int step = n * w;
@@ -157,19 +234,29 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     hi = kir::binary(kir::BinOp::Min, kir::binary(kir::BinOp::Add, lo, per), size);
     step = w;
   }
-  cache_guard_ = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
+  cache_.guard = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
   kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
   f.step = step;
   emit(std::move(f));
 }
 
+// A row's elements in its shared array: the capacity, V more where the peeled variant shifts its
+// columns to keep its chunks V-aligned, or, for a row copied in whole, 16 bytes' elements more and
+// rounded up to them (its chunks 16-byte aligned, in every slot).
+int64_t KernelBuilder::cache_slot(const std::string& row, const tir::Tensor& t) const {
+  const int64_t capacity = cache_capacity(), v = knobs_.coop_vec;
+  if (!cache_.prefetched.count(row)) return capacity + (v > 1 ? v : 0);
+  const int64_t e = 16 / kir::type_bytes(scalar_of(t.dtype));
+  return (capacity + e - 1 + e - 1) / e * e;
+}
+
 // The shared-memory array that keeps `row` (a tensor's row, by its index with column 0): the
 // block's rows times N * V * R elements; past the target's shared memory, the schedule fails
 // like any other that needs too much.
 const std::string& KernelBuilder::cache_array(const std::string& row, const tir::Tensor& t) {
-  if (auto it = cache_arrays_.find(row); it != cache_arrays_.end()) return it->second;
-  const int64_t count = static_cast<int64_t>(knobs_.block_threads / knobs_.coop_threads) * cache_slot();
+  if (auto it = cache_.arrays.find(row); it != cache_.arrays.end()) return it->second;
+  const int64_t count = static_cast<int64_t>(knobs_.block_threads / knobs_.coop_threads) * cache_slot(row, t);
   const ScalarType type = scalar_of(t.dtype);
   int64_t bytes = count * kir::type_bytes(type);
   for (const kir::SharedArray& a : *shared_) bytes += a.count * kir::type_bytes(a.type);
@@ -180,7 +267,7 @@ const std::string& KernelBuilder::cache_array(const std::string& row, const tir:
         knobs_.coop_threads, knobs_.coop_vec, knobs_.coop_cache, count, t.name, bytes, knobs_.shared_memory));
   std::string name = unclashed(fresh("rc_" + t.name));
   shared_->push_back({name, type, count, 16});
-  return cache_arrays_[row] = name;
+  return cache_.arrays[row] = name;
 }
 
 // Element u of t[idx] (the chunk's first element last) under the row cache: from shared memory
@@ -190,50 +277,64 @@ const std::string& KernelBuilder::cache_array(const std::string& row, const tir:
 K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   const ScalarType I = ScalarType::I64;
   K at = linear_index(t, idx);
+  const K first = idx.back();  // the chunk's first column
   idx.back() = kir::ci(0, I);
-  const std::string row = t.name + "@" + render_key(linear_index(t, idx));
+  const K row_start = linear_index(t, idx);
+  const std::string row = t.name + "@" + render_key(row_start);
   // The peeled variant's chunks start where their anchor's row is aligned: the anchor names them,
   // and their columns move V - peel on (V-aligned in shared memory too).
-  std::string key = t.name + "@" + render_key(at) + "<" + cache_guard_;
+  std::string key = t.name + "@" + render_key(at) + "<" + cache_.guard;
   if (peeling_) key += fmt::format("|{}", render_key(*peel_anchor_));
   auto local = vec_->loads.find(key);
-  if (local == vec_->loads.end()) {
-    VecChunk::Access a = vec_access(t, at, "r_", vec_->block);
-    K column = peeling_ ? kir::binary(kir::BinOp::Add, vec_->base,
-                                      kir::binary(kir::BinOp::Sub, kir::ci(knobs_.coop_vec, I), peel_))
-                        : vec_->base;
+  if (local != vec_->loads.end()) return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
+  VecChunk::Access a = vec_access(t, at, "r_", vec_->block);
+  auto in_slot = [&](K column) {  // shared memory is addressed by 32-bit indices
     if (knobs_.block_threads != knobs_.coop_threads)
-      column = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(), I)), column);
-    column = kir::cast(column, ScalarType::I32);  // shared memory is addressed by 32-bit indices
-    const bool held = cache_held_.count(key) > 0;
-    if (cache_probe_) {
-      if (held) cache_reused_.insert(row);
-      cache_held_.insert(key);
-      if (std::none_of(cache_first_reads_.begin(), cache_first_reads_.end(),
-                       [&](const std::pair<std::string, std::string>& r) { return r.second == row; }))
-        cache_first_reads_.emplace_back(t.name, row);
-    }
-    if (held && !cache_probe_) {
-      for (size_t j = 0; j < a.arrays.size(); ++j)
-        blocks_[vec_->block]->push_back(vec_move(a, j, true, cache_arrays_.at(row), kir::Space::Shared, column));
-    } else {
-      for (size_t j = 0; j < a.arrays.size(); ++j)
-        blocks_[vec_->block]->push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
-      if (!cache_probe_ && cache_reused_.count(row)) {
-        const std::string& array = cache_array(row, t);
-        for (size_t j = 0; j < a.arrays.size(); ++j)
-          blocks_[vec_->block]->push_back(vec_move(a, j, false, array, kir::Space::Shared, column));
-        cache_held_.insert(key);
-      }
-    }
-    local = vec_->loads.emplace(key, std::move(a)).first;
+      column = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(row, t), I)),
+                           column);
+    return kir::cast(column, ScalarType::I32);
+  };
+  std::vector<kir::Stmt>& block = *blocks_[vec_->block];
+  if (auto copied = cache_.prefetched.find(row); copied != cache_.prefetched.end() && !cache_.probe) {
+    const K column = in_slot(kir::binary(kir::BinOp::Add, copied->second, first));
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      block.push_back(vec_move(a, j, true, cache_.arrays.at(row), kir::Space::Shared, column));
+    return kir::var(vec_reg(vec_->loads.emplace(key, std::move(a)).first->second, vec_->u), scalar_of(t.dtype));
   }
-  return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
+  const K column = in_slot(peeling_ ? kir::binary(kir::BinOp::Add, vec_->base,
+                                                  kir::binary(kir::BinOp::Sub, kir::ci(knobs_.coop_vec, I), peel_))
+                                    : vec_->base);
+  const bool held = cache_.held.count(key) > 0;
+  if (cache_.probe) {
+    if (held) cache_.reused.insert(row);
+    cache_.held.insert(key);
+    if (std::none_of(cache_.first_reads.begin(), cache_.first_reads.end(),
+                     [&](const std::pair<std::string, std::string>& r) { return r.second == row; })) {
+      cache_.first_reads.emplace_back(t.name, row);
+      cache_.bases.emplace(row, row_start);
+      cache_.reach.emplace(row, cache_.axis);
+    } else if (cache_.reach[row] != cache_.axis) {
+      cache_.reach[row].clear();
+    }
+  }
+  if (held && !cache_.probe) {
+    for (size_t j = 0; j < a.arrays.size(); ++j)
+      block.push_back(vec_move(a, j, true, cache_.arrays.at(row), kir::Space::Shared, column));
+  } else {
+    for (size_t j = 0; j < a.arrays.size(); ++j) block.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
+    if (!cache_.probe && cache_.reused.count(row)) {
+      const std::string& array = cache_array(row, t);
+      for (size_t j = 0; j < a.arrays.size(); ++j)
+        block.push_back(vec_move(a, j, false, array, kir::Space::Shared, column));
+      cache_.held.insert(key);
+    }
+  }
+  return kir::var(vec_reg(vec_->loads.emplace(key, std::move(a)).first->second, vec_->u), scalar_of(t.dtype));
 }
 
 // A store into `tensor` under the row cache: what was kept of it is stale.
 void KernelBuilder::cache_forget(const std::string& tensor) {
-  std::erase_if(cache_held_, [&](const std::string& key) { return key.starts_with(tensor + "@"); });
+  std::erase_if(cache_.held, [&](const std::string& key) { return key.starts_with(tensor + "@"); });
 }
 
 }  // namespace emmy::lower::detail
