@@ -14,9 +14,11 @@ export EMMY_LIBRARY=$B/libemmy.so PYTHONPATH=$PWD/python
         --target $t --no-cache 2>&1 | tail -1 | sed "s|^|block (1,300,512,8,64) $t ${s:-default} :: |"
     done
   done
-  timeout 200 python3 tests/bench/library_calls.py --lib "$B/libemmy.so" --case mlp=4096,1024,4096 \
-    --case mlp=1000,768,3072 --case embed=50000,8192,4096 --case embed=32000,4097,1000 \
-    --schedule auto --schedule target=sm_90 2>&1 | grep -v Warning
+  timeout 120 python3 tests/bench/library_calls.py --lib "$B/libemmy.so" --case mlp=4096,1024,4096 \
+    --case mlp=1000,768,3072 --schedule auto --schedule target=sm_90 2>&1 | grep -v Warning
+  timeout 100 python3 tests/bench/library_calls.py --lib "$B/libemmy.so" --case embed=50000,8192,4096 \
+    --case embed=32000,4097,1000 --schedule auto --schedule COOP=t256/v8/c2 --schedule COOP=t128/v8/c1 \
+    --schedule COOP=t32/v8/c4 2>&1 | grep -v Warning
   timeout 150 python3 tests/bench/library_calls.py --lib "$B/libemmy.so" --case block=4,2048,1024,16,64 \
     --schedule auto 2>&1 | grep -v Warning
 } > "$OUT/calls.txt" 2>&1
