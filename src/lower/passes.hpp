@@ -132,6 +132,7 @@ struct Knobs {
   int causal_group_blocks = 256;   // a key-bounded fold's head-group size in blocks (the target's)
   int64_t shared_memory = 232448;  // shared memory a block may hold, bytes (the target's)
   int rescale_skip_per_key = 1;    // the fold's rescale skip: elements of o a thread per key (the target's)
+  int row_cache_registers = 64;    // a row-cache kernel's registers a thread at least (the target's)
   int coop_threads = 1;            // COOP=t<N>: threads per point of a kernel's thread space
   int coop_vec = 1;                // COOP=.../v<V>: elements per vector load/store
   int coop_cache = 0;              // COOP=.../c<R>: chunks of a row a thread keeps (0: no row cache)

@@ -217,6 +217,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.causal_group_blocks = target.causal_group_blocks;
   k.shared_memory = target.smem_per_block_bytes;
   k.rescale_skip_per_key = target.rescale_skip_per_key;
+  k.row_cache_registers = target.row_cache_registers;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

@@ -36,6 +36,10 @@ struct TargetInfo {
   // multiplies, does not); 0 never skips. Under a key bound it never skips: the branch costs
   // registers there (tests/bench/RESULTS.md, "Measurements that were code comments").
   int rescale_skip_per_key;
+  // A row cache's kernel (COOP's c<R>) asks ptxas for as many CTAs an SM as its shared memory lets
+  // in, so long as each thread keeps at least this many registers (softmax's t512/v8/c13 kernel
+  // took 65 without the bound: one CTA an SM of the two its 107 KB allow, tests/bench/RESULTS.md).
+  int row_cache_registers;
 };
 
 // What the auto-scheduler's cost model (src/autosched/cost_model.cpp) takes a target's device to

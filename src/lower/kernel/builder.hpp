@@ -452,6 +452,7 @@ class KernelBuilder {
   int64_t cache_slot(const std::string& row, const tir::Tensor& t) const;
   bool copied_whole(const std::string& row, const tir::Tensor& t) const;
   void cache_prefetch(const std::vector<std::string>& rows);
+  int cache_min_blocks(const kir::Kernel& k) const;
   std::vector<kir::SharedArray>* shared_ = nullptr;
   std::vector<KernelPlan> plans_;
   // W054 of kernels with no contraction to tile: kept only where no kernel takes the tensor cores

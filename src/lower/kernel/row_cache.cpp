@@ -337,4 +337,16 @@ void KernelBuilder::cache_forget(const std::string& tensor) {
   std::erase_if(cache_.held, [&](const std::string& key) { return key.starts_with(tensor + "@"); });
 }
 
+// __launch_bounds__'s CTAs an SM for a kernel `k` whose rows a row cache keeps: as many as its
+// shared memory lets an SM hold (each CTA reserves 1 KB more, the SM the block's limit plus 1 KB),
+// while each thread keeps the target's row_cache_registers; else 1 (every register a thread needs).
+int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
+  if (plans_.empty() || plans_.back().cache_kept.empty()) return 1;
+  const int64_t kReserved = 1024;
+  const int64_t by_smem = (knobs_.shared_memory + kReserved) / (kir::shared_bytes(k) + kReserved);
+  const int64_t by_registers =
+      knobs_.register_file / (static_cast<int64_t>(knobs_.row_cache_registers) * k.block_threads);
+  return static_cast<int>(std::max<int64_t>(1, std::min(by_smem, by_registers)));
+}
+
 }  // namespace emmy::lower::detail

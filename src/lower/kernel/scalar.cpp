@@ -293,6 +293,7 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   counter_ = 0;
   if (coop_on()) {
     coop_kernel(k, out, total);
+    out.min_blocks_per_sm = cache_min_blocks(out);
     out.body = std::move(body);
     if (bodies_ == KernelBodies::All)
       collect_params(out, program);
