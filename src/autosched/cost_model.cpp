@@ -533,6 +533,17 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     bool cached = plan && plan->cache_capacity > 0 && !plan->cache_kept.empty();
     if (cached)
       for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
+    // Rows copied whole before the first pass (inputs under the row cache): a resident row's copies
+    // are all in flight together; a CTA's passes wait for them (a barrier), so its loads overlap
+    // only the other resident CTAs' passes.
+    const bool copied = cached && !plan->cache_copied.empty();
+    if (copied) {
+      double row = 0;
+      for (const std::string& size : plan->cache_sizes) row = std::max(row, extent(size, sizes));
+      const double rows_resident = resident_threads / threads_a_row;
+      out.in_flight = std::max(out.in_flight, rows_resident * row * plan->cache_copied_bytes);
+      out.memory_us = out.bytes / memory_rate(out.in_flight, c);
+    }
     const RowCompute rc = row_compute(out.work, resident_threads, out.waves, threads_a_row, row_passes, cached, c, f);
     const double alu = rc.alu, serial = rc.serial;
     out.compute_us = rc.us;
@@ -553,7 +564,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     } else {
       out.memory_us += reread / memory_rate(out.in_flight, c);
     }
-    const double body = std::max(out.memory_us + out.l2_us, out.compute_us);
+    double body = std::max(out.memory_us + out.l2_us, out.compute_us);
+    if (copied) body = std::max(body, (out.memory_us + out.compute_us) / std::max(out.per_sm, 1));
     out.us = c.launch_us + body;
     out.bound = out.memory_us + out.l2_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
   }
@@ -582,7 +594,9 @@ double kernel_floor(const kir::Program& program, size_t index, const lower::Lowe
   const RowCompute rc = row_compute(loop_work(l, loops, sizes).work, most.resident_threads, most.waves,
                                     coop ? std::max(plan->coop_threads, 1) : 1, loops ? passes(loops->body) : 1,
                                     coop && l.knobs.coop_cache > 0, c, f);
-  return c.launch_us + std::max((bytes + strided) / memory_rate(in_flight, c), rc.us);
+  // (A row cache may copy its rows whole, every copy in flight: its memory at the bandwidth.)
+  const double rate = coop && l.knobs.coop_cache > 0 ? c.dram_gbs * 1e3 : memory_rate(in_flight, c);
+  return c.launch_us + std::max((bytes + strided) / rate, rc.us);
 }
 
 }  // namespace

@@ -94,6 +94,12 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   }
   lower::KernelPlan& plan = plans_.back();
   plan.cache_kept = tensors;
+  for (const std::string& row : copied) {
+    const tir::Tensor& t = *p_.tensors.find(row.substr(0, row.find('@')));
+    if (std::find(plan.cache_copied.begin(), plan.cache_copied.end(), t.name) == plan.cache_copied.end())
+      plan.cache_copied.push_back(t.name);
+    plan.cache_copied_bytes += kir::type_bytes(scalar_of(t.dtype));
+  }
   plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
   emit(
