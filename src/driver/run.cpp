@@ -97,9 +97,9 @@ void print_checks(const std::vector<OutputCheck>& checks, std::ostream& out) {
     if (c.within_peers)
       reasons.push_back(fmt::format(
           "{}: ok within the op's own roundings: {}; references whose narrowing casts' arguments move by 2^{} are "
-          "off by up to {:.2g}x their bounds, this run {:.2g}x (at most {}x allowed)",
+          "off by up to {:.2g}x their bounds, this run {:.2g}x (allowed: {}x theirs, {:.2g}x)",
           c.name, failure_reason(c.name, m, c.tolerance, c.shape), std::ilogb(kCastJitter), c.peer_excess,
-          m.worst_excess, kPeerFactor));
+          m.worst_excess, kPeerFactor, kPeerFactor * c.peer_excess));
     else if (!m.ok)
       reasons.push_back(fmt::format("{}: {}", c.name, failure_reason(c.name, m, c.tolerance, c.shape)));
   }
