@@ -1,7 +1,7 @@
 // COOP=t<N>/v<V>/c<R>, the row cache: a row of up to N * V * R elements is read from memory
-// once; each thread keeps its chunks of the rows a later pass reads again in shared memory,
-// at their column, and the later passes read them from there. Members of KernelBuilder
-// (builder.hpp), beside the cooperative rows of coop.cpp.
+// once; the rows a later pass reads again are kept in shared memory (an input's copied whole
+// before the first pass, others chunk by chunk as the first pass reads them), and the passes read
+// them from there. Members of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
 #include <algorithm>
 
 #include "ir/intrinsics.hpp"
@@ -103,10 +103,10 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
   emit(
-      kir::comment(fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), each thread keeps "
-                               "its chunks of the rows read again in shared memory ({}): one read from memory; "
-                               "else the passes stream",
-                               r, fmt::join(names, ", "), capacity, n, v, r, fmt::join(kept, ", "))));
+      kir::comment(fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), the rows read again "
+                               "are kept in shared memory ({}{}): one read from memory; else the passes stream",
+                               r, fmt::join(names, ", "), capacity, n, v, r, fmt::join(kept, ", "),
+                               copied.empty() ? "" : "; inputs' rows copied whole first, by cp.async")));
   std::vector<kir::Stmt> cached = std::move(scalar_body);
   if (v > 1) {
     K ok;
