@@ -534,11 +534,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     if (cached)
       for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
     // Rows copied whole before the first pass (inputs under the row cache): a resident row's copies
-    // are all in flight together. (A CTA's passes wait for its copies, so its loads overlap only the
-    // other resident CTAs' passes; charging that as (memory + compute) / CTAs an SM ranked the f32
-    // (8192, 50257) rows' c13 behind a thread a row's double read, 1,662 us predicted against
-    // 1,163, where the H100 measured 1,293 against 1,737: the dependent-steps estimate of one CTA
-    // an SM runs high. Not charged.)
+    // are all in flight together. (A CTA's passes wait for its copies; that is not charged: with
+    // the dependent-steps estimate of one CTA an SM it misranked the f32 long rows, RESULTS.md.)
     const bool copied = cached && !plan->cache_copied.empty();
     if (copied) {
       double row = 0;

@@ -37,8 +37,8 @@ struct TargetInfo {
   // registers there (tests/bench/RESULTS.md, "Measurements that were code comments").
   int rescale_skip_per_key;
   // A row cache's kernel (COOP's c<R>) asks ptxas for as many CTAs an SM as its shared memory lets
-  // in, so long as each thread keeps at least this many registers (softmax's t512/v8/c13 kernel
-  // took 65 without the bound: one CTA an SM of the two its 107 KB allow, tests/bench/RESULTS.md).
+  // in, so long as each thread keeps at least this many registers (without the bound a kernel a
+  // register over lost half its CTAs: tests/bench/RESULTS.md, "a row cache that copies").
   int row_cache_registers;
 };
 
