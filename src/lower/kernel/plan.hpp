@@ -39,7 +39,7 @@ struct KernelPlan {
   // them copied whole before the first pass (inputs), with their rows' element bytes.
   int64_t cache_capacity = 0;
   std::vector<std::string> cache_sizes, cache_kept, cache_copied;
-  int cache_copied_bytes = 0;  // bytes of an element of every copied row, summed (f16 x and f16 table: 4)
+  int cache_copied_bytes = 0;  // an element of each copied row, bytes summed (two f16 rows: 4)
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;
