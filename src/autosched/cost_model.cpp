@@ -538,10 +538,13 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // the dependent-steps estimate of one CTA an SM it misranked the f32 long rows, RESULTS.md.)
     const bool copied = cached && !plan->cache_copied.empty();
     if (copied) {
-      double row = 0;
+      double row = 0, element = 0;
       for (const std::string& size : plan->cache_sizes) row = std::max(row, extent(size, sizes));
+      for (const kir::Buffer& b : program.buffers)
+        if (std::find(plan->cache_copied.begin(), plan->cache_copied.end(), b.name) != plan->cache_copied.end())
+          element += kir::type_bytes(b.type);
       const double rows_resident = resident_threads / threads_a_row;
-      out.in_flight = std::max(out.in_flight, rows_resident * row * plan->cache_copied_bytes);
+      out.in_flight = std::max(out.in_flight, rows_resident * row * element);
       out.memory_us = out.bytes / memory_rate(out.in_flight, c);
     }
     const RowCompute rc = row_compute(out.work, resident_threads, out.waves, threads_a_row, row_passes, cached, c, f);

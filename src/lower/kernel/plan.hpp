@@ -36,10 +36,9 @@ struct KernelPlan {
   int coop_threads = 0, coop_vec = 0;  // CoopRows: threads a row, elements a vector access
   // CoopRows under COOP=.../c<R>: the longest row kept (N * V * R elements), the split axes'
   // sizes that must not exceed it, the tensors whose rows are kept in shared memory, and those of
-  // them copied whole before the first pass (inputs), with their rows' element bytes.
+  // them copied whole before the first pass (inputs).
   int64_t cache_capacity = 0;
   std::vector<std::string> cache_sizes, cache_kept, cache_copied;
-  int cache_copied_bytes = 0;  // an element of each copied row, bytes summed (two f16 rows: 4)
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;

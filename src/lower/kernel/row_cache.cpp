@@ -94,12 +94,10 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   }
   lower::KernelPlan& plan = plans_.back();
   plan.cache_kept = tensors;
-  for (const std::string& row : copied) {
-    const tir::Tensor& t = *p_.tensors.find(row.substr(0, row.find('@')));
-    if (std::find(plan.cache_copied.begin(), plan.cache_copied.end(), t.name) == plan.cache_copied.end())
-      plan.cache_copied.push_back(t.name);
-    plan.cache_copied_bytes += kir::type_bytes(scalar_of(t.dtype));
-  }
+  for (const std::string& row : copied)
+    if (const std::string t = row.substr(0, row.find('@'));
+        std::find(plan.cache_copied.begin(), plan.cache_copied.end(), t) == plan.cache_copied.end())
+      plan.cache_copied.push_back(t);
   plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
   emit(
@@ -133,20 +131,10 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
 }
 
 // Whether a kept row is copied in whole before the first pass (cache_prefetch): a row of an
-// input (no pass can change it), at a place computed from the row's indices and inputs alone,
-// walked along one axis by every split that reads it.
+// input (no pass can change it), walked along one axis by every split that reads it. (Its place
+// is computed from the row's indices and inputs alone: vec_read takes only row_invariant rows.)
 bool KernelBuilder::copied_whole(const std::string& row, const tir::Tensor& t) const {
-  if (t.role != tir::Tensor::Role::Input || cache_.reach.at(row).empty()) return false;
-  bool inputs_only = true;
-  std::function<void(const K&)> walk = [&](const K& e) {
-    if (e.kind == K::Kind::Load) {
-      const tir::Tensor* read = e.space == kir::Space::Global ? p_.tensors.find(e.name) : nullptr;
-      inputs_only &= read && read->role == tir::Tensor::Role::Input;
-    }
-    for (const K& a : e.args) walk(a);
-  };
-  walk(cache_.bases.at(row));
-  return inputs_only;
+  return t.role == tir::Tensor::Role::Input && !cache_.reach.at(row).empty();
 }
 
 // Each row of `rows` copied in whole into its shared array before the first pass, every
