@@ -28,20 +28,18 @@ def rnd(*shape, scale=1.0, dtype=torch.float16):
     return (torch.randn(*shape, device="cuda", dtype=torch.float32, generator=GEN) * scale).to(dtype)
 
 
-def check(name, y, ref, tol=2e-2):
+def check(y, ref, tol=2e-2):
     err = (y.float() - ref.float()).abs()
     bad = int((~(err <= tol + tol * ref.float().abs())).sum())
     return f"max |err| {float(err.max()):.3g}, {bad} of {err.numel()} past {tol} + {tol} |ref|"
 
 
-def compare(label, emmy_fn, y, torch_fn, ref, schedules, inductor=True):
+def compare(label, emmy_fn, y, torch_fn, ref, schedules):
     """One line a peer and a schedule: median us and the ratio to the best peer."""
     with torch.no_grad():
-        peers = {"torch eager": timed(torch, torch_fn)}
-        if inductor:
-            comp = torch.compile(torch_fn)
-            comp()
-            peers["Inductor"] = timed(torch, comp)
+        comp = torch.compile(torch_fn)
+        comp()
+        peers = {"torch eager": timed(torch, torch_fn), "Inductor": timed(torch, comp)}
     best = min(peers.values())
     print(f"{label}: " + ", ".join(f"{k} {v:,.1f} us" for k, v in peers.items()))
     for sched in schedules:
@@ -50,7 +48,7 @@ def compare(label, emmy_fn, y, torch_fn, ref, schedules, inductor=True):
         run()
         torch.cuda.synchronize()
         t = timed(torch, run)
-        print(f"  emmy [{sched}] {t:,.1f} us = {best / t:.2f}x the best peer; {check(label, y, ref)}")
+        print(f"  emmy [{sched}] {t:,.1f} us = {best / t:.2f}x the best peer; {check(y, ref)}")
 
 
 def load(path, sched):
