@@ -419,4 +419,33 @@ bool identity_unsafe(const MonoidTerms& m) {
   return false;
 }
 
+bool identity_exact(const MonoidTerms& m) {
+  if (m.fields.size() != 1) return false;
+  static const std::vector<double> kReals = {-INFINITY, INFINITY, NAN, -0.0, 0.0, 1.5, -2.0, 3.0},
+                                   kInts = {0, 1, 7, -3}, kBools = {0, 1};
+  auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), m.fields[0]) != v.end(); };
+  const std::vector<double>& elements = in(m.bool_fields) ? kBools : in(m.int_fields) ? kInts : kReals;
+  auto combine = [&](double x, double y) {
+    return evaluate(m.combine[0], {{"a." + m.fields[0], x}, {"b." + m.fields[0], y}});
+  };
+  auto same = [](double x, double y) {
+    return std::isnan(x) ? std::isnan(y) : x == y && std::signbit(x) == std::signbit(y);
+  };
+  const double identity = evaluate(m.identity[0], {});
+  auto exact_at = [&](double v) { return same(combine(identity, v), v) && same(combine(v, identity), v); };
+  if (!exact_at(identity)) return false;
+  std::vector<double> reached = {identity};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<double> next;
+    for (double v : reached)
+      for (double e : elements) {
+        double r = combine(v, e);
+        if (!exact_at(r)) return false;
+        if (std::none_of(next.begin(), next.end(), [&](double w) { return same(w, r); })) next.push_back(r);
+      }
+    reached = std::move(next);
+  }
+  return true;
+}
+
 }  // namespace emmy::algebra

@@ -46,6 +46,14 @@ MonoidReport check_laws(const MonoidTerms& m);
 // law makes the two equal in exact arithmetic — in the reference and in every kernel alike.
 bool identity_unsafe(const MonoidTerms& m);
 
+// Whether the identity changes no carrier a one-field fold started from it can hold:
+// combine(identity, v) and combine(v, identity) are v bit for bit (NaN for NaN, -0 for -0), by
+// evaluation, for every v reached from the identity by two rounds of combining elements (the
+// field's kind's points). Then a thread's share that combined no element can be combined like
+// any other (COOP's lanes carry no flag for it): sum (-0 is never reached from +0), prod, max,
+// min. A carrier of several fields (online softmax) answers false.
+bool identity_exact(const MonoidTerms& m);
+
 // The report as `emmyc check --explain` prints it.
 std::string explain(const MonoidReport& r);
 

@@ -193,7 +193,50 @@ K KernelBuilder::lower(const Expr& e) {
   throw LowerError("a whole vector (':') is only a value as a monoid's lift argument");
 }
 
+namespace {
+
+const Expr& strip_float_casts(const Expr& e) {
+  if (e.kind != Expr::Kind::Call || e.args.size() != 1) return e;
+  const std::optional<DType> d = parse_dtype(e.op);
+  if (!d || !kir::is_float(scalar_of(*d))) return e;
+  return strip_float_casts(e.args[0]);
+}
+
+}  // namespace
+
+std::optional<K> KernelBuilder::exp_below_row_max(const Expr& e, ScalarType t) {
+  const Expr& d = strip_float_casts(e.args[0]);
+  if (d.kind != Expr::Kind::Binary || d.op != "-") return std::nullopt;
+  const Expr& m = strip_float_casts(d.args[1]);
+  if (m.kind != Expr::Kind::Reg) return std::nullopt;
+  const Expr* max = nullptr;
+  for (size_t i = scopes_.size(); i-- > 0 && !max;)
+    if (auto it = scopes_[i].maxima.find(m.name); it != scopes_[i].maxima.end()) max = &it->second;
+  if (!max) return std::nullopt;
+  const Expr& a = strip_float_casts(d.args[0]);
+  const Expr& element = strip_float_casts(max->args[0]);
+  if (tir::print_expr(a) != tir::print_expr(element)) return std::nullopt;
+  // a ranges over the max's elements: its axis bound here to the same extent, every other index
+  // the thread's own (bound by no loop or reduction since).
+  const tir::Axis& axis = max->axes[0];
+  auto bound =
+      std::find_if(bound_axes_.rbegin(), bound_axes_.rend(), [&](const tir::Axis& b) { return b.name == axis.name; });
+  if (bound == bound_axes_.rend() || bound->size != axis.size) return std::nullopt;
+  const bool own_indices = !tir::any_node(element, [&](const Expr& x) {
+    return x.kind == Expr::Kind::Index && x.name != axis.name &&
+           std::any_of(bound_axes_.begin(), bound_axes_.end(), [&](const tir::Axis& b) { return b.name == x.name; });
+  });
+  if (!own_indices || !kir::is_float(compute_type(t))) return std::nullopt;
+  const ScalarType ct = compute_type(t);
+  K mv = as(lower(d.args[1]), ct);
+  K safe = shared(kir::select(kir::binary(kir::BinOp::Eq, mv, kir::cf(-std::numeric_limits<double>::infinity(), ct)),
+                              kir::cf(0, ct), mv));
+  return as(exp_value(kir::binary(kir::BinOp::Sub, as(lower(d.args[0]), ct), safe)), t);
+}
+
 K KernelBuilder::call(const Expr& e, ScalarType t) {
+  if (e.op == "exp")
+    if (std::optional<K> v = exp_below_row_max(e, t)) return *v;
   for (const UnaryRow& r : kUnaryCalls)
     if (r.name == e.op) return as(unary_value(r.op, as(lower(e.args[0]), compute_type(t))), t);
   if (e.op == "log2")

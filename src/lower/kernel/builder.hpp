@@ -192,6 +192,7 @@ class KernelBuilder {
     std::map<std::string, Carrier> memo;  // reductions already computed in this block
     std::map<std::string, K> cse;         // expensive subexpressions already in a register
     std::map<std::string, K> reciprocal;  // a float divisor (rendered) -> the register holding 1 / it
+    std::map<std::string, Expr> maxima;   // a register holding max(c: e) over a whole axis -> that max
   };
 
   void emit(kir::Stmt s) { blocks_.back()->push_back(std::move(s)); }
@@ -264,6 +265,7 @@ class KernelBuilder {
     std::vector<Term> lift;  // over the lift's parameters, where known: the domain of the laws (a count > 0)
   };
   MonoidLowering monoid_of(const Expr& e);
+  static MonoidLowering widen_selections(MonoidLowering m);
   K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);
   std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
   std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
@@ -291,6 +293,10 @@ class KernelBuilder {
   // op(x), every exp through exp_value (the one place FAST_EXP acts); an exp or exp2 of a
   // difference takes it as kir::exp_difference (-inf - -inf is -inf there: ir/ieee_rules.hpp).
   K unary_value(kir::UnOp op, K x);
+  // exp(a - m) where m is a register holding max(c: a) and c ranges over that max's axis here:
+  // m is -inf only where every a is, so the difference is a - (m == -inf ? 0 : m), with no test
+  // an element (nullopt: not that form).
+  std::optional<K> exp_below_row_max(const Expr& e, ScalarType t);
 
   // ---- names and scopes (the builder's own) -----------------------------------------------
   const K* find_reg(const std::string& name) const;
@@ -391,7 +397,18 @@ class KernelBuilder {
   KernelBodies bodies_;
   int counter_ = 0;
   int widen_half_ = 0;
-  bool quiet_reduce_ = false;  // the statement's comment already says what the reduction is
+  bool quiet_reduce_ = false;          // the statement's comment already says what the reduction is
+  std::vector<tir::Axis> bound_axes_;  // the Loop, Fold and Reduce axes around what is lowered, innermost last
+  struct AxesBound {                   // bound_axes_ with `axes` while it lives
+    std::vector<tir::Axis>& stack;
+    size_t depth;
+    AxesBound(std::vector<tir::Axis>& s, const std::vector<tir::Axis>& axes) : stack(s), depth(s.size()) {
+      stack.insert(stack.end(), axes.begin(), axes.end());
+    }
+    AxesBound(const AxesBound&) = delete;
+    AxesBound& operator=(const AxesBound&) = delete;
+    ~AxesBound() { stack.resize(depth); }
+  };
   int tile_ = 1;
   K tile_base_, tile_size_;
   std::string tile_axis_;
@@ -406,15 +423,17 @@ class KernelBuilder {
   const std::string& cache_array(const std::string& row, const tir::Tensor& t);
   void cache_forget(const std::string& tensor);
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
-                   const std::vector<K>& carrier, const K& has, const std::function<void()>& element);
+                   const std::vector<K>& carrier, const std::optional<K>& has, const std::function<void()>& element);
   void coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
   void coop_peeled(const tir::Axis& axis, const std::string& var, int step, const std::function<void()>& element);
   void coop_edges(const tir::Axis& axis, const K& peel, const K& end, const std::function<void()>& element);
   bool vec_row_ok(const tir::Tensor& t, const K& row);
   void coop_chunk(const tir::Axis& axis, const K& base, const std::function<void()>& element);
-  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier, const K& has);
+  void coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier,
+                    const std::optional<K>& has);
   const MonoidLaws& coop_laws(const std::string& monoid, const CarrierSpec& spec);
   void coop_loop(const lir::Stmt& s);
+  void invert_row_divisors(const lir::Stmt& loop);
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
   std::optional<K> vec_read(const Expr& e);
   bool row_invariant(const Expr& e) const;

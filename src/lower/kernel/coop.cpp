@@ -68,7 +68,8 @@ const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const Carr
 // contiguous shares needs associativity; strided shares (coalesced) reorder, and need
 // commutativity too.
 void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,
-                                const std::vector<K>& carrier, const K& has, const std::function<void()>& element) {
+                                const std::vector<K>& carrier, const std::optional<K>& has,
+                                const std::function<void()>& element) {
   const MonoidLaws& laws = coop_laws(monoid, spec);
   bool contiguous = !missing_laws(laws, Regroup::Reorder).empty();
   auto use = knobs_.uses.find(Knob::Coop);
@@ -459,9 +460,10 @@ std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std:
 // The row's partial carriers combined in lane order, so that a non-commutative monoid sees
 // its ranges in sequence: butterflies (xor 1, 2, 4...) where the lower lane's value is the
 // left operand, then (more than one warp a row) the warps' results through shared memory,
-// in warp order. Every thread of the row ends with the whole row's carrier.
+// in warp order. Every thread of the row ends with the whole row's carrier. Without `has` (an
+// identity that changes no carrier: algebra::identity_exact) the shares combine as they are.
 void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier,
-                                 const K& has) {
+                                 const std::optional<K>& has) {
   const int n = knobs_.coop_threads;
   const ScalarType I = ScalarType::I64;
   emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
@@ -470,7 +472,8 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
   for (int s = 1; s < std::min(n, 32); s *= 2) {
     std::vector<K> other;
     for (const K& c : carrier) other.push_back(shuffle_xor(c, s));
-    K other_has = shuffle_xor(has, s);
+    std::optional<K> other_has;
+    if (has) other_has = shuffle_xor(*has, s);
     K low = let(fresh("low"),
                 kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)), kir::ci(0, I)));
     std::vector<K> a, b;
@@ -478,11 +481,16 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
       a.push_back(let(fresh("lo_" + spec.fields[i]), kir::select(low, carrier[i], other[i])));
       b.push_back(let(fresh("hi_" + spec.fields[i]), kir::select(low, other[i], carrier[i])));
     }
-    K a_has = let(fresh("lo_has"), kir::select(low, has, other_has));
-    K b_has = let(fresh("hi_has"), kir::select(low, other_has, has));
+    if (!has) {
+      std::vector<K> next = combine_pair(spec, a, b);
+      for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
+      continue;
+    }
+    K a_has = let(fresh("lo_has"), kir::select(low, *has, *other_has));
+    K b_has = let(fresh("hi_has"), kir::select(low, *other_has, *has));
     std::vector<K> next = combine_shares(spec, a, a_has, b, b_has);
     for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
-    emit(kir::assign(has.reg, next.back()));
+    emit(kir::assign(has->reg, next.back()));
   }
   if (n <= 32) return;
   const int warps = n / 32, slots = knobs_.block_threads / 32;
@@ -491,9 +499,11 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
   std::vector<kir::Stmt> publish;
   K warp = kir::special(kir::Special::WarpId);
   std::vector<K> values = carrier;
-  values.push_back(has);
   std::vector<std::string> names = spec.fields;
-  names.push_back("has");
+  if (has) {
+    values.push_back(*has);
+    names.push_back("has");
+  }
   for (size_t i = 0; i < values.size(); ++i) {
     held.push_back(values[i].type == ScalarType::Pred ? ScalarType::I32 : values[i].type);
     arrays.push_back(unclashed(fresh("coop_" + names[i])));
@@ -513,9 +523,14 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
     for (size_t i = 0; i < values.size(); ++i)
       part.push_back(
           let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
-    K part_has = part.back();
-    part.pop_back();
-    std::vector<K> next = combine_shares(spec, carrier, has, part, part_has);
+    std::vector<K> next;
+    if (has) {
+      K part_has = part.back();
+      part.pop_back();
+      next = combine_shares(spec, carrier, *has, part, part_has);
+    } else {
+      next = combine_pair(spec, carrier, part);
+    }
     for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, next[i]));
   });
   emit(kir::for_loop(w, ScalarType::I32, kir::ci(1), kir::ci(warps), std::move(body)));

@@ -24,10 +24,24 @@ MonoidLowering KernelBuilder::monoid_of(const Expr& e) {
   return user_monoid(*it->second.decl);
 }
 
+// A field whose combine selects one of its operands (max, min) is exact in any width: a 16-bit
+// float field folds in f32 (no rounding back after each element) and is rounded where it is
+// stored. The same value: rounding to 16 bits is monotone, so it commutes with max and min.
+MonoidLowering KernelBuilder::widen_selections(MonoidLowering m) {
+  for (size_t i = 0; i < m.fields.size(); ++i) {
+    const Term& c = m.combine[i];
+    const bool selects = (c.op == TermOp::Max || c.op == TermOp::Min) && c.args.size() == 2 &&
+                         c.args[0].op == TermOp::Var && c.args[0].name == "a." + m.fields[i] &&
+                         c.args[1].op == TermOp::Var && c.args[1].name == "b." + m.fields[i];
+    if (selects && (m.types[i] == ScalarType::F16 || m.types[i] == ScalarType::BF16)) m.types[i] = ScalarType::F32;
+  }
+  return m;
+}
+
 Carrier KernelBuilder::reduce(const Expr& e, const std::optional<K>& elem) {
   std::string key = tir::print_expr(e) + (elem ? "@" + render_key(*elem) : "");
   if (const Carrier* c = find_memo(key)) return *c;
-  MonoidLowering m = monoid_of(e);
+  MonoidLowering m = widen_selections(monoid_of(e));
   if (!quiet_reduce_) emit(kir::comment(fmt::format("{} over {}", e.op, axes_names(e.axes))));
   quiet_reduce_ = false;
   Carrier carrier;
@@ -41,9 +55,11 @@ Carrier KernelBuilder::reduce(const Expr& e, const std::optional<K>& elem) {
   K vector_elem = elem ? *elem : kir::ci(0, ScalarType::I64);
   // Whether this thread's fold combined an element: for COOP's shares, and where the identity
   // must not meet a value (algebra::identity_unsafe: the fold starts from its first element).
-  const bool first_element = algebra::identity_unsafe(terms_of(e.op, m));
+  const algebra::MonoidTerms terms = terms_of(e.op, m);
+  const bool first_element = algebra::identity_unsafe(terms);
   std::optional<K> has;
-  if (coop_top() || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+  if ((coop_top() && !algebra::identity_exact(terms)) || first_element)
+    has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
   auto element = [&] {
     auto body = [&] {
       bool widen =
@@ -57,8 +73,9 @@ Carrier KernelBuilder::reduce(const Expr& e, const std::optional<K>& elem) {
     if (e.where.empty()) return body();
     emit(kir::if_then(as(lower(e.where[0]), ScalarType::Pred), nested(body)));
   };
+  AxesBound bound(bound_axes_, e.axes);
   if (coop_top()) {
-    coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine, {}}, carrier.values, *has, element);
+    coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine, {}}, carrier.values, has, element);
   } else {
     std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
     for (kir::Stmt& s : loop) emit(std::move(s));

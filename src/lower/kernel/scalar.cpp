@@ -2,6 +2,8 @@
 // folds and register tiles; the kernel's name, launch shape and parameters.
 #include "lower/kernel/builder.hpp"
 
+#include <set>
+
 namespace emmy::lower::detail {
 
 void KernelBuilder::stmt(const lir::Stmt& s) {
@@ -11,6 +13,9 @@ void KernelBuilder::stmt(const lir::Stmt& s) {
       quiet_reduce_ = s.value.kind == Expr::Kind::Reduce;
       K v = lower(s.value);
       scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
+      if (s.value.kind == Expr::Kind::Reduce && s.value.op == "max" && s.value.axes.size() == 1 &&
+          s.value.where.empty() && s.value.args.size() == 1)
+        scopes_.back().maxima[s.reg] = s.value;
       return;
     }
     case lir::Stmt::Kind::Store: {
@@ -23,8 +28,38 @@ void KernelBuilder::stmt(const lir::Stmt& s) {
       emit(kir::store(kir::Space::Global, s.tensor, linear_index(t, idx), v));
       return;
     }
-    case lir::Stmt::Kind::Loop: return coop_top() ? coop_loop(s) : loop(s);
+    case lir::Stmt::Kind::Loop: {
+      invert_row_divisors(s);
+      AxesBound bound(bound_axes_, {s.axis});
+      return coop_top() ? coop_loop(s) : loop(s);
+    }
     case lir::Stmt::Kind::Fold: return fold(s, 1);
+  }
+}
+
+// Under FAST_EXP=1, a division inside a loop by a float register computed before it (softmax's
+// row sum l) becomes a multiply by the register's reciprocal, computed once before the loop:
+// x * (1 / l) is within 1.5 ulp of x / l, but for divisors below 2^-126 in magnitude (their
+// reciprocal overflows), which FAST_EXP's ex2.ftz flushes alike.
+void KernelBuilder::invert_row_divisors(const lir::Stmt& s) {
+  if (!knobs_.fast_exp) return;
+  std::set<std::string> divisors, assigned;
+  lir::visit(s.body, [&](const lir::Stmt& b) {
+    if (b.kind == lir::Stmt::Kind::Compute) assigned.insert(b.reg);
+    for (const lir::Stmt& r : b.results) assigned.insert(r.reg);
+    lir::visit_exprs(b, [&](const Expr& e) {
+      tir::visit(e, [&](const Expr& x) {
+        if (x.kind == Expr::Kind::Binary && x.op == "/" && x.args[1].kind == Expr::Kind::Reg)
+          divisors.insert(x.args[1].name);
+      });
+    });
+  });
+  for (const std::string& d : divisors) {
+    const K* v = assigned.count(d) ? nullptr : find_reg(d);
+    if (!v || !kir::is_float(v->type) || find_reciprocal(*v)) continue;
+    const ScalarType t = compute_type(v->type);
+    scopes_.back().reciprocal[render_key(*v)] =
+        let(fresh("inv_" + d), kir::binary(kir::BinOp::Div, kir::cf(1, t), as(*v, t)));
   }
 }
 
@@ -112,6 +147,7 @@ void KernelBuilder::bind_tile_element(int u) {
 }
 
 void KernelBuilder::fold(const lir::Stmt& s, int tile) {
+  AxesBound bound(bound_axes_, {s.axis});
   std::vector<std::string> names;
   for (const lir::CarrierField& f : s.fields) names.push_back(f.name);
   emit(kir::comment(fmt::format("one pass over {} carrying ({}) through the proved monoid {}", s.axis.name,
@@ -143,7 +179,8 @@ void KernelBuilder::fold(const lir::Stmt& s, int tile) {
       std::any_of(s.fields.begin(), s.fields.end(), [](const lir::CarrierField& f) { return f.per_tile; });
   const bool coop = coop_top() && tile == 1 && !per_tile && s.range.empty();
   std::optional<K> has;
-  if (coop || first_element) has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
+  if ((coop && !algebra::identity_exact(s.terms)) || first_element)
+    has = let(fresh("has"), kir::ci(0, ScalarType::Pred));
   auto element = [&] {
     auto body = [&] {
       // Lift the element once for scalar fields, once per tile element for per-tile ones.
@@ -183,7 +220,7 @@ void KernelBuilder::fold(const lir::Stmt& s, int tile) {
     spec.identity = s.terms.identity;
     spec.combine = s.terms.combine;
     spec.lift = s.terms.lift;
-    coop_reduce(s.monoid, {s.axis}, spec, scalars, *has, element);
+    coop_reduce(s.monoid, {s.axis}, spec, scalars, has, element);
   } else {
     std::vector<kir::Stmt> loop = axis_loops({s.axis}, element);
     if (s.range.size() == 2)  // a split's group: only [lo, hi) of the axis
