@@ -436,6 +436,7 @@ class KernelBuilder {
   void invert_row_divisors(const lir::Stmt& loop);
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
   std::optional<K> vec_read(const Expr& e);
+  K realigned_read(const tir::Tensor& t, const K& row);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
