@@ -133,4 +133,48 @@ TEST_CASE("float max and min start from the infinities") {
 }
 
 }  // namespace
+TEST_CASE("identity_exact: a share that combined no element may be combined as it is") {
+  // The single-field built-ins: their identity changes no carrier a fold reaches (sum's +0 never
+  // meets a -0: it is not reached from +0), so COOP's lanes carry no flag.
+  for (std::string_view name : {"sum", "prod", "max", "min", "any", "all"}) {
+    CAPTURE(name);
+    const lower::BuiltinMonoid* b = lower::builtin_monoid(name);
+    for (ScalarType t : name == "any" || name == "all" ? std::vector<ScalarType>{ScalarType::Pred}
+                                                       : std::vector<ScalarType>{ScalarType::F32, ScalarType::I32}) {
+      CAPTURE(static_cast<int>(t));
+      CHECK(algebra::identity_exact(lower::terms_of(name, b->lowering(t, {t}))));
+    }
+  }
+  // Several fields (argmax's (v, i); the stdlib's logsumexp, welford, softmax_pv): keep the flag.
+  const lower::BuiltinMonoid* argmax = lower::builtin_monoid("argmax");
+  CHECK_FALSE(algebra::identity_exact(lower::terms_of("argmax", argmax->lowering(ScalarType::I64, {ScalarType::F32}))));
+  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
+  REQUIRE(r->program);
+  for (const char* name : {"logsumexp", "welford"}) {
+    CAPTURE(name);
+    std::string why;
+    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*stdlib_monoid(*r->program, name), why);
+    REQUIRE(def);
+    CHECK_FALSE(algebra::identity_exact(*def));
+  }
+  // One field whose identity is a two-sided identity of the reals but not of the floats it meets:
+  // combine(a, b) = a + b - 0 * a is NaN at a = inf where b alone is not (identity 0, v = inf).
+  algebra::MonoidTerms odd;
+  odd.fields = {"x"};
+  odd.identity = {Term::constant(algebra::Rational::of(0))};
+  odd.combine = {
+      Term::make(algebra::TermOp::Sub,
+                 {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
+                  Term::make(algebra::TermOp::Mul, {Term::constant(algebra::Rational::of(0)), Term::var("a.x")})})};
+  CHECK_FALSE(algebra::identity_exact(odd));
+  // A sum from 1: not an identity at all. (A max from 0 is exact on what it reaches, the values
+  // at or above 0, so it needs no flag either: the flag only says which shares met an element.)
+  algebra::MonoidTerms from_one = lower::terms_of("sum", lower::builtin_monoid("sum")->lowering(ScalarType::F32, {}));
+  from_one.identity = {Term::constant(algebra::Rational::of(1))};
+  CHECK_FALSE(algebra::identity_exact(from_one));
+  algebra::MonoidTerms from_zero = lower::terms_of("max", lower::builtin_monoid("max")->lowering(ScalarType::F32, {}));
+  from_zero.identity = {Term::constant(algebra::Rational::of(0))};
+  CHECK(algebra::identity_exact(from_zero));
+}
+
 }  // namespace emmy
