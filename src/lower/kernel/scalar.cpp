@@ -13,6 +13,8 @@ void KernelBuilder::stmt(const lir::Stmt& s) {
       quiet_reduce_ = s.value.kind == Expr::Kind::Reduce;
       K v = lower(s.value);
       scopes_.back().regs[s.reg] = let(unclashed(s.reg), v);
+      // A row maximum over a whole axis: exp(e - m) of its own elements needs no -inf test
+      // (exp_below_row_max).
       if (s.value.kind == Expr::Kind::Reduce && s.value.op == "max" && s.value.axes.size() == 1 &&
           s.value.where.empty() && s.value.args.size() == 1)
         scopes_.back().maxima[s.reg] = s.value;
