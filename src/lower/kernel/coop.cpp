@@ -382,11 +382,10 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 
 // Element u of a peeled chunk of a one-dimensional input read along the axis (gamma[c] beside
 // x[n, c], whose rows start anywhere): its elements sit s = base mod V past a V-aligned element,
-// s the same for the whole row. The chunk reads the two aligned chunks around it as vectors, both
-// at its top (so the loads are in flight together, whatever s is), and takes its V elements out
-// of them, a branch for each s (static register picks, no shuffling an element). The upper one
-// re-reads the lower where it would leave the row: there a chunk with s > 0 (a row's last) reads
-// its elements one at a time instead.
+// s the same for the whole row. The chunk reads the two aligned chunks around it as vectors and
+// takes its V elements out of them, a branch for each s (static register picks, no shuffling
+// an element); at s = 0 one aligned read; where the aligned chunks would leave the row (its
+// first and last chunks), one element at a time.
 K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
   const int v = vec_width();
@@ -398,36 +397,30 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
     std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
     auto chunk_let = [&](const std::string& name, K value) {
       const std::string reg = fresh(name);
-      const ScalarType of = value.type;
-      chunk.push_back(kir::decl(reg, of, std::move(value)));
-      return kir::var({reg}, of);
+      chunk.push_back(kir::decl(reg, I, std::move(value)));
+      return kir::var({reg}, I);
     };
-    const K shift = chunk_let("shift_" + t.name, kir::binary(kir::BinOp::Rem, vec_->base, kir::ci(v, I)));
+    const K shift = chunk_let("shift_" + t.name, kir::binary(kir::BinOp::Rem, first, kir::ci(v, I)));
     const K lo_at = chunk_let("lo_" + t.name, kir::binary(kir::BinOp::Sub, first, shift));
-    const K size = size_value(t.dims.back());
-    const K hi_in_row = chunk_let(
-        "hi_in_" + t.name,
-        kir::binary(kir::BinOp::Le,
-                    kir::binary(kir::BinOp::Sub, kir::binary(kir::BinOp::Add, vec_->base, kir::ci(2 * v, I)), shift),
-                    size));
-    const K hi_at = kir::select(hi_in_row, kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I)), lo_at);
+    auto pick = [&](const std::function<K(int)>& value) {
+      std::vector<kir::Stmt> moves;
+      for (int u = 0; u < v; ++u) moves.push_back(kir::assign(vec_reg(out, u), value(u)));
+      return moves;
+    };
     VecChunk::Access lo = vec_access(t, lo_at, "rl_", vec_->block), hi = lo;
     hi.arrays.clear();
     for (size_t j = 0; j < lo.arrays.size(); ++j) {
       hi.arrays.push_back(fresh("rh_" + t.name));
       chunk.push_back(kir::decl(hi.arrays.back(), type, hi.width));
     }
+    std::vector<kir::Stmt> shifted;
+    const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
     for (size_t j = 0; j < lo.arrays.size(); ++j) {
-      chunk.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
-      chunk.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
+      shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
+      shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
     }
-    auto pick = [&](const std::function<K(int)>& value) {
-      std::vector<kir::Stmt> moves;
-      for (int u = 0; u < v; ++u) moves.push_back(kir::assign(vec_reg(out, u), value(u)));
-      return moves;
-    };
-    std::vector<kir::Stmt> cases;  // s = V - 1 innermost: if (s == 0) ... else if (s == 1) ...
-    for (int sh = v - 1; sh >= 0; --sh) {
+    std::vector<kir::Stmt> cases;  // s = V - 1 innermost: if (s == 1) ... else if (s == 2) ...
+    for (int sh = v - 1; sh >= 1; --sh) {
       std::vector<kir::Stmt> moves = pick([&](int u) {
         const int j = u + sh;
         return kir::var(j < v ? vec_reg(lo, j) : vec_reg(hi, j - v), type);
@@ -436,12 +429,21 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
                           : std::vector<kir::Stmt>{kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(sh, I)),
                                                                 std::move(moves), std::move(cases))};
     }
+    for (kir::Stmt& c : cases) shifted.push_back(std::move(c));
+    const K size = size_value(t.dims.back());
+    const K in_row = kir::binary(
+        kir::BinOp::And, kir::binary(kir::BinOp::Ge, vec_->base, shift),
+        kir::binary(kir::BinOp::Le,
+                    kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I)),
+                    size));
+    std::vector<kir::Stmt> aligned;
+    for (size_t j = 0; j < out.arrays.size(); ++j)
+      aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
     std::vector<kir::Stmt> elements = pick([&](int u) {
       return kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type);
     });
-    const K past = kir::binary(kir::BinOp::And, kir::binary(kir::BinOp::Gt, shift, kir::ci(0, I)),
-                               kir::unary(kir::UnOp::Not, hi_in_row));
-    chunk.push_back(kir::if_then(past, std::move(elements), std::move(cases)));
+    chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned),
+                                 {kir::if_then(in_row, std::move(shifted), std::move(elements))}));
     it = vec_->loads.emplace(key, std::move(out)).first;
   }
   return kir::var(vec_reg(it->second, vec_->u), type);
