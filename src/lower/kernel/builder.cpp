@@ -228,9 +228,7 @@ std::optional<K> KernelBuilder::exp_below_row_max(const Expr& e, ScalarType t) {
   });
   if (!own_indices || !kir::is_float(compute_type(t))) return std::nullopt;
   const ScalarType ct = compute_type(t);
-  K mv = as(lower(d.args[1]), ct);
-  K safe = shared(kir::select(kir::binary(kir::BinOp::Eq, mv, kir::cf(-std::numeric_limits<double>::infinity(), ct)),
-                              kir::cf(0, ct), mv));
+  const K safe = finite_max(lower(d.args[1]), ct);
   return as(exp_value(kir::binary(kir::BinOp::Sub, as(lower(d.args[0]), ct), safe)), t);
 }
 

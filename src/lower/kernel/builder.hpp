@@ -297,6 +297,9 @@ class KernelBuilder {
   // m is -inf only where every a is, so the difference is a - (m == -inf ? 0 : m), with no test
   // an element (nullopt: not that form).
   std::optional<K> exp_below_row_max(const Expr& e, ScalarType t);
+  // A row maximum m (in `ct`) safe to subtract below it: m == -inf ? 0 : m, in a register (both
+  // exp-below-max forms: a monoid's combine, a row statistic).
+  K finite_max(const K& m, ScalarType ct);
 
   // ---- names and scopes (the builder's own) -----------------------------------------------
   const K* find_reg(const std::string& name) const;

@@ -384,8 +384,8 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 // x[n, c], whose rows start anywhere): its elements sit s = base mod V past a V-aligned element,
 // s the same for the whole row. The chunk reads the two aligned chunks around it as vectors and
 // takes its V elements out of them, a branch for each s (static register picks, no shuffling
-// an element); at s = 0 one aligned read; where the aligned chunks would leave the row (its
-// first and last chunks), one element at a time.
+// an element); at s = 0 one aligned read; where the upper one would leave the row (a row's last
+// chunks), one element at a time.
 K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
   const int v = vec_width();
@@ -407,14 +407,9 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
       for (int u = 0; u < v; ++u) moves.push_back(kir::assign(vec_reg(out, u), value(u)));
       return moves;
     };
-    VecChunk::Access lo = vec_access(t, lo_at, "rl_", vec_->block), hi = lo;
-    hi.arrays.clear();
-    for (size_t j = 0; j < lo.arrays.size(); ++j) {
-      hi.arrays.push_back(fresh("rh_" + t.name));
-      chunk.push_back(kir::decl(hi.arrays.back(), type, hi.width));
-    }
-    std::vector<kir::Stmt> shifted;
     const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
+    const VecChunk::Access lo = vec_access(t, lo_at, "rl_", vec_->block), hi = vec_access(t, hi_at, "rh_", vec_->block);
+    std::vector<kir::Stmt> shifted;
     for (size_t j = 0; j < lo.arrays.size(); ++j) {
       shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
       shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
@@ -431,11 +426,10 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
     }
     for (kir::Stmt& c : cases) shifted.push_back(std::move(c));
     const K size = size_value(t.dims.back());
+    // (The lower vector starts at base - s >= 0 and ends at or before the chunk's end.)
     const K in_row = kir::binary(
-        kir::BinOp::And, kir::binary(kir::BinOp::Ge, vec_->base, shift),
-        kir::binary(kir::BinOp::Le,
-                    kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I)),
-                    size));
+        kir::BinOp::Le,
+        kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I)), size);
     std::vector<kir::Stmt> aligned;
     for (size_t j = 0; j < out.arrays.size(); ++j)
       aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));

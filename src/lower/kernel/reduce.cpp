@@ -197,10 +197,14 @@ std::optional<K> KernelBuilder::exp_below_max(const Term& d, const std::map<std:
   K a = term_value(d.args[0], env, hint), m = term_value(n, env, hint);
   if (!kir::is_float(a.type) || !kir::is_float(m.type)) return std::nullopt;
   ScalarType ct = compute_type(wider(a.type, m.type));
-  m = as(m, ct);
-  K safe = shared(kir::select(kir::binary(kir::BinOp::Eq, m, kir::cf(-std::numeric_limits<double>::infinity(), ct)),
-                              kir::cf(0, ct), m));
+  K safe = finite_max(m, ct);
   return shared(exp_value(kir::binary(kir::BinOp::Sub, as(a, ct), safe)));
+}
+
+K KernelBuilder::finite_max(const K& m, ScalarType ct) {
+  const K mc = as(m, ct);
+  return shared(kir::select(kir::binary(kir::BinOp::Eq, mc, kir::cf(-std::numeric_limits<double>::infinity(), ct)),
+                            kir::cf(0, ct), mc));
 }
 
 K KernelBuilder::term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint) {
