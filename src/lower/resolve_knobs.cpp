@@ -167,6 +167,7 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
   k.coop_threads = c.threads;
   k.coop_vec = c.vec.value_or(1);
   k.coop_cache = c.cache.value_or(0);
+  k.coop_registers = c.registers;
   k.block_threads = std::max(k.block_threads, c.threads);
 }
 
@@ -218,6 +219,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.shared_memory = target.smem_per_block_bytes;
   k.rescale_skip_per_key = target.rescale_skip_per_key;
   k.row_cache_registers = target.row_cache_registers;
+  k.row_cache_own_registers = target.row_cache_own_registers;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

@@ -293,7 +293,18 @@ constexpr FieldSpec kCoopFields[] = {
      .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).cache = r.n1; },
      .load = [](const KnobValue& v) -> std::optional<FieldRead> {
        const auto& c = as<CoopValue>(v);
-       if (!c.cache) return std::nullopt;
+       if (!c.cache || c.registers) return std::nullopt;
+       return FieldRead{.n1 = *c.cache};
+     }},
+    {.name = "row registers", .grammar = "r<R>", .example = "r4", .slot = 2, .shape = Shape::Number,
+     .heads = kPrefixR, .r1 = {1, 16, 1, "register chunk count"},
+     .store = [](KnobValue& v, const FieldRead& r) {
+       as<CoopValue>(v).cache = r.n1;
+       as<CoopValue>(v).registers = true;
+     },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<CoopValue>(v);
+       if (!c.cache || !c.registers) return std::nullopt;
        return FieldRead{.n1 = *c.cache};
      }},
 };
@@ -318,7 +329,7 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Wspec, "WSPEC", "p<N>[/r<R>]", "p1/r240", [] { return KnobValue{WspecValue{}}; }, kWspecFields},
     {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; }, kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
-    {Knob::Coop, "COOP", "t<N>[/v<V>][/c<R>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
+    {Knob::Coop, "COOP", "t<N>[/v<V>][/c<R>|/r<R>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
     {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
     {Knob::PingPong, "PINGPONG", "0|1", "1", [] { return KnobValue{false}; }, kPingPongFields},
     {Knob::Persist, "PERSIST", "0|1", "1", [] { return KnobValue{false}; }, kPersistFields},

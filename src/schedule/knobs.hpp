@@ -54,13 +54,15 @@ struct ClusterValue {
   int size = 0;
 };
 
-// COOP: t<N>[/v<V>][/c<R>] — N threads (a power of two) cooperate on each point of a kernel's
-// thread space (a row); V elements per vector load/store (1, 2, 4, 8); a row cache of R chunks
-// of V elements a thread, in registers, so a row of up to N * V * R elements is read once.
+// COOP: t<N>[/v<V>][/c<R>|/r<R>] — N threads (a power of two) cooperate on each point of a
+// kernel's thread space (a row); V elements per vector load/store (1, 2, 4, 8); a row cache of R
+// chunks of V elements a thread, so a row of up to N * V * R elements is read once: in shared
+// memory (c<R>) or in the thread's registers (r<R>).
 struct CoopValue {
   int threads = 0;
   std::optional<int> vec;
   std::optional<int> cache;
+  bool registers = false;  // r<R>: the cache in registers
 };
 
 // monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP, PINGPONG and PERSIST (1 = true).

@@ -40,6 +40,9 @@ struct TargetInfo {
   // in, so long as each thread keeps at least this many registers (without the bound a kernel a
   // register over lost half its CTAs: tests/bench/RESULTS.md, "a row cache that copies").
   int row_cache_registers;
+  // With the row cache in registers (COOP's r<R>), a thread's registers besides the kept chunks'
+  // that the CTAs an SM asked of ptxas leave it (a layernorm of f32 rows spilled at 32).
+  int row_cache_own_registers;
 };
 
 // What the auto-scheduler's cost model (src/autosched/cost_model.cpp) takes a target's device to

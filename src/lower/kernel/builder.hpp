@@ -165,6 +165,15 @@ struct RowCacheState {
   std::string axis;                           // the current split's axis size
   std::vector<K> conds;                       // sizes that must be multiples of V (the vector body)
   std::vector<std::string> sizes;             // the split axes' sizes, each at most N * V * R (in order)
+  // COOP=.../r<R>, the cache in registers: a split is R copies of its chunk (copy: the one being
+  // lowered, -1 outside; copy_cond: its bounds test), a kept chunk lives in register arrays
+  // declared at the body's top (regs, by chunk key; decls), and the first reads of an input's
+  // row (hoisted) are loaded before the split's copies (preload), every load in flight at once.
+  int copy = -1;
+  K copy_cond;
+  std::map<std::string, VecChunk::Access> regs;
+  std::vector<kir::Stmt> decls, preload;
+  std::set<std::string> hoisted;
 };
 
 class KernelBuilder {
@@ -423,6 +432,17 @@ class KernelBuilder {
   void coop_cached_body(const lir::Kernel& k);
   void coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
   K cached_read(const tir::Tensor& t, std::vector<K> idx);
+  K register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at);
+  // The R copies of a split's chunk under COOP=.../r<R> (row_cache.cpp): `body(var)` lowers the
+  // chunk at element `var`; emitted as the copies' first elements, the hoisted loads, then each
+  // copy behind its bounds test `var < hi`.
+  struct ChunkCopies {
+    std::vector<std::string> vars;
+    std::vector<std::vector<kir::Stmt>> bodies;
+    std::vector<kir::Stmt> preload;
+  };
+  ChunkCopies lower_copies(const std::string& base, const K& hi, const std::function<void(const K&)>& body);
+  void emit_copies(ChunkCopies copies, const K& lo, const K& hi, int step);
   const std::string& cache_array(const std::string& row, const tir::Tensor& t);
   void cache_forget(const std::string& tensor);
   void coop_reduce(const std::string& monoid, const std::vector<tir::Axis>& axes, const CarrierSpec& spec,

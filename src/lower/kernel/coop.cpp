@@ -187,7 +187,16 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
   peeling_ = true;
   peel_anchor_.reset();
   peel_ = kir::var({peel}, I);
-  std::vector<kir::Stmt> chunks = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
+  // Under COOP=.../r<R> the chunks are R copies (row_cache.cpp), bounded by the last chunk's end.
+  const bool copies = knobs_.coop_registers && cache_.mode == RowCache::Peeled;
+  const std::string vend = fresh("vend");
+  const K end = kir::var({vend}, I);
+  ChunkCopies copied;
+  std::vector<kir::Stmt> chunks;
+  if (copies)
+    copied = lower_copies(var, end, [&](const K& at) { coop_chunk(axis, at, element); });
+  else
+    chunks = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
   peeling_ = false;
   if (!peel_anchor_) {  // nothing along the axis to move V at a time: every element an edge
     coop_edges(axis, kir::ci(0, I), kir::ci(0, I), element);
@@ -202,14 +211,16 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
   emit(kir::decl(peel, I,
                  kir::binary(kir::BinOp::Min,
                              kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Sub, vk, misaligned), vk), size)));
-  K end =
-      let(fresh("vend"),
-          kir::binary(kir::BinOp::Add, peel_,
-                      kir::binary(kir::BinOp::Mul,
-                                  kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
+  let(vend, kir::binary(kir::BinOp::Add, peel_,
+                        kir::binary(kir::BinOp::Mul,
+                                    kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Sub, size, peel_), vk), vk)));
   coop_edges(axis, peel_, end, element);
-  kir::Stmt f = kir::for_loop(var, I, kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk)),
-                              end, std::move(chunks));
+  const K lo = kir::binary(kir::BinOp::Add, peel_, kir::binary(kir::BinOp::Mul, coop_lane_, vk));
+  if (copies) {
+    emit_copies(std::move(copied), lo, end, step);
+    return;
+  }
+  kir::Stmt f = kir::for_loop(var, I, lo, end, std::move(chunks));
   f.step = step;
   emit(std::move(f));
 }

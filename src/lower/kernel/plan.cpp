@@ -39,11 +39,14 @@ std::string print_plan(const KernelPlan& p) {
                      "  row cache: up to {} elements a row, but no pass reads again what an earlier one read in the "
                      "same thread\n",
                      p.cache_capacity)
-               : fmt::format("  row cache: {} kept in shared memory, read from memory once, while {} <= {}{}\n",
-                             fmt::join(p.cache_kept, ", "), fmt::join(p.cache_sizes, ", "), p.cache_capacity,
-                             p.cache_copied.empty() ? ""
-                                                    : fmt::format(" ({} copied whole first, by cp.async)",
-                                                                  fmt::join(p.cache_copied, ", ")));
+               : fmt::format("  row cache: {} kept in {}, read from memory once, while {} <= {}{}\n",
+                             fmt::join(p.cache_kept, ", "), p.cache_registers ? "registers" : "shared memory",
+                             fmt::join(p.cache_sizes, ", "), p.cache_capacity,
+                             p.cache_copied.empty()
+                                 ? ""
+                                 : fmt::format(" ({} {} whole first{})", fmt::join(p.cache_copied, ", "),
+                                               p.cache_registers ? "loaded" : "copied",
+                                               p.cache_registers ? "" : ", by cp.async"));
   if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
   out += fmt::format("  atom: {}, warps w{}x{}, fragments f{}x{} a warp, k{} (k-steps of 16 a chunk)\n", p.atom,
                      p.warps_m, p.warps_n, p.frag_m, p.frag_n, p.k_steps);

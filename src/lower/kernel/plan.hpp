@@ -34,11 +34,12 @@ struct KernelPlan {
   bool no_contraction = false;  // ... because the kernel holds no contraction of two inputs to tile
   int block_threads = 0;
   int coop_threads = 0, coop_vec = 0;  // CoopRows: threads a row, elements a vector access
-  // CoopRows under COOP=.../c<R>: the longest row kept (N * V * R elements), the split axes'
-  // sizes that must not exceed it, the tensors whose rows are kept in shared memory, and those of
-  // them copied whole before the first pass (inputs).
+  // CoopRows under COOP=.../c<R> (or r<R>): the longest row kept (N * V * R elements), the split
+  // axes' sizes that must not exceed it, the tensors whose rows are kept in shared memory (or
+  // registers), and those of them copied (loaded) whole before the first pass (inputs).
   int64_t cache_capacity = 0;
   std::vector<std::string> cache_sizes, cache_kept, cache_copied;
+  bool cache_registers = false;  // COOP=.../r<R>: kept in the threads' registers
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;

@@ -3,6 +3,7 @@
 // before the first pass, others chunk by chunk as the first pass reads them), and the passes read
 // them from there. Members of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
 #include <algorithm>
+#include <utility>
 
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
@@ -36,6 +37,8 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     cache_.probe = probe;
     cache_.held.clear();
     cache_.conds.clear();
+    cache_.regs.clear();
+    cache_.decls.clear();
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
       for (const lir::Stmt& s : k.body) stmt(s);
@@ -43,9 +46,13 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     if (probe) shared_->resize(shared_before);
     if (!(probe && ranking)) law_warnings_.resize(warnings);
     conds = std::move(cache_.conds);
+    body.insert(body.begin(), std::make_move_iterator(cache_.decls.begin()),
+                std::make_move_iterator(cache_.decls.end()));
     cache_.mode = RowCache::Off;
     cache_.probe = false;
     cache_.held.clear();
+    cache_.regs.clear();
+    cache_.decls.clear();
     return body;
   };
   std::vector<K> conds, unused;
@@ -56,6 +63,8 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   cache_.arrays.clear();
   cache_.prefetched.clear();
   cache_.sizes.clear();
+  cache_.hoisted.clear();
+  const bool registers = knobs_.coop_registers;
   const int64_t capacity = static_cast<int64_t>(n) * v * r;
   plans_.back().cache_capacity = capacity;
   variant(v > 1 ? RowCache::Vector : RowCache::Scalar, true, unused);
@@ -63,17 +72,24 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     for (kir::Stmt& s : streamed) emit(std::move(s));
     return;
   }
-  // The rows copied in whole up front, then every kept row's array, in the order of the dry run's
-  // first reads (a ranking's lowering makes the same arrays without the bodies).
+  // The rows copied (loaded) in whole up front, then every kept row's shared array, in the order
+  // of the dry run's first reads (a ranking's lowering makes the same arrays without the bodies).
+  // In registers a copied row's chunks are loaded before the first split's copies (hoisted).
   std::vector<std::string> copied;
   for (const auto& [tensor, row] : cache_.first_reads)
     if (cache_.reused.count(row) && copied_whole(row, *p_.tensors.find(tensor))) copied.push_back(row);
-  for (const std::string& row : copied) cache_.prefetched[row];
-  for (const auto& [tensor, row] : cache_.first_reads)
-    if (cache_.reused.count(row)) cache_array(row, *p_.tensors.find(tensor));
+  for (const std::string& row : copied) {
+    if (registers)
+      cache_.hoisted.insert(row);
+    else
+      cache_.prefetched[row];
+  }
+  if (!registers)
+    for (const auto& [tensor, row] : cache_.first_reads)
+      if (cache_.reused.count(row)) cache_array(row, *p_.tensors.find(tensor));
   std::vector<kir::Stmt> prefetch, vector_body, scalar_body;
   if (!ranking) {
-    prefetch = nested([&] { cache_prefetch(copied); });
+    if (!registers) prefetch = nested([&] { cache_prefetch(copied); });
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
@@ -87,24 +103,29 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     names.push_back(name_of(size));
   }
   std::vector<std::string> kept, tensors;
-  for (const auto& [row, array] : cache_.arrays) {
-    kept.push_back(array);
-    const std::string tensor = row.substr(0, row.find('@'));
-    if (std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) tensors.push_back(tensor);
-  }
+  for (const auto& [row, array] : cache_.arrays) kept.push_back(array);
+  for (const auto& [tensor, row] : cache_.first_reads)
+    if (cache_.reused.count(row) && std::find(tensors.begin(), tensors.end(), tensor) == tensors.end())
+      tensors.push_back(tensor);
   lower::KernelPlan& plan = plans_.back();
   plan.cache_kept = tensors;
+  plan.cache_registers = registers;
   for (const std::string& row : copied)
     if (const std::string t = row.substr(0, row.find('@'));
         std::find(plan.cache_copied.begin(), plan.cache_copied.end(), t) == plan.cache_copied.end())
       plan.cache_copied.push_back(t);
   plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
-  emit(
-      kir::comment(fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), the rows read again "
-                               "are kept in shared memory ({}{}): one read from memory; else the passes stream",
-                               r, fmt::join(names, ", "), capacity, n, v, r, fmt::join(kept, ", "),
-                               copied.empty() ? "" : "; inputs' rows copied whole first, by cp.async")));
+  emit(kir::comment(
+      registers
+          ? fmt::format("COOP row cache (r{}): while {} <= {} (= {} threads x {} x {}), the rows read again are kept "
+                        "in registers ({}{}): one read from memory; else the passes stream",
+                        r, fmt::join(names, ", "), capacity, n, v, r, fmt::join(tensors, ", "),
+                        copied.empty() ? "" : "; inputs' rows loaded whole before the first pass's chunks")
+          : fmt::format("COOP row cache (c{}): while {} <= {} (= {} threads x {} x {}), the rows read again "
+                        "are kept in shared memory ({}{}): one read from memory; else the passes stream",
+                        r, fmt::join(names, ", "), capacity, n, v, r, fmt::join(kept, ", "),
+                        copied.empty() ? "" : "; inputs' rows copied whole first, by cp.async")));
   std::vector<kir::Stmt> cached = std::move(scalar_body);
   if (v > 1) {
     K ok;
@@ -199,6 +220,14 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     cache_.mode = RowCache::Peeled;
     return;
   }
+  // In registers, a share one element at a time of a row of V-element chunks would take V * R
+  // copies of the element: that split streams (the uncached split's paths).
+  if (knobs_.coop_registers && cache_.mode == RowCache::Scalar && knobs_.coop_vec > 1) {
+    cache_.mode = RowCache::Off;
+    coop_split(axis, contiguous, element);
+    cache_.mode = RowCache::Scalar;
+    return;
+  }
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
   K size = size_value(axis.size);
@@ -229,10 +258,45 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
     step = w;
   }
   cache_.guard = render_key(lo) + ".." + render_key(hi) + "/" + std::to_string(step);
+  if (knobs_.coop_registers) {
+    emit_copies(lower_copies(var, hi, [&](const K& at) { coop_chunk(axis, at, element); }), lo, hi, step);
+    return;
+  }
   std::vector<kir::Stmt> body = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
   kir::Stmt f = kir::for_loop(var, I, lo, hi, std::move(body));
   f.step = step;
   emit(std::move(f));
+}
+
+// The R copies of a split's chunk under COOP=.../r<R>: copy c at element lo + c * step, lowered
+// with a first-element register of its own (`base`, made fresh), so that each copy's kept chunks
+// have registers of their own; the first reads the copies hoist come back as `preload`.
+KernelBuilder::ChunkCopies KernelBuilder::lower_copies(const std::string& base, const K& hi,
+                                                       const std::function<void(const K&)>& body) {
+  ChunkCopies out;
+  std::vector<kir::Stmt> outer = std::exchange(cache_.preload, {});
+  for (int c = 0; c < knobs_.coop_cache; ++c) {
+    out.vars.push_back(fresh(base));
+    const K at = kir::var({out.vars.back()}, ScalarType::I64);
+    cache_.copy = c;
+    cache_.copy_cond = kir::binary(kir::BinOp::Lt, at, hi);
+    out.bodies.push_back(nested([&] { body(at); }));
+  }
+  cache_.copy = -1;
+  out.preload = std::exchange(cache_.preload, std::move(outer));
+  return out;
+}
+
+// The copies emitted: each one's first element, the loads hoisted out of them (every one in
+// flight before the first chunk's arithmetic), then each copy behind its bounds test.
+void KernelBuilder::emit_copies(ChunkCopies copies, const K& lo, const K& hi, int step) {
+  const ScalarType I = ScalarType::I64;
+  for (size_t c = 0; c < copies.vars.size(); ++c)
+    emit(kir::decl(copies.vars[c], I,
+                   c == 0 ? lo : kir::binary(kir::BinOp::Add, lo, kir::ci(static_cast<int64_t>(c) * step, I))));
+  for (kir::Stmt& s : copies.preload) emit(std::move(s));
+  for (size_t c = 0; c < copies.vars.size(); ++c)
+    emit(kir::if_then(kir::binary(kir::BinOp::Lt, kir::var({copies.vars[c]}, I), hi), std::move(copies.bodies[c])));
 }
 
 // A row's elements in its shared array: the capacity, V more where the peeled variant shifts its
@@ -277,10 +341,14 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   const std::string row = t.name + "@" + render_key(row_start);
   // The peeled variant's chunks start where their anchor's row is aligned: the anchor names them,
   // and their columns move V - peel on (V-aligned in shared memory too).
-  std::string key = t.name + "@" + render_key(at) + "<" + cache_.guard;
+  // In registers a chunk is known by its row, its copy and its split (the copies' registers
+  // differ in name from pass to pass).
+  std::string key = knobs_.coop_registers ? fmt::format("{}#{}<{}", row, cache_.copy, cache_.guard)
+                                          : t.name + "@" + render_key(at) + "<" + cache_.guard;
   if (peeling_) key += fmt::format("|{}", render_key(*peel_anchor_));
   auto local = vec_->loads.find(key);
   if (local != vec_->loads.end()) return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
+  if (knobs_.coop_registers && !cache_.probe && cache_.reused.count(row)) return register_read(t, row, key, at);
   VecChunk::Access a = vec_access(t, at, "r_", vec_->block);
   auto in_slot = [&](K column) {  // shared memory is addressed by 32-bit indices
     if (knobs_.block_threads != knobs_.coop_threads)
@@ -326,6 +394,37 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   return kir::var(vec_reg(vec_->loads.emplace(key, std::move(a)).first->second, vec_->u), scalar_of(t.dtype));
 }
 
+// Element u of a kept chunk under COOP=.../r<R>: its register arrays (declared at the body's
+// top), loaded by the chunk's first read: before the split's copies for a row copied whole (an
+// input's), else where the chunk reads it.
+K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at) {
+  auto [it, added] = cache_.regs.try_emplace(key);
+  VecChunk::Access& a = it->second;
+  const ScalarType type = scalar_of(t.dtype);
+  if (added) {
+    const int v = vec_width();
+    a.width = std::min(v, 16 / kir::type_bytes(type));
+    a.tensor = t.name;
+    a.index = at;
+    for (int j = 0; j < v / a.width; ++j) {
+      a.arrays.push_back(fresh("rk_" + t.name));
+      cache_.decls.push_back(kir::decl(a.arrays.back(), type, a.width));
+    }
+  }
+  if (!cache_.held.count(key)) {
+    std::vector<kir::Stmt> loads;
+    for (size_t j = 0; j < a.arrays.size(); ++j) loads.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
+    if (cache_.hoisted.count(row) && cache_.copy >= 0) {
+      cache_.preload.push_back(kir::if_then(cache_.copy_cond, std::move(loads)));
+    } else {
+      for (kir::Stmt& s : loads) blocks_[vec_->block]->push_back(std::move(s));
+    }
+    cache_.held.insert(key);
+  }
+  ++vec_used_;
+  return kir::var(vec_reg(vec_->loads.emplace(key, a).first->second, vec_->u), type);
+}
+
 // A store into `tensor` under the row cache: what was kept of it is stale.
 void KernelBuilder::cache_forget(const std::string& tensor) {
   std::erase_if(cache_.held, [&](const std::string& key) { return key.starts_with(tensor + "@"); });
@@ -333,13 +432,22 @@ void KernelBuilder::cache_forget(const std::string& tensor) {
 
 // __launch_bounds__'s CTAs an SM for a kernel `k` whose rows a row cache keeps: as many as its
 // shared memory lets an SM hold (each CTA reserves 1 KB more, the SM the block's limit plus 1 KB),
-// while each thread keeps the target's row_cache_registers; else 1 (every register a thread needs).
+// while each thread keeps the target's row_cache_registers, and with the cache in registers its
+// row_cache_own_registers plus the kept chunks' (R chunks of V elements a kept tensor); else 1
+// (every register a thread needs).
 int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
   if (plans_.empty() || plans_.back().cache_kept.empty()) return 1;
   const int64_t kReserved = 1024;
   const int64_t by_smem = (knobs_.shared_memory + kReserved) / (kir::shared_bytes(k) + kReserved);
-  const int64_t by_registers =
-      knobs_.register_file / (static_cast<int64_t>(knobs_.row_cache_registers) * k.block_threads);
+  int64_t need = knobs_.row_cache_registers;
+  if (knobs_.coop_registers) {
+    int64_t kept = 0;
+    for (const std::string& name : plans_.back().cache_kept)
+      kept += static_cast<int64_t>(knobs_.coop_cache) * knobs_.coop_vec *
+              kir::type_bytes(scalar_of(p_.tensors.find(name)->dtype)) / 4;
+    need = std::max(need, knobs_.row_cache_own_registers + kept);
+  }
+  const int64_t by_registers = knobs_.register_file / (need * k.block_threads);
   return static_cast<int>(std::max<int64_t>(1, std::min(by_smem, by_registers)));
 }
 
