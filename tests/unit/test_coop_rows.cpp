@@ -1,5 +1,6 @@
-// COOP=t<N>[/v<V>] on the row ops: interpreted against the float64 reference at ragged shapes
-// (C not a multiple of V, C < N, rows not a multiple of the rows per block, C = 1), the vector
+// COOP=t<N>[/v<V>][/r<R>] on the row ops: interpreted against the float64 reference at ragged
+// shapes (C not a multiple of V, C < N, rows not a multiple of the rows per block, C = 1; the row
+// cache in registers where the row fits it, streamed where it does not), the vector
 // path and the split visible in the kernel IR, a non-commutative monoid split in order, the
 // lowering's errors, and NVRTC compilation for sm_80, sm_90 and sm_120 without spills.
 #include <doctest/doctest.h>
@@ -70,7 +71,8 @@ TEST_CASE("coop: row ops at ragged shapes, every thread count and vector width, 
     const CheckedOp& op = l->program->ops.at(r.op);
     for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t256/{}", r.vec),
                              fmt::format("COOP=t64/{}", r.vec), std::string("COOP=t2/v2"), std::string("COOP=t1024/v2"),
-                             std::string("COOP=t8"), fmt::format("COOP=t128/{},PLACE=cut", r.vec)}) {
+                             std::string("COOP=t8"), fmt::format("COOP=t128/{},PLACE=cut", r.vec),
+                             fmt::format("COOP=t32/{}/r2", r.vec), fmt::format("COOP=t128/{}/r1,PLACE=cut", r.vec)}) {
       for (auto [n, c] : kShapes) {
         CAPTURE(r.op);
         CAPTURE(coop);
@@ -97,7 +99,8 @@ TEST_CASE("coop: row ops on hostile inputs (large, subnormal), every thread coun
     REQUIRE_MESSAGE(!l->diags->has_errors(), r.file);
     const CheckedOp& op = l->program->ops.at(r.op);
     for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec),
-                             std::string("COOP=t2/v2"), fmt::format("COOP=t128/{},PLACE=cut", r.vec)})
+                             std::string("COOP=t2/v2"), fmt::format("COOP=t128/{},PLACE=cut", r.vec),
+                             fmt::format("COOP=t32/{}/r4", r.vec)})
       for (auto [n, c] : {std::pair<int64_t, int64_t>{5, 77}, {9, 24}})
         for (HostileKind kind : test::kMatrixHostileKinds) {
           CAPTURE(r.op);
@@ -183,11 +186,11 @@ TEST_CASE("coop: the row ops' kernels compile with NVRTC for sm_80, sm_90 and sm
   if (!test::nvrtc_or_skip()) return;
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
   for (const char* target : {"sm_80", "sm_90", "sm_120"}) {
-    for (const char* coop : {"COOP=t256/v8", "COOP=t32/v8", "COOP=t1024/v8"}) {
+    for (const char* coop : {"COOP=t256/v8", "COOP=t32/v8", "COOP=t1024/v8", "COOP=t32/v8/r4", "COOP=t256/v8/r4"}) {
       for (const char* name : {"softmax", "layernorm", "rmsnorm", "logsumexp", "cross_entropy"}) {
         std::string knobs = std::string(name) == "cross_entropy" ? "COOP=t64/v4" : coop;
-        CAPTURE(target);
-        CAPTURE(name);
+        const std::string at = fmt::format("{} {}", target, name);
+        CAPTURE(at);
         CAPTURE(knobs);
         std::string source = print_cuda(
             lower::lower_op(*l->program, l->program->ops.at(name), {nullptr, "", knobs}, *find_target(target)).kernels);
@@ -199,7 +202,7 @@ TEST_CASE("coop: the row ops' kernels compile with NVRTC for sm_80, sm_90 and sm
         const runtime::KernelResources& k = r.resources[0];
         CHECK(k.spill_stores == 0);
         CHECK(k.spill_loads == 0);
-        CHECK(k.stack_bytes == 0);                                   // the vector register arrays stay in registers
+        CHECK(k.stack_bytes == 0);  // the vector register arrays (and a row cache's, r<R>) stay in registers
         CHECK(r.ptx.find("ld.global.nc.v4.") != std::string::npos);  // 16-byte loads
       }
     }
