@@ -97,8 +97,9 @@ constexpr int kMaxValueTile = 256;
 
 // Row reductions: threads a row (COOP), with the op's widest vector.
 constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
-// The row cache's largest chunk count (COOP's c<R> field).
+// The row cache's largest chunk count (COOP's c<R> field), and in registers (its r<R>).
 constexpr int64_t kMaxRowCacheChunks = 64;
+constexpr int64_t kMaxRowRegisterChunks = 16;
 // Split reductions, tried on the best candidate when its CTAs leave SMs idle.
 constexpr int kSplitGroups[] = {4, 8, 16, 32};
 // A fold's K chunks: the smallest whose register bound covers the contracted size.
@@ -336,14 +337,18 @@ std::vector<Floor> floors_of(const Context& cx, const Sizes& at, const std::vect
   return out;
 }
 
-// The knobs with COOP's row cache (its last field, /c<R>) dropped, where they have one; "" otherwise.
+// The knobs with COOP's row cache (its last field, /c<R> or /r<R>) dropped, where they have one;
+// "" otherwise.
 std::string without_row_cache(const std::string& knobs) {
   std::vector<std::string> entries = entries_of(knobs);
-  for (std::string& e : entries)
-    if (const size_t cache = e.find("/c"); e.rfind("COOP=", 0) == 0 && cache != std::string::npos) {
-      e.resize(cache);
+  for (std::string& e : entries) {
+    const size_t last = e.rfind('/');
+    if (e.rfind("COOP=", 0) == 0 && last != std::string::npos && last + 1 < e.size() &&
+        (e[last + 1] == 'c' || e[last + 1] == 'r')) {
+      e.resize(last);
       return join_knobs(entries);
     }
+  }
   return "";
 }
 
@@ -480,8 +485,9 @@ int64_t longest_row(const OpClass& cls, const Sizes& at) {
 }
 
 // Cooperative rows sized by the row: no more threads a row than its vectors (a warp at least),
-// each with and without the row cache sized to the row (the smallest c<R> whose N * V * R
-// elements hold it: a row read again by a later pass comes from shared memory).
+// each without and with the row cache sized to the row (the smallest R whose N * V * R elements
+// hold it: a row read again by a later pass comes from shared memory, c<R>, or from registers,
+// r<R> where R is within the codec's register chunks).
 std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
   const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
   const int64_t row = longest_row(cls, at);
@@ -494,6 +500,7 @@ std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
       out.push_back(fmt::format("COOP=t{}{}", t, vec));
       const int64_t chunks = row > 0 ? (row + t * per_chunk - 1) / (t * per_chunk) : 0;
       if (chunks >= 1 && chunks <= kMaxRowCacheChunks) out.push_back(fmt::format("COOP=t{}{}/c{}", t, vec, chunks));
+      if (chunks >= 1 && chunks <= kMaxRowRegisterChunks) out.push_back(fmt::format("COOP=t{}{}/r{}", t, vec, chunks));
     }
   return out;
 }

@@ -458,9 +458,13 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.registers = tensor_core_registers(*plan, tm, tn, value_cols);
     out.register_budget = plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters;
   }
+  // A row cache in registers (COOP's r<R>) holds the registers its kernel asks ptxas for (as
+  // many CTAs an SM as its min_blocks: the kept chunks' registers and the target's own).
+  const bool register_cache = plan && plan->cache_registers && !plan->cache_kept.empty() && k.min_blocks_per_sm > 0;
   const int regs =
       tensor_cores ? std::min(plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters, out.registers)
-                   : kAddressingRegisters;
+      : register_cache ? std::min(kMaxRegisters, target.register_file / (k.min_blocks_per_sm * k.block_threads))
+                       : kAddressingRegisters;
   const Residency resident = residency(k, static_cast<double>(out.ctas), regs, smem, target, c);
   out.per_sm = resident.per_sm;
   out.waves = resident.waves;
@@ -529,7 +533,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     const int threads_a_row = plan && plan->tier == Tier::CoopRows ? std::max(plan->coop_threads, 1) : 1;
     const int row_passes = loops ? passes(loops->body) : 1;
     // Under a row cache that holds the rows at these sizes, the passes after the first read
-    // shared memory: no global round trip, and no second read of the inputs from L2 or memory.
+    // shared memory (or registers): no global round trip, and no second read of the inputs from L2
+    // or memory.
     bool cached = plan && plan->cache_capacity > 0 && !plan->cache_kept.empty();
     if (cached)
       for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
@@ -553,13 +558,15 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     if (threads_a_row == 1)
       out.memory_us += strided_extra_bytes(program, l, loops, sizes, narrowest, c) / memory_rate(out.in_flight, c);
     // Each pass after the first reads the rows' inputs again: from shared memory under the row
-    // cache, from L2 where the rows the resident threads hold fit in it, else from memory. A read
-    // again from L2 does not hide under the first read from memory (the two share L2's path to
-    // the SMs, and the stores stream through L2 beside them): its time adds to the memory's.
+    // cache (nothing from registers), from L2 where the rows the resident threads hold fit in it, else from memory. A
+    // read again from L2 does not hide under the first read from memory (the two share L2's path to the SMs, and the
+    // stores stream through L2 beside them): its time adds to the memory's.
     const double inputs = buffer_bytes(program, k, loops, sizes, true);
     const double reread = (row_passes - 1) * inputs;
     const double resident_rows = std::min(points * threads_a_row, resident_threads) / threads_a_row;
-    if (cached) {
+    if (cached && plan->cache_registers) {
+      // (kept in registers: the passes after the first read nothing)
+    } else if (cached) {
       out.smem_bytes = reread;
       out.compute_us += reread / (c.smem_gbs * 1e3);
     } else if (resident_rows * inputs / std::max(points, 1.0) <= c.l2_reuse_bytes) {

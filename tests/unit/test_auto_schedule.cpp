@@ -314,7 +314,8 @@ TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' woul
           ++floors;
           // A moot row cache left out: its time at least that of the same knobs without it.
           if (autosched::row_cache_moot(none) && knobs.find("COOP=") != std::string::npos) {
-            const size_t cache = knobs.find("/c", knobs.find("COOP="));
+            const size_t coop = knobs.find("COOP=");
+            const size_t cache = std::min(knobs.find("/c", coop), knobs.find("/r", coop));  // c<R> or r<R>
             if (cache == std::string::npos || cache > knobs.find(',', knobs.find("COOP="))) continue;
             const std::string twin =
                 knobs.substr(0, cache) + knobs.substr(std::min(knobs.find(',', cache), knobs.size()));
@@ -342,7 +343,8 @@ TEST_CASE("lowering: a ranking's kernel headers are what the whole kernels' woul
           const bool tensor_cores =
               r.knobs.find("TILE=a:") != std::string::npos && r.knobs.find("TILE=a:scalar") == std::string::npos;
           const size_t coop = r.knobs.find("COOP=");
-          const bool row_cache = coop != std::string::npos && r.knobs.find("/c", coop) < r.knobs.find(',', coop);
+          const bool row_cache = coop != std::string::npos &&
+                                 std::min(r.knobs.find("/c", coop), r.knobs.find("/r", coop)) < r.knobs.find(',', coop);
           if (!tensor_cores && !row_cache) continue;
           row_caches += row_cache ? 1 : 0;
           lower::PipelineOptions headers;

@@ -925,7 +925,7 @@ TEST_CASE("legal: several violations in one setting are all reported") {
 // ---------------------------------------------------------------------------------------
 // COOP: cooperative rows
 
-TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>]") {
+TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>|/r<R>]") {
   KnobSetting s = parse_ok(Knob::Coop, "t256/v8");
   CHECK(std::get<CoopValue>(s.value).threads == 256);
   CHECK(std::get<CoopValue>(s.value).vec == 8);
@@ -937,11 +937,15 @@ TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>]") {
   CHECK(print_knob(parse_ok(Knob::Coop, " t256/v8 ")) == "COOP=t256/v8");
   CHECK(print_knob(parse_ok(Knob::Coop, "")) == "COOP=");
   CHECK(print_knob(setting_of("COOP=t32/v8")) == "COOP=t32/v8");
-  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>][/c<R>]");
+  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>][/c<R>|/r<R>]");
   KnobSetting c = parse_ok(Knob::Coop, "t512/v8/c13");
   CHECK(std::get<CoopValue>(c.value).cache == 13);
+  CHECK_FALSE(std::get<CoopValue>(c.value).registers);
   CHECK_FALSE(std::get<CoopValue>(s.value).cache.has_value());
-  for (std::string_view ok : {"t512/v8/c13", "t32/c1", "t1024/v4/c64"})
+  KnobSetting r = parse_ok(Knob::Coop, "t32/v8/r4");
+  CHECK(std::get<CoopValue>(r.value).cache == 4);
+  CHECK(std::get<CoopValue>(r.value).registers);
+  for (std::string_view ok : {"t512/v8/c13", "t32/c1", "t1024/v4/c64", "t32/v8/r4", "t2/r16", "t1024/v8/r1"})
     CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
 }
 
@@ -966,6 +970,10 @@ TEST_CASE("COOP errors: every code, with the byte range and the fix") {
       {"t256/v8/c0", "E054", "0", "COOP chunk count 0 is out of range: c<R> takes 1..64", "1..64"},
       {"t256/v8/c65", "E054", "65", "chunk count 65 is out of range", "1..64"},
       {"t256/c4/v8", "E052", "v8", "out of order", "COOP=t256/v8/c4"},
+      {"t256/v8/r0", "E054", "0", "COOP register chunk count 0 is out of range: r<R> takes 1..16", "1..16"},
+      {"t256/v8/r17", "E054", "17", "register chunk count 17 is out of range", "1..16"},
+      {"t256/v8/c4/r4", "E053", "r4", "COOP field 'r4' repeats 'c4'", "keep one of 'c4' and 'r4'"},
+      {"t256/r4/v8", "E052", "v8", "out of order", "COOP=t256/v8/r4"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.value);
