@@ -55,6 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--emmyc", required=True)
     ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--cases", default="", help="comma-separated indices of the cases to run (default: all)")
     a = ap.parse_args()
     torch.manual_seed(0)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -87,6 +88,8 @@ def main():
               ["", "COOP=t256/v8/r4,PLACE=fuse", "COOP=t512/v8/r2,PLACE=fuse"]),
              ("rmsnorm", 32768, 8192, "f32", ["rms_f8k_t512v4r4", "rms_f8k_t1024v4r2"],
               ["", "COOP=t256/v8/r4,PLACE=fuse", "COOP=t512/v8/r2,PLACE=fuse"])]
+    if a.cases:
+        cases = [cases[int(i)] for i in a.cases.split(",")]
     for op, n, c, dt, mine, knobs in cases:
         tdt = torch.float16 if dt == "f16" else torch.float32
         x = torch.randn(n, c, device="cuda", dtype=tdt)
