@@ -16,7 +16,7 @@ constexpr TargetInfo kTargets[] = {
     {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64,
      48},                                                                                                 // H100, H200
     {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48},  // H100, H200
-    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 65536, 32, 184, 256, 1, 64, 56},  // RTX 5090
+    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 65536, 32, 184, 256, 1, 64, 64},  // RTX 5090
 };
 
 // One row a target of kTargets, in its order. H200: 132 SMs, 4.26 TB/s copy ceiling measured
