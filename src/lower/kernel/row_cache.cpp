@@ -1,7 +1,9 @@
-// COOP=t<N>/v<V>/c<R>, the row cache: a row of up to N * V * R elements is read from memory
-// once; the rows a later pass reads again are kept in shared memory (an input's copied whole
-// before the first pass, others chunk by chunk as the first pass reads them), and the passes read
-// them from there. Members of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
+// COOP=t<N>/v<V>/c<R> (or r<R>), the row cache: a row of up to N * V * R elements is read from
+// memory once; the rows a later pass reads again are kept in shared memory (c<R>: an input's
+// copied whole before the first pass, others chunk by chunk as the first pass reads them) or in
+// the threads' registers (r<R>: each split R copies of its chunk, an input's chunks loaded before
+// the first pass's arithmetic), and the passes read them from there. Members of KernelBuilder
+// (builder.hpp), beside the cooperative rows of coop.cpp.
 #include <algorithm>
 #include <utility>
 
