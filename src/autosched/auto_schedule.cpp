@@ -97,9 +97,12 @@ constexpr int kMaxValueTile = 256;
 
 // Row reductions: threads a row (COOP), with the op's widest vector.
 constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
-// The row cache's largest chunk count (COOP's c<R> field), and in registers (its r<R>).
+// The row cache's largest chunk count (COOP's c<R> field); up to kMaxRowRegisterChunks chunks (of
+// 16 bytes of the narrowest input) it is kept in registers instead (r<R>): r4 ran ahead of c4 at
+// every short row and of c8 at (32768, 8192) with t256, r13 behind c13 (RESULTS.md, "the row cache
+// in registers"); one of the two a thread count keeps the decision's candidates as many as before.
 constexpr int64_t kMaxRowCacheChunks = 64;
-constexpr int64_t kMaxRowRegisterChunks = 16;
+constexpr int64_t kMaxRowRegisterChunks = 4;
 // Split reductions, tried on the best candidate when its CTAs leave SMs idle.
 constexpr int kSplitGroups[] = {4, 8, 16, 32};
 // A fold's K chunks: the smallest whose register bound covers the contracted size.
@@ -486,8 +489,8 @@ int64_t longest_row(const OpClass& cls, const Sizes& at) {
 
 // Cooperative rows sized by the row: no more threads a row than its vectors (a warp at least),
 // each without and with the row cache sized to the row (the smallest R whose N * V * R elements
-// hold it: a row read again by a later pass comes from shared memory, c<R>, or from registers,
-// r<R> where R is within the codec's register chunks).
+// hold it: a row read again by a later pass comes from registers, r<R>, for R up to
+// kMaxRowRegisterChunks, else from shared memory, c<R>).
 std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
   const std::string vec = cls.widest_vector > 1 ? fmt::format("/v{}", cls.widest_vector) : "";
   const int64_t row = longest_row(cls, at);
@@ -499,8 +502,10 @@ std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
     if (t <= most) {
       out.push_back(fmt::format("COOP=t{}{}", t, vec));
       const int64_t chunks = row > 0 ? (row + t * per_chunk - 1) / (t * per_chunk) : 0;
-      if (chunks >= 1 && chunks <= kMaxRowCacheChunks) out.push_back(fmt::format("COOP=t{}{}/c{}", t, vec, chunks));
-      if (chunks >= 1 && chunks <= kMaxRowRegisterChunks) out.push_back(fmt::format("COOP=t{}{}/r{}", t, vec, chunks));
+      if (chunks >= 1 && chunks <= kMaxRowRegisterChunks)
+        out.push_back(fmt::format("COOP=t{}{}/r{}", t, vec, chunks));
+      else if (chunks >= 1 && chunks <= kMaxRowCacheChunks)
+        out.push_back(fmt::format("COOP=t{}{}/c{}", t, vec, chunks));
     }
   return out;
 }

@@ -458,13 +458,12 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     out.registers = tensor_core_registers(*plan, tm, tn, value_cols);
     out.register_budget = plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters;
   }
-  // A row cache in registers (COOP's r<R>) holds the registers its kernel asks ptxas for (as
-  // many CTAs an SM as its min_blocks: the kept chunks' registers and the target's own).
-  const bool register_cache = plan && plan->cache_registers && !plan->cache_kept.empty() && k.min_blocks_per_sm > 0;
+  // (A row cache in registers, COOP's r<R>, is charged no registers beyond the scalar tiers'
+  // addressing ones, as one in shared memory is not: the auto-scheduler offers it only where it
+  // keeps at most four 16-byte chunks a thread.)
   const int regs =
       tensor_cores ? std::min(plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters, out.registers)
-      : register_cache ? std::min(kMaxRegisters, target.register_file / (k.min_blocks_per_sm * k.block_threads))
-                       : kAddressingRegisters;
+                   : kAddressingRegisters;
   const Residency resident = residency(k, static_cast<double>(out.ctas), regs, smem, target, c);
   out.per_sm = resident.per_sm;
   out.waves = resident.waves;
