@@ -55,6 +55,7 @@ constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 // The row cache's chunk counts (COOP=.../c<R>): with t256/v8, rows up to 2 K, 8 K and 32 K
 // elements; with t1024/v8 up to 128 K (f16 only: f32 overflows shared memory, pruned).
 constexpr int kRowCacheChunks[] = {1, 4, 16};
+constexpr int kRowRegisterChunks[] = {1, 4};  // ... and in registers (r<R>: the auto-scheduler's up to 4)
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
 // The last index of each output: where a register tile of output columns (TILE@axis) goes.
@@ -109,6 +110,8 @@ void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::strin
           b.add(join({base, fmt::format("COOP=t{}{}", t, v)}));
           if (!v.empty())  // the row cache: rows up to t x v x c elements read once
             for (int c : kRowCacheChunks) b.add(join({base, fmt::format("COOP=t{}{}/c{}", t, v, c)}));
+          if (!v.empty())
+            for (int r : kRowRegisterChunks) b.add(join({base, fmt::format("COOP=t{}{}/r{}", t, v, r)}));
         }
       for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
     }
