@@ -6,11 +6,11 @@ which form the COOP tier should take for short rows, measured before it is built
 
     python3 tests/bench/row_variants_probe.py --emmyc gpu-carry/emmyc > $OUT/probe.txt
 
-Timing: a 256 MB L2 flush before each launch, CUDA events around the launch, median of --reps.
+Timing: fold_variants.timed (a 256 MB L2 flush before each launch, CUDA events around it, the
+median of --reps).
 Every output is NaN-filled first and compared with a float64 reference (max abs error printed)."""
 import argparse
 import re
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -21,21 +21,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def timed(fn, flush, reps):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) * 1000.0)
-    return statistics.median(ts)
+sys.path.insert(0, str(HERE))
+from fold_variants import timed  # noqa: E402  (median of n launches, L2 flushed before each)
 
 
 def emitted(emmyc, op, n, c, dtype, knobs):
@@ -58,7 +45,6 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated indices of the cases to run (default: all)")
     a = ap.parse_args()
     torch.manual_seed(0)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     mod = cupy.RawModule(code=(HERE / "row_variants_probe.cu").read_text(), options=("-std=c++17",))
     inductor = {}
@@ -105,7 +91,7 @@ def main():
             fn()
             torch.cuda.synchronize()
             err = (y.double() - ref).abs().max().item()
-            us = timed(fn, flush, a.reps)
+            us = timed(torch, fn, a.reps)
             print(f"{op:8s} {n}x{c} {dt}  {label:48s} {us:9.1f} us  {gb / us * 1e3:6.3f} TB/s  err {err:.2e}", flush=True)
 
         p = peer(op)

@@ -167,13 +167,12 @@ struct RowCacheState {
   std::vector<std::string> sizes;             // the split axes' sizes, each at most N * V * R (in order)
   // COOP=.../r<R>, the cache in registers: a split is R copies of its chunk (copy: the one being
   // lowered, -1 outside; copy_cond: its bounds test), a kept chunk lives in register arrays
-  // declared at the body's top (regs, by chunk key; decls), and the first reads of an input's
-  // row (hoisted) are loaded before the split's copies (preload), every load in flight at once.
+  // declared at the body's top (regs, by chunk key; decls), and the first reads of a row copied
+  // whole (an input's) are loaded before the split's copies (preload), every load in flight at once.
   int copy = -1;
   K copy_cond;
   std::map<std::string, VecChunk::Access> regs;
   std::vector<kir::Stmt> decls, preload;
-  std::set<std::string> hoisted;
 };
 
 class KernelBuilder {
@@ -462,7 +461,8 @@ class KernelBuilder {
   K realigned_read(const tir::Tensor& t, const K& row);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
-  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix, size_t block);
+  VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix,
+                              std::vector<kir::Stmt>& decls);
   // Elements a chunk: V, or one in the row cache's scalar variant (and the peeled variant's
   // contiguous shares, split as the scalar variant's).
   int vec_width() const { return cache_.mode == RowCache::Scalar ? 1 : knobs_.coop_vec; }

@@ -312,10 +312,11 @@ bool KernelBuilder::vec_stride_ok(const tir::Tensor& t) {
   return true;
 }
 
-// The register arrays of V elements of `t` from element `index`, declared where the chunk
-// starts: one access of min(V, 16 / element bytes) elements each (at most 16 bytes).
+// The register arrays of V elements of `t` from element `index`, declared in `decls` (where the
+// chunk starts, or a row cache's body top): one access of min(V, 16 / element bytes) elements each
+// (at most 16 bytes).
 VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index, const std::string& prefix,
-                                           size_t block) {
+                                           std::vector<kir::Stmt>& decls) {
   const int v = vec_width();
   VecChunk::Access a;
   a.width = std::min(v, 16 / kir::type_bytes(scalar_of(t.dtype)));
@@ -323,7 +324,7 @@ VecChunk::Access KernelBuilder::vec_access(const tir::Tensor& t, const K& index,
   a.index = index;
   for (int j = 0; j < v / a.width; ++j) {
     a.arrays.push_back(fresh(prefix + t.name));
-    blocks_[block]->push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
+    decls.push_back(kir::decl(a.arrays.back(), scalar_of(t.dtype), a.width));
   }
   ++vec_used_;
   return a;
@@ -382,7 +383,7 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
   }
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
-    VecChunk::Access a = vec_access(t, at, "v_", vec_->block);
+    VecChunk::Access a = vec_access(t, at, "v_", *blocks_[vec_->block]);
     for (size_t j = 0; j < a.arrays.size(); ++j)
       blocks_[vec_->block]->push_back(vec_move(a, j, true, e.name, kir::Space::Global, at));
     it = vec_->loads.emplace(key, std::move(a)).first;
@@ -404,7 +405,7 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
     const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
-    VecChunk::Access out = vec_access(t, first, "ra_", vec_->block);
+    VecChunk::Access out = vec_access(t, first, "ra_", *blocks_[vec_->block]);
     std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
     auto chunk_let = [&](const std::string& name, K value) {
       const std::string reg = fresh(name);
@@ -419,7 +420,8 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
       return moves;
     };
     const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
-    const VecChunk::Access lo = vec_access(t, lo_at, "rl_", vec_->block), hi = vec_access(t, hi_at, "rh_", vec_->block);
+    const VecChunk::Access lo = vec_access(t, lo_at, "rl_", *blocks_[vec_->block]),
+                           hi = vec_access(t, hi_at, "rh_", *blocks_[vec_->block]);
     std::vector<kir::Stmt> shifted;
     for (size_t j = 0; j < lo.arrays.size(); ++j) {
       shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
@@ -473,7 +475,7 @@ void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, 
       std::string key = t.name + "@" + render_key(index);
       auto it = vec_->stores.find(key);
       if (it == vec_->stores.end() && vec_->u == 0)
-        it = vec_->stores.emplace(key, vec_access(t, index, "w_", vec_->block)).first;
+        it = vec_->stores.emplace(key, vec_access(t, index, "w_", *blocks_[vec_->block])).first;
       if (it != vec_->stores.end()) {
         const VecChunk::Access& a = it->second;
         emit(kir::assign(vec_reg(a, vec_->u), value));

@@ -65,7 +65,6 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   cache_.arrays.clear();
   cache_.prefetched.clear();
   cache_.sizes.clear();
-  cache_.hoisted.clear();
   const bool registers = knobs_.coop_registers;
   const int64_t capacity = static_cast<int64_t>(n) * v * r;
   plans_.back().cache_capacity = capacity;
@@ -76,19 +75,15 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   }
   // The rows copied (loaded) in whole up front, then every kept row's shared array, in the order
   // of the dry run's first reads (a ranking's lowering makes the same arrays without the bodies).
-  // In registers a copied row's chunks are loaded before the first split's copies (hoisted).
+  // In registers a copied row's chunks are loaded before the first split's copies (register_read).
   std::vector<std::string> copied;
   for (const auto& [tensor, row] : cache_.first_reads)
     if (cache_.reused.count(row) && copied_whole(row, *p_.tensors.find(tensor))) copied.push_back(row);
-  for (const std::string& row : copied) {
-    if (registers)
-      cache_.hoisted.insert(row);
-    else
-      cache_.prefetched[row];
-  }
-  if (!registers)
+  if (!registers) {
+    for (const std::string& row : copied) cache_.prefetched[row];
     for (const auto& [tensor, row] : cache_.first_reads)
       if (cache_.reused.count(row)) cache_array(row, *p_.tensors.find(tensor));
+  }
   std::vector<kir::Stmt> prefetch, vector_body, scalar_body;
   if (!ranking) {
     if (!registers) prefetch = nested([&] { cache_prefetch(copied); });
@@ -351,7 +346,7 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   auto local = vec_->loads.find(key);
   if (local != vec_->loads.end()) return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
   if (knobs_.coop_registers && !cache_.probe && cache_.reused.count(row)) return register_read(t, row, key, at);
-  VecChunk::Access a = vec_access(t, at, "r_", vec_->block);
+  VecChunk::Access a = vec_access(t, at, "r_", *blocks_[vec_->block]);
   auto in_slot = [&](K column) {  // shared memory is addressed by 32-bit indices
     if (knobs_.block_threads != knobs_.coop_threads)
       column = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(row, t), I)),
@@ -398,33 +393,23 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
 
 // Element u of a kept chunk under COOP=.../r<R>: its register arrays (declared at the body's
 // top), loaded by the chunk's first read: before the split's copies for a row copied whole (an
-// input's), else where the chunk reads it.
+// input's: copied_whole), else where the chunk reads it.
 K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at) {
-  auto [it, added] = cache_.regs.try_emplace(key);
-  VecChunk::Access& a = it->second;
-  const ScalarType type = scalar_of(t.dtype);
-  if (added) {
-    const int v = vec_width();
-    a.width = std::min(v, 16 / kir::type_bytes(type));
-    a.tensor = t.name;
-    a.index = at;
-    for (int j = 0; j < v / a.width; ++j) {
-      a.arrays.push_back(fresh("rk_" + t.name));
-      cache_.decls.push_back(kir::decl(a.arrays.back(), type, a.width));
-    }
-  }
+  EMMY_INTERNAL_ASSERT(cache_.copy >= 0, "a register row cache's read outside a split's copies");
+  auto it = cache_.regs.find(key);
+  if (it == cache_.regs.end()) it = cache_.regs.emplace(key, vec_access(t, at, "rk_", cache_.decls)).first;
+  const VecChunk::Access& a = it->second;
   if (!cache_.held.count(key)) {
     std::vector<kir::Stmt> loads;
     for (size_t j = 0; j < a.arrays.size(); ++j) loads.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
-    if (cache_.hoisted.count(row) && cache_.copy >= 0) {
+    if (copied_whole(row, t)) {
       cache_.preload.push_back(kir::if_then(cache_.copy_cond, std::move(loads)));
     } else {
       for (kir::Stmt& s : loads) blocks_[vec_->block]->push_back(std::move(s));
     }
     cache_.held.insert(key);
   }
-  ++vec_used_;
-  return kir::var(vec_reg(vec_->loads.emplace(key, a).first->second, vec_->u), type);
+  return kir::var(vec_reg(vec_->loads.emplace(key, a).first->second, vec_->u), scalar_of(t.dtype));
 }
 
 // A store into `tensor` under the row cache: what was kept of it is stale.
