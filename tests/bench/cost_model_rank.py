@@ -2,7 +2,7 @@
 """How well the auto-scheduler's cost model ranks schedules: every Emmy row the harness stored
 (tests/bench/results/**/results.json: op, sizes, knobs, median time on the H200) is predicted
 with `emmyc compile --ir cost`, and the predictions are compared with the measured times, by
-Spearman's rank correlation within each (op, sizes) group of three schedules or more, and over
+Spearman's rank correlation within each (op, sizes, dtype, GPU) group of three schedules or more, and over
 all rows (log-log Pearson too).
 
   python3 tests/bench/cost_model_rank.py --emmyc build/emmyc [--json out.json]
@@ -58,15 +58,20 @@ def rows():
             knobs = r["knobs"]
             target = "sm_90a" if ("sm_90a" in r["backend"] or "wgmma" in knobs) else "sm_90"
             shape = ",".join(f"{k}={v}" for k, v in sorted(r["shape"].items()))
-            points.setdefault((source, m.group(1), target, shape, knobs), []).append(r["median_us"])
+            # The dtype emmy.load read the op's tensors as (the label's ", f32]") and the GPU: a row
+            # measured at f32 or on an H100 is its own point, not another of the f16 H200 one.
+            dtype = next((t for t in ("f32", "bf16", "f64") if f", {t}]" in r["backend"]), "f16")
+            device = (data.get("meta") or {}).get("device", "NVIDIA H200")
+            device = "H100" if "H100" in device else "H200"
+            points.setdefault((source, m.group(1), target, shape, knobs, dtype, device), []).append(r["median_us"])
     return points
 
 
 def predict(emmyc, key, fits=("",)):
     """The predictions of `key` under each constant set of `fits` (None where emmyc failed)."""
-    source, op, target, shape, knobs = key
+    source, op, target, shape, knobs, dtype, _ = key
     cmd = [emmyc, "compile", os.path.join(ROOT, source), "--op", op, "--target", target, "--shape", shape,
-           "--knobs", knobs, "--ir", "cost"]
+           "--knobs", knobs, "--ir", "cost"] + (["--dtype", dtype] if dtype != "f16" else [])
     env = dict(os.environ, EMMY_COST_FIT=";".join(fits))
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     out = [None] * len(fits)
@@ -114,7 +119,7 @@ def loss(points, keys, predicted):
             continue
         e = math.log(predicted[k]) - math.log(statistics.median(points[k]))
         errs.append(e)
-        groups.setdefault(k[:4], []).append(e)
+        groups.setdefault(k[:4] + k[5:], []).append(e)
     within = [e - statistics.fmean(g) for g in groups.values() for e in g]
     return statistics.fmean(x * x for x in within) + 0.3 * statistics.fmean(x * x for x in errs)
 
@@ -169,7 +174,7 @@ def main():
     data = [(k, statistics.median(points[k]), predicted[k]) for k in keys if predicted[k]]
     groups = {}
     for k, measured, pred in data:
-        groups.setdefault((k[0], k[1], k[2], k[3]), []).append((measured, pred, k[4]))
+        groups.setdefault(k[:4] + k[5:], []).append((measured, pred, k[4]))
     print(f"{len(points)} measured points, {len(data)} predicted; groups of three schedules or more:")
     rhos, weights = [], []
     for g, items in sorted(groups.items()):
@@ -181,7 +186,7 @@ def main():
         regret = best_predicted[0] / min(items)[0]
         rhos.append(rho)
         weights.append(len(items))
-        print(f"  {g[1]:<14} {g[2]:<7} {g[3]:<40} n={len(items):3}  spearman {rho:+.2f}  "
+        print(f"  {g[1]:<14} {g[2]:<7} {g[3]:<34} {g[4]:<4} {g[5]} n={len(items):3}  spearman {rho:+.2f}  "
               f"model's pick {regret:.2f}x the best measured")
         del best_measured
     overall = spearman([m for _, m, _ in data], [p for _, _, p in data])
@@ -192,6 +197,7 @@ def main():
           f"within groups (weighted by size): spearman {mean_rho:+.2f} over {len(rhos)} groups")
     if args.json:
         json.dump({"points": [{"source": k[0], "op": k[1], "target": k[2], "sizes": k[3], "knobs": k[4],
+                               "dtype": k[5], "device": k[6],
                                "measured_us": m, "predicted_us": p} for k, m, p in data],
                    "spearman_all": overall, "pearson_log": logs, "spearman_groups": mean_rho},
                   open(args.json, "w"), indent=1)

@@ -537,7 +537,9 @@ class Harness:
             op = variant.get(self)
             # The knobs this case's sizes take (guarded blocks; --knobs go over the block they pick).
             row["knobs"] = op.knobs_at(*(t.shape for t in inputs))
-            digest = kernel_fingerprint(op.cuda)
+            # Keyed by the CUDA as loaded (nominal sizes) and the knobs these sizes take: an
+            # auto-schedule's kernels at nominal sizes can be a knob row's that these sizes do not take.
+            digest = kernel_fingerprint(op.cuda) + "|" + str(row["knobs"])
             if digest in seen:  # same kernels as a variant measured on this case: not re-measured
                 same = seen[digest]
                 for k in ("median_us", "min_us", "n", "metric", "max_abs_err", "max_abs_err_all", "pass", "check_failure"):

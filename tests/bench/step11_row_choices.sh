@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 26, item 5, on the GPU machine (device tool), one call: the row schedules the auto-scheduler
+# chooses between, measured at the three row shapes, f16 and f32, to rank them (and to fit the cost
+# model on: tests/bench/cost_model_rank.py reads the results.json files). Each COOP value is the
+# auto-schedule's knobs at (32768, 8192) with its COOP replaced. Then the launch configurations
+# Inductor's kernels take at (4097, 1000) f16 (TORCH_LOGS=output_code). Writes $OUT/f16.txt,
+# $OUT/f32.txt, their raw folders and $OUT/inductor_code.txt.
+source "$(dirname "$0")/gpu_env.sh"
+declare -A COOPS=(
+  [f16]="t32/v8/r4 t64/v8/r2 t128/v8/r1 t128/v8/c8 t128/v8/r8 t256/v8/r4 t512/v8/r2 t512/v8/c13 t1024/v8/c7 t256/v8/c25"
+  [f32]="t32/v4/c8 t32/v4/r8 t64/v4/r4 t128/v4/r2 t128/v4/c16 t256/v4/r8 t512/v4/r4 t1024/v4/r2 t1024/v4/c13 t512/v4/c25")
+for dt in ${DTYPES:-f16 f32}; do
+  V=()
+  for op in softmax layernorm rmsnorm; do
+    auto=$("$B/emmyc" compile stdlib/nn.emmy --op $op --target sm_90a --ir cost --schedule auto --dtype $dt \
+      --shape N=32768,C=8192 2>&1 | grep -o 'auto-schedule [^ ]*' | cut -d' ' -f2)
+    for c in ${COOPS[$dt]}; do V+=(--knobs "$op=$(echo "$auto" | sed "s|COOP=[^,]*|COOP=$c|")"); done
+  done
+  sfx=$([ $dt = f32 ] && echo ,f32)
+  timeout ${SECONDS_A_DTYPE:-250} python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/$dt" \
+    --only 'softmax|layernorm|rmsnorm' --blocks '\[auto(, f32)?\]' --inductor \
+    --rows 4097,1000$sfx --rows 32768,8192$sfx --rows 8192,50257$sfx --deadline $(( ${SECONDS_A_DTYPE:-250} - 30 )) \
+    "${V[@]}" > "$OUT/$dt.txt" 2>&1
+  grep -E "emmy|Inductor|copy" "$OUT/$dt.txt" | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-150 | tail -5
+done
+TORCH_LOGS=output_code timeout ${INDUCTOR_SECONDS:-90} python3 - > "$OUT/inductor_code.txt" 2>&1 <<'PY'
+import torch
+x = torch.randn(4097, 1000, device="cuda", dtype=torch.float16)
+w = torch.randn(1000, device="cuda", dtype=torch.float16)
+b = torch.randn(1000, device="cuda", dtype=torch.float16)
+fs = {"softmax": lambda x: torch.softmax(x, -1),
+      "layernorm": lambda x: torch.nn.functional.layer_norm(x, (1000,), w, b),
+      "rmsnorm": lambda x: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).half() * w}
+for name, f in fs.items():
+    print("=== op", name, flush=True)
+    torch.compile(f)(x)
+    torch.cuda.synchronize()
+PY
+grep -E "=== op|@triton.jit|def triton|num_warps|XBLOCK|R0_BLOCK|RBLOCK|grid\(|persistent_reduction|reduction\(" "$OUT/inductor_code.txt" | head -60
