@@ -3,7 +3,7 @@
 # chooses between, measured at the three row shapes, f16 and f32, to rank them (and to fit the cost
 # model on: tests/bench/cost_model_rank.py reads the results.json files). Each COOP value is the
 # auto-schedule's knobs at (32768, 8192) with its COOP replaced. Then the launch configurations
-# Inductor's kernels take at (4097, 1000) f16 (TORCH_LOGS=output_code). Writes $OUT/f16.txt,
+# Inductor's kernels take at (4097, 1000) and (32768, 8192) f16 (TORCH_LOGS=output_code). Writes $OUT/f16.txt,
 # $OUT/f32.txt, their raw folders and $OUT/inductor_code.txt.
 source "$(dirname "$0")/gpu_env.sh"
 declare -A COOPS=(
@@ -23,17 +23,19 @@ for dt in ${DTYPES:-f16 f32}; do
     "${V[@]}" > "$OUT/$dt.txt" 2>&1
   grep -E "emmy|Inductor|copy" "$OUT/$dt.txt" | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-150 | tail -5
 done
-TORCH_LOGS=output_code timeout ${INDUCTOR_SECONDS:-90} python3 - > "$OUT/inductor_code.txt" 2>&1 <<'PY'
+TORCH_LOGS=output_code timeout ${INDUCTOR_SECONDS:-120} python3 - > "$OUT/inductor_code.txt" 2>&1 <<'PY'
 import torch
-x = torch.randn(4097, 1000, device="cuda", dtype=torch.float16)
-w = torch.randn(1000, device="cuda", dtype=torch.float16)
-b = torch.randn(1000, device="cuda", dtype=torch.float16)
-fs = {"softmax": lambda x: torch.softmax(x, -1),
-      "layernorm": lambda x: torch.nn.functional.layer_norm(x, (1000,), w, b),
-      "rmsnorm": lambda x: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).half() * w}
-for name, f in fs.items():
-    print("=== op", name, flush=True)
-    torch.compile(f)(x)
-    torch.cuda.synchronize()
+for n, c in ((4097, 1000), (32768, 8192)):
+    x = torch.randn(n, c, device="cuda", dtype=torch.float16)
+    w = torch.randn(c, device="cuda", dtype=torch.float16)
+    b = torch.randn(c, device="cuda", dtype=torch.float16)
+    fs = {"softmax": lambda x: torch.softmax(x, -1),
+          "layernorm": lambda x: torch.nn.functional.layer_norm(x, (c,), w, b),
+          "rmsnorm": lambda x: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).half() * w}
+    for name, f in fs.items():
+        print("=== op", name, n, c, flush=True)
+        torch._dynamo.reset()
+        torch.compile(f)(x)
+        torch.cuda.synchronize()
 PY
-grep -E "=== op|@triton.jit|def triton|num_warps|XBLOCK|R0_BLOCK|RBLOCK|grid\(|persistent_reduction|reduction\(" "$OUT/inductor_code.txt" | head -60
+grep -E "=== op|def triton|num_warps|XBLOCK|R0_BLOCK|RBLOCK|tl.load|tl.store|persistent_reduction|@triton_heuristics" "$OUT/inductor_code.txt" | cut -c1-220 | head -150
