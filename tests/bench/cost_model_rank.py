@@ -177,7 +177,7 @@ def main():
     for k, measured, pred in data:
         groups.setdefault(k[:4] + k[5:], []).append((measured, pred, k[4]))
     print(f"{len(points)} measured points, {len(data)} predicted; groups of three schedules or more:")
-    rhos, weights = [], []
+    rhos, weights, regrets = [], [], []
     for g, items in sorted(groups.items()):
         if len(items) < 3:
             continue
@@ -190,6 +190,7 @@ def main():
         regret = statistics.fmean(tied) / min(items)[0]
         rhos.append(rho)
         weights.append(len(items))
+        regrets.append(regret)
         print(f"  {g[1]:<14} {g[2]:<7} {g[3]:<34} {g[4]:<4} {g[5]} n={len(items):3}  spearman {rho:+.2f}  "
               f"model's pick {regret:.2f}x the best measured")
         del best_measured
@@ -198,7 +199,8 @@ def main():
     mean_rho = sum(r * w for r, w in zip(rhos, weights)) / max(sum(weights), 1)
     print(f"loss {loss(points, keys, predicted):.4f}")
     print(f"all points: spearman {overall:+.2f}, log-log pearson {logs:+.2f}; "
-          f"within groups (weighted by size): spearman {mean_rho:+.2f} over {len(rhos)} groups")
+          f"within groups (weighted by size): spearman {mean_rho:+.2f} over {len(rhos)} groups; the model's picks "
+          f"{math.exp(statistics.fmean(math.log(r) for r in regrets or [1])):.3f}x the best measured (geometric mean)")
     if args.json:
         json.dump({"points": [{"source": k[0], "op": k[1], "target": k[2], "sizes": k[3], "knobs": k[4],
                                "dtype": k[5], "device": k[6],
