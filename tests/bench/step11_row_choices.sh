@@ -5,9 +5,13 @@
 # auto-schedule's knobs at (32768, 8192) with its COOP replaced. Then the launch configurations
 # Inductor's kernels take at (4097, 1000) and (32768, 8192) f16 (TORCH_LOGS=output_code). Writes $OUT/f16.txt,
 # $OUT/f32.txt, their raw folders, $OUT/inductor_code.txt and (NCU=1) $OUT/ncu-rows.txt.
-# Parts: DTYPES (default f16 f32, 220 s each), INDUCTOR=1 (100 s), NCU=1 (150 s): one device call
-# holds 600 s, so run NCU=0 first, then DTYPES= INDUCTOR=0 on the warm machine.
+# Parts: PROBE=1 (140 s), DTYPES (default f16 f32, 220 s each), INDUCTOR=1 (100 s), NCU=1 (150 s):
+# one device call holds 600 s, so run some parts in one call and the rest on the warm machine.
 source "$(dirname "$0")/gpu_env.sh"
+# The hand-written forms and Emmy's kernels with 32-bit indices (row_variants_probe) first.
+[ "${PROBE:-1}" = 1 ] && timeout ${PROBE_SECONDS:-140} python3 tests/bench/row_variants_probe.py --emmyc "$B/emmyc" \
+  --reps 30 > "$OUT/probe.txt" 2>&1
+[ "${PROBE:-1}" = 1 ] && grep -v Warning "$OUT/probe.txt" | cut -c1-120
 declare -A COOPS=(
   [f16]="t32/v8/r4 t64/v8/r2 t128/v8/r1 t128/v8/c8 t128/v8/r8 t256/v8/r4 t512/v8/r2 t512/v8/c13 t1024/v8/c7 t256/v8/c25"
   [f32]="t32/v4/c8 t32/v4/r8 t64/v4/r4 t128/v4/r2 t128/v4/c16 t256/v4/r8 t512/v4/r4 t1024/v4/r2 t1024/v4/c13 t512/v4/c25")
