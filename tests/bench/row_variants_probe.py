@@ -114,12 +114,12 @@ def main():
                 forms.append((" syncwarp", src.replace("__syncthreads();", "__syncwarp();")))
             # 32-bit index arithmetic (every index of these shapes fits): the registers and
             # instructions it saves, and with them twice the CTAs an SM the launch bounds ask for.
-            for tag, t in [("", src)]:
-                narrow = re.sub(r"(\d)LL\b", r"\1", t.replace("long long", "int"))
-                forms.append((tag + " i32", narrow))
-                lb = re.search(r"__launch_bounds__\((\d+), (\d+)\)", narrow)
-                if lb and int(lb.group(1)) * int(lb.group(2)) * 2 <= 2048:
-                    forms.append((tag + " i32 x2", narrow.replace(lb.group(0), f"__launch_bounds__({lb.group(1)}, {int(lb.group(2)) * 2})")))
+            narrow = re.sub(r"(\d)LL\b", r"\1", src.replace("long long", "int"))
+            forms.append((" i32", narrow))
+            lb = re.search(r"__launch_bounds__\((\d+), (\d+)\)", src)
+            if lb and int(lb.group(1)) * int(lb.group(2)) * 2 <= 2048:
+                twice = f"__launch_bounds__({lb.group(1)}, {int(lb.group(2)) * 2})"
+                forms += [(" x2", src.replace(lb.group(0), twice)), (" i32 x2", narrow.replace(lb.group(0), twice))]
             for tag, s in forms:
                 fn = cupy.RawModule(code=s, options=("-std=c++17",)).get_function(name)
                 grid = ((n + rows - 1) // rows,)
