@@ -10,7 +10,7 @@
 source "$(dirname "$0")/gpu_env.sh"
 # The hand-written forms and Emmy's kernels with 32-bit indices (row_variants_probe) first.
 [ "${PROBE:-1}" = 1 ] && timeout ${PROBE_SECONDS:-140} python3 tests/bench/row_variants_probe.py --emmyc "$B/emmyc" \
-  --reps 30 > "$OUT/probe.txt" 2>&1
+  --reps 30 --cases ${PROBE_CASES:-0,1,2,5,6} > "$OUT/probe.txt" 2>&1
 [ "${PROBE:-1}" = 1 ] && grep -v Warning "$OUT/probe.txt" | cut -c1-120
 declare -A COOPS=(
   [f16]="t32/v8/r4 t64/v8/r2 t128/v8/r1 t128/v8/c8 t128/v8/r8 t256/v8/r4 t512/v8/r2 t512/v8/c13 t1024/v8/c7 t256/v8/c25"
