@@ -98,11 +98,12 @@ constexpr int kMaxValueTile = 256;
 // Row reductions: threads a row (COOP), with the op's widest vector.
 constexpr int kRowThreads[] = {32, 128, 256, 512, 1024};
 // The row cache's largest chunk count (COOP's c<R> field); up to kMaxRowRegisterChunks chunks (of
-// 16 bytes of the narrowest input) it is kept in registers instead (r<R>): r4 ran ahead of c4 at
-// every short row and of c8 at (32768, 8192) with t256, r13 behind c13 (RESULTS.md, "the row cache
-// in registers"); one of the two a thread count keeps the decision's candidates as many as before.
+// 16 bytes of the narrowest input, 32 registers a thread) it is kept in registers instead (r<R>):
+// r4 ran ahead of c4 at every short row, r8 of c8 at (32768, 8192) f16 and f32, r13 behind c13
+// (RESULTS.md, "the row cache in registers" and "the row choices"); one of the two a thread count
+// keeps the decision's candidates as many as before.
 constexpr int64_t kMaxRowCacheChunks = 64;
-constexpr int64_t kMaxRowRegisterChunks = 4;
+constexpr int64_t kMaxRowRegisterChunks = 8;
 // Split reductions, tried on the best candidate when its CTAs leave SMs idle.
 constexpr int kSplitGroups[] = {4, 8, 16, 32};
 // A fold's K chunks: the smallest whose register bound covers the contracted size.
@@ -510,12 +511,31 @@ std::vector<std::string> coop_choices(const OpClass& cls, const Sizes& at) {
   return out;
 }
 
-// The outcomes of `got` from `from` on that lowered, fastest first (ties in order).
+// A cost's kernels' compute times (memory-bound kernels' slack).
+double compute_us(const Cost& cost) {
+  double us = 0;
+  for (const KernelCost& k : cost.kernels) us += k.compute_us;
+  return us;
+}
+
+// Whether time `a` (compute `ca`) ranks before `b` (`cb`): the less time; at the same time (two
+// memory-bound rows moving the same bytes), the less compute: its arithmetic and latency have the
+// more room under the memory's (at (32768, 8192) f32 the register-held rows that tie c16's time
+// with a third less compute ran 9% faster, RESULTS.md "the row choices").
+bool ranks_before(double a, double ca, double b, double cb) {
+  constexpr double kSame = 1e-9;
+  if (std::abs(a - b) > kSame * std::max(a, b)) return a < b;
+  return ca < cb;
+}
+
+// The outcomes of `got` from `from` on that lowered, fastest first (ranks_before; ties in order).
 std::vector<size_t> fastest(const std::vector<Outcome>& got, size_t from = 0) {
   std::vector<size_t> order;
   for (size_t i = from; i < got.size(); ++i)
     if (got[i].cost) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return got[a].cost->us < got[b].cost->us; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return ranks_before(got[a].cost->us, compute_us(*got[a].cost), got[b].cost->us, compute_us(*got[b].cost));
+  });
   return order;
 }
 
@@ -546,10 +566,11 @@ void rank(std::vector<Outcome>& outcomes, AutoSchedule& choice) {
     const KernelCost* slowest = nullptr;
     for (const KernelCost& k : o.cost->kernels)
       if (!slowest || k.us > slowest->us) slowest = &k;
-    choice.ranked.push_back({o.knobs, o.cost->us, slowest ? slowest->bound : ""});
+    choice.ranked.push_back({o.knobs, o.cost->us, slowest ? slowest->bound : "", compute_us(*o.cost)});
   }
-  std::stable_sort(choice.ranked.begin(), choice.ranked.end(),
-                   [](const Ranked& a, const Ranked& b) { return a.us < b.us; });
+  std::stable_sort(choice.ranked.begin(), choice.ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return ranks_before(a.us, a.compute_us, b.us, b.compute_us);
+  });
 }
 
 }  // namespace

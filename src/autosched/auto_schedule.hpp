@@ -16,7 +16,8 @@ namespace emmy::autosched {
 struct Ranked {
   std::string knobs;
   double us = 0;
-  std::string bound;  // the slowest kernel's bound
+  std::string bound;      // the slowest kernel's bound
+  double compute_us = 0;  // its kernels' compute times: a tie in `us` goes to the least
 };
 
 struct AutoSchedule {

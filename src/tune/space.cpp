@@ -55,7 +55,7 @@ constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 // The row cache's chunk counts (COOP=.../c<R>): with t256/v8, rows up to 2 K, 8 K and 32 K
 // elements; with t1024/v8 up to 128 K (f16 only: f32 overflows shared memory, pruned).
 constexpr int kRowCacheChunks[] = {1, 4, 16};
-constexpr int kRowRegisterChunks[] = {1, 4};  // ... and in registers (r<R>: the auto-scheduler's up to 4)
+constexpr int kRowRegisterChunks[] = {1, 4, 8};  // ... and in registers (r<R>: the auto-scheduler's up to 8)
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
 // The last index of each output: where a register tile of output columns (TILE@axis) goes.
