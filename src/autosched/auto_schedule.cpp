@@ -521,12 +521,10 @@ double compute_us(const Cost& cost) {
 // Whether time `a` (compute `ca`) ranks before `b` (`cb`): the less time; at the same time (two
 // memory-bound rows moving the same bytes), the less compute: its arithmetic and latency have the
 // more room under the memory's (at (32768, 8192) f32 the register-held rows that tie c16's time
-// with a third less compute ran 9% faster, RESULTS.md "the row choices").
-bool ranks_before(double a, double ca, double b, double cb) {
-  constexpr double kSame = 1e-9;
-  if (std::abs(a - b) > kSame * std::max(a, b)) return a < b;
-  return ca < cb;
-}
+// with a third less compute ran 10% faster, RESULTS.md "the row choices").
+// (Exact: a tie is the same formula over the same bytes, and a lexicographic order is one the
+// sorts may take.)
+bool ranks_before(double a, double ca, double b, double cb) { return a != b ? a < b : ca < cb; }
 
 // The outcomes of `got` from `from` on that lowered, fastest first (ranks_before; ties in order).
 std::vector<size_t> fastest(const std::vector<Outcome>& got, size_t from = 0) {

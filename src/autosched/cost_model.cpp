@@ -573,8 +573,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     } else {
       out.memory_us += reread / memory_rate(out.in_flight, c);
     }
-    const double memory = out.memory_us + out.l2_us;
-    const double body = std::max(memory, out.compute_us) + f.row_exposed * std::min(memory, out.compute_us);
+    const double body = std::max(out.memory_us + out.l2_us, out.compute_us);
     out.us = c.launch_us + body;
     out.bound = out.memory_us + out.l2_us >= out.compute_us ? "memory" : alu >= serial ? "ALU" : "latency";
   }
@@ -635,8 +634,7 @@ std::optional<Fitted> parse_fitted(const std::string& text) {
                                               {"accesses_in_flight", &f.accesses_in_flight},
                                               {"step_cycles", &f.step_cycles},
                                               {"pass_us", &f.pass_us},
-                                              {"sync_us", &f.sync_us},
-                                              {"row_exposed", &f.row_exposed}};
+                                              {"sync_us", &f.sync_us}};
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find(',', at);
     if (end == std::string::npos) end = text.size();

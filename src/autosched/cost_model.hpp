@@ -63,7 +63,6 @@ struct Fitted {
   double step_cycles = 10;        // cycles of one dependent step of a scalar thread's loop
   double pass_us = 1.4;           // a row pass's global round trip (the scalar tiers, each wave)
   double sync_us = 0.04;          // one level of a cooperative row's reduction tree (a barrier)
-  double row_exposed = 0;         // the share of the smaller of a scalar tier's memory and compute times left exposed
 };
 // "name=value,..." over the defaults (EMMY_COST_FIT, for the fit); nullopt on a bad entry.
 std::optional<Fitted> parse_fitted(const std::string& text);

@@ -226,6 +226,28 @@ TEST_CASE("auto-schedule: what the H200 taught it (tests/bench/RESULTS.md, Step 
   CHECK(ln.knobs.find("PLACE=fuse") == std::string::npos);
 }
 
+TEST_CASE("auto-schedule: a tie in predicted time goes to the least compute (RESULTS.md, the row choices, H100)") {
+  auto nn = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  REQUIRE(!nn->diags->has_errors());
+  // rmsnorm at (32768, 8192): the row kept in registers (r8) and in shared memory (c8) move the
+  // same bytes at the same predicted time; r8, with no shared-memory re-read, ran 362 us to 376.
+  const SizeBindings rows{{"N", 32768}, {"C", 8192}};
+  autosched::AutoSchedule rms =
+      autosched::auto_schedule(*nn->program, nn->program->ops.at("rmsnorm"), *find_target("sm_90a"), &rows, nullptr);
+  CAPTURE(autosched::explain(rms, 30));
+  CHECK(rms.knobs.find("COOP=t128/v8/r8") != std::string::npos);
+  int ties = 0;
+  for (size_t i = 1; i < rms.ranked.size(); ++i) {
+    const autosched::Ranked &a = rms.ranked[i - 1], &b = rms.ranked[i];
+    CHECK(a.us <= b.us);
+    if (a.us == b.us) {
+      ++ties;
+      CHECK(a.compute_us <= b.compute_us);
+    }
+  }
+  CHECK(ties > 0);
+}
+
 TEST_CASE("auto-schedule: the derived attention backward at head dim 128 (RESULTS.md, Step 12, H100)") {
   const TargetInfo& sm90a = *find_target("sm_90a");
   auto p = test::check_source("import std.nn;\nop bwd = grad(sdpa) saving o, m, l;\n");
