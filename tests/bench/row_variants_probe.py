@@ -116,6 +116,15 @@ def main():
             # instructions it saves, and with them twice the CTAs an SM the launch bounds ask for.
             narrow = re.sub(r"(\d)LL\b", r"\1", src.replace("long long", "int"))
             forms.append((" i32", narrow))
+            # The kernel specialized to this row length: its tests of C against the cache's
+            # capacity and the vector width decided here (NVRTC drops the peeled and streamed
+            # bodies), to measure what a kernel compiled for a divisibility class would save.
+            def decided(t):
+                t = re.sub(r"if \(C <= (\d+)(?:LL)?\)", lambda m: "if (true)" if c <= int(m.group(1)) else m.group(0), t)
+                return re.sub(r"if \(C % (\d+)(?:LL)? == 0(?:LL)?\)",
+                              lambda m: "if (true)" if c % int(m.group(1)) == 0 else m.group(0), t)
+            if decided(src) != src:
+                forms += [(" spec", decided(src)), (" spec i32", decided(narrow))]
             lb = re.search(r"__launch_bounds__\((\d+), (\d+)\)", src)
             if lb and int(lb.group(1)) * int(lb.group(2)) * 2 <= 2048:
                 twice = f"__launch_bounds__({lb.group(1)}, {int(lb.group(2)) * 2})"
