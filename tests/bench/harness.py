@@ -91,6 +91,8 @@ TOL = {"sdpa": [(5e-3, 2e-2)], "sdpa_bf16": [(4e-2, 1.6e-1)], "softmax": [(1e-6,
 
 PEER_BUDGET_S = 0.25      # launch time per peer measurement
 EMMY_CASE_BUDGET_S = 1.0  # launch time per Emmy measurement (after its first timed launch)
+EMMY_KNOB_BUDGET_S = 4.0   # more launch time for a family per --knobs variant of its (a sweep's rows are not
+                           # skipped once the defaults' share is spent)
 EMMY_FAMILY_BUDGET_S = {"sdpa": 150.0, "decode": 30.0, "gqa": 30.0, "softmax": 15.0, "layernorm": 15.0, "rmsnorm": 15.0,
                         "matmul": 40.0, "matmul_bias_gelu": 20.0, "sdpa_bf16": 40.0}
 
@@ -402,6 +404,7 @@ class Harness:
         self.t0 = time.perf_counter()
         self.deadline = args.deadline
         self.emmy_spent = {k: 0.0 for k in EMMY_FAMILY_BUDGET_S}
+        self.knob_variants = {k: set() for k in EMMY_FAMILY_BUDGET_S}  # --knobs variants of each family
         self.poisoned = None
         self.cache_dir = tempfile.mkdtemp(prefix="emmy-bench-cache-")
         self.timer = Timer()
@@ -491,6 +494,7 @@ class Harness:
             name, _, target = o.partition("@")
             if name == op:
                 vs.append(self.variant(family, path, op, knobs=k, target=target or None, dtype=dtype))
+                self.knob_variants[family].add((op, k, target, dtype))
         return vs
 
     def add(self, row):
@@ -551,7 +555,8 @@ class Harness:
                     row["skipped"] = f"same CUDA as [{same['backend']}]"
                 self.add(row)
                 return row
-            left = EMMY_FAMILY_BUDGET_S[fam] * (0.3 if self.quick else 1.0) - self.emmy_spent[fam]
+            budget = EMMY_FAMILY_BUDGET_S[fam] + EMMY_KNOB_BUDGET_S * len(self.knob_variants[fam])
+            left = budget * (0.3 if self.quick else 1.0) - self.emmy_spent[fam]
             predicted = variant.rate * work if variant.rate is not None else None
             if predicted is not None:
                 row["predicted_s"] = predicted
