@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How well the auto-scheduler's cost model ranks schedules: every Emmy row the harness stored
-(tests/bench/results/**/results.json: op, sizes, knobs, median time on the H200) is predicted
+(tests/bench/results/**/results.json: op, sizes, knobs, dtype, median time on its GPU) is predicted
 with `emmyc compile --ir cost`, and the predictions are compared with the measured times, by
 Spearman's rank correlation within each (op, sizes, dtype, GPU) group of three schedules or more, and over
 all rows (log-log Pearson too).
