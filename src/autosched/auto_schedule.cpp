@@ -529,10 +529,14 @@ bool ranks_before(double a, double ca, double b, double cb) { return a != b ? a 
 // The outcomes of `got` from `from` on that lowered, fastest first (ranks_before; ties in order).
 std::vector<size_t> fastest(const std::vector<Outcome>& got, size_t from = 0) {
   std::vector<size_t> order;
+  std::vector<double> compute(got.size());
   for (size_t i = from; i < got.size(); ++i)
-    if (got[i].cost) order.push_back(i);
+    if (got[i].cost) {
+      order.push_back(i);
+      compute[i] = compute_us(*got[i].cost);
+    }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return ranks_before(got[a].cost->us, compute_us(*got[a].cost), got[b].cost->us, compute_us(*got[b].cost));
+    return ranks_before(got[a].cost->us, compute[a], got[b].cost->us, compute[b]);
   });
   return order;
 }

@@ -460,7 +460,8 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   }
   // (A row cache in registers, COOP's r<R>, is charged no registers beyond the scalar tiers'
   // addressing ones, as one in shared memory is not: the auto-scheduler offers it only where it
-  // keeps at most four 16-byte chunks a thread.)
+  // keeps at most eight 16-byte chunks a thread. Charging its launch bounds' registers made the
+  // model pick streamed rows at (32768, 8192): RESULTS.md, "the row choices".)
   const int regs =
       tensor_cores ? std::min(plan->consumer_registers > 0 ? plan->consumer_registers : kMaxRegisters, out.registers)
                    : kAddressingRegisters;

@@ -108,10 +108,10 @@ void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::strin
       for (int t : kCoopThreads)
         for (const std::string& v : vectors) {
           b.add(join({base, fmt::format("COOP=t{}{}", t, v)}));
-          if (!v.empty())  // the row cache: rows up to t x v x c elements read once
+          if (!v.empty()) {  // the row cache: rows up to t x v x c elements read once
             for (int c : kRowCacheChunks) b.add(join({base, fmt::format("COOP=t{}{}/c{}", t, v, c)}));
-          if (!v.empty())
             for (int r : kRowRegisterChunks) b.add(join({base, fmt::format("COOP=t{}{}/r{}", t, v, r)}));
+          }
         }
       for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
     }
