@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "autosched/auto_schedule.hpp"
 
 #include "driver/run.hpp"
 #include "runtime/driver.hpp"
@@ -124,6 +125,17 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
   std::vector<std::string> parts;
   for (const auto& [why, n] : counts) parts.push_back(fmt::format("{} {}", n, why));
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The auto-schedule at the tuning sizes as a seed of the space, after the op's blocks and before
+// the enumerated points (in place of the same knob list among them): the search measures it
+// first, so the tuned block is never behind what a user gets with no block at all.
+std::vector<tune::Enumerated> with_auto_schedule(std::vector<tune::Enumerated> points, const std::string& knobs) {
+  std::erase_if(points, [&](const tune::Enumerated& p) { return p.knobs == knobs; });
+  auto first_enumerated =
+      std::find_if(points.begin(), points.end(), [](const tune::Enumerated& p) { return p.origin == "enumerated"; });
+  points.insert(first_enumerated, {knobs, "auto-schedule"});
+  return points;
 }
 
 // The winner against the hand-written blocks after the search. Each block with the winner's
@@ -242,8 +254,11 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
   // The space, pruned without a GPU.
   WallClock clock;
   const bool seed = o.blocks == "seed";
+  const autosched::AutoSchedule chosen = autosched::auto_schedule(program, *op, target, &sizes, lo.chains);
   tune::Space space = tune::prune_space(
-      program, *op, target, sizes, tune::enumerate_knobs(program, *op, target, lo.chains, seed), lo.chains, threads);
+      program, *op, target, sizes,
+      with_auto_schedule(tune::enumerate_knobs(program, *op, target, lo.chains, seed), chosen.knobs), lo.chains,
+      threads);
   tune::Space references;  // --blocks reference: the op's blocks, measured after the search
   if (!seed)
     references =
@@ -464,7 +479,7 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
   std::vector<const tune::Candidate*> block_candidates;
   if (seed) {
     for (const tune::Scored& s : result.ranked)
-      if (s.measurement.ok && s.candidate->origin != "enumerated") {
+      if (s.measurement.ok && s.candidate->origin.starts_with("schedule ")) {  // not the auto-schedule
         block_candidates.push_back(s.candidate);
         break;
       }
@@ -508,6 +523,11 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
   if (comparison.same_as_winner && hand)
     out << fmt::format("next hand-written: {} {:.1f} us ({:.2f}x the winner)\n", hand->candidate->origin,
                        hand->measurement.time_us, hand->measurement.time_us / winner.measurement.time_us);
+  for (const tune::Scored& s : result.ranked)
+    if (s.candidate->origin == "auto-schedule" && s.measurement.ok)
+      out << fmt::format("the auto-schedule ({}): {:.1f} us in the search ({:.2f}x the winner there){}\n",
+                         s.candidate->knobs, s.measurement.time_us, s.measurement.time_us / best->measurement.time_us,
+                         s.candidate == winner.candidate ? ": the winner" : "");
   auto scored_json = [](const tune::Scored& x) {
     return nlohmann::json{{"knobs", x.candidate->knobs},
                           {"origin", x.candidate->origin},

@@ -78,6 +78,8 @@ std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, u
   auto enumerated =
       std::stable_partition(order.begin(), order.end(), [&](size_t i) { return candidates[i].origin != "enumerated"; });
   std::shuffle(enumerated, order.end(), std::mt19937_64(seed));
+  std::stable_sort(enumerated, order.end(),
+                   [&](size_t a, size_t b) { return candidates[a].predicted_us < candidates[b].predicted_us; });
   return order;
 }
 

@@ -105,8 +105,10 @@ struct SearchResult {
 SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock,
                     const SearchOptions& options);
 
-// The first rung's order (indices into `candidates`): the hand-written blocks first, the rest
-// shuffled with `seed`.
+// The first rung's order (indices into `candidates`): the seeds (the hand-written blocks, the
+// auto-schedule) as given, then the enumerated candidates fastest first by the cost model's
+// `predicted_us`, a shuffle with `seed` breaking its ties (all of them where nothing is predicted).
+// A budget that cuts the first rung short so measures the candidates the model ranks best.
 std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed);
 
 // How many fields of two knob lists differ, each knob's value split at '/': "STAGE=d2/tma/ring"

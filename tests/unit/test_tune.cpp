@@ -247,6 +247,30 @@ TEST_CASE("tune: candidates the admit hook refuses (NVRTC alongside) are never m
   for (size_t i = 0; i < asked.size(); ++i) CHECK(asked[i] == cs[order[i]].knobs);
 }
 
+TEST_CASE("tune: the first rung measures the seeds, then the enumerated points fastest first by the cost model") {
+  std::vector<tune::Candidate> cs = named(40);
+  for (size_t i = 0; i < cs.size(); ++i) cs[i].predicted_us = 1000.0 - 10.0 * static_cast<double>(i / 2);  // pairs tie
+  cs[30].origin = "auto-schedule";
+  cs[3].origin = "schedule x for sm_90";
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    const std::vector<size_t> order = tune::first_rung_order(cs, seed);
+    REQUIRE(order.size() == cs.size());
+    CHECK(order[0] == 3);  // the seeds in their given order, whatever their prediction
+    CHECK(order[1] == 30);
+    for (size_t i = 3; i < order.size(); ++i) CHECK(cs[order[i - 1]].predicted_us <= cs[order[i]].predicted_us);
+    CHECK(std::set<size_t>(order.begin(), order.end()).size() == cs.size());
+  }
+  // A tie is broken by the seed: some seed puts the pair (38, 39) the other way round.
+  bool flipped = false, kept = false;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    const std::vector<size_t> order = tune::first_rung_order(cs, seed);
+    const bool before = std::find(order.begin(), order.end(), 38) < std::find(order.begin(), order.end(), 39);
+    (before ? kept : flipped) = true;
+  }
+  CHECK(flipped);
+  CHECK(kept);
+}
+
 TEST_CASE("tune: BuildAhead reaches the verdicts prune_by_ptxas reaches, built in order or on demand") {
   std::string why;
   if (!runtime::nvrtc_available(&why)) {
