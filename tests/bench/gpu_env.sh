@@ -1,12 +1,13 @@
 # Sourced by the GPU-machine scripts of tests/bench: the repository root as the working folder,
 # the carried binaries (B), the output folder (OUT, the device tool's $OUT), the stdlib and a
-# kernel cache inside OUT.
+# kernel cache outside OUT (the device tool brings back at most 8 files from OUT: thousands of
+# cached kernels there crowded out a tuning run's rewritten stdlib).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=$PWD/gpu-carry
 OUT=${OUT:-/tmp/emmy-out}
 mkdir -p "$OUT"
-export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=$OUT/kernel-cache
+export EMMY_STDLIB=$PWD/stdlib EMMY_CACHE_DIR=${EMMY_CACHE_DIR:-/tmp/emmy-kernel-cache}
 [ -f "$B/COMMIT" ] && export EMMY_COMMIT="$(cat "$B/COMMIT")"
 # compute-sanitizer memcheck, racecheck and synccheck on each `emmyc run` argument list given (one
 # string each, split on spaces): a line per run with the exit status and the tool's summary.

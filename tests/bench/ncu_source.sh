@@ -5,7 +5,7 @@
 # (binaries from gpu-carry/, reports in $OUT; the target defaults to sm_90)
 source "$(dirname "$0")/gpu_env.sh"
 tag=$1 file=$2 op=$3 shape=$4 knobs=${5:-}
-export EMMY_CACHE_DIR=$OUT/kc-$tag
+export EMMY_CACHE_DIR=/tmp/emmy-kc-$tag
 ncu --clock-control none -k "regex:k_${op}_" -c 1 --section SourceCounters --section WarpStateStats \
   --page source --print-source sass --csv \
   "$B/emmyc" run "$file" --op "$op" --shape "$shape" --target "${TARGET:-sm_90}" ${knobs:+--knobs "$knobs"} --check none \

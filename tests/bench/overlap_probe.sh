@@ -31,4 +31,4 @@ done
 python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --deadline "${DEADLINE:-360}" \
   --emmy-launch-cap 0.5 --only "${ONLY:-^sdpa B=}" "${args[@]}" > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "cuDNN|torch FA-2|sm_90a|default\]" "$OUT/harness.log" | cut -c1-200 | head -150
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

@@ -13,4 +13,4 @@ for tool in memcheck racecheck synccheck; do
     echo "$tool exit $? :: $run :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.log" | tail -1)"
   done
 done
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

@@ -43,4 +43,4 @@ for i in "${!ncu_runs[@]}"; do
   OP=${NCU_OP:-sdpa} SHAPE=${NCU_SHAPE:-B=4,H=16,S=4096,T=4096,D=128,E=128} TARGET=sm_90a NO_PEER=1 NAME=_$i RUN_ARGS="--check none" \
     timeout 90 bash tests/bench/ncu_sdpa.sh "${ncu_runs[$i]}"
 done
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

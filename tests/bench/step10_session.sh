@@ -25,4 +25,4 @@ for v in ${VARIANTS:-}; do args+=(--knobs "$v"); done
 python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/results" --deadline "${DEADLINE:-420}" \
   --emmy-launch-cap 0.5 --only "${ONLY:-^(sdpa B=|decode|matmul)}" "${args[@]}" > "$OUT/harness.log" 2>&1
 echo "exit $?"
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

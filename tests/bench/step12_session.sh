@@ -52,4 +52,4 @@ EMMY
            "$OUT/bwd.emmy --target sm_90a --op sdpa_causal_bwd --shape B=1,H=2,S=200,D=64,E=64" \
            "$OUT/bwd.emmy --target sm_90a --op sdpa_saved_bwd --shape B=1,H=2,S=130,T=190,D=64,E=64"
 fi
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

@@ -23,4 +23,4 @@ sanitize "stdlib/nn.emmy --op sdpa --target sm_90 --shape B=1,H=2,S=200,T=77,D=6
          "stdlib/nn.emmy --op sdpa_causal --target sm_90a --schedule wgmma-hd128 --shape B=1,H=2,S=130,D=128,E=128" \
          "stdlib/linalg.emmy --op matmul --target sm_90a --shape M=300,N=200,K=333"
 step "gpu tests"; timeout ${GPU_TESTS_TIMEOUT:-190} "$B/emmy_gpu_tests" 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "FAIL|emmy_gpu_tests:|test cases" | tail -12
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"

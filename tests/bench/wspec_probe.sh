@@ -43,4 +43,4 @@ timeout "${HARNESS_TIMEOUT:-330}" python3 tests/bench/harness.py --lib "$B/libem
   --deadline "${DEADLINE:-300}" --emmy-launch-cap 0.5 --only "${ONLY:-^(sdpa B=|matmul)}" "${args[@]}" \
   > "$OUT/harness.log" 2>&1
 echo "exit $?"; grep -E "cuDNN|cuBLAS|sm_90a" "$OUT/harness.log" | cut -c1-200 | head -150
-rm -rf "$OUT/kernel-cache"
+rm -rf "$EMMY_CACHE_DIR"
