@@ -255,10 +255,10 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
   WallClock clock;
   const bool seed = o.blocks == "seed";
   const autosched::AutoSchedule chosen = autosched::auto_schedule(program, *op, target, &sizes, lo.chains);
-  tune::Space space = tune::prune_space(
-      program, *op, target, sizes,
-      with_auto_schedule(tune::enumerate_knobs(program, *op, target, lo.chains, seed), chosen.knobs), lo.chains,
-      threads);
+  tune::Space space =
+      tune::prune_space(program, *op, target, sizes,
+                        with_auto_schedule(tune::enumerate_knobs(program, *op, target, lo.chains, seed), chosen.knobs),
+                        lo.chains, threads);
   tune::Space references;  // --blocks reference: the op's blocks, measured after the search
   if (!seed)
     references =

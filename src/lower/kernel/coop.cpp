@@ -396,14 +396,14 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 // x[n, c], whose rows start anywhere): its elements sit s = base mod V past a V-aligned element,
 // s the same for the whole row, so every branch below is taken by a whole row. The chunk reads
 // them with the widest access s leaves aligned: one vector at s = 0; V / w accesses of w
-// elements where s is a multiple of w (w = V/2, ..., 2); for an element narrower than 4 bytes
-// (f16) at the other s, the 4-byte words around the chunk, its elements picked out at a fixed
-// offset; one element at a time where those words would leave the row (its last chunk).
+// elements where s is a multiple of w (w = V/2, ..., 2, at most 16 bytes); for an element
+// narrower than 4 bytes (f16) at the other s, the 4-byte words around the chunk, its elements
+// picked out at a fixed offset; one element at a time where those words would leave the row.
 // (Two aligned vectors around the chunk and a branch for each s ran layernorm at (8192, 50257)
 // f16 at 0.63 of the copy ceiling on the H200, softmax, with no weights, at 0.92.)
 K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
-  const int v = vec_width(), per_word = std::max(1, 4 / kir::type_bytes(type));
+  const int v = vec_width(), bytes = kir::type_bytes(type), per_word = std::max(1, 4 / bytes);
   const std::string key = t.name + "@realigned@" + render_key(row);
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
@@ -428,16 +428,15 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
         a.arrays.push_back(fresh(fmt::format("rw{}_{}", w, t.name)));
         body.push_back(kir::decl(a.arrays.back(), type, w));
       }
-      for (size_t j = 0; j < a.arrays.size(); ++j)
-        body.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
+      for (size_t j = 0; j < a.arrays.size(); ++j) body.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
       for (int u = 0; u < v; ++u) body.push_back(kir::assign(vec_reg(out, u), kir::var(vec_reg(a, u + skip), type)));
       return body;
     };
     std::vector<kir::Stmt> ladder;
     for (int u = 0; u < v; ++u)
-      ladder.push_back(kir::assign(
-          vec_reg(out, u),
-          kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type)));
+      ladder.push_back(
+          kir::assign(vec_reg(out, u),
+                      kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type)));
     if (per_word > 1 && v > per_word) {
       const K size = size_value(t.dims.back());
       for (int r = per_word - 1; r >= 1; --r) {  // s = r mod per_word: the words from first - r
@@ -447,12 +446,13 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
                                accesses(per_word, v / per_word + 1, lo, r), std::move(ladder))};
       }
     }
-    for (int w = std::max(2, per_word); w < v; w *= 2)  // the widest last built: tested first
+    for (int w = std::max(2, per_word); w < v && w * bytes <= 16; w *= 2)  // the widest last built: tested first
       ladder = {kir::if_then(rem_is(w, 0), accesses(w, v / w, first, 0), std::move(ladder))};
     std::vector<kir::Stmt> aligned;
     for (size_t j = 0; j < out.arrays.size(); ++j)
       aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
-    chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned), std::move(ladder)));
+    chunk.push_back(
+        kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned), std::move(ladder)));
     it = vec_->loads.emplace(key, std::move(out)).first;
   }
   return kir::var(vec_reg(it->second, vec_->u), type);
