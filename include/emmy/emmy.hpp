@@ -46,6 +46,7 @@ struct Options {
   std::string cache_dir;                 // empty: $EMMY_CACHE_DIR, $XDG_CACHE_HOME/emmy, ~/.cache/emmy
   bool use_cache = true;                 // read and write the on-disk kernel cache
   bool use_env_knobs = true;             // read EMMY_KNOBS
+  bool specialize = true;                // a run's kernels specialized to its size class (EMMY_SPECIALIZE=0: off)
   std::string dtype;                     // "f16", "bf16", "f32": signatures' f16/bf16 tensors read as this;
                                          // "f64": their f32 tensors too
 };

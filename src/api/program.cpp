@@ -149,6 +149,7 @@ std::vector<std::string> Program::ops() const { return impl_->ops; }
 struct Lowering {
   const CheckedSchedule* block = nullptr;  // null: no block (the auto-schedule's knobs, `base`)
   std::string base;
+  std::string size_class;  // specialized to these sizes' class (lower::size_class); "": generic
   kir::Program kernels;
   std::string knobs, cuda;
   std::optional<runtime::CompileResult> compiled;
@@ -158,6 +159,7 @@ struct Lowering {
 struct Op::Impl {
   std::shared_ptr<const Program::Impl> program;  // keeps the checked program alive
   std::string name, target_name, env_knobs;
+  bool specialize = true;  // Options::specialize, unless EMMY_SPECIALIZE=0
   const TargetInfo* target = nullptr;
   const CheckedOp* op = nullptr;
   std::vector<algebra::DiscoveredChain> chains;  // the op's, proved
@@ -183,6 +185,7 @@ struct Op::Impl {
   const std::string& auto_knobs_locked(const Sizes* sizes);
   Lowering lower_block(const CheckedSchedule* block, const std::string& base);
   Lowering& lowering_locked(const CheckedSchedule* block, const Sizes* sizes);
+  Lowering& chosen_locked(const Sizes& sizes);
   Lowering& for_sizes_locked(const Sizes& sizes);
   const runtime::CompileResult& compile_locked(Lowering& l);
   const runtime::LoadedProgram& load_locked(Lowering& l);
@@ -228,12 +231,12 @@ Lowering& Op::Impl::lowering_locked(const CheckedSchedule* block, const Sizes* s
   const std::string& asked = program->options.schedule;
   const std::string base = lower::derives(block, asked) ? auto_knobs_locked(sizes) : std::string();
   for (Lowering& l : lowerings)
-    if (l.block == block && l.base == base) return l;
+    if (l.block == block && l.base == base && l.size_class.empty()) return l;
   Lowering made = on_large_stack([&] { return lower_block(block, base); });
   return lowerings.emplace_back(std::move(made));
 }
 
-Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
+Lowering& Op::Impl::chosen_locked(const Sizes& sizes) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const CheckedSchedule* c = candidates[i];
     if (c && !lower::guard_holds(*c, sizes)) continue;
@@ -247,6 +250,24 @@ Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
     return l;
   }
   return lowerings.front();
+}
+
+// The lowering a run at `sizes` takes, its kernels specialized to the class of `sizes`
+// (lower::specialize_sizes), made once a class.
+Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
+  Lowering& generic = chosen_locked(sizes);
+  const std::string cls = specialize ? lower::size_class(generic.kernels, sizes) : std::string();
+  if (cls.empty()) return generic;
+  for (Lowering& l : lowerings)
+    if (l.block == generic.block && l.base == generic.base && l.size_class == cls) return l;
+  Lowering made;
+  made.block = generic.block;
+  made.base = generic.base;
+  made.size_class = cls;
+  made.kernels = lower::specialize_sizes(generic.kernels, sizes);
+  made.knobs = generic.knobs;
+  made.cuda = print_cuda(made.kernels);
+  return lowerings.emplace_back(std::move(made));  // a deque: `generic` stays where it is
 }
 
 const runtime::CompileResult& Op::Impl::compile_locked(Lowering& l) {
@@ -324,6 +345,8 @@ Op Program::lower(const std::string& name) const {
   if (const auto* why = std::get_if<std::string>(&selected)) fail(ErrorKind::Argument, *why);
   const char* env = impl_->options.use_env_knobs ? std::getenv("EMMY_KNOBS") : nullptr;
   impl->env_knobs = env ? env : "";
+  const char* specialize = std::getenv("EMMY_SPECIALIZE");
+  impl->specialize = impl_->options.specialize && !(specialize && std::string_view(specialize) == "0");
   if (impl_->options.schedule.empty())
     impl->candidates = lower::default_candidates(*impl_->checked, name, *impl->target);
   else if (!std::get<const CheckedSchedule*>(selected))  // --schedule auto: the auto-schedule at each run's sizes

@@ -133,6 +133,9 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "f64", "gpu", "none"}));
   run->add_flag("--json", run_opt.json, "print one JSON object instead of the tables");
   run->add_option("--save", run_opt.save_dir, "write the inputs and outputs as NAME.npy files into this directory");
+  bool no_specialize = false;
+  run->add_flag("--no-specialize", no_specialize,
+                "run the shape-generic kernels, not the ones specialized to the sizes' class (EMMY_SPECIALIZE=0)");
   bool no_cache = false;
   run->add_flag("--no-cache", no_cache,
                 "neither read nor write the on-disk kernel cache ($EMMY_CACHE_DIR, ~/.cache/emmy)");
@@ -203,6 +206,8 @@ int run_main(int argc, char** argv) {
   }
   opt.color = color == "always" || (color == "auto" && isatty(2));
   run_opt.use_cache = !no_cache;
+  const char* specialize = std::getenv("EMMY_SPECIALIZE");
+  run_opt.specialize = !no_specialize && !(specialize && std::string_view(specialize) == "0");
   if (const char* env = std::getenv("EMMY_KNOBS")) opt.env_knobs = env;
   // `run` without --target on a GPU: the target it runs best (sm_90a on an H100 or H200, whose
   // ops without an sm_90a block use their sm_90 ones); the interpreter and the other commands

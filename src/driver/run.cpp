@@ -526,6 +526,7 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   at_sizes.sizes = &*sizes;
   std::optional<lower::Lowered> l = lower_for_driver(program, at_sizes, err, &op);
   if (!l) return 1;
+  if (ro.specialize) l->kernels = lower::specialize_sizes(l->kernels, *sizes);
   std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
   if (!scalars) return 2;
   RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0};

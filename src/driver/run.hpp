@@ -25,6 +25,7 @@ struct RunOptions {
   bool json = false;           // one JSON object instead of the tables
   std::string save_dir;        // write inputs and outputs as .npy files here
   bool use_cache = true;       // the on-disk kernel cache
+  bool specialize = true;      // the kernels specialized to the run's size class (lower::specialize_sizes)
 };
 
 // The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at

@@ -14,6 +14,8 @@
 //   split_reduce     loop IR + REDUCE -> loop IR with one reduction split across CTAs
 //   to_kernel        loop IR + knobs -> kernel IR: a plan a kernel (kernel/plan.hpp: its tier,
 //                    tiles and slabs), then the tier's emitter (kernel/, kernel/mma/)
+// At a launch (api/program.cpp, emmyc run), after the pipeline:
+//   specialize_sizes kernel IR + the launch's sizes -> kernel IR with each test of sizes decided
 // pipeline.cpp runs them as a list (pass_names()), printing and verifying the IR after each
 // pass that PipelineOptions names.
 #pragma once
@@ -268,5 +270,12 @@ const std::vector<std::string>& pass_names();
 Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobSources& sources,
                  const TargetInfo& target, const std::vector<algebra::DiscoveredChain>* chains = nullptr,
                  const PipelineOptions& options = {});
+
+// The kernels of `program` specialized to the sizes of a launch: every `if` whose test reads
+// only sizes and constants (a row cache's capacity, the row length a multiple of the vector
+// width) decided, the branch taken kept, so NVRTC drops the others. They serve every sizes whose
+// size_class is the same: the decided tests, each with its outcome ("" where none is).
+kir::Program specialize_sizes(const kir::Program& program, const std::map<std::string, int64_t>& sizes);
+std::string size_class(const kir::Program& program, const std::map<std::string, int64_t>& sizes);
 
 }  // namespace emmy::lower

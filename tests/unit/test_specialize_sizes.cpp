@@ -1,0 +1,81 @@
+// lower::specialize_sizes: a program's kernels with every test that reads only sizes decided at
+// a launch's sizes. The specialized kernels compute exactly what the generic ones compute there
+// (the interpreter's outputs equal bit for bit) at each class the row ops' sizes fall in (a row
+// cache's capacity held or not, the row length a multiple of the vector width or not, shorter
+// than a row's threads); their CUDA is smaller; tests that read registers stay; sizes of
+// one class name the same class.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/print_cuda.hpp"
+#include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
+#include "test_helpers.hpp"
+
+namespace emmy {
+namespace {
+
+// Ifs of `program` whose test reads a register (a thread's row, a loop's index): never decided.
+int register_tests(const kir::Program& program) {
+  int n = 0;
+  for (const kir::Kernel& k : program.kernels)
+    kir::visit(k.body, [&](const kir::Stmt& s) {
+      if (s.kind != kir::Stmt::Kind::If) return;
+      bool reads = false;
+      kir::visit(s.args[0], [&](const kir::Expr& e) {
+        reads |= e.kind == kir::Expr::Kind::Var || e.kind == kir::Expr::Kind::Special;
+      });
+      n += reads;
+    });
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("specialize_sizes: the row ops' kernels at each size class compute what the generic ones do, bit for bit") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  // r4 holds 32 x 8 x 4 = 1024 elements a row in registers, c2 64 x 8 x 2 = 1024 in shared memory.
+  const std::pair<int64_t, int64_t> shapes[] = {{37, 1000}, {5, 77}, {9, 2048}, {4, 1025}, {3, 5}};
+  for (const char* name : {"softmax", "layernorm", "rmsnorm"})
+    for (const char* knobs : {"COOP=t32/v8/r4", "COOP=t64/v8/c2", "COOP=t128/v8"})
+      for (const auto& [n, c] : shapes) {
+        const std::string at = fmt::format("{} {} C={}", name, knobs, c);
+        CAPTURE(at);
+        const CheckedOp& op = l->program->ops.at(name);
+        const lower::Lowered low = lower::lower_op(*l->program, op, {nullptr, "", knobs}, *find_target("sm_90"));
+        const SizeBindings sizes{{"N", n}, {"C", c}};
+        const kir::Program spec = lower::specialize_sizes(low.kernels, sizes);
+        const std::vector<std::string> problems = verify_program(spec);
+        CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+        CHECK_FALSE(lower::size_class(low.kernels, sizes).empty());  // the vector path's test at least
+        CHECK(print_cuda(spec).size() < print_cuda(low.kernels).size());
+        // Every test of a register kept, unless it sat in a branch not taken.
+        CHECK(register_tests(spec) > 0);
+        CHECK(register_tests(spec) <= register_tests(low.kernels));
+        const TensorMap inputs = random_inputs(op, sizes, 3);
+        TensorMap generic = inputs, special = inputs;
+        run_simt(low.kernels, sizes, generic, SimtOptions{});
+        run_simt(spec, sizes, special, SimtOptions{});
+        for (const TensorInfo& t : op.tensors)
+          if (t.role == TensorInfo::Role::Output) CHECK(generic.at(t.name).data == special.at(t.name).data);
+      }
+}
+
+TEST_CASE("specialize_sizes: sizes of one class share it; a size that decides a test otherwise does not") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  const lower::Lowered low = lower::lower_op(*l->program, l->program->ops.at("rmsnorm"),
+                                             {nullptr, "", "COOP=t32/v8/r4"}, *find_target("sm_90"));
+  auto cls = [&](int64_t n, int64_t c) { return lower::size_class(low.kernels, {{"N", n}, {"C", c}}); };
+  CHECK(cls(4097, 1000) == cls(3, 512));      // a multiple of 8, within the registers' 1024
+  CHECK(cls(4097, 1000) != cls(4097, 1001));  // the peeled path
+  CHECK(cls(4097, 1000) != cls(4097, 2048));  // past the row cache: streamed
+  CHECK(cls(4097, 1000).find("C % 8") != std::string::npos);
+  CHECK(cls(4097, 1001).find("not ") != std::string::npos);
+  // Without every size bound nothing is decided.
+  CHECK(lower::size_class(low.kernels, {{"N", 5}}).empty());
+}
+
+}  // namespace emmy
