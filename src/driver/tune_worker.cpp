@@ -13,6 +13,7 @@
 #include "codegen/cuda/print_cuda.hpp"
 #include "driver/run.hpp"
 #include "driver/tune.hpp"
+#include "lower/passes.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
 #include "runtime/time_program.hpp"
@@ -93,6 +94,7 @@ nlohmann::json answer(const CheckedProgram& program, const CheckedOp& op, const 
                       const TensorMap& reference, const tune::Peers& peers, const Request& q, std::ostream& out) {
   const TargetInfo& target = *find_target(lo.target);
   lower::Lowered l = lower::lower_op(program, op, {nullptr, "", q.knobs}, target, lo.chains);
+  l.kernels = lower::specialize_sizes(l.kernels, sizes);  // what a run at these sizes launches (prune_space built it)
   // With a cut-off, say when the kernels start and end: the measurer holds the cut-off to that
   // span, not to the request (lowering, loading, allocating and checking take what they take).
   auto bracket = [&](bool starting) {

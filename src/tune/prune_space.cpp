@@ -86,8 +86,10 @@ Outcome lower_point(const CheckedProgram& program, const CheckedOp& op, const Ta
     c.block_threads = std::max(c.block_threads, k.block_threads);
   }
   c.predicted_us = autosched::estimate_cost(l, sizes, target).us;
-  c.cuda = print_cuda(l.kernels);
-  c.cuda_hash = identity_hash(c.cuda, l.kernels);
+  // What a run at these sizes launches: the kernels specialized to their size class.
+  const kir::Program runs = lower::specialize_sizes(l.kernels, sizes);
+  c.cuda = print_cuda(runs);
+  c.cuda_hash = identity_hash(c.cuda, runs);
   return {std::move(c), "", ""};
 }
 
