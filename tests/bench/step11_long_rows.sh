@@ -19,7 +19,8 @@ rows() {  # tag lib extra-args...
 }
 long=(--rows 8192,50257 --rows 8192,50257,f32)
 short=(--rows 4097,1000 --rows 4097,1000,f32 --rows 32768,8192 --rows 32768,8192,f32)
-[ -n "${OLD_LIB:-}" ] && SECONDS_ROWS=100 rows old "$OLD_LIB" "${long[@]}"
-EMMY_SPECIALIZE=0 SECONDS_ROWS=130 rows generic "$B/libemmy.so" "${long[@]}" "${short[@]}"
-SECONDS_ROWS=200 rows new "$B/libemmy.so" --inductor "${long[@]}" "${short[@]}" --rows 8192,50256 --rows 8192,50256,f32
+[ -n "${OLD_LIB:-}" ] && SECONDS_ROWS=${OLD_SECONDS:-100} rows old "$OLD_LIB" "${long[@]}"
+[ "${GENERIC_SECONDS:-130}" -gt 0 ] && EMMY_SPECIALIZE=0 SECONDS_ROWS=${GENERIC_SECONDS:-130} rows generic "$B/libemmy.so" \
+  ${GENERIC_ROWS:-"${long[@]}" "${short[@]}"}
+SECONDS_ROWS=${NEW_SECONDS:-200} rows new "$B/libemmy.so" --inductor "${long[@]}" "${short[@]}" ${ALIGNED---rows 8192,50256 --rows 8192,50256,f32}
 [ "${NCU:-1}" = 1 ] && TARGET=sm_90a timeout ${NCU_SECONDS:-100} bash tests/bench/ncu_source.sh ln50257 stdlib/nn.emmy layernorm N=8192,C=50257
