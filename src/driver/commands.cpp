@@ -154,6 +154,11 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     if (!(sizes = bind_shape(*op, opt.shape, err))) return kUsageError;
     lo.sizes = &*sizes;
   }
+  if (opt.specialize && opt.shape.empty()) {
+    err << "emmyc: error: --specialize prints the kernels a run at some sizes launches: give them with --shape\n";
+    return kUsageError;
+  }
+  lo.specialize = opt.specialize;
   const int status = ir == "ast" ? 0 : print_level(*c.program, ir, lo, out, err, timed);
   if (timed) err << "emmyc: timings (wall clock, after the process started)\n" << times.format();
   return status == 0 ? kOk : kUserError;

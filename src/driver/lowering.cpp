@@ -160,6 +160,11 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
   watched.pipeline.out = &out;  // --print-after's levels, before the one --ir prints
   std::optional<lower::Lowered> l = lower_for_driver(program, watched, err, nullptr);
   if (!l) return 1;
+  if (lo.specialize && lo.sizes) {
+    const std::string cls = lower::size_class(l->kernels, *lo.sizes);
+    err << "emmyc: note: the kernels of the size class " << (cls.empty() ? "(no test of sizes alone)" : cls) << "\n";
+    l->kernels = lower::specialize_sizes(l->kernels, *lo.sizes);
+  }
   mark("lower");
   if (level == "tensor")
     out << tir::print_program(l->tensor);

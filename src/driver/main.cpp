@@ -94,6 +94,9 @@ int run_main(int argc, char** argv) {
   const char* dtype_help =
       "read the f16/bf16 tensors of every op signature as this dtype: f16, bf16, f32; f64 widens every float";
   compile->add_option("--dtype", opt.dtype, dtype_help)->check(dtypes);
+  compile->add_flag("--specialize", opt.specialize,
+                    "with --shape: the kernels a run at those sizes launches, every test of sizes alone decided "
+                    "(docs/running.md, size classes)");
   std::vector<std::string> passes = emmy::lower::pass_names();
   passes.emplace_back("all");
   compile

@@ -2,6 +2,7 @@
 // sizes of a launch, keeping the branch taken: the kernels then serve every sizes of that class.
 #include "lower/passes.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <variant>
 
@@ -54,14 +55,16 @@ std::vector<kir::Stmt> decide(std::vector<kir::Stmt> body, const kir::Kernel& ke
 }  // namespace
 
 std::string size_class(const kir::Program& program, const Sizes& sizes) {
-  std::string out;
+  std::vector<std::string> tests;  // each decided test once, in the order first met
   for (const kir::Kernel& k : program.kernels)
     kir::visit(k.body, [&](const kir::Stmt& s) {
       if (s.kind != kir::Stmt::Kind::If) return;
-      if (const std::optional<bool> taken = decided(s.args[0], k, sizes))
-        out += fmt::format("{}{}{}", out.empty() ? "" : "; ", *taken ? "" : "not ", print_expr(s.args[0]));
+      if (const std::optional<bool> taken = decided(s.args[0], k, sizes)) {
+        std::string test = (*taken ? "" : "not ") + print_expr(s.args[0]);
+        if (std::find(tests.begin(), tests.end(), test) == tests.end()) tests.push_back(std::move(test));
+      }
     });
-  return out;
+  return fmt::format("{}", fmt::join(tests, "; "));
 }
 
 kir::Program specialize_sizes(const kir::Program& program, const Sizes& sizes) {
