@@ -6,8 +6,9 @@
 //   softmax.launch({{x_dev, emmy::api::DType::F16, {N, C}}}, {{y_dev, emmy::api::DType::F16, {N, C}}}, stream);
 //
 // Sizes (N, C, ...) are read from the tensors' shapes; they are kernel parameters, so a new
-// shape is not a recompile. Kernels are compiled with NVRTC on the first launch and kept in an
-// on-disk cache. Errors throw emmy::api::Error; its message is what emmyc would print.
+// shape is a recompile only where it falls in a new size class (docs/running.md: the kernels
+// are specialized to the tests of sizes they make). Kernels are compiled with NVRTC on the first
+// launch of a class and kept in an on-disk cache. Errors throw emmy::api::Error; its message is what emmyc would print.
 #pragma once
 
 #include <cstdint>
