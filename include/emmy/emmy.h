@@ -58,6 +58,7 @@ typedef struct emmy_options {
   int32_t no_cache;        /* nonzero: neither read nor write the on-disk kernel cache */
   int32_t no_env_knobs;    /* nonzero: ignore EMMY_KNOBS */
   const char* dtype;       /* "f16", "bf16" or "f32": the 16-bit float tensors of op signatures read as this */
+  int32_t no_specialize;   /* nonzero: the shape-generic kernels, not each size class's (EMMY_SPECIALIZE=0) */
 } emmy_options;
 
 const char* emmy_version(void);

@@ -132,7 +132,7 @@ def _default_stdlib():
 
 
 def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=None, cache_dir=None,
-         env_knobs=True, dtype=None):
+         env_knobs=True, dtype=None, specialize=True):
     """Parses and checks the .emmy file at `path` (with its imports) and returns a Program.
 
     target: "sm_80", "sm_90", "sm_90a" or "sm_120" (None: the one the GPU runs best, sm_90a on an
@@ -148,16 +148,18 @@ def load(path, target=None, knobs=None, schedule=None, cache=True, stdlib_path=N
     dtype: "f16", "bf16" or "f32": the 16-bit float tensors of every op signature are read as
         this dtype; "f64": every float of the program (f32 tensors, casts, monoid fields), for gradient checks
         (None: as declared).
+    specialize: False runs the shape-generic kernels; by default each run's kernels are
+        specialized to its size class (docs/running.md), as $EMMY_SPECIALIZE=0 turns off too.
     """
     return Program(_Source(path=os.fspath(path)), target, knobs, schedule, cache, stdlib_path, cache_dir, env_knobs,
-                   dtype)
+                   dtype, specialize)
 
 
 def compile(source, name="<source>", target=None, knobs=None, schedule=None, cache=True, stdlib_path=None,
-            cache_dir=None, env_knobs=True, dtype=None):
+            cache_dir=None, env_knobs=True, dtype=None, specialize=True):
     """Like load(), for .emmy source text; `name` is the file name diagnostics show."""
     return Program(_Source(text=source, name=name), target, knobs, schedule, cache, stdlib_path, cache_dir,
-                   env_knobs, dtype)
+                   env_knobs, dtype, specialize)
 
 
 class _Source:
@@ -178,7 +180,7 @@ class Program:
     lowers one (cached per name). Create with emmy.load() or emmy.compile()."""
 
     def __init__(self, source, target=None, knobs=None, schedule=None, cache=True, stdlib_path=None,
-                 cache_dir=None, env_knobs=True, dtype=None):
+                 cache_dir=None, env_knobs=True, dtype=None, specialize=True):
         lib = _lib()
         if stdlib_path is None:
             stdlib_path = _default_stdlib()
@@ -187,10 +189,11 @@ class Program:
         self.name = source.name
         self._source = source  # emmy.torch derives a backward from it
         self.options = {"target": target, "knobs": _knob_string(knobs), "schedule": schedule, "cache": bool(cache),
-                        "stdlib_path": stdlib_path, "cache_dir": cache_dir, "env_knobs": bool(env_knobs), "dtype": dtype}
+                        "stdlib_path": stdlib_path, "cache_dir": cache_dir, "env_knobs": bool(env_knobs), "dtype": dtype,
+                        "specialize": bool(specialize)}
         enc = lambda s: None if s is None else os.fspath(s).encode()
         opts = _ffi.Options(enc(target), enc(self.options["knobs"]), enc(schedule), enc(stdlib_path), enc(cache_dir),
-                            0 if cache else 1, 0 if env_knobs else 1, enc(dtype))
+                            0 if cache else 1, 0 if env_knobs else 1, enc(dtype), 0 if specialize else 1)
         handle = ctypes.c_void_p()
         if source.path is not None:
             _check(lib.emmy_program_from_file(source.path.encode(), ctypes.byref(opts), ctypes.byref(handle)))

@@ -26,7 +26,7 @@ class Options(ctypes.Structure):
     """struct emmy_options; every field 0/NULL means its default."""
     _fields_ = [("target", ctypes.c_char_p), ("knobs", ctypes.c_char_p), ("schedule", ctypes.c_char_p),
                 ("stdlib_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("no_cache", ctypes.c_int32),
-                ("no_env_knobs", ctypes.c_int32), ("dtype", ctypes.c_char_p)]
+                ("no_env_knobs", ctypes.c_int32), ("dtype", ctypes.c_char_p), ("no_specialize", ctypes.c_int32)]
 
 
 _P = ctypes.c_void_p

@@ -75,6 +75,7 @@ emmy::api::Options options_of(const emmy_options* o) {
   out.cache_dir = text_or(o->cache_dir);
   out.use_cache = o->no_cache == 0;
   out.use_env_knobs = o->no_env_knobs == 0;
+  out.specialize = o->no_specialize == 0;
   out.dtype = text_or(o->dtype);
   out.stdlib_dirs = emmy::split_path_list(text_or(o->stdlib_path));
   return out;

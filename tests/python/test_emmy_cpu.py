@@ -247,6 +247,20 @@ class Interpreter(EmmyTestCase):
             ref += [row[c] * r * wv[c] for c in range(C)]
         self.assert_elements(y.values(), ref, "f16", what="rmsnorm y")
 
+    def test_specialized_and_generic_kernels_agree(self):
+        # Each run's kernels are specialized to its size class (docs/running.md); specialize=False
+        # runs the shape-generic ones. Three classes of layernorm's row: peeled (C % 8 != 0), in
+        # the row cache with the vector path, and streamed past it.
+        generic = emmy.load(NN, knobs="COOP=t32/v8/r4,PLACE@mean=cut", stdlib_path=STDLIB, cache=False,
+                            specialize=False).op("layernorm")
+        special = emmy.load(NN, knobs="COOP=t32/v8/r4,PLACE@mean=cut", stdlib_path=STDLIB, cache=False).op("layernorm")
+        for N, C in ((5, 77), (3, 1000), (2, 1032)):
+            x, _ = host(self.rng, (N, C), "f16")
+            g, _ = host(self.rng, (C,), "f16", 0.5, 2.0)
+            b, _ = host(self.rng, (C,), "f16")
+            for a, e in zip(special.run_host(x, g, b), generic.run_host(x, g, b)):
+                self.assertEqual(a.values(), e.values(), f"layernorm at C={C}")
+
     def test_layernorm(self):
         N, C = 3, 41
         x, xv = host(self.rng, (N, C), "f16")
