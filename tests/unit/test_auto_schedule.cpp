@@ -27,7 +27,7 @@ namespace {
 
 // The interpreter's run of `low` at `sizes` on ordinary inputs, or inputs of `kind`: why outputs
 // differ from the reference ("" when none does; skipped when the op rejects the sizes).
-std::string interpreted_failures(const CheckedProgram& program, const CheckedOp& op, const lower::Lowered& low,
+std::string interpreted_failures(const CheckedProgram& program, const CheckedOp& op, const kir::Program& kernels,
                                  const SizeBindings& sizes, std::optional<HostileKind> kind) {
   TensorMap inputs = kind ? hostile_inputs(op, sizes, 7, *kind) : random_inputs(op, sizes, 7);
   TensorMap ref;
@@ -42,7 +42,7 @@ std::string interpreted_failures(const CheckedProgram& program, const CheckedOp&
   so.shuffle_blocks = true;
   so.seed = 3;
   try {
-    run_simt(low.kernels, sizes, buffers, so);
+    run_simt(kernels, sizes, buffers, so);
   } catch (const std::exception& e) {
     return std::string("interpreter: ") + e.what();
   }
@@ -62,6 +62,7 @@ algebra::MonoidTerms sum_terms() {
 }  // namespace
 
 TEST_CASE("auto-schedule: every stdlib and example op at ragged sizes, interpreted against the reference") {
+  // (and its kernels specialized to the sizes' class: verified, and interpreted to the same outputs)
   constexpr double kMaxWork = 2e7;
   std::vector<std::string> skipped;
   int runs = 0;
@@ -99,6 +100,10 @@ TEST_CASE("auto-schedule: every stdlib and example op at ragged sizes, interpret
         CHECK_FALSE(kir::check_limits(low.kernels, sizes));
         std::vector<std::string> problems = verify_program(low.kernels);
         CHECK_MESSAGE(problems.empty(), fmt::format("{}", fmt::join(problems, "\n")));
+        // What a run at these sizes launches: the kernels specialized to their size class.
+        const kir::Program specialized = lower::specialize_sizes(low.kernels, sizes);
+        problems = verify_program(specialized);
+        CHECK_MESSAGE(problems.empty(), fmt::format("specialized: {}", fmt::join(problems, "\n")));
         for (const lower::KernelPlan& p : low.plans) ++tiers[lower::tier_name(p.tier)];
         // The interpreter runs a thread at a time: past kMaxWork element operations (a fused op
         // that recomputes its projections per output element) the run is left to the GPU tests.
@@ -115,7 +120,9 @@ TEST_CASE("auto-schedule: every stdlib and example op at ragged sizes, interpret
         if (target.wgmma) kinds.push_back(test::kMatrixHostileKinds[ops++ % std::size(test::kMatrixHostileKinds)]);
         for (const std::optional<HostileKind>& kind : kinds) {
           CAPTURE((kind ? hostile_kind_name(*kind) : "ordinary"));
-          const std::string failures = interpreted_failures(*l->program, *op, low, sizes, kind);
+          const std::string failures = interpreted_failures(*l->program, *op, low.kernels, sizes, kind);
+          // The specialized kernels compute what the generic ones do, bit for bit: the same verdict.
+          if (!kind) CHECK(interpreted_failures(*l->program, *op, specialized, sizes, kind) == failures);
           if (kind && test::known_divergence(name, choice.knobs, *kind))
             CHECK_MESSAGE(!failures.empty(), "fixed: " << name);
           else if (!kind && test::known_rounding(name, choice.knobs))
