@@ -394,65 +394,63 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 
 // Element u of a peeled chunk of a one-dimensional input read along the axis (gamma[c] beside
 // x[n, c], whose rows start anywhere): its elements sit s = base mod V past a V-aligned element,
-// s the same for the whole row, so every branch below is taken by a whole row. The chunk reads
-// them with the widest access s leaves aligned: one vector at s = 0; V / w accesses of w
-// elements where s is a multiple of w (w = V/2, ..., 2, at most 16 bytes); for an element
-// narrower than 4 bytes (f16) at the other s, the 4-byte words around the chunk, its elements
-// picked out at a fixed offset; one element at a time where those words would leave the row.
-// (Two aligned vectors around the chunk and a branch for each s ran layernorm at (8192, 50257)
-// f16 at 0.63 of the copy ceiling on the H200, softmax, with no weights, at 0.92.)
+// s the same for the whole row. The chunk reads the two aligned chunks around it as vectors and
+// takes its V elements out of them, a branch for each s (static register picks, no shuffling
+// an element); at s = 0 one aligned read; where the upper one would leave the row (a row's last
+// chunks), one element at a time.
 K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
-  const int v = vec_width(), bytes = kir::type_bytes(type), per_word = std::max(1, 4 / bytes);
+  const int v = vec_width();
   const std::string key = t.name + "@realigned@" + render_key(row);
   auto it = vec_->loads.find(key);
   if (it == vec_->loads.end()) {
     const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
     VecChunk::Access out = vec_access(t, first, "ra_", *blocks_[vec_->block]);
     std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
-    const std::string shift_reg = fresh("shift_" + t.name);
-    chunk.push_back(kir::decl(shift_reg, I, kir::binary(kir::BinOp::Rem, first, kir::ci(v, I))));
-    const K shift = kir::var({shift_reg}, I);
-    auto rem_is = [&](int m, int r) {
-      return kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, shift, kir::ci(m, I)), kir::ci(r, I));
+    auto chunk_let = [&](const std::string& name, K value) {
+      const std::string reg = fresh(name);
+      chunk.push_back(kir::decl(reg, I, std::move(value)));
+      return kir::var({reg}, I);
     };
-    // `count` accesses of `w` elements from `at`, and the chunk's element u taken from element
-    // u + skip of them.
-    auto accesses = [&](int w, int count, const K& at, int skip) {
-      VecChunk::Access a;
-      a.width = w;
-      a.tensor = t.name;
-      a.index = at;
-      std::vector<kir::Stmt> body;
-      for (int j = 0; j < count; ++j) {
-        a.arrays.push_back(fresh(fmt::format("rw{}_{}", w, t.name)));
-        body.push_back(kir::decl(a.arrays.back(), type, w));
-      }
-      for (size_t j = 0; j < a.arrays.size(); ++j) body.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
-      for (int u = 0; u < v; ++u) body.push_back(kir::assign(vec_reg(out, u), kir::var(vec_reg(a, u + skip), type)));
-      return body;
+    const K shift = chunk_let("shift_" + t.name, kir::binary(kir::BinOp::Rem, first, kir::ci(v, I)));
+    const K lo_at = chunk_let("lo_" + t.name, kir::binary(kir::BinOp::Sub, first, shift));
+    auto pick = [&](const std::function<K(int)>& value) {
+      std::vector<kir::Stmt> moves;
+      for (int u = 0; u < v; ++u) moves.push_back(kir::assign(vec_reg(out, u), value(u)));
+      return moves;
     };
-    std::vector<kir::Stmt> ladder;
-    for (int u = 0; u < v; ++u)
-      ladder.push_back(
-          kir::assign(vec_reg(out, u),
-                      kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type)));
-    if (per_word > 1 && v > per_word) {
-      const K size = size_value(t.dims.back());
-      for (int r = per_word - 1; r >= 1; --r) {  // s = r mod per_word: the words from first - r
-        const K lo = kir::binary(kir::BinOp::Sub, first, kir::ci(r, I));
-        const K in_row = kir::binary(kir::BinOp::Le, kir::binary(kir::BinOp::Add, lo, kir::ci(v + per_word, I)), size);
-        ladder = {kir::if_then(kir::binary(kir::BinOp::And, rem_is(per_word, r), in_row),
-                               accesses(per_word, v / per_word + 1, lo, r), std::move(ladder))};
-      }
+    const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
+    const VecChunk::Access lo = vec_access(t, lo_at, "rl_", *blocks_[vec_->block]),
+                           hi = vec_access(t, hi_at, "rh_", *blocks_[vec_->block]);
+    std::vector<kir::Stmt> shifted;
+    for (size_t j = 0; j < lo.arrays.size(); ++j) {
+      shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
+      shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
     }
-    for (int w = std::max(2, per_word); w < v && w * bytes <= 16; w *= 2)  // the widest last built: tested first
-      ladder = {kir::if_then(rem_is(w, 0), accesses(w, v / w, first, 0), std::move(ladder))};
+    std::vector<kir::Stmt> cases;  // s = V - 1 innermost: if (s == 1) ... else if (s == 2) ...
+    for (int sh = v - 1; sh >= 1; --sh) {
+      std::vector<kir::Stmt> moves = pick([&](int u) {
+        const int j = u + sh;
+        return kir::var(j < v ? vec_reg(lo, j) : vec_reg(hi, j - v), type);
+      });
+      cases = sh == v - 1 ? std::move(moves)
+                          : std::vector<kir::Stmt>{kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(sh, I)),
+                                                                std::move(moves), std::move(cases))};
+    }
+    for (kir::Stmt& c : cases) shifted.push_back(std::move(c));
+    const K size = size_value(t.dims.back());
+    // (The lower vector starts at base - s >= 0 and ends at or before the chunk's end.)
+    const K in_row = kir::binary(
+        kir::BinOp::Le,
+        kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I)), size);
     std::vector<kir::Stmt> aligned;
     for (size_t j = 0; j < out.arrays.size(); ++j)
       aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
-    chunk.push_back(
-        kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned), std::move(ladder)));
+    std::vector<kir::Stmt> elements = pick([&](int u) {
+      return kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type);
+    });
+    chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned),
+                                 {kir::if_then(in_row, std::move(shifted), std::move(elements))}));
     it = vec_->loads.emplace(key, std::move(out)).first;
   }
   return kir::var(vec_reg(it->second, vec_->u), type);
