@@ -2,11 +2,14 @@
 # Issue 26, item 5, on the GPU machine (device tool), one call: the rows with weights whose rows
 # start at every offset mod 8 (layernorm, rmsnorm at (8192, 50257): a peeled chunk reads gamma[c]
 # realigned), and the kernels specialized to a run's size class (lower::specialize_sizes). The
-# row ops, auto-schedule, f16 and f32: with an earlier build's libemmy.so (OLD_LIB, e.g.
-# gpu-carry/old/libemmy.so), with this build's shape-generic kernels (EMMY_SPECIALIZE=0), and with
-# this build's default (specialized), beside Inductor and the copy ceiling; then Nsight Compute's
-# per-instruction stall samples of layernorm's kernel at C = 50257 (ncu_source.sh). Writes
-# $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu_src_*.csv, $OUT/sass_*.txt.
+# row ops, auto-schedule, f16 and f32: with another build's libemmy.so (OTHER_LIB, e.g.
+# gpu-carry/other/libemmy.so with its ANTLR runtime: the widest-access realignment of commit
+# 3281e50, which `git revert c4789a3` restores), with this build's shape-generic kernels
+# (EMMY_SPECIALIZE=0), and with this build's default (specialized), beside Inductor and the copy
+# ceiling; then Nsight Compute's per-instruction stall samples of layernorm's kernel at
+# C = 50257 (ncu_source.sh). Writes $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu_src_*.csv,
+# $OUT/sass_*.txt. Parts' seconds: OTHER_SECONDS, GENERIC_SECONDS (0: skipped; GENERIC_ROWS: its
+# --rows), NEW_SECONDS, NCU_SECONDS (NCU=0: skipped); ALIGNED= leaves out C = 50256.
 source "$(dirname "$0")/gpu_env.sh"
 rows() {  # tag lib extra-args...
   local tag=$1 lib=$2; shift 2
@@ -19,7 +22,7 @@ rows() {  # tag lib extra-args...
 }
 long=(--rows 8192,50257 --rows 8192,50257,f32)
 short=(--rows 4097,1000 --rows 4097,1000,f32 --rows 32768,8192 --rows 32768,8192,f32)
-[ -n "${OLD_LIB:-}" ] && SECONDS_ROWS=${OLD_SECONDS:-100} rows old "$OLD_LIB" "${long[@]}"
+[ -n "${OTHER_LIB:-}" ] && SECONDS_ROWS=${OTHER_SECONDS:-100} rows other "$OTHER_LIB" "${long[@]}"
 [ "${GENERIC_SECONDS:-130}" -gt 0 ] && EMMY_SPECIALIZE=0 SECONDS_ROWS=${GENERIC_SECONDS:-130} rows generic "$B/libemmy.so" \
   ${GENERIC_ROWS:-"${long[@]}" "${short[@]}"}
 SECONDS_ROWS=${NEW_SECONDS:-200} rows new "$B/libemmy.so" --inductor "${long[@]}" "${short[@]}" ${ALIGNED---rows 8192,50256 --rows 8192,50256,f32}
