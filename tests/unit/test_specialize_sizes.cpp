@@ -2,8 +2,9 @@
 // a launch's sizes. The specialized kernels compute exactly what the generic ones compute there
 // (the interpreter's outputs equal bit for bit) at each class the row ops' sizes fall in (a row
 // cache's capacity held or not, the row length a multiple of the vector width or not, shorter
-// than a row's threads); their CUDA is smaller; tests that read registers stay; sizes of
-// one class name the same class.
+// than a row's threads); their CUDA is smaller, and NVRTC builds them (sm_80, sm_90a) without
+// spills, in no more registers and a smaller CUBIN; tests that read registers stay; sizes of one
+// class name the same class.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "interp/simt.hpp"
 #include "ir/verify_kernel.hpp"
 #include "lower/passes.hpp"
+#include "runtime/nvrtc.hpp"
 #include "test_helpers.hpp"
 
 namespace emmy {
@@ -76,6 +78,31 @@ TEST_CASE("specialize_sizes: sizes of one class share it; a size that decides a 
   CHECK(cls(4097, 1001).find("not ") != std::string::npos);
   // Without every size bound nothing is decided.
   CHECK(lower::size_class(low.kernels, {{"N", 5}}).empty());
+}
+
+TEST_CASE("specialize_sizes: the specialized row kernels compile with NVRTC, without spills, smaller") {
+  if (!test::nvrtc_or_skip()) return;
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  for (const char* target : {"sm_80", "sm_90a"})
+    for (const char* name : {"softmax", "layernorm", "rmsnorm"})
+      for (const int64_t c : {1000, 1001}) {
+        const std::string at = fmt::format("{} {} C={}", target, name, c);
+        CAPTURE(at);
+        const lower::Lowered low = lower::lower_op(*l->program, l->program->ops.at(name),
+                                                   {nullptr, "", "COOP=t32/v8/r4"}, *find_target(target));
+        runtime::CompileOptions co;
+        co.target = find_target(target);
+        const runtime::CompileResult generic = runtime::compile_cuda(print_cuda(low.kernels), "generic.cu", co);
+        const runtime::CompileResult spec = runtime::compile_cuda(
+            print_cuda(lower::specialize_sizes(low.kernels, {{"N", 37}, {"C", c}})), "spec.cu", co);
+        REQUIRE_MESSAGE(spec.ok, spec.log);
+        REQUIRE(generic.ok);
+        REQUIRE(spec.resources.size() == 1);
+        CHECK(spec.resources[0].spill_stores == 0);
+        CHECK(spec.resources[0].stack_bytes == 0);
+        CHECK(spec.resources[0].registers <= generic.resources[0].registers);
+        CHECK(spec.cubin.size() < generic.cubin.size());
+      }
 }
 
 }  // namespace emmy
