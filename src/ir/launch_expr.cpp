@@ -40,6 +40,9 @@ int64_t eval(const Expr& e, const std::map<std::string, int64_t>& scalars) {
     }
     case Expr::Kind::Cast: return wrap(e.type, arg(0));
     case Expr::Kind::Select: return arg(0) != 0 ? arg(1) : arg(2);
+    case Expr::Kind::Unary:
+      if (e.un == UnOp::Not) return arg(0) == 0;
+      throw Bad{fmt::format("uses '{}'", unop_name(e.un))};
     case Expr::Kind::Binary: break;
     default: throw Bad{"may use only constants, scalar parameters and integer arithmetic"};
   }
@@ -63,6 +66,8 @@ int64_t eval(const Expr& e, const std::map<std::string, int64_t>& scalars) {
     case BinOp::Ge: return a >= b;
     case BinOp::Eq: return a == b;
     case BinOp::Ne: return a != b;
+    case BinOp::And: return a != 0 && b != 0;
+    case BinOp::Or: return a != 0 || b != 0;
     default: throw Bad{fmt::format("uses '{}'", binop_name(e.bin))};
   }
 }

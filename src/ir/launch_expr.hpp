@@ -1,5 +1,6 @@
-// Evaluates a kernel's launch expressions (grid_x) on the host: integer arithmetic over
-// constants and the kernel's scalar parameters, exactly as both launchers must agree on it.
+// Evaluates a kernel's launch expressions (grid_x) on the host: integer arithmetic, comparisons
+// and logic over constants and the kernel's scalar parameters, exactly as both launchers must
+// agree on it (and a test of sizes alone, for lower::specialize_sizes).
 #pragma once
 
 #include <cstdint>

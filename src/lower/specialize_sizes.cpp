@@ -17,12 +17,13 @@ namespace {
 using Sizes = std::map<std::string, int64_t>;
 
 // The test's value at `sizes` where it reads only constants and the kernel's size parameters
-// bound there (integer arithmetic and comparisons); else nullopt.
+// bound there (integer arithmetic, comparisons, logic: kir::evaluate_launch_expr); else nullopt.
 std::optional<bool> decided(const kir::Expr& test, const kir::Kernel& kernel, const Sizes& sizes) {
   bool only_sizes = true;
   kir::visit(test, [&](const kir::Expr& e) {
     switch (e.kind) {
       case kir::Expr::Kind::Const:
+      case kir::Expr::Kind::Unary:
       case kir::Expr::Kind::Binary:
       case kir::Expr::Kind::Cast:
       case kir::Expr::Kind::Select: break;

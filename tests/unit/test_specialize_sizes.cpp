@@ -80,6 +80,53 @@ TEST_CASE("specialize_sizes: sizes of one class share it; a size that decides a 
   CHECK(lower::size_class(low.kernels, {{"N", 5}}).empty());
 }
 
+TEST_CASE(
+    "specialize_sizes: a test of sizes and logic is decided; one that reads a register, or a size not bound, is not") {
+  using namespace kir;
+  Kernel k;
+  k.name = "k";
+  auto param_of = [](const char* name, Param::Kind kind, ScalarType type) {
+    Param p;
+    p.kind = kind;
+    p.name = name;
+    p.type = type;
+    return p;
+  };
+  k.params = {param_of("y", Param::Kind::Buffer, ScalarType::F32), param_of("N", Param::Kind::Scalar, ScalarType::I64),
+              param_of("C", Param::Kind::Scalar, ScalarType::I64)};
+  const Expr C = param("C", ScalarType::I64), N = param("N", ScalarType::I64);
+  auto put = [](double v) { return std::vector<Stmt>{store(Space::Global, "y", ci(0, ScalarType::I64), cf(v))}; };
+  const Expr sized =
+      binary(BinOp::And, binary(BinOp::Eq, binary(BinOp::Rem, C, ci(8, ScalarType::I64)), ci(0, ScalarType::I64)),
+             unary(UnOp::Not, binary(BinOp::Lt, N, ci(2, ScalarType::I64))));
+  k.body = {decl("r", ScalarType::I64, cast(special(Special::ThreadIdx), ScalarType::I64)),
+            if_then(sized, put(1), put(2)), if_then(binary(BinOp::Lt, var({"r"}, ScalarType::I64), C), put(3)),
+            if_then(binary(BinOp::Lt, param("M", ScalarType::I64), C), put(4))};
+  Program p;
+  p.op = "t";
+  p.kernels = {k};
+  const Program held = lower::specialize_sizes(p, {{"N", 5}, {"C", 16}});
+  const Program not_held = lower::specialize_sizes(p, {{"N", 1}, {"C", 16}});
+  REQUIRE(held.kernels[0].body.size() == 4);
+  for (const auto& [spec, value] : {std::pair{&held, 1.0}, std::pair{&not_held, 2.0}}) {
+    const Stmt& decided = spec->kernels[0].body[1];
+    CHECK(decided.kind == Stmt::Kind::If);
+    CHECK(decided.args[0].kind == Expr::Kind::Const);  // if (true) { the branch taken }
+    CHECK(decided.orelse.empty());
+    REQUIRE(decided.body.size() == 1);
+    CHECK(decided.body[0].args[1].fval == value);
+    CHECK(spec->kernels[0].body[2].args[0].kind == Expr::Kind::Binary);  // reads the register r
+    CHECK(spec->kernels[0].body[3].args[0].kind == Expr::Kind::Binary);  // M is no size bound here
+  }
+  CHECK(lower::size_class(p, {{"N", 5}, {"C", 16}}) != lower::size_class(p, {{"N", 1}, {"C", 16}}));
+  CHECK(lower::size_class(p, {{"N", 5}, {"C", 16}}) == lower::size_class(p, {{"N", 9}, {"C", 64}}));
+  // A test without an else, not taken, goes altogether.
+  Kernel only = k;
+  only.body = {if_then(binary(BinOp::Lt, C, ci(4, ScalarType::I64)), put(5))};
+  p.kernels = {only};
+  CHECK(lower::specialize_sizes(p, {{"N", 5}, {"C", 16}}).kernels[0].body.empty());
+}
+
 TEST_CASE("specialize_sizes: the specialized row kernels compile with NVRTC, without spills, smaller") {
   if (!test::nvrtc_or_skip()) return;
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
