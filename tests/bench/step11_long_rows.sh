@@ -3,10 +3,10 @@
 # start at every offset mod 8 (layernorm, rmsnorm at (8192, 50257): a peeled chunk reads gamma[c]
 # realigned), and the kernels specialized to a run's size class (lower::specialize_sizes). The
 # row ops, auto-schedule, f16 and f32: with another build's libemmy.so (OTHER_LIB, e.g.
-# gpu-carry/other/libemmy.so with its ANTLR runtime: the widest-access realignment of commit
-# 3281e50, which `git revert c4789a3` restores), with this build's shape-generic kernels
-# (EMMY_SPECIALIZE=0), and with this build's default (specialized), beside Inductor and the copy
-# ceiling; then Nsight Compute's per-instruction stall samples of layernorm's kernel at
+# build-other/libemmy.so with its ANTLR runtime beside it, carried: the widest-access
+# realignment of commit 3281e50, which `git revert c4789a3` (branch realign-widest) restores),
+# with this build's shape-generic kernels (EMMY_SPECIALIZE=0), and with this build's default
+# (specialized), beside Inductor and the copy ceiling; then Nsight Compute's per-instruction stall samples of layernorm's kernel at
 # C = 50257 (ncu_source.sh). Writes $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu_src_*.csv,
 # $OUT/sass_*.txt. Parts' seconds: OTHER_SECONDS, GENERIC_SECONDS (0: skipped; GENERIC_ROWS: its
 # --rows), NEW_SECONDS, NCU_SECONDS (NCU=0: skipped); ALIGNED= leaves out C = 50256.
