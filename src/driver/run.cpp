@@ -308,6 +308,7 @@ struct RunContext {
   ScalarValues scalars;  // --set
   TensorMap inputs;
   double work = 0;
+  std::string size_class;  // the decided tests the kernels were specialized to ("": generic)
 };
 
 // ", set W=3" for the header: the scalar parameters given values.
@@ -388,6 +389,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                         {"device", driver.name()},
                         {"target", std::string(target.name)},
                         {"knobs", program.knobs},
+                        {"size_class", c.size_class},
                         {"sizes", c.sizes},
                         {"set", scalars_json(c.scalars)},
                         {"seed", c.ro.seed},
@@ -444,6 +446,7 @@ int run_interp(RunContext& c, std::ostream& out, std::ostream& err) {
     out << nlohmann::json({{"op", program.op},
                            {"backend", "interpreter"},
                            {"knobs", program.knobs},
+                           {"size_class", c.size_class},
                            {"sizes", c.sizes},
                            {"set", scalars_json(c.scalars)},
                            {"seed", c.ro.seed},
@@ -526,10 +529,11 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   at_sizes.sizes = &*sizes;
   std::optional<lower::Lowered> l = lower_for_driver(program, at_sizes, err, &op);
   if (!l) return 1;
+  const std::string size_class = ro.specialize ? lower::size_class(l->kernels, *sizes) : std::string();
   if (ro.specialize) l->kernels = lower::specialize_sizes(l->kernels, *sizes);
   std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
   if (!scalars) return 2;
-  RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0};
+  RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0, size_class};
   c.work = work_estimate(*op, c.sizes);
   try {
     if (ro.interp && ro.bench) {
