@@ -181,6 +181,9 @@ struct Op::Impl {
 
   // The auto-schedule's knob list at each run's sizes (nominal sizes: the key {}), decided once.
   std::map<Sizes, std::string> auto_knobs;
+  // The lowering each run's sizes took (for_sizes_locked), in `lowerings`: a launch at known sizes
+  // neither tries the guards again nor walks the kernels for their size class.
+  std::map<Sizes, Lowering*> by_sizes;
 
   const std::string& auto_knobs_locked(const Sizes* sizes);
   Lowering lower_block(const CheckedSchedule* block, const std::string& base);
@@ -253,21 +256,28 @@ Lowering& Op::Impl::chosen_locked(const Sizes& sizes) {
 }
 
 // The lowering a run at `sizes` takes, its kernels specialized to the class of `sizes`
-// (lower::specialize_sizes), made once a class.
+// (lower::specialize_sizes), made once a class and looked up once a distinct `sizes`.
 Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
+  if (auto known = by_sizes.find(sizes); known != by_sizes.end()) return *known->second;
   Lowering& generic = chosen_locked(sizes);
   const std::string cls = specialize ? lower::size_class(generic.kernels, sizes) : std::string();
-  if (cls.empty()) return generic;
-  for (Lowering& l : lowerings)
-    if (l.block == generic.block && l.base == generic.base && l.size_class == cls) return l;
-  Lowering made;
-  made.block = generic.block;
-  made.base = generic.base;
-  made.size_class = cls;
-  made.kernels = lower::specialize_sizes(generic.kernels, sizes);
-  made.knobs = generic.knobs;
-  made.cuda = print_cuda(made.kernels);
-  return lowerings.emplace_back(std::move(made));  // a deque: `generic` stays where it is
+  Lowering* taken = &generic;
+  if (!cls.empty()) {
+    taken = nullptr;
+    for (Lowering& l : lowerings)
+      if (l.block == generic.block && l.base == generic.base && l.size_class == cls) taken = &l;
+    if (!taken) {
+      Lowering made;
+      made.block = generic.block;
+      made.base = generic.base;
+      made.size_class = cls;
+      made.kernels = lower::specialize_sizes(generic.kernels, sizes);
+      made.knobs = generic.knobs;
+      made.cuda = print_cuda(made.kernels);
+      taken = &lowerings.emplace_back(std::move(made));  // a deque: `generic` stays where it is
+    }
+  }
+  return *by_sizes.emplace(sizes, taken).first->second;
 }
 
 const runtime::CompileResult& Op::Impl::compile_locked(Lowering& l) {
