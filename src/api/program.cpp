@@ -355,8 +355,7 @@ Op Program::lower(const std::string& name) const {
   if (const auto* why = std::get_if<std::string>(&selected)) fail(ErrorKind::Argument, *why);
   const char* env = impl_->options.use_env_knobs ? std::getenv("EMMY_KNOBS") : nullptr;
   impl->env_knobs = env ? env : "";
-  const char* specialize = std::getenv("EMMY_SPECIALIZE");
-  impl->specialize = impl_->options.specialize && !(specialize && std::string_view(specialize) == "0");
+  impl->specialize = impl_->options.specialize && lower::specialize_by_env();
   if (impl_->options.schedule.empty())
     impl->candidates = lower::default_candidates(*impl_->checked, name, *impl->target);
   else if (!std::get<const CheckedSchedule*>(selected))  // --schedule auto: the auto-schedule at each run's sizes

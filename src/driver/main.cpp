@@ -209,8 +209,7 @@ int run_main(int argc, char** argv) {
   }
   opt.color = color == "always" || (color == "auto" && isatty(2));
   run_opt.use_cache = !no_cache;
-  const char* specialize = std::getenv("EMMY_SPECIALIZE");
-  run_opt.specialize = !no_specialize && !(specialize && std::string_view(specialize) == "0");
+  run_opt.specialize = !no_specialize && emmy::lower::specialize_by_env();
   if (const char* env = std::getenv("EMMY_KNOBS")) opt.env_knobs = env;
   // `run` without --target on a GPU: the target it runs best (sm_90a on an H100 or H200, whose
   // ops without an sm_90a block use their sm_90 ones); the interpreter and the other commands

@@ -277,5 +277,7 @@ Lowered lower_op(const CheckedProgram& program, const CheckedOp& op, const KnobS
 // size_class is the same: the decided tests, each with its outcome ("" where none is).
 kir::Program specialize_sizes(const kir::Program& program, const std::map<std::string, int64_t>& sizes);
 std::string size_class(const kir::Program& program, const std::map<std::string, int64_t>& sizes);
+// False where EMMY_SPECIALIZE=0 asks the library and emmyc run for the shape-generic kernels.
+bool specialize_by_env();
 
 }  // namespace emmy::lower

@@ -3,7 +3,9 @@
 #include "lower/passes.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <variant>
 
 #include <fmt/format.h>
@@ -66,6 +68,11 @@ std::string size_class(const kir::Program& program, const Sizes& sizes) {
       }
     });
   return fmt::format("{}", fmt::join(tests, "; "));
+}
+
+bool specialize_by_env() {
+  const char* env = std::getenv("EMMY_SPECIALIZE");
+  return !(env && std::string_view(env) == "0");
 }
 
 kir::Program specialize_sizes(const kir::Program& program, const Sizes& sizes) {
