@@ -25,6 +25,10 @@ void Port::read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t byt
   block_.global_read(thread_, buffer, byte_offset, dst, bytes, mode_ == Mode::CpAsync);
 }
 
+void Port::read_cluster_shared(uint32_t cta, uint32_t byte_addr, void* dst, uint32_t bytes) {
+  block_.cluster_shared_read(thread_, cta, byte_addr, dst, bytes);
+}
+
 void Port::write_global(int buffer, uint64_t byte_offset, const void* src, uint32_t bytes) {
   block_.global_write(thread_, buffer, byte_offset, src, bytes);
 }
@@ -219,16 +223,18 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
       }
     }
   }
-  uint64_t offset = 0;
+  uint64_t offset = 0, widest = 16;
   for (const kir::SharedArray& a : k.shared) {
     uint64_t align = static_cast<uint64_t>(std::max(a.align, kir::type_bytes(a.type)));
+    widest = std::max(widest, align);
     offset = (offset + align - 1) / align * align;
     l.shared[a.name] = {a.type, a.count, static_cast<uint32_t>(offset)};
     offset += static_cast<uint64_t>(a.count) * static_cast<uint64_t>(kir::type_bytes(a.type));
     if (offset > (uint64_t{1} << 31))
       throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
   }
-  l.shared_bytes = static_cast<uint32_t>(offset);
+  // (Each CTA of a cluster has its window at a multiple of it: its arrays aligned as in the first.)
+  l.shared_bytes = static_cast<uint32_t>(offset == 0 ? 0 : (offset + widest - 1) / widest * widest);
   for (const Stmt& s : k.body) may_block(s, l);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
@@ -241,9 +247,10 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
   if (l.grid % l.cluster != 0)
     throw SimtError(
         fmt::format("kernel {}: grid_x {} is not a multiple of its cluster's {} CTAs", k.name, l.grid, l.cluster));
-  if (k.persistent) {  // the CTAs walk the tiles (whole clusters of them)
+  if (k.persistent) {  // the CTAs walk the tiles (whole clusters of them: at least one)
+    const int64_t all = l.grid;
     l.grid = std::min(l.grid, options.sms);
-    l.grid = std::max<int64_t>(l.grid - l.grid % l.cluster, std::min<int64_t>(l.cluster, l.grid));
+    l.grid = std::max<int64_t>(l.grid - l.grid % l.cluster, std::min<int64_t>(l.cluster, all));
   }
   return l;
 }

@@ -350,6 +350,7 @@ class Port final : public kir::MemoryPort {
   void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) override;
   void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) override;
   void write_global(int buffer, uint64_t byte_offset, const void* src, uint32_t bytes) override;
+  void read_cluster_shared(uint32_t cta, uint32_t byte_addr, void* dst, uint32_t bytes) override;
   int64_t bytes_written() const { return written_; }
 
  private:
@@ -393,6 +394,8 @@ class Block {
 
   // Memory, for Port (addresses in the cluster's shared memory).
   void shared_read(int32_t t, uint32_t addr, void* dst, uint32_t bytes);
+  // (addr: CTA-relative, in CTA `cta` of the cluster: distributed shared memory.)
+  void cluster_shared_read(int32_t t, uint32_t cta, uint32_t addr, void* dst, uint32_t bytes);
   void shared_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes);
   AsyncWrite queue_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes, Pending kind);
   void queue_cp_async(int32_t t, AsyncWrite write) { async_[static_cast<size_t>(t)].open.push_back(std::move(write)); }

@@ -115,6 +115,15 @@ void Block::shared_read(int32_t t, uint32_t addr, void* dst, uint32_t bytes) {
   std::memcpy(dst, smem_.data.data() + addr, bytes);
 }
 
+void Block::cluster_shared_read(int32_t t, uint32_t cta, uint32_t addr, void* dst, uint32_t bytes) {
+  if (cta >= static_cast<uint32_t>(launch_.cluster))
+    fail(t, fmt::format("ld.shared::cluster from CTA {} of a cluster of {}", cta, launch_.cluster));
+  if (launch_.shared_bytes != 0 && addr + bytes > launch_.shared_bytes)
+    fail(t, fmt::format("ld.shared::cluster of {} bytes at byte {} outside the {}-byte shared window", bytes, addr,
+                        launch_.shared_bytes));
+  shared_read(t, cta_base(static_cast<int>(cta)) + addr, dst, bytes);
+}
+
 void Block::shared_write(int32_t t, uint32_t addr, const void* src, uint32_t bytes) {
   check_window(t, addr, bytes);
   check_write(t, addr, bytes, false);

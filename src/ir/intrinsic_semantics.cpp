@@ -162,6 +162,19 @@ void shfl_idx(const IntrinsicCall& call) {
     out_word(call, 0, l) = in_word(call, 0, (l & ~31) | static_cast<int>(in_word(call, 1, l) & 31));
 }
 
+// ---- distributed shared memory ----------------------------------------------------------------
+// ld.shared::cluster: word 0 = shared byte address, word 1 = the cluster's CTA; `words` 32-bit
+// words a value, little-endian (the low word first, as the registers of an f64 or i64 are).
+void dsmem_load(const IntrinsicCall& call, int words) {
+  MemoryPort& memory = memory_of(call);
+  for (int l = 0; l < call.lanes; ++l) {
+    std::array<uint32_t, 2> value{};
+    memory.read_cluster_shared(in_word(call, 1, l), in_word(call, 0, l), value.data(),
+                               static_cast<uint32_t>(4 * words));
+    for (int w = 0; w < words; ++w) out_word(call, w, l) = value[static_cast<size_t>(w)];
+  }
+}
+
 // ---- asynchronous copies ----------------------------------------------------------------------
 // cp.async 16 B: word 0 = shared byte address, words 1-2 = the element index (I64) into
 // call.buffer. The copy happens when this runs: the interpreter queues the call until the
@@ -301,12 +314,16 @@ constexpr std::array<IntrinsicSemantics, static_cast<size_t>(IntrinsicId::Count)
     [](const IntrinsicCall& c) {  // RegFence
       for (int l = 0; l < c.lanes; ++l) c.out[static_cast<size_t>(l)] = c.in[static_cast<size_t>(l)];
     },
-    ordering_only,  // BarSync
-    ordering_only,  // BarArrive
-    ordering_only,  // SetmaxnregInc
-    ordering_only,  // SetmaxnregDec
-    ordering_only,  // MbarrierArrivePeer
-    ordering_only,  // ClusterSync
+    ordering_only,                                     // BarSync
+    ordering_only,                                     // BarArrive
+    ordering_only,                                     // SetmaxnregInc
+    ordering_only,                                     // SetmaxnregDec
+    ordering_only,                                     // MbarrierArrivePeer
+    ordering_only,                                     // ClusterSync
+    [](const IntrinsicCall& c) { dsmem_load(c, 1); },  // DsmemLdF32
+    [](const IntrinsicCall& c) { dsmem_load(c, 1); },  // DsmemLdI32
+    [](const IntrinsicCall& c) { dsmem_load(c, 2); },  // DsmemLdF64
+    [](const IntrinsicCall& c) { dsmem_load(c, 2); },  // DsmemLdI64
 }};
 
 }  // namespace

@@ -193,6 +193,17 @@ constexpr std::string_view kMbarrierArrivePeer =
 }
 )";
 
+// ld.shared::cluster of the value at `addr` in CTA `cta` of the cluster: one helper a type.
+std::string dsmem_load_source(std::string_view helper, std::string_view type, std::string_view ptx,
+                              std::string_view constraint) {
+  return fmt::format(R"(__device__ __forceinline__ void {0}({1}& d, unsigned addr, unsigned cta) {{
+  asm volatile("{{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %1, %2;\n"
+               " ld.shared::cluster.{2} %0, [remote];\n}}\n" : "={3}"(d) : "r"(addr), "r"(cta) : "memory");
+}}
+)",
+                     helper, type, ptx, constraint);
+}
+
 constexpr std::string_view kClusterSync =
     R"(__device__ __forceinline__ void emmy_cluster_sync() {
   asm volatile("fence.mbarrier_init.release.cluster;\nbarrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n"
@@ -426,6 +437,15 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(row(SetmaxnregDec, "emmy_setmaxnreg_dec", Scope::Warpgroup, {}, {}, 1, 90, sync_sources[3]));
   t.push_back(row(MbarrierArrivePeer, "emmy_mbarrier_arrive_peer", T, {}, {U, U}, 0, 90, kMbarrierArrivePeer));
   t.push_back(row(ClusterSync, "emmy_cluster_sync", T, {}, {}, 0, 90, kClusterSync));
+  static const std::array<std::string, 4> dsmem_sources{
+      dsmem_load_source("emmy_dsmem_ld_f32", "float", "f32", "f"),
+      dsmem_load_source("emmy_dsmem_ld_i32", "int", "b32", "r"),
+      dsmem_load_source("emmy_dsmem_ld_f64", "double", "f64", "d"),
+      dsmem_load_source("emmy_dsmem_ld_i64", "long long", "b64", "l")};
+  t.push_back(row(DsmemLdF32, "emmy_dsmem_ld_f32", T, {F}, {U, U}, 0, 90, dsmem_sources[0]));
+  t.push_back(row(DsmemLdI32, "emmy_dsmem_ld_i32", T, {I}, {U, U}, 0, 90, dsmem_sources[1]));
+  t.push_back(row(DsmemLdF64, "emmy_dsmem_ld_f64", T, {D}, {U, U}, 0, 90, dsmem_sources[2]));
+  t.push_back(row(DsmemLdI64, "emmy_dsmem_ld_i64", T, {L}, {U, U}, 0, 90, dsmem_sources[3]));
   for (size_t i = 0; i < t.size(); ++i)
     if (static_cast<size_t>(t[i].id) != i) throw std::logic_error("intrinsic table out of enum order");
   if (t.size() != static_cast<size_t>(IntrinsicId::Count)) throw std::logic_error("intrinsic table incomplete");

@@ -106,6 +106,12 @@ enum class IntrinsicId : uint8_t {
   // initialised before it visible to the whole cluster (fence.mbarrier_init.release.cluster).
   MbarrierArrivePeer,  // [addr], cta
   ClusterSync,
+  // Distributed shared memory (COOP=.../k<K>): d <- the value at shared byte address `addr` of
+  // CTA `cta` of the cluster (mapa, then ld.shared::cluster), 32 or 64 bits.
+  DsmemLdF32,  // d (f32) <- [addr], cta
+  DsmemLdI32,  // d (i32)
+  DsmemLdF64,  // d (f64, two words)
+  DsmemLdI64,  // d (i64, two words)
   Count,
 };
 
@@ -117,6 +123,11 @@ class MemoryPort {
   virtual void read_shared(uint32_t byte_addr, void* dst, uint32_t bytes) = 0;
   virtual void write_shared(uint32_t byte_addr, const void* src, uint32_t bytes) = 0;
   virtual void read_global(int buffer, uint64_t byte_offset, void* dst, uint32_t bytes) = 0;
+  // Shared bytes of CTA `cta` of the thread's cluster (distributed shared memory); a port
+  // without a cluster refuses.
+  virtual void read_cluster_shared(uint32_t /*cta*/, uint32_t /*byte_addr*/, void* /*dst*/, uint32_t /*bytes*/) {
+    throw std::logic_error("this memory port does not read another CTA's shared memory");
+  }
   // Atomics write global memory; a port that only reads (a test's) refuses.
   virtual void write_global(int /*buffer*/, uint64_t /*byte_offset*/, const void* /*src*/, uint32_t /*bytes*/) {
     throw std::logic_error("this memory port does not write global memory");

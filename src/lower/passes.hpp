@@ -119,7 +119,7 @@ struct Knobs {
   bool overlap = false;                    // OVERLAP=1: a block's next product issued before its elementwise work
   std::optional<WspecValue> wspec;         // WSPEC=p<N>[/r<R>]: producer warps issue the ring's copies
   bool pingpong = false;                   // PINGPONG=1: the consumer warpgroups take turns issuing wgmma
-  bool persist = false;                    // PERSIST=1: one CTA an SM walks the tiles (the tensor-core tier)
+  bool persist = false;                    // PERSIST=1: CTAs the device holds at once walk the tiles (or COOP rows)
   std::optional<RasterValue> raster;       // RASTER=gm<G>|gn<G>: a contraction's tiles in groups (L2 reuse)
   std::optional<ClusterValue> cluster;     // CLUSTER=m<N>|n<N>: a contraction's CTAs share a tile by multicast
   std::map<std::string, int> scalar_tile;  // TILE@axis=f<N>: register tile along an axis
@@ -140,6 +140,7 @@ struct Knobs {
   int coop_vec = 1;                  // COOP=.../v<V>: elements per vector load/store
   int coop_cache = 0;                // COOP=.../c<R> or r<R>: chunks of a row a thread keeps (0: no row cache)
   bool coop_registers = false;       // COOP=.../r<R>: the row cache in registers, not shared memory
+  int coop_cluster = 1;              // COOP=.../k<K>: CTAs of a thread-block cluster a row (1: one CTA)
   std::map<Knob, KnobUse> uses;      // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };

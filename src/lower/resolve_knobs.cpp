@@ -168,7 +168,14 @@ void apply_coop(Knobs& k, const KnobSetting& s) {
   k.coop_vec = c.vec.value_or(1);
   k.coop_cache = c.cache.value_or(0);
   k.coop_registers = c.registers;
+  k.coop_cluster = c.cluster.value_or(1);
   k.block_threads = std::max(k.block_threads, c.threads);
+}
+
+// Whether the op's rows are cooperative (a COOP setting for the whole op).
+bool has_coop(const std::vector<KnobSetting>& settings) {
+  return std::any_of(settings.begin(), settings.end(),
+                     [](const KnobSetting& s) { return s.knob == Knob::Coop && !s.off && s.site.empty(); });
 }
 
 // The 0|1 knobs whose effect the tensor-core tier's plan decides, and where each is kept.
@@ -275,7 +282,8 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
         case Knob::Overlap:
         case Knob::PingPong:
         case Knob::Persist:
-          if (!s.off && k.mma) {  // the tensor-core tier's plan decides where they apply
+          // the tensor-core tier's plan decides where they apply; PERSIST applies to COOP's rows too
+          if (!s.off && (k.mma || (s.knob == Knob::Persist && has_coop(k.settings)))) {
             k.*tensor_core_flag(s.knob) = std::get<bool>(s.value);
             break;
           }

@@ -307,6 +307,15 @@ constexpr FieldSpec kCoopFields[] = {
        if (!c.cache || !c.registers) return std::nullopt;
        return FieldRead{.n1 = *c.cache};
      }},
+    {.name = "cluster CTAs", .grammar = "k<K>", .example = "k2", .slot = 3, .shape = Shape::Number,
+     .heads = kPrefixK, .r1 = {2, 8, 1, "cluster CTA count", true},
+     .needs = Feature::Tma,  // thread-block clusters and distributed shared memory: sm_90 and newer
+     .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).cluster = r.n1; },
+     .load = [](const KnobValue& v) -> std::optional<FieldRead> {
+       const auto& c = as<CoopValue>(v);
+       if (!c.cluster) return std::nullopt;
+       return FieldRead{.n1 = *c.cluster};
+     }},
 };
 // clang-format on
 
@@ -329,7 +338,8 @@ constexpr KnobSpec kKnobs[] = {
     {Knob::Wspec, "WSPEC", "p<N>[/r<R>]", "p1/r240", [] { return KnobValue{WspecValue{}}; }, kWspecFields},
     {Knob::Raster, "RASTER", "gm<G>|gn<G>", "gm8", [] { return KnobValue{RasterValue{}}; }, kRasterFields},
     {Knob::FastExp, "FAST_EXP", "0|1", "1", [] { return KnobValue{false}; }, kFastExpFields},
-    {Knob::Coop, "COOP", "t<N>[/v<V>][/c<R>|/r<R>]", "t256/v8", [] { return KnobValue{CoopValue{}}; }, kCoopFields},
+    {Knob::Coop, "COOP", "t<N>[/v<V>][/c<R>|/r<R>][/k<K>]", "t256/v8", [] { return KnobValue{CoopValue{}}; },
+     kCoopFields},
     {Knob::Overlap, "OVERLAP", "0|1", "1", [] { return KnobValue{false}; }, kOverlapFields},
     {Knob::PingPong, "PINGPONG", "0|1", "1", [] { return KnobValue{false}; }, kPingPongFields},
     {Knob::Persist, "PERSIST", "0|1", "1", [] { return KnobValue{false}; }, kPersistFields},

@@ -527,10 +527,25 @@ void rule_coop_threads(const LegalityInput& in, std::vector<KnobError>& errors) 
                      fmt::format("use at most t{}", in.target.max_threads_per_block)));
 }
 
+// COOP's k<K> splits a row between a cluster's CTAs: each CTA holds that one row (a block of N
+// threads), so N is at least the 128 threads a block has.
+void rule_coop_cluster(const LegalityInput& in, std::vector<KnobError>& errors) {
+  const Located* k = find_field(in.fields, "k<K>");
+  const Located* t = find_field(in.fields, "t<N>");
+  if (!k || !t || t->read.n1 >= kCoopClusterMinThreads) return;
+  errors.push_back(legality_error(
+      k,
+      fmt::format("{} {} splits a row between {} CTAs, but {} puts {} rows in each CTA: a split row needs a CTA "
+                  "of its own",
+                  in.knob.name, k->text, k->read.n1, t->text, 128 / t->read.n1),
+      fmt::format("use t{} or more threads a row with {}, or drop {}", kCoopClusterMinThreads, k->text, k->text)));
+}
+
 using LegalityRule = void (*)(const LegalityInput&, std::vector<KnobError>&);
 
 constexpr LegalityRule kLegalityRules[] = {
-    rule_field_features, rule_word_features, rule_atom_target, rule_atom_warpgroups, rule_threads, rule_coop_threads,
+    rule_field_features, rule_word_features, rule_atom_target,  rule_atom_warpgroups,
+    rule_threads,        rule_coop_threads,  rule_coop_cluster,
 };
 
 }  // namespace

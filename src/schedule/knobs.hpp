@@ -54,15 +54,20 @@ struct ClusterValue {
   int size = 0;
 };
 
-// COOP: t<N>[/v<V>][/c<R>|/r<R>] — N threads (a power of two) cooperate on each point of a
-// kernel's thread space (a row); V elements per vector load/store (1, 2, 4, 8); a row cache of R
-// chunks of V elements a thread, so a row of up to N * V * R elements is read once: in shared
-// memory (c<R>) or in the thread's registers (r<R>).
+// COOP: t<N>[/v<V>][/c<R>|/r<R>][/k<K>] — N threads (a power of two) cooperate on each point of
+// a kernel's thread space (a row); V elements per vector load/store (1, 2, 4, 8); a row cache of
+// R chunks of V elements a thread, so a row of up to N * V * R elements is read once: in shared
+// memory (c<R>) or in the thread's registers (r<R>); a row split between the K CTAs of a
+// thread-block cluster, which combine their carriers through distributed shared memory.
+// COOP's k<K> needs a CTA a row: at least the 128 threads of COOP's smallest block.
+inline constexpr int kCoopClusterMinThreads = 128;
+
 struct CoopValue {
   int threads = 0;
   std::optional<int> vec;
   std::optional<int> cache;
-  bool registers = false;  // r<R>: the cache in registers
+  bool registers = false;      // r<R>: the cache in registers
+  std::optional<int> cluster;  // k<K>: the row's CTAs
 };
 
 // monostate: off (empty value); bool: PLACE (fuse = true), FAST_EXP, OVERLAP, PINGPONG and PERSIST (1 = true).

@@ -6,9 +6,9 @@
 # build-other/libemmy.so with its ANTLR runtime beside it, carried: the widest-access
 # realignment of commit 3281e50, which `git revert c4789a3` (branch realign-widest) restores),
 # with this build's shape-generic kernels (EMMY_SPECIALIZE=0), and with this build's default
-# (specialized), beside Inductor and the copy ceiling; then Nsight Compute's per-instruction stall samples of layernorm's kernel at
-# C = 50257 (ncu_source.sh). Writes $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu_src_*.csv,
-# $OUT/sass_*.txt. Parts' seconds: OTHER_SECONDS, GENERIC_SECONDS (0: skipped; GENERIC_ROWS: its
+# (specialized), beside Inductor and the copy ceiling; then Nsight Compute's memory traffic of the
+# three ops' kernels at C = 50257 (ncu_rows_memory.sh: held by DRAM or by L2). Writes
+# $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu-mem.txt. Parts' seconds: OTHER_SECONDS, GENERIC_SECONDS (0: skipped; GENERIC_ROWS: its
 # --rows), NEW_SECONDS, NCU_SECONDS (NCU=0: skipped); ALIGNED= leaves out C = 50256.
 source "$(dirname "$0")/gpu_env.sh"
 rows() {  # tag lib extra-args...
@@ -26,4 +26,4 @@ short=(--rows 4097,1000 --rows 4097,1000,f32 --rows 32768,8192 --rows 32768,8192
 [ "${GENERIC_SECONDS:-130}" -gt 0 ] && EMMY_SPECIALIZE=0 SECONDS_ROWS=${GENERIC_SECONDS:-130} rows generic "$B/libemmy.so" \
   ${GENERIC_ROWS:-"${long[@]}" "${short[@]}"}
 SECONDS_ROWS=${NEW_SECONDS:-200} rows new "$B/libemmy.so" --inductor "${long[@]}" "${short[@]}" ${ALIGNED---rows 8192,50256 --rows 8192,50256,f32}
-[ "${NCU:-1}" = 1 ] && TARGET=sm_90a timeout ${NCU_SECONDS:-100} bash tests/bench/ncu_source.sh ln50257 stdlib/nn.emmy layernorm N=8192,C=50257
+[ "${NCU:-1}" = 1 ] && timeout ${NCU_SECONDS:-100} bash tests/bench/ncu_rows_memory.sh N=8192,C=50257 f16 | tee "$OUT/ncu-mem.txt"

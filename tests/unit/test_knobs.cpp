@@ -925,7 +925,7 @@ TEST_CASE("legal: several violations in one setting are all reported") {
 // ---------------------------------------------------------------------------------------
 // COOP: cooperative rows
 
-TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>|/r<R>]") {
+TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>|/r<R>][/k<K>]") {
   KnobSetting s = parse_ok(Knob::Coop, "t256/v8");
   CHECK(std::get<CoopValue>(s.value).threads == 256);
   CHECK(std::get<CoopValue>(s.value).vec == 8);
@@ -937,7 +937,7 @@ TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>|/r<R>]") {
   CHECK(print_knob(parse_ok(Knob::Coop, " t256/v8 ")) == "COOP=t256/v8");
   CHECK(print_knob(parse_ok(Knob::Coop, "")) == "COOP=");
   CHECK(print_knob(setting_of("COOP=t32/v8")) == "COOP=t32/v8");
-  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>][/c<R>|/r<R>]");
+  CHECK(knob_grammar(Knob::Coop) == "t<N>[/v<V>][/c<R>|/r<R>][/k<K>]");
   KnobSetting c = parse_ok(Knob::Coop, "t512/v8/c13");
   CHECK(std::get<CoopValue>(c.value).cache == 13);
   CHECK_FALSE(std::get<CoopValue>(c.value).registers);
@@ -946,6 +946,12 @@ TEST_CASE("parse: COOP t<N>[/v<V>][/c<R>|/r<R>]") {
   CHECK(std::get<CoopValue>(r.value).cache == 4);
   CHECK(std::get<CoopValue>(r.value).registers);
   for (std::string_view ok : {"t512/v8/c13", "t32/c1", "t1024/v4/c64", "t32/v8/r4", "t2/r16", "t1024/v8/r1"})
+    CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
+  KnobSetting k = parse_ok(Knob::Coop, "t256/v8/c4/k2");
+  CHECK(std::get<CoopValue>(k.value).cluster == 2);
+  CHECK(std::get<CoopValue>(k.value).cache == 4);
+  CHECK_FALSE(std::get<CoopValue>(s.value).cluster.has_value());
+  for (std::string_view ok : {"t128/k2", "t256/v8/k4", "t512/v8/c13/k8", "t128/v8/r2/k2"})
     CHECK(print_knob_value(parse_ok(Knob::Coop, ok)) == ok);
 }
 

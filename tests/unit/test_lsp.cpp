@@ -139,7 +139,7 @@ TEST_CASE("lsp analysis: hover, definition, completion, formatting") {
         std::string::npos);
   std::optional<json> knob = a.hover({7, 3});  // COOP
   REQUIRE(knob);
-  CHECK((*knob)["contents"]["value"].get<std::string>().find("t<N>[/v<V>][/c<R>|/r<R>]") != std::string::npos);
+  CHECK((*knob)["contents"]["value"].get<std::string>().find("t<N>[/v<V>][/c<R>|/r<R>][/k<K>]") != std::string::npos);
   CHECK_FALSE(a.hover({1, 0}));  // a blank line
   Analysis red("/tmp/red.emmy", "op s(x: f32[N, C]) -> (y: f32[N]) {\n  y[n] = max(c: x[n, c]);\n}\n", kStdlib);
   std::optional<json> maxed = red.hover({1, 10});

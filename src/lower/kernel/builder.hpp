@@ -132,6 +132,7 @@ struct Carrier {
 struct VecChunk {
   size_t block = 0;  // index in blocks_ of the chunk's body, where its vector loads go
   K base;            // the chunk's first element index
+  K local;           // ... counted from the split's first column (its slice's, under COOP=.../k<K>)
   K elem;            // the current element's index (base + u)
   int u = 0;
   // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
@@ -469,6 +470,24 @@ class KernelBuilder {
   static kir::Reg vec_reg(const VecChunk::Access& a, int u);
   kir::Stmt vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer, kir::Space space,
                      const K& first);
+
+  // COOP=.../k<K> and PERSIST (coop_cluster.cpp): the CTA's rank in its cluster, its slices of the
+  // split axes (by size; declared in the row's block, at row_block_at_), and the kernel's top block
+  // (the combines' parity registers).
+  struct Slice {
+    K span, lo, len;
+  };
+  void coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body);
+  const Slice& cluster_slice(const std::string& size);
+  K split_extent(const tir::Axis& axis);
+  K split_index(const tir::Axis& axis, const K& local);
+  void cluster_combine(const CarrierSpec& spec, const std::vector<K>& carrier, const std::optional<K>& has);
+  std::optional<K> coop_cta_;
+  std::map<std::string, Slice> slices_;
+  std::vector<kir::Stmt>* row_block_ = nullptr;
+  size_t row_block_at_ = 0;
+  std::vector<kir::Stmt>* top_block_ = nullptr;
+  size_t row_scope_ = 0;  // the scope that binds the row's indices (PERSIST: inside the walk)
 
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)
   bool in_tensor_core_ = false;                             // building a kernel on the tensor-core tier

@@ -12,38 +12,68 @@ namespace emmy::lower::detail {
 
 // The block: max(N, 128) threads, block / N rows. Every thread of a row runs the collective
 // parts (shuffles, barriers) whether or not its row exists: rows past the end compute the last
-// row again, and only their stores are guarded.
+// row again, and only their stores are guarded. With k<K> a row is split between the K CTAs of a
+// cluster (coop_cluster.cpp); with PERSIST the CTAs the device holds walk the rows.
 void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K& total) {
-  const int n = knobs_.coop_threads, v = knobs_.coop_vec;
+  const int n = knobs_.coop_threads, v = knobs_.coop_vec, kc = knobs_.coop_cluster;
   const int rows = out.block_threads / n;  // (kernel() set the grid: a block's rows)
   const ScalarType I = ScalarType::I64;
   shared_ = &out.shared;
   coop_inner_ = false;
   coop_axes_.clear();
   vec_.reset();
+  slices_.clear();
   emit(
       kir::comment(fmt::format("COOP=t{}/v{}: {} threads own each point of the thread space (a row), {} row{} per "
                                "block of {}; a row past the end reruns the last row with its stores off",
                                n, v, n, rows, rows == 1 ? "" : "s", out.block_threads)));
-  K tid = let(unclashed("coop_tid"), as(kir::special(kir::Special::ThreadIdx), I));
-  K row = let(unclashed("coop_row"),
-              kir::binary(kir::BinOp::Add,
-                          kir::binary(kir::BinOp::Mul, as(kir::special(kir::Special::BlockIdx), I), kir::ci(rows, I)),
-                          kir::binary(kir::BinOp::Div, tid, kir::ci(n, I))));
-  coop_lane_ = let(unclashed("coop_rank"), kir::binary(kir::BinOp::Rem, tid, kir::ci(n, I)));
-  coop_slot_ = rows == 1 ? kir::ci(0, I) : kir::binary(kir::BinOp::Div, tid, kir::ci(n, I));
-  coop_row_ok_ = let(unclashed("coop_row_ok"), kir::binary(kir::BinOp::Lt, row, total));
-  K last = kir::binary(kir::BinOp::Sub, total, kir::ci(1, I));
-  K rest = let(unclashed("coop_rowc"), kir::binary(kir::BinOp::Min, row, last));
-  for (size_t i = k.threads.size(); i-- > 0;) {
-    const tir::Axis& a = k.threads[i];
-    K val = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, size_value(a.size));
-    scopes_.back().index[a.name] = let(unclashed(a.name), val);
-    coop_axes_.insert(a.name);
-    if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
+  K block = as(kir::special(kir::Special::BlockIdx), I);
+  coop_cta_.reset();
+  if (kc > 1) {
+    EMMY_INTERNAL_ASSERT(rows == 1, "COOP=.../k<K> with several rows a block");
+    out.cluster = kc;
+    out.grid_x = kir::binary(kir::BinOp::Mul, out.grid_x, kir::ci(kc, I));
+    emit(
+        kir::comment(fmt::format("k{}: each row split between the {} CTAs of a cluster, a slice of its columns "
+                                 "each; their carriers combined through distributed shared memory",
+                                 kc, kc)));
+    coop_cta_ = let(unclashed("coop_cta"), kir::binary(kir::BinOp::Rem, block, kir::ci(kc, I)));
+    block = kir::binary(kir::BinOp::Div, block, kir::ci(kc, I));
   }
-  if (knobs_.coop_cache > 0) return coop_cached_body(k);
-  for (const lir::Stmt& s : k.body) stmt(s);
+  K tid = let(unclashed("coop_tid"), as(kir::special(kir::Special::ThreadIdx), I));
+  top_block_ = blocks_.back();
+  auto rows_of = [&](const K& unit) {
+    K row =
+        let(unclashed("coop_row"), kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, unit, kir::ci(rows, I)),
+                                               kir::binary(kir::BinOp::Div, tid, kir::ci(n, I))));
+    coop_lane_ = let(unclashed("coop_rank"), kir::binary(kir::BinOp::Rem, tid, kir::ci(n, I)));
+    coop_slot_ = rows == 1 ? kir::ci(0, I) : kir::binary(kir::BinOp::Div, tid, kir::ci(n, I));
+    coop_row_ok_ = let(unclashed("coop_row_ok"), kir::binary(kir::BinOp::Lt, row, total));
+    K last = kir::binary(kir::BinOp::Sub, total, kir::ci(1, I));
+    K rest = let(unclashed("coop_rowc"), kir::binary(kir::BinOp::Min, row, last));
+    row_scope_ = scopes_.size() - 1;
+    for (size_t i = k.threads.size(); i-- > 0;) {
+      const tir::Axis& a = k.threads[i];
+      K val = i == 0 ? rest : kir::binary(kir::BinOp::Rem, rest, size_value(a.size));
+      scopes_.back().index[a.name] = let(unclashed(a.name), val);
+      coop_axes_.insert(a.name);
+      if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
+    }
+    row_block_ = blocks_.back();
+    row_block_at_ = row_block_->size();
+    if (knobs_.coop_cache > 0) return coop_cached_body(k);
+    for (const lir::Stmt& s : k.body) stmt(s);
+  };
+  if (!knobs_.persist) {
+    rows_of(block);
+  } else {
+    out.persistent = true;
+    coop_walk(block,
+              kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I)),
+              out.block_threads, rows_of);
+  }
+  // No CTA of a cluster leaves while another may still read its shared memory.
+  if (kc > 1) emit(kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}));
 }
 
 // The carrier's laws, as the algebra layer proves them on its combine (or the user assumed them).
@@ -88,6 +118,7 @@ void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir
     for (kir::Stmt& s : axis_loops(axes, element, 1)) emit(std::move(s));
   });
   coop_combine(monoid, spec, carrier, has);
+  if (coop_cta_) cluster_combine(spec, carrier, has);
 }
 
 // One loop over `axis` of this thread's share: strided (thread r takes r, r + N, ...: the
@@ -97,7 +128,7 @@ void KernelBuilder::coop_reduce(const std::string& monoid, const std::vector<tir
 void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element) {
   const int n = knobs_.coop_threads, v = knobs_.coop_vec;
   const ScalarType I = ScalarType::I64;
-  K size = size_value(axis.size);
+  K size = split_extent(axis);
   bool was_inner = coop_inner_;
   coop_inner_ = true;
   if (cache_.mode != RowCache::Off) {
@@ -129,7 +160,7 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
     std::string var = fresh(axis.name);
     share(1, var, [&] {
       return nested([&] {
-        scopes_.back().index[axis.name] = kir::var({var}, I);
+        scopes_.back().index[axis.name] = split_index(axis, kir::var({var}, I));
         element();
       });
     });
@@ -155,7 +186,9 @@ void KernelBuilder::coop_split(const tir::Axis& axis, bool contiguous, const std
   // Rows that need not start V-aligned: the peeled path where shares are strided, else one element at a time.
   std::vector<kir::Stmt> unaligned_body =
       contiguous ? nested(scalar_path) : nested([&] { coop_peeled(axis, fresh(axis.name + "0"), n * v, element); });
-  K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size, kir::ci(v, I)), kir::ci(0, I));
+  // (Under k<K> the slices start at multiples of V: the whole axis's size decides, as it does the
+  // row's starts.)
+  K ok = kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::Rem, size_value(axis.size), kir::ci(v, I)), kir::ci(0, I));
   std::vector<std::string> names{axis.size};
   for (const K& c : conds) {
     if (c.kind == K::Kind::Param && c.name == axis.size) continue;  // already the axis size
@@ -182,7 +215,7 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
                                 const std::function<void()>& element) {
   const int v = knobs_.coop_vec;
   const ScalarType I = ScalarType::I64;
-  const K size = size_value(axis.size);
+  const K size = split_extent(axis);
   const std::string peel = fresh("peel");
   peeling_ = true;
   peel_anchor_.reset();
@@ -230,13 +263,14 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
 void KernelBuilder::coop_edges(const tir::Axis& axis, const K& peel, const K& end,
                                const std::function<void()>& element) {
   const ScalarType I = ScalarType::I64;
-  const K size = size_value(axis.size);
+  const K size = split_extent(axis);
   const std::string e = fresh("edge");
   const K ev = kir::var({e}, I);
   std::vector<kir::Stmt> body = nested([&] {
     scopes_.back().index[axis.name] =
-        let(fresh(axis.name), kir::select(kir::binary(kir::BinOp::Lt, ev, peel), ev,
-                                          kir::binary(kir::BinOp::Add, end, kir::binary(kir::BinOp::Sub, ev, peel))));
+        let(fresh(axis.name),
+            split_index(axis, kir::select(kir::binary(kir::BinOp::Lt, ev, peel), ev,
+                                          kir::binary(kir::BinOp::Add, end, kir::binary(kir::BinOp::Sub, ev, peel)))));
     element();
   });
   kir::Stmt f = kir::for_loop(
@@ -279,10 +313,12 @@ void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::
   const int v = vec_width();
   vec_.emplace();
   vec_->block = blocks_.size() - 1;
-  vec_->base = base;
+  vec_->local = base;
+  vec_->base =
+      split_index(axis, base);  // (an expression, not a register: a later pass's chunk finds the kept one by it)
   for (int u = 0; u < v; ++u) {
     vec_->u = u;
-    vec_->elem = u == 0 ? base : kir::binary(kir::BinOp::Add, base, kir::ci(u, ScalarType::I64));
+    vec_->elem = u == 0 ? vec_->base : kir::binary(kir::BinOp::Add, vec_->base, kir::ci(u, ScalarType::I64));
     std::vector<kir::Stmt> one = nested([&] {
       scopes_.back().index[axis.name] = vec_->elem;
       element();
@@ -339,9 +375,9 @@ bool KernelBuilder::row_invariant(const Expr& e) const {
     case Expr::Kind::Size: return true;
     case Expr::Kind::Index: {
       const K* bound = find_index(e.name);
-      auto top = scopes_.front().index.find(e.name);
-      return coop_axes_.count(e.name) && bound && top != scopes_.front().index.end() &&
-             render_key(*bound) == render_key(top->second);
+      const auto& row = scopes_[row_scope_].index;
+      auto top = row.find(e.name);
+      return coop_axes_.count(e.name) && bound && top != row.end() && render_key(*bound) == render_key(top->second);
     }
     case Expr::Kind::Read: {  // a gather's index: an input's element at the row's indices
       const tir::Tensor* t = p_.tensors.find(e.name);
@@ -464,7 +500,7 @@ void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, 
     bool row = true;
     for (size_t k = 0; k + 1 < idx.size(); ++k) {
       bool axis = false;
-      for (const std::string& a : coop_axes_) axis |= render_key(scopes_.front().index.at(a)) == render_key(idx[k]);
+      for (const std::string& a : coop_axes_) axis |= render_key(scopes_[row_scope_].index.at(a)) == render_key(idx[k]);
       row &= axis;
     }
     std::vector<K> at = idx;
@@ -484,8 +520,11 @@ void KernelBuilder::coop_store(const tir::Tensor& t, const std::vector<K>& idx, 
     }
   }
   K guard = coop_row_ok_;
-  if (coop_top())
+  if (coop_top()) {
     guard = kir::binary(kir::BinOp::And, guard, kir::binary(kir::BinOp::Eq, coop_lane_, kir::ci(0, ScalarType::I64)));
+    if (coop_cta_)  // (the cluster's first CTA stores the row's own values)
+      guard = kir::binary(kir::BinOp::And, guard, kir::binary(kir::BinOp::Eq, *coop_cta_, kir::ci(0, ScalarType::I64)));
+  }
   emit(kir::if_then(guard, {kir::store(kir::Space::Global, t.name, linear_index(t, idx), value)}));
 }
 
@@ -496,6 +535,11 @@ void KernelBuilder::coop_loop(const lir::Stmt& s) {
       std::any_of(s.body.begin(), s.body.end(), [](const lir::Stmt& b) { return b.kind == lir::Stmt::Kind::Fold; });
   bool was_inner = coop_inner_;
   if (s.tile > 1 || carries) {  // register tiles (or folds per element): whole tiles strided over the threads
+    if (coop_cta_)
+      throw LowerError(fmt::format(
+          "COOP=t{}/.../k{} cannot split the loop over {} between a cluster's CTAs: its iterations go to the row's "
+          "threads a tile at a time (a register tile or a fold an element); drop k<K> or the register tile",
+          n, knobs_.coop_cluster, s.axis.name));
     emit(kir::comment(fmt::format("{} split across the row's {} threads, a tile of {} each in turn", s.axis.name, n,
                                   std::max(1, s.tile))));
     coop_inner_ = true;

@@ -31,8 +31,15 @@ std::string print_plan(const KernelPlan& p) {
   out += p.producer_threads > 0 ? fmt::format("  block: {} threads ({} consumers, {} producers)\n",
                                               p.block_threads + p.producer_threads, p.block_threads, p.producer_threads)
                                 : fmt::format("  block: {} threads\n", p.block_threads);
-  if (p.tier == KernelPlan::Tier::CoopRows)
+  if (p.tier == KernelPlan::Tier::CoopRows) {
     out += fmt::format("  rows: {} threads each, vector accesses of {}\n", p.coop_threads, p.coop_vec);
+    if (p.cluster > 1)
+      out += fmt::format(
+          "  cluster: each row split between {} CTAs, a slice of its columns each, their carriers combined in rank "
+          "order through distributed shared memory\n",
+          p.cluster);
+    if (p.persistent) out += "  persistent: the CTAs the device holds at once walk the rows, in waves of the grid\n";
+  }
   if (p.cache_capacity > 0)
     out += p.cache_kept.empty()
                ? fmt::format(

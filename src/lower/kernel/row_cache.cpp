@@ -90,11 +90,15 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
-  auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
+  auto name_of = [&](const K& e) {
+    if (e.kind == K::Kind::Param) return e.name;
+    return e.kind == K::Kind::Var ? e.reg.name : render_key(e);
+  };
   K fits;
   std::vector<std::string> names;
   for (const std::string& axis_size : cache_.sizes) {
-    const K size = size_value(axis_size);
+    // (Under k<K>, every CTA's slice at most the cache: the same body in the whole cluster.)
+    const K size = coop_cta_ ? cluster_slice(axis_size).span : size_value(axis_size);
     K le = kir::binary(kir::BinOp::Le, size, kir::ci(capacity, I));
     fits = names.empty() ? le : kir::binary(kir::BinOp::And, fits, le);
     names.push_back(name_of(size));
@@ -174,7 +178,12 @@ void KernelBuilder::cache_prefetch(const std::vector<std::string>& rows) {
     const tir::Tensor& t = *p_.tensors.find(tensor);
     const ScalarType type = scalar_of(t.dtype);
     const K e = kir::ci(16 / kir::type_bytes(type), I);
-    const K base = cache_.bases.at(row), size = size_value(cache_.reach.at(row));
+    K base = cache_.bases.at(row), size = size_value(cache_.reach.at(row));
+    if (coop_cta_) {  // this CTA's slice of the row
+      const Slice& slice = cluster_slice(cache_.reach.at(row));
+      base = add(base, slice.lo);
+      size = slice.len;
+    }
     const std::string& array = cache_.arrays.at(row);
     const K slot = mul(coop_slot_, kir::ci(cache_slot(row, t), I));
     const K off = let(fresh("pf_off"), rem(base, e));
@@ -227,7 +236,7 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   }
   const int n = knobs_.coop_threads, w = vec_width();
   const ScalarType I = ScalarType::I64;
-  K size = size_value(axis.size);
+  const K whole = size_value(axis.size), size = split_extent(axis);
   if (std::find(cache_.sizes.begin(), cache_.sizes.end(), axis.size) == cache_.sizes.end())
     cache_.sizes.push_back(axis.size);
   cache_.axis = axis.size;
@@ -239,8 +248,8 @@ void KernelBuilder::coop_cached_split(const tir::Axis& axis, bool contiguous, co
   }
   // Chunks of V elements cover the axis only where its size is a multiple of V (x[i] of a row of
   // one dim has no row stride to check it by): the vector body is chosen at run time then.
-  if (w > 1 && std::none_of(cache_.conds.begin(), cache_.conds.end(), [&](const K& c) { return c.name == size.name; }))
-    cache_.conds.push_back(size);
+  if (w > 1 && std::none_of(cache_.conds.begin(), cache_.conds.end(), [&](const K& c) { return c.name == whole.name; }))
+    cache_.conds.push_back(whole);
   K lo = kir::binary(kir::BinOp::Mul, coop_lane_, kir::ci(w, I));
   K hi = size;
   int step = n * w;
@@ -332,7 +341,7 @@ const std::string& KernelBuilder::cache_array(const std::string& row, const tir:
 K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   const ScalarType I = ScalarType::I64;
   K at = linear_index(t, idx);
-  const K first = idx.back();  // the chunk's first column
+  const K first = vec_->local;  // the chunk's first column (in this CTA's slice, under k<K>)
   idx.back() = kir::ci(0, I);
   const K row_start = linear_index(t, idx);
   const std::string row = t.name + "@" + render_key(row_start);
@@ -360,9 +369,9 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
       block.push_back(vec_move(a, j, true, cache_.arrays.at(row), kir::Space::Shared, column));
     return kir::var(vec_reg(vec_->loads.emplace(key, std::move(a)).first->second, vec_->u), scalar_of(t.dtype));
   }
-  const K column = in_slot(peeling_ ? kir::binary(kir::BinOp::Add, vec_->base,
+  const K column = in_slot(peeling_ ? kir::binary(kir::BinOp::Add, vec_->local,
                                                   kir::binary(kir::BinOp::Sub, kir::ci(knobs_.coop_vec, I), peel_))
-                                    : vec_->base);
+                                    : vec_->local);
   const bool held = cache_.held.count(key) > 0;
   if (cache_.probe) {
     if (held) cache_.reused.insert(row);
@@ -420,7 +429,8 @@ void KernelBuilder::cache_forget(const std::string& tensor) {
 // __launch_bounds__'s CTAs an SM for a kernel `k` whose rows a row cache keeps: as many as its
 // shared memory lets an SM hold (each CTA reserves 1 KB more, the SM the block's limit plus 1 KB),
 // while each thread keeps the target's row_cache_registers, and with the cache in registers its
-// row_cache_own_registers plus the kept chunks' (R chunks of V elements a kept tensor); else 1
+// row_cache_own_registers plus the kept chunks' (R chunks of V elements a kept tensor), but 1 for
+// the cache in registers under PERSIST; else 1
 // (every register a thread needs).
 int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
   if (plans_.empty() || plans_.back().cache_kept.empty()) return 1;
@@ -434,6 +444,10 @@ int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
               kir::type_bytes(scalar_of(p_.tensors.find(name)->dtype)) / 4;
     need = std::max(need, knobs_.row_cache_own_registers + kept);
   }
+  // A walk over the rows (PERSIST) keeps what ptxas hoists out of it (layernorm's t128/v8/r4: 95
+  // registers against 62, and 48 bytes of spills under the bound): its CTAs are what the
+  // registers leave room for, and the launch starts as many as fit.
+  if (knobs_.persist && knobs_.coop_registers) return 1;
   const int64_t by_registers = knobs_.register_file / (need * k.block_threads);
   return static_cast<int>(std::max<int64_t>(1, std::min(by_smem, by_registers)));
 }

@@ -312,6 +312,8 @@ kir::Kernel KernelBuilder::kernel(const lir::Kernel& k, kir::Program& program) {
   if (coop_on()) {
     plan.coop_threads = knobs_.coop_threads;
     plan.coop_vec = knobs_.coop_vec;
+    plan.cluster = knobs_.coop_cluster > 1 ? knobs_.coop_cluster : 0;
+    plan.persistent = knobs_.persist;
   }
   plans_.push_back(std::move(plan));
   K total = kir::ci(1, ScalarType::I64);

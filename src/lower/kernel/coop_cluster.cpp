@@ -1,0 +1,163 @@
+// COOP=.../k<K> and PERSIST=1 on cooperative rows: a row split between the K CTAs of a
+// thread-block cluster (each a slice of its columns, the CTAs' carriers combined in rank order
+// through distributed shared memory), and CTAs that stay resident and walk the rows. Members
+// of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
+#include "ir/intrinsics.hpp"
+#include "lower/kernel/builder.hpp"
+#include "support/diagnostics.hpp"
+
+namespace emmy::lower::detail {
+
+namespace {
+
+constexpr ScalarType I = ScalarType::I64;
+
+K add(K a, K b) { return kir::binary(kir::BinOp::Add, std::move(a), std::move(b)); }
+K mul(K a, K b) { return kir::binary(kir::BinOp::Mul, std::move(a), std::move(b)); }
+K div(K a, K b) { return kir::binary(kir::BinOp::Div, std::move(a), std::move(b)); }
+K min(K a, K b) { return kir::binary(kir::BinOp::Min, std::move(a), std::move(b)); }
+K sub(K a, K b) { return kir::binary(kir::BinOp::Sub, std::move(a), std::move(b)); }
+
+// The ld.shared::cluster row for a value held as `t`.
+kir::IntrinsicId dsmem_load_of(ScalarType t) {
+  switch (t) {
+    case ScalarType::F32: return kir::IntrinsicId::DsmemLdF32;
+    case ScalarType::I32: return kir::IntrinsicId::DsmemLdI32;
+    case ScalarType::F64: return kir::IntrinsicId::DsmemLdF64;
+    case ScalarType::I64: return kir::IntrinsicId::DsmemLdI64;
+    default:
+      internal_error(__FILE__, __LINE__,
+                     fmt::format("a carrier of {} in distributed shared memory", kir::type_name(t)));
+  }
+}
+
+// How a carrier field sits in shared memory: predicates as i32, 16-bit floats as f32.
+ScalarType held_type(ScalarType t) {
+  if (t == ScalarType::Pred || t == ScalarType::U32) return ScalarType::I32;
+  if (t == ScalarType::F16 || t == ScalarType::BF16) return ScalarType::F32;
+  return t;
+}
+
+}  // namespace
+
+// PERSIST=1: the CTAs the launch starts (as many as the device holds at once; whole clusters)
+// walk the units (a block's rows) in waves of the grid, unit = wave * CTAs + this CTA's; each
+// unit ends at a barrier, so that no thread's next row overwrites what a slower warp of the
+// block still reads (the combine's and the row cache's shared arrays).
+void KernelBuilder::coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body) {
+  const int kc = knobs_.coop_cluster;
+  K ctas = as(kir::special(kir::Special::GridDim), I);
+  if (kc > 1) ctas = div(ctas, kir::ci(kc, I));
+  K waves = let(fresh("row_waves"), div(add(units, sub(ctas, kir::ci(1, I))), ctas));
+  const std::string wave = fresh("row_wave");
+  std::vector<kir::Stmt> walk = nested([&] {
+    K u = let(unclashed("coop_unit"), add(mul(kir::var({wave}, I), ctas), unit));
+    emit(kir::if_then(kir::binary(kir::BinOp::Lt, u, units), nested([&] {
+                        body(u);
+                        if (threads > 32) emit(kir::barrier());
+                      })));
+  });
+  emit(kir::comment(fmt::format("PERSIST: the CTAs walk the rows, {} in waves of gridDim.x{}",
+                                threads / knobs_.coop_threads == 1 ? "one a CTA" : "a block's rows a unit",
+                                kc > 1 ? " / the cluster's CTAs" : "")));
+  emit(kir::for_loop(wave, I, kir::ci(0, I), waves, std::move(walk)));
+}
+
+// This CTA's slice of a split axis of `size` elements under k<K>: columns [lo, lo + len), lo a
+// multiple of V (so a row's chunks keep their alignment in every slice), every slice `span`
+// long but the last ones; declared once a row, where the row's indices are.
+const KernelBuilder::Slice& KernelBuilder::cluster_slice(const std::string& size) {
+  if (auto it = slices_.find(size); it != slices_.end()) return it->second;
+  const int kc = knobs_.coop_cluster, v = knobs_.coop_vec;
+  const K c = size_value(size);
+  auto declare = [&](const std::string& name, K value) {
+    const std::string reg = unclashed(fresh(name));
+    row_block_->insert(row_block_->begin() + static_cast<std::ptrdiff_t>(row_block_at_++),
+                       kir::decl(reg, I, std::move(value)));
+    return kir::var({reg}, I);
+  };
+  Slice s;
+  const int64_t group = static_cast<int64_t>(kc) * v;
+  s.span = declare("span", mul(div(add(c, kir::ci(group - 1, I)), kir::ci(group, I)), kir::ci(v, I)));
+  s.lo = declare("slice_lo", min(mul(*coop_cta_, s.span), c));
+  s.len = declare("slice_len", min(sub(c, s.lo), s.span));
+  return slices_[size] = s;
+}
+
+// The elements a split of `axis` walks: this CTA's slice under k<K>, else the whole axis.
+K KernelBuilder::split_extent(const tir::Axis& axis) {
+  return coop_cta_ ? cluster_slice(axis.size).len : size_value(axis.size);
+}
+
+// The axis's index of a split's element `local` (counted from the slice's first column).
+K KernelBuilder::split_index(const tir::Axis& axis, const K& local) {
+  if (!coop_cta_) return local;
+  return add(cluster_slice(axis.size).lo, local);
+}
+
+// Every thread of the row holds its CTA's carrier: the cluster's K carriers combined in rank
+// order (the slices are the row's consecutive ranges, so associativity suffices, as for a
+// contiguous split). The row's first thread publishes its CTA's in a shared array, the cluster
+// meets, and every thread reads the K of them (ld.shared::cluster) and combines. The arrays are
+// double-buffered (a register's parity, flipped at each combine), so the next combine at this
+// site writes the other half while a slow CTA may still read this one: every combine meets the
+// cluster once, which orders the half's next write after every read of it.
+void KernelBuilder::cluster_combine(const CarrierSpec& spec, const std::vector<K>& carrier,
+                                    const std::optional<K>& has) {
+  const int kc = knobs_.coop_cluster;
+  std::vector<K> values = carrier;
+  std::vector<std::string> names = spec.fields;
+  if (has) {
+    values.push_back(*has);
+    names.push_back("has");
+  }
+  emit(
+      kir::comment(fmt::format("combine the cluster's {} CTA carriers ({}) in rank order, through distributed "
+                               "shared memory",
+                               kc, fmt::join(spec.fields, ", "))));
+  const std::string parity = unclashed(fresh("cl_half"));
+  top_block_->insert(top_block_->begin(), kir::decl(parity, ScalarType::I32, kir::ci(0)));
+  if (row_block_ == top_block_) ++row_block_at_;
+  const K half = kir::var({parity}, ScalarType::I32);
+  std::vector<std::string> arrays;
+  std::vector<ScalarType> held;
+  std::vector<kir::Stmt> publish;
+  for (size_t i = 0; i < values.size(); ++i) {
+    held.push_back(held_type(values[i].type));
+    arrays.push_back(unclashed(fresh("cl_" + names[i])));
+    shared_->push_back({arrays[i], held[i], 2, 16});
+    publish.push_back(kir::store(kir::Space::Shared, arrays[i], half, as(values[i], held[i])));
+  }
+  emit(kir::if_then(kir::binary(kir::BinOp::Eq, coop_lane_, kir::ci(0, I)), std::move(publish)));
+  emit(kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}));
+  auto peer = [&](int cta) {
+    std::vector<K> part;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string out = fresh("peer_" + names[i]);
+      emit(kir::decl(out, held[i]));
+      emit(kir::intrinsic(dsmem_load_of(held[i]), {kir::Reg{out}},
+                          {kir::shared_addr(arrays[i], half), kir::ci(cta, ScalarType::U32)}));
+      part.push_back(as(kir::var({out}, held[i]), values[i].type));
+    }
+    return part;
+  };
+  std::vector<K> sum = peer(0);
+  for (int cta = 1; cta < kc; ++cta) {
+    std::vector<K> part = peer(cta);
+    std::vector<K> next;
+    if (has) {
+      K part_has = part.back(), sum_has = sum.back();
+      part.pop_back();
+      sum.pop_back();
+      next = combine_shares(spec, sum, sum_has, part, part_has);
+      for (K& e : next) e = let(fresh("cl"), e);
+    } else {
+      next = combine_pair(spec, sum, part);
+    }
+    sum = std::move(next);
+  }
+  for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, sum[i]));
+  emit(kir::assign({parity}, kir::binary(kir::BinOp::Sub, kir::ci(1), half)));
+}
+
+}  // namespace emmy::lower::detail
