@@ -64,7 +64,7 @@ const std::vector<std::string> kKnobs = {
     "COOP=t128/v8/k2",           "COOP=t128/v8/k4",       "COOP=t256/v4/c2/k2",
     "COOP=t128/v8/r2/k2",        "COOP=t128/v8/k8",       "COOP=t128/v2/k2,PLACE=cut",
     "COOP=t128/v8/k2,PERSIST=1", "COOP=t32/v8,PERSIST=1", "COOP=t128/v8/c2/k4,PERSIST=1",
-    "COOP=t32/v8/r4,PERSIST=1",  "COOP=t128,PERSIST=1"};
+    "COOP=t32/v8/r4,PERSIST=1",  "COOP=t128,PERSIST=1",   "COOP=t128/v8/c8,PERSIST=1"};
 
 }  // namespace
 
@@ -147,6 +147,30 @@ TEST_CASE("coop cluster: the kernel IR: a cluster, slices, a combine through dis
   CHECK(walk.kernels.kernels[0].persistent);
   CHECK(print_program(walk.kernels).find("PERSIST: the CTAs walk the rows") != std::string::npos);
   CHECK(lower::print_plans(walk.plans).find("persistent: the CTAs the device holds") != std::string::npos);
+}
+
+TEST_CASE("coop cluster: a walk keeps the weights' slices in shared memory, copied once before it") {
+  auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
+  const CheckedOp& op = l->program->ops.at("layernorm");
+  lower::Lowered low =
+      lower::lower_op(*l->program, op, {nullptr, "", "COOP=t128/v8/c2/k2,PERSIST=1"}, *find_target("sm_90a"));
+  const std::string ir = print_program(low.kernels);
+  CHECK(ir.find("the weights (beta, gamma) kept in shared memory for the whole walk") != std::string::npos);
+  CHECK(ir.find("= vload<8> wc_gamma") != std::string::npos);
+  CHECK(ir.find("= vload<8> wc_beta") != std::string::npos);
+  // Without PERSIST (a CTA a row) or without c<R> nothing is kept.
+  for (const char* knobs : {"COOP=t128/v8/c2/k2", "COOP=t128/v8/k2,PERSIST=1"}) {
+    CAPTURE(knobs);
+    CHECK(print_program(lower::lower_op(*l->program, op, {nullptr, "", knobs}, *find_target("sm_90a")).kernels)
+              .find("wc_gamma") == std::string::npos);
+  }
+  // A whole row's weights and cache past the target's shared memory: the schedule's error.
+  try {
+    lower::lower_op(*l->program, op, {nullptr, "", "COOP=t1024/v8/c13,PERSIST=1"}, *find_target("sm_90a"));
+    FAIL("no error");
+  } catch (const std::exception& e) {
+    CHECK(std::string(e.what()).find("more than the target's") != std::string::npos);
+  }
 }
 
 TEST_CASE("coop cluster: a combine that reads a peer's carrier before the cluster barrier is a reported race") {

@@ -472,21 +472,34 @@ class KernelBuilder {
                      const K& first);
 
   // COOP=.../k<K> and PERSIST (coop_cluster.cpp): the CTA's rank in its cluster, its slices of the
-  // split axes (by size; declared in the row's block, at row_block_at_), and the kernel's top block
-  // (the combines' parity registers).
+  // split axes (by size), the kernel's top block (where the slices are declared, at top_block_at_,
+  // and the combines' parity registers), and the weights a walk keeps in shared memory.
   struct Slice {
     K span, lo, len;
   };
-  void coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body);
+  // PERSIST with COOP's c<R>: one-dimensional inputs read along a split axis (gamma[c]) are kept in
+  // shared memory for the whole walk, this CTA's slice of each (its columns [lo, lo + span + V)),
+  // copied once before the walk while the slice fits the row cache.
+  struct WeightCache {
+    std::map<std::string, std::string> arrays;  // tensor -> its shared array
+    std::map<std::string, std::string> axis;    // tensor -> the size of the axis it is read along
+  };
+  void coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body,
+                 const std::function<void()>& setup);
   const Slice& cluster_slice(const std::string& size);
   K split_extent(const tir::Axis& axis);
   K split_index(const tir::Axis& axis, const K& local);
   void cluster_combine(const CarrierSpec& spec, const std::vector<K>& carrier, const std::optional<K>& has);
+  WeightCache row_weights(const lir::Kernel& k);
+  void weights_copy(int threads);
+  // A read of a kept weight: its shared array and the element there of global `index` (nullopt where
+  // `tensor` is not kept, or outside the row cache's bodies, which alone run where the copy did).
+  std::optional<std::pair<std::string, K>> weight_at(const std::string& tensor, const K& index);
   std::optional<K> coop_cta_;
   std::map<std::string, Slice> slices_;
-  std::vector<kir::Stmt>* row_block_ = nullptr;
-  size_t row_block_at_ = 0;
   std::vector<kir::Stmt>* top_block_ = nullptr;
+  size_t top_block_at_ = 0;
+  WeightCache weights_;
   size_t row_scope_ = 0;  // the scope that binds the row's indices (PERSIST: inside the walk)
 
   bool coop_inner_ = false;                                 // lowering one thread's share of a row (no more splitting)

@@ -42,6 +42,8 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
   }
   K tid = let(unclashed("coop_tid"), as(kir::special(kir::Special::ThreadIdx), I));
   top_block_ = blocks_.back();
+  top_block_at_ = top_block_->size();
+  weights_ = knobs_.persist && knobs_.coop_cache > 0 && !knobs_.coop_registers ? row_weights(k) : WeightCache{};
   auto rows_of = [&](const K& unit) {
     K row =
         let(unclashed("coop_row"), kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, unit, kir::ci(rows, I)),
@@ -59,8 +61,6 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
       coop_axes_.insert(a.name);
       if (i > 0) rest = kir::binary(kir::BinOp::Div, rest, size_value(a.size));
     }
-    row_block_ = blocks_.back();
-    row_block_at_ = row_block_->size();
     if (knobs_.coop_cache > 0) return coop_cached_body(k);
     for (const lir::Stmt& s : k.body) stmt(s);
   };
@@ -70,7 +70,7 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
     out.persistent = true;
     coop_walk(block,
               kir::binary(kir::BinOp::Div, kir::binary(kir::BinOp::Add, total, kir::ci(rows - 1, I)), kir::ci(rows, I)),
-              out.block_threads, rows_of);
+              out.block_threads, rows_of, [&] { weights_copy(out.block_threads); });
   }
   // No CTA of a cluster leaves while another may still read its shared memory.
   if (kc > 1) emit(kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}));
@@ -299,6 +299,9 @@ kir::Reg KernelBuilder::vec_reg(const VecChunk::Access& a, int u) {
 kir::Stmt KernelBuilder::vec_move(const VecChunk::Access& a, size_t j, bool load, const std::string& buffer,
                                   kir::Space space, const K& first) {
   const ScalarType type = scalar_of(p_.tensors.find(a.tensor)->dtype);
+  if (load && space == kir::Space::Global)
+    if (auto kept = weight_at(buffer, first))
+      return vec_move(a, j, load, kept->first, kir::Space::Shared, kept->second);
   K at = j == 0 ? first : kir::binary(kir::BinOp::Add, first, kir::ci(static_cast<int64_t>(j) * a.width, first.type));
   if (a.width == 1)
     return load ? kir::assign({a.arrays[j]}, kir::load(space, buffer, at, type))
@@ -483,7 +486,9 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
     for (size_t j = 0; j < out.arrays.size(); ++j)
       aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
     std::vector<kir::Stmt> elements = pick([&](int u) {
-      return kir::load(kir::Space::Global, t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type);
+      const K at = kir::binary(kir::BinOp::Add, first, kir::ci(u, I));
+      if (auto kept = weight_at(t.name, at)) return kir::load(kir::Space::Shared, kept->first, kept->second, type);
+      return kir::load(kir::Space::Global, t.name, at, type);
     });
     chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned),
                                  {kir::if_then(in_row, std::move(shifted), std::move(elements))}));

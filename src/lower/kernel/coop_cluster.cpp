@@ -2,6 +2,9 @@
 // thread-block cluster (each a slice of its columns, the CTAs' carriers combined in rank order
 // through distributed shared memory), and CTAs that stay resident and walk the rows. Members
 // of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
+#include <ranges>
+#include <set>
+
 #include "ir/intrinsics.hpp"
 #include "lower/kernel/builder.hpp"
 #include "support/diagnostics.hpp"
@@ -43,12 +46,13 @@ ScalarType held_type(ScalarType t) {
 // PERSIST=1: the CTAs the launch starts (as many as the device holds at once; whole clusters)
 // walk the units (a block's rows) in waves of the grid, unit = wave * CTAs + this CTA's; each
 // unit ends at a barrier, so that no thread's next row overwrites what a slower warp of the
-// block still reads (the combine's and the row cache's shared arrays).
-void KernelBuilder::coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body) {
+// block still reads (the combine's and the row cache's shared arrays). `setup` runs once, before
+// the walk (lowered after it: what the walk's rows read from it is known then).
+void KernelBuilder::coop_walk(const K& unit, const K& units, int threads, const std::function<void(const K&)>& body,
+                              const std::function<void()>& setup) {
   const int kc = knobs_.coop_cluster;
   K ctas = as(kir::special(kir::Special::GridDim), I);
   if (kc > 1) ctas = div(ctas, kir::ci(kc, I));
-  K waves = let(fresh("row_waves"), div(add(units, sub(ctas, kir::ci(1, I))), ctas));
   const std::string wave = fresh("row_wave");
   std::vector<kir::Stmt> walk = nested([&] {
     K u = let(unclashed("coop_unit"), add(mul(kir::var({wave}, I), ctas), unit));
@@ -57,6 +61,8 @@ void KernelBuilder::coop_walk(const K& unit, const K& units, int threads, const 
                         if (threads > 32) emit(kir::barrier());
                       })));
   });
+  setup();
+  K waves = let(fresh("row_waves"), div(add(units, sub(ctas, kir::ci(1, I))), ctas));
   emit(kir::comment(fmt::format("PERSIST: the CTAs walk the rows, {} in waves of gridDim.x{}",
                                 threads / knobs_.coop_threads == 1 ? "one a CTA" : "a block's rows a unit",
                                 kc > 1 ? " / the cluster's CTAs" : "")));
@@ -65,14 +71,14 @@ void KernelBuilder::coop_walk(const K& unit, const K& units, int threads, const 
 
 // This CTA's slice of a split axis of `size` elements under k<K>: columns [lo, lo + len), lo a
 // multiple of V (so a row's chunks keep their alignment in every slice), every slice `span`
-// long but the last ones; declared once a row, where the row's indices are.
+// long but the last ones; declared once, at the kernel's top (the same for every row).
 const KernelBuilder::Slice& KernelBuilder::cluster_slice(const std::string& size) {
   if (auto it = slices_.find(size); it != slices_.end()) return it->second;
   const int kc = knobs_.coop_cluster, v = knobs_.coop_vec;
   const K c = size_value(size);
   auto declare = [&](const std::string& name, K value) {
     const std::string reg = unclashed(fresh(name));
-    row_block_->insert(row_block_->begin() + static_cast<std::ptrdiff_t>(row_block_at_++),
+    top_block_->insert(top_block_->begin() + static_cast<std::ptrdiff_t>(top_block_at_++),
                        kir::decl(reg, I, std::move(value)));
     return kir::var({reg}, I);
   };
@@ -117,7 +123,7 @@ void KernelBuilder::cluster_combine(const CarrierSpec& spec, const std::vector<K
                                kc, fmt::join(spec.fields, ", "))));
   const std::string parity = unclashed(fresh("cl_half"));
   top_block_->insert(top_block_->begin(), kir::decl(parity, ScalarType::I32, kir::ci(0)));
-  if (row_block_ == top_block_) ++row_block_at_;
+  ++top_block_at_;
   const K half = kir::var({parity}, ScalarType::I32);
   std::vector<std::string> arrays;
   std::vector<ScalarType> held;
@@ -158,6 +164,89 @@ void KernelBuilder::cluster_combine(const CarrierSpec& spec, const std::vector<K
   }
   for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, sum[i]));
   emit(kir::assign({parity}, kir::binary(kir::BinOp::Sub, kir::ci(1), half)));
+}
+
+// The weights a walk keeps (PERSIST with c<R>): inputs of one dimension (gamma[c]) the kernel
+// reads, directly or through the intermediates it inlines, each with a shared array of the row
+// cache's capacity plus V elements (the realigned reads' upper vector past a slice's end),
+// rounded up to 16 bytes.
+KernelBuilder::WeightCache KernelBuilder::row_weights(const lir::Kernel& k) {
+  WeightCache w;
+  std::set<std::string> seen;
+  std::function<void(const Expr&)> reads = [&](const Expr& top) {
+    tir::visit(top, [&](const Expr& e) {
+      if (e.kind != Expr::Kind::Read || !seen.insert(e.name).second) return;
+      if (!in_global(e.name)) {
+        if (const tir::Stmt* def = p_.tensors.def(e.name)) reads(def->value);
+        return;
+      }
+      const tir::Tensor& t = *p_.tensors.find(e.name);
+      if (t.role != tir::Tensor::Role::Input || t.dims.size() != 1 || !t.record.empty() ||
+          std::isdigit(static_cast<unsigned char>(t.dims[0][0])))
+        return;
+      w.axis[t.name] = t.dims[0];
+    });
+  };
+  lir::visit(k.body, [&](const lir::Stmt& s) { lir::visit_exprs(s, reads); });
+  const int64_t v = knobs_.coop_vec;
+  for (const auto& [name, size] : w.axis) {
+    const tir::Tensor& t = *p_.tensors.find(name);
+    const int64_t e = 16 / kir::type_bytes(scalar_of(t.dtype));
+    const int64_t count = (cache_capacity() + v + e - 1) / e * e;
+    w.arrays[name] = unclashed(fresh("wc_" + name));
+    shared_->push_back({w.arrays[name], scalar_of(t.dtype), count, 16});
+  }
+  return w;
+}
+
+// Before the walk: each kept weight's slice copied into its array by the CTA's threads, while the
+// slice fits the row cache (as the rows' own test: then the cached bodies, which alone read the
+// copy, run); then the block meets. Past the target's shared memory the schedule fails like a
+// row cache that does.
+void KernelBuilder::weights_copy(int threads) {
+  if (weights_.arrays.empty()) return;
+  int64_t bytes = 0;
+  for (const kir::SharedArray& a : *shared_) bytes += a.count * kir::type_bytes(a.type);
+  if (bytes > knobs_.shared_memory)
+    throw SharedMemoryError(fmt::format(
+        "the weights a walk keeps (PERSIST with COOP=t{}/v{}/c{}{}: {}) and the row cache take {} bytes of shared "
+        "memory a block, more than the target's {}: lower c<R>, or split the rows between more CTAs (k<K>)",
+        knobs_.coop_threads, knobs_.coop_vec, knobs_.coop_cache,
+        knobs_.coop_cluster > 1 ? fmt::format("/k{}", knobs_.coop_cluster) : "",
+        fmt::join(std::views::keys(weights_.arrays), ", "), bytes, knobs_.shared_memory));
+  const K tid = as(kir::special(kir::Special::ThreadIdx), I);
+  emit(kir::comment(fmt::format("PERSIST: the weights ({}) kept in shared memory for the whole walk{}",
+                                fmt::join(std::views::keys(weights_.arrays), ", "),
+                                coop_cta_ ? ", this CTA's slice of each" : "")));
+  for (const auto& [name, array] : weights_.arrays) {
+    const std::string& axis = weights_.axis.at(name);
+    const K c = size_value(axis);
+    K lo = kir::ci(0, I), span = c;
+    if (coop_cta_) {
+      lo = cluster_slice(axis).lo;
+      span = cluster_slice(axis).span;
+    }
+    const K end = min(c, add(lo, add(span, kir::ci(knobs_.coop_vec, I))));
+    const std::string j = fresh("wc_" + name);
+    const K jv = kir::var({j}, I);
+    kir::Stmt copy = kir::for_loop(
+        j, I, tid, sub(end, lo),
+        {kir::store(kir::Space::Shared, array, kir::cast(jv, ScalarType::I32),
+                    kir::load(kir::Space::Global, name, add(lo, jv), scalar_of(p_.tensors.find(name)->dtype)))});
+    copy.step = threads;
+    emit(kir::if_then(kir::binary(kir::BinOp::Le, span, kir::ci(cache_capacity(), I)), {std::move(copy)}));
+  }
+  emit(kir::barrier());
+}
+
+std::optional<std::pair<std::string, K>> KernelBuilder::weight_at(const std::string& tensor, const K& index) {
+  if (cache_.mode == RowCache::Off) return std::nullopt;
+  auto it = weights_.arrays.find(tensor);
+  if (it == weights_.arrays.end()) return std::nullopt;
+  const std::string& axis = weights_.axis.at(tensor);
+  if (std::find(cache_.sizes.begin(), cache_.sizes.end(), axis) == cache_.sizes.end()) return std::nullopt;
+  const K local = coop_cta_ ? sub(index, cluster_slice(axis).lo) : index;
+  return std::make_pair(it->second, kir::cast(local, ScalarType::I32));
 }
 
 }  // namespace emmy::lower::detail
