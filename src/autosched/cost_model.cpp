@@ -536,15 +536,18 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
     // shared memory (or registers): no global round trip, and no second read of the inputs from L2
     // or memory.
     bool cached = plan && plan->cache_capacity > 0 && !plan->cache_kept.empty();
+    // (COOP's k<K>: each CTA holds its slice of the row, 1/K of it.)
+    const double slices = plan && plan->cluster > 1 ? plan->cluster : 1;
     if (cached)
-      for (const std::string& size : plan->cache_sizes) cached &= extent(size, sizes) <= plan->cache_capacity;
+      for (const std::string& size : plan->cache_sizes)
+        cached &= std::ceil(extent(size, sizes) / slices) <= plan->cache_capacity;
     // Rows copied whole before the first pass (inputs under the row cache): a resident row's copies
     // are all in flight together. (A CTA's passes wait for its copies; that is not charged: with
     // the dependent-steps estimate of one CTA an SM it misranked the f32 long rows, RESULTS.md.)
     const bool copied = cached && !plan->cache_copied.empty();
     if (copied) {
       double row = 0, element = 0;
-      for (const std::string& size : plan->cache_sizes) row = std::max(row, extent(size, sizes));
+      for (const std::string& size : plan->cache_sizes) row = std::max(row, std::ceil(extent(size, sizes) / slices));
       for (const kir::Buffer& b : program.buffers)
         if (std::find(plan->cache_copied.begin(), plan->cache_copied.end(), b.name) != plan->cache_copied.end())
           element += kir::type_bytes(b.type);

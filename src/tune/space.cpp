@@ -56,6 +56,13 @@ constexpr int kCoopThreads[] = {32, 64, 128, 256, 512, 1024};
 // elements; with t1024/v8 up to 128 K (f16 only: f32 overflows shared memory, pruned).
 constexpr int kRowCacheChunks[] = {1, 4, 16};
 constexpr int kRowRegisterChunks[] = {1, 4, 8};  // ... and in registers (r<R>: the auto-scheduler's up to 8)
+// Long rows (COOP=.../c<R>/k<K>, PERSIST=1): split between a cluster's CTAs that walk the rows and
+// keep the weights' slices; with t256/v8 and c16, slices up to 32 K elements (rows up to 64 K at
+// k2, 128 K at k4), with c4 up to 8 K. Where clusters exist (sm_90 and newer), beside the whole
+// op fused and every seam cut.
+constexpr int kRowWalkThreads[] = {256, 512};
+constexpr int kRowWalkChunks[] = {4, 16};
+constexpr int kRowClusters[] = {1, 2, 4};  // 1: the walk alone (no cluster)
 constexpr int kSplits[] = {4, 8, 16, 32, 64};
 
 // The last index of each output: where a register tile of output columns (TILE@axis) goes.
@@ -97,7 +104,9 @@ std::vector<std::string> coop_vectors(const CheckedOp& op) {
   return out;
 }
 
-void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::string>& fast_exp) {
+// `rows`: the op's kernels are the scalar tier's alone (row ops): the walks over long rows too.
+void scalar_family(Builder& b, const CheckedOp& op, const TargetInfo& target, const std::vector<std::string>& fast_exp,
+                   bool rows) {
   const std::vector<std::string> vectors = coop_vectors(op);
   for (const std::string& place : placements(op))
     for (const std::string& fe : fast_exp) {
@@ -113,6 +122,13 @@ void scalar_family(Builder& b, const CheckedOp& op, const std::vector<std::strin
             for (int r : kRowRegisterChunks) b.add(join({base, fmt::format("COOP=t{}{}/r{}", t, v, r)}));
           }
         }
+      for (int t : kRowWalkThreads)
+        for (int c : kRowWalkChunks)
+          for (int k : kRowClusters)
+            if (rows && vectors.size() > 1 && (k == 1 || target.tma) && (place == "PLACE=fuse" || place == "PLACE=cut"))
+              b.add(join({base,
+                          fmt::format("COOP=t{}{}/c{}{}", t, vectors.back(), c, k > 1 ? fmt::format("/k{}", k) : ""),
+                          "PERSIST=1"}));
       for (int g : kSplits) b.add(join({base, fmt::format("REDUCE=g{}k", g)}));
     }
 }
@@ -215,10 +231,10 @@ std::vector<Enumerated> enumerate_knobs(const CheckedProgram& program, const Che
   const std::vector<std::string> fast_exp =
       has_exp ? std::vector<std::string>{"", "FAST_EXP=1"} : std::vector<std::string>{""};
   const std::vector<std::string> tc_fast_exp{has_exp ? "FAST_EXP=1" : ""};
-  scalar_family(b, op, fast_exp);
   // The tensor-core tiers, where the op's kernels take them at all, with the operand cuts they
   // need (an epilogue or a call's result a product reads): the auto-scheduler's probes.
   const autosched::OpClass cls = autosched::classify_op(program, op, target, chains);
+  scalar_family(b, op, target, fast_exp, !cls.fold && !cls.contraction);
   const std::string cuts = autosched::operand_cut_knobs(cls);
   if (cls.fold || cls.contraction) mma_family(b, op, target, cls.fold, cuts, tc_fast_exp);
   if (target.wgmma && (cls.fold || cls.contraction)) wgmma_family(b, op, target, cls.fold, cuts, tc_fast_exp);

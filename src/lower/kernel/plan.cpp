@@ -39,6 +39,9 @@ std::string print_plan(const KernelPlan& p) {
           "order through distributed shared memory\n",
           p.cluster);
     if (p.persistent) out += "  persistent: the CTAs the device holds at once walk the rows, in waves of the grid\n";
+    if (!p.cache_weights.empty())
+      out += fmt::format("  weights: {} kept in shared memory for the whole walk{}, copied once before it\n",
+                         fmt::join(p.cache_weights, ", "), p.cluster > 1 ? " (this CTA's slice of each)" : "");
   }
   if (p.cache_capacity > 0)
     out += p.cache_kept.empty()
@@ -46,9 +49,13 @@ std::string print_plan(const KernelPlan& p) {
                      "  row cache: up to {} elements a row, but no pass reads again what an earlier one read in the "
                      "same thread\n",
                      p.cache_capacity)
-               : fmt::format("  row cache: {} kept in {}, read from memory once, while {} <= {}{}\n",
+               : fmt::format("  row cache: {} kept in {}, read from memory once, while {}{} <= {}{}\n",
                              fmt::join(p.cache_kept, ", "), p.cache_registers ? "registers" : "shared memory",
-                             fmt::join(p.cache_sizes, ", "), p.cache_capacity,
+                             fmt::join(p.cache_sizes, ", "),
+                             p.cluster > 1 && p.tier == KernelPlan::Tier::CoopRows
+                                 ? fmt::format(" / {} (a CTA's slice)", p.cluster)
+                                 : "",
+                             p.cache_capacity,
                              p.cache_copied.empty()
                                  ? ""
                                  : fmt::format(" ({} {} whole first{})", fmt::join(p.cache_copied, ", "),

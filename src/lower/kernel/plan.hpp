@@ -39,7 +39,8 @@ struct KernelPlan {
   // registers), and those of them copied (loaded) whole before the first pass (inputs).
   int64_t cache_capacity = 0;
   std::vector<std::string> cache_sizes, cache_kept, cache_copied;
-  bool cache_registers = false;  // COOP=.../r<R>: kept in the threads' registers
+  std::vector<std::string> cache_weights;  // PERSIST with c<R>: the weights kept in shared memory for the walk
+  bool cache_registers = false;            // COOP=.../r<R>: kept in the threads' registers
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;

@@ -117,6 +117,9 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
       plan.cache_copied.push_back(t);
   plan.cache_sizes = cache_.sizes;
   std::sort(plan.cache_sizes.begin(), plan.cache_sizes.end());
+  for (const auto& [tensor, array] : weights_.arrays)
+    if (std::find(cache_.sizes.begin(), cache_.sizes.end(), weights_.axis.at(tensor)) != cache_.sizes.end())
+      plan.cache_weights.push_back(tensor);
   emit(kir::comment(
       registers
           ? fmt::format("COOP row cache (r{}): while {} <= {} (= {} threads x {} x {}), the rows read again are kept "
