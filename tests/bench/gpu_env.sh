@@ -29,3 +29,17 @@ check_runs() {
     [ "${PIPESTATUS[0]}" = 124 ] && echo "$run :: TIMED OUT (a hang?)"
   done
 }
+# The auto-schedule's knobs for OP at SHAPE (sm_90a, DTYPE) with its COOP replaced by each FORM (a
+# COOP value, optionally followed by more knobs: t256/v8/c7/k4,PERSIST=1): the harness's --knobs
+# values, a line each.
+coop_variants() {  # op dtype shape forms...
+  local op=$1 dt=$2 shape=$3 auto f coop rest
+  shift 3
+  auto=$("$B/emmyc" compile stdlib/nn.emmy --op "$op" --target sm_90a --ir cost --schedule auto --dtype "$dt" \
+    --shape "$shape" 2>&1 | grep -o 'auto-schedule [^ ]*' | cut -d' ' -f2)
+  for f in "$@"; do
+    coop=${f%%,*} rest=${f#"$coop"}
+    if [[ $auto == *COOP=* ]]; then echo "$op=$(echo "$auto" | sed "s|COOP=[^,]*|COOP=$coop|")$rest"
+    else echo "$op=$auto,COOP=$coop$rest"; fi
+  done
+}

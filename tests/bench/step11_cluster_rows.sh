@@ -12,9 +12,7 @@ declare -A FORMS=(
 for dt in ${DTYPES-f16 f32}; do
   V=()
   for op in softmax layernorm rmsnorm; do
-    auto=$("$B/emmyc" compile stdlib/nn.emmy --op $op --target sm_90a --ir cost --schedule auto --dtype $dt \
-      --shape N=8192,C=50257 2>&1 | grep -o 'auto-schedule [^ ]*' | cut -d' ' -f2)
-    for f in ${FORMS[$dt]}; do V+=(--knobs "$op=$(echo "$auto" | sed "s|COOP=[^,]*|COOP=${f%%,*}|")${f#"${f%%,*}"}"); done
+    while read -r k; do V+=(--knobs "$k"); done < <(coop_variants $op $dt N=8192,C=50257 ${FORMS[$dt]})
   done
   sfx=$([ $dt = f32 ] && echo ,f32)
   timeout ${SECONDS_A_DTYPE:-150} python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "/tmp/cluster-$dt" \

@@ -18,9 +18,7 @@ declare -A COOPS=(
 for dt in ${DTYPES-f16 f32}; do
   V=()
   for op in softmax layernorm rmsnorm; do
-    auto=$("$B/emmyc" compile stdlib/nn.emmy --op $op --target sm_90a --ir cost --schedule auto --dtype $dt \
-      --shape N=32768,C=8192 2>&1 | grep -o 'auto-schedule [^ ]*' | cut -d' ' -f2)
-    for c in ${COOPS[$dt]}; do V+=(--knobs "$op=$(echo "$auto" | sed "s|COOP=[^,]*|COOP=$c|")"); done
+    while read -r k; do V+=(--knobs "$k"); done < <(coop_variants $op $dt N=32768,C=8192 ${COOPS[$dt]})
   done
   sfx=$([ $dt = f32 ] && echo ,f32)
   timeout ${SECONDS_A_DTYPE:-220} python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "$OUT/$dt" \

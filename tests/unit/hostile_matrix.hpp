@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include "interp/reference.hpp"
+#include "interp/simt.hpp"
+#include "ir/verify_kernel.hpp"
+#include "lower/passes.hpp"
 
 namespace emmy::test {
 
@@ -114,6 +117,28 @@ inline std::string output_failures(const CheckedOp& op, const TensorMap& got, co
     if (!c.ok) why.push_back(fmt::format("{}: {}", name, failure_reason(name, c, tol, want.shape)));
   }
   return fmt::format("{}", fmt::join(why, "; "));
+}
+
+// The op under `knobs` for `target`, verified and interpreted (its blocks in a shuffled order, the
+// shuffle's `seed`) at `sizes`, on random inputs or hostile ones of `kind` (seeded `seed` too),
+// against the float64 reference: "" when every output passes, else why not; nullopt where the
+// reference checks nothing (hostile inputs whose exact result overflows, a non-finite one).
+inline std::optional<std::string> interpreted_against_reference(const CheckedProgram& program, const CheckedOp& op,
+                                                                const std::string& knobs, const SizeBindings& sizes,
+                                                                const TargetInfo& target, uint64_t seed,
+                                                                std::optional<HostileKind> kind = std::nullopt) {
+  lower::Lowered low = lower::lower_op(program, op, {nullptr, "", knobs}, target);
+  std::vector<std::string> problems = verify_program(low.kernels);
+  if (!problems.empty()) return fmt::format("verify: {}", fmt::join(problems, "\n"));
+  TensorMap inputs = kind ? hostile_inputs(op, sizes, seed, *kind) : random_inputs(op, sizes, seed);
+  TensorMap want = evaluate_reference(program, op, sizes, inputs);
+  if (kind ? !reference_meaningful(want, *kind) : !reference_finite(want)) return std::nullopt;
+  TensorMap got = inputs;
+  SimtOptions so;
+  so.shuffle_blocks = true;
+  so.seed = seed;
+  run_simt(low.kernels, sizes, got, so);
+  return output_failures(op, got, want, kind);
 }
 
 }  // namespace emmy::test

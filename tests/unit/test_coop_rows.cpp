@@ -43,22 +43,10 @@ constexpr std::pair<int64_t, int64_t> kShapes[] = {{37, 1000}, {5, 77}, {9, 24},
 // hostile inputs of `kind` (skipped, with *skipped set, where their reference overflows).
 std::string run_one(const test::Run& l, const CheckedOp& op, const std::string& knobs, int64_t n, int64_t c,
                     std::optional<HostileKind> kind = std::nullopt, bool* skipped = nullptr) {
-  lower::Lowered low = lower::lower_op(*l.program, op, {nullptr, "", knobs}, *find_target("sm_90"));
-  std::vector<std::string> problems = verify_program(low.kernels);
-  if (!problems.empty()) return fmt::format("verify: {}", fmt::join(problems, "\n"));
-  SizeBindings sizes{{"N", n}, {"C", c}};
-  TensorMap inputs = kind ? hostile_inputs(op, sizes, 11, *kind) : random_inputs(op, sizes, 11);
-  TensorMap want = evaluate_reference(*l.program, op, sizes, inputs);
-  if (kind && !test::reference_meaningful(want, *kind)) {
-    if (skipped) *skipped = true;
-    return "";
-  }
-  TensorMap got = inputs;
-  SimtOptions so;
-  so.shuffle_blocks = true;
-  so.seed = 5;
-  run_simt(low.kernels, sizes, got, so);
-  return test::output_failures(op, got, want, kind);
+  std::optional<std::string> failure =
+      test::interpreted_against_reference(*l.program, op, knobs, {{"N", n}, {"C", c}}, *find_target("sm_90"), 11, kind);
+  if (!failure && skipped) *skipped = true;
+  return failure.value_or("");
 }
 
 }  // namespace

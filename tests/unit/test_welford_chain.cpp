@@ -53,19 +53,8 @@ int folds(const lir::Program& p) {
 // large inputs whose exact result overflows).
 std::optional<std::string> run_one(const test::Run& l, const CheckedOp& op, const std::string& knobs, int64_t n,
                                    int64_t c, std::optional<HostileKind> kind = std::nullopt) {
-  lower::Lowered low = lower::lower_op(*l.program, op, {nullptr, "", knobs}, *find_target("sm_90"));
-  std::vector<std::string> problems = verify_program(low.kernels);
-  if (!problems.empty()) return fmt::format("verify: {}", fmt::join(problems, "\n"));
-  SizeBindings sizes{{"N", n}, {"C", c}};
-  TensorMap inputs = kind ? hostile_inputs(op, sizes, 13, *kind) : random_inputs(op, sizes, 13);
-  TensorMap want = evaluate_reference(*l.program, op, sizes, inputs);
-  if (kind ? !test::reference_meaningful(want, *kind) : !test::reference_finite(want)) return std::nullopt;
-  TensorMap got = inputs;
-  SimtOptions so;
-  so.shuffle_blocks = true;
-  so.seed = 7;
-  run_simt(low.kernels, sizes, got, so);
-  return test::output_failures(op, got, want, kind);
+  return test::interpreted_against_reference(*l.program, op, knobs, {{"N", n}, {"C", c}}, *find_target("sm_90"), 13,
+                                             kind);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // thread-block cluster (each a slice of its columns, the CTAs' carriers combined in rank order
 // through distributed shared memory), and CTAs that stay resident and walk the rows. Members
 // of KernelBuilder (builder.hpp), beside the cooperative rows of coop.cpp.
-#include <ranges>
 #include <set>
 
 #include "ir/intrinsics.hpp"
@@ -32,6 +31,13 @@ kir::IntrinsicId dsmem_load_of(ScalarType t) {
       internal_error(__FILE__, __LINE__,
                      fmt::format("a carrier of {} in distributed shared memory", kir::type_name(t)));
   }
+}
+
+// The keys of a map, in order (for messages).
+std::vector<std::string> names_of(const std::map<std::string, std::string>& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : m) out.push_back(name);
+  return out;
 }
 
 // How a carrier field sits in shared memory: predicates as i32, 16-bit floats as f32.
@@ -204,6 +210,16 @@ KernelBuilder::WeightCache KernelBuilder::row_weights(const lir::Kernel& k) {
 // copy, run); then the block meets. Past the target's shared memory the schedule fails like a
 // row cache that does.
 void KernelBuilder::weights_copy(int threads) {
+  // Only the weights a cached body reads (--ir plan's `weights`): the others' arrays go.
+  const std::vector<std::string>& read = plans_.back().cache_weights;
+  for (auto it = weights_.arrays.begin(); it != weights_.arrays.end();) {
+    if (std::find(read.begin(), read.end(), it->first) != read.end()) {
+      ++it;
+      continue;
+    }
+    std::erase_if(*shared_, [&](const kir::SharedArray& a) { return a.name == it->second; });
+    it = weights_.arrays.erase(it);
+  }
   if (weights_.arrays.empty()) return;
   int64_t bytes = 0;
   for (const kir::SharedArray& a : *shared_) bytes += a.count * kir::type_bytes(a.type);
@@ -213,10 +229,10 @@ void KernelBuilder::weights_copy(int threads) {
         "memory a block, more than the target's {}: lower c<R>, or split the rows between more CTAs (k<K>)",
         knobs_.coop_threads, knobs_.coop_vec, knobs_.coop_cache,
         knobs_.coop_cluster > 1 ? fmt::format("/k{}", knobs_.coop_cluster) : "",
-        fmt::join(std::views::keys(weights_.arrays), ", "), bytes, knobs_.shared_memory));
+        fmt::join(names_of(weights_.arrays), ", "), bytes, knobs_.shared_memory));
   const K tid = as(kir::special(kir::Special::ThreadIdx), I);
   emit(kir::comment(fmt::format("PERSIST: the weights ({}) kept in shared memory for the whole walk{}",
-                                fmt::join(std::views::keys(weights_.arrays), ", "),
+                                fmt::join(names_of(weights_.arrays), ", "),
                                 coop_cta_ ? ", this CTA's slice of each" : "")));
   for (const auto& [name, array] : weights_.arrays) {
     const std::string& axis = weights_.axis.at(name);
