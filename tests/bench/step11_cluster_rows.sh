@@ -4,11 +4,22 @@
 # the rows (PERSIST=1), against the auto-schedule, Inductor and the copy ceiling in the same
 # process; then Nsight Compute's memory traffic of layernorm's kernel under one of them (NCU=0:
 # skipped). Each variant is the auto-schedule's knobs with its COOP replaced (and PERSIST added).
-# Writes $OUT/cluster-f16.txt, $OUT/cluster-f32.txt (and .json), $OUT/ncu-cluster.txt.
+# Before them, the new kernels against the reference and under compute-sanitizer at small ragged
+# shapes (CHECKS=0: skipped). Writes $OUT/cluster-f16.txt, $OUT/cluster-f32.txt (and .json),
+# $OUT/checks.txt, $OUT/ncu-cluster.txt.
 source "$(dirname "$0")/gpu_env.sh"
 declare -A FORMS=(
   [f16]="t512/v8/c13 t512/v8/c13,PERSIST=1 t256/v8/c13/k2 t256/v8/c13/k2,PERSIST=1 t256/v8/c7/k4,PERSIST=1 t256/v8/c4/k8,PERSIST=1 t128/v8/c7/k8,PERSIST=1 t256/v8/c7/k4"
   [f32]="t512/v4/c25 t512/v4/c13/k2,PERSIST=1 t256/v4/c13/k4,PERSIST=1 t256/v4/c7/k8,PERSIST=1 t256/v4/c13/k4")
+# First the new kernels against the reference and under compute-sanitizer at ragged small shapes.
+if [ "${CHECKS:-1}" = 1 ]; then
+  check_runs "stdlib/nn.emmy --op layernorm --shape N=37,C=5001 --knobs COOP=t256/v8/c2/k4,PERSIST=1" \
+    "stdlib/nn.emmy --op rmsnorm --shape N=300,C=50257 --knobs COOP=t256/v8/c7/k4,PERSIST=1" \
+    "stdlib/nn.emmy --op softmax --shape N=5,C=77 --knobs COOP=t128/v8/k8" \
+    "stdlib/nn.emmy --op cross_entropy --shape N=33,C=1001 --knobs COOP=t128/v4/k2" | tee "$OUT/checks.txt"
+  sanitize "stdlib/nn.emmy --op layernorm --shape N=37,C=5001 --knobs COOP=t256/v8/c2/k4,PERSIST=1 --target sm_90a" \
+    "stdlib/nn.emmy --op softmax --shape N=5,C=77 --knobs COOP=t128/v8/k8 --target sm_90a" | tee -a "$OUT/checks.txt"
+fi
 for dt in ${DTYPES-f16 f32}; do
   V=()
   for op in softmax layernorm rmsnorm; do
