@@ -128,8 +128,10 @@ void KernelBuilder::cluster_combine(const CarrierSpec& spec, const std::vector<K
                                "shared memory",
                                kc, fmt::join(spec.fields, ", "))));
   const std::string parity = unclashed(fresh("cl_half"));
-  top_block_->insert(top_block_->begin(), kir::decl(parity, ScalarType::I32, kir::ci(0)));
-  ++top_block_at_;
+  if (!cache_.probe) {  // (a row cache's dry run is dropped: its registers would be dead)
+    top_block_->insert(top_block_->begin(), kir::decl(parity, ScalarType::I32, kir::ci(0)));
+    ++top_block_at_;
+  }
   const K half = kir::var({parity}, ScalarType::I32);
   std::vector<std::string> arrays;
   std::vector<ScalarType> held;
