@@ -39,10 +39,11 @@ int register_tests(const kir::Program& program) {
 
 TEST_CASE("specialize_sizes: the row ops' kernels at each size class compute what the generic ones do, bit for bit") {
   auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/nn.emmy");
-  // r4 holds 32 x 8 x 4 = 1024 elements a row in registers, c2 64 x 8 x 2 = 1024 in shared memory.
+  // r4 holds 32 x 8 x 4 = 1024 elements a row in registers, c2 64 x 8 x 2 = 1024 in shared memory;
+  // the walk's k2 slices of up to 128 x 8 x 1 = 1024 (rows up to 2048), with the weights kept.
   const std::pair<int64_t, int64_t> shapes[] = {{37, 1000}, {5, 77}, {9, 2048}, {4, 1025}, {3, 5}};
   for (const char* name : {"softmax", "layernorm", "rmsnorm"})
-    for (const char* knobs : {"COOP=t32/v8/r4", "COOP=t64/v8/c2", "COOP=t128/v8"})
+    for (const char* knobs : {"COOP=t32/v8/r4", "COOP=t64/v8/c2", "COOP=t128/v8", "COOP=t128/v8/c1/k2,PERSIST=1"})
       for (const auto& [n, c] : shapes) {
         const std::string at = fmt::format("{} {} C={}", name, knobs, c);
         CAPTURE(at);

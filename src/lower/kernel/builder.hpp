@@ -476,6 +476,7 @@ class KernelBuilder {
   // and the combines' parity registers), and the weights a walk keeps in shared memory.
   struct Slice {
     K span, lo, len;
+    K span_of_sizes;  // span as an expression of the sizes alone (a test a size class decides)
   };
   // PERSIST with COOP's c<R>: one-dimensional inputs read along a split axis (gamma[c]) are kept in
   // shared memory for the whole walk, this CTA's slice of each (its columns [lo, lo + span + V)),

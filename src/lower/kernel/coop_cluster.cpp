@@ -90,7 +90,8 @@ const KernelBuilder::Slice& KernelBuilder::cluster_slice(const std::string& size
   };
   Slice s;
   const int64_t group = static_cast<int64_t>(kc) * v;
-  s.span = declare("span", mul(div(add(c, kir::ci(group - 1, I)), kir::ci(group, I)), kir::ci(v, I)));
+  s.span_of_sizes = mul(div(add(c, kir::ci(group - 1, I)), kir::ci(group, I)), kir::ci(v, I));
+  s.span = declare("span", s.span_of_sizes);
   s.lo = declare("slice_lo", min(mul(*coop_cta_, s.span), c));
   s.len = declare("slice_len", min(sub(c, s.lo), s.span));
   return slices_[size] = s;
@@ -239,10 +240,11 @@ void KernelBuilder::weights_copy(int threads) {
   for (const auto& [name, array] : weights_.arrays) {
     const std::string& axis = weights_.axis.at(name);
     const K c = size_value(axis);
-    K lo = kir::ci(0, I), span = c;
+    K lo = kir::ci(0, I), span = c, fits = c;
     if (coop_cta_) {
       lo = cluster_slice(axis).lo;
       span = cluster_slice(axis).span;
+      fits = cluster_slice(axis).span_of_sizes;
     }
     const K end = min(c, add(lo, add(span, kir::ci(knobs_.coop_vec, I))));
     const std::string j = fresh("wc_" + name);
@@ -252,7 +254,7 @@ void KernelBuilder::weights_copy(int threads) {
         {kir::store(kir::Space::Shared, array, kir::cast(jv, ScalarType::I32),
                     kir::load(kir::Space::Global, name, add(lo, jv), scalar_of(p_.tensors.find(name)->dtype)))});
     copy.step = threads;
-    emit(kir::if_then(kir::binary(kir::BinOp::Le, span, kir::ci(cache_capacity(), I)), {std::move(copy)}));
+    emit(kir::if_then(kir::binary(kir::BinOp::Le, fits, kir::ci(cache_capacity(), I)), {std::move(copy)}));
   }
   emit(kir::barrier());
 }

@@ -90,18 +90,15 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
-  auto name_of = [&](const K& e) {
-    if (e.kind == K::Kind::Param) return e.name;
-    return e.kind == K::Kind::Var ? e.reg.name : render_key(e);
-  };
+  auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
   K fits;
   std::vector<std::string> names;
   for (const std::string& axis_size : cache_.sizes) {
     // (Under k<K>, every CTA's slice at most the cache: the same body in the whole cluster.)
-    const K size = coop_cta_ ? cluster_slice(axis_size).span : size_value(axis_size);
+    const K size = coop_cta_ ? cluster_slice(axis_size).span_of_sizes : size_value(axis_size);
     K le = kir::binary(kir::BinOp::Le, size, kir::ci(capacity, I));
     fits = names.empty() ? le : kir::binary(kir::BinOp::And, fits, le);
-    names.push_back(name_of(size));
+    names.push_back(coop_cta_ ? fmt::format("{} / {} (a CTA's slice)", axis_size, knobs_.coop_cluster) : name_of(size));
   }
   std::vector<std::string> kept, tensors;
   for (const auto& [row, array] : cache_.arrays) kept.push_back(array);
