@@ -59,9 +59,9 @@ void Block::drop_pending() {
 }
 
 std::string Block::describe_shared(uint32_t addr) const {
-  const uint32_t window = std::max<uint32_t>(launch_.shared_bytes, 1), cta = addr / window;
+  const uint32_t stride = std::max<uint32_t>(launch_.shared_stride, 1), cta = addr / stride;
   const std::string of = launch_.cluster > 1 ? fmt::format(" of CTA {} of the cluster", cta) : "";
-  addr %= window;
+  addr %= stride;
   for (const auto& [name, s] : launch_.shared) {
     auto bytes = static_cast<uint32_t>(kir::type_bytes(s.type));
     if (addr >= s.offset && addr < s.offset + s.count * bytes)
@@ -233,8 +233,9 @@ Launch make_launch(const kir::Kernel& k, std::vector<Global>& globals, const Siz
     if (offset > (uint64_t{1} << 31))
       throw SimtError(fmt::format("kernel {}: shared array {} is too large", k.name, a.name));
   }
+  l.shared_bytes = static_cast<uint32_t>(offset);
   // (Each CTA of a cluster has its window at a multiple of it: its arrays aligned as in the first.)
-  l.shared_bytes = static_cast<uint32_t>(offset == 0 ? 0 : (offset + widest - 1) / widest * widest);
+  l.shared_stride = static_cast<uint32_t>((offset + widest - 1) / widest * widest);
   for (const Stmt& s : k.body) may_block(s, l);
   l.grid = eval_launch_expr(k.grid_x, l);
   if (l.grid < 0) throw SimtError(fmt::format("kernel {}: grid_x is {}", k.name, l.grid));
@@ -278,8 +279,8 @@ SimtReport run_simt(const kir::Program& program, const SizeBindings& sizes, Tens
     Launch launch = make_launch(k, globals, sizes, options);
     SharedScratch smem;
     const auto cluster = static_cast<size_t>(launch.cluster);
-    smem.data.resize(launch.shared_bytes * cluster);
-    smem.state.resize(launch.shared_bytes * cluster);
+    smem.data.resize(launch.shared_stride * cluster);
+    smem.state.resize(launch.shared_stride * cluster);
     smem.reads.resize(static_cast<size_t>((k.block_threads + kWarp - 1) / kWarp) * cluster);
     // A cluster's CTAs run together, as one Block.
     for (int64_t b : block_order(launch.grid / launch.cluster, options, ki)) {

@@ -130,10 +130,11 @@ struct Launch {
   std::unordered_map<std::string, ScalarParam> scalars;
   std::unordered_map<std::string, kir::TmaMap> maps;
   std::unordered_map<std::string, SharedSlot> shared;
-  uint32_t shared_bytes = 0;
+  uint32_t shared_bytes = 0;   // a CTA's arrays, end to end (its window)
+  uint32_t shared_stride = 0;  // ... rounded up to the widest array's alignment: where the next CTA's starts
   int64_t grid = 0;
   // CLUSTER: CTAs a cluster (1: none). A cluster runs as one Block: its CTAs' threads side by
-  // side (CTA r's are r * block_threads ..), each CTA's shared memory at r * shared_bytes.
+  // side (CTA r's are r * block_threads ..), each CTA's shared memory at r * shared_stride.
   int cluster = 1;
   bool race_check = true;
   // The `if` statements whose branches may block (a barrier, an mbarrier wait, a named barrier,
@@ -389,7 +390,7 @@ class Block {
   // A cluster's CTA of thread t, and where that CTA's shared memory starts among the cluster's;
   // a shared address of thread t's (CTA-relative, as the kernel computes it) in the cluster's.
   int cta_of(int32_t t) const { return t / cta_threads_; }
-  uint32_t cta_base(int r) const { return static_cast<uint32_t>(r) * launch_.shared_bytes; }
+  uint32_t cta_base(int r) const { return static_cast<uint32_t>(r) * launch_.shared_stride; }
   uint32_t at(int32_t t, uint32_t addr) const { return cta_base(cta_of(t)) + addr; }
 
   // Memory, for Port (addresses in the cluster's shared memory).

@@ -43,8 +43,9 @@ void Block::store_shared(const Stmt& s, const Vals& idx, Vals val, const Lanes& 
 
 // (addr: in the cluster's shared memory; the access stays within one CTA's window.)
 void Block::check_window(int32_t t, uint32_t addr, uint32_t bytes) const {
-  const uint64_t window = launch_.shared_bytes, local = window == 0 ? addr : addr % window;
-  if (local + bytes > window || addr / std::max<uint64_t>(window, 1) >= static_cast<uint64_t>(launch_.cluster))
+  const uint64_t window = launch_.shared_bytes, stride = launch_.shared_stride;
+  const uint64_t local = stride == 0 ? addr : addr % stride;
+  if (local + bytes > window || addr / std::max<uint64_t>(stride, 1) >= static_cast<uint64_t>(launch_.cluster))
     fail(t, fmt::format("shared access of {} bytes at byte {} outside the {}-byte shared window", bytes, local,
                         launch_.shared_bytes));
 }

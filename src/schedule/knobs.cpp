@@ -537,7 +537,7 @@ void rule_coop_cluster(const LegalityInput& in, std::vector<KnobError>& errors) 
       k,
       fmt::format("{} {} splits a row between {} CTAs, but {} puts {} rows in each CTA: a split row needs a CTA "
                   "of its own",
-                  in.knob.name, k->text, k->read.n1, t->text, 128 / t->read.n1),
+                  in.knob.name, k->text, k->read.n1, t->text, kCoopClusterMinThreads / t->read.n1),
       fmt::format("use t{} or more threads a row with {}, or drop {}", kCoopClusterMinThreads, k->text, k->text)));
 }
 
