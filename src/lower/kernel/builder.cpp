@@ -262,10 +262,7 @@ K KernelBuilder::read(const Expr& e) {
     if (!t.record.empty()) internal_error(__FILE__, __LINE__, fmt::format("carrier '{}' read as a value", e.name));
     std::vector<K> idx;
     for (size_t k = 0; k < e.args.size(); ++k) idx.push_back(subscript(t, e.args[k], k));
-    K at = linear_index(t, idx);
-    if (auto kept = weight_at(e.name, at))  // (a weight a walk keeps in shared memory: coop_cluster.cpp)
-      return kir::load(kir::Space::Shared, kept->first, kept->second, scalar_of(t.dtype));
-    return kir::load(kir::Space::Global, e.name, at, scalar_of(t.dtype));
+    return load_input(e.name, linear_index(t, idx), scalar_of(t.dtype));
   }
   if (const K* r = find_reg(e.name); r && is_own_row(e)) return *r;
   return lower(inline_def(e));

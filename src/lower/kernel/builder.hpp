@@ -279,6 +279,8 @@ class KernelBuilder {
   std::vector<K> combine_pair(const CarrierSpec& spec, const std::vector<K>& a, const std::vector<K>& b);
   std::vector<K> combine_shares(const CarrierSpec& spec, const std::vector<K>& a, const K& a_has,
                                 const std::vector<K>& b, const K& b_has);
+  // combine_shares where `has` (each share's flag its last value), else combine_pair.
+  std::vector<K> combine_held(const CarrierSpec& spec, std::vector<K> a, std::vector<K> b, bool has);
   K shuffle_xor(const K& value, int mask);
 
   // What the builder lowers, and its warnings: regroupings that rely on assumed laws (W053), knobs a
@@ -496,6 +498,7 @@ class KernelBuilder {
   // A read of a kept weight: its shared array and the element there of global `index` (nullopt where
   // `tensor` is not kept, or outside the row cache's bodies, which alone run where the copy did).
   std::optional<std::pair<std::string, K>> weight_at(const std::string& tensor, const K& index);
+  K load_input(const std::string& tensor, const K& index, ScalarType type);  // a global read, or the kept weight's
   std::optional<K> coop_cta_;
   std::map<std::string, Slice> slices_;
   std::vector<kir::Stmt>* top_block_ = nullptr;

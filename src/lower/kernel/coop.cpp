@@ -485,11 +485,8 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
     std::vector<kir::Stmt> aligned;
     for (size_t j = 0; j < out.arrays.size(); ++j)
       aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
-    std::vector<kir::Stmt> elements = pick([&](int u) {
-      const K at = kir::binary(kir::BinOp::Add, first, kir::ci(u, I));
-      if (auto kept = weight_at(t.name, at)) return kir::load(kir::Space::Shared, kept->first, kept->second, type);
-      return kir::load(kir::Space::Global, t.name, at, type);
-    });
+    std::vector<kir::Stmt> elements =
+        pick([&](int u) { return load_input(t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type); });
     chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift, kir::ci(0, I)), std::move(aligned),
                                  {kir::if_then(in_row, std::move(shifted), std::move(elements))}));
     it = vec_->loads.emplace(key, std::move(out)).first;
@@ -586,6 +583,16 @@ std::vector<K> KernelBuilder::combine_shares(const CarrierSpec& spec, const std:
   return out;
 }
 
+// combine(a, b) of two shares held with their flag last where `has` (combine_shares), else as
+// they are (combine_pair): the carrier, and the flag where there is one.
+std::vector<K> KernelBuilder::combine_held(const CarrierSpec& spec, std::vector<K> a, std::vector<K> b, bool has) {
+  if (!has) return combine_pair(spec, a, b);
+  const K a_has = a.back(), b_has = b.back();
+  a.pop_back();
+  b.pop_back();
+  return combine_shares(spec, a, a_has, b, b_has);
+}
+
 // The row's partial carriers combined in lane order, so that a non-commutative monoid sees
 // its ranges in sequence: butterflies (xor 1, 2, 4...) where the lower lane's value is the
 // left operand, then (more than one warp a row) the warps' results through shared memory,
@@ -652,14 +659,7 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
     for (size_t i = 0; i < values.size(); ++i)
       part.push_back(
           let(fresh("part_" + names[i]), as(kir::load(kir::Space::Shared, arrays[i], at, held[i]), values[i].type)));
-    std::vector<K> next;
-    if (has) {
-      K part_has = part.back();
-      part.pop_back();
-      next = combine_shares(spec, carrier, *has, part, part_has);
-    } else {
-      next = combine_pair(spec, carrier, part);
-    }
+    std::vector<K> next = combine_held(spec, values, std::move(part), has.has_value());
     for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, next[i]));
   });
   emit(kir::for_loop(w, ScalarType::I32, kir::ci(1), kir::ci(warps), std::move(body)));

@@ -156,22 +156,12 @@ void KernelBuilder::cluster_combine(const CarrierSpec& spec, const std::vector<K
     }
     return part;
   };
-  std::vector<K> sum = peer(0);
+  std::vector<K> first = peer(0);
+  for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, first[i]));
   for (int cta = 1; cta < kc; ++cta) {
-    std::vector<K> part = peer(cta);
-    std::vector<K> next;
-    if (has) {
-      K part_has = part.back(), sum_has = sum.back();
-      part.pop_back();
-      sum.pop_back();
-      next = combine_shares(spec, sum, sum_has, part, part_has);
-      for (K& e : next) e = let(fresh("cl"), e);
-    } else {
-      next = combine_pair(spec, sum, part);
-    }
-    sum = std::move(next);
+    std::vector<K> next = combine_held(spec, values, peer(cta), has.has_value());
+    for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, next[i]));
   }
-  for (size_t i = 0; i < values.size(); ++i) emit(kir::assign(values[i].reg, sum[i]));
   emit(kir::assign({parity}, kir::binary(kir::BinOp::Sub, kir::ci(1), half)));
 }
 
@@ -257,6 +247,13 @@ void KernelBuilder::weights_copy(int threads) {
     emit(kir::if_then(kir::binary(kir::BinOp::Le, fits, kir::ci(cache_capacity(), I)), {std::move(copy)}));
   }
   emit(kir::barrier());
+}
+
+// A read of an input's element at `index`: from a kept weight's shared array (weight_at), else
+// from global memory.
+K KernelBuilder::load_input(const std::string& tensor, const K& index, ScalarType type) {
+  if (auto kept = weight_at(tensor, index)) return kir::load(kir::Space::Shared, kept->first, kept->second, type);
+  return kir::load(kir::Space::Global, tensor, index, type);
 }
 
 std::optional<std::pair<std::string, K>> KernelBuilder::weight_at(const std::string& tensor, const K& index) {

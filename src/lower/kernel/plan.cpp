@@ -52,10 +52,7 @@ std::string print_plan(const KernelPlan& p) {
                : fmt::format("  row cache: {} kept in {}, read from memory once, while {}{} <= {}{}\n",
                              fmt::join(p.cache_kept, ", "), p.cache_registers ? "registers" : "shared memory",
                              fmt::join(p.cache_sizes, ", "),
-                             p.cluster > 1 && p.tier == KernelPlan::Tier::CoopRows
-                                 ? fmt::format(" / {} (a CTA's slice)", p.cluster)
-                                 : "",
-                             p.cache_capacity,
+                             p.cluster > 1 ? fmt::format(" / {} (a CTA's slice)", p.cluster) : "", p.cache_capacity,
                              p.cache_copied.empty()
                                  ? ""
                                  : fmt::format(" ({} {} whole first{})", fmt::join(p.cache_copied, ", "),
