@@ -309,7 +309,7 @@ constexpr FieldSpec kCoopFields[] = {
      }},
     {.name = "cluster CTAs", .grammar = "k<K>", .example = "k2", .slot = 3, .shape = Shape::Number,
      .heads = kPrefixK, .r1 = {2, 8, 1, "cluster CTA count", true},
-     .needs = Feature::Tma,  // thread-block clusters and distributed shared memory: sm_90 and newer
+     .needs = Feature::Clusters,  // and distributed shared memory
      .store = [](KnobValue& v, const FieldRead& r) { as<CoopValue>(v).cluster = r.n1; },
      .load = [](const KnobValue& v) -> std::optional<FieldRead> {
        const auto& c = as<CoopValue>(v);

@@ -44,6 +44,8 @@ constexpr FeatureRow kFeatures[] = {
     {Feature::MmaSync, "mma.sync", "sm_80 or newer (mma.sync)", [](const TargetInfo& t) { return t.sm >= 80; }},
     {Feature::CpAsync, "cp.async", "sm_80 or newer (cp.async)", [](const TargetInfo& t) { return t.cp_async; }},
     {Feature::Tma, "TMA", "sm_90 or newer (TMA)", [](const TargetInfo& t) { return t.tma; }},
+    {Feature::Clusters, "thread-block clusters", "sm_90 or newer (thread-block clusters)",
+     [](const TargetInfo& t) { return t.sm >= 90; }},
     {Feature::Wgmma, "wgmma", "sm_90a (wgmma)", [](const TargetInfo& t) { return t.wgmma; }},
     {Feature::Setmaxnreg, "setmaxnreg", "sm_90a (setmaxnreg)", [](const TargetInfo& t) { return t.setmaxnreg; }},
 };

@@ -70,7 +70,7 @@ struct TargetCeilings {
 const TargetCeilings& target_ceilings(const TargetInfo& target);
 
 // Hardware features a knob value may need; target_has says whether a target has one.
-enum class Feature { None, MmaSync, CpAsync, Tma, Wgmma, Setmaxnreg };
+enum class Feature { None, MmaSync, CpAsync, Tma, Clusters, Wgmma, Setmaxnreg };
 
 const TargetInfo* find_target(std::string_view name);  // nullptr if unknown
 std::vector<std::string_view> target_names();          // "sm_80", "sm_90", "sm_90a", "sm_120"

@@ -153,6 +153,9 @@ TEST_CASE("targets: feature table") {
   CHECK(feature_name(Feature::Tma) == "TMA");
   CHECK(feature_requirement(Feature::Tma) == "sm_90 or newer (TMA)");
   CHECK(feature_requirement(Feature::Wgmma) == "sm_90a (wgmma)");
+  CHECK(feature_requirement(Feature::Clusters) == "sm_90 or newer (thread-block clusters)");
+  CHECK_FALSE(target_has(a100, Feature::Clusters));
+  CHECK(target_has(h100, Feature::Clusters));
   CHECK(feature_requirement(Feature::None).empty());
 }
 
