@@ -161,6 +161,15 @@ TEST_CASE("coop cluster: a walk keeps the weights' slices in shared memory, copi
   } catch (const std::exception& e) {
     CHECK(std::string(e.what()).find("more than the target's") != std::string::npos);
   }
+  // A row cache that fits alone but not beside the kept weights says so, and how to mend it.
+  try {
+    lower::lower_op(*l->program, op, {nullptr, "", "COOP=t512/v8/c13,PERSIST=1"}, *find_target("sm_90a"));
+    FAIL("no error");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    CHECK(what.find("(213024 of them the weights PERSIST keeps)") != std::string::npos);
+    CHECK(what.find("drop PERSIST, or split the rows between more CTAs (k<K>)") != std::string::npos);
+  }
 }
 
 TEST_CASE("coop cluster: a combine that reads a peer's carrier before the cluster barrier is a reported race") {

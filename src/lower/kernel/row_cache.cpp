@@ -323,12 +323,19 @@ const std::string& KernelBuilder::cache_array(const std::string& row, const tir:
   const int64_t count = static_cast<int64_t>(knobs_.block_threads / knobs_.coop_threads) * cache_slot(row, t);
   const ScalarType type = scalar_of(t.dtype);
   int64_t bytes = count * kir::type_bytes(type);
-  for (const kir::SharedArray& a : *shared_) bytes += a.count * kir::type_bytes(a.type);
+  int64_t kept = 0;  // the weights a walk keeps (PERSIST), already declared
+  for (const kir::SharedArray& a : *shared_) {
+    bytes += a.count * kir::type_bytes(a.type);
+    for (const auto& w : weights_.arrays)
+      if (w.second == a.name) kept += a.count * kir::type_bytes(a.type);
+  }
   if (bytes > knobs_.shared_memory)
     throw SharedMemoryError(fmt::format(
         "the row cache (COOP=t{}/v{}/c{}) keeps {} elements of {} a block in shared memory, {} bytes with the "
-        "kernel's other arrays, more than the target's {}: lower c<R> or the threads a row",
-        knobs_.coop_threads, knobs_.coop_vec, knobs_.coop_cache, count, t.name, bytes, knobs_.shared_memory));
+        "kernel's other arrays{}, more than the target's {}: lower c<R> or the threads a row{}",
+        knobs_.coop_threads, knobs_.coop_vec, knobs_.coop_cache, count, t.name, bytes,
+        kept ? fmt::format(" ({} of them the weights PERSIST keeps)", kept) : "", knobs_.shared_memory,
+        kept ? ", drop PERSIST, or split the rows between more CTAs (k<K>)" : ""));
   std::string name = unclashed(fresh("rc_" + t.name));
   shared_->push_back({name, type, count, 16});
   return cache_.arrays[row] = name;
