@@ -5,6 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <set>
+#include <unordered_map>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,31 +26,77 @@
 
 namespace emmy {
 
-double work_estimate(const CheckedOp& op, const SizeBindings& sizes) {
-  auto extent = [&](const Size& s) {
-    if (s.symbol.empty()) return static_cast<double>(s.literal);
-    auto it = sizes.find(s.symbol);
-    return it == sizes.end() ? 1.0 : static_cast<double>(it->second);
+namespace {
+
+double extent_of(const Size& s, const SizeBindings& sizes) {
+  if (s.symbol.empty()) return static_cast<double>(s.literal);
+  auto it = sizes.find(s.symbol);
+  return it == sizes.end() ? 1.0 : static_cast<double>(it->second);
+}
+
+double points_of(const std::vector<Size>& shape, const SizeBindings& sizes) {
+  double p = 1;
+  for (const Size& s : shape) p *= extent_of(s, sizes);
+  return p;
+}
+
+// A callee's sizes bound from its arguments' shapes in the caller, as the evaluator binds them.
+SizeBindings callee_sizes(const CheckedOp& caller, const CheckedOp& callee, const ast::Expr& call,
+                          const SizeBindings& sizes) {
+  SizeBindings bound;
+  for (size_t k = 0; k < call.args.size() && k < callee.decl->params.size(); ++k) {
+    const TensorInfo* arg = caller.find(call.args[k].text);
+    const ast::Param& p = callee.decl->params[k];
+    if (!arg || arg->shape.size() != p.dims.size()) continue;
+    for (size_t d = 0; d < p.dims.size(); ++d)
+      if (!p.dims[d].is_literal()) bound.emplace(p.dims[d].name, static_cast<int64_t>(extent_of(arg->shape[d], sizes)));
+  }
+  return bound;
+}
+
+}  // namespace
+
+double work_estimate(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes) {
+  std::unordered_map<uint32_t, double> reduced;  // a reduction's points, by its expression
+  for (const ReductionInfo& r : op.reductions) reduced[r.expr_id] = points_of(r.axis_sizes, sizes);
+  double calls = 0;  // each call's callee runs once, whatever reads its outputs
+  std::set<uint32_t> called;
+  std::function<double(const ast::Expr&)> steps = [&](const ast::Expr& e) {
+    double own = 1;
+    for (const ast::Expr& a : e.args) own += steps(a);
+    for (const ast::Expr& w : e.where_) own += steps(w);
+    if (e.kind == ast::ExprKind::Call && called.insert(e.id).second)
+      if (auto it = program.ops.find(e.text); it != program.ops.end())
+        calls += work_estimate(program, it->second, callee_sizes(op, it->second, e, sizes));
+    auto it = reduced.find(e.id);
+    return it == reduced.end() ? own : it->second * own;
   };
-  double points = 1, reduce = 1;
-  for (const TensorInfo& t : op.tensors) {
-    double p = 1;
-    for (const Size& s : t.shape) p *= extent(s);
-    points = std::max(points, p);
-  }
-  for (const ReductionInfo& r : op.reductions) {
-    double p = 1;
-    for (const Size& s : r.axis_sizes) p *= extent(s);
-    reduce = std::max(reduce, p);
-  }
-  return points * reduce;
+  double total = 0, largest = 1;
+  for (const TensorInfo& t : op.tensors) largest = std::max(largest, points_of(t.shape, sizes));
+  for (const ast::Stmt& stmt : op.decl->body)
+    std::visit(
+        [&](const auto& s) {
+          const std::string& name = [&]() -> const std::string& {
+            if constexpr (std::is_same_v<std::decay_t<decltype(s)>, ast::LetStmt>)
+              return s.name.name;
+            else
+              return s.target.name;
+          }();
+          const TensorInfo* t = op.find(name);
+          total += (t ? points_of(t->shape, sizes) : 1.0) * steps(s.value);
+        },
+        stmt);
+  return total + calls + largest;
 }
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kMaxInterpreterWork = 2e7;
+// Past this estimate `emmyc run` without a GPU refuses to interpret (--interp overrides): the
+// interpreter takes about 1e8 (row ops: cross_entropy (64, 50257) 0.97 s for 9e7) to 7e8
+// (sdpa, matmul) of work_estimate's steps a second on one core, so at most about 10 s.
+constexpr double kMaxInterpreterWork = 1e9;
 
 struct OutputCheck {
   std::string name;
@@ -534,7 +584,7 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
   if (!scalars) return 2;
   RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0, size_class};
-  c.work = work_estimate(*op, c.sizes);
+  c.work = work_estimate(program, *op, c.sizes);
   try {
     if (ro.interp && ro.bench) {
       err << "emmyc: error: --bench times the GPU; it cannot be combined with --interp\n";

@@ -36,9 +36,10 @@ inline constexpr const char* kNaiveKnobs = "PLACE=cut,TILE=a:scalar";
 // Beyond this work estimate the float64 evaluator takes too long on the CPU.
 inline constexpr double kMaxReferenceWork = 3e8;
 
-// Points of the largest tensor times the largest reduction extent: an upper bound of the
-// evaluator's inner steps, good enough to pick a reference and a backend.
-double work_estimate(const CheckedOp& op, const SizeBindings& sizes);
+// The float64 evaluator's steps: each statement's points times the nodes of its value (a
+// reduction's times its points), each called op once, and the largest tensor's points (the
+// inputs drawn, the outputs compared); what picks a reference and a backend.
+double work_estimate(const CheckedProgram& program, const CheckedOp& op, const SizeBindings& sizes);
 
 // --shape bound to the op's sizes (sizes left out derived, with a note on `err`); nullopt after
 // printing why it does not bind.

@@ -156,7 +156,7 @@ int tune_worker(const CheckedProgram& program, const LowerOptions& lo, const std
   std::optional<std::vector<TensorMap>> jittered;
   tune::Peers peers;
   try {
-    if (work_estimate(*op, sizes) <= kMaxReferenceWork) {
+    if (work_estimate(program, *op, sizes) <= kMaxReferenceWork) {
       reference = evaluate_reference(program, *op, sizes, inputs);
       reference_name = "the float64 evaluator on the CPU";
       peers = [&]() -> const std::vector<TensorMap>& {

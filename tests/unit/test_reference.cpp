@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "driver/run.hpp"
 #include "interp/reference.hpp"
 #include "interp/scalar_values.hpp"
 #include "ir/numeric.hpp"
@@ -867,4 +868,25 @@ TEST_CASE("checks: a run whose casts round elsewhere is within its peers; a run 
   HostTensor nan = block.y({kCastJitter, 202});
   nan.data[3] = std::nan("");
   CHECK_FALSE(within_peers(compare(nan, ref, tol), peers, tol));
+}
+
+TEST_CASE("reference: the work estimate counts each statement's points times its value's nodes") {
+  auto r = test::check_source(R"(
+op rows(x: f32[N, C], g: f32[C]) -> (y: f32[N, C]) {
+  m[n] = sum(c: x[n, c]);
+  y[n, c] = (x[n, c] - m[n]) * g[c];
+}
+op twice(x: f32[N, C], g: f32[C]) -> (z: f32[N, C]) {
+  z[n, c] = rows(x, g)[n, c] * 2.0;
+}
+)");
+  REQUIRE_MESSAGE(r->codes().empty(), r->rendered());
+  const SizeBindings sizes{{"N", 3}, {"C", 50257}};
+  const double rows = emmy::work_estimate(*r->program, r->program->ops.at("rows"), sizes);
+  // Linear in the elements (a pass a statement), not points x reduction extent (7.6e9).
+  CHECK(rows > 3.0 * 50257 * 2);
+  CHECK(rows < 3.0 * 50257 * 30);
+  const double twice = emmy::work_estimate(*r->program, r->program->ops.at("twice"), sizes);
+  CHECK(twice > rows);
+  CHECK(twice < rows * 2);  // the callee counted once, not once a point
 }
