@@ -100,8 +100,7 @@ int on_checked(const std::string& file, const DriverOptions& opt, std::ostream& 
       return kUserError;
     }
     const Diagnostic& d =
-        c.diags->error("E068", e.range, e.message + " at the run's sizes (the reference evaluator)")
-            .hint("give sizes under which every read stays inside its tensor, or guard the read (select, where)");
+        c.diags->error(e.code, e.range, e.message + " at the run's sizes (the reference evaluator)").hint(e.hint);
     err << c.diags->render_one(d, opt.color);
     return kUserError;
   }

@@ -359,6 +359,9 @@ struct RunContext {
   TensorMap inputs;
   double work = 0;
   std::string size_class;  // the decided tests the kernels were specialized to ("": generic)
+  // The float64 reference, computed before any kernel runs where it checks them: a size under which
+  // the op reads outside a tensor or divides by zero stops the run there, located (E068, E069).
+  std::optional<TensorMap> reference;
 };
 
 // ", set W=3" for the header: the scalar parameters given values.
@@ -372,7 +375,7 @@ std::string set_note(const ScalarValues& scalars) {
 // (attention over projections whose scores reach +-70) carries far. References with those
 // arguments jittered are such runs; the kernel may be off as they are (compare.hpp's within_peers).
 std::vector<OutputCheck> check_against_reference(const RunContext& c, const TensorMap& got) {
-  const TensorMap ref = evaluate_reference(c.program, c.op, c.sizes, c.inputs);
+  const TensorMap& ref = *c.reference;
   std::vector<OutputCheck> checks = check_outputs(c.op, got, ref);
   if (all_ok(checks)) return checks;
   const std::vector<TensorMap> peers = cast_jittered_references(c.program, c.op, c.sizes, c.inputs, c.ro.seed);
@@ -583,7 +586,7 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
   if (ro.specialize) l->kernels = lower::specialize_sizes(l->kernels, *sizes);
   std::optional<ScalarValues> scalars = bind_set(*op, ro.set, err);
   if (!scalars) return 2;
-  RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0, size_class};
+  RunContext c{program, *op, *l, lo, ro, *sizes, *scalars, {}, 0, size_class, std::nullopt};
   c.work = work_estimate(program, *op, c.sizes);
   try {
     if (ro.interp && ro.bench) {
@@ -611,6 +614,8 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
     if (const std::vector<std::string> saved = fill_saved_inputs(program, *op, c.sizes, c.inputs); !saved.empty())
       err << fmt::format("emmyc: note: {}: the values the forward op computes on these inputs (saved tensors)\n",
                          fmt::join(saved, ", "));
+    if (ro.check != "none" && (!driver || use_cpu_reference(c)))
+      c.reference = evaluate_reference(program, *op, c.sizes, c.inputs);
     return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);
   } catch (const lower::LowerError& e) {
     err << "emmyc: error: " << e.what() << "\n";

@@ -15,13 +15,22 @@
 
 namespace emmy {
 
-// A read outside its tensor at the run's sizes (E068): the reference evaluator's message, at the
-// read's place in the source (invalid where the read has none).
+// What the op does at the run's sizes that no sizes should make it do: a read outside its tensor
+// (E068) or an integer division by zero (E069). The reference evaluator's message, at the
+// expression's place in the source (invalid where it has none), with its code and help.
 struct ReferenceRangeError : std::runtime_error {
-  ReferenceRangeError(const std::string& what, SourceRange where)
-      : std::runtime_error("reference evaluator: " + what), message(what), range(where) {}
+  ReferenceRangeError(const std::string& what, SourceRange where, std::string code_ = "E068",
+                      std::string hint_ =
+                          "give sizes under which every read stays inside its tensor, or guard the "
+                          "read (select, where)")
+      : std::runtime_error("reference evaluator: " + what),
+        message(what),
+        range(where),
+        code(std::move(code_)),
+        hint(std::move(hint_)) {}
   std::string message;
   SourceRange range;
+  std::string code, hint;
 };
 
 // Binds every size symbol of the op's parameters from "B=1,H=2,S=64,D=16". Sizes of the

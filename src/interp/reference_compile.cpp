@@ -152,7 +152,7 @@ NodePtr ExprCompiler::binary(const ast::Expr& e, bool in_exp) {
   Fn fn = binary_fn(e.text, is_int(materialize(t)));
   if (in_exp && fn == Fn::Sub) fn = Fn::ExpSub;
   if (fn == Fn::Mod && !is_int(materialize(t))) fail("'%' of non-integers");
-  return std::make_unique<MapNode>(fn, vec(std::move(a), std::move(b)), t, w, frame_);
+  return std::make_unique<MapNode>(fn, vec(std::move(a), std::move(b)), t, w, frame_, e.range);
 }
 
 NodePtr ExprCompiler::call(const ast::Expr& e) {

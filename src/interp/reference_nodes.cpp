@@ -193,8 +193,8 @@ size_t LoadNode::element(State& s) const {
   return at + static_cast<size_t>(i);
 }
 
-MapNode::MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame)
-    : Node(std::move(type), width), fn_(fn), args_(std::move(args)), id_(frame.nodes++) {
+MapNode::MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame, SourceRange where)
+    : Node(std::move(type), width), fn_(fn), args_(std::move(args)), id_(frame.nodes++), where_(where) {
   for (const NodePtr& a : args_) scratch_.push_back(a->width() > 1 ? frame.region(a->width()) : 0);
 }
 
@@ -212,10 +212,20 @@ double MapNode::jittered(const State& s, double a, size_t lane) const {
   return a * (1.0 + s.jitter->cast_jitter * r);
 }
 
+double MapNode::applied(double a, double b) const {
+  if ((fn_ == Fn::IDiv || fn_ == Fn::Mod) && static_cast<int64_t>(b) == 0)
+    throw ReferenceRangeError(
+        fmt::format("integer {} of {} by zero", fn_ == Fn::Mod ? "remainder" : "division", static_cast<int64_t>(a)),
+        where_, "E069",
+        "give sizes under which no divisor is zero (a divisor computed from sizes, such as `let G = H / KH`, "
+        "is 0 when KH > H), or guard the division (select)");
+  return apply(fn_, a, b);
+}
+
 double MapNode::scalar(State& s) const {
   double a = args_[0]->scalar(s);
   if (s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16)) a = jittered(s, a, 0);
-  return apply(fn_, a, args_.size() > 1 ? args_[1]->scalar(s) : 0.0);
+  return applied(a, args_.size() > 1 ? args_[1]->scalar(s) : 0.0);
 }
 
 void MapNode::eval(State& s, double* out) const {
@@ -238,7 +248,7 @@ void MapNode::eval(State& s, double* out) const {
   const bool jitter = s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16);
   for (size_t e = 0; e < width(); ++e) {
     const double a = in[0][e * step[0]];
-    out[e] = apply(fn_, jitter ? jittered(s, a, e) : a, in[1][e * step[1]]);
+    out[e] = applied(jitter ? jittered(s, a, e) : a, in[1][e * step[1]]);
   }
 }
 

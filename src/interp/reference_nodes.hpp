@@ -225,7 +225,8 @@ class LoadNode : public Node {
 // Elementwise function of one or two arguments; vector arguments are mapped, scalars broadcast.
 class MapNode : public Node {
  public:
-  MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame);
+  // `where`: the expression in the source, for the error of an integer division by zero.
+  MapNode(Fn fn, std::vector<NodePtr> args, Type type, size_t width, FrameLayout& frame, SourceRange where = {});
   double scalar(State& s) const override;
   void eval(State& s, double* out) const override;
 
@@ -233,11 +234,14 @@ class MapNode : public Node {
   // The argument of a narrowing cast under jitter: moved by up to ReferenceOptions::cast_jitter
   // of itself, the amount a hash of the node, the index values and the vector lane gives.
   double jittered(const State& s, double a, size_t lane) const;
+  // fn_ of a and b; an integer division or remainder by zero is the located E069.
+  double applied(double a, double b) const;
 
   Fn fn_;
   std::vector<NodePtr> args_;
   std::vector<size_t> scratch_;
   uint64_t id_ = 0;
+  SourceRange where_;
 };
 
 // `a && b`, `a || b`: the right side is evaluated only when it decides the result.
