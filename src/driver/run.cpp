@@ -17,6 +17,7 @@
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
+#include "ir/launch_expr.hpp"
 #include "ir/numeric.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
@@ -97,6 +98,20 @@ using Clock = std::chrono::steady_clock;
 // interpreter takes about 1e8 (row ops: cross_entropy (64, 50257) 0.97 s for 9e7) to 7e8
 // (sdpa, matmul) of work_estimate's steps a second on one core, so at most about 10 s.
 constexpr double kMaxInterpreterWork = 1e9;
+// ... and charges a simulated thread at least this many of them: a tensor-core tile pads tiny
+// dims to its rows (causal_self_attention at B=200, S=1, C=3: 3.3e5 threads, 5.9 s).
+constexpr double kInterpreterStepsAThread = 2000;
+
+// The threads the interpreter simulates: each kernel's CTAs times its block at the sizes.
+double simulated_threads(const kir::Program& program, const SizeBindings& sizes) {
+  double threads = 0;
+  for (const kir::Kernel& k : program.kernels) {
+    const auto grid = kir::evaluate_launch_expr(k.grid_x, sizes);
+    threads +=
+        static_cast<double>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1) * k.block_threads;
+  }
+  return threads;
+}
 
 struct OutputCheck {
   std::string name;
@@ -600,11 +615,12 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
         err << "emmyc: error: --bench needs a CUDA GPU: " << why << "\n";
         return 1;
       }
-      if (c.work > kMaxInterpreterWork) {
+      const double steps = std::max(c.work, simulated_threads(c.lowered.kernels, c.sizes) * kInterpreterStepsAThread);
+      if (steps > kMaxInterpreterWork) {
         err << fmt::format(
             "emmyc: error: no GPU ({}), and this shape is too large for the CPU interpreter (about {:.1e} steps); "
             "pass --interp to run it there anyway, or a smaller --shape\n",
-            why, c.work);
+            why, steps);
         return 1;
       }
       err << "emmyc: note: no GPU (" << why << "): running on the SIMT interpreter\n";
