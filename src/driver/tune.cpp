@@ -127,14 +127,13 @@ std::string pruned_summary(const std::vector<tune::Pruned>& pruned) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// The auto-schedule at the tuning sizes as a seed of the space, after the op's blocks and before
-// the enumerated points (in place of the same knob list among them): the search measures it
-// first, so the tuned block is never behind what a user gets with no block at all.
+// The auto-schedule at the tuning sizes as the first point of the space, before the op's blocks
+// and the enumerated points (in place of the same knob list among them): the search measures it
+// first, whatever the budget leaves for the rest (at (8192, 50257) six slow blocks took a 30 s
+// budget before it), and a block is written only where it beats it (tune::why_not_written).
 std::vector<tune::Enumerated> with_auto_schedule(std::vector<tune::Enumerated> points, const std::string& knobs) {
   std::erase_if(points, [&](const tune::Enumerated& p) { return p.knobs == knobs; });
-  auto first_enumerated =
-      std::find_if(points.begin(), points.end(), [](const tune::Enumerated& p) { return p.origin == "enumerated"; });
-  points.insert(first_enumerated, {knobs, "auto-schedule"});
+  points.insert(points.begin(), {knobs, "auto-schedule"});
   return points;
 }
 
@@ -227,6 +226,7 @@ namespace {
 struct ClassWinner {
   tune::TunedBlock block;
   tune::ShapeClass cls;
+  std::string not_written;  // why the block is not written ("": it is); the class still bounds the others' guards
 };
 
 // One shape: the search, the report, and the winner written into the file (--write), or given
@@ -566,9 +566,17 @@ int tune_one(const CheckedProgram& program, const LowerOptions& lo, const TuneOp
                          {fmt::format("{}, {} {}: {:.1f} us", *device, sizes_text(sizes), key.dtype, recorded_us),
                           fmt::format("{}; {} candidates, {} measured in {:.0f} s; {}", utc_now("%Y-%m-%d"),
                                       space.candidates.size(), result.ranked.size(), result.seconds, hand_text)}};
+  const std::string why_not = tune::why_not_written(*best, result.ranked);
+  report["not_written"] = why_not;
+  if (!why_not.empty()) out << "not written: " << why_not << "\n";
   if (tuned) {
     block.name = std::string(tune::kClassBlockPrefix) + shape_class.text();
-    *tuned = ClassWinner{std::move(block), shape_class};
+    *tuned = ClassWinner{std::move(block), shape_class, why_not};
+    if (o.json) json_out << report.dump(2) << "\n";
+    return 0;
+  }
+  if (!why_not.empty()) {
+    report["written"] = false;
     if (o.json) json_out << report.dump(2) << "\n";
     return 0;
   }
@@ -597,6 +605,7 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   std::ostream& out = o.json ? err : json_out;
   std::vector<tune::TunedBlock> blocks;
   std::vector<tune::ShapeClass> classes;
+  std::vector<bool> skipped;  // the class's block is not written (its not_written)
   int status = 0;
   for (const std::string& shape : o.shapes) {
     TuneOptions one = o;
@@ -615,9 +624,13 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
     }
     classes.push_back(std::move(tuned->cls));
     blocks.push_back(std::move(tuned->block));
+    skipped.push_back(!tuned->not_written.empty());
   }
+  // Every tuned class bounds the others' guards, written or not: where the auto-schedule won, no
+  // other class's block reaches.
   const std::vector<std::string> guards = tune::class_guards(classes);
   for (size_t i = 0; i < blocks.size(); ++i) {
+    if (skipped[i]) continue;
     blocks[i].guard = guards[i];
     status = std::max(status, write_winner(o, blocks[i], out, err));
   }

@@ -194,4 +194,19 @@ SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer
   return result;
 }
 
+std::string why_not_written(const Scored& best, const std::vector<Scored>& ranked) {
+  auto it = std::find_if(ranked.begin(), ranked.end(),
+                         [](const Scored& s) { return s.candidate && s.candidate->origin == "auto-schedule"; });
+  if (it == ranked.end() || !it->measurement.ok)
+    return "the auto-schedule was not measured (raise --budget): a block not measured against it may be slower "
+           "than no block";
+  if (it->candidate == best.candidate || it->candidate->knobs == best.candidate->knobs)
+    return "the auto-schedule is the best: a run without a block gets it";
+  if (best.measurement.time_us > kWriteMargin * it->measurement.time_us)
+    return fmt::format(
+        "{:.1f} us is within {:.0f}% of the auto-schedule's {:.1f} us: a run without a block does as well",
+        best.measurement.time_us, (1 - kWriteMargin) * 100, it->measurement.time_us);
+  return "";
+}
+
 }  // namespace emmy::tune

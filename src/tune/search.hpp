@@ -59,7 +59,7 @@ struct SearchOptions {
   int exhaustive_below = 48;  // at most this many candidates: one rung, every one at the final reps
   // The first rung may use this share of the budget; past it, it ends with the candidates
   // measured so far, so the later rungs (more launches a candidate) still run. Its order:
-  // the hand-written blocks first, then the rest shuffled with `seed`, so that a cut-short
+  // the seeds first (first_rung_order), then the rest shuffled with `seed`, so that a cut-short
   // first rung samples every family. A sample cut short at sample_share is refined until
   // first_rung_share: the unmeasured neighbours (field_distance 1) of its refine_top best.
   double first_rung_share = 0.85;
@@ -105,8 +105,15 @@ struct SearchResult {
 SearchResult search(const std::vector<Candidate>& candidates, Measurer& measurer, Clock& clock,
                     const SearchOptions& options);
 
-// The first rung's order (indices into `candidates`): the seeds (the hand-written blocks, the
-// auto-schedule) as given, then the enumerated candidates fastest first by the cost model's
+// A tuned block is written only where it is faster than no block: by kWriteMargin of the
+// auto-schedule's time in the same search (origin "auto-schedule"; measurement noise is about 1%).
+inline constexpr double kWriteMargin = 0.98;
+// Why the search's best is not written as a block, "" when it is: the auto-schedule not measured
+// (the budget ran out before it, or it failed), the auto-schedule itself, or not faster than it.
+std::string why_not_written(const Scored& best, const std::vector<Scored>& ranked);
+
+// The first rung's order (indices into `candidates`): the seeds (the auto-schedule, the
+// hand-written blocks) as given, then the enumerated candidates fastest first by the cost model's
 // `predicted_us`, a shuffle with `seed` breaking its ties (all of them where nothing is predicted).
 // A budget that cuts the first rung short so measures the candidates the model ranks best.
 std::vector<size_t> first_rung_order(const std::vector<Candidate>& candidates, uint64_t seed);

@@ -465,10 +465,11 @@ TEST_CASE("tune: the tensor-core families carry the operand cuts the auto-schedu
 TEST_CASE("tune: the stdlib's hand-written schedules are points of the enumerated space") {
   // What --blocks reference relies on: the search can reach the hand-picked schedule.
   const SizeBindings rows{{"N", 32768}, {"C", 8192}};
+  // (Their default for sm_90 is the auto-schedule, `auto;`: the former defaults are named.)
   for (const char* op : {"softmax", "layernorm", "rmsnorm"})
-    for (const char* label : {"", " as \"warp-row\"", " as \"t128\"", " as \"t512\"", " as \"t1024\""})
+    for (const char* label : {" as \"t256\"", " as \"warp-row\"", " as \"t128\"", " as \"t512\"", " as \"t1024\""})
       check_block_in_space("nn.emmy", op, label, rows, "COOP=t");
-  check_block_in_space("nn.emmy", "softmax", " as \"t256\"", rows, "COOP=t");
+  check_block_in_space("nn.emmy", "softmax", " as \"two-pass\"", rows, "COOP=t");
   check_block_in_space("nn.emmy", "sdpa", "", {{"B", 1}, {"H", 8}, {"S", 4096}, {"T", 4096}, {"D", 64}, {"E", 64}},
                        "w4x1/f2x8");
   check_block_in_space("nn.emmy", "sdpa", " as \"tc-hd128\"",
@@ -774,6 +775,36 @@ TEST_CASE("tune: prune_space lowers a 10,000-deep fused expression on its worker
   CHECK(s.enumerated == 4);
   REQUIRE(s.candidates.size() == 1);  // the other three are its duplicates
   CHECK(s.candidates[0].cuda.find("__global__") != std::string::npos);
+}
+
+TEST_CASE("tune: a block is written only where it beats the auto-schedule measured in the same search") {
+  auto candidate = [](const char* knobs, const char* origin) {
+    tune::Candidate c;
+    c.knobs = knobs;
+    c.origin = origin;
+    return c;
+  };
+  const tune::Candidate autos = candidate("COOP=t512/v8/c13", "auto-schedule"),
+                        block = candidate("COOP=t128/v8", "schedule softmax for sm_90"),
+                        found = candidate("COOP=t256/v8/c7", "enumerated");
+  auto scored = [](const tune::Candidate& c, double us, bool ok = true) {
+    tune::Scored s;
+    s.candidate = &c;
+    s.measurement.ok = ok;
+    s.measurement.time_us = us;
+    return s;
+  };
+  // The budget ran out before the auto-schedule (the 2026-12-07 H100 run: six slow blocks first).
+  CHECK(tune::why_not_written(scored(block, 521), {scored(block, 521)}).find("not measured") != std::string::npos);
+  CHECK(tune::why_not_written(scored(block, 521), {scored(block, 521), scored(autos, 0, false)}).find("not measured") !=
+        std::string::npos);
+  // The auto-schedule won: a run without a block gets it.
+  CHECK(tune::why_not_written(scored(autos, 360), {scored(autos, 360), scored(block, 521)}).find("is the best") !=
+        std::string::npos);
+  // Within 2%: no block needed; faster by more: written.
+  CHECK(tune::why_not_written(scored(found, 353), {scored(found, 353), scored(autos, 360)}).find("within 2%") !=
+        std::string::npos);
+  CHECK(tune::why_not_written(scored(found, 350), {scored(found, 350), scored(autos, 360)}).empty());
 }
 
 }  // namespace emmy
