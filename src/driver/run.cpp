@@ -123,6 +123,7 @@ struct OutputCheck {
   // (within_peers): the worst of those references' excess over the bounds.
   bool within_peers = false;
   double peer_excess = 0;
+  double peer_rel_l2 = 0;  // ... and the worst of their L2 figures
   bool ok() const { return written && (comparison.ok || within_peers); }
 };
 
@@ -161,10 +162,11 @@ void print_checks(const std::vector<OutputCheck>& checks, std::ostream& out) {
                        c.tolerance.rel_l2, m.off, c.ok() ? "ok" : "FAIL");
     if (c.within_peers)
       reasons.push_back(fmt::format(
-          "{}: ok within the op's own roundings: {}; references whose narrowing casts' arguments move by 2^{} are "
-          "off by up to {:.2g}x their bounds, this run {:.2g}x (allowed: {}x theirs, {:.2g}x)",
+          "{}: ok within the op's own roundings: {}; references whose narrowing casts' arguments move by 2^{}, "
+          "and the reference in f32 arithmetic, are off by up to {:.2g}x their bounds and rel L2 {:.2e}, this run "
+          "{:.2g}x and {:.2e} (allowed: {}x theirs)",
           c.name, failure_reason(c.name, m, c.tolerance, c.shape), std::ilogb(kCastJitter), c.peer_excess,
-          m.worst_excess, kPeerFactor, kPeerFactor * c.peer_excess));
+          c.peer_rel_l2, m.worst_excess, m.rel_l2, kPeerFactor));
     else if (!m.ok)
       reasons.push_back(fmt::format("{}: {}", c.name, failure_reason(c.name, m, c.tolerance, c.shape)));
   }
@@ -191,6 +193,7 @@ nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
                         {"worst_excess", m.worst_excess},
                         {"within_peers", c.within_peers},
                         {"peer_excess", c.peer_excess},
+                        {"peer_rel_l2", c.peer_rel_l2},
                         {"ok", c.ok()}};
     if (c.written && m.elements > 0)
       j["worst"] = {{"index", index_text(m.worst, c.shape)}, {"got", m.worst_got}, {"want", m.worst_want}};
@@ -397,7 +400,10 @@ std::vector<OutputCheck> check_against_reference(const RunContext& c, const Tens
   for (OutputCheck& check : checks) {
     if (!check.written || check.comparison.ok) continue;
     const std::vector<Comparison> of = peer_comparisons(check.name, ref.at(check.name), peers, check.tolerance);
-    for (const Comparison& p : of) check.peer_excess = std::max(check.peer_excess, p.worst_excess);
+    for (const Comparison& p : of) {
+      check.peer_excess = std::max(check.peer_excess, p.worst_excess);
+      check.peer_rel_l2 = std::max(check.peer_rel_l2, p.rel_l2);
+    }
     check.within_peers = within_peers(check.comparison, of, check.tolerance);
   }
   return checks;

@@ -47,11 +47,12 @@ struct Comparison {
 };
 Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tolerance);
 
-// Whether a comparison that failed only elementwise is within what the op's own roundings make:
-// `peers` compare references whose narrowing casts' arguments were jittered (ReferenceOptions)
-// with the reference. Where one of them is off too (the op is that ill-conditioned at these
-// inputs), the kernel may be off by up to kPeerFactor times the worst of them (relative to the
-// elements' bounds), its L2 figure still within the tolerance and the reference meaningful.
+// Whether a failed comparison is within what the op's own roundings make: `peers` compare with
+// the reference the references whose narrowing casts' arguments were jittered, and the one
+// computed in f32 arithmetic (ReferenceOptions). Where one of them is off too (the op is that
+// ill-conditioned at these inputs), the kernel may be off by up to kPeerFactor times the worst of
+// them: elementwise (relative to the elements' bounds) and in L2, each figure on its own; the
+// reference must be meaningful and the kernel's elements finite where it is.
 inline constexpr double kPeerFactor = 2;
 // The jitter of a narrowing cast's argument (ReferenceOptions::cast_jitter): an f32 sum of a few
 // thousand terms in another order is off by about this fraction; and the jittered references.

@@ -86,6 +86,10 @@ TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_
 struct ReferenceOptions {
   double cast_jitter = 0;
   uint64_t seed = 0;
+  // Every f32 value rounded to f32 after each operation (elementwise results, constants, each
+  // step of a sum or product), as f32 kernels compute: a peer of the float64 reference for ops
+  // whose f32 arithmetic is ill-conditioned at the inputs (1 + tanh(z) at large |z|).
+  bool f32_arithmetic = false;
 };
 
 // Evaluates every output of `op` (op calls inlined, user monoids through their combine,
@@ -99,7 +103,8 @@ TensorMap evaluate_reference(const CheckedProgram& program, const CheckedOp& op,
 
 // The check's peers: the reference evaluated kJitteredReferences times with its narrowing casts'
 // arguments jittered by kCastJitter (seeds drawn from `seed`), as runs that round those casts to
-// the neighbouring value come out (compare.hpp's within_peers).
+// the neighbouring value come out, and once in f32 arithmetic (ReferenceOptions::f32_arithmetic)
+// (compare.hpp's within_peers).
 std::vector<TensorMap> cast_jittered_references(const CheckedProgram& program, const CheckedOp& op,
                                                 const SizeBindings& sizes, const TensorMap& inputs, uint64_t seed);
 

@@ -284,6 +284,7 @@ void run_statement(OpRun& run, const std::string& name, DType dtype, const std::
   if (node->type().kind == Type::Kind::Vector) fail(fmt::format("the value of '{}' is a vector; index it", name));
   Stored t = make_stored(name, dtype, shape, node->width(), node->record());
   State s{std::vector<int64_t>(frame.slots, 0), std::vector<double>(frame.locals, 0.0)};
+  s.f32 = run.options.f32_arithmetic;
   if (run.options.cast_jitter > 0) {
     s.jitter = &run.options;
     s.salt = std::hash<std::string>{}(fmt::format("{}/{}/{}", run.depth, run.op.decl->name.name, name));
@@ -373,6 +374,9 @@ std::vector<TensorMap> cast_jittered_references(const CheckedProgram& program, c
   for (int k = 1; k <= kJitteredReferences; ++k)
     out.push_back(evaluate_reference(program, op, sizes, inputs, {},
                                      {kCastJitter, seed * kJitteredReferences + static_cast<uint64_t>(k)}));
+  ReferenceOptions f32;
+  f32.f32_arithmetic = true;
+  out.push_back(evaluate_reference(program, op, sizes, inputs, {}, f32));
   return out;
 }
 

@@ -125,7 +125,7 @@ bool Node::take_part(size_t offset, size_t width, const Type& type) {
   return false;
 }
 
-double ConstNode::scalar(State&) const { return value_; }
+double ConstNode::scalar(State& s) const { return as_computed(s, type().dtype, value_); }
 
 double SlotNode::scalar(State& s) const { return static_cast<double>(s.slots[slot_]); }
 
@@ -222,10 +222,14 @@ double MapNode::applied(double a, double b) const {
   return apply(fn_, a, b);
 }
 
+double MapNode::computed(const State& s, double a, double b) const {
+  return as_computed(s, type().dtype, applied(a, b));
+}
+
 double MapNode::scalar(State& s) const {
   double a = args_[0]->scalar(s);
   if (s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16)) a = jittered(s, a, 0);
-  return applied(a, args_.size() > 1 ? args_[1]->scalar(s) : 0.0);
+  return computed(s, a, args_.size() > 1 ? args_[1]->scalar(s) : 0.0);
 }
 
 void MapNode::eval(State& s, double* out) const {
@@ -248,7 +252,7 @@ void MapNode::eval(State& s, double* out) const {
   const bool jitter = s.jitter && (fn_ == Fn::ToF16 || fn_ == Fn::ToBf16);
   for (size_t e = 0; e < width(); ++e) {
     const double a = in[0][e * step[0]];
-    out[e] = applied(jitter ? jittered(s, a, e) : a, in[1][e * step[1]]);
+    out[e] = computed(s, jitter ? jittered(s, a, e) : a, in[1][e * step[1]]);
   }
 }
 
@@ -305,8 +309,8 @@ double BuiltinReduceNode::scalar(State& s) const {
     if (where_ && where_->scalar(s) == 0) return;
     double x = body_->scalar(s);
     switch (kind_) {
-      case Builtin::Sum: acc += x; break;
-      case Builtin::Prod: acc *= x; break;
+      case Builtin::Sum: acc = as_computed(s, type().dtype, acc + x); break;
+      case Builtin::Prod: acc = as_computed(s, type().dtype, acc * x); break;
       case Builtin::Max: acc = max_nan(acc, x); break;
       case Builtin::Min: acc = min_nan(acc, x); break;
       case Builtin::Any: acc = (acc != 0 || x != 0) ? 1 : 0; break;

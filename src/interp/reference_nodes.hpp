@@ -68,7 +68,13 @@ struct State {
   std::vector<double> locals;
   const ReferenceOptions* jitter = nullptr;
   uint64_t salt = 0;  // the statement's, in the jitter's hash
+  bool f32 = false;   // ReferenceOptions::f32_arithmetic: f32 values rounded after each operation
 };
+
+// `x` as the state computes a value of `dtype`: rounded to f32 under f32 arithmetic.
+inline double as_computed(const State& s, DType dtype, double x) {
+  return s.f32 && dtype == DType::F32 ? static_cast<double>(static_cast<float>(x)) : x;
+}
 
 // Slots and scratch regions handed out while a statement is compiled.
 struct FrameLayout {
@@ -236,6 +242,8 @@ class MapNode : public Node {
   double jittered(const State& s, double a, size_t lane) const;
   // fn_ of a and b; an integer division or remainder by zero is the located E069.
   double applied(double a, double b) const;
+  // ... as the state computes it (as_computed).
+  double computed(const State& s, double a, double b) const;
 
   Fn fn_;
   std::vector<NodePtr> args_;

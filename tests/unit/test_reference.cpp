@@ -896,3 +896,59 @@ op twice(x: f32[N, C], g: f32[C]) -> (z: f32[N, C]) {
   CHECK(twice > rows);
   CHECK(twice < rows * 2);  // the callee counted once, not once a point
 }
+
+TEST_CASE("reference: in f32 arithmetic every f32 value is rounded after each operation, as f32 kernels compute") {
+  auto r = test::check_source(R"(
+op gelu_slope(x: f32[N]) -> (y: f32[N]) {
+  y[n] = 1.0 + tanh(x[n]);
+}
+op cancel(x: f32[N]) -> (s: f32) {
+  s = sum(n: x[n]);
+}
+)");
+  REQUIRE_MESSAGE(r->codes().empty(), r->rendered());
+  ReferenceOptions f32;
+  f32.f32_arithmetic = true;
+  // 1 + tanh(z) at z = -9: f64 keeps 3.0e-8 of it, f32 rounds tanh to -1 and gets 0.
+  TensorMap in;
+  in["x"] = tensor(DType::F32, {2}, {-9, 0.5});
+  const SizeBindings n2{{"N", 2}};
+  const CheckedOp& slope = r->program->ops.at("gelu_slope");
+  const HostTensor exact = evaluate_reference(*r->program, slope, n2, in).at("y");
+  const HostTensor rounded = evaluate_reference(*r->program, slope, n2, in, {}, f32).at("y");
+  CHECK(exact.data[0] == doctest::Approx(1 + std::tanh(-9.0)).epsilon(1e-12));
+  CHECK(exact.data[0] > 1e-8);
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(rounded.data[i] == static_cast<double>(1.0f + static_cast<float>(std::tanh(in["x"].data[i]))));
+  // Each step of a sum: 1e8 + 1 is 1e8 in f32.
+  TensorMap big;
+  big["x"] = tensor(DType::F32, {3}, {1e8, 1, -1e8});
+  const SizeBindings n3{{"N", 3}};
+  const CheckedOp& cancel = r->program->ops.at("cancel");
+  CHECK(evaluate_reference(*r->program, cancel, n3, big).at("s").data[0] == 1);
+  CHECK(evaluate_reference(*r->program, cancel, n3, big, {}, f32).at("s").data[0] == 0);
+  // The peers include it: kJitteredReferences jittered ones and the f32 one.
+  CHECK(cast_jittered_references(*r->program, cancel, n3, big, 1).size() == kJitteredReferences + 1);
+}
+
+TEST_CASE("checks: an L2 figure past the tolerance is excused only by peers past it too, up to kPeerFactor") {
+  const Tolerance tol = tolerance_for(DType::F32);
+  Comparison kernel;
+  kernel.rel_l2 = 3 * tol.rel_l2;
+  kernel.worst_excess = 0.5;  // every element within its bound
+  Comparison peer;
+  peer.rel_l2 = 2 * tol.rel_l2;
+  CHECK(within_peers(kernel, {peer}, tol));
+  kernel.rel_l2 = 4.1 * tol.rel_l2;  // past twice the peer's
+  CHECK_FALSE(within_peers(kernel, {peer}, tol));
+  kernel.rel_l2 = 3 * tol.rel_l2;
+  peer.rel_l2 = tol.rel_l2;  // a peer within the tolerance excuses nothing
+  CHECK_FALSE(within_peers(kernel, {peer}, tol));
+  // Both figures must hold: an element far past the peers' fails whatever L2 says.
+  peer.rel_l2 = 2 * tol.rel_l2;
+  peer.worst_excess = 1.5;
+  kernel.worst_excess = 3.5;
+  CHECK_FALSE(within_peers(kernel, {peer}, tol));
+  kernel.worst_excess = 2.5;
+  CHECK(within_peers(kernel, {peer}, tol));
+}
