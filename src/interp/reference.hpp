@@ -86,9 +86,11 @@ TensorMap hostile_inputs(const CheckedOp& op, const SizeBindings& sizes, uint64_
 struct ReferenceOptions {
   double cast_jitter = 0;
   uint64_t seed = 0;
-  // Every f32 value rounded to f32 after each operation (elementwise results, constants, each
-  // step of a sum or product), as f32 kernels compute: a peer of the float64 reference for ops
-  // whose f32 arithmetic is ill-conditioned at the inputs (1 + tanh(z) at large |z|).
+  // Every f32 value rounded to f32 after each elementwise operation and each constant, a sum's or
+  // product's result once (its terms f32, its steps exact: the kernels' trees of short runs come
+  // nearer the exact sum than one long f32 run), a monoid's combine exact: a peer of the float64
+  // reference for ops whose f32 arithmetic is ill-conditioned at the inputs (1 + tanh(z) at
+  // large |z|) that never widens the bounds of a long reduction.
   bool f32_arithmetic = false;
 };
 

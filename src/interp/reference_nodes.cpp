@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -309,8 +310,8 @@ double BuiltinReduceNode::scalar(State& s) const {
     if (where_ && where_->scalar(s) == 0) return;
     double x = body_->scalar(s);
     switch (kind_) {
-      case Builtin::Sum: acc = as_computed(s, type().dtype, acc + x); break;
-      case Builtin::Prod: acc = as_computed(s, type().dtype, acc * x); break;
+      case Builtin::Sum: acc += x; break;
+      case Builtin::Prod: acc *= x; break;
       case Builtin::Max: acc = max_nan(acc, x); break;
       case Builtin::Min: acc = min_nan(acc, x); break;
       case Builtin::Any: acc = (acc != 0 || x != 0) ? 1 : 0; break;
@@ -328,7 +329,9 @@ double BuiltinReduceNode::scalar(State& s) const {
       }
     }
   });
-  return acc;
+  // Under f32 arithmetic the terms are f32 values and the result is rounded once: the kernels'
+  // sums run in trees of short serial runs, far nearer the exact sum than one long f32 run.
+  return as_computed(s, type().dtype, acc);
 }
 
 double BuiltinReduceNode::identity() const {
@@ -377,8 +380,12 @@ void MonoidReduceNode::eval(State& s, double* out) const {
       return;
     }
     std::copy_n(l + m_.acc, w, l + m_.a);
+    // The combine exact under f32 arithmetic too (as a sum is: BuiltinReduceNode); the lifted
+    // elements are f32 values, and what reads the carrier rounds its own results.
+    const bool f32 = std::exchange(s.f32, false);
     for (const auto& [value, offset] : m_.lets) value->eval(s, l + offset);
     write_carrier(s, m_.yield, l + m_.tmp);
+    s.f32 = f32;
     std::copy_n(l + m_.tmp, w, l + m_.acc);
   });
   std::copy_n(l + m_.acc, w, out);
