@@ -366,13 +366,6 @@ double memory_rate(double in_flight, const TargetCeilings& c) {
   return std::min(c.dram_gbs * 1e3, in_flight / c.latency_us);
 }
 
-// The CTAs a kernel launches at `sizes` (at least one).
-int64_t ctas_at(const kir::Kernel& k, const Sizes& sizes) {
-  std::map<std::string, int64_t> scalars(sizes.begin(), sizes.end());
-  auto grid = kir::evaluate_launch_expr(k.grid_x, scalars);
-  return std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
-}
-
 // A loop kernel's thread space and its element operations over it.
 struct LoopWork {
   double points = 1, work = 1;
@@ -417,7 +410,7 @@ KernelCost kernel_cost(const kir::Program& program, size_t index, const lower::L
   out.kernel = k.name;
   out.tier = plan ? lower::tier_name(plan->tier) : "scalar";
   out.persistent = k.persistent;
-  out.ctas = ctas_at(k, sizes);
+  out.ctas = kir::ctas_at(k, sizes);
   int narrowest = 8;
   out.bytes = buffer_bytes(program, k, loops, sizes, false, &narrowest);
   const bool tensor_cores = on_tensor_cores(plan);
@@ -599,7 +592,7 @@ double kernel_floor(const kir::Program& program, size_t index, const lower::Lowe
   const lir::Kernel* loops = loops_of(l, program, index);
   const double bytes = buffer_bytes(program, k, loops, sizes, false, &narrowest);
   if (on_tensor_cores(plan)) return c.launch_us + bytes / (c.dram_gbs * 1e3);
-  const Residency most = residency(k, static_cast<double>(ctas_at(k, sizes)), kAddressingRegisters, 0, target, c);
+  const Residency most = residency(k, static_cast<double>(kir::ctas_at(k, sizes)), kAddressingRegisters, 0, target, c);
   const double in_flight = most.resident_threads * narrowest * std::max(l.knobs.coop_vec, 1) * f.accesses_in_flight;
   const bool coop = plan && plan->tier == Tier::CoopRows;
   const double strided = coop ? 0 : strided_extra_bytes(program, l, loops, sizes, narrowest, c);

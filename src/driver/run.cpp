@@ -74,19 +74,13 @@ double work_estimate(const CheckedProgram& program, const CheckedOp& op, const S
   };
   double total = 0, largest = 1;
   for (const TensorInfo& t : op.tensors) largest = std::max(largest, points_of(t.shape, sizes));
-  for (const ast::Stmt& stmt : op.decl->body)
-    std::visit(
-        [&](const auto& s) {
-          const std::string& name = [&]() -> const std::string& {
-            if constexpr (std::is_same_v<std::decay_t<decltype(s)>, ast::LetStmt>)
-              return s.name.name;
-            else
-              return s.target.name;
-          }();
-          const TensorInfo* t = op.find(name);
-          total += (t ? points_of(t->shape, sizes) : 1.0) * steps(s.value);
-        },
-        stmt);
+  for (const ast::Stmt& stmt : op.decl->body) {
+    const bool let = std::holds_alternative<ast::LetStmt>(stmt);
+    const ast::Ident& name = let ? std::get<ast::LetStmt>(stmt).name : std::get<ast::AssignStmt>(stmt).target;
+    const ast::Expr& value = let ? std::get<ast::LetStmt>(stmt).value : std::get<ast::AssignStmt>(stmt).value;
+    const TensorInfo* t = op.find(name.name);
+    total += (t ? points_of(t->shape, sizes) : 1.0) * steps(value);
+  }
   return total + calls + largest;
 }
 
@@ -105,11 +99,7 @@ constexpr double kInterpreterStepsAThread = 2000;
 // The threads the interpreter simulates: each kernel's CTAs times its block at the sizes.
 double simulated_threads(const kir::Program& program, const SizeBindings& sizes) {
   double threads = 0;
-  for (const kir::Kernel& k : program.kernels) {
-    const auto grid = kir::evaluate_launch_expr(k.grid_x, sizes);
-    threads +=
-        static_cast<double>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1) * k.block_threads;
-  }
+  for (const kir::Kernel& k : program.kernels) threads += static_cast<double>(kir::ctas_at(k, sizes)) * k.block_threads;
   return threads;
 }
 
@@ -427,7 +417,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
   DeviceRun run = run_device(driver, program, compiled, c.sizes, c.inputs, c.ro.bench);
 
   // The naive schedule: the baseline of --bench and the large-shape reference.
-  const bool cpu_reference = use_cpu_reference(c);
+  const bool cpu_reference = c.reference.has_value();  // run_op computed it where it checks the kernels
   const bool need_naive = c.ro.bench || (!cpu_reference && c.ro.check != "none");
   std::optional<lower::Lowered> naive;
   std::optional<Compiled> naive_compiled;

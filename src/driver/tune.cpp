@@ -603,9 +603,8 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
   // shape class's winner as a block named after the class, guarded to the sizes nearer its class
   // than the others' (tune::class_guards), after the op's blocks.
   std::ostream& out = o.json ? err : json_out;
-  std::vector<tune::TunedBlock> blocks;
-  std::vector<tune::ShapeClass> classes;
-  std::vector<bool> skipped;  // the class's block is not written (its not_written)
+  std::vector<ClassWinner> winners;
+  std::vector<tune::ShapeClass> classes;  // theirs, in order
   int status = 0;
   for (const std::string& shape : o.shapes) {
     TuneOptions one = o;
@@ -622,17 +621,16 @@ int tune_op(const CheckedProgram& program, const LowerOptions& lo, const TuneOpt
       out << fmt::format("{} is in shape class {}, tuned above: one block for both\n", shape, cls);
       continue;
     }
-    classes.push_back(std::move(tuned->cls));
-    blocks.push_back(std::move(tuned->block));
-    skipped.push_back(!tuned->not_written.empty());
+    classes.push_back(tuned->cls);
+    winners.push_back(std::move(*tuned));
   }
   // Every tuned class bounds the others' guards, written or not: where the auto-schedule won, no
   // other class's block reaches.
   const std::vector<std::string> guards = tune::class_guards(classes);
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    if (skipped[i]) continue;
-    blocks[i].guard = guards[i];
-    status = std::max(status, write_winner(o, blocks[i], out, err));
+  for (size_t i = 0; i < winners.size(); ++i) {
+    if (!winners[i].not_written.empty()) continue;
+    winners[i].block.guard = guards[i];
+    status = std::max(status, write_winner(o, winners[i].block, out, err));
   }
   return status;
 }

@@ -213,18 +213,14 @@ double MapNode::jittered(const State& s, double a, size_t lane) const {
   return a * (1.0 + s.jitter->cast_jitter * r);
 }
 
-double MapNode::applied(double a, double b) const {
+double MapNode::computed(const State& s, double a, double b) const {
   if ((fn_ == Fn::IDiv || fn_ == Fn::Mod) && static_cast<int64_t>(b) == 0)
     throw ReferenceRangeError(
         fmt::format("integer {} of {} by zero", fn_ == Fn::Mod ? "remainder" : "division", static_cast<int64_t>(a)),
         where_, "E069",
         "give sizes under which no divisor is zero (a divisor computed from sizes, such as `let G = H / KH`, "
         "is 0 when KH > H), or guard the division (select)");
-  return apply(fn_, a, b);
-}
-
-double MapNode::computed(const State& s, double a, double b) const {
-  return as_computed(s, type().dtype, applied(a, b));
+  return as_computed(s, type().dtype, apply(fn_, a, b));
 }
 
 double MapNode::scalar(State& s) const {

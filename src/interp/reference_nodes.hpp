@@ -240,9 +240,8 @@ class MapNode : public Node {
   // The argument of a narrowing cast under jitter: moved by up to ReferenceOptions::cast_jitter
   // of itself, the amount a hash of the node, the index values and the vector lane gives.
   double jittered(const State& s, double a, size_t lane) const;
-  // fn_ of a and b; an integer division or remainder by zero is the located E069.
-  double applied(double a, double b) const;
-  // ... as the state computes it (as_computed).
+  // fn_ of a and b as the state computes it (as_computed); an integer division or remainder by
+  // zero is the located E069.
   double computed(const State& s, double a, double b) const;
 
   Fn fn_;

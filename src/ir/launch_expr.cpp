@@ -82,4 +82,9 @@ std::variant<int64_t, std::string> evaluate_launch_expr(const Expr& e, const std
   }
 }
 
+int64_t ctas_at(const Kernel& k, const std::map<std::string, int64_t>& sizes) {
+  const auto grid = evaluate_launch_expr(k.grid_x, sizes);
+  return std::max<int64_t>(std::holds_alternative<int64_t>(grid) ? std::get<int64_t>(grid) : 1, 1);
+}
+
 }  // namespace emmy::kir

@@ -16,4 +16,8 @@ namespace emmy::kir {
 // scalar parameter"...), for the caller to prefix with the kernel's name.
 std::variant<int64_t, std::string> evaluate_launch_expr(const Expr& e, const std::map<std::string, int64_t>& scalars);
 
+// The CTAs kernel `k` launches at `sizes` (its grid_x), at least one; one where grid_x does not
+// evaluate there (an estimate's count, not a launch's: the launchers report the error).
+int64_t ctas_at(const Kernel& k, const std::map<std::string, int64_t>& sizes);
+
 }  // namespace emmy::kir

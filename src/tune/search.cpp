@@ -200,7 +200,7 @@ std::string why_not_written(const Scored& best, const std::vector<Scored>& ranke
   if (it == ranked.end() || !it->measurement.ok)
     return "the auto-schedule was not measured (raise --budget): a block not measured against it may be slower "
            "than no block";
-  if (it->candidate == best.candidate || it->candidate->knobs == best.candidate->knobs)
+  if (it->candidate->knobs == best.candidate->knobs)
     return "the auto-schedule is the best: a run without a block gets it";
   if (best.measurement.time_us > kWriteMargin * it->measurement.time_us)
     return fmt::format(
