@@ -1,6 +1,6 @@
 // COOP=t<N>[/v<V>][/r<R>] on the row ops: interpreted against the float64 reference at ragged
 // shapes (C not a multiple of V, C < N, rows not a multiple of the rows per block, C = 1; the row
-// cache in registers where the row fits it, streamed where it does not), the vector
+// cache in registers or in shared memory where the row fits it, streamed where it does not), the vector
 // path and the split visible in the kernel IR, a non-commutative monoid split in order, the
 // lowering's errors, and NVRTC compilation for sm_80, sm_90 and sm_120 without spills.
 #include <doctest/doctest.h>
@@ -60,7 +60,10 @@ TEST_CASE("coop: row ops at ragged shapes, every thread count and vector width, 
     for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t256/{}", r.vec),
                              fmt::format("COOP=t64/{}", r.vec), std::string("COOP=t2/v2"), std::string("COOP=t1024/v2"),
                              std::string("COOP=t8"), fmt::format("COOP=t128/{},PLACE=cut", r.vec),
-                             fmt::format("COOP=t32/{}/r2", r.vec), fmt::format("COOP=t128/{}/r1,PLACE=cut", r.vec)}) {
+                             fmt::format("COOP=t32/{}/r2", r.vec), fmt::format("COOP=t128/{}/r1,PLACE=cut", r.vec),
+                             // the row cache in shared memory: rows copied whole (their edges read
+                             // from there), four rows a block of 128, and one
+                             fmt::format("COOP=t32/{}/c2", r.vec), fmt::format("COOP=t128/{}/c2,PLACE=cut", r.vec)}) {
       for (auto [n, c] : kShapes) {
         CAPTURE(r.op);
         CAPTURE(coop);

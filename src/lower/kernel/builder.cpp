@@ -262,6 +262,7 @@ K KernelBuilder::read(const Expr& e) {
     if (!t.record.empty()) internal_error(__FILE__, __LINE__, fmt::format("carrier '{}' read as a value", e.name));
     std::vector<K> idx;
     for (size_t k = 0; k < e.args.size(); ++k) idx.push_back(subscript(t, e.args[k], k));
+    if (std::optional<K> kept = prefetched_read(t, idx)) return *kept;
     return load_input(e.name, linear_index(t, idx), scalar_of(t.dtype));
   }
   if (const K* r = find_reg(e.name); r && is_own_row(e)) return *r;

@@ -434,6 +434,8 @@ class KernelBuilder {
   void coop_cached_body(const lir::Kernel& k);
   void coop_cached_split(const tir::Axis& axis, bool contiguous, const std::function<void()>& element);
   K cached_read(const tir::Tensor& t, std::vector<K> idx);
+  std::optional<K> prefetched_read(const tir::Tensor& t, std::vector<K> idx);
+  K cache_column(const std::string& row, const tir::Tensor& t, K column) const;
   K register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at);
   // The R copies of a split's chunk under COOP=.../r<R> (row_cache.cpp): `body(var)` lowers the
   // chunk at element `var`; emitted as the copies' first elements, the hoisted loads, then each

@@ -341,6 +341,34 @@ const std::string& KernelBuilder::cache_array(const std::string& row, const tir:
   return cache_.arrays[row] = name;
 }
 
+// Column `column` of the kept `row` as its place in the row's shared array (32-bit): past the
+// slots of the block's earlier rows when a block holds several.
+K KernelBuilder::cache_column(const std::string& row, const tir::Tensor& t, K column) const {
+  if (knobs_.block_threads != knobs_.coop_threads)
+    column = kir::binary(kir::BinOp::Add,
+                         kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(row, t), ScalarType::I64)),
+                         std::move(column));
+  return kir::cast(std::move(column), ScalarType::I32);
+}
+
+// One element of a row copied whole into shared memory (cache_prefetch put the row's edges there
+// too), read from there rather than from memory: the peeled path's edges and a scalar body's
+// elements. Only where the cache holds the tensor's whole row (its last dimension is the axis the
+// splits walk: every subscript lies in it) and the row is not this CTA's slice of a cluster's.
+std::optional<K> KernelBuilder::prefetched_read(const tir::Tensor& t, std::vector<K> idx) {
+  if (cache_.mode == RowCache::Off || cache_.probe || knobs_.coop_registers || coop_cta_ || idx.empty())
+    return std::nullopt;
+  const K column = idx.back();
+  idx.back() = kir::ci(0, ScalarType::I64);
+  const std::string row = t.name + "@" + render_key(linear_index(t, idx));
+  auto copied = cache_.prefetched.find(row);
+  auto reach = cache_.reach.find(row);
+  if (copied == cache_.prefetched.end() || reach == cache_.reach.end() || reach->second != t.dims.back())
+    return std::nullopt;
+  return kir::load(kir::Space::Shared, cache_.arrays.at(row),
+                   cache_column(row, t, kir::binary(kir::BinOp::Add, copied->second, column)), scalar_of(t.dtype));
+}
+
 // Element u of t[idx] (the chunk's first element last) under the row cache: from shared memory
 // when an earlier pass kept the chunk (the same thread, the same index, the same loop), else
 // loaded from memory, and kept where a later pass reads the row again.
@@ -363,12 +391,7 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   if (local != vec_->loads.end()) return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
   if (knobs_.coop_registers && !cache_.probe && cache_.reused.count(row)) return register_read(t, row, key, at);
   VecChunk::Access a = vec_access(t, at, "r_", *blocks_[vec_->block]);
-  auto in_slot = [&](K column) {  // shared memory is addressed by 32-bit indices
-    if (knobs_.block_threads != knobs_.coop_threads)
-      column = kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Mul, coop_slot_, kir::ci(cache_slot(row, t), I)),
-                           column);
-    return kir::cast(column, ScalarType::I32);
-  };
+  auto in_slot = [&](const K& column) { return cache_column(row, t, column); };
   std::vector<kir::Stmt>& block = *blocks_[vec_->block];
   if (auto copied = cache_.prefetched.find(row); copied != cache_.prefetched.end() && !cache_.probe) {
     const K column = in_slot(kir::binary(kir::BinOp::Add, copied->second, first));
