@@ -243,13 +243,35 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--emmyc", required=True)
     ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--lib", default=None, help="libemmy.so: the op through the library beside the raw kernels (--short)")
+    ap.add_argument("--dtypes", default="f16,f32")
     ap.add_argument("--short", action="store_true", help="the short rows (4097, 1000) with Inductor, not the long ones")
     a = ap.parse_args()
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    for dt, tdt in (("f16", torch.float16), ("f32", torch.float32)):
+    for dt, tdt in [(d, t) for d, t in (("f16", torch.float16), ("f32", torch.float32)) if d in a.dtypes.split(",")]:
         for n, c in ((4097, 1000),) if a.short else ((8192, 50256), (8192, 50257)):
             run_shape(a, n, c, dt, tdt)
+
+
+def library_form(a, op, dt, inputs, ref, gb, copy_us):
+    """The same op through libemmy (python/emmy's bound launch, as the harness times it)."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import emmy
+    emmy.load_library(a.lib)
+    prog = emmy.load(str(ROOT / "stdlib/nn.emmy"), target="sm_90a", stdlib_path=str(ROOT / "stdlib"),
+                     **({"dtype": "f32"} if dt == "f32" else {}))
+    o = prog.op(op)
+    launch = o.bind(*inputs)
+    y = launch.outputs[0] if isinstance(launch.outputs, (list, tuple)) else launch.outputs
+    y.fill_(float("nan"))
+    launch()
+    torch.cuda.synchronize()
+    err = (y.double() - ref).abs().max().item()
+    us = timed(torch, launch, a.reps)
+    n, c = inputs[0].shape
+    print(f"{op:10s} {n}x{c} {dt}  {'libemmy ' + o.knobs_at(*(t.shape for t in inputs))[:16]:24s} {us:9.1f} us  "
+          f"{gb / us * 1e3:6.3f} TB/s  {copy_us / us:5.3f} of copy  err {err:.2e}", flush=True)
 
 
 def inductor(op, dt):
@@ -281,7 +303,7 @@ def run_shape(a, n, c, dt, tdt):
             ref = (xd - mu) * torch.rsqrt((xd - mu).pow(2).mean(-1, keepdim=True) + 1e-5) * g.double() + b.double()
         if a.short:
             f = inductor(op, dt)
-            us = timed(torch, lambda: y.copy_(f(x, g, b)), a.reps)
+            us = timed(torch, lambda: f(x, g, b), a.reps)
             print(f"{op:10s} {n}x{c} {dt}  {'torch.compile (Inductor)':24s} {us:9.1f} us  {gb / us * 1e3:6.3f} TB/s", flush=True)
         src, name, block, smem, rows = emitted(a.emmyc, op, n, c, dt)
         mean = torch.empty(n, device="cuda", dtype=torch.float32)
@@ -291,7 +313,7 @@ def run_shape(a, n, c, dt, tdt):
         forms = [("as emitted", src)]
         if a.short:
             w = weights_first(src)
-            forms += [("i32", narrow(src))] + ([("weights first", w), ("weights first, i32", narrow(w))] if w else [])
+            forms += [("as emitted, -default-device", src)] + [("i32", narrow(src))] + ([("weights first", w), ("weights first, i32", narrow(w))] if w else [])
         h = None if a.short else hoisted(src)
         if h:
             forms.append(("hoisted", h))
@@ -300,6 +322,8 @@ def run_shape(a, n, c, dt, tdt):
             forms.append(("edges cached", e))
             if h:
                 forms.append(("edges cached, hoisted", edges_cached(h)))
+        if a.short and a.lib:
+            library_form(a, op, dt, (x,) if op == "softmax" else (x, g) if op == "rmsnorm" else (x, g, b), ref, gb, copy_us)
         grid = (n + rows - 1) // rows
         forms = [(t, f, grid, smem) for t, f in forms]
         if not a.short:
@@ -311,7 +335,8 @@ def run_shape(a, n, c, dt, tdt):
             if s is None:
                 print(f"{op:10s} {n}x{c} {dt}  {tag:24s} (no such form)", flush=True)
                 continue
-            fn = cupy.RawModule(code=s, options=("-std=c++17",)).get_function(name)
+            opts = ("-std=c++17", "-default-device") if "default-device" in tag else ("-std=c++17",)
+            fn = cupy.RawModule(code=s, options=opts).get_function(name)
             fn.max_dynamic_shared_size_bytes = smem
 
             isz = np.int32 if "i32" in tag else np.int64
