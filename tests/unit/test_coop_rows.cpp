@@ -89,9 +89,9 @@ TEST_CASE("coop: row ops on hostile inputs (large, subnormal), every thread coun
     auto l = test::check_file(std::string(EMMY_SOURCE_DIR) + r.file);
     REQUIRE_MESSAGE(!l->diags->has_errors(), r.file);
     const CheckedOp& op = l->program->ops.at(r.op);
-    for (std::string coop :
-         {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec), std::string("COOP=t2/v2"),
-          fmt::format("COOP=t128/{},PLACE=cut", r.vec), fmt::format("COOP=t32/{}/r4", r.vec)})
+    for (std::string coop : {fmt::format("COOP=t32/{}", r.vec), fmt::format("COOP=t64/{}", r.vec),
+                             std::string("COOP=t2/v2"), fmt::format("COOP=t128/{},PLACE=cut", r.vec),
+                             fmt::format("COOP=t32/{}/r4", r.vec), fmt::format("COOP=t32/{}/c2", r.vec)})
       for (auto [n, c] : {std::pair<int64_t, int64_t>{5, 77}, {9, 24}})
         for (HostileKind kind : test::kMatrixHostileKinds) {
           CAPTURE(r.op);

@@ -464,6 +464,10 @@ class KernelBuilder {
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
   std::optional<K> vec_read(const Expr& e);
   K realigned_read(const tir::Tensor& t, const K& row);
+  VecChunk::Access realigned_static(const tir::Tensor& t, const K& row, int s);
+  std::vector<std::vector<kir::Stmt>> unswitched_chunks(const tir::Axis& axis, const std::string& var,
+                                                        const std::function<void()>& element,
+                                                        const RowCacheState& before);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix,
@@ -523,6 +527,10 @@ class KernelBuilder {
   // reaches; the number of elements before it, `peel_`, a register emitted after the chunks.
   bool peeling_ = false;
   std::optional<K> peel_anchor_;
+  // A peeled split with realigned weights is lowered once a shift (unswitched_chunks): whether
+  // the split read one (realigned_seen_), and the shift the copy being lowered takes.
+  bool realigned_seen_ = false;
+  std::optional<int> realign_shift_;
   K peel_;
   RowCacheState cache_;
   K coop_slot_;  // the thread's row among the block's rows

@@ -226,10 +226,17 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
   const K end = kir::var({vend}, I);
   ChunkCopies copied;
   std::vector<kir::Stmt> chunks;
-  if (copies)
+  std::vector<std::vector<kir::Stmt>> by_shift;  // the loop unswitched on the row's shift (realigned weights)
+  if (copies) {
     copied = lower_copies(var, end, [&](const K& at) { coop_chunk(axis, at, element); });
-  else
+  } else {
+    const RowCacheState before = cache_;
+    realigned_seen_ = false;
     chunks = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
+    // (Only under the row cache: a streamed row reads its row from memory each pass, so the
+    // realignment's instructions matter less than the kernel's size.)
+    if (realigned_seen_ && cache_.mode == RowCache::Peeled) by_shift = unswitched_chunks(axis, var, element, before);
+  }
   peeling_ = false;
   if (!peel_anchor_) {  // nothing along the axis to move V at a time: every element an edge
     coop_edges(axis, kir::ci(0, I), kir::ci(0, I), element);
@@ -253,9 +260,48 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
     emit_copies(std::move(copied), lo, end, step);
     return;
   }
-  kir::Stmt f = kir::for_loop(var, I, lo, end, std::move(chunks));
-  f.step = step;
-  emit(std::move(f));
+  if (by_shift.empty()) {
+    kir::Stmt f = kir::for_loop(var, I, lo, end, std::move(chunks));
+    f.step = step;
+    emit(std::move(f));
+    return;
+  }
+  // One loop a shift, chosen once a row (the weights' shift is the peel: realigned_read).
+  const std::string s = fresh("shift");
+  emit(kir::decl(s, ScalarType::I32, kir::cast(kir::binary(kir::BinOp::Rem, peel_, vk), ScalarType::I32)));
+  std::vector<kir::Stmt> chain;
+  for (int sh = v - 1; sh >= 0; --sh) {
+    kir::Stmt f = kir::for_loop(var, I, lo, end, std::move(by_shift[static_cast<size_t>(sh)]));
+    f.step = step;
+    chain = sh == v - 1 ? std::vector<kir::Stmt>{std::move(f)}
+                        : std::vector<kir::Stmt>{kir::if_then(
+                              kir::binary(kir::BinOp::Eq, kir::var({s}, ScalarType::I32), kir::ci(sh, ScalarType::I32)),
+                              {std::move(f)}, std::move(chain))};
+  }
+  for (kir::Stmt& c : chain) emit(std::move(c));
+}
+
+// The chunks of a peeled split whose weights are realigned (realigned_read), lowered once for
+// each shift s = 0..V-1 with s a constant: each copy picks its elements out of the two aligned
+// vectors by register (no test of s a chunk, no moves where the paths meet: the arithmetic reads
+// the loaded halves in place), at s = 0 one aligned read. Each copy starts from the row cache's
+// state before the first lowering (a copy keeps what the first kept), and the laws' warnings are
+// the first lowering's.
+std::vector<std::vector<kir::Stmt>> KernelBuilder::unswitched_chunks(const tir::Axis& axis, const std::string& var,
+                                                                     const std::function<void()>& element,
+                                                                     const RowCacheState& before) {
+  const RowCacheState after = cache_;
+  const size_t first = law_warnings_.size();
+  std::vector<std::vector<kir::Stmt>> out;
+  for (int s = 0; s < vec_width(); ++s) {
+    cache_ = before;
+    realign_shift_ = s;
+    out.push_back(nested([&] { coop_chunk(axis, kir::var({var}, ScalarType::I64), element); }));
+  }
+  realign_shift_.reset();
+  cache_ = after;
+  law_warnings_.resize(first);
+  return out;
 }
 
 // The edges of a peeled row: its elements before `peel` and from `end` on, one at a time,
@@ -444,8 +490,11 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
   const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
   const int v = vec_width();
   const std::string key = t.name + "@realigned@" + render_key(row);
+  realigned_seen_ = true;
   auto it = vec_->loads.find(key);
-  if (it == vec_->loads.end()) {
+  if (it == vec_->loads.end() && realign_shift_) {
+    it = vec_->loads.emplace(key, realigned_static(t, row, *realign_shift_)).first;
+  } else if (it == vec_->loads.end()) {
     const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
     VecChunk::Access out = vec_access(t, first, "ra_", *blocks_[vec_->block]);
     std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
@@ -502,6 +551,43 @@ K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
     it = vec_->loads.emplace(key, std::move(out)).first;
   }
   return kir::var(vec_reg(it->second, vec_->u), type);
+}
+
+// realigned_read's chunk at a shift s known when the kernel is built (unswitched_chunks): at
+// s = 0 one aligned vector; else the two aligned vectors around the chunk, its elements their
+// registers s.. s + V - 1 (no moves), and a row's last chunks, whose upper vector would leave the
+// row, one element at a time.
+VecChunk::Access KernelBuilder::realigned_static(const tir::Tensor& t, const K& row, int s) {
+  const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
+  const int v = vec_width();
+  std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
+  const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
+  if (s == 0) {
+    VecChunk::Access out = vec_access(t, first, "ra_", chunk);
+    for (size_t j = 0; j < out.arrays.size(); ++j)
+      chunk.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
+    return out;
+  }
+  const K lo_at = kir::binary(kir::BinOp::Sub, first, kir::ci(s, I));
+  const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
+  const VecChunk::Access lo = vec_access(t, lo_at, "rl_", chunk), hi = vec_access(t, hi_at, "rh_", chunk);
+  VecChunk::Access out = vec_access(t, first, "ra_", chunk);
+  std::vector<kir::Stmt> shifted, elements;
+  for (size_t j = 0; j < lo.arrays.size(); ++j) {
+    shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
+    shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
+  }
+  for (int u = 0; u < v; ++u) {
+    const int j = u + s;
+    shifted.push_back(kir::assign(vec_reg(out, u), kir::var(j < v ? vec_reg(lo, j) : vec_reg(hi, j - v), type)));
+    elements.push_back(
+        kir::assign(vec_reg(out, u), load_input(t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type)));
+  }
+  // (The lower vector starts at base - s >= 0 and ends at or before the chunk's end.)
+  const K in_row = kir::binary(kir::BinOp::Le, kir::binary(kir::BinOp::Add, vec_->base, kir::ci(2 * v - s, I)),
+                               size_value(t.dims.back()));
+  chunk.push_back(kir::if_then(in_row, std::move(shifted), std::move(elements)));
+  return out;
 }
 
 // A store of a row's element: gathered into a vector store in a chunk, else guarded (rows past
