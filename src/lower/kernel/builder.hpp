@@ -464,7 +464,7 @@ class KernelBuilder {
   void coop_store(const tir::Tensor& t, const std::vector<K>& idx, const K& value);
   std::optional<K> vec_read(const Expr& e);
   K realigned_read(const tir::Tensor& t, const K& row);
-  VecChunk::Access realigned_static(const tir::Tensor& t, const K& row, int s);
+  VecChunk::Access realigned_chunk(const tir::Tensor& t, const K& row);
   std::vector<std::vector<kir::Stmt>> unswitched_chunks(const tir::Axis& axis, const std::string& var,
                                                         const std::function<void()>& element,
                                                         const RowCacheState& before);

@@ -480,113 +480,91 @@ std::optional<K> KernelBuilder::vec_read(const Expr& e) {
 // Element u of a peeled chunk of a one-dimensional input read along the axis (gamma[c] beside
 // x[n, c], whose rows start anywhere): its elements sit s = base mod V past a V-aligned element,
 // s the same for the whole row: every chunk starts at the peel plus a multiple of V
-// (coop_peeled), so s = (row + peel) mod V, a 32-bit value the loop does not change (computed
-// from the chunk's start it cost each chunk a 64-bit remainder and 64-bit tests of it, about a
-// fifth of layernorm's instructions at (8192, 50257)). The chunk reads the two aligned chunks around it as vectors and
-// takes its V elements out of them, a branch for each s (static register picks, no shuffling
-// an element); at s = 0 one aligned read; where the upper one would leave the row (a row's last
-// chunks), one element at a time.
+// (coop_peeled), so s = (row + peel) mod V, one 32-bit register the loop does not change
+// (computed from the chunk's start it cost each chunk a 64-bit remainder and 64-bit tests: 5% of
+// layernorm's instructions at (8192, 50257)). The chunk reads the two aligned chunks around it as
+// vectors and takes its V elements out of them, a branch for each s (static register picks, no
+// shuffling an element); at s = 0 one aligned read; where the upper one would leave the row (a
+// row's last chunks), one element at a time. Under unswitched_chunks s is a constant instead.
 K KernelBuilder::realigned_read(const tir::Tensor& t, const K& row) {
-  const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
-  const int v = vec_width();
   const std::string key = t.name + "@realigned@" + render_key(row);
   realigned_seen_ = true;
   auto it = vec_->loads.find(key);
-  if (it == vec_->loads.end() && realign_shift_) {
-    it = vec_->loads.emplace(key, realigned_static(t, row, *realign_shift_)).first;
-  } else if (it == vec_->loads.end()) {
-    const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
-    VecChunk::Access out = vec_access(t, first, "ra_", *blocks_[vec_->block]);
-    std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
-    auto chunk_let = [&](const std::string& name, K value) {
-      const std::string reg = fresh(name);
-      chunk.push_back(kir::decl(reg, I, std::move(value)));
-      return kir::var({reg}, I);
-    };
-    const std::string s = fresh("shift_" + t.name);
-    chunk.push_back(
-        kir::decl(s, ScalarType::I32,
-                  kir::cast(kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Add, row, peel_), kir::ci(v, I)),
-                            ScalarType::I32)));
-    const K shift32 = kir::var({s}, ScalarType::I32), shift = kir::cast(shift32, I);
-    const K lo_at = chunk_let("lo_" + t.name, kir::binary(kir::BinOp::Sub, first, shift));
-    auto pick = [&](const std::function<K(int)>& value) {
-      std::vector<kir::Stmt> moves;
-      for (int u = 0; u < v; ++u) moves.push_back(kir::assign(vec_reg(out, u), value(u)));
-      return moves;
-    };
-    const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
-    const VecChunk::Access lo = vec_access(t, lo_at, "rl_", *blocks_[vec_->block]),
-                           hi = vec_access(t, hi_at, "rh_", *blocks_[vec_->block]);
-    std::vector<kir::Stmt> shifted;
-    for (size_t j = 0; j < lo.arrays.size(); ++j) {
-      shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
-      shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
-    }
-    std::vector<kir::Stmt> cases;  // s = V - 1 innermost: if (s == 1) ... else if (s == 2) ...
-    for (int sh = v - 1; sh >= 1; --sh) {
-      std::vector<kir::Stmt> moves = pick([&](int u) {
-        const int j = u + sh;
-        return kir::var(j < v ? vec_reg(lo, j) : vec_reg(hi, j - v), type);
-      });
-      cases =
-          sh == v - 1
-              ? std::move(moves)
-              : std::vector<kir::Stmt>{kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(sh, ScalarType::I32)),
-                                                    std::move(moves), std::move(cases))};
-    }
-    for (kir::Stmt& c : cases) shifted.push_back(std::move(c));
-    const K size = size_value(t.dims.back());
-    // (The lower vector starts at base - s >= 0 and ends at or before the chunk's end.)
-    const K in_row = kir::binary(
-        kir::BinOp::Le,
-        kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I)), size);
-    std::vector<kir::Stmt> aligned;
-    for (size_t j = 0; j < out.arrays.size(); ++j)
-      aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
-    std::vector<kir::Stmt> elements =
-        pick([&](int u) { return load_input(t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type); });
-    chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(0, ScalarType::I32)), std::move(aligned),
-                                 {kir::if_then(in_row, std::move(shifted), std::move(elements))}));
-    it = vec_->loads.emplace(key, std::move(out)).first;
-  }
-  return kir::var(vec_reg(it->second, vec_->u), type);
+  if (it == vec_->loads.end()) it = vec_->loads.emplace(key, realigned_chunk(t, row)).first;
+  return kir::var(vec_reg(it->second, vec_->u), scalar_of(t.dtype));
 }
 
-// realigned_read's chunk at a shift s known when the kernel is built (unswitched_chunks): at
-// s = 0 one aligned vector; else the two aligned vectors around the chunk, its elements their
-// registers s.. s + V - 1 (no moves), and a row's last chunks, whose upper vector would leave the
-// row, one element at a time.
-VecChunk::Access KernelBuilder::realigned_static(const tir::Tensor& t, const K& row, int s) {
-  const ScalarType I = ScalarType::I64, type = scalar_of(t.dtype);
+// realigned_read's registers and the statements that fill them, at the chunk's end: with s a
+// register (one branch a value) or, under unswitched_chunks, the copy's constant.
+VecChunk::Access KernelBuilder::realigned_chunk(const tir::Tensor& t, const K& row) {
+  const ScalarType I = ScalarType::I64, I32 = ScalarType::I32;
   const int v = vec_width();
   std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
   const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
-  if (s == 0) {
-    VecChunk::Access out = vec_access(t, first, "ra_", chunk);
-    for (size_t j = 0; j < out.arrays.size(); ++j)
-      chunk.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
+  VecChunk::Access out = vec_access(t, first, "ra_", chunk);
+  std::vector<kir::Stmt> aligned;
+  for (size_t j = 0; j < out.arrays.size(); ++j)
+    aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
+  if (realign_shift_ == 0) {
+    for (kir::Stmt& a : aligned) chunk.push_back(std::move(a));
     return out;
   }
-  const K lo_at = kir::binary(kir::BinOp::Sub, first, kir::ci(s, I));
+  K shift, shift32;
+  if (realign_shift_) {
+    shift = kir::ci(*realign_shift_, I);
+  } else {
+    const std::string s = fresh("shift_" + t.name);
+    chunk.push_back(kir::decl(
+        s, I32, kir::cast(kir::binary(kir::BinOp::Rem, kir::binary(kir::BinOp::Add, row, peel_), kir::ci(v, I)), I32)));
+    shift32 = kir::var({s}, I32);
+    shift = kir::cast(shift32, I);
+  }
+  K lo_at = kir::binary(kir::BinOp::Sub, first, shift);
+  if (!realign_shift_) {  // a register, at the chunk's level
+    const std::string lo_reg = fresh("lo_" + t.name);
+    chunk.push_back(kir::decl(lo_reg, I, std::move(lo_at)));
+    lo_at = kir::var({lo_reg}, I);
+  }
   const K hi_at = kir::binary(kir::BinOp::Add, lo_at, kir::ci(v, I));
   const VecChunk::Access lo = vec_access(t, lo_at, "rl_", chunk), hi = vec_access(t, hi_at, "rh_", chunk);
-  VecChunk::Access out = vec_access(t, first, "ra_", chunk);
-  std::vector<kir::Stmt> shifted, elements;
+  std::vector<kir::Stmt> shifted;
   for (size_t j = 0; j < lo.arrays.size(); ++j) {
     shifted.push_back(vec_move(lo, j, true, t.name, kir::Space::Global, lo_at));
     shifted.push_back(vec_move(hi, j, true, t.name, kir::Space::Global, hi_at));
   }
-  for (int u = 0; u < v; ++u) {
-    const int j = u + s;
-    shifted.push_back(kir::assign(vec_reg(out, u), kir::var(j < v ? vec_reg(lo, j) : vec_reg(hi, j - v), type)));
-    elements.push_back(
-        kir::assign(vec_reg(out, u), load_input(t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), type)));
+  // Chunk element u is register u + s of the pair.
+  auto picks = [&](int s) {
+    std::vector<kir::Stmt> moves;
+    for (int u = 0; u < v; ++u)
+      moves.push_back(kir::assign(
+          vec_reg(out, u), kir::var(u + s < v ? vec_reg(lo, u + s) : vec_reg(hi, u + s - v), scalar_of(t.dtype))));
+    return moves;
+  };
+  if (realign_shift_) {
+    for (kir::Stmt& m : picks(*realign_shift_)) shifted.push_back(std::move(m));
+  } else {
+    std::vector<kir::Stmt> cases;  // s = V - 1 innermost: if (s == 1) ... else if (s == 2) ...
+    for (int sh = v - 1; sh >= 1; --sh)
+      cases = sh == v - 1 ? picks(sh)
+                          : std::vector<kir::Stmt>{kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(sh, I32)),
+                                                                picks(sh), std::move(cases))};
+    for (kir::Stmt& c : cases) shifted.push_back(std::move(c));
   }
+  std::vector<kir::Stmt> elements;
+  for (int u = 0; u < v; ++u)
+    elements.push_back(kir::assign(
+        vec_reg(out, u), load_input(t.name, kir::binary(kir::BinOp::Add, first, kir::ci(u, I)), scalar_of(t.dtype))));
   // (The lower vector starts at base - s >= 0 and ends at or before the chunk's end.)
-  const K in_row = kir::binary(kir::BinOp::Le, kir::binary(kir::BinOp::Add, vec_->base, kir::ci(2 * v - s, I)),
-                               size_value(t.dims.back()));
-  chunk.push_back(kir::if_then(in_row, std::move(shifted), std::move(elements)));
+  const K past = realign_shift_
+                     ? kir::binary(kir::BinOp::Add, vec_->base, kir::ci(2 * v - *realign_shift_, I))
+                     : kir::binary(kir::BinOp::Add, kir::binary(kir::BinOp::Sub, vec_->base, shift), kir::ci(2 * v, I));
+  const K in_row = kir::binary(kir::BinOp::Le, past, size_value(t.dims.back()));
+  kir::Stmt pair = kir::if_then(in_row, std::move(shifted), std::move(elements));
+  if (realign_shift_)
+    chunk.push_back(std::move(pair));
+  else
+    chunk.push_back(
+        kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(0, I32)), std::move(aligned), {std::move(pair)}));
   return out;
 }
 
