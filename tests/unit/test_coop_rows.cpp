@@ -1,4 +1,4 @@
-// COOP=t<N>[/v<V>][/r<R>] on the row ops: interpreted against the float64 reference at ragged
+// COOP=t<N>[/v<V>][/r<R> or /c<R>] on the row ops: interpreted against the float64 reference at ragged
 // shapes (C not a multiple of V, C < N, rows not a multiple of the rows per block, C = 1; the row
 // cache in registers or in shared memory where the row fits it, streamed where it does not), the vector
 // path and the split visible in the kernel IR, a non-commutative monoid split in order, the
