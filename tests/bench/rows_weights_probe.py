@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Why the long rows with weights trail the copy ceiling at C = 50257 (issue 26, item 5): Emmy's
-emitted layernorm and rmsnorm kernels (f16, the auto-schedule, specialized) at (8192, 50256) and
-(8192, 50257), timed as emitted and edited, in one process beside a copy:
+emitted softmax, layernorm and rmsnorm kernels (the auto-schedule, specialized; f16 and f32) at
+(8192, 50256) and (8192, 50257), or with --short at (4097, 1000) beside Inductor, timed as emitted
+and edited by text, launched by CuPy in one process beside a copy. The edits (each applied where
+the kernel has what it edits; RESULTS.md, 2026-12-07, says what each measured):
 
-- "no clobber": the 16-byte global store's inline asm without its "memory" clobber (may the
-  compiler move the next chunk's weight loads above this chunk's store?);
-- "hoisted": the peeled path's weight reads issued first and together (two aligned 16-byte
-  vectors a weight, the second clamped into the tensor), then realigned by a uniform funnel shift
-  (four shf.r an f16 vector) instead of an 8-way branch of element moves, the scalar reads kept
-  for a row's last chunk;
-- both.
+- no_clobber: the 16-byte global store's inline asm without its "memory" clobber;
+- hoisted: the peeled path's weight reads issued first and together, realigned by a funnel shift;
+- pipelined: the last chunk loop's global 16-byte loads issued one iteration ahead;
+- progressive: the row copy committed a group a chunk, the first pass waiting for each chunk's own;
+- edges_cached: the peeled path's edges read from the row cache (since 92a2e3f what Emmy emits);
+- double_buffered: one CTA an SM walking the rows with two row caches;
+- weights_first (--short): a register row cache's weights loaded with the row, before the passes;
+- narrow (--short): 32-bit index arithmetic; with --lib, the op through libemmy's bound launch.
+hoisted and pipelined edit one chunk loop: on kernels whose peeled weights are one loop a shift
+(dc8f041 on) they are left out.
 
-    python3 tests/bench/rows_weights_probe.py --emmyc gpu-carry/emmyc > $OUT/weights_probe.txt
+    python3 tests/bench/rows_weights_probe.py --emmyc gpu-carry/emmyc [--dtypes f16] > $OUT/probe.txt
+    python3 tests/bench/rows_weights_probe.py --emmyc gpu-carry/emmyc --short --lib gpu-carry/libemmy.so
 
 Timing: fold_variants.timed (a 256 MB L2 flush before each launch, CUDA events, the median of
 --reps). Every output is NaN-filled first and compared with a float64 reference."""
@@ -72,8 +78,16 @@ def no_clobber(src):
     return src.replace('"r"(vec_.w.w) : "memory");', '"r"(vec_.w.w));')
 
 
+def unswitched(src):
+    """Whether the kernel's peeled weights are one loop a shift (dc8f041): the edits of one chunk
+    loop (hoisted, pipelined) would reach only one of its loops."""
+    return re.search(r"int shift_\d+ = ", src) is not None
+
+
 def hoisted(src):
     """The peeled path's weight reads: all loads first, then one funnel-shift realignment."""
+    if unswitched(src):
+        return None
     start = src.find("__half ra_")
     start = start if start >= 0 else src.find("float ra_")
     if start < 0:
@@ -106,6 +120,8 @@ def hoisted(src):
 
 def pipelined(src):
     """The last chunk loop's global 16-byte loads issued one iteration ahead (a register each)."""
+    if unswitched(src):
+        return None
     loops = list(re.finditer(r"for \(long long rc_c = (.+?); rc_c < (.+?); rc_c \+= (\d+)\) \{", src))
     if not loops:
         return None
@@ -313,15 +329,14 @@ def run_shape(a, n, c, dt, tdt):
         forms = [("as emitted", src)]
         if a.short:
             w = weights_first(src)
-            forms += [("as emitted, -default-device", src)] + [("i32", narrow(src))] + ([("weights first", w), ("weights first, i32", narrow(w))] if w else [])
-        h = None if a.short else hoisted(src)
-        if h:
-            forms.append(("hoisted", h))
-        e = None if a.short else edges_cached(src)
-        if e:
-            forms.append(("edges cached", e))
-            if h:
-                forms.append(("edges cached, hoisted", edges_cached(h)))
+            forms += [("as emitted, -default-device", src), ("i32", narrow(src))]
+            forms += [("weights first", w), ("weights first, i32", narrow(w))] if w else []
+        if not a.short:  # each edit where the kernel has what it edits (None: it has not)
+            h = hoisted(src)
+            for tag, form in (("no clobber", no_clobber(src)), ("hoisted", h), ("pipelined", pipelined(h or src)),
+                              ("progressive", progressive(src)), ("edges cached", edges_cached(src))):
+                if form is not None and form != src:
+                    forms.append((tag, form))
         if a.short and a.lib:
             library_form(a, op, dt, (x,) if op == "softmax" else (x, g) if op == "rmsnorm" else (x, g, b), ref, gb, copy_us)
         grid = (n + rows - 1) // rows
