@@ -18,6 +18,7 @@
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
+#include "ir/launch_expr.hpp"
 #include "lower/passes.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -190,6 +191,7 @@ struct Op::Impl {
   Lowering& lowering_locked(const CheckedSchedule* block, const Sizes* sizes);
   Lowering& chosen_locked(const Sizes& sizes);
   Lowering& for_sizes_locked(const Sizes& sizes);
+  void check_divisors(const Lowering& l, const Sizes& sizes) const;
   const runtime::CompileResult& compile_locked(Lowering& l);
   const runtime::LoadedProgram& load_locked(Lowering& l);
   void warn_locked(const std::string& text);
@@ -277,7 +279,23 @@ Lowering& Op::Impl::for_sizes_locked(const Sizes& sizes) {
       taken = &lowerings.emplace_back(std::move(made));  // a deque: `generic` stays where it is
     }
   }
+  check_divisors(*taken, sizes);
   return *by_sizes.emplace(sizes, taken).first->second;
+}
+
+// A run whose kernels would divide by a divisor computed from its sizes that is 0 there (`let G
+// = H / KH` at KH > H): refused before anything runs (the GPU would divide silently, the
+// interpreter stop), as `emmyc run`'s reference evaluator refuses it (E069).
+void Op::Impl::check_divisors(const Lowering& l, const Sizes& sizes) const {
+  if (std::optional<std::string> divisor = kir::zero_size_divisor(l.kernels, sizes)) {
+    std::string at;
+    for (const auto& [size, value] : sizes) at += fmt::format("{}{}={}", at.empty() ? "" : ", ", size, value);
+    fail(ErrorKind::Argument,
+         fmt::format("{}: at {} the op divides by {}, which is 0 there (an integer division by a divisor computed "
+                     "from sizes, such as `let G = H / KH` when KH > H): give sizes under which it is not 0, or "
+                     "guard the division (select) [E069]",
+                     name, at, *divisor));
+  }
 }
 
 const runtime::CompileResult& Op::Impl::compile_locked(Lowering& l) {

@@ -626,8 +626,18 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
     if (const std::vector<std::string> saved = fill_saved_inputs(program, *op, c.sizes, c.inputs); !saved.empty())
       err << fmt::format("emmyc: note: {}: the values the forward op computes on these inputs (saved tensors)\n",
                          fmt::join(saved, ", "));
-    if (ro.check != "none" && (!driver || use_cpu_reference(c)))
+    if (ro.check != "none" && (!driver || use_cpu_reference(c))) {
       c.reference = evaluate_reference(program, *op, c.sizes, c.inputs);
+    } else if (std::optional<std::string> divisor = kir::zero_size_divisor(c.lowered.kernels, c.sizes)) {
+      // The kernels would divide by zero (silently on the GPU): the reference evaluator stops at
+      // the division, located (E069), after its first element; else said here.
+      (void)evaluate_reference(program, *op, c.sizes, c.inputs);
+      err << fmt::format(
+          "emmyc: error[E069]: the kernels divide by {}, which is 0 at these sizes: give sizes under "
+          "which it is not 0, or guard the division (select)\n",
+          *divisor);
+      return 1;
+    }
     return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);
   } catch (const lower::LowerError& e) {
     err << "emmyc: error: " << e.what() << "\n";

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/print_kernel.hpp"
+
 namespace emmy::kir {
 namespace {
 
@@ -72,7 +74,77 @@ int64_t eval(const Expr& e, const std::map<std::string, int64_t>& scalars) {
   }
 }
 
+// Whether `e` reads only constants and scalar parameters (no register, thread index or memory).
+bool of_sizes(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Const:
+    case Expr::Kind::Param:
+    case Expr::Kind::Cast:
+    case Expr::Kind::Select:
+    case Expr::Kind::Unary:
+    case Expr::Kind::Binary: return std::all_of(e.args.begin(), e.args.end(), of_sizes);
+    default: return false;
+  }
+}
+
+// The value of a sizes-only expression at `scalars`; nullopt where it reads anything else.
+std::optional<int64_t> at_sizes(const Expr& e, const std::map<std::string, int64_t>& scalars) {
+  if (!of_sizes(e)) return std::nullopt;
+  try {
+    return eval(e, scalars);
+  } catch (const Bad&) {
+    return std::nullopt;
+  }
+}
+
+// zero_size_divisor's walk of one expression: its operands that run, then the node.
+std::optional<std::string> zero_divisor(const Expr& e, const std::map<std::string, int64_t>& scalars) {
+  auto in = [&](size_t i) { return zero_divisor(e.args[i], scalars); };
+  if (e.kind == Expr::Kind::Select) {  // the condition, then the operand it picks (neither on data)
+    if (auto d = in(0)) return d;
+    std::optional<int64_t> c = at_sizes(e.args[0], scalars);
+    return c ? in(*c != 0 ? 1 : 2) : std::nullopt;
+  }
+  if (e.kind == Expr::Kind::Binary && (e.bin == BinOp::And || e.bin == BinOp::Or)) {
+    if (auto d = in(0)) return d;
+    std::optional<int64_t> a = at_sizes(e.args[0], scalars);
+    return a && ((*a != 0) == (e.bin == BinOp::And)) ? in(1) : std::nullopt;
+  }
+  for (size_t i = 0; i < e.args.size(); ++i)
+    if (auto d = in(i)) return d;
+  if (e.kind == Expr::Kind::Binary && (e.bin == BinOp::Div || e.bin == BinOp::Rem) && !is_float(e.type))
+    if (at_sizes(e.args[1], scalars) == 0) return print_expr(e.args[1]);
+  return std::nullopt;
+}
+
+std::optional<std::string> zero_divisor(const std::vector<Stmt>& body, const std::map<std::string, int64_t>& scalars) {
+  for (const Stmt& s : body) {
+    if (s.kind == Stmt::Kind::If) {  // the condition, then the branch a test of sizes takes (both on data)
+      std::optional<std::string> d = zero_divisor(s.args[0], scalars);
+      if (d) return d;
+      std::optional<int64_t> c = at_sizes(s.args[0], scalars);
+      if ((!c || *c != 0) && (d = zero_divisor(s.body, scalars))) return d;
+      if ((!c || *c == 0) && (d = zero_divisor(s.orelse, scalars))) return d;
+      continue;
+    }
+    for (const Expr& a : s.args)
+      if (auto d = zero_divisor(a, scalars)) return d;
+    if (auto d = zero_divisor(s.body, scalars)) return d;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> zero_size_divisor(const Kernel& k, const std::map<std::string, int64_t>& scalars) {
+  return zero_divisor(k.body, scalars);
+}
+
+std::optional<std::string> zero_size_divisor(const Program& p, const std::map<std::string, int64_t>& scalars) {
+  for (const Kernel& k : p.kernels)
+    if (std::optional<std::string> d = zero_size_divisor(k, scalars)) return d;
+  return std::nullopt;
+}
 
 std::variant<int64_t, std::string> evaluate_launch_expr(const Expr& e, const std::map<std::string, int64_t>& scalars) {
   try {

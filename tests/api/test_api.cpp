@@ -488,3 +488,27 @@ TEST_CASE("api: a 1000-deep expression checks, lowers and runs from a thread wit
   CHECK(deeper.status == EMMY_ERROR_SOURCE);
   CHECK(deeper.error.find("error[E004]: expression nested more than 1000 levels deep") != std::string::npos);
 }
+
+TEST_CASE("api: sizes at which a divisor computed from sizes is 0 are refused before any kernel runs (E069)") {
+  constexpr const char* kGrouped = R"(
+op grouped(q: f32[H, D], k: f32[KH, D]) -> (s: f32[H]) {
+  let G = H / KH;
+  s[h] = sum(d: q[h, d] * k[h / G, d]);
+}
+)";
+  api::Op op = api::Program::from_source(kGrouped, "grouped.emmy", options()).op("grouped");
+  std::vector<float> q(2 * 3, 0.5f), k(4 * 3, 1.0f), s(2, 0.0f);
+  api::Error e = error_of([&] {
+    op.run_on_interpreter({{q.data(), api::DType::F32, {2, 3}}, {k.data(), api::DType::F32, {4, 3}}},
+                          {{s.data(), api::DType::F32, {2}}});
+  });
+  CHECK(e.kind() == api::ErrorKind::Argument);
+  CHECK(std::string(e.what()).find("divides by H / KH, which is 0 there") != std::string::npos);
+  CHECK(std::string(e.what()).find("H=2") != std::string::npos);
+  CHECK(std::string(e.what()).find("[E069]") != std::string::npos);
+  // Where the divisor is not 0 the same op runs.
+  std::vector<float> k2(2 * 3, 1.0f), s4(4, 0.0f), q4(4 * 3, 0.5f);
+  op.run_on_interpreter({{q4.data(), api::DType::F32, {4, 3}}, {k2.data(), api::DType::F32, {2, 3}}},
+                        {{s4.data(), api::DType::F32, {4}}});
+  CHECK(s4[3] == doctest::Approx(1.5));
+}

@@ -413,6 +413,18 @@ class Errors(EmmyTestCase):
         self.assertTrue(cm.exception.message.strip(), "an empty error message")
         return cm.exception
 
+    def test_sizes_that_make_a_divisor_zero_are_refused(self):
+        src = ("op grouped(q: f32[H, D], k: f32[KH, D]) -> (s: f32[H]) {\n  let G = H / KH;\n"
+               "  s[h] = sum(d: q[h, d] * k[h / G, d]);\n}\n")
+        op = emmy.compile(src, name="grouped.emmy").op("grouped")
+        q = emmy.HostTensor.from_values([0.5] * 6, (2, 3), "f32")
+        k = emmy.HostTensor.from_values([1.0] * 12, (4, 3), "f32")
+        e = self.assert_error(emmy.ErrorKind.ARGUMENT, op.run_host, q, k)  # G = 2 / 4 = 0
+        self.assertIn("divides by H / KH, which is 0 there", e.message)
+        self.assertIn("[E069]", e.message)
+        k2 = emmy.HostTensor.from_values([1.0] * 3, (1, 3), "f32")
+        self.assertEqual(op.run_host(q, k2).values(), [1.5, 1.5])  # G = 2: both rows read k[0]
+
     def test_syntax_error_has_location_and_caret(self):
         src = "op f(x: f16[N]) -> (y: f16[N]) {\n  y[n] = x[n] +;\n}\n"
         e = self.assert_error(emmy.ErrorKind.SOURCE, emmy.compile, src, name="broken.emmy")
