@@ -467,7 +467,7 @@ class KernelBuilder {
   VecChunk::Access realigned_chunk(const tir::Tensor& t, const K& row);
   std::vector<std::vector<kir::Stmt>> unswitched_chunks(const tir::Axis& axis, const std::string& var,
                                                         const std::function<void()>& element,
-                                                        const RowCacheState& before);
+                                                        const RowCacheState& before, std::vector<kir::Stmt> shift0);
   bool row_invariant(const Expr& e) const;
   bool vec_stride_ok(const tir::Tensor& t);
   VecChunk::Access vec_access(const tir::Tensor& t, const K& index, const std::string& prefix,

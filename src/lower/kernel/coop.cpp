@@ -230,12 +230,19 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
   if (copies) {
     copied = lower_copies(var, end, [&](const K& at) { coop_chunk(axis, at, element); });
   } else {
-    const RowCacheState before = cache_;
+    // Under the row cache the chunks are lowered first as the copy of shift 0 (the same chunks
+    // where they realign nothing); where they realign weights, the other shifts' copies follow.
+    // (A streamed row reads its row from memory each pass: its one loop keeps the kernel small.)
+    const bool unswitch = cache_.mode == RowCache::Peeled;
+    std::optional<RowCacheState> before;
+    if (unswitch) {
+      before = cache_;
+      realign_shift_ = 0;
+    }
     realigned_seen_ = false;
     chunks = nested([&] { coop_chunk(axis, kir::var({var}, I), element); });
-    // (Only under the row cache: a streamed row reads its row from memory each pass, so the
-    // realignment's instructions matter less than the kernel's size.)
-    if (realigned_seen_ && cache_.mode == RowCache::Peeled) by_shift = unswitched_chunks(axis, var, element, before);
+    realign_shift_.reset();
+    if (unswitch && realigned_seen_) by_shift = unswitched_chunks(axis, var, element, *before, std::move(chunks));
   }
   peeling_ = false;
   if (!peel_anchor_) {  // nothing along the axis to move V at a time: every element an edge
@@ -282,18 +289,20 @@ void KernelBuilder::coop_peeled(const tir::Axis& axis, const std::string& var, i
 }
 
 // The chunks of a peeled split whose weights are realigned (realigned_read), lowered once for
-// each shift s = 0..V-1 with s a constant: each copy picks its elements out of the two aligned
-// vectors by register (no test of s a chunk, no moves where the paths meet: the arithmetic reads
-// the loaded halves in place), at s = 0 one aligned read. Each copy starts from the row cache's
-// state before the first lowering (a copy keeps what the first kept), and the laws' warnings are
-// the first lowering's.
+// each shift s = 0..V-1 with s a constant (`shift0`: the copy of s = 0, already lowered): each copy
+// picks its elements out of the two aligned vectors by register (no test of s a chunk, no moves
+// where the paths meet: the arithmetic reads the loaded halves in place), at s = 0 one aligned
+// read. Each copy starts from the row cache's state before the first one (a copy keeps what the
+// first kept), and the laws' warnings are the first copy's.
 std::vector<std::vector<kir::Stmt>> KernelBuilder::unswitched_chunks(const tir::Axis& axis, const std::string& var,
                                                                      const std::function<void()>& element,
-                                                                     const RowCacheState& before) {
+                                                                     const RowCacheState& before,
+                                                                     std::vector<kir::Stmt> shift0) {
   const RowCacheState after = cache_;
   const size_t first = law_warnings_.size();
   std::vector<std::vector<kir::Stmt>> out;
-  for (int s = 0; s < vec_width(); ++s) {
+  out.push_back(std::move(shift0));
+  for (int s = 1; s < vec_width(); ++s) {
     cache_ = before;
     realign_shift_ = s;
     out.push_back(nested([&] { coop_chunk(axis, kir::var({var}, ScalarType::I64), element); }));
@@ -502,11 +511,14 @@ VecChunk::Access KernelBuilder::realigned_chunk(const tir::Tensor& t, const K& r
   std::vector<kir::Stmt>& chunk = *blocks_[vec_->block];
   const K first = kir::binary(kir::BinOp::Add, row, vec_->base);
   VecChunk::Access out = vec_access(t, first, "ra_", chunk);
-  std::vector<kir::Stmt> aligned;
-  for (size_t j = 0; j < out.arrays.size(); ++j)
-    aligned.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
+  auto aligned = [&] {  // s = 0: the chunk's own vector
+    std::vector<kir::Stmt> loads;
+    for (size_t j = 0; j < out.arrays.size(); ++j)
+      loads.push_back(vec_move(out, j, true, t.name, kir::Space::Global, first));
+    return loads;
+  };
   if (realign_shift_ == 0) {
-    for (kir::Stmt& a : aligned) chunk.push_back(std::move(a));
+    for (kir::Stmt& a : aligned()) chunk.push_back(std::move(a));
     return out;
   }
   K shift, shift32;
@@ -563,8 +575,7 @@ VecChunk::Access KernelBuilder::realigned_chunk(const tir::Tensor& t, const K& r
   if (realign_shift_)
     chunk.push_back(std::move(pair));
   else
-    chunk.push_back(
-        kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(0, I32)), std::move(aligned), {std::move(pair)}));
+    chunk.push_back(kir::if_then(kir::binary(kir::BinOp::Eq, shift32, kir::ci(0, I32)), aligned(), {std::move(pair)}));
   return out;
 }
 
