@@ -290,11 +290,8 @@ void Op::Impl::check_divisors(const Lowering& l, const Sizes& sizes) const {
   if (std::optional<std::string> divisor = kir::zero_size_divisor(l.kernels, sizes)) {
     std::string at;
     for (const auto& [size, value] : sizes) at += fmt::format("{}{}={}", at.empty() ? "" : ", ", size, value);
-    fail(ErrorKind::Argument,
-         fmt::format("{}: at {} the op divides by {}, which is 0 there (an integer division by a divisor computed "
-                     "from sizes, such as `let G = H / KH` when KH > H): give sizes under which it is not 0, or "
-                     "guard the division (select) [E069]",
-                     name, at, *divisor));
+    fail(ErrorKind::Argument, fmt::format("{}: at {} the op divides by {}, which is 0 there: {} [E069]", name, at,
+                                          *divisor, kZeroDivisorHelp));
   }
 }
 

@@ -632,10 +632,8 @@ int run_op(const CheckedProgram& program, const LowerOptions& lo, const RunOptio
       // The kernels would divide by zero (silently on the GPU): the reference evaluator stops at
       // the division, located (E069), after its first element; else said here.
       (void)evaluate_reference(program, *op, c.sizes, c.inputs);
-      err << fmt::format(
-          "emmyc: error[E069]: the kernels divide by {}, which is 0 at these sizes: give sizes under "
-          "which it is not 0, or guard the division (select)\n",
-          *divisor);
+      err << fmt::format("emmyc: error[E069]: the kernels divide by {}, which is 0 at these sizes: {}\n", *divisor,
+                         kZeroDivisorHelp);
       return 1;
     }
     return driver ? run_gpu(c, *driver, out, err) : run_interp(c, out, err);

@@ -15,6 +15,12 @@
 
 namespace emmy {
 
+// E069's help: the reference evaluator's, the library's and `emmyc run`'s (ir/launch_expr.hpp's
+// zero_size_divisor) alike.
+inline constexpr const char* kZeroDivisorHelp =
+    "give sizes under which no divisor is zero (a divisor computed from sizes, such as `let G = H / KH`, is 0 "
+    "when KH > H), or guard the division (select)";
+
 // What the op does at the run's sizes that no sizes should make it do: a read outside its tensor
 // (E068) or an integer division by zero (E069). The reference evaluator's message, at the
 // expression's place in the source (invalid where it has none), with its code and help.

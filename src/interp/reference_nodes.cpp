@@ -217,9 +217,7 @@ double MapNode::computed(const State& s, double a, double b) const {
   if ((fn_ == Fn::IDiv || fn_ == Fn::Mod) && static_cast<int64_t>(b) == 0)
     throw ReferenceRangeError(
         fmt::format("integer {} of {} by zero", fn_ == Fn::Mod ? "remainder" : "division", static_cast<int64_t>(a)),
-        where_, "E069",
-        "give sizes under which no divisor is zero (a divisor computed from sizes, such as `let G = H / KH`, "
-        "is 0 when KH > H), or guard the division (select)");
+        where_, "E069", kZeroDivisorHelp);
   return as_computed(s, type().dtype, apply(fn_, a, b));
 }
 

@@ -90,11 +90,8 @@ bool of_sizes(const Expr& e) {
 // The value of a sizes-only expression at `scalars`; nullopt where it reads anything else.
 std::optional<int64_t> at_sizes(const Expr& e, const std::map<std::string, int64_t>& scalars) {
   if (!of_sizes(e)) return std::nullopt;
-  try {
-    return eval(e, scalars);
-  } catch (const Bad&) {
-    return std::nullopt;
-  }
+  const std::variant<int64_t, std::string> v = evaluate_launch_expr(e, scalars);
+  return std::holds_alternative<int64_t>(v) ? std::optional<int64_t>(std::get<int64_t>(v)) : std::nullopt;
 }
 
 // zero_size_divisor's walk of one expression: its operands that run, then the node.
