@@ -448,4 +448,54 @@ bool identity_exact(const MonoidTerms& m) {
   return true;
 }
 
+namespace {
+
+// t with the operands of each two-operand commutative operation in the order of their text.
+Term commuted_canonical(const Term& t) {
+  Term c = t;
+  for (Term& a : c.args) a = commuted_canonical(a);
+  static const TermOp kCommutative[] = {TermOp::Add, TermOp::Mul, TermOp::Max, TermOp::Min,
+                                        TermOp::Eq,  TermOp::Ne,  TermOp::And, TermOp::Or};
+  if (c.args.size() == 2 &&
+      std::find(std::begin(kCommutative), std::end(kCommutative), c.op) != std::end(kCommutative) &&
+      c.args[1].str() < c.args[0].str())
+    std::swap(c.args[0], c.args[1]);
+  return c;
+}
+
+}  // namespace
+
+bool combine_symmetric(const MonoidTerms& m) {
+  const Carrier a = vars(m, "a"), b = vars(m, "b");
+  const Carrier ab = apply(m, a, b), ba = apply(m, b, a);
+  for (size_t i = 0; i < ab.size(); ++i)
+    if (commuted_canonical(ab[i]).str() != commuted_canonical(ba[i]).str()) return false;
+  // The re-check: every pair of carriers over the fields' points (at most 4096 pairs).
+  static const std::vector<double> kReals = {-INFINITY, INFINITY, NAN, -0.0, 0.0, 1.5, -2.0}, kInts = {0, 1, 7, -3},
+                                   kBools = {0, 1};
+  std::vector<const std::vector<double>*> points;
+  for (const std::string& f : m.fields) {
+    auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), f) != v.end(); };
+    points.push_back(in(m.bool_fields) ? &kBools : in(m.int_fields) ? &kInts : &kReals);
+  }
+  auto same = [](double x, double y) {
+    return std::isnan(x) ? std::isnan(y) : x == y && std::signbit(x) == std::signbit(y);
+  };
+  const size_t n = m.fields.size();
+  std::vector<size_t> at(2 * n, 0);
+  for (int budget = 4096; budget > 0; --budget) {
+    Env env;
+    for (size_t i = 0; i < n; ++i) {
+      env.emplace_back("a." + m.fields[i], (*points[i])[at[i]]);
+      env.emplace_back("b." + m.fields[i], (*points[i])[at[n + i]]);
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!same(evaluate(ab[i], env), evaluate(ba[i], env))) return false;
+    size_t j = 0;
+    while (j < 2 * n && ++at[j] == points[j % n]->size()) at[j++] = 0;
+    if (j == 2 * n) break;
+  }
+  return true;
+}
+
 }  // namespace emmy::algebra

@@ -54,6 +54,13 @@ bool identity_unsafe(const MonoidTerms& m);
 // min. A carrier of several fields (online softmax) answers false.
 bool identity_exact(const MonoidTerms& m);
 
+// Whether combine(a, b) and combine(b, a) are the same bits in every field: the terms equal once a
+// and b are swapped, the operands of a two-operand +, *, max, min, ==, !=, and, or taken in either
+// order (each is commutative bit for bit), and re-checked by evaluation over the fields' points
+// (-0 against +0 included: max and min, which may return either zero, answer false). Then a
+// butterfly's two lanes need not put the lower lane's share first to end with the same carrier.
+bool combine_symmetric(const MonoidTerms& m);
+
 // The report as `emmyc check --explain` prints it.
 std::string explain(const MonoidReport& r);
 

@@ -227,6 +227,7 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.rescale_skip_per_key = target.rescale_skip_per_key;
   k.row_cache_registers = target.row_cache_registers;
   k.row_cache_own_registers = target.row_cache_own_registers;
+  k.row_cache_value_registers = target.row_cache_value_registers;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

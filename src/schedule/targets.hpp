@@ -44,6 +44,9 @@ struct TargetInfo {
   // that the CTAs an SM asked of ptxas leave it (a layernorm of f32 rows spilled at 32; sm_120's
   // layernorm t32/v8/r4 spilled 36 bytes under NVRTC at 48 and 12 at 56, none at 64).
   int row_cache_own_registers;
+  // ... and the registers a thread may spend besides on the values of calls (exp, log...) a later
+  // pass of its kept chunks computes again (the softmax's exps: kept, not computed twice).
+  int row_cache_value_registers;
 };
 
 // What the auto-scheduler's cost model (src/autosched/cost_model.cpp) takes a target's device to

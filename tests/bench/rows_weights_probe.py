@@ -209,6 +209,34 @@ def weights_first(src):
     return src[:at] + "".join(f"{ind}{t}\n" for t in moved) + src[at:last] + tail
 
 
+def commutative_lanes(src):
+    """The lane combines of a commutative combine without the lo/hi selects (each lane takes its
+    own value first: a + b and max(a, b) are the same either way round)."""
+    out, k = re.subn(r"(\w+) (lo_x_\d+) = (low_\d+) \? (\w+) : (\w+);\n(\s*)(\w+) (hi_x_\d+) = \3 \? \5 : \4;",
+                     r"\1 \2 = \4;\n\6\7 \8 = \5;", src)
+    return out if k else None
+
+
+def exp_kept(src):
+    """softmax: the sum pass's exp of each kept element held in a register for the store pass
+    instead of computed again there."""
+    pat = re.compile(r"emmy_ex2_ftz\(\((?:__half2float\()?rk_x_(\d+)\[(\d+)\]\)?\s*-\s*t_\d+\) \* 1\.442695f\)")
+    seen, decls = set(), []
+
+    def sub(m):
+        key = f"ek_{m.group(1)}_{m.group(2)}"
+        if key in seen:
+            return key
+        seen.add(key)
+        decls.append(key)
+        return f"({key} = {m.group(0)})"
+    out = pat.sub(sub, src)
+    if not decls:
+        return None
+    at = re.search(r"\n(\s*)(?:__half|float) rk_x_\d+\[\d+\];", out)
+    return out[:at.start()] + f"\n{at.group(1)}float " + ", ".join(decls) + ";" + out[at.start():]
+
+
 def narrow(src):
     """32-bit index arithmetic throughout (every index of these shapes fits)."""
     return re.sub(r"(\d)LL\b", r"\1", src.replace("long long", "int"))
@@ -262,6 +290,8 @@ def main():
     ap.add_argument("--lib", default=None, help="libemmy.so: the op through the library beside the raw kernels (--short)")
     ap.add_argument("--dtypes", default="f16,f32")
     ap.add_argument("--short", action="store_true", help="the short rows (4097, 1000) with Inductor, not the long ones")
+    ap.add_argument("--profile", action="store_true", help="no timing: each form launched 3 times, then once "
+                    "between cudaProfilerStart and Stop (run under ncu --profile-from-start off)")
     a = ap.parse_args()
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
@@ -300,6 +330,22 @@ def inductor(op, dt):
     return torch.compile(lambda x, g, b: F.layer_norm(x.float(), (x.shape[-1],), g.float(), b.float(), 1e-5).to(x.dtype))
 
 
+def profiled(a, launch, label):
+    """The median time of `launch`, or under --profile 3 launches and one between the profiler's
+    start and stop (its label on stderr, in ncu's order) and 0."""
+    if not a.profile:
+        return timed(torch, launch, a.reps)
+    for _ in range(3):
+        launch()
+    torch.cuda.synchronize()
+    print(f"profiled: {label}", file=sys.stderr, flush=True)
+    torch.cuda.cudart().cudaProfilerStart()
+    launch()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+    return float("nan")
+
+
 def run_shape(a, n, c, dt, tdt):
     x = torch.randn(n, c, device="cuda", dtype=tdt)
     g = torch.randn(c, device="cuda", dtype=tdt)
@@ -319,7 +365,7 @@ def run_shape(a, n, c, dt, tdt):
             ref = (xd - mu) * torch.rsqrt((xd - mu).pow(2).mean(-1, keepdim=True) + 1e-5) * g.double() + b.double()
         if a.short:
             f = inductor(op, dt)
-            us = timed(torch, lambda: f(x, g, b), a.reps)
+            us = profiled(a, lambda: f(x, g, b), f"{op} {dt} Inductor")
             print(f"{op:10s} {n}x{c} {dt}  {'torch.compile (Inductor)':24s} {us:9.1f} us  {gb / us * 1e3:6.3f} TB/s", flush=True)
         src, name, block, smem, rows = emitted(a.emmyc, op, n, c, dt)
         mean = torch.empty(n, device="cuda", dtype=torch.float32)
@@ -329,8 +375,11 @@ def run_shape(a, n, c, dt, tdt):
         forms = [("as emitted", src)]
         if a.short:
             w = weights_first(src)
-            forms += [("as emitted, -default-device", src), ("i32", narrow(src))]
-            forms += [("weights first", w), ("weights first, i32", narrow(w))] if w else []
+            forms += [("lanes commutative", commutative_lanes(src))]
+            e = exp_kept(src)
+            if e:
+                forms += [("exp kept", e), ("exp kept, lanes comm.", commutative_lanes(e))]
+            forms += [("weights first", w), ("weights first, lanes comm.", commutative_lanes(w))] if w else []
         if not a.short:  # each edit where the kernel has what it edits (None: it has not)
             h = hoisted(src)
             for tag, form in (("no clobber", no_clobber(src)), ("hoisted", h), ("pipelined", pipelined(h or src)),
@@ -362,7 +411,7 @@ def run_shape(a, n, c, dt, tdt):
             launch()
             torch.cuda.synchronize()
             err = (y.double() - ref).abs().max().item()
-            us = timed(torch, launch, a.reps)
+            us = profiled(a, launch, f"{op} {dt} {tag}")
             print(f"{op:10s} {n}x{c} {dt}  {tag:24s} {us:9.1f} us  {gb / us * 1e3:6.3f} TB/s  "
                   f"{copy_us / us:5.3f} of copy  err {err:.2e}", flush=True)
 

@@ -177,4 +177,48 @@ TEST_CASE("identity_exact: a share that combined no element may be combined as i
   CHECK(algebra::identity_exact(from_zero));
 }
 
+TEST_CASE("combine_symmetric: the lanes of a butterfly may take either share first") {
+  auto builtin = [](std::string_view name, ScalarType t) {
+    return lower::terms_of(name, lower::builtin_monoid(name)->lowering(t, {t}));
+  };
+  // a + b and a * b are b + a and b * a bit for bit; integer max and min too; any and all.
+  for (std::string_view name : {"sum", "prod", "max", "min"}) {
+    CAPTURE(name);
+    CHECK(algebra::combine_symmetric(builtin(name, ScalarType::I32)));
+  }
+  CHECK(algebra::combine_symmetric(builtin("sum", ScalarType::F32)));
+  CHECK(algebra::combine_symmetric(builtin("prod", ScalarType::F32)));
+  CHECK(algebra::combine_symmetric(builtin("any", ScalarType::Pred)));
+  // Float max and min may return either zero of max(-0, +0): the evaluation refutes them.
+  CHECK_FALSE(algebra::combine_symmetric(builtin("max", ScalarType::F32)));
+  CHECK_FALSE(algebra::combine_symmetric(builtin("min", ScalarType::F32)));
+  // The stdlib's several-field monoids: logsumexp's max, welford's a-first update.
+  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
+  REQUIRE(r->program);
+  for (const char* name : {"logsumexp", "welford", "softmax_pv"}) {
+    CAPTURE(name);
+    std::string why;
+    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*stdlib_monoid(*r->program, name), why);
+    REQUIRE(def);
+    CHECK_FALSE(algebra::combine_symmetric(*def));
+  }
+  // Commutative over the reals, not term for term: a - (0 - b) is a + b, but not written as it.
+  algebra::MonoidTerms sub;
+  sub.fields = {"x"};
+  sub.identity = {Term::constant(algebra::Rational::of(0))};
+  sub.combine = {
+      Term::make(algebra::TermOp::Sub,
+                 {Term::var("a.x"),
+                  Term::make(algebra::TermOp::Sub, {Term::constant(algebra::Rational::of(0)), Term::var("b.x")})})};
+  CHECK_FALSE(algebra::combine_symmetric(sub));
+  // A structurally symmetric combine whose operands are sums of both: (a + b) * (b + a).
+  algebra::MonoidTerms twice;
+  twice.fields = {"x"};
+  twice.identity = {Term::constant(algebra::Rational::of(1))};
+  twice.combine = {
+      Term::make(algebra::TermOp::Mul, {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
+                                        Term::make(algebra::TermOp::Add, {Term::var("b.x"), Term::var("a.x")})})};
+  CHECK(algebra::combine_symmetric(twice));
+}
+
 }  // namespace emmy

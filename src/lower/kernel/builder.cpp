@@ -233,6 +233,12 @@ std::optional<K> KernelBuilder::exp_below_row_max(const Expr& e, ScalarType t) {
 }
 
 K KernelBuilder::call(const Expr& e, ScalarType t) {
+  if (std::optional<std::string> key = kept_value_key(e, t))
+    return kept_value(*key, t, [&] { return call_value(e, t); });
+  return call_value(e, t);
+}
+
+K KernelBuilder::call_value(const Expr& e, ScalarType t) {
   if (e.op == "exp")
     if (std::optional<K> v = exp_below_row_max(e, t)) return *v;
   for (const UnaryRow& r : kUnaryCalls)

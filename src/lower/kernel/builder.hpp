@@ -73,11 +73,12 @@ inline K arith(kir::BinOp op, K a, K b, ScalarType result) {
 struct UnaryRow {
   std::string_view name;
   kir::UnOp op;
+  bool costly;  // worth a register rather than computed again (KernelBuilder::kept_value)
 };
 inline constexpr UnaryRow kUnaryCalls[] = {
-    {"exp", kir::UnOp::Exp},   {"exp2", kir::UnOp::Exp2},       {"log", kir::UnOp::Log},
-    {"sqrt", kir::UnOp::Sqrt}, {"rsqrt", kir::UnOp::Rsqrt},     {"tanh", kir::UnOp::Tanh},
-    {"erf", kir::UnOp::Erf},   {"sigmoid", kir::UnOp::Sigmoid}, {"abs", kir::UnOp::Abs}};
+    {"exp", kir::UnOp::Exp, true},   {"exp2", kir::UnOp::Exp2, true},       {"log", kir::UnOp::Log, true},
+    {"sqrt", kir::UnOp::Sqrt, true}, {"rsqrt", kir::UnOp::Rsqrt, true},     {"tanh", kir::UnOp::Tanh, true},
+    {"erf", kir::UnOp::Erf, true},   {"sigmoid", kir::UnOp::Sigmoid, true}, {"abs", kir::UnOp::Abs, false}};
 struct BinaryRow {
   std::string_view spelling;
   kir::BinOp op;
@@ -135,6 +136,8 @@ struct VecChunk {
   K local;           // ... counted from the split's first column (its slice's, under COOP=.../k<K>)
   K elem;            // the current element's index (base + u)
   int u = 0;
+  std::string axis;  // the split axis
+  size_t depth = 0;  // blocks_'s size in an element's own block (a kept value is computed there)
   // A row of a tensor in the chunk: register arrays of `width` elements, one per access of at
   // most 16 bytes (V f16: one array of 8; V = 8 f32: two arrays of 4).
   struct Access {
@@ -174,6 +177,15 @@ struct RowCacheState {
   K copy_cond;
   std::map<std::string, VecChunk::Access> regs;
   std::vector<kir::Stmt> decls, preload;
+  // Under r<R>, the values of calls (exp, log...) of a kept chunk's element that a later pass
+  // computes again: the dry run counts each call by its element (values_seen; twice: values_reused, with the
+  // registers it takes), the bodies keep the reused ones in registers declared at the body's top
+  // (values, by element and path), up to the target's registers for them (value_registers spent).
+  size_t body_scope = 0;  // scopes_'s index of the body's own scope (its rows' statistics)
+  std::map<std::string, int> values_seen;
+  std::map<std::string, int> values_reused;
+  std::map<std::string, K> values;
+  int value_registers = 0;
 };
 
 class KernelBuilder {
@@ -323,6 +335,7 @@ class KernelBuilder {
   const K* find_reciprocal(const K& divisor) const;
 
   K call(const Expr& e, ScalarType t);
+  K call_value(const Expr& e, ScalarType t);
 
   K read(const Expr& e);
 
@@ -437,6 +450,10 @@ class KernelBuilder {
   std::optional<K> prefetched_read(const tir::Tensor& t, std::vector<K> idx);
   K cache_column(const std::string& row, const tir::Tensor& t, K column) const;
   K register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at);
+  // A call's value kept for a later pass of the row cache in registers: its element's key (the
+  // call, the chunk's copy and element) where it may be kept, and the value computed or kept.
+  std::optional<std::string> kept_value_key(const Expr& e, ScalarType t) const;
+  K kept_value(const std::string& key, ScalarType t, const std::function<K()>& compute);
   // The R copies of a split's chunk under COOP=.../r<R> (row_cache.cpp): `body(var)` lowers the
   // chunk at element `var`; emitted as the copies' first elements, the hoisted loads, then each
   // copy behind its bounds test `var < hi`.

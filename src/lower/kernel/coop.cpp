@@ -371,6 +371,7 @@ void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::
   const int v = vec_width();
   vec_.emplace();
   vec_->block = blocks_.size() - 1;
+  vec_->axis = axis.name;
   vec_->local = base;
   vec_->base =
       split_index(axis, base);  // (an expression, not a register: a later pass's chunk finds the kept one by it)
@@ -379,6 +380,7 @@ void KernelBuilder::coop_chunk(const tir::Axis& axis, const K& base, const std::
     vec_->elem = u == 0 ? vec_->base : kir::binary(kir::BinOp::Add, vec_->base, kir::ci(u, ScalarType::I64));
     std::vector<kir::Stmt> one = nested([&] {
       scopes_.back().index[axis.name] = vec_->elem;
+      vec_->depth = blocks_.size();
       element();
     });
     for (kir::Stmt& s : one) emit(std::move(s));
@@ -683,6 +685,9 @@ std::vector<K> KernelBuilder::combine_held(const CarrierSpec& spec, std::vector<
 // left operand, then (more than one warp a row) the warps' results through shared memory,
 // in warp order. Every thread of the row ends with the whole row's carrier. Without `has` (an
 // identity that changes no carrier: algebra::identity_exact) the shares combine as they are.
+// Where combine(a, b) is combine(b, a) bit for bit (algebra::combine_symmetric: sum, prod,
+// integer max and min) each lane puts its own share first: the lanes still agree, without
+// the two selects a field that order the pair.
 void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& spec, const std::vector<K>& carrier,
                                  const std::optional<K>& has) {
   const int n = knobs_.coop_threads;
@@ -690,25 +695,34 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
   emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
                                 fmt::join(spec.fields, ", "), monoid, std::min(n, 32) / 2,
                                 n > 32 ? fmt::format(", then the row's {} warps through shared memory", n / 32) : "")));
+  MonoidLowering lowering;
+  lowering.fields = spec.fields;
+  lowering.types = spec.types;
+  lowering.identity = spec.identity;
+  lowering.combine = spec.combine;
+  const bool symmetric = algebra::combine_symmetric(terms_of(monoid, lowering));
   for (int s = 1; s < std::min(n, 32); s *= 2) {
     std::vector<K> other;
     for (const K& c : carrier) other.push_back(shuffle_xor(c, s));
     std::optional<K> other_has;
     if (has) other_has = shuffle_xor(*has, s);
-    K low = let(fresh("low"),
+    std::vector<K> a = carrier, b = other;
+    std::optional<K> low;
+    if (!symmetric) {
+      low = let(fresh("low"),
                 kir::binary(kir::BinOp::Eq, kir::binary(kir::BinOp::BitAnd, coop_lane_, kir::ci(s, I)), kir::ci(0, I)));
-    std::vector<K> a, b;
-    for (size_t i = 0; i < carrier.size(); ++i) {
-      a.push_back(let(fresh("lo_" + spec.fields[i]), kir::select(low, carrier[i], other[i])));
-      b.push_back(let(fresh("hi_" + spec.fields[i]), kir::select(low, other[i], carrier[i])));
+      for (size_t i = 0; i < carrier.size(); ++i) {
+        a[i] = let(fresh("lo_" + spec.fields[i]), kir::select(*low, carrier[i], other[i]));
+        b[i] = let(fresh("hi_" + spec.fields[i]), kir::select(*low, other[i], carrier[i]));
+      }
     }
     if (!has) {
       std::vector<K> next = combine_pair(spec, a, b);
       for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
       continue;
     }
-    K a_has = let(fresh("lo_has"), kir::select(low, *has, *other_has));
-    K b_has = let(fresh("hi_has"), kir::select(low, *other_has, *has));
+    K a_has = low ? let(fresh("lo_has"), kir::select(*low, *has, *other_has)) : *has;
+    K b_has = low ? let(fresh("hi_has"), kir::select(*low, *other_has, *has)) : *other_has;
     std::vector<K> next = combine_shares(spec, a, a_has, b, b_has);
     for (size_t i = 0; i < carrier.size(); ++i) emit(kir::assign(carrier[i].reg, next[i]));
     emit(kir::assign(has->reg, next.back()));

@@ -49,7 +49,7 @@ std::string print_plan(const KernelPlan& p) {
                      "  row cache: up to {} elements a row, but no pass reads again what an earlier one read in the "
                      "same thread\n",
                      p.cache_capacity)
-               : fmt::format("  row cache: {} kept in {}, read from memory once, while {}{} <= {}{}\n",
+               : fmt::format("  row cache: {} kept in {}, read from memory once, while {}{} <= {}{}{}\n",
                              fmt::join(p.cache_kept, ", "), p.cache_registers ? "registers" : "shared memory",
                              fmt::join(p.cache_sizes, ", "),
                              p.cluster > 1 ? fmt::format(" / {} (a CTA's slice)", p.cluster) : "", p.cache_capacity,
@@ -57,7 +57,11 @@ std::string print_plan(const KernelPlan& p) {
                                  ? ""
                                  : fmt::format(" ({} {} whole first{})", fmt::join(p.cache_copied, ", "),
                                                p.cache_registers ? "loaded" : "copied",
-                                               p.cache_registers ? "" : ", by cp.async"));
+                                               p.cache_registers ? "" : ", by cp.async"),
+                             p.cache_values > 0 ? fmt::format("; {} registers keep the values of calls (exp, log...) "
+                                                              "a later pass computes again",
+                                                              p.cache_values)
+                                                : "");
   if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
   out += fmt::format("  atom: {}, warps w{}x{}, fragments f{}x{} a warp, k{} (k-steps of 16 a chunk)\n", p.atom,
                      p.warps_m, p.warps_n, p.frag_m, p.frag_n, p.k_steps);

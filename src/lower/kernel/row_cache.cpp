@@ -41,8 +41,11 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     cache_.conds.clear();
     cache_.regs.clear();
     cache_.decls.clear();
+    cache_.values.clear();
+    cache_.value_registers = 0;
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
+      cache_.body_scope = scopes_.size() - 1;
       for (const lir::Stmt& s : k.body) stmt(s);
     });
     if (probe) shared_->resize(shared_before);
@@ -59,6 +62,8 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   };
   std::vector<K> conds, unused;
   cache_.reused.clear();
+  cache_.values_seen.clear();
+  cache_.values_reused.clear();
   cache_.first_reads.clear();
   cache_.bases.clear();
   cache_.reach.clear();
@@ -108,6 +113,10 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   lower::KernelPlan& plan = plans_.back();
   plan.cache_kept = tensors;
   plan.cache_registers = registers;
+  if (registers) {  // the kept values' registers, up to the target's registers for them
+    for (const auto& [key, regs] : cache_.values_reused)
+      if (plan.cache_values + regs <= knobs_.row_cache_value_registers) plan.cache_values += regs;
+  }
   for (const std::string& row : copied)
     if (const std::string t = row.substr(0, row.find('@'));
         std::find(plan.cache_copied.begin(), plan.cache_copied.end(), t) == plan.cache_copied.end())
@@ -451,6 +460,69 @@ K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, con
   return kir::var(vec_reg(vec_->loads.emplace(key, a).first->second, vec_->u), scalar_of(t.dtype));
 }
 
+// The key of a costly call `e` (exp, log... : kUnaryCalls) of type `t` in the element being
+// lowered, where its value may be kept for a later pass: under r<R>, in a copy of a split, in the
+// element's own block (not under a `where` or a branch of it: a later pass must find it computed),
+// and a value of the row's element alone: it reads inputs (whose rows no pass changes), registers
+// of the body's own scope (the row's statistics, computed before the split) and no index but the
+// split axis and the thread's own. The split axis is renamed in the key: passes that name their
+// axes differently meet.
+std::optional<std::string> KernelBuilder::kept_value_key(const Expr& e, ScalarType t) const {
+  if (!knobs_.coop_registers || cache_.mode == RowCache::Off || cache_.copy < 0 || !vec_ ||
+      blocks_.size() != vec_->depth)
+    return std::nullopt;
+  const bool costly = e.op == "log2" || std::any_of(std::begin(kUnaryCalls), std::end(kUnaryCalls),
+                                                    [&](const UnaryRow& r) { return r.costly && r.name == e.op; });
+  if (!costly) return std::nullopt;
+  auto row_statistic = [&](const std::string& name) {
+    for (size_t i = scopes_.size(); i-- > 0;)
+      if (scopes_[i].regs.count(name)) return i <= cache_.body_scope;
+    return false;
+  };
+  const bool foreign = tir::any_node(e, [&](const Expr& x) {
+    switch (x.kind) {
+      case Expr::Kind::Read: return !in_global(x.name) || p_.tensors.find(x.name)->role != tir::Tensor::Role::Input;
+      case Expr::Kind::Reg: return !row_statistic(x.name);
+      case Expr::Kind::Index:
+        return x.name != vec_->axis && std::any_of(bound_axes_.begin(), bound_axes_.end(),
+                                                   [&](const tir::Axis& a) { return a.name == x.name; });
+      case Expr::Kind::Reduce:
+      case Expr::Kind::Field: return true;
+      default: return false;
+    }
+  });
+  if (foreign) return std::nullopt;
+  Expr split;
+  split.kind = Expr::Kind::Index;
+  split.dtype = DType::I64;
+  split.name = "$split";
+  return fmt::format("{}#{}.{}:{}", tir::print_expr(tir::substitute(e, {{vec_->axis, split}})), cache_.copy, vec_->u,
+                     static_cast<int>(t));
+}
+
+// The value of the call keyed `key` (kept_value_key): the dry run counts the elements' calls (a
+// call lowered twice is reused, charged its registers); a body keeps a reused one in a register
+// declared at its top, from where the first pass computes it, while the target's registers for
+// kept values last (row_cache_value_registers), and a later pass of the same path (the chunks'
+// bounds, and a peeled row's anchor) reads the register.
+K KernelBuilder::kept_value(const std::string& key, ScalarType t, const std::function<K()>& compute) {
+  const int registers = kir::type_bytes(t) > 4 ? 2 : 1;
+  if (cache_.probe) {
+    if (++cache_.values_seen[key] == 2) cache_.values_reused[key] = registers;
+    return compute();
+  }
+  if (!cache_.values_reused.count(key)) return compute();
+  const std::string at = fmt::format("{}<{}{}", key, cache_.guard, peeling_ ? "|" + render_key(*peel_anchor_) : "");
+  if (auto it = cache_.values.find(at); it != cache_.values.end()) return it->second;
+  if (cache_.value_registers + registers > knobs_.row_cache_value_registers) return compute();
+  K value = compute();
+  const std::string name = fresh("kv");
+  cache_.decls.push_back(kir::decl(name, t));
+  emit(kir::assign(kir::Reg{name}, as(value, t)));
+  cache_.value_registers += registers;
+  return cache_.values.emplace(at, kir::var({name}, t)).first->second;
+}
+
 // A store into `tensor` under the row cache: what was kept of it is stale.
 void KernelBuilder::cache_forget(const std::string& tensor) {
   std::erase_if(cache_.held, [&](const std::string& key) { return key.starts_with(tensor + "@"); });
@@ -459,7 +531,8 @@ void KernelBuilder::cache_forget(const std::string& tensor) {
 // __launch_bounds__'s CTAs an SM for a kernel `k` whose rows a row cache keeps: as many as its
 // shared memory lets an SM hold (each CTA reserves 1 KB more, the SM the block's limit plus 1 KB),
 // while each thread keeps the target's row_cache_registers, and with the cache in registers its
-// row_cache_own_registers plus the kept chunks' (R chunks of V elements a kept tensor), but 1 for
+// row_cache_own_registers plus the kept chunks' (R chunks of V elements a kept tensor) and kept
+// values' (KernelPlan::cache_values), but 1 for
 // the cache in registers under PERSIST; else 1
 // (every register a thread needs).
 int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
@@ -472,7 +545,7 @@ int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
     for (const std::string& name : plans_.back().cache_kept)
       kept += static_cast<int64_t>(knobs_.coop_cache) * knobs_.coop_vec *
               kir::type_bytes(scalar_of(p_.tensors.find(name)->dtype)) / 4;
-    need = std::max(need, knobs_.row_cache_own_registers + kept);
+    need = std::max(need, knobs_.row_cache_own_registers + kept + plans_.back().cache_values);
   }
   // A walk over the rows (PERSIST) keeps what ptxas hoists out of it (layernorm's t128/v8/r4: 95
   // registers against 62, and 48 bytes of spills under the bound): its CTAs are what the
