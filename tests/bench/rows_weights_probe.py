@@ -12,7 +12,15 @@ the kernel has what it edits; RESULTS.md, 2026-12-07, says what each measured):
 - edges_cached: the peeled path's edges read from the row cache (since 92a2e3f what Emmy emits);
 - double_buffered: one CTA an SM walking the rows with two row caches;
 - weights_first (--short): a register row cache's weights loaded with the row, before the passes;
-- narrow (--short): 32-bit index arithmetic; with --lib, the op through libemmy's bound launch.
+- narrow: 32-bit index arithmetic (no longer among the forms: within 1% either way, RESULTS.md
+  2026-12-07); with --short --lib, the op through libemmy's bound launch;
+- commutative_lanes (--short): the lane combines without the lo/hi selects (every combine: for a
+  float max this changes which zero a row of +0 and -0 gets; since a4f3e44 Emmy drops them where
+  the combine is the same bits either way round, algebra::combine_symmetric);
+- exp_kept (--short): softmax's exps computed once, by the sum pass, kept in registers for the
+  store (since a4f3e44 what Emmy emits under r<R>).
+With --profile nothing is timed: each form runs 3 times and once between cudaProfilerStart and Stop
+(step11_short_rows.sh runs it under ncu --profile-from-start off).
 hoisted and pipelined edit one chunk loop: on kernels whose peeled weights are one loop a shift
 (dc8f041 on) they are left out.
 
