@@ -26,6 +26,20 @@ const ast::MonoidDecl* stdlib_monoid(const CheckedProgram& p, const std::string&
   return it == p.monoids.end() ? nullptr : it->second.decl;
 }
 
+// The stdlib's monoids `names` (std.monoids, checked) as terms.
+std::vector<algebra::MonoidTerms> stdlib_terms(const std::vector<std::string>& names) {
+  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
+  REQUIRE(r->program);
+  std::vector<algebra::MonoidTerms> out;
+  for (const std::string& name : names) {
+    std::string why;
+    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*stdlib_monoid(*r->program, name), why);
+    REQUIRE(def);
+    out.push_back(*def);
+  }
+  return out;
+}
+
 bool same(double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; }
 
 // Every assignment of `values` to the variables "a.f", "b.f" of each field (index fields, the
@@ -148,14 +162,9 @@ TEST_CASE("identity_exact: a share that combined no element may be combined as i
   // Several fields (argmax's (v, i); the stdlib's logsumexp, welford, softmax_pv): keep the flag.
   const lower::BuiltinMonoid* argmax = lower::builtin_monoid("argmax");
   CHECK_FALSE(algebra::identity_exact(lower::terms_of("argmax", argmax->lowering(ScalarType::I64, {ScalarType::F32}))));
-  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
-  REQUIRE(r->program);
-  for (const char* name : {"logsumexp", "welford"}) {
-    CAPTURE(name);
-    std::string why;
-    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*stdlib_monoid(*r->program, name), why);
-    REQUIRE(def);
-    CHECK_FALSE(algebra::identity_exact(*def));
+  for (const algebra::MonoidTerms& def : stdlib_terms({"logsumexp", "welford"})) {
+    CAPTURE(def.name);
+    CHECK_FALSE(algebra::identity_exact(def));
   }
   // One field whose identity is a two-sided identity of the reals but not of the floats it meets:
   // combine(a, b) = a + b - 0 * a is NaN at a = inf where b alone is not (identity 0, v = inf).
@@ -193,14 +202,9 @@ TEST_CASE("combine_symmetric: the lanes of a butterfly may take either share fir
   CHECK_FALSE(algebra::combine_symmetric(builtin("max", ScalarType::F32)));
   CHECK_FALSE(algebra::combine_symmetric(builtin("min", ScalarType::F32)));
   // The stdlib's several-field monoids: logsumexp's max, welford's a-first update.
-  auto r = test::check_file(std::string(EMMY_SOURCE_DIR) + "/stdlib/monoids.emmy");
-  REQUIRE(r->program);
-  for (const char* name : {"logsumexp", "welford", "softmax_pv"}) {
-    CAPTURE(name);
-    std::string why;
-    std::optional<algebra::MonoidTerms> def = algebra::monoid_terms(*stdlib_monoid(*r->program, name), why);
-    REQUIRE(def);
-    CHECK_FALSE(algebra::combine_symmetric(*def));
+  for (const algebra::MonoidTerms& def : stdlib_terms({"logsumexp", "welford", "softmax_pv"})) {
+    CAPTURE(def.name);
+    CHECK_FALSE(algebra::combine_symmetric(def));
   }
   // Commutative over the reals, not term for term: a - (0 - b) is a + b, but not written as it.
   algebra::MonoidTerms sub;
