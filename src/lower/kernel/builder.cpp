@@ -170,7 +170,11 @@ K KernelBuilder::lower(const Expr& e) {
     case Expr::Kind::Binary: {
       std::optional<kir::BinOp> op = binop_of(e.op);
       if (!op) throw LowerError(fmt::format("the operator '{}' has no scalar lowering yet", e.op));
-      K lhs = lower(e.args[0]), rhs = lower(e.args[1]);
+      K lhs = lower(e.args[0]);
+      const bool lazy = *op == kir::BinOp::And || *op == kir::BinOp::Or;  // the right operand may not run
+      lazy_ += lazy;
+      K rhs = lower(e.args[1]);
+      lazy_ -= lazy;
       if (*op == kir::BinOp::Div)
         if (const K* inv = find_reciprocal(rhs)) return binop(kir::BinOp::Mul, std::move(lhs), *inv, t);
       return binop(*op, std::move(lhs), std::move(rhs), t);
@@ -249,8 +253,13 @@ K KernelBuilder::call_value(const Expr& e, ScalarType t) {
               t);
   if (e.op == "max" || e.op == "min")
     return binop(e.op == "max" ? kir::BinOp::Max : kir::BinOp::Min, lower(e.args[0]), lower(e.args[1]), t);
-  if (e.op == "select")
-    return kir::select(as(lower(e.args[0]), ScalarType::Pred), as(lower(e.args[1]), t), as(lower(e.args[2]), t));
+  if (e.op == "select") {  // (each arm runs only where it is taken)
+    K cond = as(lower(e.args[0]), ScalarType::Pred);
+    ++lazy_;
+    K a = as(lower(e.args[1]), t), b = as(lower(e.args[2]), t);
+    --lazy_;
+    return kir::select(cond, a, b);
+  }
   if (parse_dtype(e.op)) return as(lower(e.args[0]), t);
   throw LowerError(fmt::format("the function '{}' has no scalar lowering yet", e.op));
 }

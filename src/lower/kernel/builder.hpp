@@ -426,7 +426,8 @@ class KernelBuilder {
   int widen_half_ = 0;
   bool quiet_reduce_ = false;          // the statement's comment already says what the reduction is
   std::vector<tir::Axis> bound_axes_;  // the Loop, Fold and Reduce axes around what is lowered, innermost last
-  struct AxesBound {                   // bound_axes_ with `axes` while it lives
+  int lazy_ = 0;      // lowering a select's arm or the right operand of && or ||: it runs only where taken
+  struct AxesBound {  // bound_axes_ with `axes` while it lives
     std::vector<tir::Axis>& stack;
     size_t depth;
     AxesBound(std::vector<tir::Axis>& s, const std::vector<tir::Axis>& axes) : stack(s), depth(s.size()) {

@@ -462,14 +462,16 @@ K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, con
 
 // The key of a costly call `e` (exp, log... : kUnaryCalls) of type `t` in the element being
 // lowered, where its value may be kept for a later pass: under r<R>, in a copy of a split, in the
-// element's own block (not under a `where` or a branch of it: a later pass must find it computed),
+// element's own block (not under a `where` or a branch of it, nor in a select's arm or the right of
+// && or ||: a later pass must find it computed, and its first computation must run where the
+// element's did — a guarded operand may divide by zero where it is not taken),
 // and a value of the row's element alone: it reads inputs (whose rows no pass changes), registers
 // of the body's own scope (the row's statistics, computed before the split) and no index but the
 // split axis and the thread's own. The split axis is renamed in the key: passes that name their
 // axes differently meet.
 std::optional<std::string> KernelBuilder::kept_value_key(const Expr& e, ScalarType t) const {
   if (!knobs_.coop_registers || cache_.mode == RowCache::Off || cache_.copy < 0 || !vec_ ||
-      blocks_.size() != vec_->depth)
+      blocks_.size() != vec_->depth || lazy_ > 0)
     return std::nullopt;
   const bool costly = e.op == "log2" || std::any_of(std::begin(kUnaryCalls), std::end(kUnaryCalls),
                                                     [&](const UnaryRow& r) { return r.costly && r.name == e.op; });
