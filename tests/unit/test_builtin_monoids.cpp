@@ -40,6 +40,15 @@ std::vector<algebra::MonoidTerms> stdlib_terms(const std::vector<std::string>& n
   return out;
 }
 
+// A monoid of one field x from its identity and its combine over a.x and b.x.
+algebra::MonoidTerms one_field(int64_t identity, Term combine) {
+  algebra::MonoidTerms m;
+  m.fields = {"x"};
+  m.identity = {Term::constant(algebra::Rational::of(identity))};
+  m.combine = {std::move(combine)};
+  return m;
+}
+
 bool same(double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; }
 
 // Every assignment of `values` to the variables "a.f", "b.f" of each field (index fields, the
@@ -168,13 +177,10 @@ TEST_CASE("identity_exact: a share that combined no element may be combined as i
   }
   // One field whose identity is a two-sided identity of the reals but not of the floats it meets:
   // combine(a, b) = a + b - 0 * a is NaN at a = inf where b alone is not (identity 0, v = inf).
-  algebra::MonoidTerms odd;
-  odd.fields = {"x"};
-  odd.identity = {Term::constant(algebra::Rational::of(0))};
-  odd.combine = {
-      Term::make(algebra::TermOp::Sub,
-                 {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
-                  Term::make(algebra::TermOp::Mul, {Term::constant(algebra::Rational::of(0)), Term::var("a.x")})})};
+  algebra::MonoidTerms odd = one_field(
+      0, Term::make(algebra::TermOp::Sub,
+                    {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
+                     Term::make(algebra::TermOp::Mul, {Term::constant(algebra::Rational::of(0)), Term::var("a.x")})}));
   CHECK_FALSE(algebra::identity_exact(odd));
   // A sum from 1: not an identity at all. (A max from 0 is exact on what it reaches, the values
   // at or above 0, so it needs no flag either: the flag only says which shares met an element.)
@@ -207,21 +213,15 @@ TEST_CASE("combine_symmetric: the lanes of a butterfly may take either share fir
     CHECK_FALSE(algebra::combine_symmetric(def));
   }
   // Commutative over the reals, not term for term: a - (0 - b) is a + b, but not written as it.
-  algebra::MonoidTerms sub;
-  sub.fields = {"x"};
-  sub.identity = {Term::constant(algebra::Rational::of(0))};
-  sub.combine = {
-      Term::make(algebra::TermOp::Sub,
-                 {Term::var("a.x"),
-                  Term::make(algebra::TermOp::Sub, {Term::constant(algebra::Rational::of(0)), Term::var("b.x")})})};
+  algebra::MonoidTerms sub = one_field(
+      0, Term::make(algebra::TermOp::Sub,
+                    {Term::var("a.x"),
+                     Term::make(algebra::TermOp::Sub, {Term::constant(algebra::Rational::of(0)), Term::var("b.x")})}));
   CHECK_FALSE(algebra::combine_symmetric(sub));
   // A structurally symmetric combine whose operands are sums of both: (a + b) * (b + a).
-  algebra::MonoidTerms twice;
-  twice.fields = {"x"};
-  twice.identity = {Term::constant(algebra::Rational::of(1))};
-  twice.combine = {
-      Term::make(algebra::TermOp::Mul, {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
-                                        Term::make(algebra::TermOp::Add, {Term::var("b.x"), Term::var("a.x")})})};
+  algebra::MonoidTerms twice = one_field(
+      1, Term::make(algebra::TermOp::Mul, {Term::make(algebra::TermOp::Add, {Term::var("a.x"), Term::var("b.x")}),
+                                           Term::make(algebra::TermOp::Add, {Term::var("b.x"), Term::var("a.x")})}));
   CHECK(algebra::combine_symmetric(twice));
 }
 
