@@ -222,16 +222,22 @@ def gpu_identity():
 
 
 class Timer:
-    """CUDA events around each launch, a 256 MB buffer zeroed before each (L2 flush)."""
+    """CUDA events around each launch, a 256 MB buffer zeroed before each (L2 flush). With
+    flush="clean" the buffer is read instead (a sum): the L2 is then left holding clean lines, so a
+    short kernel's own traffic is timed without the write-back of the flush's dirty lines that each
+    line it brings in evicts (which holds every form of a short row at one time: RESULTS.md,
+    2026-12-07, "the short rows' instructions")."""
 
-    def __init__(self):
+    def __init__(self, flush="dirty"):
         self.buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
         self.buf.zero_()
+        self.words = self.buf.view(torch.int64)
+        self.flush = self.buf.zero_ if flush == "dirty" else lambda: self.words.sum()
         torch.cuda.synchronize()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         for _ in range(10):
-            self.buf.zero_()
+            self.flush()
         e.record()
         torch.cuda.synchronize()
         self.flush_us = s.elapsed_time(e) * 1e3 / 10
@@ -242,7 +248,7 @@ class Timer:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         self.host_us = []
         for s, e in events:
-            self.buf.zero_()
+            self.flush()
             s.record()
             t0 = time.perf_counter()
             fn()
@@ -407,7 +413,8 @@ class Harness:
         self.knob_variants = {k: set() for k in EMMY_FAMILY_BUDGET_S}  # --knobs variants of each family
         self.poisoned = None
         self.cache_dir = tempfile.mkdtemp(prefix="emmy-bench-cache-")
-        self.timer = Timer()
+        self.timer = Timer(args.flush)
+        self.flush_kind = args.flush
         self.meta = self.collect_meta()
         self.emmy = None
         self.emmy_error = None
@@ -465,7 +472,8 @@ class Harness:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "commit": commit or os.environ.get("EMMY_COMMIT") or "unknown",
             "host": platform.node(), "gpu": gpu_identity(), "quick": self.quick, "flush_us": self.timer.flush_us,
-            "timing": "own loop: 256 MB L2 flush (zero_) before each launch, CUDA events around each launch, "
+            "timing": f"own loop: 256 MB L2 flush ({'zero_' if self.flush_kind == 'dirty' else 'a read: sum'}) before "
+                      "each launch, CUDA events around each launch, "
                       "median of n launches after a warm-up call (not triton.testing.do_bench)",
         }
 
@@ -1083,6 +1091,9 @@ def main():
                     type=lambda v: (int(v.split(",")[0]), int(v.split(",")[1]), (v.split(",") + ["f16"])[2]),
                     help="a row-op shape (softmax, layernorm, rmsnorm; f16 unless f32 is given) to run instead of "
                          "the anchors (repeatable)")
+    ap.add_argument("--flush", choices=("dirty", "clean"), default="dirty",
+                    help="the L2 flush before each launch: a 256 MB zero_ (dirty lines: a kernel's reads then "
+                         "evict them to memory; the default, as every table of RESULTS.md) or a read of it (clean)")
     ap.add_argument("--inductor", action="store_true",
                     help="also time the row ops under torch.compile (Inductor; compiling takes seconds a case)")
     ap.add_argument("--matmul", action="append", default=[], metavar="M,N,K",
