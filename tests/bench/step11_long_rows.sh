@@ -9,12 +9,13 @@
 # (specialized), beside Inductor and the copy ceiling; then Nsight Compute's memory traffic of the
 # three ops' kernels at C = 50257 (ncu_rows_memory.sh: held by DRAM or by L2). Writes
 # $OUT/long-*.txt, $OUT/long-*.json, $OUT/ncu-mem.txt. Parts' seconds: OTHER_SECONDS, GENERIC_SECONDS (0: skipped; GENERIC_ROWS: its
-# --rows), NEW_SECONDS, NCU_SECONDS (NCU=0: skipped); ALIGNED= leaves out C = 50256.
+# --rows), NEW_SECONDS, NCU_SECONDS (NCU=0: skipped); ALIGNED= leaves out C = 50256; HARNESS_ARGS
+# goes to every harness run (e.g. '--flush clean').
 source "$(dirname "$0")/gpu_env.sh"
 rows() {  # tag lib extra-args...
   local tag=$1 lib=$2; shift 2
   timeout ${SECONDS_ROWS:-150} python3 tests/bench/harness.py --lib "$lib" --out "/tmp/long-$tag" \
-    --only 'softmax|layernorm|rmsnorm' --blocks '\[auto(, f32)?\]' "$@" \
+    --only 'softmax|layernorm|rmsnorm' --blocks '\[auto(, f32)?\]' ${HARNESS_ARGS:-} "$@" \
     --deadline $(( ${SECONDS_ROWS:-150} - 20 )) > "$OUT/long-$tag.txt" 2>&1
   cp "/tmp/long-$tag/results.json" "$OUT/long-$tag.json"  # (the device tool brings back 8 files)
   echo "== $tag ($lib)"
