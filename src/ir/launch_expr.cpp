@@ -133,13 +133,9 @@ std::optional<std::string> zero_divisor(const std::vector<Stmt>& body, const std
 
 }  // namespace
 
-std::optional<std::string> zero_size_divisor(const Kernel& k, const std::map<std::string, int64_t>& scalars) {
-  return zero_divisor(k.body, scalars);
-}
-
 std::optional<std::string> zero_size_divisor(const Program& p, const std::map<std::string, int64_t>& scalars) {
   for (const Kernel& k : p.kernels)
-    if (std::optional<std::string> d = zero_size_divisor(k, scalars)) return d;
+    if (std::optional<std::string> d = zero_divisor(k.body, scalars)) return d;
   return std::nullopt;
 }
 

@@ -182,7 +182,7 @@ struct RowCacheState {
   // registers it takes), the bodies keep the reused ones in registers declared at the body's top
   // (values, by element and path), up to the target's registers for them (value_registers spent).
   size_t body_scope = 0;  // scopes_'s index of the body's own scope (its rows' statistics)
-  std::map<std::string, int> values_seen;
+  std::set<std::string> values_seen;
   std::map<std::string, int> values_reused;
   std::map<std::string, K> values;
   int value_registers = 0;

@@ -470,8 +470,7 @@ K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, con
 // split axis and the thread's own. The split axis is renamed in the key: passes that name their
 // axes differently meet.
 std::optional<std::string> KernelBuilder::kept_value_key(const Expr& e, ScalarType t) const {
-  if (!knobs_.coop_registers || cache_.mode == RowCache::Off || cache_.copy < 0 || !vec_ ||
-      blocks_.size() != vec_->depth || lazy_ > 0)
+  if (cache_.copy < 0 || cache_.mode == RowCache::Off || !vec_ || blocks_.size() != vec_->depth || lazy_ > 0)
     return std::nullopt;
   const bool costly = e.op == "log2" || std::any_of(std::begin(kUnaryCalls), std::end(kUnaryCalls),
                                                     [&](const UnaryRow& r) { return r.costly && r.name == e.op; });
@@ -510,7 +509,7 @@ std::optional<std::string> KernelBuilder::kept_value_key(const Expr& e, ScalarTy
 K KernelBuilder::kept_value(const std::string& key, ScalarType t, const std::function<K()>& compute) {
   const int registers = kir::type_bytes(t) > 4 ? 2 : 1;
   if (cache_.probe) {
-    if (++cache_.values_seen[key] == 2) cache_.values_reused[key] = registers;
+    if (!cache_.values_seen.insert(key).second) cache_.values_reused[key] = registers;
     return compute();
   }
   if (!cache_.values_reused.count(key)) return compute();
@@ -520,7 +519,7 @@ K KernelBuilder::kept_value(const std::string& key, ScalarType t, const std::fun
   K value = compute();
   const std::string name = fresh("kv");
   cache_.decls.push_back(kir::decl(name, t));
-  emit(kir::assign(kir::Reg{name}, as(value, t)));
+  emit(kir::assign(kir::Reg{name}, std::move(value)));
   cache_.value_registers += registers;
   return cache_.values.emplace(at, kir::var({name}, t)).first->second;
 }
