@@ -18,7 +18,11 @@ the kernel has what it edits; RESULTS.md, 2026-12-07, says what each measured):
   float max this changes which zero a row of +0 and -0 gets; since a4f3e44 Emmy drops them where
   the combine is the same bits either way round, algebra::combine_symmetric);
 - exp_kept (--short): softmax's exps computed once, by the sum pass, kept in registers for the
-  store (since a4f3e44 what Emmy emits under r<R>).
+  store (since a4f3e44 what Emmy emits under r<R>);
+- x_streamed (--short, --rows): the row's 16-byte loads of x as ld.global.cs (__ldcs: evict first, as
+  Inductor's loads of what it reads once), y_streamed: the 16-byte stores as st.global.cs, and
+  no_clobber (the store's asm without its "memory" clobber).
+--rows N,C (repeatable) times these shapes with Inductor instead of --short's (4097, 1000).
 With --profile nothing is timed: each form runs 3 times and once between cudaProfilerStart and Stop
 (step11_short_rows.sh runs it under ncu --profile-from-start off).
 hoisted and pipelined edit one chunk loop: on kernels whose peeled weights are one loop a shift
@@ -84,6 +88,17 @@ def emitted(emmyc, op, n, c, dt):
 
 def no_clobber(src):
     return src.replace('"r"(vec_.w.w) : "memory");', '"r"(vec_.w.w));')
+
+
+def x_streamed(src):
+    out, k = re.subn(r"\*reinterpret_cast<const (uint4|uint2|unsigned)\*>\(&x\[([^\]]*)\]\)",
+                     r"__ldcs(reinterpret_cast<const \1*>(&x[\2]))", src)
+    return out if k else None
+
+
+def y_streamed(src):
+    out = src.replace('asm volatile("st.global.v4.b32', 'asm volatile("st.global.cs.v4.b32')
+    return out if out != src else None
 
 
 def unswitched(src):
@@ -298,13 +313,17 @@ def main():
     ap.add_argument("--lib", default=None, help="libemmy.so: the op through the library beside the raw kernels (--short)")
     ap.add_argument("--dtypes", default="f16,f32")
     ap.add_argument("--short", action="store_true", help="the short rows (4097, 1000) with Inductor, not the long ones")
+    ap.add_argument("--rows", action="append", default=[], help="N,C: a shape timed with Inductor (repeatable; "
+                    "instead of --short's (4097, 1000))")
     ap.add_argument("--profile", action="store_true", help="no timing: each form launched 3 times, then once "
                     "between cudaProfilerStart and Stop (run under ncu --profile-from-start off)")
     a = ap.parse_args()
+    shapes = [tuple(int(v) for v in r.split(",")) for r in a.rows]
+    a.short = a.short or bool(shapes)
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     for dt, tdt in [(d, t) for d, t in (("f16", torch.float16), ("f32", torch.float32)) if d in a.dtypes.split(",")]:
-        for n, c in ((4097, 1000),) if a.short else ((8192, 50256), (8192, 50257)):
+        for n, c in shapes or (((4097, 1000),) if a.short else ((8192, 50256), (8192, 50257))):
             run_shape(a, n, c, dt, tdt)
 
 
@@ -388,6 +407,8 @@ def run_shape(a, n, c, dt, tdt):
             if e:
                 forms += [("exp kept", e), ("exp kept, lanes comm.", commutative_lanes(e))]
             forms += [("weights first", w), ("weights first, lanes comm.", commutative_lanes(w))] if w else []
+            forms += [("x evict-first (ld.cs)", x_streamed(src)), ("y streamed (st.cs)", y_streamed(src)),
+                      ("no clobber", no_clobber(src))]
         if not a.short:  # each edit where the kernel has what it edits (None: it has not)
             h = hoisted(src)
             for tag, form in (("no clobber", no_clobber(src)), ("hoisted", h), ("pipelined", pipelined(h or src)),

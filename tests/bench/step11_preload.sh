@@ -3,7 +3,9 @@
 # under COOP=.../r<R> (layernorm's gamma and beta, rmsnorm's weight): the rows at (32768, 8192)
 # with two more forms and the short rows under both flushes (step11_dram_rows.sh), then the
 # preloading kernels against the float64 reference (NaN-filled outputs) at ragged shapes and
-# under compute-sanitizer. $OUT/dram.txt, short-*.txt (step11_dram_rows.sh), checks.txt.
+# under compute-sanitizer; PROBE=1 then times the emitted kernels edited by text beside Inductor
+# (rows_weights_probe.py --rows: x's loads evict-first, y's stores streamed, the store's clobber
+# dropped). $OUT/dram.txt, short-*.txt (step11_dram_rows.sh), checks.txt, probe.txt.
 source "$(dirname "$0")/gpu_env.sh"
 FORMS=${FORMS:-t256/v8/r4 t512/v4/r4} bash tests/bench/step11_dram_rows.sh
 {
@@ -15,3 +17,6 @@ check_runs "stdlib/nn.emmy --op layernorm --shape N=4097,C=1000" "stdlib/nn.emmy
 sanitize "stdlib/nn.emmy --op layernorm --shape N=9,C=1000 --target sm_90a" "stdlib/nn.emmy --op rmsnorm --shape N=5,C=1000 --target sm_90a"
 } > "$OUT/checks.txt" 2>&1
 cat "$OUT/checks.txt" | cut -c1-160
+[ "${PROBE:-0}" = 1 ] && timeout 200 python3 tests/bench/rows_weights_probe.py --emmyc "$B/emmyc" --rows 4097,1000 \
+  --rows 32768,8192 --reps 60 > "$OUT/probe.txt" 2>&1
+grep -v "^$" "$OUT/probe.txt" 2>/dev/null | cut -c1-120
