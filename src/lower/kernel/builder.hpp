@@ -189,6 +189,7 @@ struct RowCacheState {
   // The rows whose chunks the current split's copies load before them (read once), with the
   // registers they take (all R copies'): at most row_cache_preload_registers together.
   std::map<std::string, int> preload_rows;
+  int preload_peak = 0;  // ... the most of them a split of the body took
 };
 
 class KernelBuilder {

@@ -43,6 +43,7 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     cache_.decls.clear();
     cache_.values.clear();
     cache_.value_registers = 0;
+    cache_.preload_peak = 0;
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
       cache_.body_scope = scopes_.size() - 1;
@@ -93,6 +94,7 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   if (!ranking) {
     if (!registers) prefetch = nested([&] { cache_prefetch(copied); });
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
+    plans_.back().cache_preloaded = cache_.preload_peak;
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
@@ -299,6 +301,9 @@ KernelBuilder::ChunkCopies KernelBuilder::lower_copies(const std::string& base, 
     out.bodies.push_back(nested([&] { body(at); }));
   }
   cache_.copy = -1;
+  int spent = 0;
+  for (const auto& [row, registers] : cache_.preload_rows) spent += registers;
+  cache_.preload_peak = std::max(cache_.preload_peak, spent);
   cache_.preload_rows = std::move(outer_rows);
   out.preload = std::exchange(cache_.preload, std::move(outer));
   return out;
@@ -592,7 +597,8 @@ int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
     for (const std::string& name : plans_.back().cache_kept)
       kept += static_cast<int64_t>(knobs_.coop_cache) * knobs_.coop_vec *
               kir::type_bytes(scalar_of(p_.tensors.find(name)->dtype)) / 4;
-    need = std::max(need, knobs_.row_cache_own_registers + kept + plans_.back().cache_values);
+    need = std::max(need,
+                    knobs_.row_cache_own_registers + kept + plans_.back().cache_values + plans_.back().cache_preloaded);
   }
   // A walk over the rows (PERSIST) keeps what ptxas hoists out of it (layernorm's t128/v8/r4: 95
   // registers against 62, and 48 bytes of spills under the bound): its CTAs are what the
