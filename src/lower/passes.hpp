@@ -127,23 +127,22 @@ struct Knobs {
   std::vector<KnobSetting> settings;       // as resolved, for printing and hashing
   std::vector<Warning> warnings;           // knobs that have no effect here, and why (W050-W052)
   int block_threads = 128;
-  int carrier_tile = 32;                 // TILE@axis default for per-element carriers (the target's)
-  int fold_fragment_regs = 184;          // the tensor-core fold's fragment register budget (the target's)
-  int register_file = 65536;             // 32-bit registers of an SM (the target's)
-  int max_thread_registers = 255;        // the most a thread may hold (the target's)
-  int causal_group_blocks = 256;         // a key-bounded fold's head-group size in blocks (the target's)
-  int64_t shared_memory = 232448;        // shared memory a block may hold, bytes (the target's)
-  int rescale_skip_per_key = 1;          // the fold's rescale skip: elements of o a thread per key (the target's)
-  int row_cache_registers = 64;          // a row-cache kernel's registers a thread at least (the target's)
-  int row_cache_own_registers = 48;      // ... besides the kept chunks', the cache in registers (the target's)
-  int row_cache_value_registers = 32;    // ... on kept values of calls a later pass computes again (the target's)
-  int row_cache_preload_registers = 32;  // ... on a split's chunks read once, loaded before its copies (the target's)
-  int coop_threads = 1;                  // COOP=t<N>: threads per point of a kernel's thread space
-  int coop_vec = 1;                      // COOP=.../v<V>: elements per vector load/store
-  int coop_cache = 0;                    // COOP=.../c<R> or r<R>: chunks of a row a thread keeps (0: no row cache)
-  bool coop_registers = false;           // COOP=.../r<R>: the row cache in registers, not shared memory
-  int coop_cluster = 1;                  // COOP=.../k<K>: CTAs of a thread-block cluster a row (1: one CTA)
-  std::map<Knob, KnobUse> uses;          // the op-wide TILE and COOP in force, with their origins
+  int carrier_tile = 32;               // TILE@axis default for per-element carriers (the target's)
+  int fold_fragment_regs = 184;        // the tensor-core fold's fragment register budget (the target's)
+  int register_file = 65536;           // 32-bit registers of an SM (the target's)
+  int max_thread_registers = 255;      // the most a thread may hold (the target's)
+  int causal_group_blocks = 256;       // a key-bounded fold's head-group size in blocks (the target's)
+  int64_t shared_memory = 232448;      // shared memory a block may hold, bytes (the target's)
+  int rescale_skip_per_key = 1;        // the fold's rescale skip: elements of o a thread per key (the target's)
+  int row_cache_registers = 64;        // a row-cache kernel's registers a thread at least (the target's)
+  int row_cache_own_registers = 48;    // ... besides the kept chunks', the cache in registers (the target's)
+  int row_cache_value_registers = 32;  // ... on kept values of calls a later pass computes again (the target's)
+  int coop_threads = 1;                // COOP=t<N>: threads per point of a kernel's thread space
+  int coop_vec = 1;                    // COOP=.../v<V>: elements per vector load/store
+  int coop_cache = 0;                  // COOP=.../c<R> or r<R>: chunks of a row a thread keeps (0: no row cache)
+  bool coop_registers = false;         // COOP=.../r<R>: the row cache in registers, not shared memory
+  int coop_cluster = 1;                // COOP=.../k<K>: CTAs of a thread-block cluster a row (1: one CTA)
+  std::map<Knob, KnobUse> uses;        // the op-wide TILE and COOP in force, with their origins
   bool fuses(const std::string& site) const;
 };
 

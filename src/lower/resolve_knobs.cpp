@@ -228,7 +228,6 @@ Knobs resolve_knobs(const KnobSources& sources, const TargetInfo& target) {
   k.row_cache_registers = target.row_cache_registers;
   k.row_cache_own_registers = target.row_cache_own_registers;
   k.row_cache_value_registers = target.row_cache_value_registers;
-  k.row_cache_preload_registers = target.row_cache_preload_registers;
   std::vector<KnobSetting> block;
   if (sources.block)
     for (const KnobSetting& s : sources.block->knobs) merge(block, s);

@@ -11,15 +11,13 @@ constexpr int kKiB = 1024;
 
 constexpr TargetInfo kTargets[] = {
     // name     sm   arch   cp.async tma   wgmma  setmaxnreg smem/block  regs threads carrier tile, fragment regs,
-    // causal group, rescale skip, row cache registers, registers besides a row cache in registers, kept values',
-    // chunks preloaded
-    {"sm_80", 80, false, true, false, false, false, 163 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48, 32,
-     32},  // A100
-    {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48, 32,
+    // causal group, rescale skip, row cache registers, registers besides a row cache in registers, kept values'
+    {"sm_80", 80, false, true, false, false, false, 163 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48, 32},  // A100
+    {"sm_90", 90, false, true, true, false, false, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48,
      32},  // H100, H200
-    {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48, 32,
+    {"sm_90a", 90, true, true, true, true, true, 227 * kKiB, 255, 1024, 65536, 64, 184, 256, 1, 64, 48,
      32},  // H100, H200
-    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 65536, 32, 184, 256, 1, 64, 64, 32,
+    {"sm_120", 120, false, true, true, false, false, 99 * kKiB, 255, 1024, 65536, 32, 184, 256, 1, 64, 64,
      32},  // RTX 5090
 };
 

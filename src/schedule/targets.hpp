@@ -47,10 +47,6 @@ struct TargetInfo {
   // ... and the registers a thread may spend besides on the values of calls (exp, log...) a later
   // pass of its kept chunks computes again (the softmax's exps: kept, not computed twice).
   int row_cache_value_registers;
-  // ... and the registers a split's copies may spend on the chunks they read once, loaded before
-  // the copies (layernorm's gamma and beta: each copy's store would otherwise hold the next
-  // copy's loads back); live only during the split, when the earlier passes' are dead.
-  int row_cache_preload_registers;
 };
 
 // What the auto-scheduler's cost model (src/autosched/cost_model.cpp) takes a target's device to

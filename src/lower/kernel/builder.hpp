@@ -186,10 +186,6 @@ struct RowCacheState {
   std::map<std::string, int> values_reused;
   std::map<std::string, K> values;
   int value_registers = 0;
-  // The rows whose chunks the current split's copies load before them (read once), with the
-  // registers they take (all R copies'): at most row_cache_preload_registers together.
-  std::map<std::string, int> preload_rows;
-  int preload_peak = 0;  // ... the most of them a split of the body took
 };
 
 class KernelBuilder {
@@ -455,9 +451,6 @@ class KernelBuilder {
   std::optional<K> prefetched_read(const tir::Tensor& t, std::vector<K> idx);
   K cache_column(const std::string& row, const tir::Tensor& t, K column) const;
   K register_read(const tir::Tensor& t, const std::string& row, const std::string& key, const K& at);
-  bool preloaded(const std::string& row, const tir::Tensor& t);
-  K preloaded_read(const tir::Tensor& t, const std::string& key, const K& at);
-  void preload(std::vector<kir::Stmt> loads);
   // A call's value kept for a later pass of the row cache in registers: its element's key (the
   // call, the chunk's copy and element) where it may be kept, and the value computed or kept.
   std::optional<std::string> kept_value_key(const Expr& e, ScalarType t) const;

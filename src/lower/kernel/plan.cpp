@@ -61,11 +61,7 @@ std::string print_plan(const KernelPlan& p) {
                              p.cache_values > 0 ? fmt::format("; {} registers keep the values of calls (exp, log...) "
                                                               "a later pass computes again",
                                                               p.cache_values)
-                                                : "",
-                             p.cache_preloaded > 0 ? fmt::format("; up to {} registers hold the chunks a split reads "
-                                                                 "once, loaded before its copies",
-                                                                 p.cache_preloaded)
-                                                   : "");
+                                                : "");
   if (p.tier != KernelPlan::Tier::MmaContraction && p.tier != KernelPlan::Tier::MmaFold) return out;
   out += fmt::format("  atom: {}, warps w{}x{}, fragments f{}x{} a warp, k{} (k-steps of 16 a chunk)\n", p.atom,
                      p.warps_m, p.warps_n, p.frag_m, p.frag_n, p.k_steps);

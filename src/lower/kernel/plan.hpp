@@ -42,7 +42,6 @@ struct KernelPlan {
   std::vector<std::string> cache_weights;  // PERSIST with c<R>: the weights kept in shared memory for the walk
   bool cache_registers = false;            // COOP=.../r<R>: kept in the threads' registers
   int cache_values = 0;                    // ... and the registers of call values kept for a later pass
-  int cache_preloaded = 0;                 // ... and of the chunks a split reads once, loaded before its copies
   // The tensor-core tiers.
   std::string atom;
   int warps_m = 0, warps_n = 0, frag_m = 0, frag_n = 0, k_steps = 0;

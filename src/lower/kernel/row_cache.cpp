@@ -43,7 +43,6 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
     cache_.decls.clear();
     cache_.values.clear();
     cache_.value_registers = 0;
-    cache_.preload_peak = 0;
     const size_t shared_before = shared_->size();
     std::vector<kir::Stmt> body = nested([&] {
       cache_.body_scope = scopes_.size() - 1;
@@ -94,7 +93,6 @@ void KernelBuilder::coop_cached_body(const lir::Kernel& k) {
   if (!ranking) {
     if (!registers) prefetch = nested([&] { cache_prefetch(copied); });
     if (v > 1) vector_body = variant(RowCache::Vector, false, conds);
-    plans_.back().cache_preloaded = cache_.preload_peak;
     scalar_body = variant(v > 1 ? RowCache::Peeled : RowCache::Scalar, false, unused);
   }
   auto name_of = [&](const K& e) { return e.kind == K::Kind::Param ? e.name : render_key(e); };
@@ -292,7 +290,6 @@ KernelBuilder::ChunkCopies KernelBuilder::lower_copies(const std::string& base, 
                                                        const std::function<void(const K&)>& body) {
   ChunkCopies out;
   std::vector<kir::Stmt> outer = std::exchange(cache_.preload, {});
-  std::map<std::string, int> outer_rows = std::exchange(cache_.preload_rows, {});
   for (int c = 0; c < knobs_.coop_cache; ++c) {
     out.vars.push_back(fresh(base));
     const K at = kir::var({out.vars.back()}, ScalarType::I64);
@@ -301,10 +298,6 @@ KernelBuilder::ChunkCopies KernelBuilder::lower_copies(const std::string& base, 
     out.bodies.push_back(nested([&] { body(at); }));
   }
   cache_.copy = -1;
-  int spent = 0;
-  for (const auto& [row, registers] : cache_.preload_rows) spent += registers;
-  cache_.preload_peak = std::max(cache_.preload_peak, spent);
-  cache_.preload_rows = std::move(outer_rows);
   out.preload = std::exchange(cache_.preload, std::move(outer));
   return out;
 }
@@ -406,7 +399,6 @@ K KernelBuilder::cached_read(const tir::Tensor& t, std::vector<K> idx) {
   auto local = vec_->loads.find(key);
   if (local != vec_->loads.end()) return kir::var(vec_reg(local->second, vec_->u), scalar_of(t.dtype));
   if (knobs_.coop_registers && !cache_.probe && cache_.reused.count(row)) return register_read(t, row, key, at);
-  if (preloaded(row, t)) return preloaded_read(t, key, at);
   VecChunk::Access a = vec_access(t, at, "r_", *blocks_[vec_->block]);
   auto in_slot = [&](const K& column) { return cache_column(row, t, column); };
   std::vector<kir::Stmt>& block = *blocks_[vec_->block];
@@ -459,56 +451,13 @@ K KernelBuilder::register_read(const tir::Tensor& t, const std::string& row, con
     std::vector<kir::Stmt> loads;
     for (size_t j = 0; j < a.arrays.size(); ++j) loads.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
     if (copied_whole(row, t)) {
-      preload(std::move(loads));
+      cache_.preload.push_back(kir::if_then(cache_.copy_cond, std::move(loads)));
     } else {
       for (kir::Stmt& s : loads) blocks_[vec_->block]->push_back(std::move(s));
     }
     cache_.held.insert(key);
   }
   return kir::var(vec_reg(vec_->loads.emplace(key, a).first->second, vec_->u), scalar_of(t.dtype));
-}
-
-// Whether a chunk read once (kept nowhere) is loaded before its split's copies under r<R>, beside
-// the kept rows' first reads: an input's row that the splits walk along one axis (copied_whole's
-// test: its place known before the copies), read on the vector path in the element's own block
-// (not under a `where`, in a select's arm or right of && or ||: a row the element may not read),
-// while the split's preloaded chunks take at most the target's row_cache_preload_registers.
-// Else a copy's store, ordered before every later access, would hold the next copy's load back
-// to after it: one round trip a copy (layernorm's gamma and beta) instead of one a split.
-// The first copy decides for all R (they read the same rows).
-bool KernelBuilder::preloaded(const std::string& row, const tir::Tensor& t) {
-  if (!knobs_.coop_registers || cache_.probe || cache_.copy < 0 || cache_.mode != RowCache::Vector ||
-      blocks_.size() != vec_->depth || lazy_ > 0 || !cache_.reach.count(row) || !copied_whole(row, t))
-    return false;
-  if (cache_.copy > 0 || cache_.preload_rows.count(row)) return cache_.preload_rows.count(row) > 0;
-  const int registers = (vec_width() * kir::type_bytes(scalar_of(t.dtype)) + 3) / 4 * knobs_.coop_cache;
-  int spent = 0;
-  for (const auto& [r, n] : cache_.preload_rows) spent += n;
-  if (spent + registers > knobs_.row_cache_preload_registers) return false;
-  cache_.preload_rows.emplace(row, registers);
-  return true;
-}
-
-// A chunk of a row read once under r<R> (preloaded): register arrays declared at the body's top,
-// loaded before the split's copies behind the copy's bounds test.
-K KernelBuilder::preloaded_read(const tir::Tensor& t, const std::string& key, const K& at) {
-  VecChunk::Access a = vec_access(t, at, "r_", cache_.decls);
-  std::vector<kir::Stmt> loads;
-  for (size_t j = 0; j < a.arrays.size(); ++j) loads.push_back(vec_move(a, j, true, t.name, kir::Space::Global, at));
-  preload(std::move(loads));
-  return kir::var(vec_reg(vec_->loads.emplace(key, std::move(a)).first->second, vec_->u), scalar_of(t.dtype));
-}
-
-// Loads of the copy being lowered, issued before the split's copies behind its bounds test: one
-// test a copy, whatever rows it loads.
-void KernelBuilder::preload(std::vector<kir::Stmt> loads) {
-  std::vector<kir::Stmt>& pre = cache_.preload;
-  if (!pre.empty() && pre.back().kind == kir::Stmt::Kind::If &&
-      render_key(pre.back().args[0]) == render_key(cache_.copy_cond)) {
-    for (kir::Stmt& s : loads) pre.back().body.push_back(std::move(s));
-    return;
-  }
-  pre.push_back(kir::if_then(cache_.copy_cond, std::move(loads)));
 }
 
 // The key of a costly call `e` (exp, log... : kUnaryCalls) of type `t` in the element being
@@ -597,8 +546,7 @@ int KernelBuilder::cache_min_blocks(const kir::Kernel& k) const {
     for (const std::string& name : plans_.back().cache_kept)
       kept += static_cast<int64_t>(knobs_.coop_cache) * knobs_.coop_vec *
               kir::type_bytes(scalar_of(p_.tensors.find(name)->dtype)) / 4;
-    need = std::max(need,
-                    knobs_.row_cache_own_registers + kept + plans_.back().cache_values + plans_.back().cache_preloaded);
+    need = std::max(need, knobs_.row_cache_own_registers + kept + plans_.back().cache_values);
   }
   // A walk over the rows (PERSIST) keeps what ptxas hoists out of it (layernorm's t128/v8/r4: 95
   // registers against 62, and 48 bytes of spills under the bound): its CTAs are what the
