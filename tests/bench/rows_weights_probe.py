@@ -22,7 +22,9 @@ the kernel has what it edits; RESULTS.md, 2026-12-07, says what each measured):
 - x_streamed (--short, --rows): the row's 16-byte loads of x as ld.global.cs (__ldcs: evict first, as
   Inductor's loads of what it reads once), y_streamed: the 16-byte stores as st.global.cs, and
   no_clobber (the store's asm without its "memory" clobber).
---rows N,C (repeatable) times these shapes with Inductor instead of --short's (4097, 1000).
+--rows N,C (repeatable) times these shapes with Inductor instead of --short's (4097, 1000);
+--knobs OP=KNOBS emits OP under these knobs instead of its auto-schedule, and --min-blocks 3,4 adds
+forms whose __launch_bounds__ ask ptxas for that many CTAs an SM (fewer registers a thread).
 With --profile nothing is timed: each form runs 3 times and once between cudaProfilerStart and Stop
 (step11_short_rows.sh runs it under ncu --profile-from-start off).
 hoisted and pipelined edit one chunk loop: on kernels whose peeled weights are one loop a shift
@@ -75,9 +77,9 @@ __device__ __forceinline__ void emmy_realign4(float* out, uint4 l, uint4 h, int 
 """
 
 
-def emitted(emmyc, op, n, c, dt):
+def emitted(emmyc, op, n, c, dt, knobs=None):
     args = [emmyc, "compile", str(ROOT / "stdlib/nn.emmy"), "--op", op, "--target", "sm_90a", "--ir", "cuda",
-            "--shape", f"N={n},C={c}", "--specialize", "--dtype", dt]
+            "--shape", f"N={n},C={c}", "--specialize", "--dtype", dt] + (["--knobs", knobs] if knobs else [])
     src = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     name = re.search(r"__global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(", src).group(1)
     block = int(re.search(r"__launch_bounds__\((\d+)", src).group(1))
@@ -99,6 +101,11 @@ def x_streamed(src):
 def y_streamed(src):
     out = src.replace('asm volatile("st.global.v4.b32', 'asm volatile("st.global.cs.v4.b32')
     return out if out != src else None
+
+
+def min_blocks(src, k):
+    out, n = re.subn(r"__launch_bounds__\((\d+), \d+\)", rf"__launch_bounds__(\1, {k})", src, count=1)
+    return out if n and out != src else None
 
 
 def unswitched(src):
@@ -315,6 +322,9 @@ def main():
     ap.add_argument("--short", action="store_true", help="the short rows (4097, 1000) with Inductor, not the long ones")
     ap.add_argument("--rows", action="append", default=[], help="N,C: a shape timed with Inductor (repeatable; "
                     "instead of --short's (4097, 1000))")
+    ap.add_argument("--knobs", action="append", default=[], help="OP=KNOBS: OP emitted under these knobs")
+    ap.add_argument("--no-inductor", action="store_true", help="leave Inductor out (--short, --rows)")
+    ap.add_argument("--min-blocks", default="", help="e.g. 3,4: forms asking ptxas for that many CTAs an SM")
     ap.add_argument("--profile", action="store_true", help="no timing: each form launched 3 times, then once "
                     "between cudaProfilerStart and Stop (run under ncu --profile-from-start off)")
     a = ap.parse_args()
@@ -390,11 +400,12 @@ def run_shape(a, n, c, dt, tdt):
         else:
             mu = xd.mean(-1, keepdim=True)
             ref = (xd - mu) * torch.rsqrt((xd - mu).pow(2).mean(-1, keepdim=True) + 1e-5) * g.double() + b.double()
-        if a.short:
+        if a.short and not a.no_inductor:
             f = inductor(op, dt)
             us = profiled(a, lambda: f(x, g, b), f"{op} {dt} Inductor")
             print(f"{op:10s} {n}x{c} {dt}  {'torch.compile (Inductor)':24s} {us:9.1f} us  {gb / us * 1e3:6.3f} TB/s", flush=True)
-        src, name, block, smem, rows = emitted(a.emmyc, op, n, c, dt)
+        knobs = dict(k.split("=", 1) for k in a.knobs).get(op)
+        src, name, block, smem, rows = emitted(a.emmyc, op, n, c, dt, knobs)
         mean = torch.empty(n, device="cuda", dtype=torch.float32)
         rstd = torch.empty(n, device="cuda", dtype=torch.float32)
         cx, cg, cb, cy = (cupy.from_dlpack(t) for t in (x, g, b, y))
@@ -407,6 +418,7 @@ def run_shape(a, n, c, dt, tdt):
             if e:
                 forms += [("exp kept", e), ("exp kept, lanes comm.", commutative_lanes(e))]
             forms += [("weights first", w), ("weights first, lanes comm.", commutative_lanes(w))] if w else []
+            forms += [(f"min blocks {k}", min_blocks(src, k)) for k in a.min_blocks.split(",") if k]
             forms += [("x evict-first (ld.cs)", x_streamed(src)), ("y streamed (st.cs)", y_streamed(src)),
                       ("no clobber", no_clobber(src))]
         if not a.short:  # each edit where the kernel has what it edits (None: it has not)
