@@ -43,3 +43,16 @@ coop_variants() {  # op dtype shape forms...
     else echo "$op=$auto,COOP=$coop$rest"; fi
   done
 }
+# The harness on the row ops' auto-schedules (the f16 and f32 blocks) through `lib`, under a
+# timeout of `seconds`, with HARNESS_ARGS and the arguments given (a later --only or --flush wins):
+# $OUT/TAG.txt and $OUT/TAG.json (the device tool brings back 8 files), its Emmy, Inductor and copy
+# lines to stdout.
+rows_harness() {  # tag lib seconds args...
+  local tag=$1 lib=$2 s=$3
+  shift 3
+  timeout "$s" python3 tests/bench/harness.py --lib "$lib" --out "/tmp/rows-$tag" --only 'softmax|layernorm|rmsnorm' \
+    --blocks '\[auto(, f32)?\]' ${HARNESS_ARGS:-} --deadline $(( s - 20 )) "$@" > "$OUT/$tag.txt" 2>&1
+  cp "/tmp/rows-$tag/results.json" "$OUT/$tag.json"
+  echo "== $tag ($lib)"
+  grep -E "emmy|Inductor|copy" "$OUT/$tag.txt" | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-160
+}

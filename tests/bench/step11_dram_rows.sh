@@ -7,13 +7,9 @@
 # Inductor. Writes $OUT/dram.txt, $OUT/short-dirty.txt, $OUT/short-clean.txt (and their .json).
 source "$(dirname "$0")/gpu_env.sh"
 run_harness() {  # tag seconds args...
-  local tag=$1 s=$2; shift 2
-  timeout "$s" python3 tests/bench/harness.py --lib "$B/libemmy.so" --out "/tmp/rows-$tag" \
-    --only 'softmax|layernorm|rmsnorm' --blocks '\[auto(, f32)?\]' --inductor --deadline $(( s - 20 )) "$@" \
-    > "$OUT/$tag.txt" 2>&1
-  cp "/tmp/rows-$tag/results.json" "$OUT/$tag.json"
-  echo "== $tag"
-  grep -E "emmy|Inductor|copy" "$OUT/$tag.txt" | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-160
+  local tag=$1 s=$2
+  shift 2
+  rows_harness "$tag" "$B/libemmy.so" "$s" --inductor "$@"
 }
 if [ "${DRAM_SECONDS:-300}" -gt 0 ]; then
   variants=()

@@ -13,13 +13,9 @@
 # goes to every harness run (e.g. '--flush clean').
 source "$(dirname "$0")/gpu_env.sh"
 rows() {  # tag lib extra-args...
-  local tag=$1 lib=$2; shift 2
-  timeout ${SECONDS_ROWS:-150} python3 tests/bench/harness.py --lib "$lib" --out "/tmp/long-$tag" \
-    --only 'softmax|layernorm|rmsnorm' --blocks '\[auto(, f32)?\]' ${HARNESS_ARGS:-} "$@" \
-    --deadline $(( ${SECONDS_ROWS:-150} - 20 )) > "$OUT/long-$tag.txt" 2>&1
-  cp "/tmp/long-$tag/results.json" "$OUT/long-$tag.json"  # (the device tool brings back 8 files)
-  echo "== $tag ($lib)"
-  grep -E "emmy|Inductor|copy" "$OUT/long-$tag.txt" | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-150
+  local tag=$1 lib=$2
+  shift 2
+  rows_harness "long-$tag" "$lib" "${SECONDS_ROWS:-150}" "$@"
 }
 long=(--rows 8192,50257 --rows 8192,50257,f32)
 short=(--rows 4097,1000 --rows 4097,1000,f32 --rows 32768,8192 --rows 32768,8192,f32)

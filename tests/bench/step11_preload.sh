@@ -20,9 +20,8 @@ cat "$OUT/checks.txt" | cut -c1-160
 # LONG=1: layernorm and rmsnorm at (8192, 50256) and (8192, 50257) f16 (aligned rows against the
 # peeled path), beside Inductor; its lines to stdout only (the device returns 8 files).
 if [ "${LONG:-0}" = 1 ]; then
-  timeout 150 python3 tests/bench/harness.py --lib "$B/libemmy.so" --out /tmp/rows-long --only 'layernorm|rmsnorm' \
-    --blocks '\[auto(, f32)?\]' --inductor --deadline 130 --rows 8192,50256 --rows 8192,50257 > /tmp/rows-long.txt 2>&1
-  echo "== long"; grep -E "emmy|Inductor|copy" /tmp/rows-long.txt | sed 's/ (host [0-9]*)//; s/check pass (max err [^)]*)/ok/' | cut -c12-160
+  (OUT=/tmp/rows-long-out && mkdir -p "$OUT" && rows_harness long "$B/libemmy.so" 150 --inductor --only 'layernorm|rmsnorm' \
+    --rows 8192,50256 --rows 8192,50257)
 fi
 [ "${PROBE:-0}" = 1 ] && timeout 200 python3 tests/bench/rows_weights_probe.py --emmyc "$B/emmyc" --rows 4097,1000 \
   --rows 32768,8192 --reps 60 > "$OUT/probe.txt" 2>&1

@@ -279,12 +279,9 @@ class KernelBuilder {
   // Monoids: a reduction's lowering, a term as a kernel expression (`hint` types constants and
   // infinities), and two carriers combined (a share that combined no element skipped, as
   // coop_combine does), a value of the lane `mask` away.
-  struct CarrierSpec {  // a carrier's fields, types and proved identity and combine (over a.<field>, b.<field>)
-    std::vector<std::string> fields;
-    std::vector<ScalarType> types;
-    std::vector<Term> identity, combine;
-    std::vector<Term> lift;  // over the lift's parameters, where known: the domain of the laws (a count > 0)
-  };
+  // A carrier's fields, types and proved identity and combine (over a.<field>, b.<field>), and its
+  // lift over the lift's parameters where known: the domain of the laws (a count > 0).
+  using CarrierSpec = MonoidLowering;
   MonoidLowering monoid_of(const Expr& e);
   static MonoidLowering widen_selections(MonoidLowering m);
   K term_value(const Term& t, const std::map<std::string, K>& env, ScalarType hint);

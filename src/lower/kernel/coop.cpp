@@ -76,25 +76,10 @@ void KernelBuilder::coop_kernel(const lir::Kernel& k, kir::Kernel& out, const K&
   if (kc > 1) emit(kir::intrinsic(kir::IntrinsicId::ClusterSync, {}, {}));
 }
 
-namespace {
-
-// The carrier's monoid as the algebra layer's terms.
-algebra::MonoidTerms carrier_terms(const std::string& monoid, const KernelBuilder::CarrierSpec& spec) {
-  MonoidLowering m;
-  m.fields = spec.fields;
-  m.types = spec.types;
-  m.identity = spec.identity;
-  m.combine = spec.combine;
-  m.lift = spec.lift;
-  return terms_of(monoid, m);
-}
-
-}  // namespace
-
 // The carrier's laws, as the algebra layer proves them on its combine (or the user assumed them).
 const MonoidLaws& KernelBuilder::coop_laws(const std::string& monoid, const CarrierSpec& spec) {
   if (auto it = laws_.find(monoid); it != laws_.end()) return it->second;
-  return laws_[monoid] = monoid_laws(carrier_terms(monoid, spec), checked_, law_memo_);
+  return laws_[monoid] = monoid_laws(terms_of(monoid, spec), checked_, law_memo_);
 }
 
 // A reduction over `axes` whose first axis is split between the row's threads, each folding
@@ -699,7 +684,7 @@ void KernelBuilder::coop_combine(const std::string& monoid, const CarrierSpec& s
   emit(kir::comment(fmt::format("combine the row's {} partial ({}) of {} in lane order: shfl.bfly xor 1..{}{}", n,
                                 fmt::join(spec.fields, ", "), monoid, std::min(n, 32) / 2,
                                 n > 32 ? fmt::format(", then the row's {} warps through shared memory", n / 32) : "")));
-  const bool symmetric = algebra::combine_symmetric(carrier_terms(monoid, spec));
+  const bool symmetric = algebra::combine_symmetric(terms_of(monoid, spec));
   for (int s = 1; s < std::min(n, 32); s *= 2) {
     std::vector<K> other;
     for (const K& c : carrier) other.push_back(shuffle_xor(c, s));

@@ -75,7 +75,9 @@ Carrier KernelBuilder::reduce(const Expr& e, const std::optional<K>& elem) {
   };
   AxesBound bound(bound_axes_, e.axes);
   if (coop_top()) {
-    coop_reduce(e.op, e.axes, {m.fields, m.types, m.identity, m.combine, {}}, carrier.values, has, element);
+    MonoidLowering shares = m;  // (its laws proved without the lift's domain)
+    shares.lift.clear();
+    coop_reduce(e.op, e.axes, shares, carrier.values, has, element);
   } else {
     std::vector<kir::Stmt> loop = axis_loops(e.axes, element);
     for (kir::Stmt& s : loop) emit(std::move(s));
