@@ -158,6 +158,7 @@ int run_compile(const std::string& file, const std::string& ir, const DriverOpti
     return kUsageError;
   }
   lo.specialize = opt.specialize;
+  lo.emmy_ptx = opt.emmy_ptx;
   const int status = ir == "ast" ? 0 : print_level(*c.program, ir, lo, out, err, timed);
   if (timed) err << "emmyc: timings (wall clock, after the process started)\n" << times.format();
   return status == 0 ? kOk : kUserError;

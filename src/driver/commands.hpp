@@ -25,6 +25,7 @@ struct DriverOptions {
   std::string schedule;                  // compile/run --schedule: a named schedule block
   std::string shape;                     // compile --shape: the sizes that pick a guarded block
   bool specialize = false;               // compile --specialize: the kernels of --shape's size class
+  bool emmy_ptx = false;                 // compile --emmy-ptx: --ir ptx from Emmy's PTX printer, not NVRTC
   bool explain_schedule = false;         // compile/run --explain-schedule: which block, and why
   std::string dtype;                     // compile/run --dtype: f16/bf16 signature tensors read as this
   int error_limit = kDefaultErrorLimit;  // --error-limit: errors shown per file (0: all); check --verify sees all

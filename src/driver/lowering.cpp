@@ -6,6 +6,7 @@
 
 #include "autosched/auto_schedule.hpp"
 #include "codegen/cuda/print_cuda.hpp"
+#include "codegen/ptx/print_ptx.hpp"
 #include "ir/print_kernel.hpp"
 #include "runtime/nvrtc.hpp"
 
@@ -200,6 +201,15 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
   } else if (level == "ptx") {
     runtime::CompileOptions co;
     co.target = find_target(lo.target);
+    if (lo.emmy_ptx) {
+      PtxPrint printed = print_ptx(l->kernels, co.target->name, co.target->sm);
+      mark("print PTX");
+      if (printed.unsupported.empty()) {
+        out << printed.ptx;
+        return 0;
+      }
+      err << "emmyc: note: Emmy's PTX printer cannot print " << printed.unsupported << " yet: NVRTC's PTX follows\n";
+    }
     co.phase_times = times != nullptr;
     try {
       const std::string cuda = print_cuda(l->kernels);

@@ -28,6 +28,7 @@ struct LowerOptions {
   bool explain_schedule = false;    // --explain-schedule: each block considered and why, on stderr
   bool note_auto_schedule = false;  // a note on stderr with the auto-schedule's knobs (print_level's)
   bool specialize = false;          // kernel, cuda, ptx: the kernels specialized to `sizes`' class (a note says which)
+  bool emmy_ptx = false;            // ptx: printed by Emmy's PTX printer (codegen/ptx), NVRTC where it cannot
 };
 
 // The op `name` of the main file (the only one when `name` is empty); null after printing why.

@@ -97,6 +97,9 @@ int run_main(int argc, char** argv) {
   compile->add_flag("--specialize", opt.specialize,
                     "with --shape: the kernels a run at those sizes launches, every test of sizes alone decided "
                     "(docs/running.md, size classes)");
+  compile->add_flag("--emmy-ptx", opt.emmy_ptx,
+                    "--ir ptx printed by Emmy's own PTX printer instead of NVRTC (issue 28, in progress: what it "
+                    "cannot print yet goes through NVRTC, with a note)");
   std::vector<std::string> passes = emmy::lower::pass_names();
   passes.emplace_back("all");
   compile
