@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/cuda/print_cuda.hpp"
+#include "codegen/ptx/print_ptx.hpp"
 #include "interp/reference.hpp"
 #include "interp/simt.hpp"
 #include "ir/dtypes.hpp"
@@ -236,6 +237,7 @@ struct Compiled {
   double ms = 0;
   bool cache_hit = false;
   std::string cache_path, cache_warning;
+  std::string ptx_note;  // --emmy-ptx: what the PTX printer could not print (NVRTC compiled it)
 };
 
 Compiled compile_program(const kir::Program& program, const TargetInfo& target, const RunOptions& ro) {
@@ -243,13 +245,29 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   co.target = &target;
   const auto t0 = Clock::now();
   std::string cuda = print_cuda(program);
+  std::string ptx_note;
+  if (ro.emmy_ptx) {
+    // The driver loads PTX text as it loads a CUBIN (its JIT runs ptxas): no NVRTC, no cache.
+    PtxPrint printed = print_ptx(program, target.name, target.sm);
+    if (printed.unsupported.empty()) {
+      Compiled out{std::move(cuda), {}, 0, false, "", "", ""};
+      out.result.ok = true;
+      out.result.ptx = std::move(printed.ptx);
+      out.result.cubin.assign(out.result.ptx.begin(), out.result.ptx.end());
+      out.result.cubin.push_back('\0');
+      out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      return out;
+    }
+    ptx_note = "Emmy's PTX printer cannot print " + printed.unsupported + " yet: NVRTC compiled it";
+  }
   runtime::CachedCompile c = runtime::compile_cuda_cached(cuda, program.op + ".cu", co, {ro.use_cache, ""});
   Compiled out{std::move(cuda),
                std::move(c.result),
                std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
                c.hit,
                c.path,
-               c.warning};
+               c.warning,
+               ptx_note};
   if (!out.result.ok)
     throw std::runtime_error("NVRTC rejected the generated CUDA (a compiler bug; please report it):\n" +
                              out.result.log);
@@ -476,6 +494,7 @@ int run_gpu(RunContext& c, const runtime::Driver& driver, std::ostream& out, std
                      : compiled.cache_path.empty() ? ""
                                                    : " (now cached)");
   if (!compiled.cache_warning.empty()) err << "emmyc: " << render_warning({"W070", compiled.cache_warning}) << "\n";
+  if (!compiled.ptx_note.empty()) err << "emmyc: note: " << compiled.ptx_note << "\n";
   out << "reference: " << reference << "\n";
   if (c.ro.check != "none") print_checks(checks, out);
   if (c.ro.bench) {

@@ -403,7 +403,8 @@ class KernelPrinter final : public Emitter {
   }
 
   // One aligned access of count * size bytes: 4- and 8-byte elements straight into (out of)
-  // the array's registers, 16-bit ones two to a 32-bit word.
+  // the array's registers; 16-bit ones two to a 32-bit word, bools (a byte each) four, or one
+  // 16-bit word of two.
   void vector_access(const Stmt& s) {
     const bool is_load = s.kind == Stmt::Kind::VecLoad;
     const std::string at = address(s.space, s.name, expr(s.args[0]), s.type);
@@ -411,17 +412,17 @@ class KernelPrinter final : public Emitter {
         is_load ? load_space(s.space, s.name) : (s.space == Space::Shared ? "shared" : "global");
     const Bound& b = bound(s.reg.name);
     auto elem = [&](int e) { return b.count == 1 ? b.ptx : fmt::format("{}${}", b.ptx, e); };
+    const int size = type_bytes(s.type), bytes = s.count * size;
+    const int per_word = size >= 4 ? 1 : std::min(4 / size, s.count);
     std::vector<std::string> words;
-    std::string_view word_type = ld_type(s.type);
-    if (type_bytes(s.type) == 2 && s.count >= 2) {
-      word_type = "b32";
-      for (int w = 0; w < s.count / 2; ++w) words.push_back(temp(ST::U32));
-      if (!is_load)
-        for (int w = 0; w < s.count / 2; ++w)
-          line(fmt::format("mov.b32 {}, {{{}, {}}};", words[w], elem(2 * w), elem(2 * w + 1)));
-    } else {
+    std::string word_type(ld_type(s.type));
+    if (per_word == 1) {
       for (int e = 0; e < s.count; ++e) words.push_back(elem(e));
+    } else {
+      word_type = bytes == 2 ? "u16" : "b32";
+      for (int w = 0; w < s.count / per_word; ++w) words.push_back(temp(ST::U32));
     }
+    if (!is_load && per_word > 1) pack_words(s.type, per_word, words, elem);
     std::string list;
     for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
     const std::string vec = words.size() == 1 ? "" : fmt::format(".v{}", words.size());
@@ -430,9 +431,40 @@ class KernelPrinter final : public Emitter {
       line(fmt::format("ld.{}{}.{} {}, [{}];", space, vec, word_type, operand, at));
     else
       line(fmt::format("st.{}{}.{} [{}], {};", space, vec, word_type, at, operand));
-    if (is_load && word_type == "b32" && type_bytes(s.type) == 2)
-      for (int w = 0; w < s.count / 2; ++w)
-        line(fmt::format("mov.b32 {{{}, {}}}, {};", elem(2 * w), elem(2 * w + 1), words[w]));
+    if (is_load && per_word > 1) unpack_words(s.type, per_word, words, elem);
+  }
+
+  template <class Elem>
+  void pack_words(ST type, int per_word, const std::vector<std::string>& words, const Elem& elem) {
+    for (size_t w = 0; w < words.size(); ++w) {
+      const int e0 = static_cast<int>(w) * per_word;
+      if (type != ST::Pred) {
+        line(fmt::format("mov.b32 {}, {{{}, {}}};", words[w], elem(e0), elem(e0 + 1)));
+        continue;
+      }
+      line(fmt::format("mov.b32 {}, 0;", words[w]));
+      for (int k = 0; k < per_word; ++k) {
+        const std::string byte = temp(ST::U32);
+        line(fmt::format("selp.u32 {}, 1, 0, {};", byte, elem(e0 + k)));
+        line(fmt::format("bfi.b32 {0}, {1}, {0}, {2}, 8;", words[w], byte, 8 * k));
+      }
+    }
+  }
+
+  template <class Elem>
+  void unpack_words(ST type, int per_word, const std::vector<std::string>& words, const Elem& elem) {
+    for (size_t w = 0; w < words.size(); ++w) {
+      const int e0 = static_cast<int>(w) * per_word;
+      if (type != ST::Pred) {
+        line(fmt::format("mov.b32 {{{}, {}}}, {};", elem(e0), elem(e0 + 1), words[w]));
+        continue;
+      }
+      for (int k = 0; k < per_word; ++k) {
+        const std::string byte = temp(ST::U32);
+        line(fmt::format("bfe.u32 {}, {}, {}, 8;", byte, words[w], 8 * k));
+        line(fmt::format("setp.ne.u32 {}, {}, 0;", elem(e0 + k), byte));
+      }
+    }
   }
 
   static std::optional<int64_t> constant(const Expr& e) {
