@@ -93,7 +93,7 @@ class KernelPrinter final : public Emitter {
                            a.count * type_bytes(a.type));
     out += fmt::format("\n.visible .entry {}(\n", k_.name);
     for (size_t i = 0; i < k_.params.size(); ++i)
-      out += fmt::format("    .param .{} {}{}\n", param_type(k_.params[i]), param_symbol(i),
+      out += fmt::format("    .param {}{}\n", param_decl(k_.params[i], param_symbol(i)),
                          i + 1 < k_.params.size() ? "," : "");
     out += fmt::format(")\n.maxntid {}, 1, 1\n", k_.block_threads);
     if (k_.min_blocks_per_sm > 0) out += fmt::format(".minnctapersm {}\n", k_.min_blocks_per_sm);
@@ -123,16 +123,18 @@ class KernelPrinter final : public Emitter {
   std::map<std::string, int> uses_of_name_;                 // declarations seen of a name
   std::map<std::string, std::string> buffers_;              // buffer -> its global address register
   std::map<std::string, std::string> shared_base_;          // shared array -> its shared-window address register
+  std::map<std::string, std::string> tensor_maps_;          // tensor-map parameter -> its generic address
   int temps_ = 0, labels_ = 0;
 
   // ---- names ----
   std::string shared_symbol(const std::string& array) const { return fmt::format("{}_{}", k_.name, array); }
   std::string param_symbol(size_t i) const { return fmt::format("{}_param_{}", k_.name, i); }
 
-  static std::string_view param_type(const Param& p) {
-    if (p.kind == Param::Kind::Buffer) return "u64";
-    if (p.kind == Param::Kind::TensorMap) throw Unsupported{"a TMA tensor-map parameter"};
-    return p.type == ST::Pred ? "u8" : ld_type(p.type);
+  // A tensor map is the 128-byte CUtensorMap itself (__grid_constant__), read through its address.
+  static std::string param_decl(const Param& p, const std::string& symbol) {
+    if (p.kind == Param::Kind::Buffer) return ".u64 " + symbol;
+    if (p.kind == Param::Kind::TensorMap) return fmt::format(".align 64 .b8 {}[128]", symbol);
+    return fmt::format(".{} {}", p.type == ST::Pred ? "u8" : ld_type(p.type), symbol);
   }
 
   std::string declare(const std::string& name, ST type, int count) {
@@ -173,7 +175,11 @@ class KernelPrinter final : public Emitter {
         const std::string r = declare(p.name, p.type, 1);
         line(fmt::format("ld.param.{} {}, [{}];", ld_type(p.type), r, param_symbol(i)));
       } else {
-        throw Unsupported{"a TMA tensor-map parameter"};
+        const std::string raw = temp(ST::I64), addr = "%m$" + p.name;
+        decls_.emplace_back(addr, ".b64");
+        line(fmt::format("mov.b64 {}, {};", raw, param_symbol(i)));
+        line(fmt::format("cvta.param.u64 {}, {};", addr, raw));
+        tensor_maps_[p.name] = addr;
       }
     }
     const std::vector<int64_t> offsets = shared_offsets(k_);
@@ -527,6 +533,11 @@ class KernelPrinter final : public Emitter {
     for (const Reg& r : s.outs) ops.outs.push_back(reg_name(r));
     const int buffer_input = s.name.empty() ? -2 : intrinsic_buffer_input(s);
     const ScalarType buffer_elem = buffer_input >= 0 ? buffer_type(s.name) : ST::F32;
+    if (buffer_input == -1) {  // TMA: the tensor map's address first
+      auto it = tensor_maps_.find(s.name);
+      if (it == tensor_maps_.end()) throw Unsupported{fmt::format("tensor map '{}' is not a parameter", s.name)};
+      ops.ins.push_back(it->second);
+    }
     for (size_t i = 0; i < s.args.size(); ++i) {
       Val v = expr(s.args[i]);
       if (static_cast<int>(i) == buffer_input) v = {global_address(s.name, v, buffer_elem), ST::I64};

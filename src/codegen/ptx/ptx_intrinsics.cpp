@@ -122,6 +122,51 @@ void dsmem_load(Emitter& em, std::string_view type, const IntrinsicOperands& ops
   em.line(fmt::format("ld.shared::cluster.{} {}, [{}];", type, ops.outs[0], remote));
 }
 
+// wgmma.mma_async (emmy_wgmma_{rs,ss}_n<N>): D = A B (+ C) on the warpgroup's accumulators;
+// descriptors arrive as two words each (low, high); C copied into D first where they differ.
+void wgmma(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) {
+  const bool a_regs = kir::wgmma_a_in_registers(id), accumulate = kir::wgmma_accumulates(id);
+  const int n = kir::wgmma_n(id), regs = n / 2;
+  const size_t b_at = a_regs ? 4 : 2, c_at = b_at + 2;
+  auto descriptor = [&](size_t lo) {
+    const std::string d = em.temp(ST::I64);
+    em.line(fmt::format("mov.b64 {}, {{{}, {}}};", d, ops.ins.at(lo), ops.ins.at(lo + 1)));
+    return d;
+  };
+  const std::string a =
+      a_regs ? fmt::format("{{{}, {}, {}, {}}}", ops.ins.at(0), ops.ins.at(1), ops.ins.at(2), ops.ins.at(3))
+             : descriptor(0);
+  const std::string b = descriptor(b_at);
+  std::string d;
+  for (int i = 0; i < regs; ++i) {
+    d += (i ? ", " : "") + ops.outs.at(static_cast<size_t>(i));
+    if (accumulate && ops.ins.at(c_at + static_cast<size_t>(i)) != ops.outs[static_cast<size_t>(i)])
+      em.line(fmt::format("mov.f32 {}, {};", ops.outs[static_cast<size_t>(i)], ops.ins[c_at + static_cast<size_t>(i)]));
+  }
+  const std::string scale_d = em.temp(ST::Pred);
+  em.line(fmt::format("mov.pred {}, {};", scale_d, accumulate ? 1 : 0));
+  const std::string_view type = ops.imms.at(0) ? "bf16" : "f16";
+  const int64_t n_major = ops.imms.at(1);
+  const std::string trans = a_regs ? fmt::format("1, 1, {}", n_major) : fmt::format("1, 1, 0, {}", n_major);
+  em.line(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, {}, {}, {};", n, type, type, d, a,
+                      b, scale_d, trans));
+}
+
+// cp.async.bulk.tensor (emmy_tma_load_<r>d): operand 0 the tensor map's address, then the shared
+// destination, the mbarrier and one coordinate a dimension; imm 0 the cluster's CTAs to multicast to.
+void tma_load(Emitter& em, int rank, const IntrinsicOperands& ops) {
+  std::string coords;
+  for (int d = 0; d < rank; ++d) coords += (d ? ", " : "") + ops.ins.at(3 + static_cast<size_t>(d));
+  const std::string head =
+      fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes", rank);
+  if (ops.imms.at(0) == 0)
+    return em.line(fmt::format("{} [{}], [{}, {{{}}}], [{}];", head, ops.ins[1], ops.ins[0], coords, ops.ins[2]));
+  const std::string mask = em.temp(ST::F16);  // a 16-bit register
+  em.line(fmt::format("mov.b16 {}, {};", mask, ops.imms[0]));
+  em.line(fmt::format("{}.multicast::cluster [{}], [{}, {{{}}}], [{}], {};", head, ops.ins[1], ops.ins[0], coords,
+                      ops.ins[2], mask));
+}
+
 }  // namespace
 
 void print_intrinsic(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) {
@@ -153,12 +198,16 @@ void print_intrinsic(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) 
       em.line(fmt::format("mapa.shared::cluster.u32 {}, {}, {};", remote, ops.ins[0], ops.ins[1]));
       return em.line(fmt::format("mbarrier.arrive.shared::cluster.b64 _, [{}];", remote));
     }
+    case IntrinsicId::RegFence:  // ptxas orders a wgmma result's reads after its wait itself
+      return em.line(fmt::format("mov.f32 {}, {};", ops.outs.at(0), ops.ins.at(0)));
     case IntrinsicId::DsmemLdF32: return dsmem_load(em, "f32", ops);
     case IntrinsicId::DsmemLdI32: return dsmem_load(em, "b32", ops);
     case IntrinsicId::DsmemLdF64: return dsmem_load(em, "f64", ops);
     case IntrinsicId::DsmemLdI64: return dsmem_load(em, "b64", ops);
     default: break;
   }
+  if (kir::wgmma_n(id) > 0) return wgmma(em, id, ops);
+  if (kir::tma_rank(id) > 0) return tma_load(em, kir::tma_rank(id), ops);
   throw Unsupported{fmt::format("intrinsic {}", kir::intrinsic_info(id).name)};
 }
 

@@ -18,7 +18,7 @@ struct IntrinsicOperands {
   std::vector<int64_t> imms;
 };
 
-// Throws Unsupported for the rows without a PTX spelling here yet (wgmma, TMA, the register fence).
+// Every row of the table (ir/intrinsics.hpp); Unsupported for an id outside it.
 void print_intrinsic(Emitter& em, kir::IntrinsicId id, const IntrinsicOperands& ops);
 
 }  // namespace emmy::ptx
