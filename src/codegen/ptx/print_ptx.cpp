@@ -70,11 +70,16 @@ std::set<std::string> assigned_in(const std::vector<Stmt>& body) {
   return out;
 }
 
-// A declared kernel-IR register: its PTX name (elements `name$e`), type and element count.
+// A declared kernel-IR register (or array): each element's current PTX register. A write gets
+// a fresh register (the printed PTX is in SSA form but where control flow merges: ptxas takes
+// twice as long on registers written in place); where control flow merges, each path moves its
+// value into one register (a phi).
 struct Bound {
-  std::string ptx;
   ST type = ST::F32;
   int count = 1;
+  std::string base;              // "%x", or "%x$d1" for the second declaration of x
+  std::vector<std::string> cur;  // element -> its current register
+  int next = 0;                  // versions printed
 };
 
 class KernelPrinter final : public Emitter {
@@ -137,28 +142,67 @@ class KernelPrinter final : public Emitter {
     return fmt::format(".{} {}", p.type == ST::Pred ? "u8" : ld_type(p.type), symbol);
   }
 
-  std::string declare(const std::string& name, ST type, int count) {
-    const int n = uses_of_name_[name]++;
-    std::string ptx = n == 0 ? "%" + name : fmt::format("%{}${}", name, n);
-    if (count == 1)
-      decls_.emplace_back(ptx, std::string(reg_type(type)));
-    else
-      for (int e = 0; e < count; ++e) decls_.emplace_back(fmt::format("{}${}", ptx, e), std::string(reg_type(type)));
-    scopes_.back()[name] = {ptx, type, count};
-    return ptx;
+  // A new version of element e of b: a register of its own.
+  std::string fresh(Bound& b, int e) {
+    std::string name =
+        b.count == 1 ? fmt::format("{}${}", b.base, b.next++) : fmt::format("{}$e{}${}", b.base, e, b.next++);
+    decls_.emplace_back(name, std::string(reg_type(b.type)));
+    return name;
   }
 
-  const Bound& bound(const std::string& name) const {
+  Bound& declare(const std::string& name, ST type, int count) {
+    const int n = uses_of_name_[name]++;
+    Bound b{type, count, n == 0 ? "%" + name : fmt::format("%{}$d{}", name, n), {}, 0};
+    for (int e = 0; e < count; ++e) b.cur.push_back(fresh(b, e));
+    return scopes_.back()[name] = std::move(b);
+  }
+
+  Bound* find(const std::string& name) {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto f = it->find(name); f != it->end()) return f->second;
+      if (auto f = it->find(name); f != it->end()) return &f->second;
+    return nullptr;
+  }
+  Bound& bound(const std::string& name) {
+    if (Bound* b = find(name)) return *b;
     throw Unsupported{fmt::format("register '{}' used before its declaration", name)};
   }
+  static size_t elem_of(const Reg& r) { return static_cast<size_t>(std::max(r.elem, 0)); }
 
-  std::string reg_name(const Reg& r) const {
-    const Bound& b = bound(r.name);
-    return r.elem < 0 && b.count == 1 ? b.ptx : fmt::format("{}${}", b.ptx, std::max(r.elem, 0));
+  std::string reg_name(const Reg& r) { return bound(r.name).cur.at(elem_of(r)); }
+  // The register a write of r goes to: a fresh version, current from now on.
+  std::string define(const Reg& r) {
+    Bound& b = bound(r.name);
+    return b.cur.at(elem_of(r)) = fresh(b, static_cast<int>(elem_of(r)));
   }
-  ST reg_type_of(const Reg& r) const { return bound(r.name).type; }
+
+  // The current registers of the names given that are visible here (a merge's or a loop's variables).
+  std::map<std::string, std::vector<std::string>> snapshot(const std::set<std::string>& names) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const std::string& n : names)
+      if (Bound* b = find(n)) out[n] = b->cur;
+    return out;
+  }
+  // Moves each variable of `phis` from its current registers into the phi registers.
+  void move_into(const std::map<std::string, std::vector<std::string>>& phis) {
+    for (const auto& [name, regs] : phis) {
+      Bound& b = bound(name);
+      for (size_t e = 0; e < regs.size(); ++e)
+        if (b.cur[e] != regs[e]) line(fmt::format("mov.{} {}, {};", mov_type(b.type), regs[e], b.cur[e]));
+    }
+  }
+  void set_current(const std::map<std::string, std::vector<std::string>>& regs) {
+    for (const auto& [name, r] : regs) bound(name).cur = r;
+  }
+  // Fresh phi registers for the variables of `names`.
+  std::map<std::string, std::vector<std::string>> phis_for(
+      const std::map<std::string, std::vector<std::string>>& vars) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [name, regs] : vars) {
+      Bound& b = bound(name);
+      for (size_t e = 0; e < regs.size(); ++e) out[name].push_back(fresh(b, static_cast<int>(e)));
+    }
+    return out;
+  }
 
   // ---- prologue: parameters, shared arrays ----
   void prologue() {
@@ -172,7 +216,7 @@ class KernelPrinter final : public Emitter {
         buffers_[p.name] = addr;
       } else if (p.kind == Param::Kind::Scalar) {
         if (p.type == ST::Pred) throw Unsupported{"a bool scalar parameter"};
-        const std::string r = declare(p.name, p.type, 1);
+        const std::string r = declare(p.name, p.type, 1).cur[0];
         line(fmt::format("ld.param.{} {}, [{}];", ld_type(p.type), r, param_symbol(i)));
       } else {
         const std::string raw = temp(ST::I64), addr = "%m$" + p.name;
@@ -210,7 +254,7 @@ class KernelPrinter final : public Emitter {
         return {immediate(e), e.type};
       case Expr::Kind::Var: return {reg_name(e.reg), e.type};
       case Expr::Kind::Special: return special(e.special);
-      case Expr::Kind::Param: return {bound(e.name).ptx, e.type};
+      case Expr::Kind::Param: return {bound(e.name).cur[0], e.type};
       case Expr::Kind::Unary: return unary(e);
       case Expr::Kind::Binary: return binary(e);
       case Expr::Kind::Select: return select(e);
@@ -385,14 +429,22 @@ class KernelPrinter final : public Emitter {
     // The initial value is read before the name is bound: `x = x + 1` in a new scope reads the outer x.
     std::optional<Val> init;
     if (!s.args.empty()) init = expr(s.args[0]);
-    const std::string r = declare(s.reg.name, s.type, s.count);
+    Bound& b = declare(s.reg.name, s.type, s.count);
     if (!init) return;
-    for (int e = 0; e < s.count; ++e)
-      line(fmt::format("mov.{} {}, {};", mov_type(s.type), s.count == 1 ? r : fmt::format("{}${}", r, e), init->text));
+    if (s.count == 1) return assign({s.reg.name, -1}, *init);
+    for (const std::string& r : b.cur) line(fmt::format("mov.{} {}, {};", mov_type(s.type), r, init->text));
   }
 
-  void assign(const Reg& reg, Val v) {
-    line(fmt::format("mov.{} {}, {};", mov_type(reg_type_of(reg)), reg_name(reg), v.text));
+  // A temporary (written once, read by this assignment alone) becomes the register's current
+  // version; any other value is moved into a fresh one (never another variable's register: the
+  // moves into phis at a loop's back edge would then have to be ordered).
+  void assign(const Reg& reg, const Val& v) {
+    if (v.text.rfind("%t$", 0) == 0) {
+      bound(reg.name).cur.at(elem_of(reg)) = v.text;
+      return;
+    }
+    const ST type = bound(reg.name).type;
+    line(fmt::format("mov.{} {}, {};", mov_type(type), define(reg), v.text));
   }
 
   void store(const Stmt& s) {
@@ -416,8 +468,11 @@ class KernelPrinter final : public Emitter {
     const std::string at = address(s.space, s.name, expr(s.args[0]), s.type);
     const std::string_view space =
         is_load ? load_space(s.space, s.name) : (s.space == Space::Shared ? "shared" : "global");
-    const Bound& b = bound(s.reg.name);
-    auto elem = [&](int e) { return b.count == 1 ? b.ptx : fmt::format("{}${}", b.ptx, e); };
+    // A load defines each element anew; a store reads them.
+    auto elem = [&](int e) {
+      const Reg r{s.reg.name, bound(s.reg.name).count == 1 ? -1 : e};
+      return is_load ? define(r) : reg_name(r);
+    };
     const int size = type_bytes(s.type), bytes = s.count * size;
     const int per_word = size >= 4 ? 1 : std::min(4 / size, s.count);
     std::vector<std::string> words;
@@ -487,7 +542,7 @@ class KernelPrinter final : public Emitter {
     if (s.unroll && lo && hi && s.step > 0 && (*hi - *lo) / s.step <= 1024) {
       for (int64_t i = *lo; i < *hi; i += s.step) {
         scopes_.emplace_back();
-        const std::string v = declare(s.reg.name, s.type, 1);
+        const std::string v = declare(s.reg.name, s.type, 1).cur[0];
         line(fmt::format("mov.{} {}, {};", t, v, i));
         block(s.body);
         scopes_.pop_back();
@@ -496,33 +551,52 @@ class KernelPrinter final : public Emitter {
       return;
     }
     Val first = expr(s.args[0]);
-    const std::string v = declare(s.reg.name, s.type, 1);
+    // The loop variable is one register, written before the loop and at the end of each pass;
+    // each variable the body writes has a phi register, its value at the top of every pass.
+    const std::string v = declare(s.reg.name, s.type, 1).cur[0];
     line(fmt::format("mov.{} {}, {};", t, v, first.text));
-    const bool hoist = !reads_any(s.args[1], assigned_in(s.body)) && !reads_memory(s.args[1]);
+    const std::set<std::string> written = assigned_in(s.body);
+    const bool hoist = !reads_any(s.args[1], written) && !reads_memory(s.args[1]);
     Val last = hoist ? materialize(expr(s.args[1])) : Val{};
+    const auto phis = phis_for(snapshot(written));
+    move_into(phis);
+    set_current(phis);
     const std::string head = label(), end = label(), exit = temp(ST::Pred);
     place(head);
     if (!hoist) last = expr(s.args[1]);
     line(fmt::format("setp.ge.{} {}, {}, {};", t, exit, v, last.text));
     line(fmt::format("@{} bra {};", exit, end));
     block(s.body);
+    move_into(phis);
+    set_current(phis);
     line(fmt::format("add.{0} {1}, {1}, {2};", t, v, s.step));
     line(fmt::format("bra {};", head));
     place(end);
     scopes_.pop_back();
   }
 
+  // Each variable either branch writes leaves both through one phi register.
   void if_then(const Stmt& s) {
     Val p = materialize(expr(s.args[0]));
-    const std::string other = label();
+    std::set<std::string> written = assigned_in(s.body);
+    written.merge(assigned_in(s.orelse));
+    const auto before = snapshot(written);
+    const auto phis = phis_for(before);
+    const std::string other = label(), done = label();
     line(fmt::format("@!{} bra {};", p.text, other));
     block(s.body);
-    if (s.orelse.empty()) return place(other);
-    const std::string done = label();
+    move_into(phis);
+    set_current(before);
+    if (s.orelse.empty() && phis.empty()) {
+      place(other);
+      return;
+    }
     line(fmt::format("bra {};", done));
     place(other);
     block(s.orelse);
+    move_into(phis);
     place(done);
+    set_current(phis);
   }
 
   void intrinsic(const Stmt& s) {
@@ -530,7 +604,6 @@ class KernelPrinter final : public Emitter {
       throw Unsupported{"an intrinsic outside the table"};
     const auto id = static_cast<IntrinsicId>(s.intrinsic);
     IntrinsicOperands ops;
-    for (const Reg& r : s.outs) ops.outs.push_back(reg_name(r));
     const int buffer_input = s.name.empty() ? -2 : intrinsic_buffer_input(s);
     const ScalarType buffer_elem = buffer_input >= 0 ? buffer_type(s.name) : ST::F32;
     if (buffer_input == -1) {  // TMA: the tensor map's address first
@@ -544,6 +617,10 @@ class KernelPrinter final : public Emitter {
       ops.ins.push_back(materialize(v).text);
     }
     ops.imms = s.imm;
+    // Results in fresh registers, but a wgmma's: its accumulators are written in place, as the
+    // asynchronous chain of wgmmas to their wait_group reads and writes the same registers.
+    const bool in_place = wgmma_n(id) > 0;
+    for (const Reg& r : s.outs) ops.outs.push_back(in_place ? reg_name(r) : define(r));
     print_intrinsic(*this, id, ops);
   }
 
