@@ -80,11 +80,25 @@ struct Bound {
   std::string base;              // "%x", or "%x$d1" for the second declaration of x
   std::vector<std::string> cur;  // element -> its current register
   int next = 0;                  // versions printed
+  bool pinned = false;           // one register an element, written in place (a wgmma's accumulators)
 };
+
+// The registers a wgmma accumulates into: they keep one register each for their whole life, as
+// the wgmmas of a chain and the code between them (a rescale) must write the same registers;
+// versions would cost a move of every accumulator at each loop's back edge.
+std::set<std::string> accumulator_names(const Kernel& k) {
+  std::set<std::string> out;
+  visit(k.body, [&](const Stmt& s) {
+    if (s.kind == Stmt::Kind::Intrinsic && s.intrinsic >= 0 && s.intrinsic < static_cast<int>(IntrinsicId::Count) &&
+        wgmma_n(static_cast<IntrinsicId>(s.intrinsic)) > 0)
+      for (const Reg& r : s.outs) out.insert(r.name);
+  });
+  return out;
+}
 
 class KernelPrinter final : public Emitter {
  public:
-  KernelPrinter(const Kernel& k, int sm) : k_(k), sm_(sm) {}
+  KernelPrinter(const Kernel& k, int sm) : k_(k), sm_(sm), pinned_(accumulator_names(k)) {}
 
   std::string print() {
     scopes_.emplace_back();
@@ -122,6 +136,7 @@ class KernelPrinter final : public Emitter {
  private:
   const Kernel& k_;
   int sm_;
+  std::set<std::string> pinned_;
   std::string body_;
   std::vector<std::pair<std::string, std::string>> decls_;  // PTX register, .reg type
   std::vector<std::map<std::string, Bound>> scopes_;        // kernel-IR register -> its PTX register
@@ -152,7 +167,7 @@ class KernelPrinter final : public Emitter {
 
   Bound& declare(const std::string& name, ST type, int count) {
     const int n = uses_of_name_[name]++;
-    Bound b{type, count, n == 0 ? "%" + name : fmt::format("%{}$d{}", name, n), {}, 0};
+    Bound b{type, count, n == 0 ? "%" + name : fmt::format("%{}$d{}", name, n), {}, 0, pinned_.count(name) > 0};
     for (int e = 0; e < count; ++e) b.cur.push_back(fresh(b, e));
     return scopes_.back()[name] = std::move(b);
   }
@@ -172,6 +187,7 @@ class KernelPrinter final : public Emitter {
   // The register a write of r goes to: a fresh version, current from now on.
   std::string define(const Reg& r) {
     Bound& b = bound(r.name);
+    if (b.pinned) return b.cur.at(elem_of(r));
     return b.cur.at(elem_of(r)) = fresh(b, static_cast<int>(elem_of(r)));
   }
 
@@ -179,7 +195,7 @@ class KernelPrinter final : public Emitter {
   std::map<std::string, std::vector<std::string>> snapshot(const std::set<std::string>& names) {
     std::map<std::string, std::vector<std::string>> out;
     for (const std::string& n : names)
-      if (Bound* b = find(n)) out[n] = b->cur;
+      if (Bound* b = find(n); b && !b->pinned) out[n] = b->cur;
     return out;
   }
   // Moves each variable of `phis` from its current registers into the phi registers.
@@ -439,12 +455,13 @@ class KernelPrinter final : public Emitter {
   // version; any other value is moved into a fresh one (never another variable's register: the
   // moves into phis at a loop's back edge would then have to be ordered).
   void assign(const Reg& reg, const Val& v) {
-    if (v.text.rfind("%t$", 0) == 0) {
+    if (v.text.rfind("%t$", 0) == 0 && !bound(reg.name).pinned) {
       bound(reg.name).cur.at(elem_of(reg)) = v.text;
       return;
     }
     const ST type = bound(reg.name).type;
-    line(fmt::format("mov.{} {}, {};", mov_type(type), define(reg), v.text));
+    const std::string dest = define(reg);
+    if (dest != v.text) line(fmt::format("mov.{} {}, {};", mov_type(type), dest, v.text));
   }
 
   void store(const Stmt& s) {

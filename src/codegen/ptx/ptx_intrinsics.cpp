@@ -199,7 +199,8 @@ void print_intrinsic(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) 
       return em.line(fmt::format("mbarrier.arrive.shared::cluster.b64 _, [{}];", remote));
     }
     case IntrinsicId::RegFence:  // ptxas orders a wgmma result's reads after its wait itself
-      return em.line(fmt::format("mov.f32 {}, {};", ops.outs.at(0), ops.ins.at(0)));
+      if (ops.outs.at(0) != ops.ins.at(0)) em.line(fmt::format("mov.f32 {}, {};", ops.outs[0], ops.ins[0]));
+      return;
     case IntrinsicId::DsmemLdF32: return dsmem_load(em, "f32", ops);
     case IntrinsicId::DsmemLdI32: return dsmem_load(em, "b32", ops);
     case IntrinsicId::DsmemLdF64: return dsmem_load(em, "f64", ops);
