@@ -143,7 +143,7 @@ int run_main(int argc, char** argv) {
   run->add_flag("--no-specialize", no_specialize,
                 "run the shape-generic kernels, not the ones specialized to the sizes' class (EMMY_SPECIALIZE=0)");
   run->add_flag("--emmy-ptx", run_opt.emmy_ptx,
-                "compile through Emmy's own PTX printer and the driver's JIT instead of NVRTC (issue 28, in progress: "
+                "compile through Emmy's own PTX printer and nvJitLink's ptxas instead of NVRTC (issue 28, in progress: "
                 "what it cannot print yet goes through NVRTC, with a note)");
   bool no_cache = false;
   run->add_flag("--no-cache", no_cache,

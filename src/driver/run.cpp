@@ -22,6 +22,7 @@
 #include "ir/numeric.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
+#include "runtime/ptx_link.hpp"
 #include "runtime/time_program.hpp"
 #include "support/warning.hpp"
 #include "support/write_file.hpp"
@@ -247,15 +248,13 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   std::string cuda = print_cuda(program);
   std::string ptx_note;
   if (ro.emmy_ptx) {
-    // The driver loads PTX text as it loads a CUBIN (its JIT runs ptxas): no NVRTC, no cache.
+    // ptxas through nvJitLink on the printed PTX: no NVRTC (and no kernel cache yet).
     PtxPrint printed = print_ptx(program, target.name, target.sm);
     if (printed.unsupported.empty()) {
-      Compiled out{std::move(cuda), {}, 0, false, "", "", ""};
-      out.result.ok = true;
-      out.result.ptx = std::move(printed.ptx);
-      out.result.cubin.assign(out.result.ptx.begin(), out.result.ptx.end());
-      out.result.cubin.push_back('\0');
+      Compiled out{std::move(cuda), runtime::compile_ptx(printed.ptx, co), 0, false, "", "", ""};
       out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (!out.result.ok)
+        throw std::runtime_error("ptxas rejected Emmy's PTX (a compiler bug; please report it):\n" + out.result.log);
       return out;
     }
     ptx_note = "Emmy's PTX printer cannot print " + printed.unsupported + " yet: NVRTC compiled it";

@@ -26,7 +26,7 @@ struct RunOptions {
   std::string save_dir;        // write inputs and outputs as .npy files here
   bool use_cache = true;       // the on-disk kernel cache
   bool specialize = true;      // the kernels specialized to the run's size class (lower::specialize_sizes)
-  bool emmy_ptx = false;       // the kernels through Emmy's PTX printer and the driver's JIT, not NVRTC (issue 28)
+  bool emmy_ptx = false;       // the kernels through Emmy's PTX printer and nvJitLink, not NVRTC (issue 28)
 };
 
 // The naive schedule: every seam cut, one thread per point. It is --bench's baseline and, at

@@ -1,0 +1,129 @@
+// nvJitLink through dlopen (emmyc starts without CUDA): Emmy's PTX to a CUBIN and ptxas's report.
+#include "runtime/ptx_link.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace emmy::runtime {
+namespace {
+
+// ---- the entry points, declared from nvJitLink.h's documented signatures -----------------------
+struct LinkOpaque;
+using Handle = LinkOpaque*;
+using Result = int;           // nvJitLinkResult; 0 is NVJITLINK_SUCCESS
+constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
+using SizeFn = Result (*)(Handle, size_t*);
+using GetFn = Result (*)(Handle, char*);
+
+struct Api {
+  Result (*create)(Handle*, uint32_t, const char**) = nullptr;
+  Result (*destroy)(Handle*) = nullptr;
+  Result (*add_data)(Handle, int, const void*, size_t, const char*) = nullptr;
+  Result (*complete)(Handle) = nullptr;
+  SizeFn cubin_size = nullptr, error_log_size = nullptr, info_log_size = nullptr;
+  Result (*cubin)(Handle, void*) = nullptr;
+  GetFn error_log = nullptr, info_log = nullptr;
+};
+
+struct Library {
+  Api api;
+  std::string error;  // empty when every entry point resolved
+};
+
+template <class F>
+void resolve(void* handle, const char* name, F& slot, std::string& missing) {
+  void* symbol = dlsym(handle, name);
+  slot = reinterpret_cast<F>(symbol);
+  if (!symbol && missing.empty()) missing = name;
+}
+
+// $CUDA_HOME/lib64, /usr/local/cuda/lib64, then the loader's path, as NVRTC is found.
+Library load_library() {
+  std::vector<std::string> dirs;
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) dirs.push_back(std::string(home) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  dirs.push_back("");
+  void* handle = nullptr;
+  std::string path, last_error;
+  for (const std::string& dir : dirs)
+    for (const char* name : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"}) {
+      if (handle) break;
+      path = dir + name;
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) last_error = dlerror();
+    }
+  Library lib;
+  if (!handle) {
+    lib.error =
+        "libnvJitLink not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the loader path (" + last_error + ")";
+    return lib;
+  }
+  std::string missing;
+  Api& a = lib.api;
+  resolve(handle, "nvJitLinkCreate", a.create, missing);
+  resolve(handle, "nvJitLinkDestroy", a.destroy, missing);
+  resolve(handle, "nvJitLinkAddData", a.add_data, missing);
+  resolve(handle, "nvJitLinkComplete", a.complete, missing);
+  resolve(handle, "nvJitLinkGetLinkedCubinSize", a.cubin_size, missing);
+  resolve(handle, "nvJitLinkGetLinkedCubin", a.cubin, missing);
+  resolve(handle, "nvJitLinkGetErrorLogSize", a.error_log_size, missing);
+  resolve(handle, "nvJitLinkGetErrorLog", a.error_log, missing);
+  resolve(handle, "nvJitLinkGetInfoLogSize", a.info_log_size, missing);
+  resolve(handle, "nvJitLinkGetInfoLog", a.info_log, missing);
+  if (!missing.empty()) lib.error = path + " has no " + missing;
+  return lib;
+}
+
+const Library& library() {
+  static const Library lib = load_library();
+  return lib;
+}
+
+std::string text_of(Handle h, SizeFn size_fn, GetFn get_fn) {
+  size_t size = 0;
+  if (size_fn(h, &size) != 0 || size == 0) return "";
+  std::string out(size, '\0');
+  if (get_fn(h, out.data()) != 0) return "";
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+bool ptx_link_available(std::string* why) {
+  if (why) *why = library().error;
+  return library().error.empty();
+}
+
+CompileResult compile_ptx(std::string_view ptx, const CompileOptions& options) {
+  if (!options.target) throw std::invalid_argument("compile_ptx: no target");
+  const Library& lib = library();
+  if (!lib.error.empty()) throw std::runtime_error("nvJitLink is not available: " + lib.error);
+  const Api& api = lib.api;
+  const std::string arch = fmt::format("-arch={}", options.target->name);
+  std::vector<const char*> flags{arch.c_str(), "-Xptxas=-v"};
+  Handle h = nullptr;
+  if (api.create(&h, static_cast<uint32_t>(flags.size()), flags.data()) != 0)
+    throw std::runtime_error("nvJitLinkCreate failed for " + arch);
+  std::unique_ptr<LinkOpaque, void (*)(Handle)> owner(h, [](Handle x) { library().api.destroy(&x); });
+  CompileResult out;
+  out.ptx = std::string(ptx);
+  const bool added = api.add_data(h, kInputPtx, out.ptx.c_str(), out.ptx.size() + 1, "emmy.ptx") == 0;
+  out.ok = added && api.complete(h) == 0;
+  out.log = text_of(h, api.info_log_size, api.info_log) + text_of(h, api.error_log_size, api.error_log);
+  if (!out.ok) return out;
+  size_t size = 0;
+  if (api.cubin_size(h, &size) != 0 || size == 0) return out.ok = false, out;
+  out.cubin.resize(size);
+  if (api.cubin(h, out.cubin.data()) != 0) return out.ok = false, out;
+  out.resources = parse_ptxas_report(out.log);
+  return out;
+}
+
+}  // namespace emmy::runtime
