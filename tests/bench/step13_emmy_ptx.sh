@@ -2,7 +2,9 @@
 # Issue 28 (GPU machine, one call): Emmy's own PTX printer (`--emmy-ptx`: the driver's JIT runs
 # ptxas on it; no NVRTC) against the reference at ragged shapes, beside the NVRTC build of the
 # same kernels; then both builds timed (`--bench`) on the row ops, and compute-sanitizer on a few.
-# $OUT/checks.txt, attention.txt, bench.txt, sanitize.txt. CHECKS=0 or ROWS=0 leave those parts out.
+# $OUT/checks.txt, attention.txt, bench.txt, sanitize.txt. CHECKS=0 or ROWS=0 leave those parts out;
+# CHECK_NVRTC= checks the --emmy-ptx builds alone.
+ls /usr/local/cuda/lib64/libnvJitLink.so* 2>&1 | head -2
 source "$(dirname "$0")/gpu_env.sh"
 runs=(
   "stdlib/nn.emmy --op softmax --shape N=37,C=1000"
@@ -42,7 +44,7 @@ runs=(
 )
 [ "${CHECKS:-1}" = 1 ] && {
   for run in "${runs[@]}"; do
-    for build in "--emmy-ptx" ""; do
+    for build in "--emmy-ptx" ${CHECK_NVRTC-""}; do
       timeout 90 "$B/emmyc" run $run --no-cache $build > "$OUT/run.log" 2>&1
       echo "${build:---nvrtc} $run :: exit $? :: $(grep -E 'note: Emmy|error' "$OUT/run.log" | head -2 | tr '\n' ' ')$(tail -1 "$OUT/run.log")"
     done
