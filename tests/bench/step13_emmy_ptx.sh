@@ -3,7 +3,7 @@
 # ptxas on it; no NVRTC) against the reference at ragged shapes, beside the NVRTC build of the
 # same kernels; then both builds timed (`--bench`) on the row ops, and compute-sanitizer on a few.
 # $OUT/checks.txt, attention.txt, bench.txt, sanitize.txt. CHECKS=0 or ROWS=0 leave those parts out;
-# CHECK_NVRTC= checks the --emmy-ptx builds alone.
+# CHECK_NVRTC=0 checks the --emmy-ptx builds alone.
 ls /usr/local/cuda/lib64/libnvJitLink.so* 2>&1 | head -2
 source "$(dirname "$0")/gpu_env.sh"
 runs=(
@@ -42,9 +42,11 @@ runs=(
   "examples/attention_variants.emmy --op sdpa_causal_bf16 --shape B=1,H=2,S=93,D=64"
   "examples/gqa_attention.emmy --op gqa_decode --shape B=2,H=8,KH=2,T=1001,D=128,E=128"
 )
+check_builds=("--emmy-ptx")
+[ "${CHECK_NVRTC:-1}" = 1 ] && check_builds+=("")
 [ "${CHECKS:-1}" = 1 ] && {
   for run in "${runs[@]}"; do
-    for build in "--emmy-ptx" ${CHECK_NVRTC-""}; do
+    for build in "${check_builds[@]}"; do
       timeout 90 "$B/emmyc" run $run --no-cache $build > "$OUT/run.log" 2>&1
       echo "${build:---nvrtc} $run :: exit $? :: $(grep -E 'note: Emmy|error' "$OUT/run.log" | head -2 | tr '\n' ' ')$(tail -1 "$OUT/run.log")"
     done
