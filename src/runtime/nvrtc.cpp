@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cuda_library.hpp"
 #include "support/paths.hpp"
 
 #ifndef EMMY_CUDA_INCLUDE
@@ -50,54 +51,24 @@ struct Library {
   std::string error;  // empty when every entry point resolved
 };
 
-std::vector<std::string> library_candidates() {
-  constexpr std::string_view kNames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  std::vector<std::string> dirs;
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) dirs.push_back(std::string(home) + "/lib64/");
-  dirs.push_back("/usr/local/cuda/lib64/");
-  dirs.push_back("");  // the dynamic loader's own search path
-  std::vector<std::string> paths;
-  for (const std::string& dir : dirs)
-    for (std::string_view name : kNames) paths.push_back(dir + std::string(name));
-  return paths;
-}
-
-template <class F>
-void resolve(void* handle, const char* name, F& slot, std::string& missing) {
-  void* symbol = dlsym(handle, name);
-  slot = reinterpret_cast<F>(symbol);
-  if (!symbol && missing.empty()) missing = name;
-}
-
 Library load_library() {
-  void* handle = nullptr;
-  std::string path, last_error;
-  for (const std::string& candidate : library_candidates()) {
-    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      path = candidate;
-      break;
-    }
-    last_error = dlerror();
-  }
   Library lib;
-  if (!handle) {
-    lib.error = "libnvrtc not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the loader path (" + last_error + ")";
-    return lib;
-  }
+  std::string path;
+  void* handle = open_cuda_library({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, "libnvrtc", &path, &lib.error);
+  if (!handle) return lib;
   std::string missing;
   Api& a = lib.api;
-  resolve(handle, "nvrtcGetErrorString", a.get_error_string, missing);
-  resolve(handle, "nvrtcVersion", a.version, missing);
-  resolve(handle, "nvrtcCreateProgram", a.create_program, missing);
-  resolve(handle, "nvrtcDestroyProgram", a.destroy_program, missing);
-  resolve(handle, "nvrtcCompileProgram", a.compile_program, missing);
-  resolve(handle, "nvrtcGetProgramLogSize", a.get_program_log_size, missing);
-  resolve(handle, "nvrtcGetProgramLog", a.get_program_log, missing);
-  resolve(handle, "nvrtcGetPTXSize", a.get_ptx_size, missing);
-  resolve(handle, "nvrtcGetPTX", a.get_ptx, missing);
-  resolve(handle, "nvrtcGetCUBINSize", a.get_cubin_size, missing);
-  resolve(handle, "nvrtcGetCUBIN", a.get_cubin, missing);
+  resolve_symbol(handle, "nvrtcGetErrorString", a.get_error_string, missing);
+  resolve_symbol(handle, "nvrtcVersion", a.version, missing);
+  resolve_symbol(handle, "nvrtcCreateProgram", a.create_program, missing);
+  resolve_symbol(handle, "nvrtcDestroyProgram", a.destroy_program, missing);
+  resolve_symbol(handle, "nvrtcCompileProgram", a.compile_program, missing);
+  resolve_symbol(handle, "nvrtcGetProgramLogSize", a.get_program_log_size, missing);
+  resolve_symbol(handle, "nvrtcGetProgramLog", a.get_program_log, missing);
+  resolve_symbol(handle, "nvrtcGetPTXSize", a.get_ptx_size, missing);
+  resolve_symbol(handle, "nvrtcGetPTX", a.get_ptx, missing);
+  resolve_symbol(handle, "nvrtcGetCUBINSize", a.get_cubin_size, missing);
+  resolve_symbol(handle, "nvrtcGetCUBIN", a.get_cubin, missing);
   if (!missing.empty()) lib.error = path + " has no " + missing;
   return lib;
 }

@@ -1,14 +1,14 @@
 // nvJitLink through dlopen (emmyc starts without CUDA): Emmy's PTX to a CUBIN and ptxas's report.
 #include "runtime/ptx_link.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "runtime/cuda_library.hpp"
 
 namespace emmy::runtime {
 namespace {
@@ -36,46 +36,25 @@ struct Library {
   std::string error;  // empty when every entry point resolved
 };
 
-template <class F>
-void resolve(void* handle, const char* name, F& slot, std::string& missing) {
-  void* symbol = dlsym(handle, name);
-  slot = reinterpret_cast<F>(symbol);
-  if (!symbol && missing.empty()) missing = name;
-}
-
 // $CUDA_HOME/lib64, /usr/local/cuda/lib64, then the loader's path, as NVRTC is found.
 Library load_library() {
-  std::vector<std::string> dirs;
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) dirs.push_back(std::string(home) + "/lib64/");
-  dirs.push_back("/usr/local/cuda/lib64/");
-  dirs.push_back("");
-  void* handle = nullptr;
-  std::string path, last_error;
-  for (const std::string& dir : dirs)
-    for (const char* name : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"}) {
-      if (handle) break;
-      path = dir + name;
-      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) last_error = dlerror();
-    }
   Library lib;
-  if (!handle) {
-    lib.error =
-        "libnvJitLink not found in $CUDA_HOME/lib64, /usr/local/cuda/lib64 or the loader path (" + last_error + ")";
-    return lib;
-  }
+  std::string path;
+  void* handle = open_cuda_library({"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"}, "libnvJitLink",
+                                   &path, &lib.error);
+  if (!handle) return lib;
   std::string missing;
   Api& a = lib.api;
-  resolve(handle, "nvJitLinkCreate", a.create, missing);
-  resolve(handle, "nvJitLinkDestroy", a.destroy, missing);
-  resolve(handle, "nvJitLinkAddData", a.add_data, missing);
-  resolve(handle, "nvJitLinkComplete", a.complete, missing);
-  resolve(handle, "nvJitLinkGetLinkedCubinSize", a.cubin_size, missing);
-  resolve(handle, "nvJitLinkGetLinkedCubin", a.cubin, missing);
-  resolve(handle, "nvJitLinkGetErrorLogSize", a.error_log_size, missing);
-  resolve(handle, "nvJitLinkGetErrorLog", a.error_log, missing);
-  resolve(handle, "nvJitLinkGetInfoLogSize", a.info_log_size, missing);
-  resolve(handle, "nvJitLinkGetInfoLog", a.info_log, missing);
+  resolve_symbol(handle, "nvJitLinkCreate", a.create, missing);
+  resolve_symbol(handle, "nvJitLinkDestroy", a.destroy, missing);
+  resolve_symbol(handle, "nvJitLinkAddData", a.add_data, missing);
+  resolve_symbol(handle, "nvJitLinkComplete", a.complete, missing);
+  resolve_symbol(handle, "nvJitLinkGetLinkedCubinSize", a.cubin_size, missing);
+  resolve_symbol(handle, "nvJitLinkGetLinkedCubin", a.cubin, missing);
+  resolve_symbol(handle, "nvJitLinkGetErrorLogSize", a.error_log_size, missing);
+  resolve_symbol(handle, "nvJitLinkGetErrorLog", a.error_log, missing);
+  resolve_symbol(handle, "nvJitLinkGetInfoLogSize", a.info_log_size, missing);
+  resolve_symbol(handle, "nvJitLinkGetInfoLog", a.info_log, missing);
   if (!missing.empty()) lib.error = path + " has no " + missing;
   return lib;
 }

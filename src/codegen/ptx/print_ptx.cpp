@@ -1,6 +1,6 @@
-// Prints kernel IR as PTX: a register a kernel-IR register (a fresh one each declaration),
-// expressions as instructions into temporaries, loops and ifs as branches; what has no spelling
-// here yet is reported, and the caller compiles the CUDA instead.
+// Prints kernel IR as PTX: each write of a kernel-IR register a fresh PTX register (phis where
+// control flow merges), expressions as instructions into temporaries, loops and ifs as branches;
+// what has no spelling here yet is reported, and the caller compiles the CUDA instead.
 #include "codegen/ptx/print_ptx.hpp"
 
 #include <fmt/format.h>
@@ -25,8 +25,8 @@ using ST = ScalarType;
 
 bool is_half(ST t) { return t == ST::F16 || t == ST::BF16; }
 
-// f16 and bf16 arithmetic runs in f32 and rounds back, as the CUDA printer's half math does:
-// one rounding of an exact f32 result for + - * / (f32 holds twice their precision and more).
+// A constant as a PTX immediate: floats by their bits (0f..., 0d...), 16-bit floats as the bits
+// a b16 register is moved from.
 std::string immediate(const Expr& e) {
   switch (e.type) {
     case ST::F32: {
@@ -314,6 +314,8 @@ class KernelPrinter final : public Emitter {
     return math_unary(*this, e.un, a);
   }
 
+  // f16 and bf16 arithmetic runs in f32 and rounds back, as the CUDA printer's half math does:
+  // one rounding of an exact f32 result for + - * / (f32 holds twice their precision and more).
   Val binary(const Expr& e) {
     const ST t = e.args[0].type;
     if ((e.bin == BinOp::And || e.bin == BinOp::Or) && reads_memory(e.args[1])) return short_circuit(e);
