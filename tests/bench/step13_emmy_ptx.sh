@@ -41,6 +41,10 @@ runs=(
   "stdlib/linalg.emmy --op matmul_bias_relu --shape M=300,N=257,K=129"
   "examples/attention_variants.emmy --op sdpa_causal_bf16 --shape B=1,H=2,S=93,D=64"
   "examples/gqa_attention.emmy --op gqa_decode --shape B=2,H=8,KH=2,T=1001,D=128,E=128"
+  "stdlib/nn.emmy --op gelu --shape N=37,C=1001"
+  "stdlib/nn.emmy --op gelu --shape N=37,C=1001 --dtype f32"
+  "stdlib/linalg.emmy --op matmul_bias_gelu --shape M=300,N=257,K=129"
+  "examples/gradients.emmy --op mlp_bwd --shape N=37,C=129,F=77"
 )
 check_builds=("--emmy-ptx")
 [ "${CHECK_NVRTC:-1}" = 1 ] && check_builds+=("")
