@@ -202,7 +202,7 @@ int print_level(const CheckedProgram& program, const std::string& level, const L
     runtime::CompileOptions co;
     co.target = find_target(lo.target);
     if (lo.emmy_ptx) {
-      PtxPrint printed = print_ptx(l->kernels, co.target->name, co.target->sm);
+      PtxPrint printed = print_ptx(l->kernels, co.target->name);
       mark("print PTX");
       if (printed.unsupported.empty()) {
         out << printed.ptx;

@@ -249,7 +249,7 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   std::string ptx_note;
   if (ro.emmy_ptx) {
     // ptxas through nvJitLink on the printed PTX: no NVRTC (and no kernel cache yet).
-    PtxPrint printed = print_ptx(program, target.name, target.sm);
+    PtxPrint printed = print_ptx(program, target.name);
     if (printed.unsupported.empty()) {
       Compiled out{std::move(cuda), runtime::compile_ptx(printed.ptx, co), 0, false, "", "", ""};
       out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

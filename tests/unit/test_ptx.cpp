@@ -33,7 +33,6 @@ class Lines final : public ptx::Emitter {
   std::string label() override { return fmt::format("$L{}", n_++); }
   void line(std::string_view s) override { text += std::string(s) + "\n"; }
   void place(std::string_view s) override { text += std::string(s) + ":\n"; }
-  int sm() const override { return 90; }
 
  private:
   int n_ = 0;
@@ -71,7 +70,7 @@ TEST_CASE("ptx: a select whose branch loads reads memory only on its own side") 
   Program p;
   p.op = "masked";
   p.kernels = {k};
-  PtxPrint printed = print_ptx(p, "sm_90a", 90);
+  PtxPrint printed = print_ptx(p, "sm_90a");
   REQUIRE(printed.unsupported.empty());
   // The load sits after a branch on the mask, not before a selp.
   const size_t branch = printed.ptx.find("bra"), read = printed.ptx.find("ld.global.nc.f32");
@@ -103,7 +102,7 @@ TEST_CASE("ptx: the stdlib's kernels print as PTX that ptxas compiles for sm_90a
         std::optional<lower::Lowered> lowered = lower_for_driver(*l->program, lo, err);
         REQUIRE_MESSAGE(lowered, err.str());
         const TargetInfo& t = *find_target(target);
-        PtxPrint printed = print_ptx(lowered->kernels, t.name, t.sm);
+        PtxPrint printed = print_ptx(lowered->kernels, t.name);
         if (!printed.unsupported.empty()) {
           CHECK_MESSAGE(printed.unsupported.find("erf of f32") == 0, printed.unsupported);
           continue;

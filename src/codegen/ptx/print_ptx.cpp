@@ -23,8 +23,6 @@ using namespace kir;
 using namespace ptx;
 using ST = ScalarType;
 
-bool is_half(ST t) { return t == ST::F16 || t == ST::BF16; }
-
 // A constant as a PTX immediate: floats by their bits (0f..., 0d...), 16-bit floats as the bits
 // a b16 register is moved from.
 std::string immediate(const Expr& e) {
@@ -98,7 +96,7 @@ std::set<std::string> accumulator_names(const Kernel& k) {
 
 class KernelPrinter final : public Emitter {
  public:
-  KernelPrinter(const Kernel& k, int sm) : k_(k), sm_(sm), pinned_(accumulator_names(k)) {}
+  explicit KernelPrinter(const Kernel& k) : k_(k), pinned_(accumulator_names(k)) {}
 
   std::string print() {
     scopes_.emplace_back();
@@ -131,11 +129,9 @@ class KernelPrinter final : public Emitter {
   std::string label() override { return fmt::format("$L{}", labels_++); }
   void line(std::string_view text) override { body_ += fmt::format("    {}\n", text); }
   void place(std::string_view label) override { body_ += fmt::format("{}:\n", label); }
-  int sm() const override { return sm_; }
 
  private:
   const Kernel& k_;
-  int sm_;
   std::set<std::string> pinned_;
   std::string body_;
   std::vector<std::pair<std::string, std::string>> decls_;  // PTX register, .reg type
@@ -256,12 +252,7 @@ class KernelPrinter final : public Emitter {
   }
 
   // ---- expressions ----
-  Val materialize(Val v) {
-    if (v.text.empty() || v.text[0] == '%') return v;
-    const std::string r = temp(v.type);
-    line(fmt::format("mov.{} {}, {};", v.type == ST::Pred ? "pred" : mov_type(v.type), r, v.text));
-    return {r, v.type};
-  }
+  Val materialize(const Val& v) { return ptx::materialize(*this, v); }
 
   Val expr(const Expr& e) {
     switch (e.kind) {
@@ -652,7 +643,7 @@ class KernelPrinter final : public Emitter {
 
 }  // namespace
 
-PtxPrint print_ptx(const Program& program, std::string_view arch, int sm) {
+PtxPrint print_ptx(const Program& program, std::string_view arch) {
   std::string out = fmt::format("// Emmy: op `{}`, {}.\n// Printed as PTX by emmyc: do not edit.\n\n", program.op,
                                 program.knobs.empty() ? "default knobs" : fmt::format("knobs `{}`", program.knobs));
   out += fmt::format(".version {}\n.target {}\n.address_size 64\n", kPtxVersion, arch);
@@ -665,7 +656,7 @@ PtxPrint print_ptx(const Program& program, std::string_view arch, int sm) {
     try {
       out += "\n";
       for (const std::string& line : k.doc) out += "// " + line + "\n";
-      out += KernelPrinter(k, sm).print();
+      out += KernelPrinter(k).print();
     } catch (const Unsupported& u) {
       return {{}, fmt::format("{} in {}", u.what, k.name)};
     }

@@ -15,7 +15,7 @@ struct PtxPrint {
   std::string unsupported;  // what has no PTX spelling here yet ("erf of f32 in k_gelu_1a2b3c"); empty: printed
 };
 
-// `arch`: the .target ("sm_90a", "sm_80"); `sm`: its compute capability times ten.
-PtxPrint print_ptx(const kir::Program& program, std::string_view arch, int sm);
+// `arch`: the .target ("sm_90a", "sm_80").
+PtxPrint print_ptx(const kir::Program& program, std::string_view arch);
 
 }  // namespace emmy

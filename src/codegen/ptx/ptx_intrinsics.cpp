@@ -17,8 +17,13 @@ struct Template {
   IntrinsicId id;
   std::string_view ptx;
 };
-constexpr std::string_view kMmaF32 = "{$o0, $o1, $o2, $o3}, {$i0, $i1, $i2, $i3}, {$i4, $i5}, {$i6, $i7, $i8, $i9};";
 constexpr std::array kTemplates{
+    Template{IntrinsicId::MmaF16F32,
+             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$o0, $o1, $o2, $o3}, {$i0, $i1, $i2, $i3}, "
+             "{$i4, $i5}, {$i6, $i7, $i8, $i9};"},
+    Template{IntrinsicId::MmaBf16F32,
+             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$o0, $o1, $o2, $o3}, {$i0, $i1, $i2, $i3}, "
+             "{$i4, $i5}, {$i6, $i7, $i8, $i9};"},
     Template{IntrinsicId::LdmatrixX1, "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {$o0}, [$i0];"},
     Template{IntrinsicId::LdmatrixX2, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {$o0, $o1}, [$i0];"},
     Template{IntrinsicId::LdmatrixX4, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$o0, $o1, $o2, $o3}, [$i0];"},
@@ -115,11 +120,16 @@ void mbarrier_try_wait(Emitter& em, const IntrinsicOperands& ops) {
   em.line(fmt::format("@!{} bra {};", done, again));
 }
 
+// The address, in CTA `cta` (operand 1) of the cluster, of shared address operand 0 (mapa).
+std::string peer_address(Emitter& em, const IntrinsicOperands& ops) {
+  const std::string remote = em.temp(ST::U32);
+  em.line(fmt::format("mapa.shared::cluster.u32 {}, {}, {};", remote, ops.ins.at(0), ops.ins.at(1)));
+  return remote;
+}
+
 // ld.shared::cluster of CTA `cta`'s word at the same shared address (emmy_dsmem_ld_*).
 void dsmem_load(Emitter& em, std::string_view type, const IntrinsicOperands& ops) {
-  const std::string remote = em.temp(ST::U32);
-  em.line(fmt::format("mapa.shared::cluster.u32 {}, {}, {};", remote, ops.ins[0], ops.ins[1]));
-  em.line(fmt::format("ld.shared::cluster.{} {}, [{}];", type, ops.outs[0], remote));
+  em.line(fmt::format("ld.shared::cluster.{} {}, [{}];", type, ops.outs.at(0), peer_address(em, ops)));
 }
 
 // wgmma.mma_async (emmy_wgmma_{rs,ss}_n<N>): D = A B (+ C) on the warpgroup's accumulators;
@@ -173,10 +183,6 @@ void print_intrinsic(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) 
   for (const Template& t : kTemplates)
     if (t.id == id) return emit_lines(em, expand(t.ptx, ops));
   switch (id) {
-    case IntrinsicId::MmaF16F32:
-      return em.line(expand(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {}", kMmaF32), ops));
-    case IntrinsicId::MmaBf16F32:
-      return em.line(expand(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {}", kMmaF32), ops));
     case IntrinsicId::CpAsyncWait:  // deeper than 7 pending groups waits for all, as the helper does
       return em.line(ops.imms.at(0) <= 7 ? fmt::format("cp.async.wait_group {};", ops.imms[0])
                                          : std::string("cp.async.wait_all;"));
@@ -193,11 +199,8 @@ void print_intrinsic(Emitter& em, IntrinsicId id, const IntrinsicOperands& ops) 
       return em.line(
           fmt::format("setmaxnreg.{}.sync.aligned.u32 {};", id == IntrinsicId::SetmaxnregInc ? "inc" : "dec", r));
     }
-    case IntrinsicId::MbarrierArrivePeer: {
-      const std::string remote = em.temp(ST::U32);
-      em.line(fmt::format("mapa.shared::cluster.u32 {}, {}, {};", remote, ops.ins[0], ops.ins[1]));
-      return em.line(fmt::format("mbarrier.arrive.shared::cluster.b64 _, [{}];", remote));
-    }
+    case IntrinsicId::MbarrierArrivePeer:
+      return em.line(fmt::format("mbarrier.arrive.shared::cluster.b64 _, [{}];", peer_address(em, ops)));
     case IntrinsicId::RegFence:  // ptxas orders a wgmma result's reads after its wait itself
       if (ops.outs.at(0) != ops.ins.at(0)) em.line(fmt::format("mov.f32 {}, {};", ops.outs[0], ops.ins[0]));
       return;

@@ -257,17 +257,17 @@ std::optional<Val> divide_by_power_of_two(Emitter& em, BinOp op, const Val& a, c
   return op2(em, spell("sub.{t}", a.type), a.type, x, back.text);
 }
 
-std::string materialized(Emitter& em, const Val& v) {
-  if (!v.text.empty() && v.text[0] == '%') return v.text;
-  return op1(em, fmt::format("mov.{}", row_of(v.type).mov), v.type, v.text).text;
-}
-
 }  // namespace
 
 std::string_view reg_type(ST t) { return row_of(t).reg; }
 std::string_view reg_prefix(ST t) { return row_of(t).prefix; }
 std::string_view ld_type(ST t) { return row_of(t).ld; }
 std::string_view mov_type(ST t) { return row_of(t).mov; }
+
+Val materialize(Emitter& em, const Val& v) {
+  if (!v.text.empty() && v.text[0] == '%') return v;
+  return op1(em, fmt::format("mov.{}", row_of(v.type).mov), v.type, v.text);
+}
 
 uint16_t half_bits(ST t, double v) {
   const float f = static_cast<float>(v);
@@ -276,9 +276,9 @@ uint16_t half_bits(ST t, double v) {
 
 Val math_unary(Emitter& em, UnOp op, const Val& a) {
   for (const UnRow& r : kUnary)
-    if (r.op == op && (r.types & bit(a.type))) return op1(em, spell(r.insn, a.type), a.type, materialized(em, a));
+    if (r.op == op && (r.types & bit(a.type))) return op1(em, spell(r.insn, a.type), a.type, materialize(em, a).text);
   if (a.type == ST::F32) {
-    const Val x{materialized(em, a), a.type};  // the sequences reinterpret its bits (mov.b32)
+    const Val x{materialize(em, a).text, a.type};  // the sequences reinterpret its bits (mov.b32)
     if (op == UnOp::Exp) return exp_f32(em, x);
     if (op == UnOp::Log) return log_f32(em, x);
     if (op == UnOp::Sigmoid) return sigmoid_f32(em, x);
@@ -292,7 +292,7 @@ Val math_binary(Emitter& em, BinOp op, const Val& a, const Val& b) {
   if (t == ST::F64 && (op == BinOp::Max || op == BinOp::Min)) return minmax_f64(em, op == BinOp::Max, a, b);
   if (std::optional<Val> shifted = divide_by_power_of_two(em, op, a, b)) return *shifted;
   if (t == ST::Pred && op == BinOp::Eq) {
-    Val x = op2(em, "xor.pred", ST::Pred, materialized(em, a), materialized(em, b));
+    Val x = op2(em, "xor.pred", ST::Pred, materialize(em, a).text, materialize(em, b).text);
     return op1(em, "not.pred", ST::Pred, x.text);
   }
   for (const BinRow& r : kBinary) {
@@ -300,17 +300,16 @@ Val math_binary(Emitter& em, BinOp op, const Val& a, const Val& b) {
     const ST result = kir::is_comparison(op) ? ST::Pred : t;
     std::string rhs = b.text;
     if ((op == BinOp::Shl || op == BinOp::Shr) && b.type == ST::I64)
-      rhs = op1(em, "cvt.u32.u64", ST::U32, materialized(em, b)).text;  // a shift's amount is 32-bit
-    return op2(em, spell(r.insn, t), result, materialized(em, a), rhs);
+      rhs = op1(em, "cvt.u32.u64", ST::U32, materialize(em, b).text).text;  // a shift's amount is 32-bit
+    return op2(em, spell(r.insn, t), result, materialize(em, a).text, rhs);
   }
   throw Unsupported{fmt::format("{} of {}", kir::binop_name(op), kir::type_name(t))};
 }
 
 Val math_convert(Emitter& em, const Val& a, ST from, ST to) {
   if (from == to) return a;
-  const auto is_half = [](ST t) { return t == ST::F16 || t == ST::BF16; };
   const auto is_int = [](ST t) { return t == ST::I32 || t == ST::I64 || t == ST::U32; };
-  const std::string x = materialized(em, a);
+  const std::string x = materialize(em, a).text;
   if (to == ST::Pred) {
     if (is_half(from)) return math_convert(em, math_convert(em, a, from, ST::F32), ST::F32, to);
     if (from == ST::F32) return op2(em, "setp.neu.f32", to, x, "0f00000000");

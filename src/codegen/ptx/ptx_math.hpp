@@ -33,7 +33,6 @@ class Emitter {
   virtual std::string label() = 0;
   virtual void line(std::string_view instruction) = 0;
   virtual void place(std::string_view label) = 0;
-  virtual int sm() const = 0;
 };
 
 std::string_view reg_type(kir::ScalarType type);         // the .reg type: ".f32", ".b16", ".pred"
@@ -41,6 +40,11 @@ std::string_view reg_prefix(kir::ScalarType type);       // temporaries' letter:
 std::string_view ld_type(kir::ScalarType type);          // ld/st and arithmetic suffix: "f32", "s64", "b16"
 std::string_view mov_type(kir::ScalarType type);         // mov/selp suffix: "f32", "b32", "b16", "pred"
 uint16_t half_bits(kir::ScalarType type, double value);  // an f16 or bf16 value's bits
+
+constexpr bool is_half(kir::ScalarType t) { return t == kir::ScalarType::F16 || t == kir::ScalarType::BF16; }
+
+// `v` in a register: itself when it is one, else moved into a fresh temporary (an immediate).
+Val materialize(Emitter& em, const Val& v);
 
 // Operands of f32, f64, integer or pred type (f16 and bf16 go through f32 in the caller).
 Val math_unary(Emitter& em, kir::UnOp op, const Val& a);
