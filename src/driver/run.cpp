@@ -22,7 +22,6 @@
 #include "ir/numeric.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch_program.hpp"
-#include "runtime/ptx_link.hpp"
 #include "runtime/time_program.hpp"
 #include "support/warning.hpp"
 #include "support/write_file.hpp"
@@ -248,10 +247,11 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
   std::string cuda = print_cuda(program);
   std::string ptx_note;
   if (ro.emmy_ptx) {
-    // ptxas through nvJitLink on the printed PTX: no NVRTC (and no kernel cache yet).
+    // ptxas through nvJitLink on the printed PTX: no NVRTC; the kernel cache keyed by the PTX.
     PtxPrint printed = print_ptx(program, target.name);
     if (printed.unsupported.empty()) {
-      Compiled out{std::move(cuda), runtime::compile_ptx(printed.ptx, co), 0, false, "", "", ""};
+      runtime::CachedCompile c = runtime::compile_ptx_cached(printed.ptx, co, {ro.use_cache, ""});
+      Compiled out{std::move(cuda), std::move(c.result), 0, c.hit, c.path, c.warning, ""};
       out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!out.result.ok)
         throw std::runtime_error("ptxas rejected Emmy's PTX (a compiler bug; please report it):\n" + out.result.log);

@@ -1,4 +1,4 @@
-// An on-disk cache of NVRTC results, so a kernel compiled once is loaded, not recompiled.
+// An on-disk cache of NVRTC and nvJitLink results, so a kernel compiled once is loaded, not recompiled.
 #pragma once
 
 #include <string>
@@ -8,10 +8,10 @@
 
 namespace emmy::runtime {
 
-// Sizes are kernel parameters and knobs, op and source are all in the generated CUDA, so an
-// entry is keyed by the CUDA text itself together with NVRTC's command line (the target, the
-// include directory, extra flags), the NVRTC, driver and Emmy versions: a change of any of them
-// is a miss, a new shape is a hit.
+// Sizes are kernel parameters and knobs, op and source are all in the generated CUDA (or PTX), so
+// an entry is keyed by the source text itself together with the compiler's command line (the
+// target, the include directory, extra flags) and the compiler's, driver's and Emmy's versions: a
+// change of any of them is a miss, a new shape is a hit.
 struct CacheOptions {
   bool enabled = true;
   std::string dir;  // empty: default_cache_dir()
@@ -43,5 +43,9 @@ struct CachedCompile {
 // forged .log, a missing file or manifest) is a miss: recompiled, and the entry overwritten.
 CachedCompile compile_cuda_cached(std::string_view source, std::string_view program_name, const CompileOptions& options,
                                   const CacheOptions& cache);
+
+// compile_ptx (Emmy's own PTX through nvJitLink) through the same cache: the entry's source is its
+// KEY.ptx; the key holds nvJitLink's version and options instead of NVRTC's.
+CachedCompile compile_ptx_cached(std::string_view ptx, const CompileOptions& options, const CacheOptions& cache);
 
 }  // namespace emmy::runtime

@@ -28,6 +28,7 @@ struct Api {
   Result (*complete)(Handle) = nullptr;
   SizeFn cubin_size = nullptr, error_log_size = nullptr, info_log_size = nullptr;
   Result (*cubin)(Handle, void*) = nullptr;
+  Result (*version)(unsigned*, unsigned*) = nullptr;
   GetFn error_log = nullptr, info_log = nullptr;
 };
 
@@ -55,6 +56,7 @@ Library load_library() {
   resolve_symbol(handle, "nvJitLinkGetErrorLog", a.error_log, missing);
   resolve_symbol(handle, "nvJitLinkGetInfoLogSize", a.info_log_size, missing);
   resolve_symbol(handle, "nvJitLinkGetInfoLog", a.info_log, missing);
+  resolve_symbol(handle, "nvJitLinkVersion", a.version, missing);
   if (!missing.empty()) lib.error = path + " has no " + missing;
   return lib;
 }
@@ -80,16 +82,28 @@ bool ptx_link_available(std::string* why) {
   return library().error.empty();
 }
 
+std::string ptx_link_version() {
+  if (!ptx_link_available()) return "";
+  unsigned major = 0, minor = 0;
+  if (library().api.version(&major, &minor) != 0) return "";
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::vector<std::string> ptx_link_flags(const CompileOptions& options) {
+  return {fmt::format("-arch={}", options.target->name), "-Xptxas=-v"};
+}
+
 CompileResult compile_ptx(std::string_view ptx, const CompileOptions& options) {
   if (!options.target) throw std::invalid_argument("compile_ptx: no target");
   const Library& lib = library();
   if (!lib.error.empty()) throw std::runtime_error("nvJitLink is not available: " + lib.error);
   const Api& api = lib.api;
-  const std::string arch = fmt::format("-arch={}", options.target->name);
-  std::vector<const char*> flags{arch.c_str(), "-Xptxas=-v"};
+  const std::vector<std::string> options_text = ptx_link_flags(options);
+  std::vector<const char*> flags;
+  for (const std::string& flag : options_text) flags.push_back(flag.c_str());
   Handle h = nullptr;
   if (api.create(&h, static_cast<uint32_t>(flags.size()), flags.data()) != 0)
-    throw std::runtime_error("nvJitLinkCreate failed for " + arch);
+    throw std::runtime_error("nvJitLinkCreate failed for " + options_text[0]);
   std::unique_ptr<LinkOpaque, void (*)(Handle)> owner(h, [](Handle x) { library().api.destroy(&x); });
   CompileResult out;
   out.ptx = std::string(ptx);

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/nvrtc.hpp"
 
@@ -11,6 +12,12 @@ namespace emmy::runtime {
 
 // Whether libnvJitLink could be loaded with every entry point Emmy uses; otherwise `why` says why.
 bool ptx_link_available(std::string* why = nullptr);
+
+// The loaded nvJitLink's version, "13.0"; "" when nvJitLink is not available.
+std::string ptx_link_version();
+
+// nvJitLink's options for options.target: "-arch=sm_90a -Xptxas=-v".
+std::vector<std::string> ptx_link_flags(const CompileOptions& options);
 
 // One PTX module compiled for options.target (its sm_XX[a]) with ptxas -v: the CUBIN, the
 // report's resources and the log (ptxas's errors when !ok). result.ptx is `ptx`. Throws

@@ -14,6 +14,7 @@
 
 #include "runtime/cache_manifest.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/ptx_link.hpp"
 #include "support/paths.hpp"
 #include "test_helpers.hpp"
 
@@ -88,6 +89,45 @@ TEST_CASE("kernel cache: a miss compiles and stores, a hit loads the same CUBIN,
       runtime::compile_cuda_cached(source, "t.cu", co, {true, "/proc/emmy-no-such-dir"});
   CHECK(unwritable.result.ok);
   CHECK(unwritable.warning.find("the kernel cache is off: cannot create the directory '/proc/emmy-no-such-dir'") == 0);
+}
+
+TEST_CASE("kernel cache: Emmy's PTX through nvJitLink is cached by the PTX itself, apart from NVRTC's entries") {
+  std::string why;
+  if (!runtime::ptx_link_available(&why)) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  TempDir dir("emmy-ptx-cache-test-");
+  const std::string ptx =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry k_store(.param .u64 y) {\n  .reg .b64 %a;\n  .reg .b32 %v;\n"
+      "  ld.param.u64 %a, [y];\n  cvta.to.global.u64 %a, %a;\n  mov.b32 %v, 7;\n  st.global.b32 [%a], %v;\n"
+      "  ret;\n}\n";
+  runtime::CompileOptions co;
+  co.target = find_target("sm_90");
+  runtime::CacheOptions cache{true, dir.path.string()};
+  runtime::CachedCompile first = runtime::compile_ptx_cached(ptx, co, cache);
+  REQUIRE_MESSAGE(first.result.ok, first.result.log);
+  CHECK(!first.hit);
+  REQUIRE(!first.path.empty());
+  CHECK(fs::exists(first.path + ".ptx"));
+  CHECK(!fs::exists(first.path + ".cu"));  // the PTX is the entry's source
+  runtime::CachedCompile second = runtime::compile_ptx_cached(ptx, co, cache);
+  CHECK(second.hit);
+  CHECK(second.result.cubin == first.result.cubin);
+  REQUIRE(second.result.resources.size() == 1);
+  CHECK(second.result.resources[0].kernel == "k_store");
+  // Another PTX (one constant changed), another target: misses.
+  std::string seven = ptx;
+  seven.replace(seven.find("mov.b32 %v, 7"), 13, "mov.b32 %v, 8");
+  CHECK(!runtime::compile_ptx_cached(seven, co, cache).hit);
+  co.target = find_target("sm_90a");
+  CHECK(!runtime::compile_ptx_cached(ptx, co, cache).hit);
+  co.target = find_target("sm_90");
+  // A corrupt source file is a miss, rewritten.
+  std::ofstream(first.path + ".ptx") << "// not the source\n";
+  CHECK(!runtime::compile_ptx_cached(ptx, co, cache).hit);
+  CHECK(runtime::compile_ptx_cached(ptx, co, cache).hit);
 }
 
 namespace {
