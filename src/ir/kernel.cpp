@@ -242,7 +242,7 @@ Stmt store(Space space, std::string buffer, Expr index, Expr value) {
   return s;
 }
 
-Stmt for_loop(std::string var_name, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body, bool unroll) {
+Stmt for_loop(std::string var_name, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body, Unroll unroll) {
   Stmt s;
   s.kind = Stmt::Kind::For;
   s.reg.name = std::move(var_name);

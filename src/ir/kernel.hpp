@@ -132,6 +132,11 @@ Expr shared_addr(std::string array, Expr index);
 
 enum class Scope : uint8_t { Thread, Warp, Warpgroup, Block };  // Warpgroup: 4 aligned warps (wgmma)
 
+// Who unrolls a loop: the compiler behind the printer as it sees fit (NVVM, ptxas), the
+// printers completely (constant bounds), or nobody (cold loops whose unrolled copies would only
+// cost compile time and code size: `#pragma unroll 1`, PTX's "nounroll").
+enum class Unroll : uint8_t { Compiler, Full, Never };
+
 struct Stmt {
   enum class Kind : uint8_t {
     Decl,       // reg.name of `type`, `count` elements (1 = scalar); args[0] = initial value
@@ -139,7 +144,7 @@ struct Stmt {
     Assign,     // reg = args[0]
     Store,      // space, name = buffer; args[0] = element index, args[1] = value
     For,        // reg.name (an I32 or I64 register of `type`) from args[0] while < args[1],
-                // step `step`; `unroll`; body
+                // step `step`; `unroll` (who unrolls it); body
     If,         // args[0] (pred): body, else orelse
     Barrier,    // __syncthreads(): every thread of the block, none inside divergent code
     Intrinsic,  // intrinsic (an IntrinsicId), outs, args = inputs, imm; name = the global
@@ -161,7 +166,7 @@ struct Stmt {
   std::string name;
   Space space = Space::Global;
   int step = 1;
-  bool unroll = false;
+  Unroll unroll = Unroll::Compiler;
   int intrinsic = -1;
   std::vector<Reg> outs;
   std::vector<int64_t> imm;
@@ -177,7 +182,8 @@ Stmt decl(std::string name, ScalarType type, int count = 1);
 Stmt decl(std::string name, ScalarType type, Expr init, int count = 1);
 Stmt assign(Reg reg, Expr value);
 Stmt store(Space space, std::string buffer, Expr index, Expr value);
-Stmt for_loop(std::string var, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body, bool unroll = false);
+Stmt for_loop(std::string var, ScalarType type, Expr lo, Expr hi, std::vector<Stmt> body,
+              Unroll unroll = Unroll::Compiler);
 Stmt if_then(Expr pred, std::vector<Stmt> then, std::vector<Stmt> orelse = {});
 Stmt barrier();
 Stmt comment(std::string text);

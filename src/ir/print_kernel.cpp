@@ -190,7 +190,9 @@ std::string bound_text(const Expr& bound, ScalarType type) {
 std::string for_line(const Stmt& s) {
   return fmt::format("for {}: {} in [{}, {}){}{}", s.reg.name, type_name(s.type), bound_text(s.args[0], s.type),
                      bound_text(s.args[1], s.type), s.step == 1 ? "" : fmt::format(" step {}", s.step),
-                     s.unroll ? " unroll" : "");
+                     s.unroll == Unroll::Full    ? " unroll"
+                     : s.unroll == Unroll::Never ? " nounroll"
+                                                 : "");
 }
 
 void print_block(const std::vector<Stmt>& body, int depth, std::string& out);

@@ -426,7 +426,8 @@ TEST_CASE("lowering: a law memo gives the prover's own reports; statements copy 
     CHECK(memoized.commutative.outcome == direct.commutative.outcome);
     CHECK(memoized.identity.outcome == direct.identity.outcome);
   }
-  kir::Stmt loop = kir::for_loop("i", kir::ScalarType::I32, kir::ci(0), kir::ci(8), {kir::comment("inner")}, true);
+  kir::Stmt loop =
+      kir::for_loop("i", kir::ScalarType::I32, kir::ci(0), kir::ci(8), {kir::comment("inner")}, kir::Unroll::Full);
   loop.step = 4;
   loop.orelse = {kir::comment("other")};
   const kir::Stmt head = kir::without_children(loop);

@@ -92,7 +92,7 @@ Kernel carrier_kernel() {
                   }),
               for_loop("c", I32, ci(0), ci(2),
                        {gstore("out", add(mul(row, ci(2, I64)), cast(v("c", I32), I64)), cast(v("o", F32, 0), F16))},
-                       true),
+                       kir::Unroll::Full),
               assign(R("o", 1), binary(BinOp::Div, v("o", F32, 1), cast(param("S", I64), F32))),
           }),
   };

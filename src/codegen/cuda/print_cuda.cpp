@@ -454,7 +454,8 @@ class Printer {
   }
 
   void for_loop(const Stmt& s, int depth) {
-    if (s.unroll) line(depth, "#pragma unroll");
+    if (s.unroll != kir::Unroll::Compiler)
+      line(depth, s.unroll == kir::Unroll::Full ? "#pragma unroll" : "#pragma unroll 1");
     const std::string v = cuda_id(s.reg.name);
     line(depth,
          fmt::format("for ({} {} = {}; {} < {}; {} += {}) {{", cuda_type(s.type), v, bound(s.args[0], s.type).text, v,

@@ -549,7 +549,7 @@ class KernelPrinter final : public Emitter {
     scopes_.emplace_back();
     std::optional<int64_t> lo = constant(s.args[0]), hi = constant(s.args[1]);
     const std::string_view t = ld_type(s.type);
-    if (s.unroll && lo && hi && s.step > 0 && (*hi - *lo) / s.step <= 1024) {
+    if (s.unroll == kir::Unroll::Full && lo && hi && s.step > 0 && (*hi - *lo) / s.step <= 1024) {
       for (int64_t i = *lo; i < *hi; i += s.step) {
         scopes_.emplace_back();
         const std::string v = declare(s.reg.name, s.type, 1).cur[0];
@@ -573,6 +573,7 @@ class KernelPrinter final : public Emitter {
     set_current(phis);
     const std::string head = label(), end = label(), exit = temp(ST::Pred);
     place(head);
+    if (s.unroll == kir::Unroll::Never) line(".pragma \"nounroll\";");
     if (!hoist) last = expr(s.args[1]);
     line(fmt::format("setp.ge.{} {}, {}, {};", t, exit, v, last.text));
     line(fmt::format("@{} bra {};", exit, end));

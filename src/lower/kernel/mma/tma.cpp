@@ -98,12 +98,20 @@ void MmaTier::tma_fill(const std::vector<const Slab*>& slabs, const K& buf, cons
       if (!empty.back()) continue;
       // (A name of the slab's, not a fresh one: the copies of an interior and a masked block print
       // the same, which warp specialization relies on.)
-      const std::string at = "zero_" + s->array;
-      emit(kir::if_then(*empty.back(),
-                        {kir::for_loop(at, ScalarType::I32, ci32(0), ci32(s->elems()),
-                                       {kir::store(kir::Space::Shared, s->array,
-                                                   add(s->buffer_start(buf), kir::var({at}, ScalarType::I32)),
-                                                   kir::cf(0, t_.operand))})}));
+      // Sixteen bytes a store where the tile is whole 16-byte chunks (a TMA box's rows are), else
+      // an element a store.
+      const std::string at = "zero_" + s->array, zeros = "zeros_" + s->array;
+      const int per = tile % 16 == 0 ? static_cast<int>(16 / kir::type_bytes(t_.operand)) : 1;
+      K first = add(s->buffer_start(buf), mul(kir::var({at}, ScalarType::I32), ci32(per)));
+      // Cold (a tensor without elements): the loop stays rolled.
+      std::vector<kir::Stmt> fill;
+      if (per > 1) fill.push_back(kir::decl(zeros, t_.operand, kir::cf(0, t_.operand), per));
+      fill.push_back(
+          kir::for_loop(at, ScalarType::I32, ci32(0), ci32(s->elems() / per),
+                        {per > 1 ? kir::vec_store(s->array, first, zeros, t_.operand, per, kir::Space::Shared)
+                                 : kir::store(kir::Space::Shared, s->array, first, kir::cf(0, t_.operand))},
+                        kir::Unroll::Never));
+      emit(kir::if_then(*empty.back(), std::move(fill)));
       K none = kir::select(*empty.back(), kir::ci(tile, U32), kir::ci(0, U32));
       unbrought = unbrought ? add(*unbrought, none) : none;
     }
