@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "codegen/ptx/ptx_divide.hpp"
 #include "ir/numeric.hpp"
 
 namespace emmy::ptx {
@@ -226,37 +227,6 @@ Val minmax_f64(Emitter& em, bool is_max, const Val& a, const Val& b) {
   return op3(em, "selp.f64", ST::F64, a.text, b.text, take.text);
 }
 
-// x / 2^k and x % 2^k of integers as shifts (C's quotient rounds toward zero: a negative x is
-// biased by 2^k - 1 first); a division ptxas would otherwise make a subroutine call of (64-bit).
-std::optional<Val> divide_by_power_of_two(Emitter& em, BinOp op, const Val& a, const Val& b) {
-  if ((op != BinOp::Div && op != BinOp::Rem) || !(bit(a.type) & kInts) || b.text.empty() || b.text[0] == '%')
-    return std::nullopt;
-  int64_t d = 0;
-  try {
-    d = std::stoll(b.text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (d <= 0 || (d & (d - 1)) != 0) return std::nullopt;
-  const int k = std::countr_zero(static_cast<uint64_t>(d)), w = 8 * kir::type_bytes(a.type);
-  const std::string x = a.text[0] == '%' ? a.text : op1(em, spell("mov.{b}", a.type), a.type, a.text).text;
-  const std::string_view s = a.type == ST::I64 ? "s64" : "s32", u = a.type == ST::I64 ? "u64" : "u32";
-  std::string q;
-  if (a.type == ST::U32) {
-    q = op2(em, "shr.u32", a.type, x, std::to_string(k)).text;
-  } else if (k == 0) {
-    q = x;
-  } else {
-    Val sign = op2(em, fmt::format("shr.{}", s), a.type, x, std::to_string(w - 1));
-    Val bias = op2(em, fmt::format("shr.{}", u), a.type, sign.text, std::to_string(w - k));
-    Val biased = op2(em, fmt::format("add.{}", s), a.type, x, bias.text);
-    q = op2(em, fmt::format("shr.{}", s), a.type, biased.text, std::to_string(k)).text;
-  }
-  if (op == BinOp::Div) return Val{q, a.type};
-  Val back = op2(em, spell("shl.{b}", a.type), a.type, q, std::to_string(k));
-  return op2(em, spell("sub.{t}", a.type), a.type, x, back.text);
-}
-
 }  // namespace
 
 std::string_view reg_type(ST t) { return row_of(t).reg; }
@@ -290,7 +260,7 @@ Val math_unary(Emitter& em, UnOp op, const Val& a) {
 Val math_binary(Emitter& em, BinOp op, const Val& a, const Val& b) {
   const ST t = a.type;
   if (t == ST::F64 && (op == BinOp::Max || op == BinOp::Min)) return minmax_f64(em, op == BinOp::Max, a, b);
-  if (std::optional<Val> shifted = divide_by_power_of_two(em, op, a, b)) return *shifted;
+  if (std::optional<Val> divided = divide(em, op, a, b)) return *divided;
   if (t == ST::Pred && op == BinOp::Eq) {
     Val x = op2(em, "xor.pred", ST::Pred, materialize(em, a).text, materialize(em, b).text);
     return op1(em, "not.pred", ST::Pred, x.text);
