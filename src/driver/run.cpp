@@ -252,6 +252,14 @@ Compiled compile_program(const kir::Program& program, const TargetInfo& target, 
     if (printed.unsupported.empty()) {
       runtime::CachedCompile c = runtime::compile_ptx_cached(printed.ptx, co, {ro.use_cache, ""});
       Compiled out{std::move(cuda), std::move(c.result), 0, c.hit, c.path, c.warning, ""};
+      // Loaded as PTX: the driver's JIT compiles it as a whole program. nvJitLink's ptxas compiles
+      // relocatable code, where its calls of ptxas's own routines (64-bit division, IEEE division
+      // and square root) are extern calls that serialize every wgmma and drop setmaxnreg (ptxas
+      // C7509, C7504); its CUBIN only gives the report.
+      if (out.result.ok) {
+        out.result.cubin.assign(printed.ptx.begin(), printed.ptx.end());
+        out.result.cubin.push_back('\0');
+      }
       out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!out.result.ok)
         throw std::runtime_error("ptxas rejected Emmy's PTX (a compiler bug; please report it):\n" + out.result.log);
