@@ -70,6 +70,10 @@ TEST_CASE(
   CHECK(wide.text.find("rem.u32") != std::string::npos);    // the fast path
   CHECK(wide.text.find("rem.s64") != std::string::npos);    // the wide one
   CHECK(narrow.text.find("div.s32") != std::string::npos);  // ptxas inlines it
+  Lines large;  // a u32 remainder by a divisor past 2^31: unsigned throughout
+  ptx::math_binary(large, BinOp::Rem, {"%x", ST::U32}, {"4294967291", ST::U32});
+  CHECK(large.text.find("mul.lo.u32") != std::string::npos);
+  CHECK(large.text.find(".s32") == std::string::npos);
 }
 
 // The instruction sequences of ptx_divide, evaluated in C++ at `width` bits.

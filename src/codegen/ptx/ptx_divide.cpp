@@ -19,7 +19,7 @@ std::optional<int64_t> immediate(const Val& v) {
   if (v.text.empty() || v.text[0] == '%') return std::nullopt;
   try {
     size_t used = 0;
-    const int64_t x = std::stoll(v.text, &used, 0);
+    const int64_t x = std::stoll(v.text, &used, 10);
     if (used == v.text.size()) return x;
   } catch (const std::exception&) {
   }
@@ -82,11 +82,12 @@ std::string quotient_by_unsigned_magic(Emitter& em, ST t, const std::string& x, 
   return m.shift > 1 ? emit(em, t, "shr." + sp.u, sum, std::to_string(m.shift - 1)) : sum;
 }
 
-// x - q * d: the remainder from the quotient.
+// x - q * d: the remainder from the quotient (u32's spelled unsigned: its divisor may pass 2^31).
 std::string remainder_of(Emitter& em, ST t, const std::string& x, const std::string& q, const std::string& d) {
   const Spelling sp = spelling(t);
-  const std::string back = emit(em, t, "mul.lo." + sp.s, q, d);
-  return emit(em, t, "sub." + sp.s, x, back);
+  const std::string& sign = t == ST::U32 ? sp.u : sp.s;
+  const std::string back = emit(em, t, "mul.lo." + sign, q, d);
+  return emit(em, t, "sub." + sign, x, back);
 }
 
 // A 64-bit a / b (or a % b) of registers: div.u32 when both lie in [0, 2^31), else div.s64.
