@@ -36,17 +36,8 @@ Spelling spelling(ST t) {
   return {w, fmt::format("s{}", w), fmt::format("u{}", w), fmt::format("b{}", w)};
 }
 
-std::string reg(Emitter& em, const Val& v) {
-  if (!v.text.empty() && v.text[0] == '%') return v.text;
-  const std::string r = em.temp(v.type);
-  em.line(fmt::format("mov.{} {}, {};", spelling(v.type).b, r, v.text));
-  return r;
-}
-
 std::string emit(Emitter& em, ST t, std::string_view insn, const std::string& a, const std::string& b) {
-  const std::string r = em.temp(t);
-  em.line(fmt::format("{} {}, {}, {};", insn, r, a, b));
-  return r;
+  return op2(em, insn, t, a, b).text;
 }
 
 // x / 2^k (rounding toward zero: a negative x biased by 2^k - 1 first).
@@ -178,13 +169,13 @@ std::optional<Val> divide(Emitter& em, BinOp op, const Val& a, const Val& b) {
   const std::optional<int64_t> constant = immediate(b);
   if (!constant) {
     if (t != ST::I64) return std::nullopt;  // ptxas inlines a 32-bit division
-    return Val{through_32_bits(em, op, reg(em, a), reg(em, b)), t};
+    return Val{through_32_bits(em, op, materialize(em, a).text, materialize(em, b).text), t};
   }
   const int64_t d = *constant;
   const bool is_unsigned = t == ST::U32;
   const uint64_t ud = static_cast<uint64_t>(d) & 0xffffffffu;
   if (d == 0 || (is_unsigned ? ud <= 1 : (d == 1 || d == -1))) return std::nullopt;  // left to div/rem
-  const std::string x = reg(em, a);
+  const std::string x = materialize(em, a).text;
   std::string q;
   if (!is_unsigned && d > 0 && std::has_single_bit(static_cast<uint64_t>(d)))
     q = quotient_by_shift(em, t, x, std::countr_zero(static_cast<uint64_t>(d)));

@@ -110,11 +110,6 @@ Val op1(Emitter& em, std::string_view insn, ST type, const std::string& a) {
   em.line(fmt::format("{} {}, {};", insn, r, a));
   return {r, type};
 }
-Val op2(Emitter& em, std::string_view insn, ST type, const std::string& a, const std::string& b) {
-  const std::string r = em.temp(type);
-  em.line(fmt::format("{} {}, {}, {};", insn, r, a, b));
-  return {r, type};
-}
 Val op3(Emitter& em, std::string_view insn, ST type, const std::string& a, const std::string& b, const std::string& c) {
   const std::string r = em.temp(type);
   em.line(fmt::format("{} {}, {}, {}, {};", insn, r, a, b, c));
@@ -228,6 +223,12 @@ Val minmax_f64(Emitter& em, bool is_max, const Val& a, const Val& b) {
 }
 
 }  // namespace
+
+Val op2(Emitter& em, std::string_view insn, ST type, const std::string& a, const std::string& b) {
+  const std::string r = em.temp(type);
+  em.line(fmt::format("{} {}, {}, {};", insn, r, a, b));
+  return {r, type};
+}
 
 std::string_view reg_type(ST t) { return row_of(t).reg; }
 std::string_view reg_prefix(ST t) { return row_of(t).prefix; }

@@ -46,6 +46,9 @@ constexpr bool is_half(kir::ScalarType t) { return t == kir::ScalarType::F16 || 
 // `v` in a register: itself when it is one, else moved into a fresh temporary (an immediate).
 Val materialize(Emitter& em, const Val& v);
 
+// `insn d, a, b` into a fresh temporary d of `type`.
+Val op2(Emitter& em, std::string_view insn, kir::ScalarType type, const std::string& a, const std::string& b);
+
 // Operands of f32, f64, integer or pred type (f16 and bf16 go through f32 in the caller).
 Val math_unary(Emitter& em, kir::UnOp op, const Val& a);
 Val math_binary(Emitter& em, kir::BinOp op, const Val& a, const Val& b);
